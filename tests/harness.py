@@ -1,0 +1,127 @@
+"""Test harness: start real `odradek` broker processes on 127.0.0.1, free ports, temp dirs; stop by pid."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port: int, timeout: float = 20.0, proc: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode} before listening on {port}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
+
+
+def odradek_cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "odradek.cli.main", *args]
+
+
+def run_cli(*args: str, input: str | None = None, timeout: float = 60.0) -> subprocess.CompletedProcess:
+    return subprocess.run(odradek_cmd(*args), input=input, capture_output=True, text=True, timeout=timeout)
+
+
+@dataclass
+class BrokerProcess:
+    """One broker subprocess with its own properties file and data dir."""
+
+    workdir: Path
+    broker_id: int = 0
+    port: int = 0
+    overrides: dict[str, str] = field(default_factory=dict)
+    proc: subprocess.Popen | None = None
+
+    def __post_init__(self) -> None:
+        if not self.port:
+            self.port = free_port()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.log_dir = self.workdir / "data"
+        self.config_path = self.workdir / "server.properties"
+        self.stdout_path = self.workdir / "broker.out"
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def write_config(self) -> None:
+        props = {
+            "broker.id": str(self.broker_id),
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "log.dirs": str(self.log_dir),
+            "num.partitions": "1",
+            "offsets.topic.replication.factor": "1",
+            "log.retention.check.interval.ms": "1000",
+        }
+        props.update(self.overrides)
+        self.config_path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+    def start(self, timeout: float = 30.0) -> BrokerProcess:
+        self.write_config()
+        out = open(self.stdout_path, "ab")
+        self.proc = subprocess.Popen(
+            odradek_cmd("server-start", str(self.config_path)),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        out.close()
+        try:
+            wait_port(self.port, timeout, self.proc)
+        except Exception:
+            self.kill()
+            raise RuntimeError(f"broker failed to start:\n{self.output()}") from None
+        return self
+
+    def output(self) -> str:
+        try:
+            return self.stdout_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self, timeout: float = 30.0) -> int | None:
+        """Clean shutdown with SIGTERM, then SIGKILL if it does not exit in time."""
+        if not self.alive():
+            return self.proc.returncode if self.proc else None
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return None
+
+    def kill(self) -> None:
+        """kill -9, as a crash."""
+        if self.alive():
+            assert self.proc is not None
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+
+    def restart(self, timeout: float = 30.0) -> BrokerProcess:
+        self.stop()
+        return self.start(timeout)
