@@ -75,14 +75,13 @@ class BrokerProcess:
 
     def start(self, timeout: float = 30.0) -> BrokerProcess:
         self.write_config()
-        out = open(self.stdout_path, "ab")
-        self.proc = subprocess.Popen(
-            odradek_cmd("server-start", str(self.config_path)),
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        out.close()
+        with open(self.stdout_path, "ab") as out:
+            self.proc = subprocess.Popen(
+                odradek_cmd("server-start", str(self.config_path)),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         try:
             wait_port(self.port, timeout, self.proc)
         except Exception:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from enum import IntEnum
 
 
-
 class ErrorCode(IntEnum):
     UNKNOWN_SERVER_ERROR = -1
     NONE = 0

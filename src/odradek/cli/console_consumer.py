@@ -1,0 +1,399 @@
+"""`odradek console-consumer`: print records to stdout, like Kafka's kafka-console-consumer.sh.
+
+Subscribes to `--topic` or `--include REGEX` in a consumer group (a random `console-consumer-NNNNN`
+one, without commits, unless `--group` is given), or reads one `--partition` from `--offset`.
+Records are written with Kafka's default formatter layout; at the end (max messages, idle
+timeout, SIGINT/SIGTERM or a closed stdout) `Processed a total of N messages` goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import signal
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    TopicPartition,
+)
+
+from odradek.cli.common import (
+    ArgParser,
+    ClientErrors,
+    UsageError,
+    add_bootstrap_flags,
+    bootstrap_of,
+    client_config,
+    create_client,
+    ensure_reachable,
+    parse_bool,
+    parse_key_values,
+    read_properties_file,
+    run_tool,
+    silence_stdout,
+)
+
+POLL_SLICE_S = 0.2
+DEFAULT_FORMATTERS = (
+    "kafka.tools.DefaultMessageFormatter",
+    "org.apache.kafka.tools.consumer.DefaultMessageFormatter",
+)
+TIMESTAMP_NAMES = {1: "CreateTime", 2: "LogAppendTime"}
+
+
+def build_parser() -> ArgParser:
+    parser = ArgParser("console-consumer", "Consume records from Kafka topics and print them to standard output.")
+    add_bootstrap_flags(parser)
+    parser.add_argument("--topic", metavar="TOPIC", help="the topic to consume")
+    parser.add_argument("--include", metavar="REGEX", help="regular expression of the topics to consume")
+    parser.add_argument("--whitelist", dest="include_old", metavar="REGEX", help="DEPRECATED, use --include")
+    parser.add_argument("--partition", type=int, metavar="P", help="consume only this partition")
+    parser.add_argument(
+        "--offset", metavar="OFFSET", help="with --partition: a non-negative offset, 'earliest' or 'latest' (default)"
+    )
+    parser.add_argument("--from-beginning", action="store_true", help="start at the earliest offset")
+    parser.add_argument("--group", metavar="GROUP", help="the consumer group id")
+    parser.add_argument("--max-messages", type=int, metavar="N", help="exit after N messages")
+    parser.add_argument("--timeout-ms", type=int, metavar="MS", help="exit when no message arrives for MS ms")
+    parser.add_argument(
+        "--property",
+        action="append",
+        metavar="PROP=VALUE",
+        help="formatter properties: print.timestamp, print.key, print.offset, print.partition, print.headers, "
+        "print.value, key.separator, line.separator, headers.separator, headers.key.separator, null.literal",
+    )
+    parser.add_argument("--consumer-property", action="append", metavar="PROP=VALUE", help="a consumer property")
+    parser.add_argument("--consumer.config", dest="consumer_config", metavar="FILE", help="consumer properties file")
+    parser.add_argument(
+        "--isolation-level",
+        choices=("read_committed", "read_uncommitted"),
+        help="read_committed hides aborted transactional records (default read_uncommitted)",
+    )
+    parser.add_argument("--formatter", metavar="CLASS", help="only the default formatter is available")
+    parser.add_argument("--skip-message-on-error", action="store_true", help="accepted for compatibility")
+    parser.add_argument("--key-deserializer", metavar="CLASS", help="accepted for compatibility; bytes are printed")
+    parser.add_argument("--value-deserializer", metavar="CLASS", help="accepted for compatibility; bytes are printed")
+    return parser
+
+
+# --- options --------------------------------------------------------------------------------
+
+
+@dataclass
+class Source:
+    """What to read: a subscription (topics or a regex) or one assigned partition."""
+
+    topic: str | None
+    pattern: str | None
+    partition: int | None
+    start: int  # for an assigned partition: OFFSET_BEGINNING, OFFSET_END or an offset
+
+
+def parse_offset(text: str | None, from_beginning: bool) -> int:
+    if text is None:
+        return OFFSET_BEGINNING if from_beginning else OFFSET_END
+    lowered = text.strip().lower()
+    if lowered == "earliest":
+        return OFFSET_BEGINNING
+    if lowered == "latest":
+        return OFFSET_END
+    if lowered.isdigit():
+        return int(lowered)
+    raise UsageError(
+        f"Error: The provided offset value '{text}' is incorrect. "
+        "Valid values are 'earliest', 'latest', or a non-negative long."
+    )
+
+
+def source_of(opts: argparse.Namespace) -> Source:
+    pattern = opts.include or opts.include_old
+    if bool(opts.topic) == bool(pattern):
+        raise UsageError("Error: Exactly one of --include/--topic is required.")
+    if opts.partition is not None and not opts.topic:
+        raise UsageError("Error: The topic is required when partition is specified.")
+    if opts.offset is not None and opts.partition is None:
+        raise UsageError("Error: The partition is required when offset is specified.")
+    if opts.offset is not None and opts.from_beginning:
+        raise UsageError("Error: Options from-beginning and offset cannot be specified together.")
+    start = parse_offset(opts.offset, opts.from_beginning)
+    return Source(opts.topic, pattern, opts.partition, start)
+
+
+def subscription_pattern(regex: str) -> str:
+    """Kafka's include list (commas mean '|', whole-name match) as a librdkafka regex."""
+    cleaned = regex.strip().replace(",", "|").replace(" ", "").strip("\"'")
+    return f"^({cleaned})$"
+
+
+def group_of(opts: argparse.Namespace, props: dict[str, str], file_props: dict[str, str]) -> str | None:
+    """The group id from --group, --consumer-property or --consumer.config, which must agree."""
+    found = {v for v in (opts.group, props.get("group.id"), file_props.get("group.id")) if v}
+    if len(found) > 1:
+        raise UsageError(
+            "Error: The group ids provided in different places (directly using '--group', via "
+            "'--consumer-property', or via '--consumer.config') do not match. "
+            f"Detected group ids: {', '.join(sorted(repr(g) for g in found))}"
+        )
+    return found.pop() if found else None
+
+
+def consumer_config(opts: argparse.Namespace, source: Source) -> dict[str, str]:
+    """File < --consumer-property < flags, with the console consumer's own defaults."""
+    file_props = read_properties_file(opts.consumer_config)
+    props = parse_key_values(opts.consumer_property, "--consumer-property")
+    group = group_of(opts, props, file_props)
+    conf = {**file_props, **props}
+    if group is None:
+        conf["group.id"] = f"console-consumer-{random.randrange(10000, 100000)}"
+        conf["enable.auto.commit"] = "false"
+    else:
+        conf["group.id"] = group
+    reset = conf.get("auto.offset.reset")
+    if opts.from_beginning and reset not in (None, "earliest", "smallest", "beginning"):
+        raise UsageError(f"Error: Can't simultaneously specify --from-beginning and 'auto.offset.reset={reset}'")
+    if opts.from_beginning or reset is None:
+        conf["auto.offset.reset"] = "earliest" if opts.from_beginning else "latest"
+    if opts.isolation_level:
+        conf["isolation.level"] = opts.isolation_level
+    conf["enable.auto.offset.store"] = "false"  # only printed records count as consumed
+    conf.setdefault("client.id", "console-consumer")
+    conf.pop("exclude.internal.topics", None)
+    return conf
+
+
+# --- formatting -------------------------------------------------------------------------------
+
+
+@dataclass
+class Formatter:
+    """Kafka's DefaultMessageFormatter: optional timestamp, partition, offset, headers, key, value."""
+
+    print_timestamp: bool = False
+    print_partition: bool = False
+    print_offset: bool = False
+    print_headers: bool = False
+    print_key: bool = False
+    print_value: bool = True
+    key_separator: bytes = b"\t"
+    line_separator: bytes = b"\n"
+    headers_separator: bytes = b","
+    headers_key_separator: bytes = b":"
+    null_literal: bytes = b"null"
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str]) -> Formatter:
+        def text(name: str, default: str) -> bytes:
+            return props.get(name, default).encode()
+
+        return cls(
+            print_timestamp=parse_bool(props.get("print.timestamp")),
+            print_partition=parse_bool(props.get("print.partition")),
+            print_offset=parse_bool(props.get("print.offset")),
+            print_headers=parse_bool(props.get("print.headers")),
+            print_key=parse_bool(props.get("print.key")),
+            print_value=parse_bool(props.get("print.value"), default=True),
+            key_separator=text("key.separator", "\t"),
+            line_separator=text("line.separator", "\n"),
+            headers_separator=text("headers.separator", ","),
+            headers_key_separator=text("headers.key.separator", ":"),
+            null_literal=text("null.literal", "null"),
+        )
+
+    def format(self, msg: Any) -> bytes:
+        """One record as bytes, fields joined by key.separator, ended by line.separator."""
+        fields: list[bytes] = []
+        if self.print_timestamp:
+            fields.append(self.timestamp(msg))
+        if self.print_partition:
+            fields.append(b"Partition:%d" % msg.partition())
+        if self.print_offset:
+            fields.append(b"Offset:%d" % msg.offset())
+        if self.print_headers:
+            fields.append(self.headers(msg.headers()))
+        if self.print_key:
+            fields.append(self.nullable(msg.key()))
+        if self.print_value:
+            fields.append(self.nullable(msg.value()))
+        return self.key_separator.join(fields) + self.line_separator
+
+    def timestamp(self, msg: Any) -> bytes:
+        kind, value = msg.timestamp()
+        name = TIMESTAMP_NAMES.get(kind)
+        return b"NO_TIMESTAMP" if name is None else f"{name}:{value}".encode()
+
+    def headers(self, headers: list[tuple[str, bytes | None]] | None) -> bytes:
+        if not headers:
+            return b"NO_HEADERS"
+        return self.headers_separator.join(
+            name.encode() + self.headers_key_separator + self.nullable(value) for name, value in headers
+        )
+
+    def nullable(self, value: bytes | str | None) -> bytes:
+        if value is None:
+            return self.null_literal
+        return value.encode() if isinstance(value, str) else value
+
+
+# --- consuming --------------------------------------------------------------------------------
+
+
+class StopFlag:
+    """Set by SIGINT/SIGTERM; the loop checks it between polls."""
+
+    def __init__(self) -> None:
+        self.stopped = False
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self.handle)
+
+    def handle(self, signum: int, frame: Any) -> None:
+        self.stopped = True
+
+
+@dataclass
+class Limits:
+    max_messages: int | None
+    timeout_ms: int | None
+
+
+class Printer:
+    """Writes formatted records to stdout; flushes per record on a terminal, else when idle."""
+
+    def __init__(self, out: BinaryIO, formatter: Formatter, interactive: bool) -> None:
+        self.out = out
+        self.formatter = formatter
+        self.interactive = interactive
+
+    def write(self, msg: Any) -> None:
+        self.out.write(self.formatter.format(msg))
+        if self.interactive:
+            self.out.flush()
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
+class Reporter:
+    """Prints each distinct non-fatal consumer error once, as a warning line."""
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+
+    def warn(self, err: KafkaError) -> None:
+        text = err.str()
+        if text not in self.seen:
+            self.seen.add(text)
+            print(f"WARNING: {text}", file=sys.stderr)
+
+
+def consume(
+    consumer: Consumer, printer: Printer, limits: Limits, stop: StopFlag, store: Callable[[Message], None]
+) -> int:
+    """The poll loop; returns how many records were printed."""
+    count, idle_since = 0, time.monotonic()
+    reporter = Reporter()
+    while not stop.stopped and (limits.max_messages is None or count < limits.max_messages):
+        msg = consumer.poll(POLL_SLICE_S)
+        if msg is None:
+            printer.flush()
+            if limits.timeout_ms is not None and (time.monotonic() - idle_since) * 1000 >= limits.timeout_ms:
+                break
+            continue
+        if msg.error():
+            handle_error(msg.error(), reporter)
+            continue
+        printer.write(msg)
+        store(msg)
+        count += 1
+        idle_since = time.monotonic()
+    return count
+
+
+def handle_error(err: KafkaError, reporter: Reporter) -> None:
+    if err.code() == KafkaError._PARTITION_EOF:
+        return
+    if err.fatal():
+        raise KafkaException(err)
+    reporter.warn(err)
+
+
+def start(consumer: Consumer, source: Source) -> None:
+    if source.partition is not None:
+        assert source.topic is not None
+        consumer.assign([TopicPartition(source.topic, source.partition, source.start)])
+    elif source.pattern is not None:
+        consumer.subscribe([subscription_pattern(source.pattern)])
+    else:
+        assert source.topic is not None
+        consumer.subscribe([source.topic])
+
+
+def check_flags(opts: argparse.Namespace) -> tuple[str, Source]:
+    bootstrap = bootstrap_of(opts)
+    if opts.formatter and opts.formatter not in DEFAULT_FORMATTERS:
+        raise UsageError(f"Error: formatter '{opts.formatter}' is not available; only the default one is")
+    if opts.max_messages is not None and opts.max_messages < 0:
+        raise UsageError("Error: --max-messages must not be negative")
+    return bootstrap, source_of(opts)
+
+
+def run_consumer(consumer: Consumer, source: Source, printer: Printer, limits: Limits, commit: bool) -> int:
+    """Consume until a limit or a signal; returns the count of printed records."""
+    stop = StopFlag()
+    stop.install()
+
+    def store(msg: Message) -> None:
+        if commit:
+            consumer.store_offsets(message=msg)
+
+    start(consumer, source)
+    count = 0
+    try:
+        count = consume(consumer, printer, limits, stop, store)
+        printer.flush()
+    except BrokenPipeError:
+        silence_stdout()
+    finally:
+        print(f"Processed a total of {count} messages", file=sys.stderr)
+        close_quietly(consumer)
+    return count
+
+
+def close_quietly(consumer: Consumer) -> None:
+    try:
+        consumer.close()
+    except Exception:
+        pass
+
+
+def execute(argv: list[str]) -> int:
+    opts = build_parser().parse_args(argv)
+    bootstrap, source = check_flags(opts)
+    conf = consumer_config(opts, source)
+    commit = parse_bool(conf.get("enable.auto.commit"), default=True)
+    errors = ClientErrors()
+    consumer = create_client(Consumer, client_config(bootstrap, conf, errors=errors))
+    try:
+        ensure_reachable(consumer, bootstrap, errors)
+    except Exception:
+        close_quietly(consumer)
+        raise
+    formatter = Formatter.from_properties(parse_key_values(opts.property))
+    printer = Printer(sys.stdout.buffer, formatter, sys.stdout.isatty())
+    run_consumer(consumer, source, printer, Limits(opts.max_messages, opts.timeout_ms), commit)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    return run_tool(lambda: execute(argv))

@@ -1,0 +1,76 @@
+"""Entry point of the `odradek` command: routes `odradek <tool> [args]` to the tool's module.
+
+Tool modules are imported lazily, so a broken or slow import in one tool never affects another,
+and `odradek --help` stays fast. Each tool module exposes `main(argv: list[str]) -> int`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable
+from typing import NamedTuple
+
+
+class Tool(NamedTuple):
+    """One entry of the dispatch table."""
+
+    module: str
+    summary: str
+
+
+TOOLS: dict[str, Tool] = {
+    "server-start": Tool("odradek.cli.server_start", "start a broker from a server.properties file"),
+    "server-stop": Tool("odradek.cli.server_stop", "stop brokers running on this machine"),
+    "topics": Tool("odradek.cli.topics", "create, list, describe, alter and delete topics"),
+    "console-producer": Tool("odradek.cli.console_producer", "send lines read from stdin to a topic"),
+    "console-consumer": Tool("odradek.cli.console_consumer", "print records of topics to stdout"),
+    "dump-log": Tool("odradek.cli.dump_log", "print the batches and records of log segment files"),
+}
+
+PROG = "odradek"
+
+
+def usage() -> str:
+    """The top-level help text: synopsis and one line per tool."""
+    width = max(len(name) for name in TOOLS)
+    lines = [
+        f"usage: {PROG} <tool> [args]",
+        "",
+        "Odradek, a Kafka-compatible commit-log broker. Tools:",
+    ]
+    lines += [f"  {name.ljust(width)}  {tool.summary}" for name, tool in TOOLS.items()]
+    lines += ["", f"Run '{PROG} <tool> --help' for the flags of a tool."]
+    return "\n".join(lines)
+
+
+def load_tool(name: str) -> Callable[[list[str]], int]:
+    """Import the module of tool `name` and return its `main`."""
+    module = importlib.import_module(TOOLS[name].module)
+    return module.main
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Dispatch `argv` (default: sys.argv[1:]) to a tool; returns the process exit code."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if not args:
+        print(usage(), file=sys.stderr)
+        return 2
+    if args[0] in ("-h", "--help", "help"):
+        print(usage())
+        return 0
+    name, rest = args[0], args[1:]
+    if name not in TOOLS:
+        print(f"{PROG}: unknown tool '{name}'", file=sys.stderr)
+        print(usage(), file=sys.stderr)
+        return 2
+    try:
+        tool_main = load_tool(name)
+    except ImportError as exc:
+        print(f"{PROG}: tool '{name}' is not available: {exc}", file=sys.stderr)
+        return 1
+    return int(tool_main(rest) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,99 @@
+"""`odradek server-start PATH/server.properties [--override k=v ...] [--daemon|-daemon]`: run a broker."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+LOG_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="odradek server-start",
+        description="Start an Odradek broker with a Kafka server.properties file.",
+        allow_abbrev=False,
+    )
+    p.add_argument("config", metavar="server.properties", help="path to the broker's properties file")
+    p.add_argument("--override", action="append", default=[], metavar="key=value",
+                   help="override a property of the file (repeatable)")
+    p.add_argument("--daemon", "-daemon", action="store_true", help="run in the background, output to $LOG_DIR")
+    return p
+
+
+def setup_logging() -> None:
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stdout, force=True)
+    logging.getLogger("kazoo").setLevel(logging.WARNING)
+
+
+def _daemonize(args: argparse.Namespace, config_port: int | None) -> int:
+    log_dir = Path(os.environ.get("LOG_DIR", "logs"))
+    log_dir.mkdir(parents=True, exist_ok=True)
+    out_path = log_dir / "odradek-server.out"
+    cmd = [sys.executable, "-m", "odradek.cli.main", "server-start", str(Path(args.config).resolve())]
+    for o in args.override:
+        cmd += ["--override", o]
+    with open(out_path, "ab") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+    deadline = time.monotonic() + 60
+    marker = b"started (cluster id"
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = out_path.read_bytes().decode(errors="replace").strip().splitlines()[-1:]
+            print(f"Error: broker exited with status {proc.returncode}: {tail[0] if tail else ''}", file=sys.stderr)
+            return 1
+        if marker in out_path.read_bytes()[-65536:]:
+            print(f"Odradek broker started in the background (pid {proc.pid}); output in {out_path}")
+            return 0
+        time.sleep(0.1)
+    print(f"Odradek broker (pid {proc.pid}) still starting; output in {out_path}")
+    return 0
+
+
+async def _run(config: object) -> int:
+    from odradek.server.broker import Broker, StartupError
+
+    broker = Broker(config)  # type: ignore[arg-type]
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, lambda: loop.create_task(broker.shutdown()))
+    try:
+        await broker.start()
+    except StartupError as exc:
+        logging.getLogger("odradek.server").error("Fatal error during broker start-up: %s", exc)
+        print(f"Error: {exc}", file=sys.stderr)
+        await broker.shutdown()
+        return 1
+    await broker.wait_stopped()
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    from odradek.config import BrokerConfig, ConfigError
+
+    try:
+        config = BrokerConfig.load(args.config, args.override)
+    except ConfigError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"Error: cannot read {args.config}: {exc.strerror}", file=sys.stderr)
+        return 1
+    if args.daemon:
+        return _daemonize(args, None)
+    setup_logging()
+    try:
+        import uvloop
+
+        return uvloop.run(_run(config))
+    except ImportError:
+        return asyncio.run(_run(config))

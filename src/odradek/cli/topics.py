@@ -1,0 +1,592 @@
+"""`odradek topics`: create, list, describe, alter and delete topics, like Kafka's kafka-topics.sh.
+
+Flags, messages and the `--describe` layout follow Kafka's TopicCommand so its users feel at home.
+All requests go through confluent-kafka's AdminClient with bounded timeouts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import re
+import struct
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import KafkaException, TopicCollection
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+    ResourceType,
+)
+
+from odradek.cli.common import (
+    DEFAULT_REQUEST_TIMEOUT_MS,
+    ArgParser,
+    ClientErrors,
+    CliError,
+    UsageError,
+    add_bootstrap_flags,
+    bootstrap_of,
+    client_config,
+    create_client,
+    ensure_reachable,
+    kafka_message,
+    parse_key_values,
+    read_properties_file,
+    run_tool,
+)
+
+ACTIONS = ("create", "list", "describe", "alter", "delete")
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+ZOOKEEPER_MESSAGE = (
+    "Error: --zookeeper is only available in cluster mode; this broker runs without ZooKeeper: "
+    "use --bootstrap-server instead"
+)
+LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
+MAX_TOPIC_LENGTH = 249
+
+
+class TopicCommandError(CliError):
+    """A failure while executing the command, worded like Kafka's TopicCommand."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(f"Error while executing topic command : {message}")
+
+
+@dataclass
+class PartitionInfo:
+    """One partition as shown by --describe."""
+
+    id: int
+    leader: int
+    replicas: list[int]
+    isr: list[int]
+
+
+@dataclass
+class TopicInfo:
+    """One topic as shown by --describe."""
+
+    name: str
+    topic_id: str | None
+    internal: bool
+    partitions: list[PartitionInfo] = field(default_factory=list)
+
+
+# --- flags ------------------------------------------------------------------------------------
+
+
+def build_parser() -> ArgParser:
+    parser = ArgParser(
+        "topics",
+        "Create, delete, describe, or change a topic.",
+        epilog="Exactly one action is required: --create, --list, --describe, --alter or --delete.",
+    )
+    add_bootstrap_flags(parser)
+    parser.add_argument("--zookeeper", metavar="HOST:PORT", help="only in cluster mode (not available here)")
+    parser.add_argument("--command-config", metavar="FILE", help="admin client properties file")
+    actions = parser.add_argument_group("actions")
+    for action in ACTIONS:
+        actions.add_argument(f"--{action}", action="store_true", help=_ACTION_HELP[action])
+    _add_topic_flags(parser)
+    _add_report_flags(parser)
+    parser.add_argument(
+        "--command-timeout",
+        type=int,
+        default=DEFAULT_REQUEST_TIMEOUT_MS,
+        metavar="MS",
+        help=f"timeout of each request to the broker (default {DEFAULT_REQUEST_TIMEOUT_MS})",
+    )
+    return parser
+
+
+_ACTION_HELP = {
+    "create": "create a new topic",
+    "list": "list all available topics",
+    "describe": "list details for the given topics",
+    "alter": "alter the number of partitions and/or the configuration of a topic",
+    "delete": "delete a topic",
+}
+
+
+def _add_topic_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--topic", metavar="TOPIC", help="the topic; a regular expression except with --create")
+    parser.add_argument("--partitions", type=int, metavar="N", help="number of partitions (create, alter)")
+    parser.add_argument("--replication-factor", type=int, metavar="N", help="replication factor (create)")
+    parser.add_argument(
+        "--replica-assignment",
+        metavar="B0:B1,B1:B2",
+        help="manual assignment: partitions separated by ',', their broker ids by ':'",
+    )
+    parser.add_argument("--config", action="append", metavar="NAME=VALUE", help="a topic config override")
+    parser.add_argument("--delete-config", action="append", metavar="NAME", help="remove a config override (alter)")
+    parser.add_argument("--if-not-exists", action="store_true", help="create only if the topic does not exist")
+    parser.add_argument("--if-exists", action="store_true", help="alter/describe/delete only if the topic exists")
+
+
+def _add_report_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--exclude-internal", action="store_true", help="leave out internal topics")
+    parser.add_argument("--topics-with-overrides", action="store_true", help="describe topics with overrides only")
+    parser.add_argument(
+        "--under-replicated-partitions", action="store_true", help="describe under-replicated partitions only"
+    )
+    parser.add_argument(
+        "--unavailable-partitions", action="store_true", help="describe partitions without a live leader only"
+    )
+    parser.add_argument(
+        "--under-min-isr-partitions", action="store_true", help="describe partitions with ISR < min.insync.replicas"
+    )
+    parser.add_argument(
+        "--at-min-isr-partitions", action="store_true", help="describe partitions with ISR = min.insync.replicas"
+    )
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    opts = build_parser().parse_args(argv)
+    if opts.zookeeper:
+        raise CliError(ZOOKEEPER_MESSAGE)
+    validate(opts)
+    return opts
+
+
+def chosen_action(opts: argparse.Namespace) -> str:
+    chosen = [a for a in ACTIONS if getattr(opts, a)]
+    if len(chosen) != 1:
+        raise UsageError("Command must include exactly one action: --list, --describe, --create, --alter or --delete")
+    return chosen[0]
+
+
+def validate(opts: argparse.Namespace) -> None:
+    """Kafka's cross-flag checks, each failing with one line."""
+    bootstrap_of(opts)
+    action = chosen_action(opts)
+    if action in ("create", "alter", "delete") and not opts.topic:
+        raise UsageError('Error: Missing required argument "[topic]"')
+    _only_with(opts, "partitions", ("create", "alter"), action)
+    _only_with(opts, "replication_factor", ("create",), action)
+    _only_with(opts, "replica_assignment", ("create", "alter"), action)
+    _only_with(opts, "config", ("create", "alter"), action)
+    _only_with(opts, "delete_config", ("alter",), action)
+    _only_with(opts, "if_not_exists", ("create",), action)
+    _only_with(opts, "if_exists", ("alter", "describe", "delete"), action)
+    if opts.replica_assignment and (opts.replication_factor is not None or
+                                    (action == "create" and opts.partitions is not None)):
+        raise UsageError("Error: --replica-assignment can't be used with --partitions or --replication-factor")
+    if opts.partitions is not None and opts.partitions < 1:
+        raise UsageError("Error: The partitions must be greater than 0")
+    if opts.replication_factor is not None and not 1 <= opts.replication_factor <= 32767:
+        raise UsageError("Error: The replication factor must be between 1 and 32767")
+    if action == "alter" and not (opts.partitions or opts.config or opts.delete_config):
+        raise UsageError("Error: --alter needs --partitions, --config or --delete-config")
+
+
+def _only_with(opts: argparse.Namespace, dest: str, allowed: tuple[str, ...], action: str) -> None:
+    value = getattr(opts, dest)
+    if value in (None, False, []) or action in allowed:
+        return
+    flag = "--" + dest.replace("_", "-")
+    raise UsageError(f'Error: Option "[{flag.lstrip("-")}]" can\'t be used with option "[{action}]"')
+
+
+def parse_replica_assignment(text: str) -> list[list[int]]:
+    """'0:1,1:2' -> [[0, 1], [1, 2]]; duplicates within a partition are refused."""
+    assignment: list[list[int]] = []
+    for index, part in enumerate(text.split(",")):
+        try:
+            brokers = [int(b) for b in part.split(":") if b.strip() != ""]
+        except ValueError:
+            raise UsageError(f"Error: invalid --replica-assignment '{text}': broker ids must be integers") from None
+        if not brokers:
+            raise UsageError(f"Error: invalid --replica-assignment '{text}': partition {index} has no replicas")
+        if len(set(brokers)) != len(brokers):
+            raise UsageError(f"Error: Partition replica lists may not contain duplicate entries: {part}")
+        assignment.append(brokers)
+    if len({len(a) for a in assignment}) > 1:
+        raise UsageError(f"Error: invalid --replica-assignment '{text}': partitions have different replica counts")
+    return assignment
+
+
+def topic_pattern(text: str) -> re.Pattern[str]:
+    """Kafka's include-list rule: commas mean '|', blanks and surrounding quotes are dropped."""
+    cleaned = text.strip().replace(",", "|").replace(" ", "").strip("\"'")
+    try:
+        return re.compile(cleaned)
+    except re.error as exc:
+        raise TopicCommandError(f"Invalid topic regular expression '{text}': {exc}") from None
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's client-side topic name rules."""
+    if name in ("", ".", ".."):
+        raise TopicCommandError(f'Topic name "{name}" is illegal, it cannot be empty, "." or ".."')
+    if len(name) > MAX_TOPIC_LENGTH:
+        raise TopicCommandError(
+            f'Topic name is illegal, it can\'t be longer than {MAX_TOPIC_LENGTH} characters, topic name: {name}'
+        )
+    if not LEGAL_TOPIC.fullmatch(name):
+        raise TopicCommandError(
+            f'Topic name "{name}" is illegal, it contains a character other than ASCII alphanumerics, '
+            "'.', '_' and '-'"
+        )
+
+
+# --- talking to the broker --------------------------------------------------------------------
+
+
+class Topics:
+    """The actions of the tool, over one AdminClient."""
+
+    def __init__(self, admin: AdminClient, opts: argparse.Namespace, metadata: Any = None) -> None:
+        self.admin = admin
+        self.opts = opts
+        self.timeout = opts.command_timeout / 1000
+        self.metadata: Any = metadata
+
+    # Shared lookups
+
+    def refresh(self) -> Any:
+        self.metadata = self.admin.list_topics(timeout=self.timeout)
+        return self.metadata
+
+    def topic_names(self) -> list[str]:
+        """All topics matching --topic (regex), sorted; internal ones unless --exclude-internal."""
+        metadata = self.metadata or self.refresh()
+        names = sorted(metadata.topics)
+        if self.opts.topic:
+            pattern = topic_pattern(self.opts.topic)
+            names = [n for n in names if pattern.fullmatch(n)]
+        if self.opts.exclude_internal:
+            names = [n for n in names if n not in INTERNAL_TOPICS]
+        return names
+
+    def existing_topics(self) -> list[str]:
+        """Matching topics; none is an error unless --if-exists."""
+        names = self.topic_names()
+        if not names and self.opts.topic and not self.opts.if_exists:
+            raise TopicCommandError(f"Topic '{self.opts.topic}' does not exist as expected")
+        return names
+
+    # Actions
+
+    def do_list(self) -> None:
+        for name in self.topic_names():
+            print(name)
+
+    def do_create(self) -> None:
+        name = self.opts.topic
+        validate_topic_name(name)
+        if self.opts.if_not_exists and name in self.refresh().topics:
+            return
+        if "." in name or "_" in name:
+            print(
+                "WARNING: Due to limitations in metric names, topics with a period ('.') or underscore ('_') "
+                "could collide. To avoid issues it is best to use either, but not both."
+            )
+        future = self.admin.create_topics(
+            [self.new_topic(name)], request_timeout=self.timeout, operation_timeout=self.timeout
+        )[name]
+        try:
+            wait(future, self.timeout)
+        except KafkaException as exc:
+            if self.opts.if_not_exists and _is_code(exc, "TOPIC_ALREADY_EXISTS"):
+                return
+            raise TopicCommandError(topic_error_text(exc, name)) from None
+        print(f"Created topic {name}.")
+
+    def new_topic(self, name: str) -> NewTopic:
+        configs = parse_key_values(self.opts.config, "--config")
+        if self.opts.replica_assignment:
+            return NewTopic(
+                name, replica_assignment=parse_replica_assignment(self.opts.replica_assignment), config=configs
+            )
+        partitions = -1 if self.opts.partitions is None else self.opts.partitions
+        factor = -1 if self.opts.replication_factor is None else self.opts.replication_factor
+        return NewTopic(name, num_partitions=partitions, replication_factor=factor, config=configs)
+
+    def do_alter(self) -> None:
+        names = self.existing_topics()
+        if not names:
+            return
+        if self.opts.partitions is not None:
+            self.add_partitions(names)
+        if self.opts.config or self.opts.delete_config:
+            self.alter_configs(names)
+
+    def add_partitions(self, names: list[str]) -> None:
+        requests = [self.new_partitions(name) for name in names]
+        futures = self.admin.create_partitions(requests, request_timeout=self.timeout, operation_timeout=self.timeout)
+        for name in names:
+            try:
+                wait(futures[name], self.timeout)
+            except KafkaException as exc:
+                raise TopicCommandError(topic_error_text(exc, name)) from None
+
+    def new_partitions(self, name: str) -> NewPartitions:
+        total = self.opts.partitions
+        if not self.opts.replica_assignment:
+            return NewPartitions(name, total)
+        assignment = parse_replica_assignment(self.opts.replica_assignment)
+        existing = len(self.metadata.topics[name].partitions)
+        if len(assignment) == total:
+            assignment = assignment[existing:]
+        if len(assignment) != total - existing:
+            raise TopicCommandError(
+                f"The replica assignment lists {len(assignment)} new partitions, expected {total - existing}"
+            )
+        return NewPartitions(name, total, replica_assignment=assignment)
+
+    def alter_configs(self, names: list[str]) -> None:
+        entries = [
+            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
+            for k, v in parse_key_values(self.opts.config, "--config").items()
+        ]
+        entries += [
+            ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in self.opts.delete_config or ()
+        ]
+        resources = [ConfigResource(ResourceType.TOPIC, n, incremental_configs=entries) for n in names]
+        futures = self.admin.incremental_alter_configs(resources, request_timeout=self.timeout)
+        for resource, future in futures.items():
+            try:
+                wait(future, self.timeout)
+            except KafkaException as exc:
+                raise TopicCommandError(topic_error_text(exc, resource.name)) from None
+            print(f"Updated config for topic {resource.name}.")
+
+    def do_delete(self) -> None:
+        names = self.existing_topics()
+        if not names:
+            return
+        futures = self.admin.delete_topics(names, request_timeout=self.timeout, operation_timeout=self.timeout)
+        for name in names:
+            try:
+                wait(futures[name], self.timeout)
+            except KafkaException as exc:
+                raise TopicCommandError(topic_error_text(exc, name)) from None
+
+    def do_describe(self) -> None:
+        names = self.existing_topics()
+        if not names:
+            return
+        infos = self.describe_topics(names)
+        configs = self.describe_configs(names)
+        live = {b for b in self.metadata.brokers}
+        for info in infos:
+            for line in describe_lines(info, configs.get(info.name, {}), self.report(), live):
+                print(line)
+
+    def report(self) -> Report:
+        o = self.opts
+        return Report(
+            o.topics_with_overrides,
+            o.under_replicated_partitions,
+            o.unavailable_partitions,
+            o.under_min_isr_partitions,
+            o.at_min_isr_partitions,
+        )
+
+    def describe_topics(self, names: list[str]) -> list[TopicInfo]:
+        try:
+            futures = self.admin.describe_topics(TopicCollection(names), request_timeout=self.timeout)
+        except KafkaException as exc:
+            if _is_code(exc, "_UNSUPPORTED_FEATURE"):
+                return [info_from_metadata(self.metadata.topics[n]) for n in names]
+            raise
+        infos = []
+        for name in names:
+            try:
+                infos.append(info_from_description(wait(futures[name], self.timeout)))
+            except KafkaException as exc:
+                if self.opts.if_exists and _is_code(exc, "UNKNOWN_TOPIC_OR_PART"):
+                    continue
+                raise TopicCommandError(topic_error_text(exc, name)) from None
+        return infos
+
+    def describe_configs(self, names: list[str]) -> dict[str, dict[str, str]]:
+        """Per topic: its overrides (DYNAMIC_TOPIC_CONFIG) plus min.insync.replicas."""
+        resources = [ConfigResource(ResourceType.TOPIC, n) for n in names]
+        futures = self.admin.describe_configs(resources, request_timeout=self.timeout)
+        result: dict[str, dict[str, str]] = {}
+        for resource, future in futures.items():
+            try:
+                entries = wait(future, self.timeout)
+            except KafkaException as exc:
+                if _is_code(exc, "UNKNOWN_TOPIC_OR_PART"):
+                    continue
+                raise TopicCommandError(topic_error_text(exc, resource.name)) from None
+            result[resource.name] = configs_of(entries.values())
+        return result
+
+
+@dataclass
+class Report:
+    """Which subset --describe shows."""
+
+    overrides_only: bool = False
+    under_replicated: bool = False
+    unavailable: bool = False
+    under_min_isr: bool = False
+    at_min_isr: bool = False
+
+    @property
+    def partition_filter(self) -> bool:
+        return self.under_replicated or self.unavailable or self.under_min_isr or self.at_min_isr
+
+
+MIN_ISR_KEY = "\0min.insync.replicas"
+
+
+def configs_of(entries: Iterable[ConfigEntry]) -> dict[str, str]:
+    """Overrides of a topic, plus its effective min.insync.replicas under a private key."""
+    result: dict[str, str] = {}
+    for entry in entries:
+        if _source(entry) == ConfigSource.DYNAMIC_TOPIC_CONFIG.value:
+            result[entry.name] = "" if entry.value is None else str(entry.value)
+        if entry.name == "min.insync.replicas" and entry.value is not None:
+            result[MIN_ISR_KEY] = str(entry.value)
+    return result
+
+
+def _source(entry: ConfigEntry) -> int:
+    source = entry.source
+    return int(getattr(source, "value", source))
+
+
+def topic_id_text(topic_id: Any) -> str | None:
+    """Kafka's rendering of a topic id (URL-safe base64, unpadded); None for a missing/zero id."""
+    if topic_id is None:
+        return None
+    high, low = topic_id.get_most_significant_bits(), topic_id.get_least_significant_bits()
+    if not (high or low):
+        return None
+    raw = struct.pack(">qq", high, low)
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def info_from_description(desc: Any) -> TopicInfo:
+    shown_id = topic_id_text(desc.topic_id)
+    partitions = [
+        PartitionInfo(
+            p.id,
+            p.leader.id if p.leader is not None else -1,
+            [n.id for n in p.replicas],
+            [n.id for n in p.isr],
+        )
+        for p in desc.partitions
+    ]
+    return TopicInfo(desc.name, shown_id, bool(desc.is_internal), sorted(partitions, key=lambda p: p.id))
+
+
+def info_from_metadata(meta: Any) -> TopicInfo:
+    partitions = [
+        PartitionInfo(p.id, p.leader, list(p.replicas), list(p.isrs)) for p in meta.partitions.values()
+    ]
+    return TopicInfo(meta.topic, None, meta.topic in INTERNAL_TOPICS, sorted(partitions, key=lambda p: p.id))
+
+
+def describe_lines(info: TopicInfo, configs: dict[str, str], report: Report, live: set[int]) -> list[str]:
+    """The --describe output of one topic: a header line, then one line per partition."""
+    overrides = {k: v for k, v in configs.items() if k != MIN_ISR_KEY}
+    lines: list[str] = []
+    if report.overrides_only and not overrides:
+        return lines
+    if not report.partition_filter:
+        lines.append(topic_line(info, overrides))
+    if report.overrides_only:
+        return lines
+    min_isr = int(configs.get(MIN_ISR_KEY, "1") or 1)
+    for part in info.partitions:
+        if not report.partition_filter or _selected(part, report, live, min_isr):
+            lines.append(partition_line(info.name, part))
+    return lines
+
+
+def topic_line(info: TopicInfo, overrides: dict[str, str]) -> str:
+    replication = len(info.partitions[0].replicas) if info.partitions else 0
+    fields = [f"Topic: {info.name}"]
+    if info.topic_id:
+        fields.append(f"TopicId: {info.topic_id}")
+    fields += [
+        f"PartitionCount: {len(info.partitions)}",
+        f"ReplicationFactor: {replication}",
+        "Configs: " + ",".join(f"{k}={v}" for k, v in sorted(overrides.items())),
+    ]
+    return "\t".join(fields)
+
+
+def partition_line(topic: str, part: PartitionInfo) -> str:
+    leader = "none" if part.leader < 0 else str(part.leader)
+    return (
+        f"\tTopic: {topic}\tPartition: {part.id}\tLeader: {leader}"
+        f"\tReplicas: {','.join(map(str, part.replicas))}\tIsr: {','.join(map(str, part.isr))}"
+    )
+
+
+def _selected(part: PartitionInfo, report: Report, live: set[int], min_isr: int) -> bool:
+    if report.under_replicated and len(part.isr) < len(part.replicas):
+        return True
+    if report.unavailable and (part.leader < 0 or part.leader not in live):
+        return True
+    if report.under_min_isr and len(part.isr) < min_isr:
+        return True
+    return report.at_min_isr and len(part.isr) == min_isr
+
+
+# --- errors -----------------------------------------------------------------------------------
+
+
+def wait(future: Any, timeout: float) -> Any:
+    """A future's result within `timeout` seconds (plus slack for librdkafka's own timer)."""
+    try:
+        return future.result(timeout=timeout + 5)
+    except TimeoutError:
+        raise CliError(f"Error: no answer from the broker within {int(timeout * 1000)} ms") from None
+
+
+def _is_code(exc: KafkaException, name: str) -> bool:
+    err = exc.args[0] if exc.args else None
+    return bool(err is not None and hasattr(err, "name") and err.name() == name)
+
+
+def topic_error_text(exc: KafkaException, topic: str) -> str:
+    """Kafka's wording for the common per-topic errors; the broker's message otherwise."""
+    if _is_code(exc, "TOPIC_ALREADY_EXISTS"):
+        return f"Topic '{topic}' already exists."
+    if _is_code(exc, "UNKNOWN_TOPIC_OR_PART"):
+        return f"Topic '{topic}' does not exist as expected"
+    return kafka_message(exc)
+
+
+# --- entry point ------------------------------------------------------------------------------
+
+
+def connect(opts: argparse.Namespace) -> tuple[AdminClient, Any]:
+    """An AdminClient for --bootstrap-server, and the cluster metadata proving it is reachable."""
+    bootstrap = bootstrap_of(opts)
+    errors = ClientErrors()
+    extra = read_properties_file(opts.command_config)
+    conf = client_config(bootstrap, extra, errors=errors, defaults={"socket.timeout.ms": opts.command_timeout})
+    admin = create_client(AdminClient, conf)
+    metadata = ensure_reachable(admin, bootstrap, errors, min(opts.command_timeout, 10_000))
+    return admin, metadata
+
+
+def execute(argv: list[str]) -> int:
+    opts = parse_args(argv)
+    action = chosen_action(opts)
+    admin, metadata = connect(opts)
+    topics = Topics(admin, opts, metadata)
+    getattr(topics, f"do_{action}")()
+    sys.stdout.flush()
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    return run_tool(lambda: execute(argv))

@@ -1,0 +1,1 @@
+"""Cluster coordination: metadata store (ZooKeeper or embedded), controller, metadata cache."""

@@ -1,0 +1,164 @@
+"""Kafka's znode layout and the JSON each znode holds, as Kafka (ZooKeeper mode) writes it."""
+
+from __future__ import annotations
+
+import base64
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+BROKER_IDS = "/brokers/ids"
+BROKER_TOPICS = "/brokers/topics"
+BROKER_SEQID = "/brokers/seqid"
+CONTROLLER = "/controller"
+CONTROLLER_EPOCH = "/controller_epoch"
+CONFIG_TOPICS = "/config/topics"
+CONFIG_BROKERS = "/config/brokers"
+CONFIG_CHANGES = "/config/changes"
+DELETE_TOPICS = "/admin/delete_topics"
+PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
+REASSIGN_PARTITIONS = "/admin/reassign_partitions"
+ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
+CLUSTER_ID = "/cluster/id"
+
+PERSISTENT_PATHS = (
+    BROKER_IDS,
+    BROKER_TOPICS,
+    BROKER_SEQID,
+    CONFIG_TOPICS,
+    CONFIG_BROKERS,
+    CONFIG_CHANGES,
+    DELETE_TOPICS,
+    ISR_CHANGE_NOTIFICATION,
+    "/cluster",
+)
+
+
+def broker_path(broker_id: int) -> str:
+    return f"{BROKER_IDS}/{broker_id}"
+
+
+def topic_path(topic: str) -> str:
+    return f"{BROKER_TOPICS}/{topic}"
+
+
+def partitions_path(topic: str) -> str:
+    return f"{BROKER_TOPICS}/{topic}/partitions"
+
+
+def partition_state_path(topic: str, partition: int) -> str:
+    return f"{BROKER_TOPICS}/{topic}/partitions/{partition}/state"
+
+
+def topic_config_path(topic: str) -> str:
+    return f"{CONFIG_TOPICS}/{topic}"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def uuid_to_str(raw: bytes) -> str:
+    """Kafka's Uuid.toString: URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def uuid_from_str(s: str) -> bytes:
+    return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
+
+
+def new_uuid() -> bytes:
+    return uuid.uuid4().bytes
+
+
+@dataclass(slots=True)
+class BrokerInfo:
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None = None
+    listener_name: str = "PLAINTEXT"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "listener_security_protocol_map": {self.listener_name: "PLAINTEXT"},
+            "endpoints": [f"{self.listener_name}://{self.host}:{self.port}"],
+            "jmx_port": -1,
+            "features": {},
+            "host": self.host,
+            "timestamp": str(now_ms()),
+            "port": self.port,
+            "version": 5,
+            **({"rack": self.rack} if self.rack else {}),
+        }
+
+    @classmethod
+    def from_json(cls, broker_id: int, d: dict[str, Any]) -> BrokerInfo:
+        host, port = d.get("host"), d.get("port")
+        endpoints = d.get("endpoints") or []
+        if endpoints:
+            ep = endpoints[0]
+            name, _, hp = ep.partition("://")
+            h, _, p = hp.rpartition(":")
+            host, port = h.strip("[]"), int(p)
+        if not isinstance(host, str) or not isinstance(port, int):
+            raise ValueError(f"broker {broker_id} registration has no usable endpoint")
+        return cls(broker_id, host, port, d.get("rack"))
+
+
+@dataclass(slots=True)
+class TopicAssignment:
+    """Content of /brokers/topics/<t>: partition -> replica list, and the topic id."""
+
+    partitions: dict[int, list[int]]
+    topic_id: bytes = field(default_factory=new_uuid)
+    adding: dict[int, list[int]] = field(default_factory=dict)
+    removing: dict[int, list[int]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "version": 3,
+            "topic_id": uuid_to_str(self.topic_id),
+            "partitions": {str(p): r for p, r in sorted(self.partitions.items())},
+            "adding_replicas": {str(p): r for p, r in self.adding.items()},
+            "removing_replicas": {str(p): r for p, r in self.removing.items()},
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> TopicAssignment:
+        parts = {int(p): [int(b) for b in r] for p, r in d["partitions"].items()}
+        tid = uuid_from_str(d["topic_id"]) if d.get("topic_id") else new_uuid()
+        adding = {int(p): [int(b) for b in r] for p, r in (d.get("adding_replicas") or {}).items()}
+        removing = {int(p): [int(b) for b in r] for p, r in (d.get("removing_replicas") or {}).items()}
+        return cls(parts, tid, adding, removing)
+
+
+@dataclass(slots=True)
+class PartitionState:
+    """Content of /brokers/topics/<t>/partitions/<p>/state."""
+
+    leader: int
+    leader_epoch: int
+    isr: list[int]
+    controller_epoch: int
+    zk_version: int = 0  # the znode version this state was read at (for conditional writes)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "controller_epoch": self.controller_epoch,
+            "leader": self.leader,
+            "version": 1,
+            "leader_epoch": self.leader_epoch,
+            "isr": list(self.isr),
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any], zk_version: int = 0) -> PartitionState:
+        return cls(
+            int(d["leader"]), int(d["leader_epoch"]), [int(b) for b in d["isr"]], int(d["controller_epoch"]), zk_version
+        )
+
+
+def config_json(config: dict[str, str]) -> dict[str, Any]:
+    return {"version": 1, "config": dict(config)}

@@ -1,0 +1,1085 @@
+"""Broker configuration: server.properties parsing, Kafka's names, types, defaults, validation.
+
+``parse_properties`` reads Java ``.properties`` text exactly as ``java.util.Properties.load``
+does.  ``BrokerConfig`` checks every key against the catalogue in :mod:`odradek.config_keys`
+(every documented Kafka broker key), parses values with Kafka's rules and wording, rejects
+unknown keys with a did-you-mean suggestion, maps the pre-3.0 aliases (``port``, ``host.name``,
+``advertised.host.name``, ``advertised.port``) onto listeners, and collects one warning line for
+every deprecated or not-applicable key, which the broker logs once at start-up.
+
+Single-node mode: when ``zookeeper.connect`` is absent the broker keeps its metadata in the
+embedded store, and ``broker.id = -1`` (the default) means broker 0.  In ZooKeeper mode
+``broker.id = -1`` is kept and means the broker asks the store for a generated id above
+``reserved.broker.max.id``, as Kafka does.
+
+``TOPIC_CONFIGS`` / ``validate_topic_configs`` cover topic-level configs, and
+``BrokerConfig.topic_defaults`` gives the broker-level default of each of them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+import ipaddress
+import re
+import socket
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from odradek.config_keys import (
+    BROKER_KEYS,
+    NOT_APPLICABLE_PREFIXES,
+    TOPIC_CONFIGS,
+    ConfigError,
+    ConfigKey,
+    ConfigType,
+    Password,
+    invalid_value,
+    parse_typed,
+)
+
+__all__ = [
+    "BROKER_KEYS",
+    "SECURITY_PROTOCOLS",
+    "TOPIC_CONFIGS",
+    "BrokerConfig",
+    "BrokerConfigEntry",
+    "ConfigError",
+    "ConfigKey",
+    "ConfigSource",
+    "Listener",
+    "Password",
+    "ZooKeeperConfig",
+    "parse_listeners",
+    "parse_properties",
+    "read_properties_file",
+    "validate_topic_configs",
+]
+
+# ---------------------------------------------------------------------------------------------
+# Java .properties syntax
+# ---------------------------------------------------------------------------------------------
+
+_WS = " \t\f"  # the only whitespace java.util.Properties knows
+_NATURAL_LINES = re.compile(r"\r\n|\r|\n")
+_SIMPLE_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescape(text: str, lineno: int) -> str:
+    """Apply Properties escapes: ``\\t \\n \\r \\f``, ``\\uXXXX``; ``\\c`` is ``c`` otherwise."""
+    if "\\" not in text:
+        return text
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch != "\\":
+            out.append(ch)
+            i += 1
+            continue
+        i += 1
+        if i >= n:  # a lone trailing backslash is dropped
+            break
+        ch = text[i]
+        if ch == "u":
+            digits = text[i + 1 : i + 5]
+            if len(digits) != 4 or any(c not in "0123456789abcdefABCDEF" for c in digits):
+                raise ConfigError(f"Malformed \\uxxxx encoding on line {lineno}: \\u{digits}")
+            out.append(chr(int(digits, 16)))
+            i += 5
+        else:
+            out.append(_SIMPLE_ESCAPES.get(ch, ch))
+            i += 1
+    return "".join(out)
+
+
+def _trailing_backslashes(line: str) -> int:
+    return len(line) - len(line.rstrip("\\"))
+
+
+def _split_key_value(line: str) -> tuple[str, str]:
+    """Split a logical line at the first unescaped ``=``, ``:`` or whitespace."""
+    escaped = False
+    key_end = len(line)
+    value_start = len(line)
+    has_separator = False
+    for i, ch in enumerate(line):
+        if not escaped and ch in "=:":
+            key_end, value_start, has_separator = i, i + 1, True
+            break
+        if not escaped and ch in _WS:
+            key_end, value_start = i, i + 1
+            break
+        escaped = ch == "\\" and not escaped
+    i = value_start
+    while i < len(line):
+        ch = line[i]
+        if ch in _WS:
+            i += 1
+        elif ch in "=:" and not has_separator:
+            has_separator = True
+            i += 1
+        else:
+            break
+    return line[:key_end], line[i:]
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java ``.properties`` text as ``java.util.Properties.load`` does.
+
+    ``key = value``, ``key=value``, ``key value`` and ``key:value``; ``#`` and ``!`` comment
+    lines; blank lines; a line ending in an odd number of backslashes continues on the next
+    line, whose leading whitespace is dropped; escapes ``\\t \\n \\r \\f \\\\ \\= \\: \\ `` and
+    ``\\uXXXX`` in keys and values.  Trailing whitespace belongs to the value, and so does a
+    ``#`` that is not at the start of a line.  Later keys override earlier ones.
+    """
+    result: dict[str, str] = {}
+    lines = _NATURAL_LINES.split(text)
+    i = 0
+    while i < len(lines):
+        lineno = i + 1
+        line = lines[i].lstrip(_WS)
+        i += 1
+        if not line or line[0] in "#!":
+            continue
+        logical = line
+        while _trailing_backslashes(logical) % 2 == 1:
+            logical = logical[:-1]
+            if i >= len(lines):
+                break
+            logical += lines[i].lstrip(_WS)
+            i += 1
+        raw_key, raw_value = _split_key_value(logical)
+        result[_unescape(raw_key, lineno)] = _unescape(raw_value, lineno)
+    return result
+
+
+def read_properties_file(path: str | Path) -> dict[str, str]:
+    """Read and parse a ``.properties`` file.
+
+    The bytes are decoded as UTF-8 (a leading BOM is dropped), falling back to ISO-8859-1 (what
+    Java uses) when they are not valid UTF-8.
+    """
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise ConfigError(f"Cannot read configuration file {path}: {e.strerror or e}") from e
+    data = data.removeprefix(b"\xef\xbb\xbf")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("iso-8859-1")
+    return parse_properties(text)
+
+
+# ---------------------------------------------------------------------------------------------
+# Listeners
+# ---------------------------------------------------------------------------------------------
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT",)
+_ENDPOINT = re.compile(r"(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)")
+_ANY_ADDRESSES = ("0.0.0.0", "::")
+
+
+@dataclass(frozen=True, slots=True)
+class Listener:
+    """One endpoint: listener name, host ('' = default interface), port, security protocol."""
+
+    name: str
+    host: str
+    port: int
+    security_protocol: str = "PLAINTEXT"
+
+    @property
+    def url(self) -> str:
+        """``NAME://host:port``, with IPv6 hosts in brackets."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.name}://{host}:{self.port}"
+
+    def __str__(self) -> str:
+        return self.url
+
+
+def _parse_protocol_map(raw: str) -> dict[str, str]:
+    mapping: dict[str, str] = {}
+    for entry in (e.strip() for e in raw.split(",")):
+        if not entry:
+            continue
+        name, sep, proto = entry.partition(":")
+        name, proto = name.strip().upper(), proto.strip().upper()
+        if not sep or not name or not proto:
+            raise invalid_value(
+                "listener.security.protocol.map", raw, f"map entry '{entry}' is not of the form NAME:PROTOCOL"
+            )
+        if proto not in SECURITY_PROTOCOLS:
+            raise invalid_value(
+                "listener.security.protocol.map",
+                raw,
+                f"unknown security protocol {proto} (expected one of {', '.join(SECURITY_PROTOCOLS)})",
+            )
+        if name in mapping:
+            raise invalid_value("listener.security.protocol.map", raw, f"listener {name} appears twice")
+        mapping[name] = proto
+    return mapping
+
+
+def parse_listeners(
+    raw: str,
+    protocol_map: Mapping[str, str] | None = None,
+    *,
+    config_name: str = "listeners",
+    distinct_ports: bool = True,
+) -> list[Listener]:
+    """Parse a comma-separated listener list such as ``PLAINTEXT://:9092,INTERNAL://host:9093``.
+
+    Raises :class:`ConfigError` (``Invalid value ... for configuration listeners: ...``) on a
+    malformed endpoint, a port outside 0..65535, a listener name without a security protocol,
+    or a repeated listener name (or port, when ``distinct_ports``).
+    """
+    if protocol_map is None:
+        protocol_map = {p: p for p in SECURITY_PROTOCOLS}
+    listeners: list[Listener] = []
+    for item in (part.strip() for part in raw.split(",")):
+        if not item:
+            continue
+        m = _ENDPOINT.fullmatch(item)
+        if m is None:
+            raise invalid_value(config_name, raw, f"Unable to parse {item} to a broker endpoint")
+        name, host, port_text = m.group(1).strip().upper(), m.group(2), m.group(3)
+        port = int(port_text)
+        if not name:
+            raise invalid_value(config_name, raw, f"Unable to parse {item} to a broker endpoint")
+        if not 0 <= port <= 65535:
+            raise invalid_value(config_name, raw, f"port {port} of {item} is out of range 0..65535")
+        if name not in protocol_map:
+            raise invalid_value(config_name, raw, f"No security protocol defined for listener {name}")
+        listeners.append(Listener(name, host, port, protocol_map[name]))
+    names = [lst.name for lst in listeners]
+    for name in names:
+        if names.count(name) > 1:
+            raise invalid_value(config_name, raw, f"Each listener must have a different name; {name} repeats")
+    if distinct_ports:
+        seen: dict[tuple[int, int], Listener] = {}
+        for lst in listeners:
+            family = 6 if ":" in lst.host else 4
+            if (lst.port, family) in seen and lst.port != 0:
+                raise invalid_value(
+                    config_name, raw, f"Each listener must have a different port; {lst.port} repeats"
+                )
+            seen[(lst.port, family)] = lst
+    return listeners
+
+
+def _resolve(host: str) -> list[str] | None:
+    """The addresses ``host`` resolves to here, or ``None`` when it does not resolve."""
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except (OSError, UnicodeError):
+        return None
+    return sorted({str(info[4][0]) for info in infos})
+
+
+def _is_loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address.split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+# DescribeConfigs support
+# ---------------------------------------------------------------------------------------------
+
+
+class ConfigSource(enum.IntEnum):
+    """Kafka's DescribeConfigs ``config_source`` codes."""
+
+    UNKNOWN = 0
+    TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
+    GROUP_CONFIG = 8
+
+
+class BrokerConfigEntry(NamedTuple):
+    """One row of a DescribeConfigs answer for a BROKER resource."""
+
+    name: str
+    value: str | None
+    is_default: bool
+    is_sensitive: bool
+    source: int
+
+
+# ---------------------------------------------------------------------------------------------
+# The broker configuration
+# ---------------------------------------------------------------------------------------------
+
+_MS_PER_MINUTE = 60_000
+_MS_PER_HOUR = 3_600_000
+_INLINE_COMMENT = re.compile(r"\s#")
+_INLINE_COMMENT_HINT = (
+    " (a .properties file has no end-of-line comments: '#' starts a comment only at the"
+    " beginning of a line, so the text after it is part of the value)"
+)
+
+# Keys whose effective value is computed from a family of keys ("synonyms" in Kafka's terms).
+_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "log.retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+    "log.roll.ms": ("log.roll.ms", "log.roll.hours"),
+    "log.roll.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    "log.flush.interval.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+    "log.dirs": ("log.dirs", "log.dir"),
+    "broker.id": ("broker.id", "node.id"),
+    "zookeeper.connection.timeout.ms": ("zookeeper.connection.timeout.ms", "zookeeper.session.timeout.ms"),
+}
+
+
+def _is_removed(key: ConfigKey) -> bool:
+    """Keys that no Kafka 3.x broker knows (removed in 0.9, 3.0, 3.2; renamed in 0.8.1)."""
+    note = key.deprecated or ""
+    return note.startswith(("removed in Kafka 0.", "removed in Kafka 3.", "renamed in Kafka"))
+
+
+def _prefixed(name: str) -> bool:
+    return name.startswith(NOT_APPLICABLE_PREFIXES)
+
+
+def _suggest(name: str) -> str | None:
+    """The closest known key to an unknown ``name``, if any is close."""
+    topic = TOPIC_CONFIGS.get(name)
+    if topic is not None and topic.server_default:
+        return topic.server_default
+    lowered = name.strip().lower()
+    if lowered in BROKER_KEYS:
+        return lowered
+    matches = difflib.get_close_matches(lowered, list(BROKER_KEYS), n=1, cutoff=0.6)
+    return matches[0] if matches else None
+
+
+_PASSWORD_KEYS = tuple(k.name for k in BROKER_KEYS.values() if k.sensitive)
+
+
+def _sensitive_name(name: str) -> bool:
+    """Whether a (possibly prefixed) key holds a secret, e.g. listener.name.x.ssl.key.password."""
+    key = BROKER_KEYS.get(name)
+    if key is not None:
+        return key.sensitive
+    return name.endswith(_PASSWORD_KEYS) or any(w in name for w in ("password", "secret", "jaas.config"))
+
+
+def _shown(key: ConfigKey | None, raw: str) -> str:
+    return "[hidden]" if key is not None and key.sensitive else raw.strip()
+
+
+def _parse_overrides(overrides: Iterable[str]) -> dict[str, str]:
+    parsed: dict[str, str] = {}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"Invalid override '{item}': expected key=value")
+        parsed[key.strip()] = value.strip()
+    return parsed
+
+
+@dataclass
+class BrokerConfig:
+    """A validated broker configuration.
+
+    Build it with :meth:`load` (a server.properties file plus ``--override key=value`` strings)
+    or :meth:`from_props`.  Every catalogue key reads through :meth:`get` (typed value, or the
+    documented default when unset) and as an attribute with dots turned into underscores
+    (``cfg.num_partitions``, ``cfg.log_segment_bytes``).  The computed values are properties:
+    ``broker_id``, ``listeners``, ``advertised_listeners``, ``log_dirs``, ``zookeeper_connect``,
+    ``log_retention_ms``, ``log_roll_ms``, ``log_roll_jitter_ms``, ``log_flush_interval_ms``.
+    ``warnings`` holds one line per deprecated or not-applicable key that was set.
+    """
+
+    origin: str = "server.properties"
+    props: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    _values: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
+    _extra: dict[str, str] = field(default_factory=dict, init=False, repr=False)
+    _listeners: list[Listener] = field(default_factory=list, init=False, repr=False)
+    _advertised: list[Listener] = field(default_factory=list, init=False, repr=False)
+    _log_dirs: list[str] = field(default_factory=list, init=False, repr=False)
+    _broker_id: int = field(default=-1, init=False)
+    _zookeeper_connect: str | None = field(default=None, init=False)
+
+    # -- construction --------------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, path: str | Path, overrides: Sequence[str] = ()) -> BrokerConfig:
+        """Load ``path`` (a server.properties file) and apply ``overrides`` (``key=value``)."""
+        props = read_properties_file(path)
+        override_props = _parse_overrides(overrides)
+        origins = dict.fromkeys(props, str(path))
+        origins.update(dict.fromkeys(override_props, "--override"))
+        props.update(override_props)
+        return cls._build(props, str(path), origins)
+
+    @classmethod
+    def from_props(cls, props: Mapping[str, str], origin: str = "server.properties") -> BrokerConfig:
+        """Build from already-parsed properties; ``origin`` names their source in messages."""
+        return cls._build(dict(props), origin, dict.fromkeys(props, origin))
+
+    @classmethod
+    def _build(cls, props: dict[str, str], origin: str, origins: Mapping[str, str]) -> BrokerConfig:
+        cfg = cls(origin=origin, props=dict(props))
+        cfg._check_names(origins)
+        cfg._parse_values()
+        cfg._resolve()
+        return cfg
+
+    def _check_names(self, origins: Mapping[str, str]) -> None:
+        problems: list[str] = []
+        for name in self.props:
+            if name in BROKER_KEYS or _prefixed(name):
+                continue
+            text = f"Unknown configuration '{name}' in {origins.get(name, self.origin)}"
+            suggestion = _suggest(name)
+            if suggestion:
+                text += f" (did you mean {suggestion}?)"
+            problems.append(text)
+        if problems:
+            raise ConfigError("; ".join(problems))
+
+    def _parse_values(self) -> None:
+        for name, raw in self.props.items():
+            key = BROKER_KEYS.get(name)
+            if key is None:
+                self._extra[name] = raw
+                self._warn_not_applicable(name, None, raw)
+                continue
+            try:
+                self._values[name] = key.parse(raw)
+            except ConfigError as e:
+                if _INLINE_COMMENT.search(raw):
+                    raise ConfigError(f"{e}{_INLINE_COMMENT_HINT}") from None
+                raise
+            if key.type in (ConfigType.STRING, ConfigType.LIST) and _INLINE_COMMENT.search(raw):
+                self.warnings.append(
+                    f"Configuration {name} = {raw.strip()} contains ' #'; {_INLINE_COMMENT_HINT.strip(' ()')}"
+                )
+            if name in (
+                "port",
+                "host.name",
+                "advertised.host.name",
+                "advertised.port",
+                "log.cleanup.interval.mins",
+            ):
+                continue  # warned where they are mapped
+            if key.deprecated:
+                outcome = "still applied" if key.applied else "ignored"
+                self.warnings.append(
+                    f"Configuration {name} = {_shown(key, raw)} is deprecated ({key.deprecated}); {outcome}"
+                )
+            elif not key.applied:
+                self._warn_not_applicable(name, key, raw)
+
+    def _warn_not_applicable(self, name: str, key: ConfigKey | None, raw: str) -> None:
+        shown = "[hidden]" if _sensitive_name(name) else _shown(key, raw)
+        text = f"Configuration {name} = {shown} is accepted but not applicable to Odradek; ignored"
+        if key is None and name.startswith(("ssl.", "sasl.")):
+            close = difflib.get_close_matches(name, list(BROKER_KEYS), n=1, cutoff=0.85)
+            if close:
+                text += f" (did you mean {close[0]}?)"
+        self.warnings.append(text)
+
+    # -- cross-key resolution ------------------------------------------------------------------
+
+    def _resolve(self) -> None:
+        zk = self._values.get("zookeeper.connect")
+        self._zookeeper_connect = zk if zk else None
+        if self._zookeeper_connect is not None:
+            self._check_zookeeper_connect(self._zookeeper_connect)
+        self._resolve_broker_id()
+        self._resolve_legacy_keys()
+        self._resolve_listeners()
+        self._resolve_log_dirs()
+        self._check_durations()
+        self._check_replication()
+        factor = self.get("offsets.topic.replication.factor")
+        if self.single_node and factor > 1:
+            shown = factor if self.is_set("offsets.topic.replication.factor") else f"{factor} (the default)"
+            self.warnings.append(
+                f"Configuration offsets.topic.replication.factor = {shown} exceeds the size of a single-node"
+                " cluster (no zookeeper.connect): __consumer_offsets cannot be created with it;"
+                " set offsets.topic.replication.factor=1"
+            )
+
+    @staticmethod
+    def _check_zookeeper_connect(connect: str) -> None:
+        hosts, slash, chroot = connect.partition("/")
+        for part in hosts.split(","):
+            host, colon, port = part.strip().rpartition(":") if ":" in part else (part.strip(), "", "")
+            if not host or (colon and not (port.isdigit() and 0 <= int(port) <= 65535)):
+                raise invalid_value(
+                    "zookeeper.connect", connect, f"'{part.strip()}' is not of the form host:port"
+                )
+        if slash and chroot.endswith("/"):
+            raise invalid_value("zookeeper.connect", connect, "the chroot path must not end with '/'")
+
+    def _resolve_broker_id(self) -> None:
+        broker_id = self._values.get("broker.id")
+        node_id = self._values.get("node.id")
+        if broker_id is not None and node_id is not None and broker_id != node_id:
+            raise invalid_value("node.id", node_id, f"must equal broker.id ({broker_id}) when both are set")
+        configured = broker_id if broker_id is not None else node_id
+        value = -1 if configured is None else configured
+        name = "broker.id" if broker_id is not None or node_id is None else "node.id"
+        if self.get("broker.id.generation.enable"):
+            reserved = self.get("reserved.broker.max.id")
+            if not -1 <= value <= reserved:
+                raise invalid_value(
+                    name,
+                    value,
+                    "broker.id must be greater than or equal to -1 and not greater than reserved.broker.max.id",
+                )
+        elif value < 0:
+            raise invalid_value(name, value, "broker.id must be greater than or equal to 0")
+        if value == -1 and self.single_node:
+            value = 0
+        self._broker_id = value
+
+    def _resolve_legacy_keys(self) -> None:
+        mins = self._values.get("log.cleanup.interval.mins")
+        if mins is not None:
+            key = BROKER_KEYS["log.cleanup.interval.mins"]
+            if "log.retention.check.interval.ms" in self._values:
+                outcome = "ignored because log.retention.check.interval.ms is set"
+            else:
+                self._values["log.retention.check.interval.ms"] = mins * _MS_PER_MINUTE
+                outcome = f"mapped to log.retention.check.interval.ms={mins * _MS_PER_MINUTE}"
+            self.warnings.append(
+                f"Configuration log.cleanup.interval.mins = {mins} is deprecated ({key.deprecated}); {outcome}"
+            )
+
+    def _resolve_listeners(self) -> None:
+        protocol_map = _parse_protocol_map(self.get("listener.security.protocol.map"))
+        port = self._values.get("port")
+        host_name = self._values.get("host.name")
+        legacy_set = [n for n in ("port", "host.name") if n in self._values]
+
+        # listeners, or the 0.9-2.x aliases port / host.name
+        if "listeners" in self._values:
+            raw_listeners = self._values["listeners"]
+            for name in legacy_set:
+                self.warnings.append(
+                    f"Configuration {name} = {self.props[name].strip()} is deprecated"
+                    f" ({BROKER_KEYS[name].deprecated}); ignored because listeners is set"
+                )
+        elif legacy_set:
+            host = host_name or ""
+            raw_listeners = (
+                f"PLAINTEXT://{f'[{host}]' if ':' in host else host}:{9092 if port is None else port}"
+            )
+            self._values["listeners"] = raw_listeners
+            for name in legacy_set:
+                self.warnings.append(
+                    f"Configuration {name} = {self.props[name].strip()} is deprecated"
+                    f" ({BROKER_KEYS[name].deprecated}); mapped to listeners={raw_listeners}"
+                )
+        else:
+            raw_listeners = self.get("listeners")
+        listeners = parse_listeners(raw_listeners, protocol_map)
+        if not listeners:
+            raise invalid_value("listeners", raw_listeners, "at least one listener is required")
+        for lst in listeners:
+            if lst.security_protocol not in SUPPORTED_SECURITY_PROTOCOLS:
+                raise invalid_value(
+                    "listeners",
+                    raw_listeners,
+                    f"listener {lst.name} uses security protocol {lst.security_protocol},"
+                    " which Odradek does not support (only PLAINTEXT)",
+                )
+        self._listeners = listeners
+
+        # advertised.listeners, or the aliases advertised.host.name / advertised.port
+        adv_host = self._values.get("advertised.host.name")
+        adv_port = self._values.get("advertised.port")
+        adv_legacy = [n for n in ("advertised.host.name", "advertised.port") if n in self._values]
+        explicit = True
+        if "advertised.listeners" in self._values and self._values["advertised.listeners"].strip():
+            raw_adv = self._values["advertised.listeners"]
+            for name in adv_legacy:
+                self.warnings.append(
+                    f"Configuration {name} = {self.props[name].strip()} is deprecated"
+                    f" ({BROKER_KEYS[name].deprecated}); ignored because advertised.listeners is set"
+                )
+            advertised = parse_listeners(
+                raw_adv, protocol_map, config_name="advertised.listeners", distinct_ports=False
+            )
+        elif adv_legacy:
+            host = adv_host if adv_host is not None else (host_name or "")
+            if adv_port is not None:
+                adv_port_value = adv_port
+            elif port is not None:
+                adv_port_value = port
+            else:
+                adv_port_value = listeners[0].port
+            raw_adv = f"PLAINTEXT://{f'[{host}]' if ':' in host else host}:{adv_port_value}"
+            self._values["advertised.listeners"] = raw_adv
+            for name in adv_legacy:
+                self.warnings.append(
+                    f"Configuration {name} = {self.props[name].strip()} is deprecated"
+                    f" ({BROKER_KEYS[name].deprecated}); mapped to advertised.listeners={raw_adv}"
+                )
+            advertised = parse_listeners(
+                raw_adv, protocol_map, config_name="advertised.listeners", distinct_ports=False
+            )
+        else:
+            raw_adv = raw_listeners
+            advertised = list(listeners)
+            explicit = False
+
+        listener_names = {lst.name for lst in listeners}
+        if explicit:
+            for lst in advertised:
+                if lst.name not in listener_names:
+                    raise invalid_value(
+                        "advertised.listeners",
+                        raw_adv,
+                        "advertised.listeners listener names must be equal to or a subset of the ones"
+                        " defined in listeners",
+                    )
+                if lst.host in _ANY_ADDRESSES:
+                    raise invalid_value(
+                        "advertised.listeners",
+                        raw_adv,
+                        f"advertised.listeners cannot use the nonroutable meta-address {lst.host}."
+                        " Use a routable IP address.",
+                    )
+        self._advertised = [self._advertisable(lst) for lst in advertised]
+
+        inter_name = self._values.get("inter.broker.listener.name")
+        if inter_name is not None:
+            if "security.inter.broker.protocol" in self._values:
+                raise invalid_value(
+                    "inter.broker.listener.name",
+                    inter_name,
+                    "inter.broker.listener.name and security.inter.broker.protocol should not both be set",
+                )
+            if inter_name.upper() not in {lst.name for lst in self._advertised}:
+                raise invalid_value(
+                    "inter.broker.listener.name",
+                    inter_name,
+                    "inter.broker.listener.name must be a listener name defined in advertised.listeners",
+                )
+        elif self.get("security.inter.broker.protocol") not in SUPPORTED_SECURITY_PROTOCOLS:
+            raise invalid_value(
+                "security.inter.broker.protocol",
+                self.get("security.inter.broker.protocol"),
+                "Odradek supports only PLAINTEXT",
+            )
+
+    def _advertisable(self, lst: Listener) -> Listener:
+        """Replace an empty or wildcard host by this machine's host name, and check it resolves."""
+        if lst.host and lst.host not in _ANY_ADDRESSES:
+            return lst
+        hostname = socket.gethostname()
+        addresses = _resolve(hostname)
+        if addresses is None:
+            self.warnings.append(
+                f"Advertised listener {lst.name} uses this machine's host name '{hostname}', which does"
+                " not resolve here; clients will not be able to connect. Set advertised.listeners to an"
+                f" address clients can reach, e.g. advertised.listeners={lst.name}://<ip-address>:{lst.port}"
+            )
+        elif self._zookeeper_remote() and all(_is_loopback(a) for a in addresses):
+            self.warnings.append(
+                f"Advertised listener {lst.name} uses this machine's host name '{hostname}', which resolves"
+                f" only to loopback addresses ({', '.join(addresses)}); brokers and clients on other hosts"
+                f" cannot reach it. Set advertised.listeners={lst.name}://<routable-address>:{lst.port}"
+            )
+        return Listener(lst.name, hostname, lst.port, lst.security_protocol)
+
+    def _zookeeper_remote(self) -> bool:
+        """Whether the ZooKeeper ensemble names a host other than this machine's loopback."""
+        if self._zookeeper_connect is None:
+            return False
+        for part in self._zookeeper_connect.partition("/")[0].split(","):
+            host = part.strip().rpartition(":")[0] or part.strip()
+            host = host.strip("[]")
+            if host.lower() != "localhost" and not _is_loopback(host):
+                return True
+        return False
+
+    def _resolve_log_dirs(self) -> None:
+        if "log.dirs" in self._values:
+            raw = self._values["log.dirs"]
+            name = "log.dirs"
+            if "log.dir" in self._values and self._values["log.dir"] != raw:
+                self.warnings.append(
+                    f"Configuration log.dir = {self._values['log.dir']} is ignored because log.dirs is set"
+                    f" (log.dirs = {raw})"
+                )
+        else:
+            raw = self.get("log.dir")
+            name = "log.dir"
+        dirs = [d.strip() for d in raw.split(",") if d.strip()]
+        if not dirs:
+            raise invalid_value(
+                name, raw, "At least one log directory must be defined via log.dirs or log.dir"
+            )
+        normalized = [str(Path(d).expanduser()) for d in dirs]
+        for d in normalized:
+            if normalized.count(d) > 1:
+                raise invalid_value(name, raw, f"log directory {d} is listed more than once")
+        self._log_dirs = dirs
+
+    def _check_durations(self) -> None:
+        retention = self.log_retention_ms
+        if retention == 0:
+            name = next(n for n in _SYNONYMS["log.retention.ms"] if n in self._values)
+            raise invalid_value(
+                name,
+                self._values[name],
+                "log.retention.ms must be unlimited (-1) or, equal or greater than 1",
+            )
+        if self.log_roll_ms < 1:
+            raise invalid_value("log.roll.ms", self.log_roll_ms, "Value must be at least 1")
+        if self.log_roll_jitter_ms < 0:
+            raise invalid_value("log.roll.jitter.ms", self.log_roll_jitter_ms, "Value must be at least 0")
+        if self.get("group.min.session.timeout.ms") > self.get("group.max.session.timeout.ms"):
+            raise invalid_value(
+                "group.min.session.timeout.ms",
+                self.get("group.min.session.timeout.ms"),
+                "must not exceed group.max.session.timeout.ms",
+            )
+
+    def _check_replication(self) -> None:
+        wait = self.get("replica.fetch.wait.max.ms")
+        if wait > self.get("replica.socket.timeout.ms"):
+            raise invalid_value(
+                "replica.socket.timeout.ms",
+                self.get("replica.socket.timeout.ms"),
+                "replica.socket.timeout.ms should always be at least replica.fetch.wait.max.ms to prevent"
+                " unnecessary socket timeouts",
+            )
+        if wait > self.get("replica.lag.time.max.ms"):
+            raise invalid_value(
+                "replica.fetch.wait.max.ms",
+                wait,
+                "replica.fetch.wait.max.ms should always be less than or equal to replica.lag.time.max.ms"
+                " to prevent frequent changes in ISR",
+            )
+
+    # -- access --------------------------------------------------------------------------------
+
+    def get(self, name: str) -> Any:
+        """The typed value of ``name``: as configured, else Kafka's documented default.
+
+        Prefixed keys (``listener.name.*``, ``ssl.*``, ...) that are not in the catalogue give
+        their raw string, or ``None`` when unset.  An unknown name raises ``KeyError``.
+        """
+        if name in self._values:
+            return self._values[name]
+        key = BROKER_KEYS.get(name)
+        if key is not None:
+            return key.default_value
+        if _prefixed(name):
+            return self._extra.get(name)
+        suggestion = _suggest(name)
+        hint = f" (did you mean {suggestion}?)" if suggestion else ""
+        raise KeyError(f"Unknown configuration '{name}'{hint}")
+
+    def is_set(self, name: str) -> bool:
+        """Whether ``name`` was given (in the file, an override, or through a deprecated alias)."""
+        return name in self._values or name in self._extra
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("_"):
+            raise AttributeError(attr)
+        name = attr.replace("_", ".")
+        if name in BROKER_KEYS:
+            return self.get(name)
+        raise AttributeError(f"{type(self).__name__} has no attribute {attr!r}")
+
+    @property
+    def single_node(self) -> bool:
+        """True when there is no ``zookeeper.connect``: metadata lives in the embedded store."""
+        return self._zookeeper_connect is None
+
+    @property
+    def broker_id(self) -> int:
+        """``broker.id`` (or its alias ``node.id``).
+
+        Unset or -1 means 0 in single-node mode; in ZooKeeper mode it stays -1 and the broker
+        obtains a generated id above ``reserved.broker.max.id`` from the store.
+        """
+        return self._broker_id
+
+    @property
+    def listeners(self) -> list[Listener]:
+        """The endpoints to bind (host '' = the default interface)."""
+        return list(self._listeners)
+
+    @property
+    def advertised_listeners(self) -> list[Listener]:
+        """The endpoints published to clients; empty and wildcard hosts become the host name."""
+        return list(self._advertised)
+
+    @property
+    def log_dirs(self) -> list[str]:
+        """``log.dirs`` (comma-separated), else ``log.dir``."""
+        return list(self._log_dirs)
+
+    @property
+    def zookeeper_connect(self) -> str | None:
+        """The ZooKeeper connect string, or ``None`` in single-node (embedded store) mode."""
+        return self._zookeeper_connect
+
+    @property
+    def zookeeper_connection_timeout_ms(self) -> int:
+        """``zookeeper.connection.timeout.ms``, else ``zookeeper.session.timeout.ms``."""
+        value = self.get("zookeeper.connection.timeout.ms")
+        return self.get("zookeeper.session.timeout.ms") if value is None else value
+
+    @property
+    def log_retention_ms(self) -> int:
+        """``log.retention.ms`` > ``log.retention.minutes`` > ``log.retention.hours``; -1 = unlimited."""
+        ms = self.get("log.retention.ms")
+        if ms is None:
+            minutes = self.get("log.retention.minutes")
+            ms = (
+                minutes * _MS_PER_MINUTE
+                if minutes is not None
+                else self.get("log.retention.hours") * _MS_PER_HOUR
+            )
+        return -1 if ms < 0 else ms
+
+    @property
+    def log_roll_ms(self) -> int:
+        """``log.roll.ms``, else ``log.roll.hours`` in milliseconds."""
+        ms = self.get("log.roll.ms")
+        return ms if ms is not None else self.get("log.roll.hours") * _MS_PER_HOUR
+
+    @property
+    def log_roll_jitter_ms(self) -> int:
+        """``log.roll.jitter.ms``, else ``log.roll.jitter.hours`` in milliseconds."""
+        ms = self.get("log.roll.jitter.ms")
+        return ms if ms is not None else self.get("log.roll.jitter.hours") * _MS_PER_HOUR
+
+    @property
+    def log_flush_interval_ms(self) -> int:
+        """``log.flush.interval.ms``, else ``log.flush.scheduler.interval.ms``."""
+        ms = self.get("log.flush.interval.ms")
+        return ms if ms is not None else self.get("log.flush.scheduler.interval.ms")
+
+    @property
+    def offsets_retention_ms(self) -> int:
+        """``offsets.retention.minutes`` in milliseconds."""
+        return self.get("offsets.retention.minutes") * _MS_PER_MINUTE
+
+    # -- topic defaults ------------------------------------------------------------------------
+
+    def topic_defaults(self) -> dict[str, str]:
+        """Each topic-level config's broker default, under the topic config's name.
+
+        ``retention.ms`` follows the log.retention.* precedence, ``segment.ms`` and
+        ``segment.jitter.ms`` the log.roll.* ones, ``flush.ms`` falls back to
+        log.flush.scheduler.interval.ms; configs without a server default property give their
+        topic-level default.
+        """
+        computed = {
+            "retention.ms": self.log_retention_ms,
+            "segment.ms": self.log_roll_ms,
+            "segment.jitter.ms": self.log_roll_jitter_ms,
+            "flush.ms": self.log_flush_interval_ms,
+        }
+        defaults: dict[str, str] = {}
+        for name, key in TOPIC_CONFIGS.items():
+            if name in computed:
+                defaults[name] = str(computed[name])
+            elif key.server_default is not None:
+                broker_key = BROKER_KEYS[key.server_default]
+                defaults[name] = broker_key.format(self.get(key.server_default)) or ""
+            else:
+                defaults[name] = key.default or ""
+        return defaults
+
+    def effective_topic_config(self, overrides: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """Typed topic config: the broker defaults with the topic's own ``overrides`` on top."""
+        merged = self.topic_defaults()
+        merged.update(validate_topic_configs(dict(overrides or {})))
+        return {name: TOPIC_CONFIGS[name].parse(value) for name, value in merged.items()}
+
+    # -- DescribeConfigs -----------------------------------------------------------------------
+
+    def describe_broker(self) -> list[BrokerConfigEntry]:
+        """Rows for DescribeConfigs on this broker: (name, value, is_default, is_sensitive, source).
+
+        Every key a Kafka 3.x broker knows is listed, plus removed or prefixed keys that were
+        set.  Passwords are sensitive and their value is ``None``.  Keys computed from a family
+        (``log.retention.ms``, ``log.roll.ms``, ``log.dirs``, ``broker.id``, ...) show the
+        effective value.  Source is STATIC_BROKER_CONFIG (4) when set in the file or an override,
+        DEFAULT_CONFIG (5) otherwise.
+        """
+        computed: dict[str, Any] = {
+            "log.retention.ms": self.log_retention_ms,
+            "log.roll.ms": self.log_roll_ms,
+            "log.roll.jitter.ms": self.log_roll_jitter_ms,
+            "log.flush.interval.ms": self.log_flush_interval_ms,
+            "log.dirs": ",".join(self._log_dirs),
+            "broker.id": self._broker_id,
+            "zookeeper.connection.timeout.ms": self.zookeeper_connection_timeout_ms,
+        }
+        rows: list[BrokerConfigEntry] = []
+        for name in sorted(BROKER_KEYS):
+            key = BROKER_KEYS[name]
+            if _is_removed(key) and not self.is_set(name):
+                continue
+            was_set = any(self.is_set(n) for n in _SYNONYMS.get(name, (name,)))
+            if name in computed:
+                value: str | None = key.format(computed[name])
+            else:
+                value = key.format(self.get(name))
+            if key.sensitive:
+                value = None
+            source = ConfigSource.STATIC_BROKER_CONFIG if was_set else ConfigSource.DEFAULT_CONFIG
+            rows.append(BrokerConfigEntry(name, value, not was_set, key.sensitive, int(source)))
+        for name in sorted(self._extra):
+            sensitive = _sensitive_name(name)
+            value = None if sensitive else self._extra[name].strip()
+            rows.append(
+                BrokerConfigEntry(name, value, False, sensitive, int(ConfigSource.STATIC_BROKER_CONFIG))
+            )
+        return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# Topic configs
+# ---------------------------------------------------------------------------------------------
+
+
+def validate_topic_configs(props: Mapping[str, str]) -> dict[str, str]:
+    """Validate topic-level configs (CreateTopics / AlterConfigs on a TOPIC resource).
+
+    Raises :class:`ConfigError` with ``Unknown topic config name: x`` for an unknown name and
+    Kafka's ``Invalid value ... for configuration ...: ...`` for a bad value.  Returns the
+    configs with surrounding whitespace trimmed from the values.
+    """
+    checked: dict[str, str] = {}
+    parsed: dict[str, Any] = {}
+    for name, raw in props.items():
+        key = TOPIC_CONFIGS.get(name)
+        if key is None:
+            raise ConfigError(f"Unknown topic config name: {name}")
+        if raw is None:
+            raise invalid_value(name, raw, "a value is required")
+        parsed[name] = key.parse(raw)
+        checked[name] = raw.strip()
+    lo, hi = parsed.get("min.compaction.lag.ms"), parsed.get("max.compaction.lag.ms")
+    if lo is not None and hi is not None and lo > hi:
+        raise ConfigError(
+            f"conflict topic config setting min.compaction.lag.ms ({lo}) > max.compaction.lag.ms ({hi})"
+        )
+    return checked
+
+
+# ---------------------------------------------------------------------------------------------
+# zoo.cfg / zookeeper.properties
+# ---------------------------------------------------------------------------------------------
+
+_ZK_INT = {
+    "tickTime", "initLimit", "syncLimit", "clientPort", "secureClientPort", "maxClientCnxns",
+    "minSessionTimeout", "maxSessionTimeout", "autopurge.snapRetainCount", "autopurge.purgeInterval",
+    "admin.serverPort", "admin.idleTimeout", "snapCount", "preAllocSize", "globalOutstandingLimit",
+    "electionAlg", "electionPortBindRetry", "jute.maxbuffer", "cnxTimeout", "connectToLearnerMasterLimit",
+    "commitLogCount", "snapSizeLimitInKb", "txnLogSizeLimitInKb", "maxResponseCacheSize",
+    "maxGetChildrenResponseCacheSize", "fsync.warningthresholdms", "zookeeper.request_throttle_max_requests",
+}  # fmt: skip
+_ZK_BOOL = {
+    "admin.enableServer", "standaloneEnabled", "reconfigEnabled", "quorumListenOnAllIPs", "syncEnabled",
+    "sslQuorum", "portUnification", "sslQuorumReloadCertFiles", "client.portUnification",
+    "localSessionsEnabled", "localSessionsUpgradingEnabled", "leaderServes", "4lw.commands.enable",
+    "audit.enable", "multiAddress.enabled", "quorum.auth.enableSasl",
+}  # fmt: skip
+_ZK_STRING = {
+    "dataDir", "dataLogDir", "clientPortAddress", "secureClientPortAddress", "admin.serverAddress",
+    "admin.commandURL", "4lw.commands.whitelist", "peerType", "dynamicConfigFile", "serverCnxnFactory",
+    "metricsProvider.className", "skipACL", "forceSync", "ssl.keyStore.location", "ssl.trustStore.location",
+    "ssl.keyStore.password", "ssl.trustStore.password", "ssl.quorum.keyStore.location",
+    "ssl.quorum.trustStore.location", "authProvider.1", "initLimit.ms",
+}  # fmt: skip
+_ZK_NUMBERED = re.compile(r"(server|group|weight|authProvider|metricsProvider)\.(.+)")
+_ZK_SERVER = re.compile(
+    r"(?P<host>\[[^\]]+\]|[^:;\s]+):(?P<peer>[0-9]+):(?P<election>[0-9]+)(:(participant|observer))?"
+    r"(;((?P<chost>[^:;\s]+):)?(?P<cport>[0-9]+))?"
+)
+
+
+@dataclass
+class ZooKeeperConfig:
+    """A checked ``zoo.cfg`` / ``config/zookeeper.properties``, for operators running ZooKeeper.
+
+    Numbers and booleans of the well-known keys are checked, ``server.N`` entries are parsed
+    into ``servers`` (id -> (host, quorum port, election port)); keys ZooKeeper does not know are
+    kept and reported in ``warnings`` (ZooKeeper passes them on as ``zookeeper.*`` properties).
+    """
+
+    props: dict[str, str]
+    servers: dict[int, tuple[str, int, int]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def data_dir(self) -> str:
+        return self.props["dataDir"].strip()
+
+    @property
+    def client_port(self) -> int | None:
+        raw = self.props.get("clientPort")
+        return None if raw is None else int(raw.strip())
+
+    @classmethod
+    def load(cls, path: str | Path) -> ZooKeeperConfig:
+        return cls.from_props(read_properties_file(path))
+
+    @classmethod
+    def from_props(cls, props: Mapping[str, str]) -> ZooKeeperConfig:
+        cfg = cls(props=dict(props))
+        for name, raw in props.items():
+            if name in _ZK_INT:
+                parse_typed(name, ConfigType.INT, raw)
+            elif name in _ZK_BOOL:
+                parse_typed(name, ConfigType.BOOLEAN, raw)
+            elif name in _ZK_STRING or name.startswith(("ssl.", "zookeeper.", "authProvider.", "sasl")):
+                pass
+            elif (m := _ZK_NUMBERED.fullmatch(name)) is not None:
+                if m.group(1) == "server":
+                    cfg._add_server(name, m.group(2), raw)
+            else:
+                cfg.warnings.append(
+                    f"Setting {name} = {raw.strip()} is not a ZooKeeper setting; ZooKeeper passes it on as"
+                    f" system property zookeeper.{name}"
+                )
+        if not props.get("dataDir", "").strip():
+            raise ConfigError("Invalid value for configuration dataDir: dataDir is not set")
+        if cfg.servers:
+            for name in ("initLimit", "syncLimit"):
+                if name not in props:
+                    raise ConfigError(
+                        f"Invalid value for configuration {name}: {name} is required with server.N"
+                    )
+        return cfg
+
+    def _add_server(self, name: str, sid_text: str, raw: str) -> None:
+        value = raw.strip()
+        if not sid_text.isdigit():
+            raise invalid_value(name, value, "the server id must be a number")
+        m = _ZK_SERVER.fullmatch(value)
+        if m is None:
+            raise invalid_value(
+                name, value, "expected host:quorumPort:electionPort[:role][;[clientHost:]clientPort]"
+            )
+        ports = (int(m.group("peer")), int(m.group("election")))
+        if not all(0 < p <= 65535 for p in ports):
+            raise invalid_value(name, value, "ports must be in 1..65535")
+        self.servers[int(sid_text)] = (m.group("host").strip("[]"), *ports)

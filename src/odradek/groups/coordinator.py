@@ -1,0 +1,1137 @@
+"""The group coordinator of the classic rebalance protocol.
+
+A group moves through Kafka's states::
+
+    Empty --join--> PreparingRebalance --all joined / rebalance timeout--> CompletingRebalance
+    CompletingRebalance --leader's SyncGroup persisted--> Stable
+    Stable / CompletingRebalance --join, leave, session expiry--> PreparingRebalance
+    PreparingRebalance --last member gone--> Empty;   any --deleted / expired / unloaded--> Dead
+
+JoinGroup and SyncGroup requests that must wait for the rebalance park as futures on their member and
+are completed when the rebalance moves on. Session timeouts, the rebalance timeout, the initial
+rebalance delay of an empty group and the wait for SyncGroups are asyncio timers. The broker never
+interprets member metadata or assignments, except (as Kafka does) the consumer protocol's subscribed
+topics for OffsetDelete and offset retention.
+
+Persistence goes through a store (`odradek.groups.offsets.OffsetStore` in the broker; a fake in unit
+tests): `check`/`wait_ready` say whether this broker coordinates a group, `write` appends records to the
+group's `__consumer_offsets` partition and returns once they are committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Protocol
+
+from odradek.groups.schemas import (
+    GroupKey,
+    GroupValue,
+    MemberValue,
+    OffsetKey,
+    OffsetValue,
+    encode_group_key,
+    encode_group_value,
+    encode_offset_key,
+    encode_offset_value,
+)
+from odradek.protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger("odradek.groups")
+
+CONSUMER_PROTOCOL = "consumer"
+NO_GENERATION = -1
+Records = list[tuple[bytes, bytes | None]]
+TopicPartition = tuple[str, int]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class GroupState(Enum):
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+_ALLOWED_FROM: dict[GroupState, frozenset[GroupState]] = {
+    GroupState.PREPARING_REBALANCE: frozenset(
+        {GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY}),
+    GroupState.COMPLETING_REBALANCE: frozenset({GroupState.PREPARING_REBALANCE}),
+    GroupState.STABLE: frozenset({GroupState.COMPLETING_REBALANCE}),
+    GroupState.EMPTY: frozenset({GroupState.PREPARING_REBALANCE}),
+    GroupState.DEAD: frozenset(GroupState),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSettings:
+    min_session_timeout_ms: int = 6000
+    max_session_timeout_ms: int = 1_800_000
+    initial_rebalance_delay_ms: int = 3000
+    max_size: int = 2**31 - 1
+    metadata_max_bytes: int = 4096
+    retention_ms: int = 7 * 24 * 3600 * 1000
+    retention_check_interval_ms: int = 600_000
+
+    @classmethod
+    def from_config(cls, config: Any) -> GroupSettings:
+        return cls(
+            min_session_timeout_ms=int(config.get("group.min.session.timeout.ms")),
+            max_session_timeout_ms=int(config.get("group.max.session.timeout.ms")),
+            initial_rebalance_delay_ms=int(config.get("group.initial.rebalance.delay.ms")),
+            max_size=int(config.get("group.max.size")),
+            metadata_max_bytes=int(config.get("offset.metadata.max.bytes")),
+            retention_ms=int(config.get("offsets.retention.minutes")) * 60_000,
+            retention_check_interval_ms=int(config.get("offsets.retention.check.interval.ms")),
+        )
+
+
+class GroupStore(Protocol):
+    """What the coordinator needs from persistence (see odradek.groups.offsets.OffsetStore)."""
+
+    def check(self, group_id: str) -> None: ...
+
+    async def wait_ready(self, group_id: str, create: bool = False) -> None: ...
+
+    async def write(self, group_id: str, records: Records) -> None: ...
+
+    def partition_for(self, group_id: str) -> int: ...
+
+    def loading(self) -> bool: ...
+
+
+# ---- results handed back to the request handlers ------------------------------------------------
+
+
+@dataclass(slots=True)
+class JoinRequest:
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    require_known_member_id: bool = True
+    supports_skip_assignment: bool = True
+
+
+@dataclass(slots=True)
+class JoinResult:
+    error: ErrorCode
+    member_id: str = ""
+    generation: int = NO_GENERATION
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str = ""
+    members: list[tuple[str, str | None, bytes]] = field(default_factory=list)
+    skip_assignment: bool = False
+
+
+@dataclass(slots=True)
+class SyncResult:
+    error: ErrorCode
+    assignment: bytes = b""
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+
+
+@dataclass(slots=True)
+class MemberSummary:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(slots=True)
+class GroupSummary:
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    members: list[MemberSummary]
+
+
+# ---- members and groups -------------------------------------------------------------------------
+
+
+@dataclass(eq=False)
+class Member:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    assignment: bytes = b""
+    join_waiter: asyncio.Future[JoinResult] | None = None
+    sync_waiter: asyncio.Future[SyncResult] | None = None
+    timer: asyncio.TimerHandle | None = None
+
+    @classmethod
+    def from_request(cls, member_id: str, req: JoinRequest) -> Member:
+        return cls(member_id, req.group_instance_id, req.client_id, req.client_host, req.session_timeout_ms,
+                   req.rebalance_timeout_ms, req.protocol_type, list(req.protocols))
+
+    @property
+    def protocol_names(self) -> list[str]:
+        return [name for name, _ in self.protocols]
+
+    def metadata(self, protocol: str | None) -> bytes:
+        for name, meta in self.protocols:
+            if name == protocol:
+                return meta
+        return b""
+
+    def matches(self, protocols: list[tuple[str, bytes]]) -> bool:
+        return [(n, bytes(m)) for n, m in self.protocols] == [(n, bytes(m)) for n, m in protocols]
+
+    def vote(self, candidates: set[str]) -> str | None:
+        return next((name for name in self.protocol_names if name in candidates), None)
+
+    def cancel_timer(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def update(self, req: JoinRequest) -> None:
+        self.client_id, self.client_host = req.client_id, req.client_host
+        self.session_timeout_ms, self.rebalance_timeout_ms = req.session_timeout_ms, req.rebalance_timeout_ms
+        self.protocol_type, self.protocols = req.protocol_type, list(req.protocols)
+
+
+def resolve(fut: asyncio.Future[Any] | None, value: Any) -> None:
+    """Complete a parked request unless its connection went away (cancelled) or it was answered."""
+    if fut is not None and not fut.done():
+        fut.set_result(value)
+
+
+class Group:
+    """One group's state; no I/O and no timers of its own beyond the handles it carries."""
+
+    def __init__(self, group_id: str, state: GroupState = GroupState.EMPTY) -> None:
+        self.group_id = group_id
+        self.state = state
+        self.state_timestamp = now_ms()
+        self.generation = 0
+        self.protocol_type: str | None = None
+        self.protocol_name: str | None = None
+        self.leader_id: str | None = None
+        self.members: dict[str, Member] = {}
+        self.static_members: dict[str, str] = {}  # group.instance.id -> member id
+        self.pending_members: dict[str, asyncio.TimerHandle | None] = {}  # KIP-394: id handed out, not joined
+        self.pending_sync: set[str] = set()
+        self.offsets: dict[TopicPartition, OffsetValue] = {}
+        self.join_timer: asyncio.TimerHandle | None = None
+        self.sync_timer: asyncio.TimerHandle | None = None
+        self.initial_delay = False  # this rebalance started from Empty and waits the initial delay
+        self.new_member_added = False
+
+    def __repr__(self) -> str:
+        return f"Group({self.group_id!r}, {self.state.value}, generation={self.generation})"
+
+    # ---- state ----
+    def is_(self, *states: GroupState) -> bool:
+        return self.state in states
+
+    def transition(self, target: GroupState) -> None:
+        if self.state not in _ALLOWED_FROM[target]:
+            raise ValueError(f"group {self.group_id}: illegal transition {self.state.value} -> {target.value}")
+        self.state = target
+        self.state_timestamp = now_ms()
+
+    # ---- membership ----
+    def add(self, member: Member) -> None:
+        if not self.members:
+            self.protocol_type = member.protocol_type
+        self.members[member.member_id] = member
+        if member.group_instance_id is not None:
+            self.static_members[member.group_instance_id] = member.member_id
+        if self.leader_id is None:
+            self.leader_id = member.member_id
+
+    def remove(self, member_id: str) -> Member | None:
+        member = self.members.pop(member_id, None)
+        if member is None:
+            return None
+        member.cancel_timer()
+        iid = member.group_instance_id
+        if iid is not None and self.static_members.get(iid) == member_id:
+            del self.static_members[iid]
+        self.pending_sync.discard(member_id)
+        if self.leader_id == member_id:
+            self.leader_id = self._next_leader()
+        return member
+
+    def replace(self, old_id: str, new: Member) -> None:
+        """Give a static member a new member id, keeping its place, assignment and leadership."""
+        self.members = {(new.member_id if k == old_id else k): (new if k == old_id else v)
+                        for k, v in self.members.items()}
+        if new.group_instance_id is not None:
+            self.static_members[new.group_instance_id] = new.member_id
+        if self.leader_id == old_id:
+            self.leader_id = new.member_id
+        if old_id in self.pending_sync:
+            self.pending_sync.discard(old_id)
+            self.pending_sync.add(new.member_id)
+
+    def _next_leader(self) -> str | None:
+        joined = [m for m in self.members.values() if m.join_waiter is not None]
+        pick = joined[0] if joined else next(iter(self.members.values()), None)
+        return pick.member_id if pick is not None else None
+
+    def elect_joined_leader(self) -> bool:
+        """Make sure the leader is a member that rejoined; False if nobody rejoined."""
+        leader = self.members.get(self.leader_id or "")
+        if leader is not None and leader.join_waiter is not None:
+            return True
+        joined = next((m for m in self.members.values() if m.join_waiter is not None), None)
+        if joined is None:
+            return False
+        self.leader_id = joined.member_id
+        return True
+
+    def is_static_fenced(self, member_id: str, instance_id: str | None) -> bool:
+        if instance_id is None:
+            return False
+        known = self.static_members.get(instance_id)
+        return known is not None and known != member_id
+
+    def has_all_joined(self) -> bool:
+        return not self.pending_members and all(m.join_waiter is not None for m in self.members.values())
+
+    def is_full(self, max_size: int) -> bool:
+        return len(self.members) + len(self.pending_members) >= max_size
+
+    def not_yet_rejoined(self) -> list[Member]:
+        return [m for m in self.members.values() if m.join_waiter is None]
+
+    # ---- protocols ----
+    def supported_protocols(self) -> set[str]:
+        sets = [set(m.protocol_names) for m in self.members.values()]
+        return set.intersection(*sets) if sets else set()
+
+    def accepts(self, protocol_type: str, protocols: list[tuple[str, bytes]]) -> bool:
+        if not protocol_type or not protocols:
+            return False
+        if not self.members:
+            return True
+        names = {name for name, _ in protocols}
+        return protocol_type == self.protocol_type and bool(names & self.supported_protocols())
+
+    def select_protocol(self) -> str | None:
+        """Each member votes for its most preferred protocol that every member supports; most votes
+        wins, ties going to the leader's preference order."""
+        candidates = self.supported_protocols()
+        if not candidates:
+            return None
+        votes: dict[str, int] = {}
+        for m in self.members.values():
+            choice = m.vote(candidates)
+            if choice is not None:
+                votes[choice] = votes.get(choice, 0) + 1
+        leader = self.members.get(self.leader_id or "") or next(iter(self.members.values()))
+        order = {name: i for i, name in enumerate(leader.protocol_names)}
+        return max(votes, key=lambda n: (votes[n], -order.get(n, len(order))))
+
+    def rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    def member_metadata(self) -> list[tuple[str, str | None, bytes]]:
+        return [(m.member_id, m.group_instance_id, m.metadata(self.protocol_name)) for m in self.members.values()]
+
+    def join_result(self, member: Member, leader_view: bool | None = None) -> JoinResult:
+        is_leader = member.member_id == self.leader_id if leader_view is None else leader_view
+        return JoinResult(ErrorCode.NONE, member.member_id, self.generation, self.protocol_type,
+                          self.protocol_name, self.leader_id or "", self.member_metadata() if is_leader else [])
+
+    def subscribed_topics(self) -> set[str] | None:
+        """Topics the members subscribe to under the consumer protocol; None if unknown."""
+        if self.protocol_type != CONSUMER_PROTOCOL or self.protocol_name is None:
+            return None
+        topics: set[str] = set()
+        for m in self.members.values():
+            parsed = parse_subscription(m.metadata(self.protocol_name))
+            if parsed is None:
+                return None
+            topics.update(parsed)
+        return topics
+
+    # ---- persistence ----
+    def to_value(self, assignments: dict[str, bytes] | None = None) -> GroupValue:
+        members = [
+            MemberValue(m.member_id, m.client_id, m.client_host, m.session_timeout_ms, m.rebalance_timeout_ms,
+                        m.metadata(self.protocol_name),
+                        (assignments or {}).get(m.member_id, m.assignment) if assignments is not None else m.assignment,
+                        m.group_instance_id)
+            for m in self.members.values()
+        ]
+        return GroupValue(self.protocol_type or "", self.generation, self.protocol_name, self.leader_id,
+                          self.state_timestamp, members)
+
+    @classmethod
+    def from_value(cls, group_id: str, value: GroupValue | None, offsets: dict[TopicPartition, OffsetValue]) -> Group:
+        group = cls(group_id)
+        group.offsets = dict(offsets)
+        if value is None:
+            return group
+        group.generation = value.generation
+        group.protocol_type = value.protocol_type or None
+        group.protocol_name = value.protocol
+        if value.current_state_timestamp >= 0:
+            group.state_timestamp = value.current_state_timestamp
+        for mv in value.members:
+            group.add(Member(mv.member_id, mv.group_instance_id, mv.client_id, mv.client_host, mv.session_timeout,
+                             mv.rebalance_timeout, value.protocol_type, [(value.protocol or "", mv.subscription)],
+                             mv.assignment))
+        group.protocol_type = value.protocol_type or None
+        if value.leader in group.members:
+            group.leader_id = value.leader
+        if group.members:
+            group.state = GroupState.STABLE
+        return group
+
+    def summary(self) -> GroupSummary:
+        stable = self.state is GroupState.STABLE
+        members = [
+            MemberSummary(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                          m.metadata(self.protocol_name) if stable else b"", m.assignment if stable else b"")
+            for m in self.members.values()
+        ]
+        return GroupSummary(self.group_id, self.state.value, self.protocol_type or "",
+                            (self.protocol_name or "") if stable else "", members)
+
+    # ---- offsets ----
+    def expired_offsets(self, now: int, retention_ms: int) -> list[TopicPartition]:
+        """Offsets past retention (KIP-211): for an Empty group counted from when it became empty, for a
+        group never managed by the coordinator from each commit, for a Stable consumer group only the
+        offsets of topics it no longer subscribes to."""
+        if self.state is GroupState.EMPTY:
+            base: Callable[[OffsetValue], int]
+            if self.protocol_type is not None:
+                base = lambda _v: self.state_timestamp  # noqa: E731
+            else:
+                base = lambda v: v.commit_timestamp  # noqa: E731
+            return [tp for tp, v in self.offsets.items() if _is_expired(v, base(v), now, retention_ms)]
+        if self.state is GroupState.STABLE:
+            topics = self.subscribed_topics()
+            if topics is None:
+                return []
+            return [tp for tp, v in self.offsets.items()
+                    if tp[0] not in topics and _is_expired(v, v.commit_timestamp, now, retention_ms)]
+        return []
+
+
+def _is_expired(value: OffsetValue, base: int, now: int, retention_ms: int) -> bool:
+    if value.expire_timestamp >= 0:
+        return now >= value.expire_timestamp
+    return now - base >= retention_ms
+
+
+def parse_subscription(metadata: bytes) -> list[str] | None:
+    """The topics of a ConsumerProtocolSubscription (any version: topics come first); None if garbage."""
+    try:
+        pos = 2
+        (count,) = struct.unpack_from(">i", metadata, pos)
+        pos += 4
+        if count < 0 or count > len(metadata):
+            return None
+        topics = []
+        for _ in range(count):
+            (n,) = struct.unpack_from(">h", metadata, pos)
+            pos += 2
+            if n < 0 or pos + n > len(metadata):
+                return None
+            topics.append(metadata[pos : pos + n].decode("utf-8"))
+            pos += n
+        return topics
+    except (struct.error, UnicodeDecodeError):
+        return None
+
+
+def offset_records(group_id: str, offsets: dict[TopicPartition, OffsetValue | None]) -> Records:
+    return [
+        (encode_offset_key(OffsetKey(group_id, t, p)), None if v is None else encode_offset_value(v))
+        for (t, p), v in offsets.items()
+    ]
+
+
+def group_record(group: Group, assignments: dict[str, bytes] | None = None, tombstone: bool = False) -> Records:
+    key = encode_group_key(GroupKey(group.group_id))
+    return [(key, None if tombstone else encode_group_value(group.to_value(assignments)))]
+
+
+# ---- the coordinator ----------------------------------------------------------------------------
+
+
+class GroupCoordinator:
+    """Owns the groups of the `__consumer_offsets` partitions this broker leads."""
+
+    def __init__(self, broker: Any = None, *, settings: GroupSettings | None = None,
+                 store: GroupStore | None = None) -> None:
+        self.broker = broker
+        self.settings = settings or GroupSettings.from_config(broker.config)
+        if store is None:
+            from odradek.groups.offsets import OffsetStore
+
+            store = OffsetStore(broker, self)
+        self.store: GroupStore = store
+        self.groups: dict[str, Group] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._started: asyncio.Future[None] | None = None
+        self._closed = False
+
+    # ---- life cycle ----
+    async def start(self) -> None:
+        """Idempotent; concurrent callers wait for the first."""
+        if self._started is None:
+            self._started = asyncio.get_running_loop().create_future()
+            try:
+                start = getattr(self.store, "start", None)
+                if start is not None:
+                    await start()
+                self._spawn(self._retention_loop())
+            finally:
+                self._started.set_result(None)
+        await self._started
+
+    async def shutdown(self) -> None:
+        self._closed = True
+        for t in list(self._tasks):
+            t.cancel()
+        for group in list(self.groups.values()):
+            self._unload(group, ErrorCode.NOT_COORDINATOR)
+        self.groups.clear()
+        stop = getattr(self.store, "shutdown", None)
+        if stop is not None:
+            await stop()
+
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        if self._closed:
+            getattr(coro, "close", lambda: None)()
+            return
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("Group coordinator task failed: %s", task.exception(), exc_info=task.exception())
+
+    # ---- loading and unloading (called by the store) ----
+    def install(self, groups: Iterable[Group]) -> None:
+        for group in groups:
+            old = self.groups.pop(group.group_id, None)
+            if old is not None:
+                self._unload(old, ErrorCode.NOT_COORDINATOR)
+            self.groups[group.group_id] = group
+            for member in group.members.values():
+                self._touch(group, member)
+            log.info("Loaded group %s (%s, generation %d, %d members, %d offsets)", group.group_id,
+                     group.state.value, group.generation, len(group.members), len(group.offsets))
+
+    def unload_partition(self, partition: int) -> None:
+        for gid in [g for g in self.groups if self.store.partition_for(g) == partition]:
+            self._unload(self.groups.pop(gid), ErrorCode.NOT_COORDINATOR)
+
+    def _unload(self, group: Group, error: ErrorCode) -> None:
+        for t in (group.join_timer, group.sync_timer):
+            if t is not None:
+                t.cancel()
+        for timer in group.pending_members.values():
+            if timer is not None:
+                timer.cancel()
+        for m in group.members.values():
+            m.cancel_timer()
+            resolve(m.join_waiter, JoinResult(error, m.member_id))
+            resolve(m.sync_waiter, SyncResult(error))
+            m.join_waiter = m.sync_waiter = None
+        group.state = GroupState.DEAD
+
+    # ---- timers ----
+    def _touch(self, group: Group, member: Member, delay_ms: int | None = None) -> None:
+        """(Re)start the member's session timer."""
+        member.cancel_timer()
+        delay = (member.session_timeout_ms if delay_ms is None else delay_ms) / 1000
+        member.timer = asyncio.get_running_loop().call_later(delay, self._session_expired, group, member)
+
+    def _session_expired(self, group: Group, member: Member) -> None:
+        member.timer = None
+        if self.groups.get(group.group_id) is not group or group.members.get(member.member_id) is not member:
+            return
+        if member.join_waiter is not None or member.sync_waiter is not None:
+            self._touch(group, member)  # a parked JoinGroup/SyncGroup keeps the member alive
+            return
+        log.info("Member %s in group %s has failed, removing it from the group (session timeout %d ms)",
+                 member.member_id, group.group_id, member.session_timeout_ms)
+        self._remove_member(group, member, "session timeout")
+
+    def _add_pending(self, group: Group, member_id: str, session_timeout_ms: int) -> None:
+        loop = asyncio.get_running_loop()
+        group.pending_members[member_id] = loop.call_later(
+            session_timeout_ms / 1000, self._pending_expired, group, member_id)
+
+    def _pending_expired(self, group: Group, member_id: str) -> None:
+        if group.pending_members.pop(member_id, None) is not None:
+            log.info("Pending member %s in group %s did not join in time", member_id, group.group_id)
+            self._try_complete_join(group)
+
+    def _drop_pending(self, group: Group, member_id: str) -> bool:
+        if member_id not in group.pending_members:
+            return False
+        timer = group.pending_members.pop(member_id)
+        if timer is not None:
+            timer.cancel()
+        return True
+
+    # ---- checks shared by the requests ----
+    async def _ready(self, group_id: str, create: bool = False) -> None:
+        if not group_id:
+            raise KafkaError(ErrorCode.INVALID_GROUP_ID, "The group id must not be empty")
+        await self.store.wait_ready(group_id, create)
+
+    def _validate_session(self, req: JoinRequest) -> None:
+        s = self.settings
+        if not s.min_session_timeout_ms <= req.session_timeout_ms <= s.max_session_timeout_ms:
+            raise KafkaError(ErrorCode.INVALID_SESSION_TIMEOUT,
+                             f"session.timeout.ms {req.session_timeout_ms} is outside the broker's range "
+                             f"[{s.min_session_timeout_ms}, {s.max_session_timeout_ms}]")
+
+    def _member_check(self, group: Group, member_id: str, instance_id: str | None, generation: int) -> Member:
+        if group.is_(GroupState.DEAD):
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if group.is_static_fenced(member_id, instance_id):
+            raise KafkaError(ErrorCode.FENCED_INSTANCE_ID, f"instance {instance_id} is owned by another member")
+        member = group.members.get(member_id)
+        if member is None:
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
+        if generation != group.generation:
+            raise KafkaError(ErrorCode.ILLEGAL_GENERATION,
+                             f"generation {generation} is not the group's generation {group.generation}")
+        return member
+
+    # ---- JoinGroup ----
+    async def join(self, req: JoinRequest) -> JoinResult:
+        try:
+            await self._ready(req.group_id)
+            self._validate_session(req)
+            group = self.groups.get(req.group_id)
+            if group is None and req.member_id:
+                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
+            group = group or Group(req.group_id)
+            if group.is_(GroupState.DEAD):
+                raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            if not group.accepts(req.protocol_type, req.protocols):
+                raise KafkaError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            self.groups.setdefault(req.group_id, group)
+            if not req.member_id:
+                return await self._join_new(group, req)
+            return await self._join_known(group, req)
+        except KafkaError as exc:
+            return JoinResult(exc.code, req.member_id)
+
+    async def _join_new(self, group: Group, req: JoinRequest) -> JoinResult:
+        member_id = f"{req.client_id}-{uuid.uuid4()}"
+        iid = req.group_instance_id
+        if iid is not None and group.static_members.get(iid) in group.members:
+            return await self._replace_static(group, group.static_members[iid], member_id, req)
+        if group.is_full(self.settings.max_size):
+            raise KafkaError(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                             f"group {group.group_id} already has the maximum of {self.settings.max_size} members")
+        if iid is None and req.require_known_member_id:
+            self._add_pending(group, member_id, req.session_timeout_ms)
+            return JoinResult(ErrorCode.MEMBER_ID_REQUIRED, member_id)
+        return await self._add_and_rebalance(group, member_id, req)
+
+    async def _join_known(self, group: Group, req: JoinRequest) -> JoinResult:
+        if self._drop_pending(group, req.member_id):
+            return await self._add_and_rebalance(group, req.member_id, req)
+        if group.is_static_fenced(req.member_id, req.group_instance_id):
+            raise KafkaError(ErrorCode.FENCED_INSTANCE_ID)
+        member = group.members.get(req.member_id)
+        if member is None or group.is_(GroupState.EMPTY):
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
+        if group.is_(GroupState.COMPLETING_REBALANCE) and member.matches(req.protocols):
+            self._touch(group, member)
+            return group.join_result(member)  # the member lost our answer: repeat it
+        if (group.is_(GroupState.STABLE) and member.member_id != group.leader_id
+                and member.matches(req.protocols)):
+            self._touch(group, member)
+            return group.join_result(member)  # a follower rejoining with nothing new: no rebalance
+        return await self._update_and_rebalance(group, member, req)
+
+    def _park_join(self, member: Member) -> asyncio.Future[JoinResult]:
+        old = member.join_waiter
+        fut: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
+        member.join_waiter = fut
+        resolve(old, JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id))
+        return fut
+
+    async def _add_and_rebalance(self, group: Group, member_id: str, req: JoinRequest) -> JoinResult:
+        member = Member.from_request(member_id, req)
+        if group.is_(GroupState.PREPARING_REBALANCE) and group.initial_delay:
+            group.new_member_added = True
+        fut = self._park_join(member)
+        group.add(member)
+        self._touch(group, member)
+        self._maybe_prepare_rebalance(group, f"adding new member {member_id} with group instance id "
+                                             f"{req.group_instance_id}")
+        self._try_complete_join(group)
+        return await fut
+
+    async def _update_and_rebalance(self, group: Group, member: Member, req: JoinRequest) -> JoinResult:
+        member.update(req)
+        fut = self._park_join(member)
+        self._touch(group, member)
+        self._maybe_prepare_rebalance(group, f"updating metadata of member {member.member_id}")
+        self._try_complete_join(group)
+        return await fut
+
+    async def _replace_static(self, group: Group, old_id: str, new_id: str, req: JoinRequest) -> JoinResult:
+        old = group.members[old_id]
+        unchanged = old.matches(req.protocols)
+        was_leader = group.leader_id == old_id
+        new = Member.from_request(new_id, req)
+        new.assignment = old.assignment
+        old.cancel_timer()
+        resolve(old.join_waiter, JoinResult(ErrorCode.FENCED_INSTANCE_ID, old_id))
+        resolve(old.sync_waiter, SyncResult(ErrorCode.FENCED_INSTANCE_ID))
+        group.replace(old_id, new)
+        self._touch(group, new)
+        log.info("Static member %s of group %s rejoined: member id %s replaces %s", req.group_instance_id,
+                 group.group_id, new_id, old_id)
+        if group.is_(GroupState.STABLE) and unchanged:
+            return await self._static_rejoin_stable(group, old, new, was_leader, req)
+        fut = self._park_join(new)
+        if group.is_(GroupState.PREPARING_REBALANCE):
+            self._try_complete_join(group)
+        else:
+            self._prepare_rebalance(group, f"static member {req.group_instance_id} rejoined")
+        return await fut
+
+    async def _static_rejoin_stable(self, group: Group, old: Member, new: Member, was_leader: bool,
+                                    req: JoinRequest) -> JoinResult:
+        """A known static member is back with the same subscription: keep the generation and assignment,
+        persist the new member id, and answer at once."""
+        generation = group.generation
+        try:
+            await self.store.write(group.group_id, group_record(group))
+        except KafkaError as exc:
+            if group.members.get(new.member_id) is new:
+                new.cancel_timer()
+                group.replace(new.member_id, old)
+                self._touch(group, old)
+            return JoinResult(exc.code, new.member_id)
+        if group.members.get(new.member_id) is not new or group.generation != generation:
+            return JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, new.member_id)
+        if not was_leader:
+            return group.join_result(new)
+        if req.supports_skip_assignment:
+            result = group.join_result(new, leader_view=True)
+            result.skip_assignment = True
+            return result
+        # Before SkipAssignment existed the rejoining leader is told the old leader id, so it acts as a
+        # follower and does not run an assignment over an incomplete member list.
+        result = group.join_result(new, leader_view=False)
+        result.leader = old.member_id
+        return result
+
+    # ---- rebalance mechanics ----
+    def _maybe_prepare_rebalance(self, group: Group, reason: str) -> None:
+        if group.is_(GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY):
+            self._prepare_rebalance(group, reason)
+
+    def _prepare_rebalance(self, group: Group, reason: str) -> None:
+        if group.is_(GroupState.COMPLETING_REBALANCE):
+            self._abort_sync(group, ErrorCode.REBALANCE_IN_PROGRESS)
+        self._cancel_sync_timer(group)
+        from_empty = group.is_(GroupState.EMPTY)
+        group.transition(GroupState.PREPARING_REBALANCE)
+        self._cancel_join_timer(group)
+        loop = asyncio.get_running_loop()
+        if from_empty:
+            delay = self.settings.initial_rebalance_delay_ms
+            remaining = max(group.rebalance_timeout_ms() - delay, 0)
+            group.initial_delay, group.new_member_added = True, False
+            group.join_timer = loop.call_later(delay / 1000, self._initial_delay_done, group, delay, remaining)
+        else:
+            group.initial_delay = False
+            group.join_timer = loop.call_later(group.rebalance_timeout_ms() / 1000, self._join_expired, group)
+        log.info("Preparing to rebalance group %s in state PreparingRebalance with old generation %d "
+                 "(reason: %s)", group.group_id, group.generation, reason)
+
+    def _cancel_join_timer(self, group: Group) -> None:
+        if group.join_timer is not None:
+            group.join_timer.cancel()
+            group.join_timer = None
+
+    def _initial_delay_done(self, group: Group, delay: int, remaining: int) -> None:
+        group.join_timer = None
+        if not group.is_(GroupState.PREPARING_REBALANCE) or self.groups.get(group.group_id) is not group:
+            return
+        if group.new_member_added and remaining > 0:
+            group.new_member_added = False
+            step = min(delay, remaining)
+            group.join_timer = asyncio.get_running_loop().call_later(
+                step / 1000, self._initial_delay_done, group, delay, remaining - step)
+            return
+        group.initial_delay = False
+        self._complete_join(group)
+
+    def _join_expired(self, group: Group) -> None:
+        group.join_timer = None
+        if group.is_(GroupState.PREPARING_REBALANCE) and self.groups.get(group.group_id) is group:
+            self._complete_join(group)
+
+    def _try_complete_join(self, group: Group) -> None:
+        if group.is_(GroupState.PREPARING_REBALANCE) and not group.initial_delay and group.has_all_joined():
+            self._complete_join(group)
+
+    def _complete_join(self, group: Group) -> None:
+        self._cancel_join_timer(group)
+        for m in group.not_yet_rejoined():
+            if m.group_instance_id is None:
+                log.info("Removing member %s of group %s: it did not rejoin in time", m.member_id, group.group_id)
+                group.remove(m.member_id)
+        if not group.members:
+            self._become_empty(group)
+            return
+        if not group.elect_joined_leader():
+            # Only static members that have not rejoined are left: wait for them or their session expiry.
+            group.join_timer = asyncio.get_running_loop().call_later(
+                group.rebalance_timeout_ms() / 1000, self._join_expired, group)
+            return
+        group.generation += 1
+        group.protocol_name = group.select_protocol()
+        group.transition(GroupState.COMPLETING_REBALANCE)
+        group.pending_sync = set(group.members)
+        log.info("Stabilized group %s generation %d with %d members (protocol %s)", group.group_id,
+                 group.generation, len(group.members), group.protocol_name)
+        for m in group.members.values():
+            if m.join_waiter is not None:
+                resolve(m.join_waiter, group.join_result(m))
+                m.join_waiter = None
+            self._touch(group, m)
+        group.sync_timer = asyncio.get_running_loop().call_later(
+            group.rebalance_timeout_ms() / 1000, self._sync_expired, group, group.generation)
+
+    def _become_empty(self, group: Group) -> None:
+        group.generation += 1
+        group.protocol_name = None
+        group.leader_id = None
+        group.transition(GroupState.EMPTY)
+        log.info("Group %s with generation %d is now empty", group.group_id, group.generation)
+        self._spawn(self._store_group(group))
+
+    async def _store_group(self, group: Group) -> None:
+        try:
+            await self.store.write(group.group_id, group_record(group))
+        except KafkaError as exc:
+            log.warning("Could not store metadata of group %s: %s", group.group_id, exc)
+
+    def _sync_expired(self, group: Group, generation: int) -> None:
+        group.sync_timer = None
+        if self.groups.get(group.group_id) is not group or group.generation != generation:
+            return
+        if not group.is_(GroupState.COMPLETING_REBALANCE, GroupState.STABLE) or not group.pending_sync:
+            return
+        late = [group.members[mid] for mid in group.pending_sync if mid in group.members]
+        log.info("Removing members %s of group %s: no SyncGroup within the rebalance timeout",
+                 [m.member_id for m in late], group.group_id)
+        for m in late:
+            resolve(m.sync_waiter, SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
+            group.remove(m.member_id)
+        self._prepare_rebalance(group, "members did not sync in time")
+        self._try_complete_join(group)
+
+    def _cancel_sync_timer(self, group: Group) -> None:
+        if group.sync_timer is not None:
+            group.sync_timer.cancel()
+            group.sync_timer = None
+
+    def _abort_sync(self, group: Group, error: ErrorCode) -> None:
+        self._cancel_sync_timer(group)
+        for m in group.members.values():
+            m.assignment = b""
+            resolve(m.sync_waiter, SyncResult(error))
+            m.sync_waiter = None
+
+    def _remove_member(self, group: Group, member: Member, reason: str) -> None:
+        resolve(member.join_waiter, JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member.member_id))
+        resolve(member.sync_waiter, SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
+        member.join_waiter = member.sync_waiter = None
+        group.remove(member.member_id)
+        if group.is_(GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            self._prepare_rebalance(group, f"removing member {member.member_id} ({reason})")
+        self._try_complete_join(group)
+
+    # ---- SyncGroup ----
+    async def sync(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
+                   protocol_type: str | None, protocol_name: str | None,
+                   assignments: list[tuple[str, bytes]]) -> SyncResult:
+        try:
+            await self._ready(group_id)
+            group = self.groups.get(group_id)
+            if group is None:
+                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
+            member = self._member_check(group, member_id, instance_id, generation)
+            if (protocol_type is not None and protocol_type != group.protocol_type) or (
+                    protocol_name is not None and protocol_name != group.protocol_name):
+                raise KafkaError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+            return await self._sync(group, member, assignments)
+        except KafkaError as exc:
+            return SyncResult(exc.code)
+
+    async def _sync(self, group: Group, member: Member, assignments: list[tuple[str, bytes]]) -> SyncResult:
+        if group.is_(GroupState.EMPTY):
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
+        if group.is_(GroupState.PREPARING_REBALANCE):
+            raise KafkaError(ErrorCode.REBALANCE_IN_PROGRESS)
+        self._touch(group, member)
+        group.pending_sync.discard(member.member_id)
+        if group.is_(GroupState.STABLE):
+            return SyncResult(ErrorCode.NONE, member.assignment, group.protocol_type, group.protocol_name)
+        old = member.sync_waiter
+        fut: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
+        member.sync_waiter = fut
+        resolve(old, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+        if member.member_id == group.leader_id:
+            self._spawn(self._leader_sync(group, dict(assignments)))
+        return await fut
+
+    async def _leader_sync(self, group: Group, assignments: dict[str, bytes]) -> None:
+        generation = group.generation
+        full = {mid: bytes(assignments.get(mid, b"")) for mid in group.members}
+        error = ErrorCode.NONE
+        try:
+            await self.store.write(group.group_id, group_record(group, full))
+        except KafkaError as exc:
+            error = exc.code
+        if not group.is_(GroupState.COMPLETING_REBALANCE) or group.generation != generation:
+            return  # the rebalance moved on while we were writing; waiters were answered then
+        if error != ErrorCode.NONE:
+            self._abort_sync(group, error)
+            self._prepare_rebalance(group, f"storing the assignment failed: {error.name}")
+            return
+        for mid, m in group.members.items():
+            m.assignment = full.get(mid, b"")
+            resolve(m.sync_waiter, SyncResult(ErrorCode.NONE, m.assignment, group.protocol_type,
+                                              group.protocol_name))
+            m.sync_waiter = None
+        group.transition(GroupState.STABLE)
+        log.info("Assignment received from leader %s for group %s for generation %d", group.leader_id,
+                 group.group_id, generation)
+
+    # ---- Heartbeat ----
+    async def heartbeat(self, group_id: str, generation: int, member_id: str, instance_id: str | None) -> ErrorCode:
+        try:
+            await self._ready(group_id)
+            group = self.groups.get(group_id)
+            if group is None:
+                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
+            member = self._member_check(group, member_id, instance_id, generation)
+        except KafkaError as exc:
+            return exc.code
+        if group.is_(GroupState.EMPTY):
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        self._touch(group, member)
+        if group.is_(GroupState.PREPARING_REBALANCE):
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
+
+    # ---- LeaveGroup ----
+    async def leave(self, group_id: str, members: list[tuple[str, str | None]]) -> list[ErrorCode]:
+        """Per-member errors; group-level problems raise KafkaError."""
+        await self._ready(group_id)
+        group = self.groups.get(group_id)
+        if group is None:
+            return [ErrorCode.UNKNOWN_MEMBER_ID] * len(members)
+        if group.is_(GroupState.DEAD):
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return [self._leave_one(group, mid, iid) for mid, iid in members]
+
+    def _leave_one(self, group: Group, member_id: str, instance_id: str | None) -> ErrorCode:
+        if not member_id:
+            if instance_id is None or instance_id not in group.static_members:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            member_id = group.static_members[instance_id]
+        elif group.is_static_fenced(member_id, instance_id):
+            return ErrorCode.FENCED_INSTANCE_ID
+        if self._drop_pending(group, member_id):
+            self._try_complete_join(group)
+            return ErrorCode.NONE
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        log.info("Member %s has left group %s through explicit LeaveGroup", member_id, group.group_id)
+        self._remove_member(group, member, "member left")
+        return ErrorCode.NONE
+
+    # ---- OffsetCommit / OffsetFetch / OffsetDelete ----
+    def metadata_too_large(self, metadata: str | None) -> bool:
+        return metadata is not None and len(metadata) > self.settings.metadata_max_bytes
+
+    async def commit(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
+                     offsets: dict[TopicPartition, OffsetValue]) -> ErrorCode:
+        """Commit all offsets or none; returns the error for every partition."""
+        try:
+            await self._ready(group_id, create=True)
+            group = self.groups.get(group_id)
+            if group is None:
+                if generation >= 0:
+                    raise KafkaError(ErrorCode.ILLEGAL_GENERATION)
+                group = self.groups[group_id] = Group(group_id)
+            member = self._commit_check(group, generation, member_id, instance_id)
+            if member is not None:
+                self._touch(group, member)
+            if offsets:
+                await self.store.write(group_id, offset_records(group_id, dict(offsets)))
+        except KafkaError as exc:
+            return exc.code
+        if self.groups.get(group_id) is group and not group.is_(GroupState.DEAD):
+            group.offsets.update(offsets)
+        return ErrorCode.NONE
+
+    def _commit_check(self, group: Group, generation: int, member_id: str, instance_id: str | None) -> Member | None:
+        if group.is_(GroupState.DEAD):
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if group.is_static_fenced(member_id, instance_id):
+            raise KafkaError(ErrorCode.FENCED_INSTANCE_ID)
+        if generation < 0 and group.is_(GroupState.EMPTY):
+            return None  # a consumer without group management (assign())
+        if group.is_(GroupState.COMPLETING_REBALANCE):
+            raise KafkaError(ErrorCode.REBALANCE_IN_PROGRESS)
+        member = group.members.get(member_id)
+        if member is None:
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
+        if generation != group.generation:
+            raise KafkaError(ErrorCode.ILLEGAL_GENERATION)
+        return member
+
+    async def fetch_offsets(self, group_id: str,
+                            partitions: list[TopicPartition] | None) -> list[tuple[TopicPartition, OffsetValue | None]]:
+        """Committed offsets (None where nothing is committed); all of the group's if partitions is None."""
+        await self._ready(group_id)
+        group = self.groups.get(group_id)
+        offsets = group.offsets if group is not None else {}
+        if partitions is None:
+            return sorted(offsets.items())
+        return [(tp, offsets.get(tp)) for tp in partitions]
+
+    async def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+        await self._ready(group_id)
+        group = self.groups.get(group_id)
+        if group is None or group.is_(GroupState.DEAD):
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND)
+        subscribed: set[str] = set()
+        if not group.is_(GroupState.EMPTY):
+            topics = group.subscribed_topics()
+            if topics is None:
+                raise KafkaError(ErrorCode.NON_EMPTY_GROUP)
+            subscribed = topics
+        result = {tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if tp[0] in subscribed else ErrorCode.NONE
+                  for tp in partitions}
+        gone = {tp: None for tp, err in result.items() if err == ErrorCode.NONE and tp in group.offsets}
+        if gone:
+            try:
+                await self.store.write(group_id, offset_records(group_id, gone))
+            except KafkaError as exc:
+                return {tp: (exc.code if tp in gone else err) for tp, err in result.items()}
+            for tp in gone:
+                group.offsets.pop(tp, None)
+        return result
+
+    # ---- DescribeGroups / ListGroups / DeleteGroups ----
+    async def describe(self, group_id: str) -> GroupSummary:
+        await self._ready(group_id)
+        group = self.groups.get(group_id)
+        if group is None:
+            return GroupSummary(group_id, GroupState.DEAD.value, "", "", [])
+        return group.summary()
+
+    def list_groups(self, states: set[str] | None = None) -> tuple[ErrorCode, list[tuple[str, str, str]]]:
+        wanted = {s.lower() for s in states} if states else None
+        out = [(g.group_id, g.protocol_type or "", g.state.value) for g in self.groups.values()
+               if not g.is_(GroupState.DEAD) and (wanted is None or g.state.value.lower() in wanted)]
+        error = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.store.loading() else ErrorCode.NONE
+        return error, sorted(out)
+
+    async def delete_group(self, group_id: str) -> ErrorCode:
+        try:
+            await self._ready(group_id)
+        except KafkaError as exc:
+            return exc.code
+        group = self.groups.get(group_id)
+        if group is None or group.is_(GroupState.DEAD):
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        if not group.is_(GroupState.EMPTY):
+            return ErrorCode.NON_EMPTY_GROUP
+        return await self._delete(group)
+
+    async def _delete(self, group: Group) -> ErrorCode:
+        """Drop an Empty group: tombstones for its offsets and its metadata."""
+        records = offset_records(group.group_id, dict.fromkeys(group.offsets)) + group_record(group, tombstone=True)
+        self._unload(group, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if self.groups.get(group.group_id) is group:
+            del self.groups[group.group_id]
+        try:
+            await self.store.write(group.group_id, records)
+        except KafkaError as exc:
+            return exc.code
+        log.info("Group %s removed (%d offsets deleted)", group.group_id, len(group.offsets))
+        return ErrorCode.NONE
+
+    # ---- retention ----
+    async def _retention_loop(self) -> None:
+        interval = max(self.settings.retention_check_interval_ms, 10) / 1000
+        while not self._closed:
+            await asyncio.sleep(interval)
+            try:
+                await self.expire_offsets(now_ms())
+            except Exception as exc:  # keep the loop alive whatever one pass hits
+                log.error("Offset expiration failed: %s", exc, exc_info=exc)
+
+    async def expire_offsets(self, now: int) -> int:
+        """One retention pass; returns how many offsets were removed."""
+        removed = 0
+        for group in list(self.groups.values()):
+            try:
+                self.store.check(group.group_id)
+            except KafkaError:
+                continue
+            removed += await self._expire_group(group, now)
+        return removed
+
+    async def _expire_group(self, group: Group, now: int) -> int:
+        expired = group.expired_offsets(now, self.settings.retention_ms)
+        if expired:
+            try:
+                await self.store.write(group.group_id, offset_records(group.group_id, dict.fromkeys(expired)))
+            except KafkaError as exc:
+                log.warning("Could not expire offsets of group %s: %s", group.group_id, exc)
+                return 0
+            for tp in expired:
+                group.offsets.pop(tp, None)
+            log.info("Removed %d expired offsets of group %s", len(expired), group.group_id)
+        if (group.is_(GroupState.EMPTY) and not group.offsets and not group.pending_members
+                and self.groups.get(group.group_id) is group):
+            await self._delete(group)
+        return len(expired)

@@ -1,0 +1,135 @@
+"""Size-prefixed frames and request/response headers (v0/v1/v2), with size limits. Sans-io."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from odradek.protocol.errors import ErrorCode, KafkaError
+
+_INT32 = struct.Struct(">i")
+_HEADER_FIXED = struct.Struct(">hhih")  # api_key, api_version, correlation_id, client_id length
+
+
+class FrameError(Exception):
+    """The byte stream cannot be framed any further; the connection must be closed."""
+
+
+@dataclass(slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    body_offset: int  # where the request body starts in the frame
+
+
+class FrameDecoder:
+    """Splits a byte stream into frames; feed bytes, get complete frame payloads back."""
+
+    def __init__(self, max_frame_size: int) -> None:
+        self.max_frame_size = max_frame_size
+        self._buf = bytearray()
+
+    def feed(self, data: bytes) -> list[memoryview]:
+        buf = self._buf
+        buf += data
+        frames: list[memoryview] = []
+        pos = 0
+        n = len(buf)
+        while n - pos >= 4:
+            (size,) = _INT32.unpack_from(buf, pos)
+            if size < 0:
+                raise FrameError(f"negative frame size {size}")
+            if size > self.max_frame_size:
+                raise FrameError(
+                    f"frame of {size} bytes is larger than socket.request.max.bytes ({self.max_frame_size})"
+                )
+            if n - pos - 4 < size:
+                break
+            frames.append(memoryview(bytes(buf[pos + 4 : pos + 4 + size])))
+            pos += 4 + size
+        if pos:
+            del buf[:pos]
+        return frames
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
+
+def read_uvarint(buf: memoryview | bytes, pos: int) -> tuple[int, int]:
+    """Unsigned LEB128 varint as used by flexible versions; returns (value, new position)."""
+    result = 0
+    shift = 0
+    while True:
+        if pos >= len(buf):
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "truncated varint")
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result, pos
+        shift += 7
+        if shift > 35:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "varint too long")
+
+
+def write_uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def skip_tagged_fields(buf: memoryview | bytes, pos: int) -> int:
+    count, pos = read_uvarint(buf, pos)
+    for _ in range(count):
+        _tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        pos += size
+        if pos > len(buf):
+            raise KafkaError(ErrorCode.INVALID_REQUEST, "truncated tagged field")
+    return pos
+
+
+def parse_request_header(frame: memoryview, flexible: bool | None) -> RequestHeader:
+    """Parse header v1 (or v2 when `flexible`); `flexible=None` means unknown api/version: v1 only."""
+    if len(frame) < _HEADER_FIXED.size:
+        raise FrameError(f"request of {len(frame)} bytes is too short for a request header")
+    api_key, api_version, correlation_id, client_len = _HEADER_FIXED.unpack_from(frame, 0)
+    pos = _HEADER_FIXED.size
+    client_id: str | None = None
+    if client_len >= 0:
+        if pos + client_len > len(frame):
+            raise FrameError("request header client_id runs past the end of the frame")
+        client_id = bytes(frame[pos : pos + client_len]).decode("utf-8", "replace")
+        pos += client_len
+    if flexible:
+        pos = skip_tagged_fields(frame, pos)
+    return RequestHeader(api_key, api_version, correlation_id, client_id, pos)
+
+
+def peek_api(frame: memoryview) -> tuple[int, int, int]:
+    """api_key, api_version, correlation_id of a frame (enough to answer an error)."""
+    if len(frame) < 8:
+        raise FrameError(f"request of {len(frame)} bytes is too short for a request header")
+    api_key, api_version, correlation_id = struct.unpack_from(">hhi", frame, 0)
+    return api_key, api_version, correlation_id
+
+
+def response_header(correlation_id: int, flexible: bool) -> bytes:
+    """Response header v0 (correlation id) or v1 (plus empty tagged fields)."""
+    if flexible:
+        return _INT32.pack(correlation_id) + b"\x00"
+    return _INT32.pack(correlation_id)
+
+
+def frame_chunks(chunks: list[bytes | memoryview]) -> list[bytes | memoryview]:
+    """Prefix a response made of chunks with its 4-byte size, without joining the chunks."""
+    size = 0
+    for c in chunks:
+        size += len(c)
+    return [_INT32.pack(size), *chunks]

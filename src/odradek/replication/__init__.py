@@ -1,0 +1,1 @@
+"""Partitions as replicas: leadership, ISR, high watermark, and (in cluster mode) follower fetching."""

@@ -1,0 +1,1 @@
+"""The broker process: network server, request handlers, delayed operations, start-up wiring."""

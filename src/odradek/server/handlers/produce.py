@@ -1,0 +1,91 @@
+"""Produce: append each partition's record batches to its log as leader; answer at once for acks=0/1,
+and for acks=all once the high watermark has passed the batches (or the request times out)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kafka.protocol.producer import InitProducerIdResponse, ProduceResponse
+
+from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.produce import parse_produce_request
+from odradek.server.handlers import RequestContext, handles
+from odradek.server.network import CloseConnection
+
+MAX_PRODUCER_EPOCH = 32767
+_TopicResp = ProduceResponse.TopicProduceResponse
+_PartResp = _TopicResp.PartitionProduceResponse
+
+
+def _result(index: int, code: int, base_offset: int = -1, append_time: int = -1, log_start: int = -1,
+            message: str | None = None) -> Any:
+    return _PartResp(index=index, error_code=code, base_offset=base_offset, log_append_time_ms=append_time,
+                     log_start_offset=log_start, record_errors=[], error_message=message)
+
+
+@handles(0, raw=True)
+async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | None:
+    try:
+        req = parse_produce_request(frame, ctx.header.body_offset, ctx.version)
+    except KafkaError as exc:
+        raise CloseConnection(str(exc)) from None
+    replicas = ctx.broker.replicas
+    acks = req.acks
+    results: dict[str, list[Any]] = {}
+    waits: list[tuple[str, int, asyncio.Future[None], Any]] = []
+    any_error = False
+    for topic in req.topics:
+        out = results.setdefault(topic.name, [])
+        for part in topic.partitions:
+            if acks not in (0, 1, -1):
+                out.append(_result(part.index, ErrorCode.INVALID_REQUIRED_ACKS))
+                any_error = True
+                continue
+            try:
+                if part.records is None or len(part.records) == 0:
+                    raise KafkaError(ErrorCode.INVALID_RECORD, "Produce request has no records")
+                p = replicas.leader_partition(topic.name, part.index)
+                info = p.append_as_leader(part.records, acks)
+            except KafkaError as exc:
+                out.append(_result(part.index, exc.code, message=exc.message))
+                any_error = True
+                continue
+            res = _result(part.index, 0, info.first_offset, info.log_append_time, p.log.log_start_offset)
+            out.append(res)
+            if acks == -1:
+                waits.append((topic.name, part.index, p.hw_waiter(info.last_offset + 1), res))
+    if acks == 0:
+        if any_error:
+            # acks=0 has no response to carry the error: close so the client notices (as Kafka does).
+            raise CloseConnection("error while handling an acks=0 produce request")
+        return None
+    if waits:
+        futures = [w[2] for w in waits]
+        _done, pending = await asyncio.wait(futures, timeout=max(req.timeout_ms, 0) / 1000)
+        for _t, _i, fut, res in waits:
+            if fut in pending:
+                fut.cancel()
+                res.error_code, res.base_offset = ErrorCode.REQUEST_TIMED_OUT, -1
+            elif fut.exception() is not None:
+                exc = fut.exception()
+                res.error_code = exc.code if isinstance(exc, KafkaError) else ErrorCode.UNKNOWN_SERVER_ERROR
+                res.base_offset = -1
+    return ProduceResponse(
+        responses=[_TopicResp(name=name, partition_responses=parts) for name, parts in results.items()],
+        throttle_time_ms=0,
+    )
+
+
+@handles(22)
+async def init_producer_id(ctx: RequestContext, request: Any) -> InitProducerIdResponse:
+    """Idempotent producers only: a fresh producer id, or the same id with a bumped epoch (KIP-360)."""
+    if request.transactional_id is not None:
+        return InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.UNSUPPORTED_VERSION,
+                                      producer_id=-1, producer_epoch=-1)
+    pid = getattr(request, "producer_id", -1)
+    epoch = getattr(request, "producer_epoch", -1)
+    if pid >= 0 and 0 <= epoch < MAX_PRODUCER_EPOCH:
+        return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=epoch + 1)
+    new_id = await ctx.broker.producer_ids.next_id()
+    return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=new_id, producer_epoch=0)

@@ -1,0 +1,1 @@
+"""The log: partitions as segment files on disk in Kafka's layout. Knows files, not the network."""

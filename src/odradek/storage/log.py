@@ -1,0 +1,992 @@
+"""One partition's log: its segments, roll, log start/end offsets, high watermark, truncation, recovery.
+
+Every public method takes the log's lock: the broker's event loop thread appends and reads, while
+retention may run in a worker thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import re
+import shutil
+import threading
+import time
+import uuid
+from bisect import bisect_right
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from odradek.protocol.errors import ErrorCode, InvalidRecordError, KafkaError
+from odradek.protocol.records import (
+    COMPRESSION_CODECS,
+    CONTROL_MASK,
+    LOG_OVERHEAD,
+    BatchHeader,
+    build_batch,
+    decode_records,
+    set_base_offset,
+    set_log_append_time,
+    set_partition_leader_epoch,
+    validate_batches,
+)
+from odradek.storage.segment import (
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    MAX_RELATIVE_OFFSET,
+    TIMEINDEX_SUFFIX,
+    BatchEntry,
+    LogSegment,
+    StorageError,
+    parse_base_offset,
+)
+
+log = logging.getLogger("odradek.storage")
+
+LONG_MAX = 9223372036854775807
+INT_MAX = 2147483647
+_BOUNDARY_CACHE_SIZE = 64
+_STALE_SUFFIXES = (DELETED_SUFFIX, ".cleaned", ".swap")
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+# --- configuration -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Spec:
+    name: str
+    kind: str  # int | long | double | bool | string | list
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] = ()
+
+
+_SPECS = {
+    s.name: s
+    for s in (
+        _Spec("segment.bytes", "int", 14),
+        _Spec("segment.ms", "long", 1),
+        _Spec("segment.jitter.ms", "long", 0),
+        _Spec("segment.index.bytes", "int", 4),
+        _Spec("index.interval.bytes", "int", 0),
+        _Spec("retention.ms", "long", -1),
+        _Spec("retention.bytes", "long"),
+        _Spec("cleanup.policy", "list", choices=("compact", "delete")),
+        _Spec("max.message.bytes", "int", 0),
+        _Spec("message.timestamp.type", "string", choices=("CreateTime", "LogAppendTime")),
+        _Spec("message.timestamp.difference.max.ms", "long", 0),
+        _Spec("message.timestamp.before.max.ms", "long", 0),
+        _Spec("message.timestamp.after.max.ms", "long", 0),
+        _Spec("flush.messages", "long", 1),
+        _Spec("flush.ms", "long", 0),
+        _Spec("file.delete.delay.ms", "long", 0),
+        _Spec("delete.retention.ms", "long", 0),
+        _Spec("min.cleanable.dirty.ratio", "double", 0, 1),
+        _Spec("min.compaction.lag.ms", "long", 0),
+        _Spec("max.compaction.lag.ms", "long", 1),
+        _Spec("min.insync.replicas", "int", 1),
+        _Spec("preallocate", "bool"),
+        _Spec(
+            "compression.type",
+            "string",
+            choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+        ),
+        _Spec("unclean.leader.election.enable", "bool"),
+        _Spec("message.downconversion.enable", "bool"),
+    )
+}
+
+_INTEGER = re.compile(r"[+-]?\d+")
+
+
+def _invalid(name: str, raw: str, why: str) -> KafkaError:
+    return KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {raw} for configuration {name}: {why}")
+
+
+def _parse(spec: _Spec, raw: str) -> Any:
+    text = str(raw).strip()
+    if spec.kind in ("int", "long"):
+        if not _INTEGER.fullmatch(text):
+            raise _invalid(spec.name, raw, f"Not a number of type {spec.kind.upper()}")
+        value: Any = int(text)
+        bound = INT_MAX if spec.kind == "int" else LONG_MAX
+        if not -bound - 1 <= value <= bound:
+            raise _invalid(spec.name, raw, f"Not a number of type {spec.kind.upper()}")
+    elif spec.kind == "double":
+        try:
+            value = float(text)
+        except ValueError:
+            raise _invalid(spec.name, raw, "Not a number of type DOUBLE") from None
+    elif spec.kind == "bool":
+        if text.lower() not in ("true", "false"):
+            raise _invalid(spec.name, raw, "Expected value to be either true or false")
+        value = text.lower() == "true"
+    elif spec.kind == "list":
+        value = tuple(item.strip() for item in text.split(",") if item.strip())
+        bad = [v for v in value if v not in spec.choices]
+        if bad:
+            raise _invalid(spec.name, raw, f"String must be one of: {', '.join(spec.choices)}")
+        return value
+    else:
+        value = text
+    if spec.choices and value not in spec.choices:
+        raise _invalid(spec.name, raw, f"String must be one of: {', '.join(spec.choices)}")
+    if spec.low is not None and value < spec.low:
+        raise _invalid(spec.name, raw, f"Value must be at least {spec.low:g}")
+    if spec.high is not None and value > spec.high:
+        raise _invalid(spec.name, raw, f"Value must be no more than {spec.high:g}")
+    return value
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """Topic-level log configuration; field `x_y` is Kafka's `x.y`, with Kafka's defaults."""
+
+    segment_bytes: int = 1073741824
+    segment_ms: int = 604800000
+    segment_jitter_ms: int = 0
+    segment_index_bytes: int = 10485760
+    index_interval_bytes: int = 4096
+    retention_ms: int = 604800000
+    retention_bytes: int = -1
+    cleanup_policy: tuple[str, ...] = ("delete",)
+    max_message_bytes: int = 1048588
+    message_timestamp_type: str = "CreateTime"
+    message_timestamp_difference_max_ms: int = LONG_MAX
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = LONG_MAX
+    flush_messages: int = LONG_MAX
+    flush_ms: int = LONG_MAX
+    file_delete_delay_ms: int = 60000
+    delete_retention_ms: int = 86400000
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    min_insync_replicas: int = 1
+    preallocate: bool = False
+    compression_type: str = "producer"
+    unclean_leader_election_enable: bool = False
+    message_downconversion_enable: bool = True
+    overrides: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def from_props(cls, props: Mapping[str, str] | None = None) -> LogConfig:
+        """Parse Kafka topic config names; unknown names are ignored (validated elsewhere)."""
+        values: dict[str, Any] = {}
+        known: dict[str, str] = {}
+        for name, raw in (props or {}).items():
+            spec = _SPECS.get(name)
+            if spec is None or raw is None:
+                continue
+            values[name.replace(".", "_")] = _parse(spec, raw)
+            known[name] = str(raw)
+        config = cls(**values, overrides=known)
+        if config.min_compaction_lag_ms > config.max_compaction_lag_ms:
+            raise _invalid(
+                "min.compaction.lag.ms",
+                str(config.min_compaction_lag_ms),
+                "conflicts with max.compaction.lag.ms: min must not exceed max",
+            )
+        return config
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        return "delete" in self.cleanup_policy
+
+    def to_props(self) -> dict[str, str]:
+        """Every known config as Kafka's name -> string value (for DescribeConfigs)."""
+        out = {}
+        for f in fields(self):
+            if f.name == "overrides":
+                continue
+            value = getattr(self, f.name)
+            if isinstance(value, bool):
+                text = str(value).lower()
+            elif isinstance(value, tuple):
+                text = ",".join(value)
+            else:
+                text = str(value)
+            out[f.name.replace("_", ".")] = text
+        return out
+
+
+LOG_CONFIG_DEFAULTS: dict[str, str] = LogConfig().to_props()
+
+# Broker-level names whose values are the default of a topic-level config, in order of precedence.
+_SERVER_NAMES: dict[str, tuple[tuple[str, int], ...]] = {
+    "segment.bytes": (("log.segment.bytes", 1),),
+    "segment.ms": (("log.roll.ms", 1), ("log.roll.hours", 3600000)),
+    "segment.jitter.ms": (("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", 3600000)),
+    "segment.index.bytes": (("log.index.size.max.bytes", 1),),
+    "index.interval.bytes": (("log.index.interval.bytes", 1),),
+    "retention.ms": (
+        ("log.retention.ms", 1),
+        ("log.retention.minutes", 60000),
+        ("log.retention.hours", 3600000),
+    ),
+    "retention.bytes": (("log.retention.bytes", 1),),
+    "cleanup.policy": (("log.cleanup.policy", 0),),
+    "max.message.bytes": (("message.max.bytes", 1),),
+    "message.timestamp.type": (("log.message.timestamp.type", 0),),
+    "message.timestamp.difference.max.ms": (("log.message.timestamp.difference.max.ms", 1),),
+    "message.timestamp.before.max.ms": (("log.message.timestamp.before.max.ms", 1),),
+    "message.timestamp.after.max.ms": (("log.message.timestamp.after.max.ms", 1),),
+    "flush.messages": (("log.flush.interval.messages", 1),),
+    "flush.ms": (("log.flush.interval.ms", 1),),
+    "file.delete.delay.ms": (("log.segment.delete.delay.ms", 1),),
+    "delete.retention.ms": (("log.cleaner.delete.retention.ms", 1),),
+    "min.cleanable.dirty.ratio": (("log.cleaner.min.cleanable.ratio", 0),),
+    "min.compaction.lag.ms": (("log.cleaner.min.compaction.lag.ms", 1),),
+    "max.compaction.lag.ms": (("log.cleaner.max.compaction.lag.ms", 1),),
+    "min.insync.replicas": (("min.insync.replicas", 1),),
+    "preallocate": (("log.preallocate", 0),),
+    "compression.type": (("compression.type", 0),),
+    "unclean.leader.election.enable": (("unclean.leader.election.enable", 0),),
+    "message.downconversion.enable": (("log.message.downconversion.enable", 0),),
+}
+
+
+def topic_defaults_from_server(server_props: Mapping[str, str]) -> dict[str, str]:
+    """Map broker config (log.retention.hours, log.segment.bytes, ...) to topic-level default props.
+
+    For unit-suffixed variants (ms/minutes/hours) the finest unit present wins, as in Kafka.
+    """
+    out: dict[str, str] = {}
+    for topic_name, candidates in _SERVER_NAMES.items():
+        for server_name, scale in candidates:
+            raw = server_props.get(server_name)
+            if raw is None or str(raw).strip() == "":
+                continue
+            text = str(raw).strip()
+            if scale > 1:
+                spec = _SPECS[topic_name]
+                value = _parse(_Spec(server_name, "long"), text)
+                text = str(value * scale if value >= 0 else value)
+                _parse(spec, text)
+            out[topic_name] = text
+            break
+    return out
+
+
+# --- results -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInfo:
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    num_batches: int
+    valid_bytes: int
+    num_records: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class FetchDataInfo:
+    fetch_offset: int
+    records: bytes
+
+
+def parse_topic_partition(name: str) -> tuple[str, int]:
+    """'my-topic-3' -> ('my-topic', 3): the partition follows the LAST dash."""
+    topic, sep, partition = name.rpartition("-")
+    if not sep or not topic or not partition.isdigit():
+        raise ValueError(f"Not a partition directory name: {name!r}")
+    return topic, int(partition)
+
+
+def _out_of_range(message: str) -> KafkaError:
+    return KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, message)
+
+
+# --- the log -------------------------------------------------------------------------------------
+
+
+class Log:
+    """The log of one partition, in directory `<topic>-<partition>`."""
+
+    def __init__(
+        self,
+        dir: Path | str,
+        config: LogConfig | None = None,
+        *,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        high_watermark: int | None = None,
+        clean_shutdown: bool = True,
+        time_ms: Callable[[], int] = now_ms,
+    ) -> None:
+        self.dir = Path(dir)
+        self.topic, self.partition = parse_topic_partition(self.dir.name)
+        self.config = config or LogConfig()
+        self.lock = threading.RLock()
+        self.closed = False
+        self._time = time_ms
+        self._segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self._boundaries: dict[int, tuple[LogSegment, int]] = {}
+        self._unflushed_messages = 0
+        self._last_flush_ms = time_ms()
+        self._prefix = f"[Log partition={self.topic}-{self.partition}, dir={self.dir.parent}]"
+        self.log_start_offset = log_start_offset
+        self.recovery_point = recovery_point
+        self._leo = log_start_offset
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._load(clean_shutdown)
+        self._high_watermark = self._leo
+        if high_watermark is not None:
+            self.high_watermark = high_watermark
+
+    def __repr__(self) -> str:
+        return f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, end={self._leo})"
+
+    # --- properties --------------------------------------------------------------------------
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._leo
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @high_watermark.setter
+    def high_watermark(self, value: int) -> None:
+        self._high_watermark = min(max(value, self.log_start_offset), self._leo)
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[-1]
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(seg.size for seg in self._segments)
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._unflushed_messages
+
+    @property
+    def last_flush_ms(self) -> int:
+        return self._last_flush_ms
+
+    # --- loading and recovery ----------------------------------------------------------------
+
+    def _new_segment(self, base_offset: int) -> LogSegment:
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIMEINDEX_SUFFIX):
+            stale = self.dir / f"{base_offset:020d}{suffix}"
+            if stale.exists():
+                log.warning("%s Deleting stale file %s before creating a segment", self._prefix, stale.name)
+                stale.unlink()
+        seg = LogSegment(
+            self.dir,
+            base_offset,
+            index_interval_bytes=self.config.index_interval_bytes,
+            max_index_bytes=self.config.segment_index_bytes,
+            now_ms=self._time(),
+            create=True,
+        )
+        self._set_jitter(seg)
+        return seg
+
+    def _set_jitter(self, seg: LogSegment) -> None:
+        jitter = self.config.segment_jitter_ms
+        seg.roll_jitter_ms = random.randrange(min(jitter, self.config.segment_ms)) if jitter > 0 else 0
+
+    def _load(self, clean_shutdown: bool) -> None:
+        started = time.monotonic()
+        bases = self._scan_dir()
+        now = self._time()
+        for base in bases:
+            seg = LogSegment(
+                self.dir,
+                base,
+                index_interval_bytes=self.config.index_interval_bytes,
+                max_index_bytes=self.config.segment_index_bytes,
+                now_ms=now,
+            )
+            self._set_jitter(seg)
+            self._segments.append(seg)
+            self._bases.append(base)
+        if not self._segments:
+            self._add_segment(self._new_segment(self.log_start_offset))
+        elif not clean_shutdown:
+            first = max(bisect_right(self._bases, self.recovery_point) - 1, 0)
+            self._recover_from(first)
+        elif not self.active_segment.scan_tail():
+            log.warning(
+                "%s The tail of the active segment is not whole batches despite a clean shutdown",
+                self._prefix,
+            )
+            self._recover_from(len(self._segments) - 1)
+        self._leo = self.active_segment.next_offset
+        self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+        if self._leo < self.log_start_offset:
+            log.warning(
+                "%s Log end offset %d is below the log start offset %d; starting the log at %d",
+                self._prefix,
+                self._leo,
+                self.log_start_offset,
+                self.log_start_offset,
+            )
+            self._truncate_fully_locked(self.log_start_offset)
+        self.recovery_point = self._leo
+        log.info(
+            "%s Completed load of log with %d segments, log start offset %d and log end offset %d in %d ms",
+            self._prefix,
+            len(self._segments),
+            self.log_start_offset,
+            self._leo,
+            int((time.monotonic() - started) * 1000),
+        )
+
+    def _scan_dir(self) -> list[int]:
+        """Sweep leftovers of interrupted deletes, return the base offsets of the .log files."""
+        bases: list[int] = []
+        indexes: list[tuple[int, Path]] = []
+        for entry in os.scandir(self.dir):
+            name = entry.name
+            if name.endswith(_STALE_SUFFIXES):
+                log.info("%s Deleting stray file %s", self._prefix, name)
+                os.unlink(entry.path)
+                continue
+            base = parse_base_offset(name, LOG_SUFFIX)
+            if base is not None:
+                bases.append(base)
+                continue
+            for suffix in (INDEX_SUFFIX, TIMEINDEX_SUFFIX):
+                base = parse_base_offset(name, suffix)
+                if base is not None:
+                    indexes.append((base, Path(entry.path)))
+        known = set(bases)
+        for base, path in indexes:
+            if base not in known:
+                log.warning("%s Deleting index %s without a log file", self._prefix, path.name)
+                path.unlink()
+        return sorted(bases)
+
+    def _recover_from(self, first: int) -> None:
+        """Validate segments[first:], truncating at the first bad batch and dropping all after it."""
+        i = first
+        while i < len(self._segments):
+            seg = self._segments[i]
+            log.info("%s Recovering unflushed segment %d", self._prefix, seg.base_offset)
+            valid, reason = seg.recover()
+            seg.flush()
+            later = self._segments[i + 1 :]
+            if reason is None and later and seg.next_offset > later[0].base_offset:
+                reason = f"offsets overlapping the next segment {later[0].base_offset}"
+            if reason is not None:
+                log.warning(
+                    "%s Truncating segment %s to %d bytes after finding a corrupt or partial batch at position %d (%s)",
+                    self._prefix,
+                    seg.log_path.name,
+                    valid,
+                    valid,
+                    reason,
+                )
+                for dropped in later:
+                    log.warning(
+                        "%s Deleting segment %s after the corrupt batch", self._prefix, dropped.log_path.name
+                    )
+                    dropped.delete()
+                del self._segments[i + 1 :]
+                del self._bases[i + 1 :]
+                break
+            i += 1
+        self._fsync_dir()
+
+    def _add_segment(self, seg: LogSegment) -> None:
+        self._segments.append(seg)
+        self._bases.append(seg.base_offset)
+
+    def _fsync_dir(self) -> None:
+        fd = os.open(self.dir, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    # --- append ------------------------------------------------------------------------------
+
+    def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int) -> AppendInfo:
+        """Validate, assign offsets from the log end offset, stamp the leader epoch, write."""
+        data = bytearray(records)
+        batches = validate_batches(data, self.config.max_message_bytes)
+        if self.config.compression_type != "producer":
+            data, batches = self._recompress(data, batches)
+        with self.lock:
+            self._check_open()
+            now = self._time()
+            self._check_timestamps(batches, now)
+            log_append = self.config.message_timestamp_type == "LogAppendTime"
+            first = offset = self._leo
+            entries: list[BatchEntry] = []
+            max_ts = off_max = -1
+            n_records = 0
+            for pos, h in batches:
+                set_base_offset(data, pos, offset)
+                set_partition_leader_epoch(data, pos, leader_epoch)
+                batch_ts = h.max_timestamp
+                if log_append:
+                    set_log_append_time(data, pos, now)
+                    batch_ts = now
+                last = offset + h.last_offset_delta
+                if batch_ts > max_ts:
+                    max_ts, off_max = batch_ts, last
+                entries.append(BatchEntry(pos, h.batch_length + LOG_OVERHEAD, last, batch_ts))
+                n_records += h.records_count
+                offset = last + 1
+            if log_append:
+                off_max = first  # every record carries the same append time: the first one is the earliest
+            self._append(data, entries, max_ts, n_records)
+            return AppendInfo(
+                first,
+                offset - 1,
+                max_ts,
+                off_max,
+                now if log_append else -1,
+                len(batches),
+                len(data),
+                n_records,
+            )
+
+    def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
+        """Append replicated batches keeping their offsets (>= log end offset). A gap in offsets, as
+        compaction leaves on the leader, starts a new segment so each segment stays dense."""
+        data = bytearray(records)
+        batches = validate_batches(data, None, producer=False)
+        with self.lock:
+            self._check_open()
+            if batches[0][1].base_offset < self._leo:
+                raise _out_of_range(
+                    f"Follower append at offset {batches[0][1].base_offset} below the log end offset {self._leo}"
+                )
+            view = memoryview(data)
+            max_ts = off_max = -1
+            n_records = 0
+            for start, end, run in self._dense_runs(batches):
+                entries = [BatchEntry(pos - start, h.size, h.last_offset, h.max_timestamp) for pos, h in run]
+                for h in (h for _, h in run):
+                    if h.max_timestamp > max_ts:
+                        max_ts, off_max = h.max_timestamp, h.last_offset
+                    n_records += h.records_count
+                if run[0][1].base_offset != self._leo:
+                    self._roll_locked(run[0][1].base_offset)
+                self._append(view[start:end], entries, max(e.max_timestamp for e in entries), 0)
+                self._unflushed_messages += sum(h.records_count for _, h in run)
+            self._maybe_flush()
+            return AppendInfo(
+                batches[0][1].base_offset,
+                batches[-1][1].last_offset,
+                max_ts,
+                off_max,
+                -1,
+                len(batches),
+                len(data),
+                n_records,
+            )
+
+    @staticmethod
+    def _dense_runs(
+        batches: list[tuple[int, BatchHeader]],
+    ) -> list[tuple[int, int, list[tuple[int, BatchHeader]]]]:
+        runs: list[tuple[int, int, list[tuple[int, BatchHeader]]]] = []
+        run: list[tuple[int, BatchHeader]] = []
+        for pos, h in batches:
+            if run:
+                expected = run[-1][1].next_offset
+                if h.base_offset < expected:
+                    raise InvalidRecordError(
+                        message=f"Out of order offsets: batch at {h.base_offset} follows one ending at {expected - 1}"
+                    )
+                if h.base_offset != expected:
+                    runs.append((run[0][0], pos, run))
+                    run = []
+            run.append((pos, h))
+        runs.append((run[0][0], run[-1][0] + run[-1][1].size, run))
+        return runs
+
+    def _append(
+        self, data: bytes | bytearray | memoryview, entries: list[BatchEntry], max_ts: int, n_records: int
+    ) -> None:
+        if len(data) > self.config.segment_bytes:
+            raise KafkaError(
+                ErrorCode.RECORD_LIST_TOO_LARGE,
+                f"Message batch size is {len(data)} bytes which exceeds the maximum configured segment size of "
+                f"{self.config.segment_bytes}",
+            )
+        first = self._leo
+        seg = self._maybe_roll(len(data), entries[-1].last_offset, max_ts)
+        position = seg.size
+        seg.append(data, entries)
+        self._leo = entries[-1].last_offset + 1
+        self._remember_boundary(first, seg, position)
+        if n_records:
+            self._unflushed_messages += n_records
+            self._maybe_flush()
+
+    def _maybe_flush(self) -> None:
+        now = self._time()
+        if (
+            self._unflushed_messages >= self.config.flush_messages
+            or now - self._last_flush_ms >= self.config.flush_ms
+        ):
+            self._flush_locked()
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise StorageError(message=f"Log {self.topic}-{self.partition} is closed")
+
+    def _check_timestamps(self, batches: list[tuple[int, BatchHeader]], now: int) -> None:
+        """CreateTime bounds from message.timestamp.{difference,before,after}.max.ms, at batch level."""
+        cfg = self.config
+        if cfg.message_timestamp_type != "CreateTime":
+            return
+        before = min(cfg.message_timestamp_difference_max_ms, cfg.message_timestamp_before_max_ms)
+        after = min(cfg.message_timestamp_difference_max_ms, cfg.message_timestamp_after_max_ms)
+        if before == LONG_MAX and after == LONG_MAX:
+            return
+        for _, h in batches:
+            for ts in (h.base_timestamp, h.max_timestamp):
+                if ts >= 0 and (now - ts > before or ts - now > after):
+                    raise KafkaError(
+                        ErrorCode.INVALID_TIMESTAMP,
+                        f"Timestamp {ts} of a record batch is out of range. "
+                        f"The timestamp should be within [{now - before}, {now + after}]",
+                    )
+
+    def _recompress(
+        self, data: bytearray, batches: list[tuple[int, BatchHeader]]
+    ) -> tuple[bytearray, list[tuple[int, BatchHeader]]]:
+        """Rewrite batches whose codec differs from the topic's compression.type (not a hot path)."""
+        name = self.config.compression_type
+        target = 0 if name == "uncompressed" else COMPRESSION_CODECS[name]
+        if all(h.compression == target or h.attributes & CONTROL_MASK for _, h in batches):
+            return data, batches
+        out = bytearray()
+        view = memoryview(data)
+        for pos, h in batches:
+            raw = view[pos : pos + h.size]
+            if h.compression == target or h.is_control:
+                out += raw
+                continue
+            out += build_batch(
+                decode_records(raw),
+                base_offset=h.base_offset,
+                compression=target,
+                producer_id=h.producer_id,
+                producer_epoch=h.producer_epoch,
+                base_sequence=h.base_sequence,
+                partition_leader_epoch=h.partition_leader_epoch,
+                is_transactional=h.is_transactional,
+            )
+        return out, validate_batches(out, self.config.max_message_bytes)
+
+    # --- roll --------------------------------------------------------------------------------
+
+    def _maybe_roll(self, size: int, last_offset: int, max_ts: int) -> LogSegment:
+        seg = self.active_segment
+        if seg.size == 0:
+            return seg
+        cfg = self.config
+        rolling_ts = seg.rolling_base_timestamp
+        if rolling_ts is not None and rolling_ts >= 0:
+            waited = max_ts - rolling_ts
+        else:
+            waited = self._time() - seg.created_ms
+        if (
+            seg.size > cfg.segment_bytes - size
+            or waited > cfg.segment_ms - seg.roll_jitter_ms
+            or seg.index_full
+            or last_offset - seg.base_offset > MAX_RELATIVE_OFFSET
+        ):
+            return self._roll_locked(self._leo)
+        return seg
+
+    def roll(self) -> LogSegment:
+        """Start a new active segment at the log end offset (no-op when the active one is empty)."""
+        with self.lock:
+            self._check_open()
+            return self._roll_locked(self._leo)
+
+    def _roll_locked(self, base_offset: int) -> LogSegment:
+        started = time.monotonic()
+        old = self.active_segment
+        if old.size == 0:
+            if old.base_offset == base_offset:
+                return old
+            # an empty active segment cannot hold a batch at another offset: replace it
+            old.delete()
+            self._segments.pop()
+            self._bases.pop()
+        else:
+            old.on_become_inactive()
+            old.flush()
+            old._close_index_fds()
+        seg = self._new_segment(base_offset)
+        self._add_segment(seg)
+        self._fsync_dir()
+        self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+        # everything below the new segment is on disk now: older segments were flushed when they rolled
+        self.recovery_point = max(self.recovery_point, base_offset)
+        log.info(
+            "%s Rolled new log segment at offset %d in %d ms.",
+            self._prefix,
+            base_offset,
+            int((time.monotonic() - started) * 1000),
+        )
+        return seg
+
+    # --- read --------------------------------------------------------------------------------
+
+    def read(
+        self, start_offset: int, max_bytes: int, max_offset: int | None = None, min_one_message: bool = True
+    ) -> FetchDataInfo:
+        """Whole batches from the one containing `start_offset`, from one segment, at most `max_bytes`
+        (unless min_one_message and the first batch alone is larger), none with base offset >= max_offset."""
+        with self.lock:
+            self._check_open()
+            if start_offset < self.log_start_offset or start_offset > self._leo:
+                raise _out_of_range(
+                    f"Received request for offset {start_offset} for partition {self.topic}-{self.partition}, "
+                    f"but we only have log segments in the range {self.log_start_offset} to {self._leo}."
+                )
+            if start_offset == self._leo or (max_offset is not None and start_offset >= max_offset):
+                return FetchDataInfo(start_offset, b"")
+            i = bisect_right(self._bases, start_offset) - 1
+            hit = self._boundaries.get(start_offset)
+            position = hit[1] if hit is not None and hit[0] is self._segments[i] else None
+            result = self._segments[i].read(start_offset, max_bytes, max_offset, min_one_message, position)
+            while result is None and i + 1 < len(self._segments):
+                i += 1
+                result = self._segments[i].read(start_offset, max_bytes, max_offset, min_one_message, 0)
+            if result is None or not result.data:
+                return FetchDataInfo(start_offset, b"")
+            self._remember_boundary(result.next_offset, self._segments[i], result.end_position)
+            return FetchDataInfo(start_offset, result.data)
+
+    def _remember_boundary(self, offset: int, seg: LogSegment, position: int) -> None:
+        """Cache `offset` -> batch start, so a consumer's next fetch needs no index lookup or scan."""
+        cache = self._boundaries
+        cache[offset] = (seg, position)
+        if len(cache) > _BOUNDARY_CACHE_SIZE:
+            del cache[next(iter(cache))]
+
+    # --- offsets by time ---------------------------------------------------------------------
+
+    def fetch_offset_by_timestamp(self, ts: int) -> tuple[int, int] | None:
+        """ListOffsets: -2 earliest -> (log start, -1); -1 latest -> (log end, -1); -3 -> the record
+        with the largest timestamp; else the first record with timestamp >= ts. None when no record
+        qualifies. For -3 and by-time lookups the one batch found from batch headers is decoded to
+        name the exact record, as Kafka does."""
+        with self.lock:
+            self._check_open()
+            if ts == -2:
+                return self.log_start_offset, -1
+            if ts == -1:
+                return self._leo, -1
+            if ts == -3:
+                return self._max_timestamp_offset()
+            return self._offset_for_time(ts)
+
+    def _max_timestamp_offset(self) -> tuple[int, int] | None:
+        best: LogSegment | None = None
+        for seg in self._segments:
+            seg.load_indexes()
+            if seg.max_timestamp >= 0 and (best is None or seg.max_timestamp > best.max_timestamp):
+                best = seg
+        if best is None:
+            return None
+        found = best.find_batch(best.offset_of_max_timestamp)
+        if found is None:
+            return best.offset_of_max_timestamp, best.max_timestamp
+        return self._first_record_at_or_after(best, *found, best.max_timestamp)
+
+    def _offset_for_time(self, ts: int) -> tuple[int, int] | None:
+        for seg in self._segments:
+            seg.load_indexes()
+            if seg.max_timestamp < ts or seg.size == 0:
+                continue
+            start = seg.lookup_position(seg.lookup_timestamp(ts))
+            for position, header in seg.iter_headers(start):
+                if header.max_timestamp >= ts and header.last_offset >= self.log_start_offset:
+                    return self._first_record_at_or_after(seg, position, header, ts)
+        return None
+
+    def _first_record_at_or_after(
+        self, seg: LogSegment, position: int, header: BatchHeader, ts: int
+    ) -> tuple[int, int]:
+        if header.timestamp_type == 1:
+            return max(header.base_offset, self.log_start_offset), header.max_timestamp
+        for record in decode_records(seg.pread(header.size, position)):
+            if record.timestamp >= ts and record.offset >= self.log_start_offset:
+                return record.offset, record.timestamp
+        return header.last_offset, header.max_timestamp
+
+    # --- deletion and truncation -------------------------------------------------------------
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset up to `offset` (-1 = high watermark), drop the
+        segments entirely below it; returns the new low watermark."""
+        with self.lock:
+            self._check_open()
+            if offset == -1:
+                offset = self._high_watermark
+            if offset < 0 or offset > self._high_watermark:
+                raise _out_of_range(
+                    f"Cannot delete records of partition {self.topic}-{self.partition} before offset {offset}: "
+                    f"the high watermark is {self._high_watermark}"
+                )
+            if offset > self.log_start_offset:
+                log.info(
+                    "%s Incremented log start offset to %d due to client delete records request",
+                    self._prefix,
+                    offset,
+                )
+                self.log_start_offset = offset
+                self.delete_old_segments(
+                    lambda seg, nxt: nxt.base_offset <= offset, "log start offset breach"
+                )
+            return self.log_start_offset
+
+    def delete_old_segments(self, predicate: Callable[[LogSegment, LogSegment], bool], reason: str) -> int:
+        """Delete the oldest non-active segments while `predicate(segment, next_segment)` holds and the
+        segment lies wholly below the high watermark. Returns how many were deleted."""
+        with self.lock:
+            if self.closed:
+                return 0
+            doomed: list[LogSegment] = []
+            for seg, nxt in zip(self._segments, self._segments[1:], strict=False):
+                if nxt.base_offset > self._high_watermark or not predicate(seg, nxt):
+                    break
+                doomed.append(seg)
+            for seg in doomed:
+                log.info("%s Deleting segment %s due to %s", self._prefix, seg.log_path.name, reason)
+                seg.delete()
+            if doomed:
+                del self._segments[: len(doomed)]
+                del self._bases[: len(doomed)]
+                self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+                self._boundaries.clear()
+            return len(doomed)
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove everything at or above `offset`; a batch straddling it goes entirely, so the log end
+        offset becomes that batch's base offset."""
+        with self.lock:
+            self._check_open()
+            if offset < 0:
+                raise ValueError(f"Cannot truncate to negative offset {offset}")
+            if offset >= self._leo:
+                return
+            log.info("%s Truncating to offset %d", self._prefix, offset)
+            if offset < self._segments[0].base_offset:
+                self._truncate_fully_locked(offset)
+                return
+            while len(self._segments) > 1 and self._segments[-1].base_offset > offset:
+                self._segments.pop().delete()
+                self._bases.pop()
+            seg = self.active_segment
+            seg.truncate_to(offset)
+            if seg.next_offset is None and not seg.scan_tail():
+                seg.recover()
+            seg.flush()
+            self._leo = seg.next_offset
+            self.log_start_offset = min(self.log_start_offset, self._leo)
+            self.recovery_point = min(self.recovery_point, self._leo)
+            self._high_watermark = min(self._high_watermark, self._leo)
+            self._boundaries.clear()
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete every segment and restart the (empty) log at `offset`."""
+        with self.lock:
+            self._check_open()
+            self._truncate_fully_locked(offset)
+
+    def _truncate_fully_locked(self, offset: int) -> None:
+        log.info("%s Truncating fully and starting at offset %d", self._prefix, offset)
+        for seg in self._segments:
+            seg.delete()
+        self._segments.clear()
+        self._bases.clear()
+        self._add_segment(self._new_segment(offset))
+        self._fsync_dir()
+        self._leo = self.log_start_offset = self.recovery_point = self._high_watermark = offset
+        self._boundaries.clear()
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """fsync every segment written since the recovery point; the recovery point becomes the LEO."""
+        with self.lock:
+            if not self.closed:
+                self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        first = max(bisect_right(self._bases, self.recovery_point) - 1, 0)
+        for seg in self._segments[first:]:
+            seg.flush()
+        self.recovery_point = self._leo
+        self._unflushed_messages = 0
+        self._last_flush_ms = self._time()
+
+    def update_config(self, config: LogConfig) -> None:
+        with self.lock:
+            self.config = config
+            for seg in self._segments:
+                seg.index_interval_bytes = config.index_interval_bytes
+                seg.max_index_bytes = config.segment_index_bytes
+
+    def close(self) -> None:
+        """Record the active segment's final max timestamp, fsync, close every file."""
+        with self.lock:
+            if self.closed:
+                return
+            self.active_segment.on_become_inactive()
+            self._flush_locked()
+            for seg in self._segments:
+                seg.close()
+            self.closed = True
+
+    def delete(self) -> None:
+        """Close the files and remove the partition directory: first renamed to
+        `<topic>-<partition>.<uuid>-delete` (so a crash mid-way leaves a name startup sweeps), then removed."""
+        with self.lock:
+            for seg in self._segments:
+                seg.close()
+            self.closed = True
+            doomed = self.dir.with_name(f"{self.dir.name}.{uuid.uuid4().hex}-delete")
+            try:
+                os.rename(self.dir, doomed)
+            except FileNotFoundError:
+                return
+            log.info("%s Deleting log directory (renamed to %s)", self._prefix, doomed.name)
+            shutil.rmtree(doomed, ignore_errors=True)
+
+    def batch_header_at(self, offset: int) -> BatchHeader | None:
+        """Header of the batch containing `offset` (for tools and tests)."""
+        with self.lock:
+            i = bisect_right(self._bases, offset) - 1
+            if i < 0:
+                return None
+            found = self._segments[i].find_batch(offset)
+            return None if found is None else found[1]

@@ -1,0 +1,299 @@
+"""All the logs of one broker under `log.dirs`: loading and recovery at start-up, checkpoint files,
+placement of new partitions, retention and flush passes, clean shutdown.
+
+Each log dir holds `<topic>-<partition>` directories plus Kafka's bookkeeping files:
+`recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`, `.kafka_cleanshutdown` (present
+only while the broker is stopped after a clean shutdown) and `.lock`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+from odradek.protocol.errors import KafkaError
+from odradek.storage.cleaner import run_cleanup
+from odradek.storage.log import Log, LogConfig, now_ms, parse_topic_partition
+from odradek.storage.segment import StorageError
+
+log = logging.getLogger("odradek.storage")
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+LOCK_FILE = ".lock"
+CHECKPOINT_VERSION = 0
+
+TopicPartition = tuple[str, int]
+
+__all__ = ["LogManager", "StorageError", "read_checkpoint", "write_checkpoint"]
+
+
+def read_checkpoint(path: Path) -> dict[TopicPartition, int]:
+    """Kafka's offset checkpoint text: version line `0`, entry count, then `topic partition offset`."""
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        return {}
+    try:
+        if int(lines[0]) != CHECKPOINT_VERSION:
+            raise ValueError(f"unrecognised version {lines[0]}")
+        count = int(lines[1])
+        entries = {}
+        for line in lines[2 : 2 + count]:
+            topic, partition, offset = line.split(" ")
+            entries[(topic, int(partition))] = int(offset)
+        if len(entries) != count:
+            raise ValueError(f"expected {count} entries, found {len(entries)}")
+        return entries
+    except (ValueError, IndexError) as exc:
+        log.warning("Ignoring malformed checkpoint file %s: %s", path, exc)
+        return {}
+
+
+def write_checkpoint(path: Path, entries: Mapping[TopicPartition, int]) -> None:
+    """Write atomically: a temporary file, fsync, rename over the old one, fsync the directory."""
+    lines = [str(CHECKPOINT_VERSION), str(len(entries))]
+    lines += [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(entries.items())]
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, ("\n".join(lines) + "\n").encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class LogManager:
+    """Every partition log of this broker. Call `startup()` before anything else."""
+
+    def __init__(
+        self,
+        log_dirs: Iterable[Path | str],
+        default_props: Mapping[str, str] | None = None,
+        *,
+        time_ms: Callable[[], int] = now_ms,
+    ) -> None:
+        self.log_dirs = [Path(d).absolute() for d in log_dirs]
+        if not self.log_dirs:
+            raise StorageError(message="log.dirs is empty")
+        self.default_props = dict(default_props or {})
+        LogConfig.from_props(self.default_props)  # fail fast on a bad default
+        self._time = time_ms
+        self._topic_props: dict[str, dict[str, str]] = {}
+        self._logs: dict[TopicPartition, Log] = {}
+        self._dir_of: dict[TopicPartition, Path] = {}
+        self._lock_fds: dict[Path, int] = {}
+        self._mutex = threading.Lock()
+
+    # --- start-up ----------------------------------------------------------------------------
+
+    def startup(self, topic_configs: Mapping[str, Mapping[str, str]] | None = None) -> None:
+        """Check and lock every log dir, then load (recovering where needed) every partition in them.
+        `topic_configs` are per-topic overrides already known (e.g. from the metadata store)."""
+        for topic, props in (topic_configs or {}).items():
+            self._topic_props[topic] = dict(props)
+        for d in self.log_dirs:
+            self._prepare_dir(d)
+        started = time.monotonic()
+        log.info("Loading logs from log dirs %s", [str(d) for d in self.log_dirs])
+        clean_dirs = [d for d in self.log_dirs if (d / CLEAN_SHUTDOWN_FILE).exists()]
+        for d in self.log_dirs:
+            self._load_dir(d, clean=d in clean_dirs)
+        for d in clean_dirs:
+            (d / CLEAN_SHUTDOWN_FILE).unlink()
+        self.checkpoint()
+        log.info("Loaded %d logs in %d ms", len(self._logs), int((time.monotonic() - started) * 1000))
+
+    def _prepare_dir(self, d: Path) -> None:
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            probe = d / f".odradek-write-test-{os.getpid()}"
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+            probe.unlink()
+        except OSError as exc:
+            raise StorageError(
+                message=f"Log directory {d} is not a creatable, writable directory: {exc}"
+            ) from exc
+        fd = os.open(d / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            raise StorageError(
+                message=f"Failed to acquire lock on file {LOCK_FILE} in {d}. "
+                "A broker in another process or thread is using this directory."
+            ) from exc
+        self._lock_fds[d] = fd
+
+    def _load_dir(self, d: Path, clean: bool) -> None:
+        if not clean:
+            log.info("Attempting recovery for all logs in %s since no clean shutdown file was found", d)
+        recovery_points = read_checkpoint(d / RECOVERY_POINT_CHECKPOINT)
+        start_offsets = read_checkpoint(d / LOG_START_OFFSET_CHECKPOINT)
+        for entry in sorted(os.scandir(d), key=lambda e: e.name):
+            if not entry.is_dir():
+                continue
+            name = entry.name
+            if name.endswith("-delete"):
+                log.info("Deleting %s, a partition directory left from an interrupted delete", entry.path)
+                shutil.rmtree(entry.path, ignore_errors=True)
+                continue
+            try:
+                key = parse_topic_partition(name)
+            except ValueError:
+                log.warning("Skipping %s: not a <topic>-<partition> directory", entry.path)
+                continue
+            if key in self._logs:
+                raise StorageError(
+                    message=f"Duplicate log directories for {name} are found in both {self._dir_of[key]} and {d}."
+                )
+            self._register(
+                key,
+                d,
+                Log(
+                    entry.path,
+                    self._config_for(key[0]),
+                    recovery_point=recovery_points.get(key, 0),
+                    log_start_offset=start_offsets.get(key, 0),
+                    clean_shutdown=clean,
+                    time_ms=self._time,
+                ),
+            )
+
+    def _register(self, key: TopicPartition, d: Path, partition_log: Log) -> None:
+        self._logs[key] = partition_log
+        self._dir_of[key] = d
+
+    def _config_for(self, topic: str) -> LogConfig:
+        return LogConfig.from_props({**self.default_props, **self._topic_props.get(topic, {})})
+
+    # --- access ------------------------------------------------------------------------------
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self._logs.get((topic, partition))
+
+    def get_or_create_log(self, topic: str, partition: int, props: Mapping[str, str] | None = None) -> Log:
+        """The partition's log, created in the log dir holding the fewest partitions if new. `props`,
+        when given, become the topic's overrides (merged over the default props)."""
+        key = (topic, partition)
+        with self._mutex:
+            existing = self._logs.get(key)
+            if existing is not None:
+                return existing
+            if props is not None:
+                config = LogConfig.from_props({**self.default_props, **props})
+                self._topic_props[topic] = dict(props)
+            else:
+                config = self._config_for(topic)
+            counts = {d: 0 for d in self.log_dirs}
+            for d in self._dir_of.values():
+                counts[d] += 1
+            d = min(self.log_dirs, key=lambda x: counts[x])
+            created = Log(d / f"{topic}-{partition}", config, time_ms=self._time)
+            log.info("Created log for partition %s-%d in %s", topic, partition, d)
+            self._register(key, d, created)
+            return created
+
+    def logs(self) -> list[Log]:
+        with self._mutex:
+            return list(self._logs.values())
+
+    def log_dir_of(self, topic: str, partition: int) -> Path | None:
+        return self._dir_of.get((topic, partition))
+
+    def topic_props(self, topic: str) -> dict[str, str]:
+        """The topic's override props (not the defaults)."""
+        return dict(self._topic_props.get(topic, {}))
+
+    def delete_log(self, topic: str, partition: int) -> bool:
+        """Remove the partition's log and its directory; False if there was none."""
+        key = (topic, partition)
+        with self._mutex:
+            doomed = self._logs.pop(key, None)
+            self._dir_of.pop(key, None)
+        if doomed is None:
+            return False
+        doomed.delete()
+        return True
+
+    def update_topic_config(self, topic: str, props: Mapping[str, str]) -> None:
+        """Replace the topic's overrides with `props` and apply the result to its logs."""
+        config = LogConfig.from_props({**self.default_props, **props})
+        with self._mutex:
+            self._topic_props[topic] = dict(props)
+            targets = [lg for (t, _), lg in self._logs.items() if t == topic]
+        for target in targets:
+            target.update_config(config)
+
+    # --- background work ---------------------------------------------------------------------
+
+    def checkpoint(self) -> None:
+        """Write both checkpoint files in every log dir."""
+        with self._mutex:
+            items = [(key, self._dir_of[key], lg) for key, lg in self._logs.items()]
+        for d in self.log_dirs:
+            mine = [(key, lg) for key, owner, lg in items if owner == d]
+            write_checkpoint(d / RECOVERY_POINT_CHECKPOINT, {key: lg.recovery_point for key, lg in mine})
+            write_checkpoint(d / LOG_START_OFFSET_CHECKPOINT, {key: lg.log_start_offset for key, lg in mine})
+
+    def run_retention(self) -> int:
+        """One retention pass over every log; returns how many segments were deleted."""
+        now = self._time()
+        deleted = 0
+        for target in self.logs():
+            try:
+                deleted += run_cleanup(target, now)
+            except (OSError, KafkaError):
+                log.exception("Retention failed for %s", target)
+        return deleted
+
+    def flush_dirty(self, now_ms: int) -> int:
+        """fsync logs whose flush.ms has elapsed since their last flush; returns how many."""
+        flushed = 0
+        for target in self.logs():
+            if (
+                target.recovery_point < target.log_end_offset
+                and now_ms - target.last_flush_ms >= target.config.flush_ms
+            ):
+                target.flush()
+                flushed += 1
+        return flushed
+
+    def shutdown(self) -> None:
+        """Flush and close every log, checkpoint, then mark each dir cleanly shut down and unlock it."""
+        log.info("Shutting down the log manager")
+        failed: set[Path] = set()
+        for key, target in list(self._logs.items()):
+            try:
+                target.close()
+            except OSError:
+                log.exception("Error closing %s", target)
+                failed.add(self._dir_of[key])
+        self.checkpoint()
+        for d in self.log_dirs:
+            if d in failed:  # its logs were not all flushed: the next start-up must recover them
+                continue
+            marker = d / CLEAN_SHUTDOWN_FILE
+            os.close(os.open(marker, os.O_WRONLY | os.O_CREAT, 0o644))
+            _fsync_dir(d)
+        for fd in self._lock_fds.values():
+            os.close(fd)
+        self._lock_fds.clear()
+        log.info("Shutdown complete.")

@@ -1,0 +1,63 @@
+"""Small helpers around the real Kafka clients used by the integration tests."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterable
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+
+def admin(bootstrap: str) -> AdminClient:
+    return AdminClient({"bootstrap.servers": bootstrap})
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = 1, rf: int = 1, config: dict | None = None) -> None:
+    client = admin(bootstrap)  # must outlive the future
+    fs = client.create_topics([NewTopic(name, partitions, rf, config=config or {})], operation_timeout=10)
+    fs[name].result(timeout=20)
+
+
+def produce(bootstrap: str, topic: str, values: Iterable[bytes | str], partition: int | None = None,
+            key: bytes | None = None, **conf: object) -> list[tuple[int, int]]:
+    """Produce and wait; returns (partition, offset) of each record in order; raises on any delivery error."""
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, **conf})
+    results: list[tuple[int, int] | Exception] = []
+
+    def cb(err: KafkaError | None, msg: object) -> None:
+        results.append(RuntimeError(str(err)) if err else (msg.partition(), msg.offset()))  # type: ignore[attr-defined]
+
+    for v in values:
+        kwargs = {"partition": partition} if partition is not None else {}
+        p.produce(topic, value=v, key=key, on_delivery=cb, **kwargs)
+        p.poll(0)
+    assert p.flush(30) == 0, "messages still in the producer queue after 30 s"
+    for r in results:
+        if isinstance(r, Exception):
+            raise r
+    return results  # type: ignore[return-value]
+
+
+def consume_all(bootstrap: str, topic: str, expected: int, partitions: int = 1, timeout: float = 30.0,
+                **conf: object) -> list:
+    """assign() every partition from the beginning and read `expected` messages."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "t-" + str(time.monotonic_ns()),
+                  "enable.auto.commit": False, **conf})
+    c.assign([TopicPartition(topic, p, -2) for p in range(partitions)])
+    out = []
+    deadline = time.monotonic() + timeout
+    try:
+        while len(out) < expected and time.monotonic() < deadline:
+            for m in c.consume(1000, 0.5):
+                if m.error():
+                    raise RuntimeError(str(m.error()))
+                out.append(m)
+    finally:
+        c.close()
+    return out
+
+
+def kcat(*args: str, input: bytes | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
+    return subprocess.run(["kcat", *args], input=input, capture_output=True, timeout=timeout)

@@ -1,0 +1,203 @@
+"""Malformed, truncated, oversized and corrupt input: a Kafka error code or a closed connection with a
+logged reason; the broker keeps serving everyone else and nothing stored changes."""
+
+from __future__ import annotations
+
+import random
+import struct
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from kafka.protocol.admin import CreateTopicsRequest
+from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
+from kafka.protocol.producer import ProduceRequest
+
+from odradek.protocol.records import build_batch
+from tests.clients import consume_all, create_topic, produce
+from tests.harness import BrokerProcess
+from tests.rawclient import RawClient
+
+MAX_REQUEST = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def small_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    b = BrokerProcess(tmp_path_factory.mktemp("bad"), overrides={
+        "socket.request.max.bytes": str(MAX_REQUEST), "message.max.bytes": "100000"})
+    b.start()
+    try:
+        yield b
+    finally:
+        b.stop()
+        b.kill()
+
+
+@pytest.fixture(scope="module")
+def seeded(small_broker: BrokerProcess) -> str:
+    """A topic with known content that every bad request below must leave untouched."""
+    topic = "seeded-" + uuid.uuid4().hex[:6]
+    create_topic(small_broker.bootstrap, topic)
+    produce(small_broker.bootstrap, topic, [b"keep-%d" % i for i in range(20)])
+    return topic
+
+
+def _assert_intact(broker: BrokerProcess, topic: str) -> None:
+    got = consume_all(broker.bootstrap, topic, 20)
+    assert [m.value() for m in got] == [b"keep-%d" % i for i in range(20)]
+
+
+def _produce_req(topic: str, records: bytes, version: int = 7) -> ProduceRequest:
+    return ProduceRequest[version](
+        transactional_id=None, acks=1, timeout_ms=5000,
+        topic_data=[ProduceRequest.TopicProduceData(
+            name=topic, partition_data=[ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=records)])],
+    )
+
+
+def _produce_error(broker: BrokerProcess, topic: str, records: bytes, version: int = 7) -> int:
+    with RawClient(broker.port) as c:
+        resp = c.request(_produce_req(topic, records, version), version)
+    return resp.responses[0].partition_responses[0].error_code
+
+
+def test_api_versions_unknown_version_gets_v0_error_response(small_broker: BrokerProcess) -> None:
+    with RawClient(small_broker.port) as c:
+        header = struct.pack(">hhih", 18, 99, 7, 4) + b"test"
+        c.send_raw(struct.pack(">i", len(header)) + header)
+        frame = c.recv_frame()
+    corr, err = struct.unpack_from(">ih", frame, 0)
+    assert corr == 7 and err == 35  # UNSUPPORTED_VERSION
+    resp = ApiVersionsRequest[0]  # the body is a v0 ApiVersions response listing what we support
+    from kafka.protocol.metadata import ApiVersionsResponse
+    body = ApiVersionsResponse.decode(frame[4:], version=0)
+    assert {k.api_key for k in body.api_keys} >= {0, 1, 2, 3, 18, 19}
+    assert resp is not None
+
+
+@pytest.mark.parametrize("version", [0, 1, 2, 3])
+def test_api_versions_each_version(small_broker: BrokerProcess, version: int) -> None:
+    with RawClient(small_broker.port) as c:
+        resp = c.request(ApiVersionsRequest(client_software_name="t", client_software_version="1"), version)
+    assert resp.error_code == 0
+    produce_range = [k for k in resp.api_keys if k.api_key == 0][0]
+    assert produce_range.min_version == 3
+
+
+def test_unknown_api_key_closes_connection(small_broker: BrokerProcess, seeded: str) -> None:
+    with RawClient(small_broker.port) as c:
+        body = struct.pack(">hhih", 999, 0, 1, -1)
+        c.send_raw(struct.pack(">i", len(body)) + body)
+        assert c.is_closed_by_peer()
+    assert "unknown API key 999" in small_broker.output()
+    _assert_intact(small_broker, seeded)
+
+
+def test_unsupported_version_closes_connection(small_broker: BrokerProcess) -> None:
+    with RawClient(small_broker.port) as c:
+        body = struct.pack(">hhih", 3, 77, 1, -1)
+        c.send_raw(struct.pack(">i", len(body)) + body)
+        assert c.is_closed_by_peer()
+    assert "unsupported version 77 of Metadata" in small_broker.output()
+
+
+def test_oversized_frame_is_refused(small_broker: BrokerProcess, seeded: str) -> None:
+    with RawClient(small_broker.port) as c:
+        c.send_raw(struct.pack(">i", MAX_REQUEST + 1) + b"\x00" * 100)
+        assert c.is_closed_by_peer()
+    assert "larger than socket.request.max.bytes" in small_broker.output()
+    _assert_intact(small_broker, seeded)
+
+
+def test_negative_frame_size(small_broker: BrokerProcess) -> None:
+    with RawClient(small_broker.port) as c:
+        c.send_raw(struct.pack(">i", -5))
+        assert c.is_closed_by_peer()
+
+
+def test_truncated_frame_then_disconnect(small_broker: BrokerProcess, seeded: str) -> None:
+    with RawClient(small_broker.port) as c:
+        c.send_raw(struct.pack(">i", 500) + b"\x00\x03\x00\x01")
+    _assert_intact(small_broker, seeded)
+
+
+def test_malformed_body_closes_connection(small_broker: BrokerProcess, seeded: str) -> None:
+    with RawClient(small_broker.port) as c:
+        body = struct.pack(">hhih", 3, 1, 1, -1) + b"\x7f\xff\xff\xff"  # 2^31 topics, then nothing
+        c.send_raw(struct.pack(">i", len(body)) + body)
+        assert c.is_closed_by_peer()
+    _assert_intact(small_broker, seeded)
+
+
+def test_corrupt_crc_is_rejected_and_nothing_stored(small_broker: BrokerProcess, seeded: str) -> None:
+    batch = bytearray(build_batch([(None, b"evil")]))
+    batch[-1] ^= 0xFF
+    assert _produce_error(small_broker, seeded, bytes(batch)) == 2  # CORRUPT_MESSAGE
+    _assert_intact(small_broker, seeded)
+
+
+def test_truncated_batch_is_rejected(small_broker: BrokerProcess, seeded: str) -> None:
+    batch = build_batch([(None, b"evil")])
+    assert _produce_error(small_broker, seeded, batch[:-3]) == 2
+    _assert_intact(small_broker, seeded)
+
+
+def test_trailing_garbage_after_batch_is_rejected(small_broker: BrokerProcess, seeded: str) -> None:
+    batch = build_batch([(None, b"ok")])
+    assert _produce_error(small_broker, seeded, batch + b"\x00\x01\x02") == 2
+    _assert_intact(small_broker, seeded)
+
+
+@pytest.mark.parametrize("magic", [0, 1])
+def test_old_message_format_is_rejected(small_broker: BrokerProcess, seeded: str, magic: int) -> None:
+    batch = bytearray(build_batch([(None, b"old")]))
+    batch[16] = magic
+    code = _produce_error(small_broker, seeded, bytes(batch), version=3)
+    assert code in (43, 2)  # UNSUPPORTED_FOR_MESSAGE_FORMAT (or CORRUPT_MESSAGE)
+    _assert_intact(small_broker, seeded)
+
+
+def test_record_over_message_max_bytes(small_broker: BrokerProcess, seeded: str) -> None:
+    batch = build_batch([(None, b"x" * 200_000)])
+    assert _produce_error(small_broker, seeded, batch) == 10  # MESSAGE_TOO_LARGE
+    _assert_intact(small_broker, seeded)
+
+
+def test_produce_to_unknown_topic(small_broker: BrokerProcess) -> None:
+    assert _produce_error(small_broker, "no-such-topic-xyz", build_batch([(None, b"x")])) == 3
+
+
+def test_invalid_topic_names(small_broker: BrokerProcess) -> None:
+    with RawClient(small_broker.port) as c:
+        topics = [CreateTopicsRequest.CreatableTopic(name=n, num_partitions=1, replication_factor=1,
+                                                     assignments=[], configs=[])
+                  for n in ("bad name", "a" * 250, "..", "bad/slash")]
+        resp = c.request(CreateTopicsRequest(topics=topics, timeout_ms=5000, validate_only=False), 4)
+    assert [t.error_code for t in resp.topics] == [17, 17, 17, 17]
+
+
+def test_replication_factor_above_live_brokers(small_broker: BrokerProcess) -> None:
+    with RawClient(small_broker.port) as c:
+        topics = [CreateTopicsRequest.CreatableTopic(name="rf3-" + uuid.uuid4().hex[:6], num_partitions=1,
+                                                     replication_factor=3, assignments=[], configs=[])]
+        resp = c.request(CreateTopicsRequest(topics=topics, timeout_ms=5000, validate_only=False), 4)
+    assert resp.topics[0].error_code == 38  # INVALID_REPLICATION_FACTOR
+
+
+def test_random_garbage_frames_do_not_hurt(small_broker: BrokerProcess, seeded: str) -> None:
+    rng = random.Random(1234)
+    for _ in range(200):
+        try:
+            with RawClient(small_broker.port, timeout=2) as c:
+                body = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 300)))
+                if rng.random() < 0.5 and len(body) >= 4:  # plausible header: known key and version
+                    body = struct.pack(">hh", rng.choice([0, 1, 2, 3, 18, 19, 32]), rng.randrange(0, 12)) + body[4:]
+                c.send_raw(struct.pack(">i", len(body)) + body)
+                c.is_closed_by_peer(0.2)
+        except OSError:
+            pass
+    with RawClient(small_broker.port) as c:
+        resp = c.request(MetadataRequest(topics=None, allow_auto_topic_creation=False), 9)
+    assert any(t.name == seeded for t in resp.topics)
+    assert "Traceback" not in small_broker.output() or "internal error" not in small_broker.output()
+    _assert_intact(small_broker, seeded)
