@@ -89,7 +89,10 @@ def produce(bootstrap: str, topic: str, n: int, size: int, acks: str, partitions
 def consume(bootstrap: str, topic: str, n: int, partitions: int) -> float:
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-" + uuid.uuid4().hex,
                   "enable.auto.commit": False, "fetch.max.bytes": 52428800,
-                  "max.partition.fetch.bytes": 10485760, "queued.max.messages.kbytes": 1048576})
+                  "max.partition.fetch.bytes": 10485760, "queued.max.messages.kbytes": 1048576,
+                  # librdkafka backs off fetching for fetch.queue.backoff.ms (1 s) once its local queue
+                  # holds queued.min.messages (100k); a consumer draining 1M small records wants more.
+                  "queued.min.messages": 1000000})
     c.assign([TopicPartition(topic, p, -2) for p in range(partitions)])
     got = 0
     start = time.perf_counter()

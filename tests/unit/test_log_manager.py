@@ -183,7 +183,9 @@ def test_run_retention(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None
         deleted_time = manager.run_retention()
     assert deleted_time > 0 and "due to retention time 60000ms breach" in caplog.text
     old = manager.get_log("old", 0)
-    assert old is not None and len(old.segments) == 1 and old.log_start_offset == old.active_segment.base_offset
+    assert (
+        old is not None and len(old.segments) == 1 and old.log_start_offset == old.active_segment.base_offset
+    )
     manager.shutdown()
 
 

@@ -51,7 +51,9 @@ def write_log(path: Path, count: int = 34) -> tuple[Log, list[Written]]:
         info = log.append_as_leader(make_batch(i), leader_epoch=1)
         seg = log.active_segment
         size = info.valid_bytes
-        written.append(Written(seg.base_offset, seg.size - size, size, info.first_offset, info.last_offset + 1))
+        written.append(
+            Written(seg.base_offset, seg.size - size, size, info.first_offset, info.last_offset + 1)
+        )
     return log, written
 
 
@@ -66,7 +68,9 @@ def offsets_of(log: Log) -> list[int]:
     return out
 
 
-def check_recovered(copy: Path, recovery_point: int, expected_leo: int, active_size: int | None = None) -> None:
+def check_recovered(
+    copy: Path, recovery_point: int, expected_leo: int, active_size: int | None = None
+) -> None:
     log = open_log(copy, recovery_point=recovery_point, clean_shutdown=False)
     try:
         assert log.log_end_offset == expected_leo
@@ -148,11 +152,9 @@ def test_flipped_byte_recovers_whole_valid_batches(
             f.seek(pos)
             f.write(bytes([byte ^ 0xFF]))
         hit = next(w for w in batches if w.position <= pos < w.position + w.size)
-        if 12 <= pos - hit.position < 16:
-            # the partition leader epoch lies outside the CRC by Kafka's design: undetectable
-            expected = batches[-1].next
-        else:
-            expected = hit.first
+        # the partition leader epoch (bytes 12-15) lies outside the CRC by Kafka's design: undetectable
+        in_epoch = 12 <= pos - hit.position < 16
+        expected = batches[-1].next if in_epoch else hit.first
         check_recovered(copy, recovery_point, expected)
         shutil.rmtree(copy.parent)
 
@@ -181,11 +183,13 @@ def test_corruption_in_an_older_segment_drops_everything_after(
 
 def test_lost_index_files_are_rebuilt(crashed: tuple[Path, int, list[Written]], tmp_path: Path) -> None:
     image, recovery_point, written = crashed
-    copy = tmp_path / "events-0"
-    shutil.copytree(image, copy)
-    reference = open_log(copy, clean_shutdown=False)
+    as_written = tmp_path / "a" / "events-0"
+    shutil.copytree(image, as_written)
+    reference = open_log(as_written)  # trusts the index files as the appends wrote them
     entries = [(s.base_offset, s.index_entries, s.timeindex_entries) for s in reference.segments]
     reference.close()
+    copy = tmp_path / "b" / "events-0"
+    shutil.copytree(image, copy)
     for p in copy.glob("*index"):
         p.unlink()
     log = open_log(copy, recovery_point=0, clean_shutdown=False)
@@ -206,6 +210,7 @@ def test_clean_shutdown_reopens_without_rescan(tmp_path: Path, caplog: pytest.Lo
     with caplog.at_level(logging.INFO, logger="odradek.storage"):
         reopened = open_log(log.dir, log_start_offset=state[0], recovery_point=state[1], clean_shutdown=True)
     assert "Recovering" not in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert (reopened.log_start_offset, reopened.log_end_offset, reopened.recovery_point) == (*state, state[1])
     assert [(s.base_offset, s.index_entries, s.timeindex_entries) for s in reopened.segments] == entries
     for offset in range(state[0], state[1]):
@@ -245,7 +250,9 @@ def test_stray_files_are_swept(tmp_path: Path) -> None:
     for name in (f"{0:020d}.log.deleted", f"{99999:020d}.index", f"{99999:020d}.timeindex", "x.swap"):
         (log.dir / name).write_bytes(b"junk")
     reopened = open_log(log.dir, clean_shutdown=False)
-    assert sorted(p.name for p in log.dir.iterdir()) == [f"{0:020d}{s}" for s in (".index", ".log", ".timeindex")]
+    assert sorted(p.name for p in log.dir.iterdir()) == [
+        f"{0:020d}{s}" for s in (".index", ".log", ".timeindex")
+    ]
     assert reopened.log_end_offset == written[-1].next
     reopened.close()
 

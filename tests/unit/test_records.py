@@ -229,7 +229,9 @@ def test_validate_walks_concatenated_batches() -> None:
 def test_crc_mismatch_is_detected() -> None:
     buf = bytearray(build_batch([(b"k", b"v")]) + build_batch([(b"k", b"value")]))
     buf[-2] ^= 0x01
-    with pytest.raises(CorruptRecordError, match=r"Record batch at position \d+ has CRC 0x[0-9a-f]{8} but computed"):
+    with pytest.raises(
+        CorruptRecordError, match=r"Record batch at position \d+ has CRC 0x[0-9a-f]{8} but computed"
+    ):
         validate_batches(buf, None)
 
 

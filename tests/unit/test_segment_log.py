@@ -24,12 +24,16 @@ class Clock:
         return self.now
 
 
-def open_log(path: Path, props: dict[str, str] | None = None, clock: Clock | None = None, **kw: object) -> Log:
+def open_log(
+    path: Path, props: dict[str, str] | None = None, clock: Clock | None = None, **kw: object
+) -> Log:
     return Log(path, LogConfig.from_props(props or {}), time_ms=clock or Clock(), **kw)  # type: ignore[arg-type]
 
 
 def batch(i: int, n: int = 3, ts: int | None = T0, codec: int = 0) -> bytes:
-    return build_batch([(f"k{i}".encode(), f"value-{i}-{j}".encode() * 4) for j in range(n)], timestamp=ts, compression=codec)
+    return build_batch(
+        [(f"k{i}".encode(), f"value-{i}-{j}".encode() * 4) for j in range(n)], timestamp=ts, compression=codec
+    )
 
 
 def read_all(log: Log, start: int | None = None, max_offset: int | None = None) -> list[Record]:
@@ -187,7 +191,11 @@ def test_log_append_time(tmp_path: Path) -> None:
     log = open_log(tmp_path / "t-0", {"message.timestamp.type": "LogAppendTime"}, clock)
     clock.now = T0 + 5000
     info = log.append_as_leader(batch(0, ts=1) + batch(1, ts=2), 0)
-    assert (info.log_append_time, info.max_timestamp, info.offset_of_max_timestamp) == (T0 + 5000, T0 + 5000, 0)
+    assert (info.log_append_time, info.max_timestamp, info.offset_of_max_timestamp) == (
+        T0 + 5000,
+        T0 + 5000,
+        0,
+    )
     data = log.read(0, 1 << 20).records
     for _, h in iter_batches(data):
         assert h.timestamp_type == 1 and h.max_timestamp == T0 + 5000
@@ -293,7 +301,9 @@ def test_retention_respects_high_watermark_and_policy(tmp_path: Path) -> None:
         log.append_as_leader(batch(i), 0)
     log.high_watermark = log.segments[1].base_offset
     assert run_cleanup(log, T0 + 10**6) == 1
-    compact = open_log(tmp_path / "c-0", {"segment.bytes": "600", "retention.ms": "1", "cleanup.policy": "compact"})
+    compact = open_log(
+        tmp_path / "c-0", {"segment.bytes": "600", "retention.ms": "1", "cleanup.policy": "compact"}
+    )
     for i in range(10):
         compact.append_as_leader(batch(i), 0)
     compact.high_watermark = compact.log_end_offset

@@ -26,6 +26,7 @@ TOOLS: dict[str, Tool] = {
     "console-producer": Tool("odradek.cli.console_producer", "send lines read from stdin to a topic"),
     "console-consumer": Tool("odradek.cli.console_consumer", "print records of topics to stdout"),
     "dump-log": Tool("odradek.cli.dump_log", "print the batches and records of log segment files"),
+    "demo": Tool("odradek.cli.demo", "run a broker with a live event stream for a while (the main job)"),
 }
 
 PROG = "odradek"

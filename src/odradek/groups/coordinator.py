@@ -536,6 +536,13 @@ class GroupCoordinator:
         if not task.cancelled() and task.exception() is not None:
             log.error("Group coordinator task failed: %s", task.exception(), exc_info=task.exception())
 
+    async def coordinator_node(self, group_id: str) -> Any:
+        """The broker that coordinates `group_id` (creating `__consumer_offsets` on first use)."""
+        find = getattr(self.store, "coordinator_node", None)
+        if find is None:
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return await find(group_id)
+
     # ---- loading and unloading (called by the store) ----
     def install(self, groups: Iterable[Group]) -> None:
         for group in groups:

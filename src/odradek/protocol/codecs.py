@@ -54,6 +54,7 @@ from kafka.protocol.consumer import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from kafka.protocol.consumer.group import OffsetDeleteRequest, OffsetDeleteResponse
 from kafka.protocol.metadata import (
     ApiVersionsRequest,
     ApiVersionsResponse,
@@ -96,8 +97,8 @@ def _spec(req: type[ApiMessage], resp: type[ApiMessage], lo: int, hi: int) -> Ap
 KNOWN_APIS: dict[int, ApiSpec] = {
     s.api_key: s
     for s in (
-        _spec(ProduceRequest, ProduceResponse, 3, 11),
-        _spec(FetchRequest, FetchResponse, 4, 12),
+        _spec(ProduceRequest, ProduceResponse, 3, 12),
+        _spec(FetchRequest, FetchResponse, 4, 16),
         _spec(ListOffsetsRequest, ListOffsetsResponse, 1, 8),
         _spec(MetadataRequest, MetadataResponse, 0, 12),
         _spec(OffsetCommitRequest, OffsetCommitResponse, 2, 9),
@@ -121,6 +122,7 @@ KNOWN_APIS: dict[int, ApiSpec] = {
         _spec(ElectLeadersRequest, ElectLeadersResponse, 0, 2),
         _spec(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, 0, 1),
         _spec(DescribeClusterRequest, DescribeClusterResponse, 0, 1),
+        _spec(OffsetDeleteRequest, OffsetDeleteResponse, 0, 0),
     )
 }
 

@@ -33,6 +33,7 @@ from odradek.protocol.records import (
     set_partition_leader_epoch,
     validate_batches,
 )
+from odradek.storage.producer_state import ProducerStateManager, last_sequence
 from odradek.storage.segment import (
     DELETED_SUFFIX,
     INDEX_SUFFIX,
@@ -345,8 +346,10 @@ class Log:
         self.log_start_offset = log_start_offset
         self.recovery_point = recovery_point
         self._leo = log_start_offset
+        self.producer_state = ProducerStateManager()
         self.dir.mkdir(parents=True, exist_ok=True)
         self._load(clean_shutdown)
+        self._rebuild_producer_state()
         self._high_watermark = self._leo
         if high_watermark is not None:
             self.high_watermark = high_watermark
@@ -485,15 +488,11 @@ class Log:
 
     def _recover_from(self, first: int) -> None:
         """Validate segments[first:], truncating at the first bad batch and dropping all after it."""
-        i = first
-        while i < len(self._segments):
+        for i in range(first, len(self._segments)):
             seg = self._segments[i]
             log.info("%s Recovering unflushed segment %d", self._prefix, seg.base_offset)
             valid, reason = seg.recover()
-            seg.flush()
-            later = self._segments[i + 1 :]
-            if reason is None and later and seg.next_offset > later[0].base_offset:
-                reason = f"offsets overlapping the next segment {later[0].base_offset}"
+            is_last = i == len(self._segments) - 1
             if reason is not None:
                 log.warning(
                     "%s Truncating segment %s to %d bytes after finding a corrupt or partial batch at position %d (%s)",
@@ -503,16 +502,32 @@ class Log:
                     valid,
                     reason,
                 )
-                for dropped in later:
-                    log.warning(
-                        "%s Deleting segment %s after the corrupt batch", self._prefix, dropped.log_path.name
-                    )
-                    dropped.delete()
-                del self._segments[i + 1 :]
-                del self._bases[i + 1 :]
+            elif not is_last:
+                seg.on_become_inactive()  # as at roll: the time index ends with the segment's max
+            seg.flush()
+            if is_last:
                 break
-            i += 1
+            seg.close_index_files()
+            following = self._segments[i + 1].base_offset
+            if reason is None and seg.next_offset <= following:
+                continue
+            if reason is None:
+                log.warning(
+                    "%s Segment %s overlaps offset %d of the next one",
+                    self._prefix,
+                    seg.log_path.name,
+                    following,
+                )
+            self._drop_segments_after(i)
+            break
         self._fsync_dir()
+
+    def _drop_segments_after(self, i: int) -> None:
+        for dropped in self._segments[i + 1 :]:
+            log.warning("%s Deleting segment %s after the corrupt batch", self._prefix, dropped.log_path.name)
+            dropped.delete()
+        del self._segments[i + 1 :]
+        del self._bases[i + 1 :]
 
     def _add_segment(self, seg: LogSegment) -> None:
         self._segments.append(seg)
@@ -537,12 +552,16 @@ class Log:
             self._check_open()
             now = self._time()
             self._check_timestamps(batches, now)
+            duplicate = self._check_producers(batches)
+            if duplicate is not None:
+                return duplicate
             log_append = self.config.message_timestamp_type == "LogAppendTime"
             first = offset = self._leo
             entries: list[BatchEntry] = []
             max_ts = off_max = -1
             n_records = 0
             for pos, h in batches:
+                self.producer_state.update(h, offset)
                 set_base_offset(data, pos, offset)
                 set_partition_leader_epoch(data, pos, leader_epoch)
                 batch_ts = h.max_timestamp
@@ -585,15 +604,16 @@ class Log:
             n_records = 0
             for start, end, run in self._dense_runs(batches):
                 entries = [BatchEntry(pos - start, h.size, h.last_offset, h.max_timestamp) for pos, h in run]
-                for h in (h for _, h in run):
+                for _, h in run:
                     if h.max_timestamp > max_ts:
                         max_ts, off_max = h.max_timestamp, h.last_offset
-                    n_records += h.records_count
+                for _, h in run:
+                    self.producer_state.update(h, h.base_offset)
+                run_records = sum(h.records_count for _, h in run)
+                n_records += run_records
                 if run[0][1].base_offset != self._leo:
                     self._roll_locked(run[0][1].base_offset)
-                self._append(view[start:end], entries, max(e.max_timestamp for e in entries), 0)
-                self._unflushed_messages += sum(h.records_count for _, h in run)
-            self._maybe_flush()
+                self._append(view[start:end], entries, max(e.max_timestamp for e in entries), run_records)
             return AppendInfo(
                 batches[0][1].base_offset,
                 batches[-1][1].last_offset,
@@ -604,6 +624,29 @@ class Log:
                 len(data),
                 n_records,
             )
+
+    def _check_producers(self, batches: list[tuple[int, BatchHeader]]) -> AppendInfo | None:
+        """Reject out-of-order or fenced idempotent batches; a retried batch already in the log is answered
+        with its original offsets instead of being written twice."""
+        if len(batches) == 1:
+            dup = self.producer_state.find_duplicate(batches[0][1])
+            if dup is not None:
+                return AppendInfo(dup.first_offset, dup.last_offset, dup.max_timestamp, dup.last_offset, -1, 0, 0, 0)
+        pending: dict[int, int] = {}
+        for _pos, h in batches:
+            if h.producer_id >= 0:
+                self.producer_state.check(h, pending)
+                pending[h.producer_id] = last_sequence(h)
+        return None
+
+    def _rebuild_producer_state(self, segments_back: int = 2) -> None:
+        """Producer state from the batch headers of the newest segments (older producers count as expired,
+        so their next write is accepted at any sequence)."""
+        self.producer_state.clear()
+        for seg in self._segments[-segments_back:]:
+            for _pos, h in seg.iter_headers():
+                if h.producer_id >= 0:
+                    self.producer_state.update(h, h.base_offset)
 
     @staticmethod
     def _dense_runs(
@@ -741,7 +784,7 @@ class Log:
         else:
             old.on_become_inactive()
             old.flush()
-            old._close_index_fds()
+            old.close_index_files()
         seg = self._new_segment(base_offset)
         self._add_segment(seg)
         self._fsync_dir()
@@ -794,19 +837,20 @@ class Log:
     # --- offsets by time ---------------------------------------------------------------------
 
     def fetch_offset_by_timestamp(self, ts: int) -> tuple[int, int] | None:
-        """ListOffsets: -2 earliest -> (log start, -1); -1 latest -> (log end, -1); -3 -> the record
-        with the largest timestamp; else the first record with timestamp >= ts. None when no record
-        qualifies. For -3 and by-time lookups the one batch found from batch headers is decoded to
-        name the exact record, as Kafka does."""
+        """ListOffsets: -2 earliest (and -4 earliest-local: all data is local) -> (log start, -1);
+        -1 latest -> (log end, -1); -3 -> the record with the largest timestamp; ts >= 0 -> the first
+        record (in offset order) with timestamp >= ts. None when no record qualifies. For -3 and ts >= 0
+        batch headers and the indexes find the batch, then that one batch is decoded to name the exact
+        record, as Kafka does."""
         with self.lock:
             self._check_open()
-            if ts == -2:
+            if ts in (-2, -4):
                 return self.log_start_offset, -1
             if ts == -1:
                 return self._leo, -1
             if ts == -3:
                 return self._max_timestamp_offset()
-            return self._offset_for_time(ts)
+            return self._offset_for_time(ts) if ts >= 0 else None
 
     def _max_timestamp_offset(self) -> tuple[int, int] | None:
         best: LogSegment | None = None
@@ -915,6 +959,7 @@ class Log:
             self.recovery_point = min(self.recovery_point, self._leo)
             self._high_watermark = min(self._high_watermark, self._leo)
             self._boundaries.clear()
+            self._rebuild_producer_state()
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete every segment and restart the (empty) log at `offset`."""
@@ -932,6 +977,7 @@ class Log:
         self._fsync_dir()
         self._leo = self.log_start_offset = self.recovery_point = self._high_watermark = offset
         self._boundaries.clear()
+        self.producer_state.clear()
 
     # --- lifecycle ---------------------------------------------------------------------------
 

@@ -34,7 +34,8 @@ class ProducerEntry:
         return self.batches[-1].last_seq if self.batches else -1
 
 
-def _last_seq(h: BatchHeader) -> int:
+def last_sequence(h: BatchHeader) -> int:
+    """The sequence number of the batch's last record (sequences wrap at Int32.MAX)."""
     s = h.base_sequence + h.last_offset_delta
     return s - INT32_MAX - 1 if s > INT32_MAX else s
 
@@ -52,7 +53,7 @@ class ProducerStateManager:
         entry = self.producers.get(h.producer_id)
         if h.producer_id < 0 or entry is None or entry.epoch != h.producer_epoch:
             return None
-        last = _last_seq(h)
+        last = last_sequence(h)
         for b in entry.batches:
             if b.first_seq == h.base_sequence and b.last_seq == last:
                 return b
@@ -97,7 +98,13 @@ class ProducerStateManager:
             entry = ProducerEntry(h.producer_epoch)
             self.producers[h.producer_id] = entry
         entry.batches.append(
-            BatchMeta(h.base_sequence, _last_seq(h), first_offset, first_offset + h.last_offset_delta, h.max_timestamp)
+            BatchMeta(
+                h.base_sequence,
+                last_sequence(h),
+                first_offset,
+                first_offset + h.last_offset_delta,
+                h.max_timestamp,
+            )
         )
         entry.last_timestamp = h.max_timestamp
 

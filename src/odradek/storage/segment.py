@@ -124,17 +124,17 @@ class LogSegment:
         self.max_index_bytes = max_index_bytes
         self.created_ms = now_ms
         self.roll_jitter_ms = 0
+        self._index_fd: int | None = None
+        self._timeindex_fd: int | None = None
         if create:
-            fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-            for path in (self.index_path, self.timeindex_path):
-                path.unlink(missing_ok=True)
-            self._fd: int | None = fd
+            self._fd: int | None = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
             self.size = 0
+            append_flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+            self._index_fd = os.open(self.index_path, append_flags, 0o644)
+            self._timeindex_fd = os.open(self.timeindex_path, append_flags, 0o644)
         else:
             self._fd = None
             self.size = self.log_path.stat().st_size
-        self._index_fd: int | None = None
-        self._timeindex_fd: int | None = None
         self._indexes_loaded = create
         self._idx_offsets = array("i")  # offsets relative to base_offset
         self._idx_positions = array("i")
@@ -313,7 +313,7 @@ class LogSegment:
 
     def _write_index_files(self) -> None:
         """Rewrite both index files from memory (after a rebuild)."""
-        self._close_index_fds()
+        self.close_index_files()
         pairs = array("i")
         for o, p in zip(self._idx_offsets, self._idx_positions, strict=True):
             pairs.append(o)
@@ -457,7 +457,8 @@ class LogSegment:
             data = buf if (start == 0 and end == len(buf)) else buf[start:end]
             return SegmentRead(data, first, first + end - start, next_offset)
         if min_one_message:
-            header = read_header(self.pread(BATCH_OVERHEAD, first))
+            head = buf[start : start + BATCH_OVERHEAD]
+            header = read_header(head if len(head) == BATCH_OVERHEAD else self.pread(BATCH_OVERHEAD, first))
             if max_offset is None or header.base_offset < max_offset:
                 return SegmentRead(
                     self.pread(header.size, first), first, first + header.size, header.next_offset
@@ -587,7 +588,7 @@ class LogSegment:
         keep_ti = bisect_left(self._ti_offsets, next_offset - self.base_offset)
         del self._ti_timestamps[keep_ti:]
         del self._ti_offsets[keep_ti:]
-        self._close_index_fds()
+        self.close_index_files()
         for path, size in (
             (self.index_path, len(self._idx_positions) * INDEX_ENTRY_SIZE),
             (self.timeindex_path, len(self._ti_offsets) * TIMEINDEX_ENTRY_SIZE),
@@ -624,7 +625,7 @@ class LogSegment:
                 os.fsync(fd)
         self._dirty = False
 
-    def _close_index_fds(self) -> None:
+    def close_index_files(self) -> None:
         for name in ("_index_fd", "_timeindex_fd"):
             fd = getattr(self, name)
             if fd is not None:
@@ -632,7 +633,7 @@ class LogSegment:
                 setattr(self, name, None)
 
     def close(self) -> None:
-        self._close_index_fds()
+        self.close_index_files()
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None

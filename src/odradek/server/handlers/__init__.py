@@ -55,6 +55,7 @@ def load_all() -> dict[int, Registration]:
         admin,
         api_versions,
         fetch,
+        groups,
         metadata,
         produce,
     )

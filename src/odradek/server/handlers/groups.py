@@ -1,0 +1,348 @@
+"""Group APIs of the classic protocol: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
+OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups, OffsetDelete.
+
+The handlers translate between the wire messages (per version) and `odradek.groups.coordinator`; all
+group logic lives there. The coordinator hangs off the broker as `broker.groups`; until the broker
+creates it at start-up, the first group request creates and starts it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.protocol.admin import DeleteGroupsResponse, DescribeGroupsResponse, ListGroupsResponse
+from kafka.protocol.consumer import (
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    OffsetCommitResponse,
+    OffsetFetchResponse,
+    SyncGroupResponse,
+)
+from kafka.protocol.consumer.group import OffsetDeleteResponse
+from kafka.protocol.metadata import FindCoordinatorResponse
+
+from odradek.groups.coordinator import GroupCoordinator, JoinRequest, TopicPartition, now_ms
+from odradek.groups.schemas import OffsetValue
+from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.server.handlers import RequestContext, handles
+
+KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION = 0, 1
+# kafka-python encodes authorized operations as a set of bit numbers; None is Kafka's "not requested"
+NO_AUTHORIZED_OPERATIONS = None
+GROUP_OPERATIONS = {3, 6, 8}  # READ, DELETE, DESCRIBE: all a group allows
+
+
+async def coordinator(ctx: RequestContext) -> GroupCoordinator:
+    gc = getattr(ctx.broker, "groups", None)
+    if gc is None:
+        gc = GroupCoordinator(ctx.broker)
+        ctx.broker.groups = gc
+    await gc.start()
+    return gc
+
+
+def _client_host(ctx: RequestContext) -> str:
+    peer = getattr(ctx.connection, "peer", "") or ""
+    return "/" + peer.rsplit(":", 1)[0] if peer else ""
+
+
+def _topic_partition_known(ctx: RequestContext, topic: str, partition: int) -> bool:
+    meta = ctx.broker.metadata.topics.get(topic)
+    return meta is not None and partition in meta.assignment
+
+
+# ---- FindCoordinator ----------------------------------------------------------------------------
+
+
+async def _find_one(gc: GroupCoordinator, key: str | None, key_type: int) -> tuple[int, str | None, int, str, int]:
+    """-> (error, message, node id, host, port)"""
+    if key_type == KEY_TYPE_TRANSACTION:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, "Transactions are not supported", -1, "", -1
+    if key_type != KEY_TYPE_GROUP or key is None:
+        return ErrorCode.INVALID_REQUEST, f"Unsupported coordinator key type {key_type}", -1, "", -1
+    try:
+        info = await gc.coordinator_node(key)
+    except KafkaError as exc:
+        return exc.code, exc.message, -1, "", -1
+    return ErrorCode.NONE, None, info.broker_id, info.host, info.port
+
+
+@handles(10)
+async def find_coordinator(ctx: RequestContext, request: Any) -> FindCoordinatorResponse:
+    gc = await coordinator(ctx)
+    key_type = request.key_type if ctx.version >= 1 else KEY_TYPE_GROUP
+    if ctx.version >= 4:
+        coordinators = []
+        for key in request.coordinator_keys:
+            err, msg, node, host, port = await _find_one(gc, key, key_type)
+            coordinators.append(FindCoordinatorResponse.Coordinator(
+                key=key, node_id=node, host=host, port=port, error_code=err, error_message=msg))
+        return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
+    err, msg, node, host, port = await _find_one(gc, request.key, key_type)
+    return FindCoordinatorResponse(throttle_time_ms=0, error_code=err, error_message=msg, node_id=node, host=host,
+                                   port=port)
+
+
+# ---- JoinGroup / SyncGroup / Heartbeat / LeaveGroup ---------------------------------------------
+
+
+def _join_request(ctx: RequestContext, request: Any) -> JoinRequest:
+    v = ctx.version
+    session = request.session_timeout_ms
+    rebalance = getattr(request, "rebalance_timeout_ms", -1) if v >= 1 else -1
+    return JoinRequest(
+        group_id=request.group_id or "",
+        member_id=request.member_id or "",
+        group_instance_id=request.group_instance_id if v >= 5 else None,
+        client_id=ctx.header.client_id or "",
+        client_host=_client_host(ctx),
+        session_timeout_ms=session,
+        rebalance_timeout_ms=rebalance if rebalance > 0 else session,
+        protocol_type=request.protocol_type or "",
+        protocols=[(p.name, bytes(p.metadata or b"")) for p in request.protocols or []],
+        require_known_member_id=v >= 4,
+        supports_skip_assignment=v >= 9,
+    )
+
+
+@handles(11)
+async def join_group(ctx: RequestContext, request: Any) -> JoinGroupResponse:
+    gc = await coordinator(ctx)
+    res = await gc.join(_join_request(ctx, request))
+    protocol_name = res.protocol_name if res.protocol_name is not None or ctx.version >= 7 else ""
+    return JoinGroupResponse(
+        throttle_time_ms=0,
+        error_code=res.error,
+        generation_id=res.generation,
+        protocol_type=res.protocol_type,
+        protocol_name=protocol_name,
+        leader=res.leader,
+        skip_assignment=res.skip_assignment,
+        member_id=res.member_id,
+        members=[JoinGroupResponse.JoinGroupResponseMember(member_id=mid, group_instance_id=iid, metadata=meta)
+                 for mid, iid, meta in res.members],
+    )
+
+
+@handles(14)
+async def sync_group(ctx: RequestContext, request: Any) -> SyncGroupResponse:
+    gc = await coordinator(ctx)
+    v = ctx.version
+    res = await gc.sync(
+        request.group_id or "", request.generation_id, request.member_id or "",
+        request.group_instance_id if v >= 3 else None,
+        request.protocol_type if v >= 5 else None,
+        request.protocol_name if v >= 5 else None,
+        [(a.member_id, bytes(a.assignment or b"")) for a in request.assignments or []],
+    )
+    return SyncGroupResponse(throttle_time_ms=0, error_code=res.error, protocol_type=res.protocol_type,
+                             protocol_name=res.protocol_name, assignment=res.assignment)
+
+
+@handles(12)
+async def heartbeat(ctx: RequestContext, request: Any) -> HeartbeatResponse:
+    gc = await coordinator(ctx)
+    instance_id = request.group_instance_id if ctx.version >= 3 else None
+    err = await gc.heartbeat(request.group_id or "", request.generation_id, request.member_id or "", instance_id)
+    return HeartbeatResponse(throttle_time_ms=0, error_code=err)
+
+
+@handles(13)
+async def leave_group(ctx: RequestContext, request: Any) -> LeaveGroupResponse:
+    gc = await coordinator(ctx)
+    if ctx.version >= 3:
+        members = [(m.member_id or "", m.group_instance_id) for m in request.members or []]
+    else:
+        members = [(request.member_id or "", None)]
+    try:
+        errors = await gc.leave(request.group_id or "", members)
+        top = ErrorCode.NONE
+    except KafkaError as exc:
+        top, errors = exc.code, []
+    if ctx.version < 3:
+        first = next((e for e in errors if e != ErrorCode.NONE), ErrorCode.NONE)
+        return LeaveGroupResponse(throttle_time_ms=0, error_code=top or first)
+    return LeaveGroupResponse(
+        throttle_time_ms=0, error_code=top,
+        members=[LeaveGroupResponse.MemberResponse(member_id=mid, group_instance_id=iid, error_code=err)
+                 for (mid, iid), err in zip(members, errors, strict=False)],
+    )
+
+
+# ---- OffsetCommit / OffsetFetch / OffsetDelete --------------------------------------------------
+
+
+def _offset_value(ctx: RequestContext, p: Any, now: int, retention_ms: int) -> OffsetValue:
+    epoch = p.committed_leader_epoch if ctx.version >= 6 else -1
+    expire = now + retention_ms if retention_ms >= 0 else -1
+    return OffsetValue(p.committed_offset, p.committed_metadata or "", now, expire, epoch)
+
+
+@handles(8)
+async def offset_commit(ctx: RequestContext, request: Any) -> OffsetCommitResponse:
+    gc = await coordinator(ctx)
+    v = ctx.version
+    now = now_ms()
+    retention = request.retention_time_ms if v <= 4 else -1
+    errors: dict[TopicPartition, ErrorCode] = {}
+    valid: dict[TopicPartition, OffsetValue] = {}
+    for t in request.topics:
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            if not _topic_partition_known(ctx, t.name, p.partition_index):
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif gc.metadata_too_large(p.committed_metadata):
+                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                valid[tp] = _offset_value(ctx, p, now, retention)
+    if valid:
+        err = await gc.commit(request.group_id or "", request.generation_id_or_member_epoch, request.member_id or "",
+                              request.group_instance_id if v >= 7 else None, valid)
+        errors.update(dict.fromkeys(valid, err))
+    topic_cls = OffsetCommitResponse.OffsetCommitResponseTopic
+    part_cls = topic_cls.OffsetCommitResponsePartition
+    return OffsetCommitResponse(throttle_time_ms=0, topics=[
+        topic_cls(name=t.name, partitions=[
+            part_cls(partition_index=p.partition_index, error_code=errors[(t.name, p.partition_index)])
+            for p in t.partitions])
+        for t in request.topics
+    ])
+
+
+def _requested(topics: Any) -> list[TopicPartition] | None:
+    if topics is None:
+        return None
+    return [(t.name, p) for t in topics for p in t.partition_indexes]
+
+
+async def _fetch_group(gc: GroupCoordinator, group_id: str, wanted: list[TopicPartition] | None,
+                       ) -> tuple[ErrorCode, list[tuple[TopicPartition, OffsetValue | None]]]:
+    try:
+        return ErrorCode.NONE, await gc.fetch_offsets(group_id, wanted)
+    except KafkaError as exc:
+        return exc.code, [(tp, None) for tp in wanted or []]
+
+
+def _by_topic(entries: list[tuple[TopicPartition, OffsetValue | None]]) -> dict[str, list[tuple[int, OffsetValue | None]]]:
+    out: dict[str, list[tuple[int, OffsetValue | None]]] = {}
+    for (topic, partition), value in entries:
+        out.setdefault(topic, []).append((partition, value))
+    return out
+
+
+def _partition_fields(partition: int, value: OffsetValue | None, err: ErrorCode) -> dict[str, Any]:
+    return {
+        "partition_index": partition,
+        "committed_offset": value.offset if value is not None else -1,
+        "committed_leader_epoch": value.leader_epoch if value is not None else -1,
+        "metadata": value.metadata if value is not None else "",
+        "error_code": err,
+    }
+
+
+@handles(9)
+async def offset_fetch(ctx: RequestContext, request: Any) -> OffsetFetchResponse:
+    gc = await coordinator(ctx)
+    if ctx.version >= 8:
+        return await _offset_fetch_groups(gc, request)
+    err, entries = await _fetch_group(gc, request.group_id or "", _requested(request.topics))
+    topic_cls = OffsetFetchResponse.OffsetFetchResponseTopic
+    part_cls = topic_cls.OffsetFetchResponsePartition
+    return OffsetFetchResponse(throttle_time_ms=0, error_code=err, topics=[
+        topic_cls(name=topic, partitions=[part_cls(**_partition_fields(p, value, err)) for p, value in parts])
+        for topic, parts in _by_topic(entries).items()
+    ])
+
+
+async def _offset_fetch_groups(gc: GroupCoordinator, request: Any) -> OffsetFetchResponse:
+    group_cls = OffsetFetchResponse.OffsetFetchResponseGroup
+    topic_cls = group_cls.OffsetFetchResponseTopics
+    part_cls = topic_cls.OffsetFetchResponsePartitions
+    groups = []
+    for g in request.groups:
+        err, entries = await _fetch_group(gc, g.group_id or "", _requested(g.topics))
+        groups.append(group_cls(group_id=g.group_id, error_code=err, topics=[
+            topic_cls(name=topic, partitions=[part_cls(**_partition_fields(p, value, err)) for p, value in parts])
+            for topic, parts in _by_topic(entries).items()
+        ]))
+    return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
+
+
+@handles(47)
+async def offset_delete(ctx: RequestContext, request: Any) -> OffsetDeleteResponse:
+    gc = await coordinator(ctx)
+    errors: dict[TopicPartition, ErrorCode] = {}
+    for t in request.topics:
+        for p in t.partitions:
+            if not _topic_partition_known(ctx, t.name, p.partition_index):
+                errors[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions
+              if (t.name, p.partition_index) not in errors]
+    try:
+        errors.update(await gc.delete_offsets(request.group_id or "", wanted))
+    except KafkaError as exc:
+        return OffsetDeleteResponse(error_code=exc.code, throttle_time_ms=0, topics=[])
+    topic_cls = OffsetDeleteResponse.OffsetDeleteResponseTopic
+    part_cls = topic_cls.OffsetDeleteResponsePartition
+    return OffsetDeleteResponse(error_code=0, throttle_time_ms=0, topics=[
+        topic_cls(name=t.name, partitions=[
+            part_cls(partition_index=p.partition_index, error_code=errors[(t.name, p.partition_index)])
+            for p in t.partitions])
+        for t in request.topics
+    ])
+
+
+# ---- DescribeGroups / ListGroups / DeleteGroups -------------------------------------------------
+
+
+def _described(ctx: RequestContext, request: Any, group_id: str, summary: Any,
+               err: ErrorCode) -> Any:
+    group_cls = DescribeGroupsResponse.DescribedGroup
+    member_cls = group_cls.DescribedGroupMember
+    wants_ops = ctx.version >= 3 and request.include_authorized_operations
+    if summary is None:
+        return group_cls(error_code=err, group_id=group_id, group_state="", protocol_type="", protocol_data="",
+                         members=[], authorized_operations=NO_AUTHORIZED_OPERATIONS)
+    return group_cls(
+        error_code=0, group_id=group_id, group_state=summary.state, protocol_type=summary.protocol_type,
+        protocol_data=summary.protocol,
+        members=[member_cls(member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
+                            client_host=m.client_host, member_metadata=m.metadata, member_assignment=m.assignment)
+                 for m in summary.members],
+        authorized_operations=GROUP_OPERATIONS if wants_ops else NO_AUTHORIZED_OPERATIONS,
+    )
+
+
+@handles(15)
+async def describe_groups(ctx: RequestContext, request: Any) -> DescribeGroupsResponse:
+    gc = await coordinator(ctx)
+    out = []
+    for group_id in request.groups:
+        try:
+            summary, err = await gc.describe(group_id or ""), ErrorCode.NONE
+        except KafkaError as exc:
+            summary, err = None, exc.code
+        out.append(_described(ctx, request, group_id, summary, err))
+    return DescribeGroupsResponse(throttle_time_ms=0, groups=out)
+
+
+@handles(16)
+async def list_groups(ctx: RequestContext, request: Any) -> ListGroupsResponse:
+    gc = await coordinator(ctx)
+    states = set(request.states_filter or []) if ctx.version >= 4 else None
+    err, groups = gc.list_groups(states or None)
+    return ListGroupsResponse(throttle_time_ms=0, error_code=err, groups=[
+        ListGroupsResponse.ListedGroup(group_id=gid, protocol_type=ptype, group_state=state)
+        for gid, ptype, state in groups
+    ])
+
+
+@handles(42)
+async def delete_groups(ctx: RequestContext, request: Any) -> DeleteGroupsResponse:
+    gc = await coordinator(ctx)
+    results = []
+    for group_id in request.groups_names:
+        err = await gc.delete_group(group_id or "")
+        results.append(DeleteGroupsResponse.DeletableGroupResult(group_id=group_id, error_code=err))
+    return DeleteGroupsResponse(throttle_time_ms=0, results=results)

@@ -1,0 +1,496 @@
+"""The group state machine, driven directly (no sockets) with an in-memory store and short timeouts."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from odradek.groups.coordinator import (
+    Group,
+    GroupCoordinator,
+    GroupSettings,
+    GroupState,
+    JoinRequest,
+    JoinResult,
+    parse_subscription,
+)
+from odradek.groups.schemas import (
+    GroupKey,
+    OffsetKey,
+    OffsetValue,
+    decode_group_value,
+    decode_key,
+)
+from odradek.protocol.errors import ErrorCode, KafkaError
+
+E = ErrorCode
+SESSION = 300  # ms
+
+
+class FakeStore:
+    def __init__(self) -> None:
+        self.writes: list[tuple[str, list[tuple[bytes, bytes | None]]]] = []
+        self.fail: ErrorCode | None = None
+        self.owned = True
+
+    def check(self, group_id: str) -> None:
+        if not self.owned:
+            raise KafkaError(ErrorCode.NOT_COORDINATOR)
+
+    async def wait_ready(self, group_id: str, create: bool = False) -> None:
+        self.check(group_id)
+
+    async def write(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> None:
+        await asyncio.sleep(0)
+        if self.fail is not None:
+            raise KafkaError(self.fail)
+        self.writes.append((group_id, records))
+
+    def partition_for(self, group_id: str) -> int:
+        return 0
+
+    def loading(self) -> bool:
+        return False
+
+    def decoded(self) -> list[tuple[Any, Any]]:
+        return [(decode_key(k), v) for _, recs in self.writes for k, v in recs]
+
+
+def settings(**kw: int) -> GroupSettings:
+    base = {"min_session_timeout_ms": 10, "max_session_timeout_ms": 10_000, "initial_rebalance_delay_ms": 0,
+            "retention_check_interval_ms": 3_600_000}
+    base.update(kw)
+    return GroupSettings(**base)  # type: ignore[arg-type]
+
+
+def run(body: Callable[[GroupCoordinator, FakeStore], Awaitable[None]], **kw: int) -> None:
+    async def main() -> None:
+        store = FakeStore()
+        gc = GroupCoordinator(settings=settings(**kw), store=store)
+        await gc.start()
+        try:
+            await asyncio.wait_for(body(gc, store), 10)
+        finally:
+            await gc.shutdown()
+
+    asyncio.run(main())
+
+
+def subscription(*topics: str) -> bytes:
+    body = struct.pack(">hi", 0, len(topics))
+    for t in topics:
+        body += struct.pack(">h", len(t)) + t.encode()
+    return body + struct.pack(">i", -1)
+
+
+def req(member_id: str = "", *, group: str = "g", protocols: list[tuple[str, bytes]] | None = None,
+        instance: str | None = None, session: int = SESSION, rebalance: int = 1000, v4: bool = False,
+        protocol_type: str = "consumer") -> JoinRequest:
+    return JoinRequest(group, member_id, instance, "client", "/127.0.0.1", session, rebalance, protocol_type,
+                       protocols if protocols is not None else [("range", subscription("t"))],
+                       require_known_member_id=v4)
+
+
+async def join_alone(gc: GroupCoordinator, assignment: bytes = b"A", **kw: Any) -> JoinResult:
+    res = await gc.join(req(**kw))
+    assert res.error == E.NONE, res
+    sync = await gc.sync("g", res.generation, res.member_id, kw.get("instance"), None, None,
+                         [(res.member_id, assignment)])
+    assert sync.error == E.NONE and sync.assignment == assignment
+    return res
+
+
+# ---- joining ------------------------------------------------------------------------------------
+
+
+def test_first_join_v4_needs_member_id_then_forms_generation_1() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        first = await gc.join(req(v4=True))
+        assert first.error == E.MEMBER_ID_REQUIRED
+        assert first.member_id.startswith("client-") and len(first.member_id) == len("client-") + 36
+        assert gc.groups["g"].pending_members
+        res = await gc.join(req(first.member_id, v4=True))
+        assert (res.error, res.generation, res.leader, res.protocol_name) == (E.NONE, 1, first.member_id, "range")
+        assert [m[0] for m in res.members] == [first.member_id]
+        assert gc.groups["g"].state is GroupState.COMPLETING_REBALANCE
+        sync = await gc.sync("g", 1, res.member_id, None, "consumer", "range", [(res.member_id, b"x")])
+        assert sync.error == E.NONE and sync.assignment == b"x"
+        assert gc.groups["g"].state is GroupState.STABLE
+        key, value = store.decoded()[-1]
+        assert key == GroupKey("g")
+        stored = decode_group_value(value)
+        assert stored is not None and stored.generation == 1 and stored.members[0].assignment == b"x"
+
+    run(body)
+
+
+def test_second_member_triggers_rebalance_and_sync_waits_for_leader() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        a = await join_alone(gc)
+        b_join = asyncio.create_task(gc.join(req()))
+        await asyncio.sleep(0.01)
+        group = gc.groups["g"]
+        assert group.state is GroupState.PREPARING_REBALANCE
+        assert await gc.heartbeat("g", 1, a.member_id, None) == E.REBALANCE_IN_PROGRESS
+        a2 = await gc.join(req(a.member_id))
+        b = await b_join
+        assert a2.generation == b.generation == 2
+        assert a2.leader == a.member_id and len(a2.members) == 2 and b.members == []
+        b_sync = asyncio.create_task(gc.sync("g", 2, b.member_id, None, None, None, []))
+        await asyncio.sleep(0.01)
+        assert not b_sync.done()
+        a_sync = await gc.sync("g", 2, a.member_id, None, None, None, [(a.member_id, b"1"), (b.member_id, b"2")])
+        assert a_sync.assignment == b"1"
+        assert (await b_sync).assignment == b"2"
+        assert group.state is GroupState.STABLE
+        assert await gc.heartbeat("g", 2, b.member_id, None) == E.NONE
+
+    run(body)
+
+
+def test_follower_rejoin_with_same_metadata_in_stable_does_not_rebalance() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        a = await join_alone(gc)
+        b_task = asyncio.create_task(gc.join(req()))
+        await asyncio.sleep(0.01)
+        a2 = await gc.join(req(a.member_id))
+        b = await b_task
+        b_sync = asyncio.create_task(gc.sync("g", 2, b.member_id, None, None, None, []))
+        await gc.sync("g", 2, a2.member_id, None, None, None, [(a.member_id, b"1"), (b.member_id, b"2")])
+        await b_sync
+        again = await gc.join(req(b.member_id))
+        assert (again.error, again.generation) == (E.NONE, 2)
+        assert gc.groups["g"].state is GroupState.STABLE
+
+    run(body)
+
+
+def test_protocol_selection_votes_with_leader_preference_on_ties() -> None:
+    group = Group("g")
+    from odradek.groups.coordinator import Member
+
+    def member(mid: str, names: list[str]) -> Member:
+        return Member(mid, None, "c", "h", 1000, 1000, "consumer", [(n, b"") for n in names])
+
+    group.add(member("a", ["range", "roundrobin"]))
+    group.add(member("b", ["roundrobin", "range"]))
+    assert group.select_protocol() == "range"  # 1-1 tie: the leader (a) prefers range
+    group.add(member("c", ["roundrobin", "range", "sticky"]))
+    assert group.select_protocol() == "roundrobin"
+    group.add(member("d", ["cooperative-sticky"]))
+    assert group.select_protocol() is None
+    assert not group.accepts("consumer", [("sticky", b"")])
+
+
+def test_inconsistent_protocols_and_bad_session_timeouts() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        await join_alone(gc)
+        res = await gc.join(req(protocols=[("roundrobin", b"")]))
+        assert res.error == E.INCONSISTENT_GROUP_PROTOCOL
+        res = await gc.join(req(protocol_type="connect"))
+        assert res.error == E.INCONSISTENT_GROUP_PROTOCOL
+        assert (await gc.join(req(group="h", protocols=[]))).error == E.INCONSISTENT_GROUP_PROTOCOL
+        assert (await gc.join(req(group="h", session=5))).error == E.INVALID_SESSION_TIMEOUT
+        assert (await gc.join(req(group="h", session=20_000))).error == E.INVALID_SESSION_TIMEOUT
+        assert "h" not in gc.groups
+        assert (await gc.join(req("nobody", group="h"))).error == E.UNKNOWN_MEMBER_ID
+        assert (await gc.join(req(group=""))).error == E.INVALID_GROUP_ID
+
+    run(body)
+
+
+def test_group_max_size() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        await join_alone(gc)
+        assert (await gc.join(req())).error == E.GROUP_MAX_SIZE_REACHED
+
+    run(body, max_size=1)
+
+
+def test_initial_rebalance_delay_collects_members_into_one_generation() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        t1 = asyncio.create_task(gc.join(req()))
+        await asyncio.sleep(0.05)
+        t2 = asyncio.create_task(gc.join(req()))
+        r1, r2 = await asyncio.gather(t1, t2)
+        assert r1.generation == r2.generation == 1
+        assert {len(r1.members), len(r2.members)} == {0, 2}
+
+    run(body, initial_rebalance_delay_ms=150)
+
+
+# ---- failures and leaving -----------------------------------------------------------------------
+
+
+def test_session_timeout_removes_member_and_group_becomes_empty() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        a = await join_alone(gc)
+        await asyncio.sleep(SESSION / 1000 * 2)
+        group = gc.groups["g"]
+        assert group.state is GroupState.EMPTY and group.generation == 2 and not group.members
+        await asyncio.sleep(0.01)
+        stored = decode_group_value(store.decoded()[-1][1])
+        assert stored is not None and stored.generation == 2 and stored.members == []
+        assert await gc.heartbeat("g", 1, a.member_id, None) == E.UNKNOWN_MEMBER_ID
+
+    run(body)
+
+
+def test_heartbeats_keep_a_member_alive() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        a = await join_alone(gc)
+        for _ in range(8):
+            await asyncio.sleep(SESSION / 1000 / 3)
+            assert await gc.heartbeat("g", 1, a.member_id, None) == E.NONE
+        assert gc.groups["g"].state is GroupState.STABLE
+
+    run(body)
+
+
+def test_member_that_does_not_rejoin_is_dropped_after_rebalance_timeout() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        a = await join_alone(gc, session=5000, rebalance=200)
+        b = await asyncio.wait_for(gc.join(req(session=5000, rebalance=200)), 2)  # a never rejoins
+        assert (b.generation, b.leader, [m[0] for m in b.members]) == (2, b.member_id, [b.member_id])
+        assert a.member_id not in gc.groups["g"].members
+
+    run(body)
+
+
+def test_heartbeat_errors() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        a = await join_alone(gc)
+        assert await gc.heartbeat("g", 1, "stranger", None) == E.UNKNOWN_MEMBER_ID
+        assert await gc.heartbeat("g", 7, a.member_id, None) == E.ILLEGAL_GENERATION
+        assert await gc.heartbeat("nogroup", 1, a.member_id, None) == E.UNKNOWN_MEMBER_ID
+        store.owned = False
+        assert await gc.heartbeat("g", 1, a.member_id, None) == E.NOT_COORDINATOR
+
+    run(body)
+
+
+def test_sync_errors() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        a = await join_alone(gc)
+        assert (await gc.sync("g", 0, a.member_id, None, None, None, [])).error == E.ILLEGAL_GENERATION
+        assert (await gc.sync("g", 1, "x", None, None, None, [])).error == E.UNKNOWN_MEMBER_ID
+        assert (await gc.sync("g", 1, a.member_id, None, "consumer", "roundrobin", [])).error == \
+            E.INCONSISTENT_GROUP_PROTOCOL
+        b_task = asyncio.create_task(gc.join(req()))
+        await asyncio.sleep(0.01)
+        assert (await gc.sync("g", 1, a.member_id, None, None, None, [])).error == E.REBALANCE_IN_PROGRESS
+        b_task.cancel()
+
+    run(body)
+
+
+def test_leave_group_rebalances_survivors() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        a = await join_alone(gc)
+        b_task = asyncio.create_task(gc.join(req()))
+        await asyncio.sleep(0.01)
+        await gc.join(req(a.member_id))
+        b = await b_task
+        b_sync = asyncio.create_task(gc.sync("g", 2, b.member_id, None, None, None, []))
+        await gc.sync("g", 2, a.member_id, None, None, None, [])
+        await b_sync
+        assert await gc.leave("g", [(a.member_id, None), ("ghost", None)]) == [E.NONE, E.UNKNOWN_MEMBER_ID]
+        assert gc.groups["g"].state is GroupState.PREPARING_REBALANCE
+        assert await gc.heartbeat("g", 2, b.member_id, None) == E.REBALANCE_IN_PROGRESS
+        b3 = await gc.join(req(b.member_id))
+        assert (b3.generation, b3.leader) == (3, b.member_id)
+        assert await gc.leave("g", [(b.member_id, None)]) == [E.NONE]
+        assert gc.groups["g"].state is GroupState.EMPTY
+        assert await gc.leave("unknown-group", [("m", None)]) == [E.UNKNOWN_MEMBER_ID]
+
+    run(body)
+
+
+def test_failed_assignment_write_restarts_the_rebalance() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        res = await gc.join(req())
+        store.fail = E.NOT_COORDINATOR
+        sync = await gc.sync("g", res.generation, res.member_id, None, None, None, [(res.member_id, b"a")])
+        assert sync.error == E.NOT_COORDINATOR
+        assert gc.groups["g"].state is GroupState.PREPARING_REBALANCE
+
+    run(body)
+
+
+# ---- static membership --------------------------------------------------------------------------
+
+
+def test_static_member_rejoin_keeps_assignment_and_fences_old_id() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        first = await gc.join(req(instance="i-1", v4=True))  # static members skip MEMBER_ID_REQUIRED
+        assert first.error == E.NONE
+        await gc.sync("g", 1, first.member_id, "i-1", None, None, [(first.member_id, b"mine")])
+        writes = len(store.writes)
+        again = await gc.join(req(instance="i-1", v4=True))
+        assert again.error == E.NONE and again.member_id != first.member_id
+        assert again.generation == 1 and again.skip_assignment and again.leader == again.member_id
+        group = gc.groups["g"]
+        assert group.state is GroupState.STABLE and group.static_members == {"i-1": again.member_id}
+        assert len(store.writes) == writes + 1  # the new member id is persisted, no rebalance
+        sync = await gc.sync("g", 1, again.member_id, "i-1", None, None, [])
+        assert sync.assignment == b"mine"
+        assert await gc.heartbeat("g", 1, first.member_id, "i-1") == E.FENCED_INSTANCE_ID
+        assert (await gc.sync("g", 1, first.member_id, "i-1", None, None, [])).error == E.FENCED_INSTANCE_ID
+        assert await gc.commit("g", 1, first.member_id, "i-1", {("t", 0): OffsetValue(1)}) == E.FENCED_INSTANCE_ID
+        assert await gc.leave("g", [(first.member_id, "i-1")]) == [E.FENCED_INSTANCE_ID]
+        assert await gc.heartbeat("g", 1, again.member_id, "i-1") == E.NONE
+
+    run(body)
+
+
+def test_static_leader_rejoin_before_v9_is_told_it_is_a_follower() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        first = await join_alone(gc, instance="i-1")
+        r = req(instance="i-1")
+        r.supports_skip_assignment = False
+        again = await gc.join(r)
+        assert again.leader == first.member_id != again.member_id
+        assert again.members == [] and not again.skip_assignment
+
+    run(body)
+
+
+def test_static_member_survives_rebalance_timeout_and_leaves_by_instance_id() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        s = await join_alone(gc, instance="i-1", session=5000, rebalance=200)
+        d = await gc.join(req(session=5000, rebalance=200))  # s does not rejoin within 200 ms
+        assert d.generation == 2 and s.member_id in gc.groups["g"].members
+        assert await gc.leave("g", [("", "i-1")]) == [E.NONE]
+        assert s.member_id not in gc.groups["g"].members
+
+    run(body)
+
+
+# ---- offsets ------------------------------------------------------------------------------------
+
+
+def test_commit_rules() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        off = {("t", 0): OffsetValue(10, "meta", 1)}
+        assert await gc.commit("solo", -1, "", None, off) == E.NONE  # assign() consumer, new group
+        assert await gc.commit("solo", -1, "", None, {("t", 1): OffsetValue(3)}) == E.NONE
+        fetched = dict(await gc.fetch_offsets("solo", [("t", 0), ("t", 1), ("t", 2)]))
+        assert fetched[("t", 0)].offset == 10 and fetched[("t", 0)].metadata == "meta"  # type: ignore[union-attr]
+        assert fetched[("t", 2)] is None
+        assert [tp for tp, _ in await gc.fetch_offsets("solo", None)] == [("t", 0), ("t", 1)]
+        assert await gc.commit("nogroup", 3, "m", None, off) == E.ILLEGAL_GENERATION
+        a = await join_alone(gc)
+        assert await gc.commit("g", 1, a.member_id, None, off) == E.NONE
+        assert await gc.commit("g", 0, a.member_id, None, off) == E.ILLEGAL_GENERATION
+        assert await gc.commit("g", -1, "", None, off) == E.UNKNOWN_MEMBER_ID  # group has members
+        assert await gc.commit("g", 1, "other", None, off) == E.UNKNOWN_MEMBER_ID
+        assert await gc.commit("", -1, "", None, off) == E.INVALID_GROUP_ID
+        store.fail = E.NOT_LEADER_OR_FOLLOWER
+        assert await gc.commit("g", 1, a.member_id, None, {("t", 0): OffsetValue(99)}) == E.NOT_LEADER_OR_FOLLOWER
+        assert dict(await gc.fetch_offsets("g", [("t", 0)]))[("t", 0)].offset == 10  # type: ignore[union-attr]
+        keys = [k for k, _ in store.decoded() if isinstance(k, OffsetKey)]
+        assert OffsetKey("solo", "t", 0) in keys and OffsetKey("g", "t", 0) in keys
+
+    run(body)
+
+
+def test_commit_during_completing_rebalance_is_refused() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        res = await gc.join(req())
+        assert await gc.commit("g", 1, res.member_id, None, {("t", 0): OffsetValue(1)}) == E.REBALANCE_IN_PROGRESS
+
+    run(body)
+
+
+def test_delete_groups() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        await join_alone(gc)
+        assert await gc.delete_group("g") == E.NON_EMPTY_GROUP
+        assert await gc.delete_group("none") == E.GROUP_ID_NOT_FOUND
+        await gc.commit("solo", -1, "", None, {("t", 0): OffsetValue(1)})
+        assert await gc.delete_group("solo") == E.NONE
+        assert "solo" not in gc.groups
+        assert store.decoded()[-2:] == [(OffsetKey("solo", "t", 0), None), (GroupKey("solo"), None)]
+        assert dict(await gc.fetch_offsets("solo", [("t", 0)]))[("t", 0)] is None
+
+    run(body)
+
+
+def test_offset_delete_respects_subscriptions() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        a = await join_alone(gc)
+        await gc.commit("g", 1, a.member_id, None, {("t", 0): OffsetValue(1), ("u", 0): OffsetValue(2)})
+        result = await gc.delete_offsets("g", [("t", 0), ("u", 0)])
+        assert result == {("t", 0): E.GROUP_SUBSCRIBED_TO_TOPIC, ("u", 0): E.NONE}
+        assert set(gc.groups["g"].offsets) == {("t", 0)}
+        with pytest.raises(KafkaError) as info:
+            await gc.delete_offsets("missing", [("t", 0)])
+        assert info.value.code == E.GROUP_ID_NOT_FOUND
+
+    run(body)
+
+
+def test_retention_expires_offsets_of_empty_groups_only() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        await gc.commit("solo", -1, "", None, {("t", 0): OffsetValue(1, "", commit_timestamp=0)})
+        a = await join_alone(gc)
+        await gc.commit("g", 1, a.member_id, None, {("t", 0): OffsetValue(5, "", commit_timestamp=0)})
+        removed = await gc.expire_offsets(now=10**13)
+        assert removed == 1
+        assert "solo" not in gc.groups  # no offsets left: the group is dropped with a tombstone
+        assert gc.groups["g"].offsets  # Stable group still subscribed to t keeps its offsets
+        assert (GroupKey("solo"), None) in store.decoded()
+
+    run(body, retention_ms=1000)
+
+
+def test_describe_and_list() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        a = await join_alone(gc, assignment=b"asg")
+        await gc.commit("solo", -1, "", None, {("t", 0): OffsetValue(1)})
+        summary = await gc.describe("g")
+        assert (summary.state, summary.protocol_type, summary.protocol) == ("Stable", "consumer", "range")
+        assert summary.members[0].member_id == a.member_id and summary.members[0].assignment == b"asg"
+        assert summary.members[0].client_host == "/127.0.0.1"
+        assert (await gc.describe("nope")).state == "Dead"
+        err, groups = gc.list_groups()
+        assert err == E.NONE and groups == [("g", "consumer", "Stable"), ("solo", "", "Empty")]
+        assert gc.list_groups({"empty"})[1] == [("solo", "", "Empty")]
+
+    run(body)
+
+
+def test_group_round_trips_through_its_stored_value() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        a = await join_alone(gc, assignment=b"asg", instance="i-9")
+        value = decode_group_value(store.decoded()[-1][1])
+        loaded = Group.from_value("g", value, {("t", 0): OffsetValue(4)})
+        assert loaded.state is GroupState.STABLE and loaded.generation == 1
+        assert loaded.leader_id == a.member_id and loaded.static_members == {"i-9": a.member_id}
+        assert loaded.members[a.member_id].assignment == b"asg" and loaded.protocol_name == "range"
+        gc.groups.clear()
+        gc.install([loaded])
+        assert await gc.heartbeat("g", 1, a.member_id, "i-9") == E.NONE
+        assert (await gc.sync("g", 1, a.member_id, "i-9", None, None, [])).assignment == b"asg"
+
+    run(body)
+
+
+def test_parse_subscription() -> None:
+    assert parse_subscription(subscription("a", "bb")) == ["a", "bb"]
+    assert parse_subscription(b"\x00") is None
+    assert parse_subscription(b"\x00\x00\x7f\xff\xff\xff") is None
+
+
+def test_illegal_transitions_are_refused() -> None:
+    group = Group("g")
+    with pytest.raises(ValueError):
+        group.transition(GroupState.STABLE)
+    group.transition(GroupState.PREPARING_REBALANCE)
+    group.transition(GroupState.COMPLETING_REBALANCE)
+    group.transition(GroupState.STABLE)
+    group.transition(GroupState.DEAD)
