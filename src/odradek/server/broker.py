@@ -61,11 +61,12 @@ class Broker:
         for line in cfg.warnings:
             log.warning(line)
         log.info("Log directories: %s", ",".join(cfg.log_dirs))
-        self.logs = LogManager([Path(d) for d in cfg.log_dirs], cfg.topic_defaults())
+        logs = LogManager([Path(d) for d in cfg.log_dirs], cfg.topic_defaults())
         try:
-            await asyncio.get_running_loop().run_in_executor(None, self.logs.startup)
+            await asyncio.get_running_loop().run_in_executor(None, logs.startup)
         except Exception as exc:
-            raise StartupError(f"log.dirs {','.join(cfg.log_dirs)} is not usable: {exc}") from None
+            raise StartupError(f"log.dirs: {exc}") from None
+        self.logs = logs
         self.store = self._make_store()
         await self.store.start()
         for path in zn.PERSISTENT_PATHS:
@@ -288,7 +289,10 @@ class Broker:
             except Exception as exc:
                 log.warning("%s closing the metadata store failed: %s", self.prefix, exc)
         if hasattr(self, "logs"):
-            self.logs.shutdown()
+            try:
+                self.logs.shutdown()
+            except Exception as exc:
+                log.error("%s shutting down the log manager failed: %s", self.prefix, exc)
         log.info("%s shut down completed", self.prefix)
         self._stopped.set()
 
