@@ -216,7 +216,8 @@ def raw_fetch(raw: Raw, group: str, topic: str, partitions: list[int]) -> dict[i
 # ---- consumers in subprocesses --------------------------------------------------------------------
 
 CONSUMER_SCRIPT = r"""
-import asyncio, json, signal, sys
+import asyncio, json, logging, signal, sys
+logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
 cfg = json.loads(sys.argv[1])
 stop = []
 signal.signal(signal.SIGTERM, lambda *a: stop.append(1))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -388,7 +389,7 @@ def test_commit_rules() -> None:
         assert await gc.commit("g", 0, a.member_id, None, off) == E.ILLEGAL_GENERATION
         assert await gc.commit("g", -1, "", None, off) == E.UNKNOWN_MEMBER_ID  # group has members
         assert await gc.commit("g", 1, "other", None, off) == E.UNKNOWN_MEMBER_ID
-        assert await gc.commit("", -1, "", None, off) == E.INVALID_GROUP_ID
+        assert await gc.commit("", -1, "", None, off) == E.NONE  # Kafka accepts the empty group id here
         store.fail = E.NOT_LEADER_OR_FOLLOWER
         assert await gc.commit("g", 1, a.member_id, None, {("t", 0): OffsetValue(99)}) == E.NOT_LEADER_OR_FOLLOWER
         assert dict(await gc.fetch_offsets("g", [("t", 0)]))[("t", 0)].offset == 10  # type: ignore[union-attr]
@@ -494,3 +495,115 @@ def test_illegal_transitions_are_refused() -> None:
     group.transition(GroupState.COMPLETING_REBALANCE)
     group.transition(GroupState.STABLE)
     group.transition(GroupState.DEAD)
+
+
+# ---- the offset store over real logs --------------------------------------------------------------
+
+
+class _Config:
+    VALUES = {
+        "group.min.session.timeout.ms": 10, "group.max.session.timeout.ms": 10_000,
+        "group.initial.rebalance.delay.ms": 0, "group.max.size": 1000, "offset.metadata.max.bytes": 4096,
+        "offsets.retention.minutes": 10080, "offsets.retention.check.interval.ms": 600_000,
+        "offsets.topic.num.partitions": 2, "offsets.topic.replication.factor": 1,
+        "offsets.topic.segment.bytes": 104857600, "offsets.commit.timeout.ms": 5000,
+        "offsets.load.buffer.size": 100,  # tiny: loading must page through the log and grow past big batches
+    }
+
+    def get(self, name: str) -> Any:
+        return self.VALUES[name]
+
+
+class _Broker:
+    """Just enough of a broker: config, a metadata cache with listeners, and a replica manager."""
+
+    def __init__(self, tmp: Any) -> None:
+        from odradek.cluster.metadata import TopicMeta
+        from odradek.replication.partition import Partition
+        from odradek.storage.log import Log
+
+        self.config = _Config()
+        self.metadata = type("Meta", (), {})()
+        self.metadata.topics = {"__consumer_offsets": TopicMeta("__consumer_offsets", b"x" * 16, {0: [0], 1: [0]})}
+        self.metadata.brokers = {}
+        self.metadata.partition_listeners = []
+        self.metadata.topic_removed_listeners = []
+        self.parts = {i: Partition("__consumer_offsets", i, 0, Log(tmp / f"__consumer_offsets-{i}")) for i in (0, 1)}
+        self.replicas = type("Replicas", (), {})()
+        self.replicas.get = lambda topic, i: self.parts.get(i)
+        self.replicas.leader_partition = self._leader_partition
+
+    def _leader_partition(self, topic: str, i: int) -> Any:
+        part = self.parts[i]
+        if not part.is_leader:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        return part
+
+    def lead(self, i: int, epoch: int) -> None:
+        self.parts[i].make_leader(epoch, [0], [0])
+        for fn in list(self.metadata.partition_listeners):
+            fn("__consumer_offsets", i, self.metadata.topics["__consumer_offsets"])
+
+    def follow(self, i: int) -> None:
+        self.parts[i].make_follower(1, 9, [1], [0, 1])
+        for fn in list(self.metadata.partition_listeners):
+            fn("__consumer_offsets", i, self.metadata.topics["__consumer_offsets"])
+
+
+def test_offset_store_loads_a_partition_then_serves_and_writes_it(tmp_path: Any, monkeypatch: Any) -> None:
+    from odradek.groups import offsets as store_mod
+    from odradek.groups.coordinator import group_record, offset_records
+    from odradek.protocol.records import COMPRESSION_GZIP, build_batch
+
+    broker = _Broker(tmp_path)
+    index = store_mod.partition_for("g", 2)
+    log = broker.parts[index].log
+    seed = Group("g")
+    seed.protocol_type, seed.generation = "consumer", 4
+    log.append_as_leader(build_batch(group_record(seed)), 0)
+    many = {("t", p): OffsetValue(100 + p, "x" * 50, 1) for p in range(8)}
+    log.append_as_leader(build_batch(offset_records("g", many), compression=COMPRESSION_GZIP), 0)
+    log.append_as_leader(build_batch(offset_records("g", {("t", 7): None})), 0)  # tombstone
+    log.append_as_leader(build_batch(offset_records("g", {("t", 0): OffsetValue(5, "late", 2)})), 0)
+
+    slow = asyncio.Event()
+    real_read = store_mod.read_partition
+
+    def gated_read(log_: Any, size: int) -> Any:
+        while not slow.is_set():
+            time.sleep(0.01)
+        return real_read(log_, size)
+
+    monkeypatch.setattr(store_mod, "read_partition", gated_read)
+    monkeypatch.setattr(store_mod, "LOAD_WAIT_S", 0.05)
+
+    async def main() -> None:
+        gc = GroupCoordinator(broker)
+        await gc.start()
+        try:
+            with pytest.raises(KafkaError) as info:
+                await gc.fetch_offsets("g", None)
+            assert info.value.code == E.NOT_COORDINATOR
+            broker.lead(index, 1)
+            with pytest.raises(KafkaError) as info:
+                await gc.fetch_offsets("g", None)
+            assert info.value.code == E.COORDINATOR_LOAD_IN_PROGRESS
+            assert gc.list_groups()[0] == E.COORDINATOR_LOAD_IN_PROGRESS
+            slow.set()
+            await asyncio.sleep(0.3)
+            fetched = dict(await gc.fetch_offsets("g", None))
+            assert fetched[("t", 0)].offset == 5 and fetched[("t", 0)].metadata == "late"  # type: ignore[union-attr]
+            assert ("t", 7) not in fetched and fetched[("t", 6)].offset == 106  # type: ignore[union-attr]
+            assert gc.groups["g"].generation == 4 and gc.groups["g"].state is GroupState.EMPTY
+            assert await gc.commit("g", -1, "", None, {("t", 1): OffsetValue(77, "", 3)}) == E.NONE
+            replayed = store_mod.replay(real_read(log, 1 << 20))
+            assert replayed["g"].offsets[("t", 1)].offset == 77
+            broker.follow(index)
+            with pytest.raises(KafkaError) as info:
+                await gc.fetch_offsets("g", None)
+            assert info.value.code == E.NOT_COORDINATOR
+            assert "g" not in gc.groups
+        finally:
+            await gc.shutdown()
+
+    asyncio.run(main())

@@ -164,7 +164,7 @@ def _logical_lines(lines: list[str]) -> Iterable[str]:
     """Join continuation lines (odd number of trailing backslashes); drop blanks and comments."""
     pending = ""
     for raw in lines:
-        line = raw.lstrip() if not pending else raw.lstrip(" \t\f")
+        line = raw.lstrip(" \t\f")
         if not pending and (not line or line[0] in "#!"):
             continue
         trailing = len(line) - len(line.rstrip("\\"))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import select
 import signal
 import sys
 import time
@@ -167,6 +168,7 @@ def consumer_config(opts: argparse.Namespace, source: Source) -> dict[str, str]:
         conf["isolation.level"] = opts.isolation_level
     conf["enable.auto.offset.store"] = "false"  # only printed records count as consumed
     conf.setdefault("client.id", "console-consumer")
+    conf.setdefault("allow.auto.create.topics", "true")  # the Java consumer's default
     conf.pop("exclude.internal.topics", None)
     return conf
 
@@ -283,6 +285,23 @@ class Printer:
     def flush(self) -> None:
         self.out.flush()
 
+    def idle(self) -> None:
+        """Flush, and notice a reader that went away even when nothing is being written."""
+        self.flush()
+        if output_closed(self.out):
+            raise BrokenPipeError("stdout was closed")
+
+
+def output_closed(out: BinaryIO) -> bool:
+    """True when `out` is a pipe whose reading end has been closed (poll reports an error)."""
+    try:
+        poller = select.poll()
+        poller.register(out.fileno(), select.POLLOUT)
+        events = poller.poll(0)
+    except (OSError, ValueError, AttributeError):
+        return False
+    return any(mask & (select.POLLERR | select.POLLHUP) for _, mask in events)
+
 
 class Reporter:
     """Prints each distinct non-fatal consumer error once, as a warning line."""
@@ -297,16 +316,28 @@ class Reporter:
             print(f"WARNING: {text}", file=sys.stderr)
 
 
+@dataclass
+class Progress:
+    """How many records were printed; kept outside the loop so an aborted loop still reports it."""
+
+    count: int = 0
+
+
 def consume(
-    consumer: Consumer, printer: Printer, limits: Limits, stop: StopFlag, store: Callable[[Message], None]
-) -> int:
-    """The poll loop; returns how many records were printed."""
-    count, idle_since = 0, time.monotonic()
+    consumer: Consumer,
+    printer: Printer,
+    limits: Limits,
+    stop: StopFlag,
+    store: Callable[[Message], None],
+    progress: Progress,
+) -> None:
+    """The poll loop: print records until max messages, the idle timeout or a stop signal."""
+    idle_since = time.monotonic()
     reporter = Reporter()
-    while not stop.stopped and (limits.max_messages is None or count < limits.max_messages):
+    while not stop.stopped and (limits.max_messages is None or progress.count < limits.max_messages):
         msg = consumer.poll(POLL_SLICE_S)
         if msg is None:
-            printer.flush()
+            printer.idle()
             if limits.timeout_ms is not None and (time.monotonic() - idle_since) * 1000 >= limits.timeout_ms:
                 break
             continue
@@ -315,9 +346,8 @@ def consume(
             continue
         printer.write(msg)
         store(msg)
-        count += 1
+        progress.count += 1
         idle_since = time.monotonic()
-    return count
 
 
 def handle_error(err: KafkaError, reporter: Reporter) -> None:
@@ -358,16 +388,16 @@ def run_consumer(consumer: Consumer, source: Source, printer: Printer, limits: L
             consumer.store_offsets(message=msg)
 
     start(consumer, source)
-    count = 0
+    progress = Progress()
     try:
-        count = consume(consumer, printer, limits, stop, store)
+        consume(consumer, printer, limits, stop, store, progress)
         printer.flush()
     except BrokenPipeError:
         silence_stdout()
     finally:
-        print(f"Processed a total of {count} messages", file=sys.stderr)
+        print(f"Processed a total of {progress.count} messages", file=sys.stderr)
         close_quietly(consumer)
-    return count
+    return progress.count
 
 
 def close_quietly(consumer: Consumer) -> None:

@@ -4,7 +4,8 @@
 codec, CRC and whether it checks out) and, with `--deep-iteration` or `--print-data-log`, one
 `| offset: ...` line per record. `.index` and `.timeindex` files: one line per entry. Batches are
 read with `odradek.protocol.records`; a corrupt batch is shown as `isvalid: false` and the dump
-goes on, a torn tail is reported as invalid trailing bytes.
+goes on, a torn tail is reported as invalid trailing bytes. Keys and payloads are printed as
+UTF-8 text with control characters escaped (`\x0a`), so every record stays on one line.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ CONTROL_TYPES = {0: "ABORT", 1: "COMMIT"}
 INDEX_ENTRY = struct.Struct(">ii")
 TIMEINDEX_ENTRY = struct.Struct(">qi")
 INT32_MAX = 0x7FFFFFFF
+CONTROL_ESCAPES = {c: f"\\x{c:02x}" for c in [*range(0x20), 0x7F]}
 
 
 def build_parser() -> ArgParser:
@@ -86,8 +88,9 @@ def batch_line(header: rec.BatchHeader, pos: int, valid: bool) -> str:
     )
 
 
-def show(data: bytes | None) -> str:
-    return "" if data is None else data.decode("utf-8", "replace")
+def show(data: bytes) -> str:
+    """Keys and payloads as UTF-8 text, control characters escaped so a record stays on one line."""
+    return data.decode("utf-8", "replace").translate(CONTROL_ESCAPES)
 
 
 def record_line(header: rec.BatchHeader, record: rec.Record, opts: argparse.Namespace) -> str:
@@ -188,14 +191,15 @@ def dump_timeindex(path: Path, buf: Any) -> Iterator[str]:
 def mapped(path: Path) -> Iterator[Any]:
     """The file's bytes, memory-mapped (segments can be large); b'' for an empty file."""
     try:
-        with path.open("rb") as f:
-            if path.stat().st_size == 0:
-                yield b""
-                return
-            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as view:
-                yield view
+        f = path.open("rb")
     except OSError as exc:
         raise CliError(f"Error: cannot read {path}: {exc.strerror or exc}") from None
+    with f:
+        if path.stat().st_size == 0:
+            yield b""
+            return
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            yield view
 
 
 def dump_file(name: str, opts: argparse.Namespace) -> None:

@@ -27,6 +27,10 @@ TOOLS: dict[str, Tool] = {
     "console-consumer": Tool("odradek.cli.console_consumer", "print records of topics to stdout"),
     "dump-log": Tool("odradek.cli.dump_log", "print the batches and records of log segment files"),
     "demo": Tool("odradek.cli.demo", "run a broker with a live event stream for a while (the main job)"),
+    "zookeeper-server-start": Tool("odradek.cli.zookeeper.server_start", "run a ZooKeeper server from zoo.cfg"),
+    "zookeeper-server-stop": Tool("odradek.cli.zookeeper.server_stop", "stop ZooKeeper servers started here"),
+    "zookeeper-server-status": Tool("odradek.cli.zookeeper.server_status", "print a ZooKeeper server's mode"),
+    "cluster": Tool("odradek.cli.cluster", "run a local ZooKeeper ensemble + brokers (up, status, down)"),
 }
 
 PROG = "odradek"

@@ -304,9 +304,9 @@ class Topics:
     def new_topic(self, name: str) -> NewTopic:
         configs = parse_key_values(self.opts.config, "--config")
         if self.opts.replica_assignment:
-            return NewTopic(
-                name, replica_assignment=parse_replica_assignment(self.opts.replica_assignment), config=configs
-            )
+            assignment = parse_replica_assignment(self.opts.replica_assignment)
+            # librdkafka wants the real partition count alongside an assignment (and no replication factor).
+            return NewTopic(name, num_partitions=len(assignment), replica_assignment=assignment, config=configs)
         partitions = -1 if self.opts.partitions is None else self.opts.partitions
         factor = -1 if self.opts.replication_factor is None else self.opts.replication_factor
         return NewTopic(name, num_partitions=partitions, replication_factor=factor, config=configs)

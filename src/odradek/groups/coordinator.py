@@ -552,7 +552,7 @@ class GroupCoordinator:
             self.groups[group.group_id] = group
             for member in group.members.values():
                 self._touch(group, member)
-            log.info("Loaded group %s (%s, generation %d, %d members, %d offsets)", group.group_id,
+            log.debug("Loaded group %s (%s, generation %d, %d members, %d offsets)", group.group_id,
                      group.state.value, group.generation, len(group.members), len(group.offsets))
 
     def unload_partition(self, partition: int) -> None:
@@ -610,8 +610,11 @@ class GroupCoordinator:
         return True
 
     # ---- checks shared by the requests ----
-    async def _ready(self, group_id: str, create: bool = False) -> None:
-        if not group_id:
+    async def _ready(self, group_id: str, create: bool = False, allow_empty: bool = False) -> None:
+        """Raise unless this broker coordinates `group_id` and has loaded it. Like Kafka, the offset and
+        admin APIs accept the empty group id (old simple consumers committed under it); the membership
+        APIs do not."""
+        if group_id is None or (not group_id and not allow_empty):
             raise KafkaError(ErrorCode.INVALID_GROUP_ID, "The group id must not be empty")
         await self.store.wait_ready(group_id, create)
 
@@ -1000,7 +1003,7 @@ class GroupCoordinator:
                      offsets: dict[TopicPartition, OffsetValue]) -> ErrorCode:
         """Commit all offsets or none; returns the error for every partition."""
         try:
-            await self._ready(group_id, create=True)
+            await self._ready(group_id, create=True, allow_empty=True)
             group = self.groups.get(group_id)
             if group is None:
                 if generation >= 0:
@@ -1036,7 +1039,7 @@ class GroupCoordinator:
     async def fetch_offsets(self, group_id: str,
                             partitions: list[TopicPartition] | None) -> list[tuple[TopicPartition, OffsetValue | None]]:
         """Committed offsets (None where nothing is committed); all of the group's if partitions is None."""
-        await self._ready(group_id)
+        await self._ready(group_id, allow_empty=True)
         group = self.groups.get(group_id)
         offsets = group.offsets if group is not None else {}
         if partitions is None:
@@ -1044,7 +1047,7 @@ class GroupCoordinator:
         return [(tp, offsets.get(tp)) for tp in partitions]
 
     async def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
-        await self._ready(group_id)
+        await self._ready(group_id, allow_empty=True)
         group = self.groups.get(group_id)
         if group is None or group.is_(GroupState.DEAD):
             raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND)
@@ -1068,7 +1071,7 @@ class GroupCoordinator:
 
     # ---- DescribeGroups / ListGroups / DeleteGroups ----
     async def describe(self, group_id: str) -> GroupSummary:
-        await self._ready(group_id)
+        await self._ready(group_id, allow_empty=True)
         group = self.groups.get(group_id)
         if group is None:
             return GroupSummary(group_id, GroupState.DEAD.value, "", "", [])
@@ -1083,7 +1086,7 @@ class GroupCoordinator:
 
     async def delete_group(self, group_id: str) -> ErrorCode:
         try:
-            await self._ready(group_id)
+            await self._ready(group_id, allow_empty=True)
         except KafkaError as exc:
             return exc.code
         group = self.groups.get(group_id)

@@ -362,5 +362,6 @@ class OffsetStore:
         self.coordinator.install(Group.from_value(gid, g.metadata, g.offsets) for gid, g in loaded.items())
         st.loaded = True
         st.done.set()
-        log.info("Finished loading offsets and group metadata from %s-%d in %d milliseconds (%d records, "
-                 "%d groups)", OFFSETS_TOPIC, index, (time.monotonic() - started) * 1000, len(records), len(loaded))
+        log.log(logging.INFO if records else logging.DEBUG,
+                "Finished loading offsets and group metadata from %s-%d in %d milliseconds (%d records, %d groups)",
+                OFFSETS_TOPIC, index, (time.monotonic() - started) * 1000, len(records), len(loaded))

@@ -18,7 +18,7 @@ from odradek.cluster.controller import Controller
 from odradek.cluster.embedded import STORE_FILE, EmbeddedStore
 from odradek.cluster.metadata import MetadataCache
 from odradek.cluster.producer_ids import ProducerIdAllocator
-from odradek.cluster.store import MetadataStore, NodeExistsError, NoNodeError, to_json
+from odradek.cluster.store import MetadataStore, NodeExistsError, NoNodeError, StoreUnavailableError, to_json
 from odradek.config import BrokerConfig, ConfigError, validate_topic_configs
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.replication.manager import ReplicaManager
@@ -68,7 +68,10 @@ class Broker:
             raise StartupError(f"log.dirs: {exc}") from None
         self.logs = logs
         self.store = self._make_store()
-        await self.store.start()
+        try:
+            await self.store.start()
+        except StoreUnavailableError as exc:
+            raise StartupError(str(exc)) from None
         for path in zn.PERSISTENT_PATHS:
             await self.store.ensure_path(path)
         self.cluster_id = await self._cluster_id()
@@ -90,9 +93,28 @@ class Broker:
         log.info("%s started (cluster id %s)", self.prefix, self.cluster_id)
 
     def _make_store(self) -> MetadataStore:
-        if self.config.zookeeper_connect:
-            raise StartupError("zookeeper.connect is set, but cluster mode is not available in this build yet")
+        connect = self.config.zookeeper_connect
+        if connect:
+            from odradek.cluster.zk import ZooKeeperStore
+
+            store = ZooKeeperStore(connect, self.config.get("zookeeper.session.timeout.ms"),
+                                   self.config.zookeeper_connection_timeout_ms)
+            store.session_listeners.append(self._on_new_session)
+            return store
         return EmbeddedStore(Path(self.config.log_dirs[0]) / STORE_FILE)
+
+    async def _on_new_session(self) -> None:
+        """After a ZooKeeper session expired: our ephemeral znodes and watches are gone; register again
+        and re-read the metadata (the controller re-runs its election)."""
+        if self.stopping:
+            return
+        log.info("%s Re-registering after a new ZooKeeper session", self.prefix)
+        try:
+            await self._register()
+        except StartupError as exc:
+            log.error("%s %s", self.prefix, exc)
+        await self.metadata.start()
+        await self.controller.start()
 
     async def _cluster_id(self) -> str:
         try:

@@ -1,0 +1,617 @@
+"""`odradek cluster up|status|down`: the guides' pseudo-cluster on one host, in one command.
+
+``up`` lays out a directory (default ``./odradek-cluster``) the way the Kafka guides do by hand:
+``zk<N>/zoo.cfg`` and ``zk<N>/data/myid`` for each ZooKeeper server (client port
+``zk-base-port + N - 1``; quorum and election ports ``zk-base-port + 707 + N - 1`` and
+``zk-base-port + 1707 + N - 1``, i.e. 2888 and 3888 for the default 2181, so clusters with
+different bases can coexist), starts them with ``odradek zookeeper-server-start --daemon``, waits
+for a leader, then writes ``broker<N>/server.properties`` (``broker.id = N - 1``, port
+``base-port + N - 1``, ``zookeeper.connect`` naming every server) and starts each broker with
+``odradek server-start -daemon``, waiting until all are registered under ``/brokers/ids``.
+Everything started is recorded in ``cluster.json`` (ports, configs, pids) as it goes.
+
+``status`` shows each ZooKeeper server's mode, each broker's registration and pid, and the
+controller; it exits 1 when any part is down. ``down`` stops the brokers (SIGTERM, up to 60 s),
+then the ZooKeeper servers, by recorded pid (checked against /proc, so a reused pid is never
+signalled); it is idempotent. A failed ``up`` stops whatever it had started.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from odradek.cli.common import ArgParser, CliError, UsageError, parse_int, run_tool
+from odradek.cli.server_stop import find_processes
+from odradek.cli.zookeeper import GENERATED_CFG, PID_FILE, alive, find_servers, is_our_server, server_mode
+from odradek.cluster.znodes import BROKER_IDS, CONTROLLER
+
+STATE_FILE = "cluster.json"
+BROKER_OUT = "odradek-server.out"  # what server-start -daemon writes in $LOG_DIR
+DEFAULT_DIR = "odradek-cluster"
+QUORUM_OFFSET = 707  # 2181 -> 2888, as in the guides
+ELECTION_OFFSET = 1707  # 2181 -> 3888
+BROKER_STOP_TIMEOUT = 60.0
+ZOOKEEPER_STOP_TIMEOUT = 30.0
+SUBCOMMANDS = ("up", "status", "down")
+
+
+# ---------------------------------------------------------------------------------------------
+# The layout, recorded in cluster.json
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ZkNode:
+    """One ZooKeeper server of the cluster."""
+
+    id: int
+    client_port: int
+    quorum_port: int
+    election_port: int
+    config: str
+    pid: int | None = None
+
+    @property
+    def home(self) -> Path:
+        return Path(self.config).parent
+
+    @property
+    def data_dir(self) -> Path:
+        return self.home / "data"
+
+    @property
+    def generated_cfg(self) -> Path:
+        return self.data_dir / GENERATED_CFG
+
+
+@dataclass
+class BrokerNode:
+    """One broker of the cluster."""
+
+    id: int
+    port: int
+    config: str
+    pid: int | None = None
+
+    @property
+    def home(self) -> Path:
+        return Path(self.config).parent
+
+
+@dataclass
+class Cluster:
+    """The whole pseudo-cluster: where it lives, its hosts, ports and pids."""
+
+    dir: str
+    host: str
+    zookeepers: list[ZkNode] = field(default_factory=list)
+    brokers: list[BrokerNode] = field(default_factory=list)
+
+    @property
+    def zookeeper_connect(self) -> str:
+        return ",".join(f"{self.host}:{z.client_port}" for z in self.zookeepers)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"{self.host}:{b.port}" for b in self.brokers)
+
+    @property
+    def state_file(self) -> Path:
+        return Path(self.dir) / STATE_FILE
+
+    def save(self) -> None:
+        data = asdict(self) | {"zookeeper_connect": self.zookeeper_connect,
+                               "bootstrap_servers": self.bootstrap_servers}
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, indent=2) + "\n")
+        tmp.replace(self.state_file)
+
+    @classmethod
+    def load(cls, directory: Path) -> Cluster | None:
+        path = directory / STATE_FILE
+        if not path.is_file():
+            return None
+        try:
+            data = json.loads(path.read_text())
+            return cls(
+                dir=data["dir"],
+                host=data["host"],
+                zookeepers=[ZkNode(**z) for z in data["zookeepers"]],
+                brokers=[BrokerNode(**b) for b in data["brokers"]],
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CliError(f"Error: {path} is not a cluster record: {exc}") from None
+
+
+def plan(directory: Path, host: str, zookeepers: int, brokers: int, zk_base: int, base: int) -> Cluster:
+    """The layout for `zookeepers` servers and `brokers` brokers (nothing is written)."""
+    highest = max(zk_base + ELECTION_OFFSET + zookeepers - 1, base + brokers - 1)
+    if highest > 65535:
+        raise UsageError(f"Error: ports would go up to {highest}; choose lower --zk-base-port/--base-port")
+    cluster = Cluster(str(directory), host)
+    for n in range(1, zookeepers + 1):
+        ports = (zk_base + n - 1, zk_base + QUORUM_OFFSET + n - 1, zk_base + ELECTION_OFFSET + n - 1)
+        cluster.zookeepers.append(ZkNode(n, *ports, config=str(directory / f"zk{n}" / "zoo.cfg")))
+    for n in range(1, brokers + 1):
+        config = str(directory / f"broker{n}" / "server.properties")
+        cluster.brokers.append(BrokerNode(n - 1, base + n - 1, config))
+    return cluster
+
+
+def cluster_ports(cluster: Cluster) -> list[int]:
+    zk = [p for z in cluster.zookeepers for p in (z.client_port, z.quorum_port, z.election_port)]
+    return zk + [b.port for b in cluster.brokers]
+
+
+def port_is_free(host: str, port: int) -> bool:
+    """Whether a server could bind host:port now (SO_REUSEADDR, as servers set it)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def check_ports(cluster: Cluster) -> None:
+    ports = cluster_ports(cluster)
+    if len(set(ports)) != len(ports):
+        raise UsageError("Error: the ZooKeeper and broker port ranges overlap; change --base-port or --zk-base-port")
+    busy = [p for p in ports if not port_is_free(cluster.host, p)]
+    if busy:
+        raise CliError(f"Error: port(s) {', '.join(map(str, busy))} on {cluster.host} are already in use")
+
+
+# ---------------------------------------------------------------------------------------------
+# Config files
+# ---------------------------------------------------------------------------------------------
+
+
+def zk_config_text(cluster: Cluster, node: ZkNode) -> str:
+    lines = ["tickTime=2000", "initLimit=10", "syncLimit=5", f"dataDir={node.data_dir}",
+             f"clientPort={node.client_port}", f"clientPortAddress={cluster.host}"]
+    if len(cluster.zookeepers) > 1:
+        lines += [f"server.{z.id}={cluster.host}:{z.quorum_port}:{z.election_port}" for z in cluster.zookeepers]
+    return "\n".join(lines) + "\n"
+
+
+def write_zk_config(cluster: Cluster, node: ZkNode) -> None:
+    node.data_dir.mkdir(parents=True, exist_ok=True)
+    Path(node.config).write_text(zk_config_text(cluster, node))
+    if len(cluster.zookeepers) > 1:
+        (node.data_dir / "myid").write_text(f"{node.id}\n")
+
+
+def broker_properties(cluster: Cluster, broker: BrokerNode) -> dict[str, str]:
+    replication = str(min(3, len(cluster.brokers)))
+    return {
+        "broker.id": str(broker.id),
+        "listeners": f"PLAINTEXT://{cluster.host}:{broker.port}",
+        "log.dirs": str(broker.home / "data"),
+        "zookeeper.connect": cluster.zookeeper_connect,
+        "offsets.topic.replication.factor": replication,
+        "default.replication.factor": "1",
+        "num.partitions": "1",
+        "group.initial.rebalance.delay.ms": "0",
+    }
+
+
+def write_broker_config(cluster: Cluster, broker: BrokerNode) -> None:
+    broker.home.mkdir(parents=True, exist_ok=True)
+    props = broker_properties(cluster, broker)
+    header = "# Written by odradek cluster up; one broker of the pseudo-cluster in this directory.\n"
+    Path(broker.config).write_text(header + "".join(f"{k}={v}\n" for k, v in props.items()))
+
+
+# ---------------------------------------------------------------------------------------------
+# Processes
+# ---------------------------------------------------------------------------------------------
+
+
+def run_odradek(args: list[str], log_dir: Path, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+    """Run `odradek <args>` with LOG_DIR set; its output is captured."""
+    env = {**os.environ, "LOG_DIR": str(log_dir)}
+    cmd = [sys.executable, "-m", "odradek.cli.main", *args]
+    try:
+        return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise CliError(f"Error: odradek {' '.join(args)} did not finish within {timeout:.0f} s") from None
+
+
+def failure_line(result: subprocess.CompletedProcess[str]) -> str:
+    lines = [ln.strip() for ln in (result.stderr + "\n" + result.stdout).splitlines() if ln.strip()]
+    errors = [ln for ln in lines if ln.startswith("Error")]
+    return (errors or lines or [f"exit status {result.returncode}"])[0].removeprefix("Error: ")
+
+
+def broker_error(out: Path, offset: int) -> str | None:
+    """The broker's own one-line complaint ('Error: ...') written to its output after `offset`."""
+    try:
+        with open(out, "rb") as fh:
+            fh.seek(offset)
+            lines = fh.read().decode(errors="replace").splitlines()
+    except OSError:
+        return None
+    errors = [ln.strip() for ln in lines if ln.startswith("Error:") or " ERROR " in ln]
+    return errors[-1].removeprefix("Error: ") if errors else None
+
+
+def zk_pids(node: ZkNode) -> list[int]:
+    """Live servers of `node`: its recorded pid if it really is that server, plus any in /proc."""
+    pids = set(find_servers(node.generated_cfg))
+    if node.pid is not None and is_our_server(node.pid, node.generated_cfg):
+        pids.add(node.pid)
+    return sorted(pids)
+
+
+def broker_pids(broker: BrokerNode) -> list[int]:
+    """Live broker processes of `broker`'s config (the recorded pid among them, when alive)."""
+    return find_processes("server-start", broker.config)
+
+
+def signal_and_wait(pids: list[int], timeout: float) -> list[int]:
+    """SIGTERM, wait up to `timeout`, SIGKILL whatever is left; returns the pids that needed it."""
+    for pid in pids:
+        _kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.1)
+    stubborn = [p for p in pids if alive(p)]
+    for pid in stubborn:
+        _kill(pid, signal.SIGKILL)
+    return stubborn
+
+
+def _kill(pid: int, signum: int) -> None:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def wait_for(condition: Callable[[], bool], timeout: float, interval: float = 0.2) -> bool:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(interval)
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# ZooKeeper queries
+# ---------------------------------------------------------------------------------------------
+
+
+def zk_modes(cluster: Cluster) -> list[str | None]:
+    return [server_mode(cluster.host, z.client_port, timeout=2.0) for z in cluster.zookeepers]
+
+
+def has_quorum(modes: list[str | None]) -> bool:
+    """Every server serves, with exactly one leader (or is the standalone server)."""
+    if None in modes:
+        return False
+    return modes == ["standalone"] or modes.count("leader") == 1
+
+
+@dataclass
+class Registry:
+    """What the brokers registered in ZooKeeper."""
+
+    broker_ids: list[int]
+    controller: int | None
+
+
+def quiet_kazoo() -> None:
+    """kazoo logs connection trouble; the tools report it themselves, in one line."""
+    logger = logging.getLogger("kazoo")
+    logger.addHandler(logging.NullHandler())
+    logger.propagate = False
+
+
+def read_registry(connect: str, timeout: float = 10.0) -> Registry | None:
+    """/brokers/ids children and the /controller's brokerid, or None when ZooKeeper is unreachable."""
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import KazooException, NoNodeError
+    from kazoo.handlers.threading import KazooTimeoutError
+
+    quiet_kazoo()
+    client = KazooClient(hosts=connect, timeout=timeout)
+    try:
+        client.start(timeout=timeout)
+    except KazooTimeoutError:
+        client.close()
+        return None
+    try:
+        ids = sorted(int(i) for i in client.get_children(BROKER_IDS)) if client.exists(BROKER_IDS) else []
+        try:
+            controller = json.loads(client.get(CONTROLLER)[0]).get("brokerid")
+        except (NoNodeError, ValueError, AttributeError):
+            controller = None
+        return Registry(ids, controller)
+    except KazooException:
+        return None
+    finally:
+        client.stop()
+        client.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# cluster up
+# ---------------------------------------------------------------------------------------------
+
+
+def up_parser() -> ArgParser:
+    parser = ArgParser(
+        "cluster up",
+        "Start a local cluster: a ZooKeeper ensemble and brokers in ZooKeeper mode, all on one host.",
+        allow_abbrev=False,
+    )
+    parser.add_argument("--zookeepers", default="3", metavar="N", help="ZooKeeper servers (default 3)")
+    parser.add_argument("--brokers", default="3", metavar="N", help="brokers (default 3)")
+    parser.add_argument("--dir", default=DEFAULT_DIR, metavar="DIR", help=f"where it lives (default ./{DEFAULT_DIR})")
+    parser.add_argument("--base-port", default="9092", metavar="PORT", help="port of broker 0 (default 9092)")
+    parser.add_argument("--zk-base-port", default="2181", metavar="PORT",
+                        help="client port of ZooKeeper 1 (default 2181; quorum/election ports +707/+1707)")
+    parser.add_argument("--host", default="127.0.0.1", metavar="HOST", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--timeout", default="120", metavar="SECONDS", help="how long to wait for each stage")
+    return parser
+
+
+def up(argv: list[str]) -> int:
+    args = up_parser().parse_args(argv)
+    directory = Path(args.dir).expanduser().absolute()
+    cluster = plan(
+        directory,
+        args.host,
+        parse_int(args.zookeepers, "--zookeepers", minimum=1),
+        parse_int(args.brokers, "--brokers", minimum=1),
+        parse_int(args.zk_base_port, "--zk-base-port", minimum=1),
+        parse_int(args.base_port, "--base-port", minimum=1),
+    )
+    timeout = float(parse_int(args.timeout, "--timeout", minimum=1))
+    refuse_if_running(directory)
+    check_ports(cluster)
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        bring_up(cluster, timeout)
+    except (CliError, KeyboardInterrupt):
+        tear_down(cluster, quiet=True)
+        raise
+    print_usage(cluster)
+    return 0
+
+
+def refuse_if_running(directory: Path) -> None:
+    existing = Cluster.load(directory)
+    if existing is None:
+        return
+    if any(zk_pids(z) for z in existing.zookeepers) or any(broker_pids(b) for b in existing.brokers):
+        raise CliError(f"Error: a cluster is already running in {directory} (odradek cluster down --dir {directory})")
+
+
+def bring_up(cluster: Cluster, timeout: float) -> None:
+    if len(cluster.zookeepers) % 2 == 0:
+        print(f"Note: {len(cluster.zookeepers)} ZooKeeper servers tolerate no more failures than "
+              f"{len(cluster.zookeepers) - 1}; an odd number is usual.")
+    cluster.save()
+    for node in cluster.zookeepers:
+        start_zookeeper(cluster, node, timeout)
+    wait_for_quorum(cluster, timeout)
+    for broker in cluster.brokers:
+        start_broker(cluster, broker, timeout)
+    wait_for_registration(cluster, timeout)
+
+
+def start_zookeeper(cluster: Cluster, node: ZkNode, timeout: float) -> None:
+    write_zk_config(cluster, node)
+    print(f"zookeeper {node.id}: {cluster.host}:{node.client_port} ... ", end="", flush=True)
+    result = run_odradek(["zookeeper-server-start", "--daemon", "--timeout", str(int(timeout)), node.config],
+                         node.home / "logs", timeout + 30)
+    pids = zk_pids(node)
+    node.pid = pids[0] if pids else None
+    cluster.save()
+    if result.returncode != 0:
+        print("FAILED", flush=True)
+        raise CliError(f"Error: zookeeper {node.id} did not start: {failure_line(result)}")
+    print(f"STARTED (pid {node.pid})", flush=True)
+
+
+def wait_for_quorum(cluster: Cluster, timeout: float) -> None:
+    waiting = "the ZooKeeper ensemble to elect a leader" if len(cluster.zookeepers) > 1 else "ZooKeeper"
+    print(f"waiting for {waiting} ... ", end="", flush=True)
+    if not wait_for(lambda: has_quorum(zk_modes(cluster)), timeout):
+        print("FAILED", flush=True)
+        modes = ", ".join(f"zk{z.id}={m or 'not serving'}" for z, m in zip(cluster.zookeepers, zk_modes(cluster), strict=True))
+        raise CliError(f"Error: the ZooKeeper ensemble has no leader after {timeout:.0f} s ({modes})")
+    modes = zk_modes(cluster)
+    leader = next((z.id for z, m in zip(cluster.zookeepers, modes, strict=True) if m in ("leader", "standalone")), None)
+    print(f"zookeeper {leader} leads" if len(modes) > 1 else "serving (standalone)", flush=True)
+
+
+def start_broker(cluster: Cluster, broker: BrokerNode, timeout: float) -> None:
+    write_broker_config(cluster, broker)
+    print(f"broker {broker.id}: {cluster.host}:{broker.port} ... ", end="", flush=True)
+    out = broker.home / "logs" / BROKER_OUT
+    offset = out.stat().st_size if out.exists() else 0
+    result = run_odradek(["server-start", "-daemon", broker.config], broker.home / "logs", timeout + 30)
+    match = re.search(r"\(pid (\d+)\)", result.stdout)
+    pids = broker_pids(broker)
+    broker.pid = int(match.group(1)) if match and int(match.group(1)) in pids else (pids[0] if pids else None)
+    cluster.save()
+    if result.returncode != 0:
+        print("FAILED", flush=True)
+        detail = broker_error(out, offset) or failure_line(result)
+        raise CliError(f"Error: broker {broker.id} did not start: {detail} (log: {out})")
+    print(f"STARTED (pid {broker.pid})", flush=True)
+
+
+def wait_for_registration(cluster: Cluster, timeout: float) -> None:
+    wanted = {b.id for b in cluster.brokers}
+    print("waiting for the brokers to register in ZooKeeper ... ", end="", flush=True)
+    seen: list[Registry | None] = [None]
+
+    def registered() -> bool:
+        seen[0] = read_registry(cluster.zookeeper_connect, timeout=min(10.0, timeout))
+        return seen[0] is not None and wanted <= set(seen[0].broker_ids)
+
+    if not wait_for(registered, timeout, interval=0.5):
+        print("FAILED", flush=True)
+        got = seen[0].broker_ids if seen[0] else "ZooKeeper unreachable"
+        raise CliError(f"Error: brokers {sorted(wanted)} not all registered after {timeout:.0f} s (got {got})")
+    print("done", flush=True)
+
+
+def print_usage(cluster: Cluster) -> None:
+    b, z, d = cluster.bootstrap_servers, cluster.zookeeper_connect, cluster.dir
+    rf = min(3, len(cluster.brokers))
+    print(
+        f"\nThe cluster is up ({d}, recorded in {STATE_FILE}).\n"
+        f"  bootstrap servers: {b}\n"
+        f"  zookeeper.connect: {z}\n\n"
+        "Try:\n"
+        f"  odradek topics --bootstrap-server {b} --create --topic my-replicated-topic"
+        f" --partitions 3 --replication-factor {rf}\n"
+        f"  odradek topics --bootstrap-server {b} --describe --topic my-replicated-topic\n"
+        f"  odradek console-producer --bootstrap-server {b} --topic my-replicated-topic\n"
+        f"  odradek console-consumer --bootstrap-server {b} --topic my-replicated-topic --from-beginning\n"
+        f"  odradek zookeeper-server-status {cluster.zookeepers[0].config}\n"
+        f"  odradek cluster status --dir {d}\n"
+        f"  odradek cluster down --dir {d}"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# cluster status
+# ---------------------------------------------------------------------------------------------
+
+
+def dir_parser(command: str, description: str) -> ArgParser:
+    parser = ArgParser(f"cluster {command}", description, allow_abbrev=False)
+    parser.add_argument("--dir", default=DEFAULT_DIR, metavar="DIR", help=f"the cluster's directory (default ./{DEFAULT_DIR})")
+    return parser
+
+
+def load_cluster(directory: str) -> Cluster | None:
+    return Cluster.load(Path(directory).expanduser().absolute())
+
+
+def status(argv: list[str]) -> int:
+    args = dir_parser("status", "Show the ZooKeeper modes, broker registrations and controller.").parse_args(argv)
+    cluster = load_cluster(args.dir)
+    if cluster is None:
+        raise CliError(f"Error: no cluster in {args.dir} ({STATE_FILE} not found); start one with odradek cluster up")
+    healthy = zk_status(cluster)
+    return 0 if broker_status(cluster) and healthy else 1
+
+
+def describe_pid(pids: list[int]) -> str:
+    return f"pid {pids[0]}" if pids else "not running"
+
+
+def zk_status(cluster: Cluster) -> bool:
+    print(f"ZooKeeper ({cluster.zookeeper_connect}):")
+    modes = zk_modes(cluster)
+    for node, mode in zip(cluster.zookeepers, modes, strict=True):
+        shown = f"Mode: {mode}" if mode else "not serving"
+        print(f"  zookeeper {node.id}  {cluster.host}:{node.client_port}  {describe_pid(zk_pids(node))}  {shown}")
+    return has_quorum(modes)
+
+
+def broker_status(cluster: Cluster) -> bool:
+    print(f"Brokers ({cluster.bootstrap_servers}):")
+    registry = read_registry(cluster.zookeeper_connect, timeout=5.0)
+    registered = set(registry.broker_ids) if registry else set()
+    healthy = registry is not None
+    for broker in cluster.brokers:
+        pids = broker_pids(broker)
+        state = "registered" if broker.id in registered else "not registered"
+        healthy = healthy and bool(pids) and broker.id in registered
+        print(f"  broker {broker.id}  {cluster.host}:{broker.port}  {describe_pid(pids)}  {state}")
+    if registry is None:
+        print("Controller: unknown (ZooKeeper is unreachable)")
+        return False
+    print(f"Controller: broker {registry.controller}" if registry.controller is not None else "Controller: none")
+    return healthy and registry.controller is not None
+
+
+# ---------------------------------------------------------------------------------------------
+# cluster down
+# ---------------------------------------------------------------------------------------------
+
+
+def down(argv: list[str]) -> int:
+    args = dir_parser("down", "Stop the brokers, then the ZooKeeper servers, of a cluster (SIGTERM).").parse_args(argv)
+    cluster = load_cluster(args.dir)
+    if cluster is None:
+        print(f"No cluster in {args.dir} ({STATE_FILE} not found); nothing to stop")
+        return 0
+    tear_down(cluster, quiet=False)
+    return 0
+
+
+def tear_down(cluster: Cluster, *, quiet: bool) -> None:
+    """Stop brokers (up to 60 s), then ZooKeeper servers; forget their pids."""
+    say: Callable[[str], Any] = (lambda _text: None) if quiet else print
+    stop_group("brokers", sorted({p for b in cluster.brokers for p in broker_pids(b)}), BROKER_STOP_TIMEOUT, say)
+    stop_group("zookeepers", sorted({p for z in cluster.zookeepers for p in zk_pids(z)}), ZOOKEEPER_STOP_TIMEOUT, say)
+    for node in [*cluster.brokers, *cluster.zookeepers]:
+        node.pid = None
+    for zk in cluster.zookeepers:
+        (zk.data_dir / PID_FILE).unlink(missing_ok=True)
+    if cluster.state_file.parent.is_dir():
+        cluster.save()
+
+
+def stop_group(what: str, pids: list[int], timeout: float, say: Callable[[str], Any]) -> None:
+    if not pids:
+        say(f"Stopping {what} ... none running")
+        return
+    stubborn = signal_and_wait(pids, timeout)
+    killed = f"; killed pid {', '.join(map(str, stubborn))} after {timeout:.0f} s" if stubborn else ""
+    say(f"Stopping {what} ... STOPPED (pid {', '.join(map(str, pids))}{killed})")
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry point
+# ---------------------------------------------------------------------------------------------
+
+USAGE = f"""usage: odradek cluster {{up,status,down}} [--dir DIR] [options]
+
+A local pseudo-cluster: a ZooKeeper ensemble and brokers on one host, under ./{DEFAULT_DIR}.
+  up      start it: odradek cluster up [--zookeepers 3] [--brokers 3] [--dir DIR]
+          [--base-port 9092] [--zk-base-port 2181] [--host 127.0.0.1]
+  status  each ZooKeeper server's mode, each broker's registration, the controller
+  down    stop the brokers, then the ZooKeeper servers (idempotent)
+Run 'odradek cluster <command> --help' for its flags."""
+
+
+def main(argv: list[str]) -> int:
+    """`odradek cluster up|status|down [flags]`."""
+    commands: dict[str, Callable[[list[str]], int]] = {"up": up, "status": status, "down": down}
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(USAGE, file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    if argv[0] not in commands:
+        print(f"Error: unknown cluster command '{argv[0]}' (expected one of {', '.join(SUBCOMMANDS)})",
+              file=sys.stderr)
+        return 2
+    return run_tool(lambda: commands[argv[0]](argv[1:]))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

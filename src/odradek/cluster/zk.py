@@ -1,0 +1,200 @@
+"""The metadata store on Apache ZooKeeper, through kazoo: Kafka's znodes live there, shared by every
+broker of the cluster. Blocking kazoo calls run in worker threads; watch callbacks and session events
+are handed to the broker's event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from functools import partial
+from typing import Any, TypeVar
+
+from kazoo import exceptions as kz
+from kazoo.client import KazooClient, KazooState
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import EventType, WatchedEvent
+from kazoo.protocol.states import ZnodeStat as KzStat
+from kazoo.retry import KazooRetry
+
+from odradek.cluster.store import (
+    BadVersionError,
+    MetadataStore,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    Stat,
+    StoreError,
+    StoreUnavailableError,
+    Watcher,
+    WatchEvent,
+)
+
+log = logging.getLogger("odradek.zookeeper")
+T = TypeVar("T")
+
+_EVENT_TYPES = {
+    EventType.CREATED: "CREATED",
+    EventType.DELETED: "DELETED",
+    EventType.CHANGED: "CHANGED",
+    EventType.CHILD: "CHILD",
+}
+
+
+def split_connect(connect: str) -> tuple[str, str]:
+    """`h1:2181,h2:2182/chroot` -> ('h1:2181,h2:2182', '/chroot'); chroot '' when absent."""
+    hosts, slash, chroot = connect.partition("/")
+    chroot = ("/" + chroot.rstrip("/")) if slash and chroot.strip("/") else ""
+    return hosts, chroot
+
+
+def _stat(s: KzStat) -> Stat:
+    return Stat(s.version, s.ephemeralOwner, s.ctime, s.mtime, s.numChildren)
+
+
+class ZooKeeperStore(MetadataStore):
+    def __init__(self, connect: str, session_timeout_ms: int = 18000, connection_timeout_ms: int = 18000) -> None:
+        self.connect = connect
+        self.hosts, self.chroot = split_connect(connect)
+        self.session_timeout_ms = session_timeout_ms
+        self.connection_timeout_ms = connection_timeout_ms
+        self.session_listeners: list[Callable[[], object]] = []
+        self._client: KazooClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._lost = False
+
+    def _new_client(self, hosts: str) -> KazooClient:
+        return KazooClient(
+            hosts=hosts,
+            timeout=self.session_timeout_ms / 1000,
+            connection_retry=KazooRetry(max_tries=-1, delay=0.2, max_delay=2),
+            command_retry=KazooRetry(max_tries=3, delay=0.1, max_delay=1, ignore_expire=False),
+            logger=logging.getLogger("kazoo.client"),
+        )
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        log.info("Connecting to zookeeper on %s", self.connect)
+        if self.chroot:
+            await self._run(self._ensure_chroot)
+        client = self._new_client(self.hosts + self.chroot)
+        try:
+            await self._loop.run_in_executor(None, partial(client.start, timeout=self.connection_timeout_ms / 1000))
+        except KazooTimeoutError:
+            client.stop()
+            client.close()
+            raise StoreUnavailableError(
+                f"Timed out waiting for connection to ZooKeeper at {self.connect} "
+                f"(zookeeper.connection.timeout.ms={self.connection_timeout_ms})"
+            ) from None
+        client.add_listener(self._on_state)
+        self._client = client
+        self.session_id = client.client_id[0] if client.client_id else 0
+        log.info("Connected to zookeeper at %s (session 0x%x)", self.connect, self.session_id)
+
+    def _ensure_chroot(self) -> None:
+        probe = self._new_client(self.hosts)
+        try:
+            probe.start(timeout=self.connection_timeout_ms / 1000)
+        except KazooTimeoutError:
+            probe.stop()
+            probe.close()
+            raise StoreUnavailableError(
+                f"Timed out waiting for connection to ZooKeeper at {self.hosts} "
+                f"(zookeeper.connection.timeout.ms={self.connection_timeout_ms})"
+            ) from None
+        try:
+            probe.ensure_path(self.chroot)
+        finally:
+            probe.stop()
+            probe.close()
+
+    def _on_state(self, state: str) -> None:
+        """Called on kazoo's thread. A LOST session means our ephemeral nodes and watches are gone: once a
+        new session is up, the broker re-registers and re-reads everything."""
+        if state == KazooState.LOST:
+            self._lost = True
+            log.warning("ZooKeeper session expired; will re-register once reconnected")
+        elif state == KazooState.SUSPENDED:
+            log.warning("Disconnected from ZooKeeper; reconnecting")
+        elif state == KazooState.CONNECTED and self._lost and self._loop is not None:
+            self._lost = False
+            client = self._client
+            if client is not None and client.client_id:
+                self.session_id = client.client_id[0]
+            for fn in self.session_listeners:
+                self._loop.call_soon_threadsafe(self._spawn_listener, fn)
+
+    def _spawn_listener(self, fn: Callable[[], object]) -> None:
+        res = fn()
+        if asyncio.iscoroutine(res):
+            asyncio.get_running_loop().create_task(res)
+
+    async def close(self) -> None:
+        client, self._client = self._client, None
+        if client is None:
+            return
+        loop = asyncio.get_running_loop()
+        try:
+            await asyncio.wait_for(loop.run_in_executor(None, client.stop), 10)
+        except TimeoutError:
+            log.warning("Timed out closing the ZooKeeper session")
+        client.close()
+
+    # ---- operations ----------------------------------------------------------------------------
+    async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        assert self._loop is not None
+        try:
+            return await self._loop.run_in_executor(None, partial(fn, *args, **kwargs))
+        except kz.NoNodeError as exc:
+            raise NoNodeError(str(args[0]) if args else str(exc)) from None
+        except kz.NodeExistsError:
+            raise NodeExistsError(str(args[0]) if args else "") from None
+        except kz.BadVersionError:
+            raise BadVersionError(str(args[0]) if args else "") from None
+        except kz.NotEmptyError:
+            raise NotEmptyError(str(args[0]) if args else "") from None
+        except (kz.ConnectionLoss, kz.SessionExpiredError, kz.OperationTimeoutError, kz.ZookeeperStoppedError,
+                KazooTimeoutError) as exc:
+            raise StoreUnavailableError(f"ZooKeeper unavailable: {type(exc).__name__}") from None
+        except kz.ZookeeperError as exc:
+            raise StoreError(f"ZooKeeper error on {args[0] if args else ''}: {type(exc).__name__}") from None
+
+    @property
+    def client(self) -> KazooClient:
+        if self._client is None:
+            raise StoreUnavailableError("not connected to ZooKeeper")
+        return self._client
+
+    def _wrap(self, watch: Watcher | None) -> Callable[[WatchedEvent], None] | None:
+        if watch is None:
+            return None
+        loop = self._loop
+        assert loop is not None
+
+        def fire(ev: WatchedEvent) -> None:
+            kind = _EVENT_TYPES.get(ev.type)
+            if kind is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(watch, WatchEvent(kind, ev.path))
+
+        return fire
+
+    async def create(self, path: str, data: bytes = b"", ephemeral: bool = False, makepath: bool = False) -> str:
+        return await self._run(self.client.create, path, data, ephemeral=ephemeral, makepath=makepath)
+
+    async def get(self, path: str, watch: Watcher | None = None) -> tuple[bytes, Stat]:
+        data, stat = await self._run(self.client.get, path, self._wrap(watch))
+        return data or b"", _stat(stat)
+
+    async def set(self, path: str, data: bytes, version: int = -1) -> Stat:
+        return _stat(await self._run(self.client.set, path, data, version))
+
+    async def delete(self, path: str, version: int = -1, recursive: bool = False) -> None:
+        await self._run(self.client.delete, path, version, recursive)
+
+    async def exists(self, path: str, watch: Watcher | None = None) -> Stat | None:
+        stat = await self._run(self.client.exists, path, self._wrap(watch))
+        return _stat(stat) if stat is not None else None
+
+    async def get_children(self, path: str, watch: Watcher | None = None) -> list[str]:
+        return sorted(await self._run(self.client.get_children, path, self._wrap(watch)))
