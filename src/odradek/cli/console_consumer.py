@@ -13,6 +13,7 @@ import random
 import select
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ from odradek.cli.common import (
 )
 
 POLL_SLICE_S = 0.2
+CLOSE_TIMEOUT_S = 10.0
 DEFAULT_FORMATTERS = (
     "kafka.tools.DefaultMessageFormatter",
     "org.apache.kafka.tools.consumer.DefaultMessageFormatter",
@@ -400,11 +402,28 @@ def run_consumer(consumer: Consumer, source: Source, printer: Printer, limits: L
     return progress.count
 
 
-def close_quietly(consumer: Consumer) -> None:
-    try:
-        consumer.close()
-    except Exception:
-        pass
+def close_quietly(consumer: Consumer, timeout_s: float = CLOSE_TIMEOUT_S) -> None:
+    """Close (commit, leave the group) without hanging on an unreachable broker.
+
+    librdkafka's close can block for a session timeout when the coordinator is gone, so it runs
+    in a daemon thread that is abandoned after `timeout_s`.
+    """
+
+    def close() -> None:
+        try:
+            consumer.close()
+        except Exception:
+            pass
+
+    closer = threading.Thread(target=close, name="consumer-close", daemon=True)
+    closer.start()
+    closer.join(timeout_s)
+    if closer.is_alive():
+        print(
+            f"WARNING: the consumer did not close within {int(timeout_s * 1000)} ms; "
+            "its last offsets may not be committed",
+            file=sys.stderr,
+        )
 
 
 def execute(argv: list[str]) -> int:

@@ -574,11 +574,11 @@ class GroupCoordinator:
         group.state = GroupState.DEAD
 
     # ---- timers ----
-    def _touch(self, group: Group, member: Member, delay_ms: int | None = None) -> None:
+    def _touch(self, group: Group, member: Member) -> None:
         """(Re)start the member's session timer."""
         member.cancel_timer()
-        delay = (member.session_timeout_ms if delay_ms is None else delay_ms) / 1000
-        member.timer = asyncio.get_running_loop().call_later(delay, self._session_expired, group, member)
+        member.timer = asyncio.get_running_loop().call_later(
+            member.session_timeout_ms / 1000, self._session_expired, group, member)
 
     def _session_expired(self, group: Group, member: Member) -> None:
         member.timer = None

@@ -293,6 +293,9 @@ class OffsetStore:
         except OSError as exc:
             log.error("Writing to %s-%d failed: %s", OFFSETS_TOPIC, index, exc)
             raise KafkaError(ErrorCode.NOT_COORDINATOR, str(exc)) from None
+        except Exception as exc:  # a storage bug must become an error code, not a dropped connection
+            log.error("Writing to %s-%d failed: %s", OFFSETS_TOPIC, index, exc, exc_info=exc)
+            raise KafkaError(ErrorCode.UNKNOWN_SERVER_ERROR, str(exc)) from None
 
     # ---- leadership ----
     def _on_partition_state(self, topic: str, index: int, meta: TopicMeta) -> None:

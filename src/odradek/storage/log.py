@@ -33,6 +33,7 @@ from odradek.protocol.records import (
     set_partition_leader_epoch,
     validate_batches,
 )
+from odradek.storage.epoch_cache import LeaderEpochCache
 from odradek.storage.producer_state import ProducerStateManager, last_sequence
 from odradek.storage.segment import (
     DELETED_SUFFIX,
@@ -349,6 +350,9 @@ class Log:
         self.producer_state = ProducerStateManager()
         self.dir.mkdir(parents=True, exist_ok=True)
         self._load(clean_shutdown)
+        self.epochs = LeaderEpochCache(self.dir)
+        if not self.epochs.loaded or not clean_shutdown:
+            self._rebuild_epochs()
         self._rebuild_producer_state()
         self._high_watermark = self._leo
         if high_watermark is not None:
@@ -577,6 +581,7 @@ class Log:
             if log_append:
                 off_max = first  # every record carries the same append time: the first one is the earliest
             self._append(data, entries, max_ts, n_records)
+            self.epochs.assign(leader_epoch, first)
             return AppendInfo(
                 first,
                 offset - 1,
@@ -609,6 +614,7 @@ class Log:
                         max_ts, off_max = h.max_timestamp, h.last_offset
                 for _, h in run:
                     self.producer_state.update(h, h.base_offset)
+                    self.epochs.assign(h.partition_leader_epoch, h.base_offset)
                 run_records = sum(h.records_count for _, h in run)
                 n_records += run_records
                 if run[0][1].base_offset != self._leo:
@@ -638,6 +644,17 @@ class Log:
                 self.producer_state.check(h, pending)
                 pending[h.producer_id] = last_sequence(h)
         return None
+
+    def _rebuild_epochs(self) -> None:
+        """The leader epoch cache from batch headers (when its checkpoint is missing or may be stale)."""
+        entries: list[tuple[int, int]] = []
+        for seg in self._segments:
+            for _pos, h in seg.iter_headers():
+                if h.partition_leader_epoch >= 0 and (not entries or h.partition_leader_epoch > entries[-1][0]):
+                    entries.append((h.partition_leader_epoch, h.base_offset))
+        if entries != self.epochs.entries:
+            self.epochs.entries = entries
+            self.epochs.flush()
 
     def _rebuild_producer_state(self, segments_back: int = 2) -> None:
         """Producer state from the batch headers of the newest segments (older producers count as expired,
@@ -907,6 +924,7 @@ class Log:
                     offset,
                 )
                 self.log_start_offset = offset
+                self.epochs.truncate_from_start(offset)
                 self.delete_old_segments(
                     lambda seg, nxt: nxt.base_offset <= offset, "log start offset breach"
                 )
@@ -959,6 +977,7 @@ class Log:
             self.recovery_point = min(self.recovery_point, self._leo)
             self._high_watermark = min(self._high_watermark, self._leo)
             self._boundaries.clear()
+            self.epochs.truncate_from_end(self._leo)
             self._rebuild_producer_state()
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -978,6 +997,8 @@ class Log:
         self._leo = self.log_start_offset = self.recovery_point = self._high_watermark = offset
         self._boundaries.clear()
         self.producer_state.clear()
+        if hasattr(self, "epochs"):
+            self.epochs.clear()
 
     # --- lifecycle ---------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ log = logging.getLogger("odradek.storage")
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 LOCK_FILE = ".lock"
 CHECKPOINT_VERSION = 0
 
@@ -147,6 +148,7 @@ class LogManager:
             log.info("Attempting recovery for all logs in %s since no clean shutdown file was found", d)
         recovery_points = read_checkpoint(d / RECOVERY_POINT_CHECKPOINT)
         start_offsets = read_checkpoint(d / LOG_START_OFFSET_CHECKPOINT)
+        high_watermarks = read_checkpoint(d / REPLICATION_OFFSET_CHECKPOINT)
         for entry in sorted(os.scandir(d), key=lambda e: e.name):
             if not entry.is_dir():
                 continue
@@ -172,6 +174,7 @@ class LogManager:
                     self._config_for(key[0]),
                     recovery_point=recovery_points.get(key, 0),
                     log_start_offset=start_offsets.get(key, 0),
+                    high_watermark=high_watermarks.get(key, 0),
                     clean_shutdown=clean,
                     time_ms=self._time,
                 ),
@@ -252,6 +255,7 @@ class LogManager:
             mine = [(key, lg) for key, owner, lg in items if owner == d]
             write_checkpoint(d / RECOVERY_POINT_CHECKPOINT, {key: lg.recovery_point for key, lg in mine})
             write_checkpoint(d / LOG_START_OFFSET_CHECKPOINT, {key: lg.log_start_offset for key, lg in mine})
+            write_checkpoint(d / REPLICATION_OFFSET_CHECKPOINT, {key: lg.high_watermark for key, lg in mine})
 
     def run_retention(self) -> int:
         """One retention pass over every log; returns how many segments were deleted."""

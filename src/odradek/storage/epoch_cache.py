@@ -1,0 +1,93 @@
+"""Leader epoch cache of one partition: the start offset of each leader epoch seen in the log, kept in
+the partition's `leader-epoch-checkpoint` file (Kafka's format). It answers "where does epoch E end?",
+which is how a follower finds the point where its log diverges from a new leader's (KIP-101/279)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from bisect import bisect_right
+from pathlib import Path
+
+log = logging.getLogger("odradek.storage")
+CHECKPOINT_FILE = "leader-epoch-checkpoint"
+
+
+class LeaderEpochCache:
+    def __init__(self, partition_dir: Path) -> None:
+        self.path = partition_dir / CHECKPOINT_FILE
+        self.entries: list[tuple[int, int]] = []  # (epoch, start offset), both increasing
+        self.loaded = self._read()
+
+    def _read(self) -> bool:
+        try:
+            lines = self.path.read_text().split("\n")
+        except FileNotFoundError:
+            return False
+        try:
+            count = int(lines[1])
+            entries = [tuple(int(x) for x in line.split()) for line in lines[2 : 2 + count]]
+            self.entries = [(e, o) for e, o in entries]  # type: ignore[misc]
+            return True
+        except (IndexError, ValueError) as exc:
+            log.warning("Ignoring malformed %s: %s", self.path, exc)
+            self.entries = []
+            return False
+
+    def flush(self) -> None:
+        body = f"0\n{len(self.entries)}\n" + "".join(f"{e} {o}\n" for e, o in self.entries)
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "w") as f:
+            f.write(body)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+    @property
+    def latest_epoch(self) -> int:
+        return self.entries[-1][0] if self.entries else -1
+
+    def assign(self, epoch: int, start_offset: int) -> None:
+        """Record that `epoch` starts at `start_offset` (ignored unless it is a newer epoch)."""
+        if epoch < 0 or (self.entries and epoch <= self.entries[-1][0]):
+            return
+        # an older epoch cannot start after a newer one: drop entries that would
+        while self.entries and self.entries[-1][1] >= start_offset and self.entries[-1][0] < epoch:
+            self.entries.pop()
+        self.entries.append((epoch, start_offset))
+        self.flush()
+
+    def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
+        """(largest epoch <= `epoch`, the offset where it ends), or (-1, -1) if there is none."""
+        if not self.entries or epoch < self.entries[0][0]:
+            return -1, -1
+        if epoch >= self.entries[-1][0]:
+            return self.entries[-1][0], log_end_offset
+        i = bisect_right([e for e, _ in self.entries], epoch)
+        return self.entries[i - 1][0], self.entries[i][1]
+
+    def epoch_for_offset(self, offset: int) -> int:
+        starts = [o for _, o in self.entries]
+        i = bisect_right(starts, offset)
+        return self.entries[i - 1][0] if i else -1
+
+    def truncate_from_end(self, end_offset: int) -> None:
+        """Forget epochs that start at or after `end_offset` (the log was truncated there)."""
+        before = len(self.entries)
+        self.entries = [(e, o) for e, o in self.entries if o < end_offset]
+        if len(self.entries) != before:
+            self.flush()
+
+    def truncate_from_start(self, start_offset: int) -> None:
+        """The log now starts at `start_offset`: the epoch covering it starts there."""
+        keep = [(e, o) for e, o in self.entries if o >= start_offset]
+        covering = [(e, o) for e, o in self.entries if o < start_offset]
+        if covering:
+            keep.insert(0, (covering[-1][0], start_offset))
+        if keep != self.entries:
+            self.entries = keep
+            self.flush()
+
+    def clear(self) -> None:
+        self.entries = []
+        self.flush()

@@ -1,0 +1,45 @@
+"""Leader epoch cache: where each epoch starts and ends, truncation, and the checkpoint file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from odradek.protocol.records import build_batch
+from odradek.storage.epoch_cache import LeaderEpochCache
+from odradek.storage.log import Log
+
+
+def test_end_offsets(tmp_path: Path) -> None:
+    c = LeaderEpochCache(tmp_path)
+    c.assign(0, 0)
+    c.assign(2, 10)
+    c.assign(5, 25)
+    assert c.end_offset_for(0, 40) == (0, 10)
+    assert c.end_offset_for(1, 40) == (0, 10)  # epoch 1 never led: the largest epoch below it
+    assert c.end_offset_for(2, 40) == (2, 25)
+    assert c.end_offset_for(7, 40) == (5, 40)
+    assert LeaderEpochCache(tmp_path).entries == [(0, 0), (2, 10), (5, 25)]
+    assert (tmp_path / "leader-epoch-checkpoint").read_text() == "0\n3\n0 0\n2 10\n5 25\n"
+
+
+def test_truncation(tmp_path: Path) -> None:
+    c = LeaderEpochCache(tmp_path)
+    for e, o in ((0, 0), (2, 10), (5, 25)):
+        c.assign(e, o)
+    c.truncate_from_end(25)
+    assert c.entries == [(0, 0), (2, 10)]
+    c.truncate_from_start(12)
+    assert c.entries == [(2, 12)]
+
+
+def test_log_keeps_its_epochs_across_truncation_and_reopen(tmp_path: Path) -> None:
+    log = Log(tmp_path / "t-0")
+    for epoch in (0, 0, 3, 3, 4):
+        log.append_as_leader(build_batch([(None, b"x")]), epoch)
+    assert log.epochs.entries == [(0, 0), (3, 2), (4, 4)]
+    log.truncate_to(3)
+    assert log.epochs.entries == [(0, 0), (3, 2)]
+    log.close()
+    (tmp_path / "t-0" / "leader-epoch-checkpoint").unlink()
+    again = Log(tmp_path / "t-0")  # rebuilt from the batch headers
+    assert again.epochs.entries == [(0, 0), (3, 2)]
