@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -124,3 +125,45 @@ class BrokerProcess:
     def restart(self, timeout: float = 30.0) -> BrokerProcess:
         self.stop()
         return self.start(timeout)
+
+
+@dataclass
+class BrokerCluster:
+    """Several brokers sharing one ZooKeeper connect string (each a BrokerProcess of its own)."""
+
+    workdir: Path
+    zookeeper_connect: str
+    size: int = 3
+    overrides: dict[str, str] = field(default_factory=dict)
+    brokers: list[BrokerProcess] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        chroot = "/odradek-" + uuid.uuid4().hex[:12]  # each cluster its own namespace in a shared ZooKeeper
+        for i in range(self.size):
+            props = {
+                "zookeeper.connect": self.zookeeper_connect + chroot,
+                "zookeeper.session.timeout.ms": "6000",
+                "offsets.topic.replication.factor": str(min(3, self.size)),
+                "replica.lag.time.max.ms": "6000",
+                "replica.fetch.wait.max.ms": "200",
+                "group.initial.rebalance.delay.ms": "0",
+                **self.overrides,
+            }
+            self.brokers.append(BrokerProcess(self.workdir / f"broker{i}", broker_id=i, overrides=props))
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(b.bootstrap for b in self.brokers)
+
+    def start(self) -> BrokerCluster:
+        for b in self.brokers:
+            b.start()
+        return self
+
+    def stop(self) -> None:
+        for b in self.brokers:
+            b.stop()
+            b.kill()
+
+    def by_id(self, broker_id: int) -> BrokerProcess:
+        return self.brokers[broker_id]

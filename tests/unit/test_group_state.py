@@ -514,12 +514,32 @@ class _Config:
         return self.VALUES[name]
 
 
+class _Partition:
+    """The leader-side surface of replication.partition.Partition the store uses, over a real Log."""
+
+    def __init__(self, log: Any) -> None:
+        self.log = log
+        self.is_leader = False
+        self.leader_epoch = -1
+
+    def append_as_leader(self, records: memoryview, required_acks: int) -> Any:
+        if not self.is_leader:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        info = self.log.append_as_leader(records, self.leader_epoch)
+        self.log.high_watermark = self.log.log_end_offset
+        return info
+
+    def hw_waiter(self, offset: int) -> asyncio.Future[None]:
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        fut.set_result(None)
+        return fut
+
+
 class _Broker:
     """Just enough of a broker: config, a metadata cache with listeners, and a replica manager."""
 
     def __init__(self, tmp: Any) -> None:
         from odradek.cluster.metadata import TopicMeta
-        from odradek.replication.partition import Partition
         from odradek.storage.log import Log
 
         self.config = _Config()
@@ -528,7 +548,7 @@ class _Broker:
         self.metadata.brokers = {}
         self.metadata.partition_listeners = []
         self.metadata.topic_removed_listeners = []
-        self.parts = {i: Partition("__consumer_offsets", i, 0, Log(tmp / f"__consumer_offsets-{i}")) for i in (0, 1)}
+        self.parts = {i: _Partition(Log(tmp / f"__consumer_offsets-{i}")) for i in (0, 1)}
         self.replicas = type("Replicas", (), {})()
         self.replicas.get = lambda topic, i: self.parts.get(i)
         self.replicas.leader_partition = self._leader_partition
@@ -539,15 +559,17 @@ class _Broker:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         return part
 
-    def lead(self, i: int, epoch: int) -> None:
-        self.parts[i].make_leader(epoch, [0], [0])
+    def _changed(self, i: int) -> None:
         for fn in list(self.metadata.partition_listeners):
             fn("__consumer_offsets", i, self.metadata.topics["__consumer_offsets"])
 
+    def lead(self, i: int, epoch: int) -> None:
+        self.parts[i].is_leader, self.parts[i].leader_epoch = True, epoch
+        self._changed(i)
+
     def follow(self, i: int) -> None:
-        self.parts[i].make_follower(1, 9, [1], [0, 1])
-        for fn in list(self.metadata.partition_listeners):
-            fn("__consumer_offsets", i, self.metadata.topics["__consumer_offsets"])
+        self.parts[i].is_leader, self.parts[i].leader_epoch = False, 9
+        self._changed(i)
 
 
 def test_offset_store_loads_a_partition_then_serves_and_writes_it(tmp_path: Any, monkeypatch: Any) -> None:

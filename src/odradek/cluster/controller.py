@@ -196,6 +196,16 @@ class Controller:
             for p, replicas in topic.partitions.items():
                 await self._maybe_reelect(name, p, replicas)
 
+    async def _shrink_isr(self, name: str, p: int, state: zn.PartitionState, isr: list[int], version: int) -> None:
+        """Dead followers leave the ISR at once, so acks=all producers need not wait out the lag time."""
+        new_state = zn.PartitionState(state.leader, state.leader_epoch, isr, self.epoch)
+        try:
+            await self.store.set(zn.partition_state_path(name, p), to_json(new_state.to_json()), version=version)
+            log.info("[Controller id=%d] Partition %s-%d: removed offline replicas from isr, now %s",
+                     self.broker_id, name, p, isr)
+        except BadVersionError:
+            pass
+
     async def _maybe_reelect(self, name: str, p: int, replicas: list[int]) -> None:
         path = zn.partition_state_path(name, p)
         try:
@@ -205,9 +215,11 @@ class Controller:
             return
         except (StoreError, KeyError, TypeError, ValueError):
             return
-        if state.leader in self._live:
-            return
         live_isr = [b for b in state.isr if b in self._live]
+        if state.leader in self._live:
+            if live_isr != state.isr:
+                await self._shrink_isr(name, p, state, live_isr, stat.version)
+            return
         candidates = [b for b in replicas if b in live_isr]
         if not candidates and self.unclean_leader_election:
             candidates = [b for b in replicas if b in self._live]

@@ -112,6 +112,8 @@ class ZooKeeperStore(MetadataStore):
     def _on_state(self, state: str) -> None:
         """Called on kazoo's thread. A LOST session means our ephemeral nodes and watches are gone: once a
         new session is up, the broker re-registers and re-reads everything."""
+        if self._client is None:
+            return  # our own close
         if state == KazooState.LOST:
             self._lost = True
             log.warning("ZooKeeper session expired; will re-register once reconnected")

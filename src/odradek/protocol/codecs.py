@@ -51,6 +51,8 @@ from kafka.protocol.consumer import (
     OffsetCommitResponse,
     OffsetFetchRequest,
     OffsetFetchResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
     SyncGroupRequest,
     SyncGroupResponse,
 )
@@ -115,6 +117,7 @@ KNOWN_APIS: dict[int, ApiSpec] = {
         _spec(DeleteTopicsRequest, DeleteTopicsResponse, 1, 6),
         _spec(DeleteRecordsRequest, DeleteRecordsResponse, 0, 2),
         _spec(InitProducerIdRequest, InitProducerIdResponse, 0, 4),
+        _spec(OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, 2, 4),
         _spec(DescribeConfigsRequest, DescribeConfigsResponse, 1, 4),
         _spec(AlterConfigsRequest, AlterConfigsResponse, 0, 2),
         _spec(CreatePartitionsRequest, CreatePartitionsResponse, 0, 3),

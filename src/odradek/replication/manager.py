@@ -1,13 +1,20 @@
 """The replica manager: keeps this broker's Partition objects in step with the partition states in the
-metadata cache (become leader or follower, create or delete logs), and is what the produce and fetch
-handlers talk to."""
+metadata cache (become leader or follower, create or delete logs), runs the replica fetchers for the
+partitions it follows, maintains the ISR of the partitions it leads (shrink after replica.lag.time.max.ms,
+expand once caught up; conditional writes to the partition state znode), and is what the produce and
+fetch handlers talk to."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from typing import Any
 
+from odradek.cluster import znodes as zn
 from odradek.cluster.metadata import MetadataCache, TopicMeta
+from odradek.cluster.store import BadVersionError, MetadataStore, StoreError, to_json
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.replication.fetcher import ReplicaFetcher
 from odradek.replication.partition import Partition
 from odradek.storage.manager import LogManager
 
@@ -15,12 +22,20 @@ log = logging.getLogger("odradek.replica")
 
 
 class ReplicaManager:
-    def __init__(self, broker_id: int, logs: LogManager, metadata: MetadataCache, default_min_isr: int = 1) -> None:
+    def __init__(self, broker_id: int, logs: LogManager, metadata: MetadataCache, store: MetadataStore,
+                 config: Any) -> None:
         self.broker_id = broker_id
         self.logs = logs
         self.metadata = metadata
-        self.default_min_isr = default_min_isr
+        self.store = store
+        self.config = config
+        self.default_min_isr = config.get("min.insync.replicas")
+        self.lag_time_ms = config.get("replica.lag.time.max.ms")
         self.partitions: dict[tuple[str, int], Partition] = {}
+        self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._isr_task: asyncio.Task | None = None
+        self.stopping = False
         metadata.partition_listeners.append(self._on_partition_state)
         metadata.topic_removed_listeners.append(self._on_topic_removed)
         metadata.config_listeners.append(self._on_config)
@@ -30,6 +45,17 @@ class ReplicaManager:
         for name, meta in list(self.metadata.topics.items()):
             for p in meta.states:
                 self._on_partition_state(name, p, meta)
+        self._isr_task = asyncio.get_running_loop().create_task(self._isr_maintenance())
+
+    async def shutdown(self) -> None:
+        self.stopping = True
+        if self._isr_task is not None:
+            self._isr_task.cancel()
+        for t in list(self._tasks):
+            t.cancel()
+        for f in list(self.fetchers.values()):
+            await f.stop()
+        self.fetchers.clear()
 
     def get(self, topic: str, partition: int) -> Partition | None:
         return self.partitions.get((topic, partition))
@@ -47,16 +73,25 @@ class ReplicaManager:
             raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"{topic}-{partition} has no leader")
         raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"broker {self.broker_id} does not lead {topic}-{partition}")
 
+    def leaders(self) -> list[Partition]:
+        return [p for p in self.partitions.values() if p.is_leader]
+
     def _min_isr(self, meta: TopicMeta) -> int:
         try:
             return int(meta.config.get("min.insync.replicas", self.default_min_isr))
         except ValueError:
             return self.default_min_isr
 
+    # ---- reacting to metadata ------------------------------------------------------------------
     def _on_partition_state(self, topic: str, index: int, meta: TopicMeta) -> None:
+        if self.stopping:
+            return
         state = meta.states.get(index)
         replicas = meta.assignment.get(index, [])
         if state is None or self.broker_id not in replicas:
+            part = self.partitions.get((topic, index))
+            if part is not None and self.broker_id not in replicas:
+                self._stop_fetching(part)
             return
         part = self.partitions.get((topic, index))
         if part is None:
@@ -65,14 +100,23 @@ class ReplicaManager:
             self.partitions[(topic, index)] = part
         part.min_insync_replicas = self._min_isr(meta)
         if state.leader == self.broker_id:
-            part.make_leader(state.leader_epoch, state.isr, replicas)
+            self._stop_fetching(part)
+            part.make_leader(state, replicas)
         else:
-            part.make_follower(state.leader, state.leader_epoch, state.isr, replicas)
+            changed = part.make_follower(state, replicas)
+            if state.leader < 0:
+                self._stop_fetching(part)
+            elif changed or not self._is_fetching(part):
+                self._stop_fetching(part)
+                self._start_fetching(part, state.leader)
 
     def _on_topic_removed(self, topic: str, meta: TopicMeta) -> None:
         for key in [k for k in self.partitions if k[0] == topic]:
             part = self.partitions.pop(key)
-            part.make_follower(-1, part.leader_epoch, [], [])
+            self._stop_fetching(part)
+            part.leader_id = -1
+            part._fail_hw_waiters()
+            part._wake_data()
             self.logs.delete_log(topic, key[1])
         log.info("Deleted logs of topic %s on broker %d", topic, self.broker_id)
 
@@ -81,3 +125,75 @@ class ReplicaManager:
         for (t, _), part in self.partitions.items():
             if t == topic:
                 part.min_insync_replicas = self._min_isr(meta)
+
+    # ---- fetchers ------------------------------------------------------------------------------
+    def _fetcher_key(self, part: Partition, leader: int) -> tuple[int, int]:
+        n = max(self.config.get("num.replica.fetchers"), 1)
+        return leader, hash((part.topic, part.index)) % n
+
+    def _start_fetching(self, part: Partition, leader: int) -> None:
+        key = self._fetcher_key(part, leader)
+        fetcher = self.fetchers.get(key)
+        if fetcher is None:
+            fetcher = ReplicaFetcher(self, leader, key[1])
+            self.fetchers[key] = fetcher
+        fetcher.add(part)
+
+    def _stop_fetching(self, part: Partition) -> None:
+        for key, fetcher in list(self.fetchers.items()):
+            if fetcher.remove(part) and not fetcher.partitions:
+                del self.fetchers[key]
+                self._spawn(fetcher.stop())
+
+    def _is_fetching(self, part: Partition) -> bool:
+        return any((part.topic, part.index) in f.partitions for f in self.fetchers.values())
+
+    def on_follower_append(self, part: Partition) -> None:
+        part._wake_data()
+
+    # ---- the leader's side of replication -------------------------------------------------------
+    def record_follower_fetch(self, part: Partition, replica_id: int, fetch_offset: int) -> None:
+        part.update_follower(replica_id, fetch_offset)
+        if part.isr_to_expand() and not part.isr_change_pending:
+            self._spawn(self._update_isr(part, "expand"))
+
+    async def _isr_maintenance(self) -> None:
+        interval = max(self.lag_time_ms / 2, 100) / 1000
+        while not self.stopping:
+            await asyncio.sleep(interval)
+            for part in self.leaders():
+                if part.isr_to_shrink(self.lag_time_ms) and not part.isr_change_pending:
+                    await self._update_isr(part, "shrink")
+
+    async def _update_isr(self, part: Partition, why: str) -> None:
+        part.isr_change_pending = True
+        try:
+            if why == "expand":
+                new_isr = sorted(set(part.isr) | set(part.isr_to_expand()), key=part.replicas.index)
+            else:
+                lagging = set(part.isr_to_shrink(self.lag_time_ms))
+                new_isr = [r for r in part.isr if r not in lagging]
+            if new_isr == part.isr or not part.is_leader:
+                return
+            state = zn.PartitionState(self.broker_id, part.leader_epoch, new_isr, part.controller_epoch)
+            path = zn.partition_state_path(part.topic, part.index)
+            try:
+                stat = await self.store.set(path, to_json(state.to_json()), version=part.zk_version)
+            except BadVersionError:
+                log.info("%s Cached zkVersion %d not equal to that in zookeeper, skip updating ISR",
+                         part.prefix, part.zk_version)
+                return
+            except StoreError as exc:
+                log.warning("%s Failed to update ISR: %s", part.prefix, exc)
+                return
+            verb = "Expanding" if why == "expand" else "Shrinking"
+            log.info("%s %s ISR from %s to %s", part.prefix, verb, ",".join(map(str, part.isr)),
+                     ",".join(map(str, new_isr)))
+            part.set_isr(new_isr, stat.version)
+        finally:
+            part.isr_change_pending = False
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)

@@ -1,15 +1,33 @@
 """One partition replica on this broker: its log, leadership and leader epoch, ISR and high watermark,
-and the waiters parked on it (long-poll fetches, acks=all produces)."""
+the progress of its followers (when leader), and the waiters parked on it (long-poll fetches,
+acks=all produces)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from dataclasses import dataclass
 
+from odradek.cluster.znodes import PartitionState
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.storage.log import AppendInfo, FetchDataInfo, Log
 
 log = logging.getLogger("odradek.partition")
+
+
+def now_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+@dataclass(slots=True)
+class FollowerState:
+    """What the leader knows of one follower, from its fetches."""
+
+    log_end_offset: int = -1
+    last_caught_up_ms: int = 0
+    leader_leo_at_last_fetch: int = -1
+    last_fetch_ms: int = 0
 
 
 class Partition:
@@ -22,13 +40,21 @@ class Partition:
         self.leader_epoch = -1
         self.replicas: list[int] = []
         self.isr: list[int] = []
+        self.zk_version = 0
+        self.controller_epoch = 0
         self.min_insync_replicas = 1
+        self.followers: dict[int, FollowerState] = {}
+        self.isr_change_pending = False
         self._data_waiters: list[asyncio.Future[None]] = []
         self._hw_waiters: list[tuple[int, asyncio.Future[None]]] = []
 
     @property
     def name(self) -> str:
         return f"{self.topic}-{self.index}"
+
+    @property
+    def prefix(self) -> str:
+        return f"[Partition {self.name} broker={self.broker_id}]"
 
     @property
     def is_leader(self) -> bool:
@@ -38,26 +64,44 @@ class Partition:
     def high_watermark(self) -> int:
         return self.log.high_watermark
 
-    def make_leader(self, leader_epoch: int, isr: list[int], replicas: list[int]) -> None:
-        changed = not self.is_leader or leader_epoch != self.leader_epoch
-        self.leader_id = self.broker_id
-        self.leader_epoch = leader_epoch
-        self.isr = list(isr)
+    def _adopt(self, state: PartitionState, replicas: list[int]) -> None:
+        self.isr = list(state.isr)
         self.replicas = list(replicas)
-        if changed:
-            log.info("[Partition %s broker=%d] Leader %s starting at leader epoch %d from offset %d, isr %s",
-                     self.name, self.broker_id, self.name, leader_epoch, self.log.log_end_offset, isr)
-        self._maybe_advance_hw()
+        self.zk_version = state.zk_version
+        self.controller_epoch = state.controller_epoch
 
-    def make_follower(self, leader_id: int, leader_epoch: int, isr: list[int], replicas: list[int]) -> None:
-        if leader_id != self.leader_id:
-            log.info("[Partition %s broker=%d] leader changed to %d (epoch %d)", self.name, self.broker_id,
-                     leader_id, leader_epoch)
-        self.leader_id = leader_id
-        self.leader_epoch = leader_epoch
-        self.isr = list(isr)
-        self.replicas = list(replicas)
-        self._wake_all()
+    def make_leader(self, state: PartitionState, replicas: list[int]) -> None:
+        new_term = not self.is_leader or state.leader_epoch != self.leader_epoch
+        self.leader_id = self.broker_id
+        self.leader_epoch = state.leader_epoch
+        self._adopt(state, replicas)
+        if new_term:
+            self.log.epochs.assign(state.leader_epoch, self.log.log_end_offset)
+            now = now_ms()
+            # followers in the ISR get a full lag window to show up before they can be dropped
+            self.followers = {
+                r: FollowerState(last_caught_up_ms=now if r in self.isr else 0)
+                for r in replicas if r != self.broker_id
+            }
+            log.info("%s Leader %s starting at leader epoch %d from offset %d with high watermark %d, isr %s",
+                     self.prefix, self.name, state.leader_epoch, self.log.log_end_offset, self.high_watermark,
+                     ",".join(map(str, self.isr)))
+        self._maybe_advance_hw()
+        self._wake_data()
+
+    def make_follower(self, state: PartitionState, replicas: list[int]) -> bool:
+        """Returns whether the leader or its epoch changed (the fetcher must restart for this partition)."""
+        changed = state.leader != self.leader_id or state.leader_epoch != self.leader_epoch
+        if changed:
+            log.info("%s leader changed to %d (epoch %d)", self.prefix, state.leader, state.leader_epoch)
+        self.leader_id = state.leader
+        self.leader_epoch = state.leader_epoch
+        self._adopt(state, replicas)
+        self.followers = {}
+        if changed:
+            self._fail_hw_waiters()
+        self._wake_data()
+        return changed
 
     # ---- leader side ---------------------------------------------------------------------------
     def append_as_leader(self, records: memoryview, required_acks: int) -> AppendInfo:
@@ -74,19 +118,87 @@ class Partition:
         self._wake_data()
         return info
 
-    def _maybe_advance_hw(self) -> None:
-        # With replication, the HW is the minimum LEO over the ISR; a sole in-sync replica is its own LEO.
-        if self.is_leader and self.isr == [self.broker_id]:
-            leo = self.log.log_end_offset
-            if leo > self.log.high_watermark:
-                self.log.high_watermark = leo
-                self._wake_hw()
+    def update_follower(self, replica_id: int, fetch_offset: int) -> None:
+        """A follower fetched from `fetch_offset`: that is its log end offset."""
+        st = self.followers.get(replica_id)
+        if st is None:
+            return
+        now = now_ms()
+        leader_leo = self.log.log_end_offset
+        if fetch_offset >= leader_leo:
+            st.last_caught_up_ms = now
+        elif fetch_offset >= st.leader_leo_at_last_fetch >= 0:
+            st.last_caught_up_ms = max(st.last_caught_up_ms, st.last_fetch_ms)
+        st.leader_leo_at_last_fetch = leader_leo
+        st.last_fetch_ms = now
+        st.log_end_offset = fetch_offset
+        self._maybe_advance_hw()
 
+    def isr_to_expand(self) -> list[int]:
+        """Followers outside the ISR that have caught up to the high watermark in the current epoch."""
+        epoch_start = self.log.epochs.end_offset_for(self.leader_epoch - 1, self.log.log_end_offset)[1]
+        return [
+            r for r, st in self.followers.items()
+            if r not in self.isr and st.log_end_offset >= self.high_watermark and st.log_end_offset >= max(epoch_start, 0)
+        ]
+
+    def isr_to_shrink(self, lag_time_ms: int) -> list[int]:
+        now = now_ms()
+        return [
+            r for r in self.isr
+            if r != self.broker_id and now - self.followers.get(r, FollowerState()).last_caught_up_ms > lag_time_ms
+        ]
+
+    def set_isr(self, isr: list[int], zk_version: int) -> None:
+        self.isr = list(isr)
+        self.zk_version = zk_version
+        self._maybe_advance_hw()
+
+    def _maybe_advance_hw(self) -> None:
+        if not self.is_leader:
+            return
+        hw = self.log.log_end_offset
+        for r in self.isr:
+            if r != self.broker_id:
+                st = self.followers.get(r)
+                hw = min(hw, st.log_end_offset if st is not None else -1)
+        if hw > self.log.high_watermark:
+            self.log.high_watermark = hw
+            self._wake_hw()
+
+    def diverging_epoch(self, last_fetched_epoch: int, fetch_offset: int) -> tuple[int, int] | None:
+        """Where a follower's log diverges from ours, from the epoch of its last fetched batch (KIP-595's
+        check on the fetch path, equivalent to an OffsetForLeaderEpoch round trip)."""
+        if last_fetched_epoch < 0:
+            return None
+        epoch, end = self.log.epochs.end_offset_for(last_fetched_epoch, self.log.log_end_offset)
+        if epoch < 0:
+            return -1, self.high_watermark
+        if epoch < last_fetched_epoch or end < fetch_offset:
+            return epoch, end
+        return None
+
+    # ---- follower side -------------------------------------------------------------------------
+    def truncate_to_diverging(self, epoch: int, end_offset: int) -> int:
+        """Drop our tail where it diverges from the leader's log; returns the new log end offset."""
+        mine_epoch, mine_end = self.log.epochs.end_offset_for(epoch, self.log.log_end_offset) if epoch >= 0 else (-1, -1)
+        target = min(end_offset, self.log.high_watermark if mine_epoch < 0 else mine_end)
+        if target < self.log.log_end_offset:
+            log.info("%s Truncating to offset %d after a divergence at epoch %d (leader end offset %d)",
+                     self.prefix, target, epoch, end_offset)
+            self.log.truncate_to(max(target, self.log.log_start_offset))
+        return self.log.log_end_offset
+
+    def set_follower_hw(self, leader_hw: int) -> None:
+        hw = min(leader_hw, self.log.log_end_offset)
+        if hw > self.log.high_watermark:
+            self.log.high_watermark = hw
+
+    # ---- reads and waiting ---------------------------------------------------------------------
     def read(self, offset: int, max_bytes: int, replica: bool, min_one: bool) -> FetchDataInfo:
         upper = None if replica else self.log.high_watermark
         return self.log.read(offset, max_bytes, max_offset=upper, min_one_message=min_one)
 
-    # ---- waiting -------------------------------------------------------------------------------
     def data_waiter(self) -> asyncio.Future[None]:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._data_waiters.append(fut)
@@ -120,8 +232,7 @@ class Partition:
         self._hw_waiters = keep
         self._wake_data()
 
-    def _wake_all(self) -> None:
-        self._wake_data()
+    def _fail_hw_waiters(self) -> None:
         for _off, f in self._hw_waiters:
             if not f.done():
                 f.set_exception(KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"leadership of {self.name} moved"))

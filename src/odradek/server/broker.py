@@ -20,6 +20,7 @@ from odradek.cluster.metadata import MetadataCache
 from odradek.cluster.producer_ids import ProducerIdAllocator
 from odradek.cluster.store import MetadataStore, NodeExistsError, NoNodeError, StoreUnavailableError, to_json
 from odradek.config import BrokerConfig, ConfigError, validate_topic_configs
+from odradek.groups.coordinator import GroupCoordinator
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.replication.manager import ReplicaManager
 from odradek.server.dispatcher import Dispatcher
@@ -78,11 +79,13 @@ class Broker:
         self._write_meta_properties()
         self.metadata = MetadataCache(self.store, self.cluster_id)
         self.producer_ids = ProducerIdAllocator(self.store, self.broker_id)
-        self.replicas = ReplicaManager(self.broker_id, self.logs, self.metadata, cfg.get("min.insync.replicas"))
+        self.replicas = ReplicaManager(self.broker_id, self.logs, self.metadata, self.store, cfg)
         await self._listen()
         await self._register()
         await self.metadata.start()
         self.replicas.start()
+        self.groups = GroupCoordinator(self)
+        await self.groups.start()
         self.controller = Controller(
             self.broker_id, self.store, self.metadata,
             delete_topic_enable=cfg.get("delete.topic.enable"),
@@ -172,12 +175,30 @@ class Broker:
         info = zn.BrokerInfo(self.broker_id, host, port, self.config.get("broker.rack"),
                              self.config.advertised_listeners[0].name)
         path = zn.broker_path(self.broker_id)
-        try:
-            await self.store.create(path, to_json(info.to_json()), ephemeral=True, makepath=True)
-        except NodeExistsError:
-            raise StartupError(
-                f"broker.id {self.broker_id} is already registered at {path}: another broker uses this id"
-            ) from None
+        loop = asyncio.get_running_loop()
+        # A znode holding our own endpoint is our previous incarnation (killed before its session expired):
+        # wait for ZooKeeper to expire it. Another endpoint is another broker with this id.
+        deadline = loop.time() + self.config.get("zookeeper.session.timeout.ms") / 1000 + 10
+        while True:
+            try:
+                await self.store.create(path, to_json(info.to_json()), ephemeral=True, makepath=True)
+                break
+            except NodeExistsError:
+                try:
+                    data, _ = await self.store.get_json(path)
+                    same = zn.BrokerInfo.from_json(self.broker_id, data)
+                    ours = (same.host, same.port) == (host, port)
+                except NoNodeError:
+                    continue
+                except Exception:
+                    ours = False
+                if not ours or loop.time() > deadline:
+                    raise StartupError(
+                        f"broker.id {self.broker_id} is already registered at {path}: another broker uses this id"
+                    ) from None
+                log.info("%s %s still holds the registration of a previous session; waiting for it to expire",
+                         self.prefix, path)
+                await asyncio.sleep(1.0)
         log.info("Registered broker %d at path %s with addresses: %s://%s:%d", self.broker_id, path,
                  info.listener_name, host, port)
 
@@ -298,7 +319,13 @@ class Broker:
             return
         self.stopping = True
         log.info("%s shutting down", self.prefix)
+        if getattr(self, "groups", None) is not None:
+            await self.groups.shutdown()
+        if hasattr(self, "replicas") and self.config.zookeeper_connect and self.config.get("controlled.shutdown.enable"):
+            await self._controlled_shutdown()
         await self.server.close()
+        if hasattr(self, "replicas"):
+            await self.replicas.shutdown()
         for t in self._tasks:
             t.cancel()
         if hasattr(self, "controller"):
@@ -317,6 +344,29 @@ class Broker:
                 log.error("%s shutting down the log manager failed: %s", self.prefix, exc)
         log.info("%s shut down completed", self.prefix)
         self._stopped.set()
+
+    async def _controlled_shutdown(self) -> None:
+        """Move leadership away before exiting: leave /brokers/ids so the controller elects other leaders
+        from the ISR, and wait (bounded) until this broker leads nothing that another replica could."""
+        log.info("%s Starting controlled shutdown", self.prefix)
+        try:
+            await self.store.delete(zn.broker_path(self.broker_id))
+        except Exception as exc:
+            log.warning("%s Controlled shutdown could not deregister: %s", self.prefix, exc)
+            return
+
+        def done() -> bool:
+            for p in self.replicas.leaders():
+                if any(r != self.broker_id and r in self.metadata.brokers for r in p.isr):
+                    return False
+            return True
+
+        timeout = self.config.get("controlled.shutdown.max.retries") * self.config.get(
+            "controlled.shutdown.retry.backoff.ms") / 1000
+        if await self.metadata.wait_for(done, max(timeout, 5.0)):
+            log.info("%s Controlled shutdown succeeded", self.prefix)
+        else:
+            log.warning("%s Controlled shutdown timed out; some partitions are still led by this broker", self.prefix)
 
     async def wait_stopped(self) -> None:
         await self._stopped.wait()

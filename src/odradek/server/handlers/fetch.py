@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kafka.protocol.consumer import ListOffsetsResponse
+from kafka.protocol.consumer import ListOffsetsResponse, OffsetForLeaderEpochResponse
 
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.fetch import FetchPartitionResult, FetchTopicResult, encode_fetch_response
@@ -35,8 +35,10 @@ class _FetchPlan:
         if self.version >= 15 and state is not None:
             replica_id = state.replica_id
         self.is_replica = replica_id >= 0
+        self.replica_id = replica_id
         self.max_bytes = request.max_bytes if self.version >= 3 else 2**31 - 1
         self.topics: list[tuple[FetchTopicResult, list[tuple[Any, Partition | None, KafkaError | None]]]] = []
+        self.diverging: dict[tuple[str, int], tuple[int, int] | None] = {}
         cache = ctx.broker.metadata
         replicas = ctx.broker.replicas
         for t in request.topics:
@@ -54,6 +56,10 @@ class _FetchPlan:
                         _check_epoch(part, getattr(fp, "current_leader_epoch", -1))
                     except KafkaError as exc:
                         err, part = exc, None
+                if part is not None and self.is_replica:
+                    self.diverging[(name, fp.partition)] = part.diverging_epoch(
+                        getattr(fp, "last_fetched_epoch", -1), fp.fetch_offset)
+                    replicas.record_follower_fetch(part, replica_id, fp.fetch_offset)
                 entries.append((fp, part, err))
             self.topics.append((FetchTopicResult(name, tid), entries))
 
@@ -74,6 +80,12 @@ class _FetchPlan:
                     res.high_watermark = part.high_watermark
                     res.last_stable_offset = part.high_watermark
                     res.log_start_offset = part.log.log_start_offset
+                    div = self.diverging.get((proto.name, fp.partition))
+                    if div is not None:
+                        res.diverging_epoch = div
+                        res.records = b""
+                        topic.partitions.append(res)
+                        continue
                     try:
                         data = part.read(
                             fp.fetch_offset, min(fp.partition_max_bytes, max(remaining, 0)), self.is_replica,
@@ -153,3 +165,24 @@ async def list_offsets(ctx: RequestContext, request: Any) -> ListOffsetsResponse
         parts = [_list_offset(ctx, t.name, p, is_replica) for p in t.partitions]
         topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=t.name, partitions=parts))
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
+
+
+@handles(23)
+async def offset_for_leader_epoch(ctx: RequestContext, request: Any) -> OffsetForLeaderEpochResponse:
+    """The end offset of a leader epoch on the leader (KIP-101/279); clients use it to detect truncation."""
+    topics = []
+    for t in request.topics:
+        parts = []
+        for p in t.partitions:
+            res = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset(
+                error_code=0, partition=p.partition, leader_epoch=-1, end_offset=-1)
+            try:
+                part = ctx.broker.replicas.leader_partition(t.topic, p.partition)
+                _check_epoch(part, p.current_leader_epoch)
+                res.leader_epoch, res.end_offset = part.log.epochs.end_offset_for(
+                    p.leader_epoch, part.log.log_end_offset)
+            except KafkaError as exc:
+                res.error_code = exc.code
+            parts.append(res)
+        topics.append(OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=t.topic, partitions=parts))
+    return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)

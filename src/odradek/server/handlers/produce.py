@@ -10,6 +10,7 @@ from kafka.protocol.producer import InitProducerIdResponse, ProduceResponse
 
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.produce import parse_produce_request
+from odradek.replication.partition import Partition
 from odradek.server.handlers import RequestContext, handles
 from odradek.server.network import CloseConnection
 
@@ -33,7 +34,7 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | N
     replicas = ctx.broker.replicas
     acks = req.acks
     results: dict[str, list[Any]] = {}
-    waits: list[tuple[str, int, asyncio.Future[None], Any]] = []
+    waits: list[tuple[Partition, asyncio.Future[None], Any]] = []
     any_error = False
     for topic in req.topics:
         out = results.setdefault(topic.name, [])
@@ -54,16 +55,16 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | N
             res = _result(part.index, 0, info.first_offset, info.log_append_time, p.log.log_start_offset)
             out.append(res)
             if acks == -1:
-                waits.append((topic.name, part.index, p.hw_waiter(info.last_offset + 1), res))
+                waits.append((p, p.hw_waiter(info.last_offset + 1), res))
     if acks == 0:
         if any_error:
             # acks=0 has no response to carry the error: close so the client notices (as Kafka does).
             raise CloseConnection("error while handling an acks=0 produce request")
         return None
     if waits:
-        futures = [w[2] for w in waits]
+        futures = [w[1] for w in waits]
         _done, pending = await asyncio.wait(futures, timeout=max(req.timeout_ms, 0) / 1000)
-        for _t, _i, fut, res in waits:
+        for part, fut, res in waits:
             if fut in pending:
                 fut.cancel()
                 res.error_code, res.base_offset = ErrorCode.REQUEST_TIMED_OUT, -1
@@ -71,6 +72,9 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | N
                 exc = fut.exception()
                 res.error_code = exc.code if isinstance(exc, KafkaError) else ErrorCode.UNKNOWN_SERVER_ERROR
                 res.base_offset = -1
+            elif len(part.isr) < part.min_insync_replicas:
+                # written, but the ISR shrank below min.insync.replicas while we waited
+                res.error_code, res.base_offset = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, -1
     return ProduceResponse(
         responses=[_TopicResp(name=name, partition_responses=parts) for name, parts in results.items()],
         throttle_time_ms=0,
