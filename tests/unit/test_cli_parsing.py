@@ -159,8 +159,9 @@ def test_topics_flag_checks() -> None:
         topic_args("--create", "--topic", "t", "--replica-assignment", "0:1", "--replication-factor", "2")
     with pytest.raises(common.UsageError, match="bootstrap-server"):
         topics.parse_args(["--list"])
-    with pytest.raises(common.CliError, match="only available in cluster mode"):
-        topics.parse_args(["--zookeeper", "localhost:2181", "--list"])
+    assert topics.parse_args(["--zookeeper", "localhost:2181", "--list"]).zookeeper == "localhost:2181"
+    with pytest.raises(common.UsageError, match="Only one of --bootstrap-server or --zookeeper"):
+        topics.parse_args(["--zookeeper", "localhost:2181", "--bootstrap-server", "localhost:9092", "--list"])
     opts = topic_args("--alter", "--topic", "t", "--config", "retention.ms=1", "--delete-config", "x")
     assert opts.config == ["retention.ms=1"] and opts.delete_config == ["x"]
 

@@ -4,6 +4,9 @@ Subscribes to `--topic` or `--include REGEX` in a consumer group (a random `cons
 one, without commits, unless `--group` is given), or reads one `--partition` from `--offset`.
 Records are written with Kafka's default formatter layout; at the end (max messages, idle
 timeout, SIGINT/SIGTERM or a closed stdout) `Processed a total of N messages` goes to stderr.
+
+`--zookeeper HOST:PORT[/chroot]`, the old (0.8-2.x) consumer's flag still found in guides, is served by
+the same consumer: its bootstrap servers are the brokers registered under /brokers/ids.
 """
 
 from __future__ import annotations
@@ -57,6 +60,12 @@ TIMESTAMP_NAMES = {1: "CreateTime", 2: "LogAppendTime"}
 def build_parser() -> ArgParser:
     parser = ArgParser("console-consumer", "Consume records from Kafka topics and print them to standard output.")
     add_bootstrap_flags(parser)
+    parser.add_argument(
+        "--zookeeper",
+        metavar="HOST:PORT[,HOST:PORT][/chroot]",
+        help="DEPRECATED (the old consumer): find the brokers through ZooKeeper (cluster mode only)",
+    )
+    parser.add_argument("--new-consumer", action="store_true", help="accepted for compatibility (0.9-0.10)")
     parser.add_argument("--topic", metavar="TOPIC", help="the topic to consume")
     parser.add_argument("--include", metavar="REGEX", help="regular expression of the topics to consume")
     parser.add_argument("--whitelist", dest="include_old", metavar="REGEX", help="DEPRECATED, use --include")
@@ -372,7 +381,9 @@ def start(consumer: Consumer, source: Source) -> None:
 
 
 def check_flags(opts: argparse.Namespace) -> tuple[str, Source]:
-    bootstrap = bootstrap_of(opts)
+    if opts.zookeeper and opts.bootstrap_server:
+        raise UsageError("Error: Only one of --bootstrap-server or --zookeeper must be specified")
+    bootstrap = opts.zookeeper if opts.zookeeper else bootstrap_of(opts)
     if opts.formatter and opts.formatter not in DEFAULT_FORMATTERS:
         raise UsageError(f"Error: formatter '{opts.formatter}' is not available; only the default one is")
     if opts.max_messages is not None and opts.max_messages < 0:
@@ -430,6 +441,8 @@ def execute(argv: list[str]) -> int:
     opts = build_parser().parse_args(argv)
     bootstrap, source = check_flags(opts)
     conf = consumer_config(opts, source)
+    if opts.zookeeper:
+        bootstrap = brokers_in_zookeeper(opts.zookeeper)
     commit = parse_bool(conf.get("enable.auto.commit"), default=True)
     errors = ClientErrors()
     consumer = create_client(Consumer, client_config(bootstrap, conf, errors=errors))
@@ -442,6 +455,19 @@ def execute(argv: list[str]) -> int:
     printer = Printer(sys.stdout.buffer, formatter, sys.stdout.isatty())
     run_consumer(consumer, source, printer, Limits(opts.max_messages, opts.timeout_ms), commit)
     return 0
+
+
+def brokers_in_zookeeper(connect: str) -> str:
+    """The old consumer's --zookeeper: consume from the brokers registered there."""
+    from odradek.cli.zkadmin import bootstrap_from_zookeeper  # kazoo only when asked for
+
+    bootstrap = bootstrap_from_zookeeper(connect)
+    print(
+        f"WARNING: --zookeeper is deprecated (the old consumer is gone): consuming from the brokers registered "
+        f"in ZooKeeper at {connect} ({bootstrap}); use --bootstrap-server instead",
+        file=sys.stderr,
+    )
+    return bootstrap
 
 
 def main(argv: list[str]) -> int:

@@ -1,7 +1,9 @@
 """`odradek topics`: create, list, describe, alter and delete topics, like Kafka's kafka-topics.sh.
 
 Flags, messages and the `--describe` layout follow Kafka's TopicCommand so its users feel at home.
-All requests go through confluent-kafka's AdminClient with bounded timeouts.
+With `--bootstrap-server` all requests go through confluent-kafka's AdminClient with bounded timeouts;
+with `--zookeeper HOST:PORT[/chroot]` (Kafka 0.9-2.x style, cluster mode) the znodes are read and
+written directly, see :mod:`odradek.cli.zkadmin`.
 """
 
 from __future__ import annotations
@@ -46,10 +48,6 @@ from odradek.cli.common import (
 
 ACTIONS = ("create", "list", "describe", "alter", "delete")
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-ZOOKEEPER_MESSAGE = (
-    "Error: --zookeeper is only available in cluster mode; this broker runs without ZooKeeper: "
-    "use --bootstrap-server instead"
-)
 LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_TOPIC_LENGTH = 249
 
@@ -91,7 +89,11 @@ def build_parser() -> ArgParser:
         epilog="Exactly one action is required: --create, --list, --describe, --alter or --delete.",
     )
     add_bootstrap_flags(parser)
-    parser.add_argument("--zookeeper", metavar="HOST:PORT", help="only in cluster mode (not available here)")
+    parser.add_argument(
+        "--zookeeper",
+        metavar="HOST:PORT[,HOST:PORT][/chroot]",
+        help="DEPRECATED (Kafka 0.9-2.x): work on the cluster's znodes in ZooKeeper (cluster mode only)",
+    )
     parser.add_argument("--command-config", metavar="FILE", help="admin client properties file")
     actions = parser.add_argument_group("actions")
     for action in ACTIONS:
@@ -130,6 +132,8 @@ def _add_topic_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--delete-config", action="append", metavar="NAME", help="remove a config override (alter)")
     parser.add_argument("--if-not-exists", action="store_true", help="create only if the topic does not exist")
     parser.add_argument("--if-exists", action="store_true", help="alter/describe/delete only if the topic exists")
+    parser.add_argument("--disable-rack-aware", action="store_true", help="accepted for compatibility (no racks)")
+    parser.add_argument("--force", action="store_true", help="accepted for compatibility (there are no prompts)")
 
 
 def _add_report_flags(parser: argparse.ArgumentParser) -> None:
@@ -151,8 +155,6 @@ def _add_report_flags(parser: argparse.ArgumentParser) -> None:
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     opts = build_parser().parse_args(argv)
-    if opts.zookeeper:
-        raise CliError(ZOOKEEPER_MESSAGE)
     validate(opts)
     return opts
 
@@ -166,7 +168,10 @@ def chosen_action(opts: argparse.Namespace) -> str:
 
 def validate(opts: argparse.Namespace) -> None:
     """Kafka's cross-flag checks, each failing with one line."""
-    bootstrap_of(opts)
+    if opts.zookeeper and (opts.bootstrap_server or opts.command_config):
+        raise UsageError("Error: Only one of --bootstrap-server or --zookeeper must be specified")
+    if not opts.zookeeper:
+        bootstrap_of(opts)
     action = chosen_action(opts)
     if action in ("create", "alter", "delete") and not opts.topic:
         raise UsageError('Error: Missing required argument "[topic]"')
@@ -580,6 +585,10 @@ def connect(opts: argparse.Namespace) -> tuple[AdminClient, Any]:
 
 def execute(argv: list[str]) -> int:
     opts = parse_args(argv)
+    if opts.zookeeper:
+        from odradek.cli import zkadmin  # kazoo only when asked for
+
+        return zkadmin.execute_topics(opts)
     action = chosen_action(opts)
     admin, metadata = connect(opts)
     topics = Topics(admin, opts, metadata)

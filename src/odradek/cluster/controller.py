@@ -1,25 +1,100 @@
 """The controller: elected through the `/controller` ephemeral znode, it turns topic znodes into partition
-state (initial leaders), carries out topic deletion, and re-elects leaders when brokers come and go.
-Every decision is a conditional write to the store, fenced by the controller epoch."""
+state (initial leaders), carries out topic deletion, re-elects leaders when brokers come and go, runs
+preferred and unclean leader elections (ElectLeaders, `/admin/preferred_replica_election`, the periodic
+auto leader rebalance) and partition reassignments (AlterPartitionReassignments,
+`/admin/reassign_partitions`; KIP-455 in ZooKeeper mode).
+
+Every decision is a conditional write to the store (fenced by znode versions); every leader change bumps
+the leader epoch. Requests that arrive on other brokers are forwarded here by the request handlers.
+
+Reassignment of a partition from its original replicas O to target replicas T:
+1. the topic znode gets replicas = T ++ O (distinct), adding_replicas = T - O, removing_replicas = O - T,
+   then the partition state gets a new leader epoch, so every replica (re)reads its assignment;
+2. the new replicas create their logs, fetch from the leader and join the ISR once caught up (the leader
+   writes that ISR change); the controller watches the partition state;
+3. once every replica of T is in the ISR: the partition state gets a leader from T (the current one if it
+   is in T) and the ISR restricted to T, with a new epoch; then the topic znode gets replicas = T and no
+   adding/removing; replicas no longer assigned stop and delete their logs.
+Cancelling reverts to O the same way (step 3 with O instead of T).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 from odradek.cluster import znodes as zn
+from odradek.cluster.elections import (
+    PREFERRED,
+    Election,
+    PartitionView,
+    ReplicaAssignment,
+    TopicPartition,
+    offline_election,
+    parse_election_json,
+    parse_reassignment_json,
+    preferred_election,
+    rebalance_candidates,
+    tp_str,
+    unclean_election,
+    validate_target,
+)
 from odradek.cluster.metadata import MetadataCache
 from odradek.cluster.store import (
     BadVersionError,
     MetadataStore,
     NodeExistsError,
     NoNodeError,
+    Stat,
     StoreError,
     WatchEvent,
     to_json,
 )
+from odradek.protocol.errors import ErrorCode
 
 log = logging.getLogger("odradek.controller")
+
+CAS_RETRIES = 5
+UNKNOWN_PARTITION = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist.")
+
+ReassignResult = tuple[ErrorCode, str | None]
+
+
+class NotControllerError(Exception):
+    """This broker is not (or no longer) the controller."""
+
+
+def assignment_of(topic: zn.TopicAssignment, p: int) -> ReplicaAssignment:
+    return ReplicaAssignment(list(topic.partitions[p]), list(topic.adding.get(p, [])), list(topic.removing.get(p, [])))
+
+
+def set_assignment(topic: zn.TopicAssignment, p: int, a: ReplicaAssignment) -> None:
+    topic.partitions[p] = list(a.replicas)
+    for field, value in ((topic.adding, a.adding), (topic.removing, a.removing)):
+        if value:
+            field[p] = list(value)
+        else:
+            field.pop(p, None)
+
+
+async def read_reassignments(store: MetadataStore, names: list[str]) -> dict[TopicPartition, ReplicaAssignment]:
+    """The ongoing reassignments of these topics, from their znodes (any broker may ask)."""
+    out: dict[TopicPartition, ReplicaAssignment] = {}
+    for name in names:
+        try:
+            data, _ = await store.get_json(zn.topic_path(name))
+            topic = zn.TopicAssignment.from_json(data)
+        except NoNodeError:
+            continue
+        except (KeyError, TypeError, ValueError):
+            continue
+        for p in sorted(topic.partitions):
+            a = assignment_of(topic, p)
+            if a.reassigning:
+                out[(name, p)] = a
+    return out
 
 
 class Controller:
@@ -30,24 +105,39 @@ class Controller:
         metadata: MetadataCache,
         delete_topic_enable: bool = True,
         unclean_leader_election: bool = False,
+        config: Any | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.store = store
         self.metadata = metadata
         self.delete_topic_enable = delete_topic_enable
         self.unclean_leader_election = unclean_leader_election
+        self.auto_leader_rebalance = bool(config.get("auto.leader.rebalance.enable")) if config else False
+        self.imbalance_check_interval_s = float(config.get("leader.imbalance.check.interval.seconds")) if config else 300.0
+        self.imbalance_percentage = int(config.get("leader.imbalance.per.broker.percentage")) if config else 10
         self.active = False
         self.epoch = 0
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task] = set()
         self._closed = False
         self._live: set[int] = set()
+        self._watched: set[str] = set()  # paths with one of our one-shot watches pending
+        self._rebalance_task: asyncio.Task | None = None
+
+    @property
+    def prefix(self) -> str:
+        return f"[Controller id={self.broker_id}]"
 
     async def start(self) -> None:
+        self._watched.clear()  # after a new session no watch of ours is left
+        if self.auto_leader_rebalance and self._rebalance_task is None:
+            self._rebalance_task = asyncio.get_running_loop().create_task(self._rebalance_loop())
         await self._elect()
 
     def close(self) -> None:
         self._closed = True
+        if self._rebalance_task is not None:
+            self._rebalance_task.cancel()
         for t in self._tasks:
             t.cancel()
 
@@ -71,6 +161,22 @@ class Controller:
     def _on(self, fn, *args):  # type: ignore[no-untyped-def]
         return lambda _ev: self._spawn(fn(*args))
 
+    async def _watch_exists(self, path: str, fn: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> Stat | None:
+        """exists(path) with a one-shot watch running fn(*args), unless one is already pending."""
+        if path in self._watched:
+            return await self.store.exists(path)
+        self._watched.add(path)
+
+        def fire(_ev: WatchEvent) -> None:
+            self._watched.discard(path)
+            self._spawn(fn(*args))
+
+        try:
+            return await self.store.exists(path, watch=fire)
+        except BaseException:
+            self._watched.discard(path)
+            raise
+
     # ---- election ------------------------------------------------------------------------------
     async def _elect(self) -> None:
         if self._closed:
@@ -83,17 +189,20 @@ class Controller:
             return
         self.epoch = await self._bump_epoch()
         self.active = True
-        log.info("[Controller id=%d] %d successfully elected as the controller. Epoch incremented to %d",
-                 self.broker_id, self.broker_id, self.epoch)
+        log.info("%s %d successfully elected as the controller. Epoch incremented to %d",
+                 self.prefix, self.broker_id, self.epoch)
         await self.store.exists(zn.CONTROLLER, watch=self._on_controller_change)
         await self._on_brokers_change()
         await self._sync_topics()
         await self._process_deletions()
+        await self._resume_reassignments()
+        await self._on_reassign_znode()
+        await self._on_preferred_znode()
 
     def _on_controller_change(self, ev: WatchEvent) -> None:
         if ev.type == "DELETED":
             if self.active:
-                log.info("[Controller id=%d] Resigning", self.broker_id)
+                log.info("%s Resigning", self.prefix)
             self.active = False
             self._spawn(self._elect())
         else:
@@ -121,6 +230,55 @@ class Controller:
             except BadVersionError:
                 continue
 
+    # ---- reading and writing znodes ----------------------------------------------------------------
+    async def _read_topic(self, name: str) -> tuple[zn.TopicAssignment, int] | None:
+        try:
+            data, stat = await self.store.get_json(zn.topic_path(name))
+            return zn.TopicAssignment.from_json(data), stat.version
+        except NoNodeError:
+            return None
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            log.warning("%s Skipping malformed topic znode %s: %s", self.prefix, name, exc)
+            return None
+
+    async def _read_state(self, name: str, p: int) -> zn.PartitionState | None:
+        """The partition state, with zk_version set to the znode version it was read at."""
+        try:
+            data, stat = await self.store.get_json(zn.partition_state_path(name, p))
+            return zn.PartitionState.from_json(data, stat.version)
+        except NoNodeError:
+            return None
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            log.warning("%s Skipping malformed state of %s-%d: %s", self.prefix, name, p, exc)
+            return None
+
+    async def _write_state(self, name: str, p: int, new: zn.PartitionState, version: int) -> bool:
+        """Conditional write; False if the state changed since it was read at `version`."""
+        try:
+            await self.store.set(zn.partition_state_path(name, p), to_json(new.to_json()), version=version)
+            return True
+        except BadVersionError:
+            return False
+
+    def _log_leader(self, name: str, p: int, new: zn.PartitionState) -> None:
+        log.info("%s Partition %s-%d: leader changed to %d (epoch %d), isr %s",
+                 self.prefix, name, p, new.leader, new.leader_epoch, new.isr)
+
+    def _log_unclean(self, name: str, p: int, isr: list[int], leader: int) -> None:
+        log.warning("%s Unclean leader election for partition %s-%d: no broker in ISR %s is alive. Elect leader "
+                    "%d from live brokers %s. There's potential data loss.",
+                    self.prefix, name, p, isr, leader, sorted(self._live))
+
+    def _unclean_allowed(self, name: str) -> bool:
+        meta = self.metadata.topics.get(name)
+        value = meta.config.get("unclean.leader.election.enable") if meta is not None else None
+        return self.unclean_leader_election if value is None else value.strip().lower() == "true"
+
+    async def _all_topics(self) -> list[str]:
+        names = await self.store.get_children(zn.BROKER_TOPICS)
+        deleting = set(await self.store.get_children(zn.DELETE_TOPICS))
+        return [n for n in names if n not in deleting]
+
     # ---- topics --------------------------------------------------------------------------------
     async def _sync_topics(self) -> None:
         if not self.active:
@@ -138,7 +296,7 @@ class Controller:
         except NoNodeError:
             return
         except (StoreError, KeyError, TypeError, ValueError) as exc:
-            log.warning("[Controller id=%d] Skipping malformed topic znode %s: %s", self.broker_id, name, exc)
+            log.warning("%s Skipping malformed topic znode %s: %s", self.prefix, name, exc)
             return
         for p, replicas in sorted(topic.partitions.items()):
             path = zn.partition_state_path(name, p)
@@ -149,8 +307,7 @@ class Controller:
             state = zn.PartitionState(leader, 0, live or list(replicas[:1]), self.epoch)
             try:
                 await self.store.create(path, to_json(state.to_json()), makepath=True)
-                log.info("[Controller id=%d] Partition %s-%d: initial leader %d, isr %s",
-                         self.broker_id, name, p, leader, state.isr)
+                log.info("%s Partition %s-%d: initial leader %d, isr %s", self.prefix, name, p, leader, state.isr)
             except NodeExistsError:
                 pass
 
@@ -160,7 +317,7 @@ class Controller:
         names = await self.store.get_children(zn.DELETE_TOPICS, watch=self._on(self._process_deletions))
         for name in names:
             if self.delete_topic_enable:
-                log.info("[Controller id=%d] Deleting topic %s", self.broker_id, name)
+                log.info("%s Deleting topic %s", self.prefix, name)
                 for path in (zn.topic_path(name), zn.topic_config_path(name)):
                     try:
                         await self.store.delete(path, recursive=True)
@@ -180,60 +337,366 @@ class Controller:
         dead, born = self._live - live, live - self._live
         self._live = live
         if dead:
-            log.info("[Controller id=%d] Broker failure callback for %s", self.broker_id, sorted(dead))
+            log.info("%s Broker failure callback for %s", self.prefix, sorted(dead))
         if born:
-            log.info("[Controller id=%d] Newly added brokers: %s", self.broker_id, sorted(born))
+            log.info("%s Newly added brokers: %s", self.prefix, sorted(born))
         await self._elect_offline_leaders()
 
     async def _elect_offline_leaders(self) -> None:
         """Partitions whose leader is not live get a new leader from the live ISR (or go offline)."""
         for name in await self.store.get_children(zn.BROKER_TOPICS):
-            try:
-                data, _ = await self.store.get_json(zn.topic_path(name))
-                topic = zn.TopicAssignment.from_json(data)
-            except (StoreError, KeyError, TypeError, ValueError):
+            read = await self._read_topic(name)
+            if read is None:
                 continue
-            for p, replicas in topic.partitions.items():
+            for p, replicas in read[0].partitions.items():
                 await self._maybe_reelect(name, p, replicas)
 
-    async def _shrink_isr(self, name: str, p: int, state: zn.PartitionState, isr: list[int], version: int) -> None:
+    async def _shrink_isr(self, name: str, p: int, state: zn.PartitionState, isr: list[int]) -> None:
         """Dead followers leave the ISR at once, so acks=all producers need not wait out the lag time."""
         new_state = zn.PartitionState(state.leader, state.leader_epoch, isr, self.epoch)
-        try:
-            await self.store.set(zn.partition_state_path(name, p), to_json(new_state.to_json()), version=version)
-            log.info("[Controller id=%d] Partition %s-%d: removed offline replicas from isr, now %s",
-                     self.broker_id, name, p, isr)
-        except BadVersionError:
-            pass
+        if await self._write_state(name, p, new_state, state.zk_version):
+            log.info("%s Partition %s-%d: removed offline replicas from isr, now %s", self.prefix, name, p, isr)
 
     async def _maybe_reelect(self, name: str, p: int, replicas: list[int]) -> None:
-        path = zn.partition_state_path(name, p)
         try:
-            data, stat = await self.store.get_json(path)
-            state = zn.PartitionState.from_json(data, stat.version)
-        except NoNodeError:
+            state = await self._read_state(name, p)
+        except StoreError:
             return
-        except (StoreError, KeyError, TypeError, ValueError):
+        if state is None:
             return
         live_isr = [b for b in state.isr if b in self._live]
         if state.leader in self._live:
             if live_isr != state.isr:
-                await self._shrink_isr(name, p, state, live_isr, stat.version)
+                await self._shrink_isr(name, p, state, live_isr)
             return
-        candidates = [b for b in replicas if b in live_isr]
-        if not candidates and self.unclean_leader_election:
-            candidates = [b for b in replicas if b in self._live]
-            if candidates:
-                log.warning("[Controller id=%d] Unclean leader election for %s-%d: %d becomes leader; data may be lost",
-                            self.broker_id, name, p, candidates[0])
-        new_leader = candidates[0] if candidates else -1
+        choice = offline_election(replicas, live_isr, self._live, self._unclean_allowed(name))
+        if choice.unclean:
+            self._log_unclean(name, p, state.isr, choice.leader)
+        new_leader = choice.leader
         if new_leader == state.leader:
             return
-        new_isr = live_isr if live_isr else ([new_leader] if new_leader >= 0 else state.isr)
+        if choice.unclean:
+            new_isr = [new_leader]
+        else:
+            new_isr = live_isr if live_isr else ([new_leader] if new_leader >= 0 else state.isr)
         new_state = zn.PartitionState(new_leader, state.leader_epoch + 1, new_isr, self.epoch)
+        if await self._write_state(name, p, new_state, state.zk_version):
+            self._log_leader(name, p, new_state)
+        else:
+            log.info("%s Partition %s-%d state changed meanwhile; retrying later", self.prefix, name, p)
+
+    # ---- preferred and unclean leader election ---------------------------------------------------
+    async def elect_leaders(self, election_type: int, partitions: list[TopicPartition] | None,
+                            trigger: str = "AdminClientTriggered") -> dict[TopicPartition, Election]:
+        """ElectLeaders: one result per partition (all partitions when `partitions` is None)."""
+        async with self._lock:
+            if not self.active:
+                raise NotControllerError(f"broker {self.broker_id} is not the controller")
+            return await self._elect_leaders(election_type, partitions, trigger)
+
+    async def _elect_leaders(self, election_type: int, partitions: list[TopicPartition] | None,
+                             trigger: str) -> dict[TopicPartition, Election]:
+        topics: dict[str, zn.TopicAssignment | None] = {}
+        if partitions is None:
+            partitions = []
+            for name in await self._all_topics():
+                read = await self._read_topic(name)
+                topics[name] = read[0] if read else None
+                if read:
+                    partitions += [(name, p) for p in sorted(read[0].partitions)]
+        kind = "PREFERRED" if election_type == PREFERRED else "UNCLEAN"
+        if partitions:
+            log.info("%s Starting replica leader election (%s) for partitions %s triggered by %s",
+                     self.prefix, kind, ",".join(tp_str(tp) for tp in partitions), trigger)
+        results: dict[TopicPartition, Election] = {}
+        for tp in partitions:
+            if tp[0] not in topics:
+                read = await self._read_topic(tp[0])
+                topics[tp[0]] = read[0] if read else None
+            topic = topics[tp[0]]
+            if topic is None or tp[1] not in topic.partitions:
+                results[tp] = Election(error=UNKNOWN_PARTITION[0], message=UNKNOWN_PARTITION[1])
+            else:
+                results[tp] = await self._elect_one(tp, topic.partitions[tp[1]], election_type)
+        return results
+
+    async def _elect_one(self, tp: TopicPartition, replicas: list[int], election_type: int) -> Election:
+        name, p = tp
+        for _ in range(CAS_RETRIES):
+            state = await self._read_state(name, p)
+            if state is None:
+                return Election(error=ErrorCode.LEADER_NOT_AVAILABLE, message=f"{tp_str(tp)} has no state yet")
+            if election_type == PREFERRED:
+                choice = preferred_election(tp, replicas, state.leader, state.isr, self._live)
+            else:
+                choice = unclean_election(tp, replicas, state.leader, state.isr, self._live)
+            if not choice.elected:
+                return choice
+            if choice.unclean:
+                self._log_unclean(name, p, state.isr, choice.leader)
+                isr = [choice.leader]
+            else:
+                isr = [b for b in state.isr if b in self._live]
+            new = zn.PartitionState(choice.leader, state.leader_epoch + 1, isr, self.epoch)
+            if await self._write_state(name, p, new, state.zk_version):
+                self._log_leader(name, p, new)
+                return choice
+        return Election(error=ErrorCode.REQUEST_TIMED_OUT, message=f"the state of {tp_str(tp)} kept changing")
+
+    async def _on_preferred_znode(self) -> None:
+        """A tool wrote /admin/preferred_replica_election: elect, then delete the znode."""
+        if not self.active:
+            return
+        path = zn.PREFERRED_REPLICA_ELECTION
+        if await self._watch_exists(path, self._on_preferred_znode) is None:
+            return
         try:
-            await self.store.set(path, to_json(new_state.to_json()), version=stat.version)
-            log.info("[Controller id=%d] Partition %s-%d: leader changed to %d (epoch %d), isr %s",
-                     self.broker_id, name, p, new_leader, new_state.leader_epoch, new_isr)
-        except BadVersionError:
-            log.info("[Controller id=%d] Partition %s-%d state changed meanwhile; retrying later", self.broker_id, name, p)
+            data, _ = await self.store.get_json(path)
+            partitions = parse_election_json(data, "Preferred replica election data")
+        except NoNodeError:
+            return
+        except (StoreError, ValueError) as exc:
+            log.warning("%s Ignoring malformed %s: %s", self.prefix, path, exc)
+            partitions = []
+        results = await self._elect_leaders(PREFERRED, partitions, "ZkTriggered")
+        for tp, r in sorted(results.items()):
+            if r.error not in (ErrorCode.NONE, ErrorCode.ELECTION_NOT_NEEDED):
+                log.warning("%s Preferred replica election for %s failed: %s", self.prefix, tp_str(tp), r.message)
+        try:
+            await self.store.delete(path)
+        except NoNodeError:
+            pass
+
+    # ---- auto leader rebalance ---------------------------------------------------------------------
+    async def _rebalance_loop(self) -> None:
+        while not self._closed:
+            await asyncio.sleep(self.imbalance_check_interval_s)
+            if self.active:
+                self._spawn(self._auto_rebalance())
+
+    async def _partition_views(self) -> dict[TopicPartition, PartitionView]:
+        views: dict[TopicPartition, PartitionView] = {}
+        for name in await self._all_topics():
+            read = await self._read_topic(name)
+            if read is None:
+                continue
+            topic = read[0]
+            for p in sorted(topic.partitions):
+                state = await self._read_state(name, p)
+                if state is not None:
+                    views[(name, p)] = PartitionView(topic.partitions[p], state.leader, state.isr,
+                                                     assignment_of(topic, p).reassigning)
+        return views
+
+    async def _auto_rebalance(self) -> None:
+        if not self.active:
+            return
+        views = await self._partition_views()
+        candidates = rebalance_candidates(views, self._live, self.imbalance_percentage)
+        if candidates:
+            log.info("%s Processing automatic preferred replica leader election", self.prefix)
+            await self._elect_leaders(PREFERRED, candidates, "AutoTriggered")
+
+    # ---- partition reassignment --------------------------------------------------------------------
+    async def alter_reassignments(self, requests: dict[TopicPartition, list[int] | None],
+                                  allow_rf_change: bool = True) -> dict[TopicPartition, ReassignResult]:
+        """AlterPartitionReassignments: start (target replicas) or cancel (None) per partition."""
+        async with self._lock:
+            if not self.active:
+                raise NotControllerError(f"broker {self.broker_id} is not the controller")
+            results = {tp: await self._reassign(tp, target, allow_rf_change) for tp, target in requests.items()}
+            await self._drop_from_reassign_znode([tp for tp, (code, _) in results.items() if code == ErrorCode.NONE])
+            return results
+
+    async def _reassign(self, tp: TopicPartition, target: list[int] | None, allow_rf_change: bool) -> ReassignResult:
+        name, p = tp
+        for _ in range(CAS_RETRIES):
+            read = await self._read_topic(name)
+            if read is None or p not in read[0].partitions:
+                return UNKNOWN_PARTITION
+            topic, version = read
+            current = assignment_of(topic, p)
+            error = validate_target(target, current, self._live, allow_rf_change)
+            if error is not None:
+                return error
+            new = current.cancelled() if target is None else current.reassign_to(target)
+            if new == current:
+                return ErrorCode.NONE, None
+            leaving = [r for r in current.replicas if r not in new.replicas]
+            if leaving and not await self._restrict_state(name, p, new.replicas):
+                return (ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                        f"No live in-sync replica of {new.replicas} can lead {tp_str(tp)}")
+            set_assignment(topic, p, new)
+            if not await self._write_topic(name, topic, version):
+                continue
+            self._log_reassignment(tp, current, new, cancelled=target is None)
+            if not leaving:
+                await self._bump_leader_epoch(name, p)
+            await self._check_reassignment(name, p)
+            return ErrorCode.NONE, None
+        return ErrorCode.REQUEST_TIMED_OUT, f"the assignment of {tp_str(tp)} kept changing"
+
+    def _log_reassignment(self, tp: TopicPartition, old: ReplicaAssignment, new: ReplicaAssignment,
+                          cancelled: bool) -> None:
+        if cancelled:
+            log.info("%s Cancelled reassignment of partition %s: replicas reverted to %s (removing %s)",
+                     self.prefix, tp_str(tp), new.replicas, [r for r in old.replicas if r not in new.replicas])
+        else:
+            log.info("%s Partition %s: reassigning from %s to %s (replicas %s, adding %s, removing %s)",
+                     self.prefix, tp_str(tp), new.origin, new.target, new.replicas, new.adding, new.removing)
+
+    async def _write_topic(self, name: str, topic: zn.TopicAssignment, version: int) -> bool:
+        try:
+            await self.store.set(zn.topic_path(name), to_json(topic.to_json()), version=version)
+            return True
+        except (BadVersionError, NoNodeError):
+            return False
+
+    async def _bump_leader_epoch(self, name: str, p: int) -> None:
+        """A new leader epoch (same leader and ISR), so every replica takes up the new assignment."""
+        for _ in range(CAS_RETRIES):
+            state = await self._read_state(name, p)
+            if state is None:
+                return
+            new = zn.PartitionState(state.leader, state.leader_epoch + 1, state.isr, self.epoch)
+            if await self._write_state(name, p, new, state.zk_version):
+                log.info("%s Partition %s-%d: leader epoch bumped to %d for the new replica assignment",
+                         self.prefix, name, p, new.leader_epoch)
+                return
+
+    async def _restrict_state(self, name: str, p: int, replicas: list[int]) -> bool:
+        """Leader and ISR inside `replicas` (moving leadership if needed), with a new leader epoch.
+        False when no live in-sync replica of `replicas` could lead."""
+        for _ in range(CAS_RETRIES):
+            state = await self._read_state(name, p)
+            if state is None:
+                return False
+            leader = state.leader
+            if leader not in replicas or leader not in self._live:
+                choice = offline_election(replicas, state.isr, self._live, allow_unclean=False)
+                if not choice.elected and state.leader >= 0:
+                    return False
+                leader = choice.leader
+            isr = [r for r in state.isr if r in replicas] or ([leader] if leader >= 0 else list(replicas[:1]))
+            new = zn.PartitionState(leader, state.leader_epoch + 1, isr, self.epoch)
+            if await self._write_state(name, p, new, state.zk_version):
+                self._log_leader(name, p, new)
+                return True
+        return False
+
+    async def _check_reassignment(self, name: str, p: int) -> None:
+        """Complete the partition's reassignment once every target replica is in the ISR; until then
+        watch its state (the leader writes ISR changes there)."""
+        if not self.active:
+            return
+        await self._watch_exists(zn.partition_state_path(name, p), self._check_reassignment, name, p)
+        read = await self._read_topic(name)
+        if read is None or p not in read[0].partitions:
+            return
+        current = assignment_of(read[0], p)
+        if not current.reassigning:
+            return
+        state = await self._read_state(name, p)
+        target = current.target
+        if state is None or not all(r in state.isr for r in target):
+            return
+        if not await self._restrict_state(name, p, target):
+            return
+        await self._finish_reassignment(name, p, target)
+
+    async def _finish_reassignment(self, name: str, p: int, target: list[int]) -> None:
+        for _ in range(CAS_RETRIES):
+            read = await self._read_topic(name)
+            if read is None or p not in read[0].partitions:
+                return
+            topic, version = read
+            removed = [r for r in topic.partitions[p] if r not in target]
+            set_assignment(topic, p, ReplicaAssignment(target))
+            if await self._write_topic(name, topic, version):
+                log.info("%s Partition %s-%d: reassignment completed, replicas %s (removed %s)",
+                         self.prefix, name, p, target, removed)
+                await self._drop_from_reassign_znode([(name, p)])
+                return
+
+    async def _resume_reassignments(self) -> None:
+        """A new controller carries on with the reassignments recorded in the topic znodes."""
+        for name in await self._all_topics():
+            read = await self._read_topic(name)
+            if read is None:
+                continue
+            for p in sorted(read[0].partitions):
+                if assignment_of(read[0], p).reassigning:
+                    await self._check_reassignment(name, p)
+
+    async def _on_reassign_znode(self) -> None:
+        """A tool wrote /admin/reassign_partitions: start what is not running yet. Partitions leave the
+        znode as their reassignments complete; the znode goes when it is empty."""
+        if not self.active:
+            return
+        path = zn.REASSIGN_PARTITIONS
+        if await self._watch_exists(path, self._on_reassign_znode) is None:
+            return
+        try:
+            data, _ = await self.store.get_json(path)
+            entries = parse_reassignment_json(data)
+        except NoNodeError:
+            return
+        except (StoreError, ValueError) as exc:
+            log.warning("%s Ignoring malformed %s: %s", self.prefix, path, exc)
+            await self._delete_quietly(path)
+            return
+        done: list[TopicPartition] = []
+        for tp, target in entries:
+            if await self._start_from_znode(tp, target):
+                done.append(tp)
+        await self._drop_from_reassign_znode(done)
+
+    async def _start_from_znode(self, tp: TopicPartition, target: list[int]) -> bool:
+        """Returns True when the partition can leave the znode (completed, or refused)."""
+        read = await self._read_topic(tp[0])
+        if read is None or tp[1] not in read[0].partitions:
+            log.warning("%s Skipping reassignment of partition %s since it doesn't exist", self.prefix, tp_str(tp))
+            return True
+        current = assignment_of(read[0], tp[1])
+        if current.target == target:
+            return not current.reassigning
+        code, message = await self._reassign(tp, target, True)
+        if code != ErrorCode.NONE:
+            log.warning("%s Reassignment of partition %s to %s refused: %s", self.prefix, tp_str(tp), target, message)
+            return True
+        return False
+
+    async def _drop_from_reassign_znode(self, partitions: list[TopicPartition]) -> None:
+        if not partitions:
+            return
+        path = zn.REASSIGN_PARTITIONS
+        for _ in range(CAS_RETRIES):
+            try:
+                data, stat = await self.store.get_json(path)
+                entries = parse_reassignment_json(data)
+            except NoNodeError:
+                return
+            except (StoreError, ValueError):
+                await self._delete_quietly(path)
+                return
+            left = [(tp, r) for tp, r in entries if tp not in partitions]
+            if len(left) == len(entries):
+                return
+            try:
+                if left:
+                    body = {"version": 1, "partitions": [{"topic": t, "partition": p, "replicas": r}
+                                                         for (t, p), r in left]}
+                    await self.store.set(path, to_json(body), version=stat.version)
+                else:
+                    await self.store.delete(path, version=stat.version)
+                return
+            except BadVersionError:
+                continue
+            except NoNodeError:
+                return
+
+    async def _delete_quietly(self, path: str) -> None:
+        try:
+            await self.store.delete(path)
+        except NoNodeError:
+            pass

@@ -141,11 +141,17 @@ class MetadataCache:
             self.topics[name] = meta
             self.by_id[meta.topic_id] = name
             await self._load_config(name)
+            changed: list[int] = []
         else:
+            changed = [p for p, r in assignment.partitions.items() if meta.assignment.get(p) != r]
             meta.assignment = assignment.partitions
         for p in assignment.partitions:
             if p not in meta.states:
                 await self._load_state(name, p)
+        for p in changed:  # replicas added or removed (reassignment): the replica manager must know
+            if p in meta.states:
+                for fn in self.partition_listeners:
+                    fn(name, p, meta)
         self._notify()
 
     async def _reload_topic(self, name: str) -> None:

@@ -42,6 +42,7 @@ class ReplicaManager:
 
     def start(self) -> None:
         """Apply the states already in the cache (the listeners catch what changes later)."""
+        self._delete_stray_logs()
         for name, meta in list(self.metadata.topics.items()):
             for p in meta.states:
                 self._on_partition_state(name, p, meta)
@@ -91,7 +92,7 @@ class ReplicaManager:
         if state is None or self.broker_id not in replicas:
             part = self.partitions.get((topic, index))
             if part is not None and self.broker_id not in replicas:
-                self._stop_fetching(part)
+                self._remove_replica(part)
             return
         part = self.partitions.get((topic, index))
         if part is None:
@@ -119,6 +120,27 @@ class ReplicaManager:
             part._wake_data()
             self.logs.delete_log(topic, key[1])
         log.info("Deleted logs of topic %s on broker %d", topic, self.broker_id)
+
+    def _remove_replica(self, part: Partition) -> None:
+        """This broker is no longer assigned the partition (reassigned away): stop it, delete its log."""
+        self.partitions.pop((part.topic, part.index), None)
+        self._stop_fetching(part)
+        part.leader_id = -1
+        part._fail_hw_waiters()
+        part._wake_data()
+        self.logs.delete_log(part.topic, part.index)
+        log.info("%s Stopped the replica and deleted its log: no longer assigned to broker %d",
+                 part.prefix, self.broker_id)
+
+    def _delete_stray_logs(self) -> None:
+        """Logs of partitions reassigned away from this broker while it was down."""
+        for lg in self.logs.logs():
+            meta = self.metadata.topics.get(lg.topic)
+            replicas = meta.assignment.get(lg.partition) if meta is not None else None
+            if replicas is not None and self.broker_id not in replicas:
+                self.logs.delete_log(lg.topic, lg.partition)
+                log.info("Deleted stray log of %s-%d: not assigned to broker %d", lg.topic, lg.partition,
+                         self.broker_id)
 
     def _on_config(self, topic: str, meta: TopicMeta) -> None:
         self.logs.update_topic_config(topic, meta.config)

@@ -86,6 +86,12 @@ class Partition:
             log.info("%s Leader %s starting at leader epoch %d from offset %d with high watermark %d, isr %s",
                      self.prefix, self.name, state.leader_epoch, self.log.log_end_offset, self.high_watermark,
                      ",".join(map(str, self.isr)))
+        else:  # same term, new assignment (a reassignment adds or removes replicas)
+            for r in replicas:
+                if r != self.broker_id and r not in self.followers:
+                    self.followers[r] = FollowerState()
+            for r in [r for r in self.followers if r not in replicas]:
+                del self.followers[r]
         self._maybe_advance_hw()
         self._wake_data()
 

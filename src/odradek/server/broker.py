@@ -4,10 +4,12 @@ controller, replica manager, request handlers and the socket server."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +20,14 @@ from odradek.cluster.controller import Controller
 from odradek.cluster.embedded import STORE_FILE, EmbeddedStore
 from odradek.cluster.metadata import MetadataCache
 from odradek.cluster.producer_ids import ProducerIdAllocator
-from odradek.cluster.store import MetadataStore, NodeExistsError, NoNodeError, StoreUnavailableError, to_json
+from odradek.cluster.store import (
+    MetadataStore,
+    NodeExistsError,
+    NoNodeError,
+    StoreError,
+    StoreUnavailableError,
+    to_json,
+)
 from odradek.config import BrokerConfig, ConfigError, validate_topic_configs
 from odradek.groups.coordinator import GroupCoordinator
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -28,6 +37,16 @@ from odradek.server.network import SocketServer
 from odradek.storage.manager import LogManager
 
 log = logging.getLogger("odradek.server")
+
+
+@contextlib.contextmanager
+def store_errors_as_kafka_errors() -> Iterator[None]:
+    """Admin operations write to the metadata store; if it is unreachable (ZooKeeper without quorum),
+    the client gets REQUEST_TIMED_OUT with the reason instead of a dropped connection."""
+    try:
+        yield
+    except StoreError as exc:
+        raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"The metadata store (ZooKeeper) is unavailable: {exc}") from None
 
 
 class StartupError(Exception):
@@ -250,7 +269,8 @@ class Broker:
             self._check_assignment(assignment, live)
         if validate_only:
             return b""
-        topic_id = await admin.create_topic(self.store, name, assignment, configs)
+        with store_errors_as_kafka_errors():
+            topic_id = await admin.create_topic(self.store, name, assignment, configs)
         log.info("Creating topic %s with configuration %s and initial partition assignment %s",
                  name, configs, assignment)
         await self.metadata.wait_for(lambda: self.metadata.topic_ready(name), wait_s)
@@ -274,7 +294,8 @@ class Broker:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
         if not self.config.get("delete.topic.enable"):
             raise KafkaError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled (delete.topic.enable=false)")
-        await admin.mark_topic_for_deletion(self.store, name)
+        with store_errors_as_kafka_errors():
+            await admin.mark_topic_for_deletion(self.store, name)
         if not await self.metadata.wait_for(lambda: name not in self.metadata.topics, wait_s):
             raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"Deletion of topic {name} did not complete in time")
 
@@ -301,7 +322,8 @@ class Broker:
             new = assign_replicas(live, count - current, rf, start_partition=current)
         if validate_only:
             return
-        await admin.add_partitions(self.store, name, new)
+        with store_errors_as_kafka_errors():
+            await admin.add_partitions(self.store, name, new)
         await self.metadata.wait_for(lambda: self.metadata.topic_ready(name)
                                      and len(self.metadata.topics[name].assignment) >= count, wait_s)
 
@@ -309,7 +331,8 @@ class Broker:
         configs = self._validate_configs(configs)
         if validate_only:
             return
-        await admin.set_topic_config(self.store, name, configs)
+        with store_errors_as_kafka_errors():
+            await admin.set_topic_config(self.store, name, configs)
         await self.metadata.wait_for(lambda: name in self.metadata.topics
                                      and self.metadata.topics[name].config == configs, 5.0)
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from kafka.protocol.api_message import ApiMessage
 
+from odradek.cluster.store import StoreError
 from odradek.protocol.codecs import KNOWN_APIS, decode_request
 from odradek.protocol.errors import KafkaError
 from odradek.protocol.framing import FrameError, frame_chunks, parse_request_header, peek_api, response_header
@@ -48,14 +49,20 @@ class Dispatcher:
             raise CloseConnection(f"malformed request header: {exc}") from None
         reg = self.handlers[api_key]
         ctx = RequestContext(header, self.broker, conn, frame)
-        if reg.raw:
-            result = await reg.fn(ctx, frame)
-        else:
-            try:
-                request = decode_request(spec, api_version, frame[header.body_offset :])
-            except KafkaError as exc:
-                raise CloseConnection(str(exc)) from None
-            result = await reg.fn(ctx, request)
+        try:
+            if reg.raw:
+                result = await reg.fn(ctx, frame)
+            else:
+                try:
+                    request = decode_request(spec, api_version, frame[header.body_offset :])
+                except KafkaError as exc:
+                    raise CloseConnection(str(exc)) from None
+                result = await reg.fn(ctx, request)
+        except StoreError as exc:
+            # e.g. ZooKeeper without quorum during an admin request: the client times out and retries,
+            # as it would against Kafka; the reason is logged once here.
+            log.warning("%s request from %s failed: metadata store unavailable: %s", spec.name, conn.peer, exc)
+            raise CloseConnection(f"metadata store unavailable during {spec.name}") from None
         if result is None:
             return None
         if isinstance(result, ApiMessage):
