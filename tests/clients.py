@@ -66,3 +66,24 @@ def consume_all(bootstrap: str, topic: str, expected: int, partitions: int = 1, 
 
 def kcat(*args: str, input: bytes | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
     return subprocess.run(["kcat", *args], input=input, capture_output=True, timeout=timeout)
+
+
+def consume_to_end(bootstrap: str, topic: str, partitions: int, timeout: float = 60.0) -> list:
+    """Every record of every partition, from its start to its high watermark at call time."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "end-" + str(time.monotonic_ns()),
+                  "enable.auto.commit": False})
+    ends = {p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1] for p in range(partitions)}
+    c.assign([TopicPartition(topic, p, -2) for p in range(partitions) if ends[p] > 0])
+    out = []
+    pos = {p: 0 for p in range(partitions)}
+    deadline = time.monotonic() + timeout
+    try:
+        while any(pos[p] < ends[p] for p in ends) and time.monotonic() < deadline:
+            for m in c.consume(1000, 0.5):
+                if m.error():
+                    raise RuntimeError(str(m.error()))
+                out.append(m)
+                pos[m.partition()] = max(pos[m.partition()], m.offset() + 1)
+    finally:
+        c.close()
+    return out

@@ -12,6 +12,8 @@ from typing import Any
 from kafka.protocol.admin import (
     AlterConfigsRequest,
     AlterConfigsResponse,
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreateTopicsRequest,
@@ -34,6 +36,8 @@ from kafka.protocol.admin import (
     IncrementalAlterConfigsResponse,
     ListGroupsRequest,
     ListGroupsResponse,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
 )
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.consumer import (
@@ -124,6 +128,8 @@ KNOWN_APIS: dict[int, ApiSpec] = {
         _spec(DeleteGroupsRequest, DeleteGroupsResponse, 0, 2),
         _spec(ElectLeadersRequest, ElectLeadersResponse, 0, 2),
         _spec(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, 0, 1),
+        _spec(AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, 0, 1),
+        _spec(ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, 0, 0),
         _spec(DescribeClusterRequest, DescribeClusterResponse, 0, 1),
         _spec(OffsetDeleteRequest, OffsetDeleteResponse, 0, 0),
     )

@@ -109,6 +109,7 @@ class Broker:
             self.broker_id, self.store, self.metadata,
             delete_topic_enable=cfg.get("delete.topic.enable"),
             unclean_leader_election=cfg.get("unclean.leader.election.enable"),
+            config=cfg,
         )
         await self.controller.start()
         self._start_background()

@@ -54,6 +54,7 @@ def load_all() -> dict[int, Registration]:
     from odradek.server.handlers import (  # noqa: F401
         admin,
         api_versions,
+        cluster,
         fetch,
         groups,
         metadata,

@@ -1,0 +1,151 @@
+"""Executor side of the source: read one offset range of one partition as Arrow batches.
+
+A consumer is assigned the partition at the range start (no group membership, no commits) and drained
+with large `consume(num_messages=...)` calls until the range end. Records past the end that librdkafka
+prefetched are dropped. Gaps inside the range (compaction, transaction markers) end the read at the
+partition's end-of-partition event. Records that are gone (start below the log start offset, or the log
+now ending before the range end) are data loss: an error naming topic, partition and offsets, or a
+warning and a skip when failOnDataLoss is false.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pyarrow as pa
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from odradek.spark.arrow_rows import messages_to_batch
+from odradek.spark.dataloss import report_data_loss
+from odradek.spark.offsets import OffsetRange
+
+# Throughput defaults for bounded reads; any `kafka.` option overrides them.
+CONSUMER_DEFAULTS: dict[str, Any] = {
+    "enable.auto.commit": False,
+    "enable.auto.offset.store": False,
+    "isolation.level": "read_uncommitted",
+    "fetch.queue.backoff.ms": 5,
+    "queued.min.messages": 200_000,
+    "max.partition.fetch.bytes": 4 << 20,
+    "fetch.max.bytes": 64 << 20,
+    "fetch.wait.max.ms": 100,
+}
+# What the read loop relies on; never overridden.
+CONSUMER_FIXED: dict[str, Any] = {"enable.partition.eof": True, "auto.offset.reset": "error"}
+
+MAX_BATCH_ROWS = 50_000
+_OUT_OF_RANGE = {KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE}
+
+
+class RangeReader:
+    """Reads one OffsetRange; iterate `batches()` once."""
+
+    def __init__(self, conf: Mapping[str, Any], r: OffsetRange, *, include_headers: bool,
+                 fail_on_data_loss: bool, poll_timeout_ms: int, max_batch_rows: int = MAX_BATCH_ROWS) -> None:
+        self.conf = {**CONSUMER_DEFAULTS, **conf, **CONSUMER_FIXED}
+        self.range = r
+        self.include_headers = include_headers
+        self.fail = fail_on_data_loss
+        self.poll_timeout = poll_timeout_ms / 1000.0
+        self.max_batch_rows = max_batch_rows
+        self.position = r.start
+
+    def _where(self) -> str:
+        tp = self.range.tp
+        return f"topic {tp.topic!r} partition {tp.partition}"
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        if self.range.size == 0:
+            return
+        consumer = Consumer(self.conf)
+        try:
+            self._assign(consumer)
+            yield from self._drain(consumer)
+        finally:
+            consumer.close()
+
+    def _assign(self, consumer: Consumer) -> None:
+        tp = self.range.tp
+        consumer.assign([TopicPartition(tp.topic, tp.partition, self.position)])
+
+    def _drain(self, consumer: Consumer) -> Iterator[pa.RecordBatch]:
+        tp, until = self.range.tp, self.range.until
+        idle_since = time.monotonic()
+        while self.position < until:
+            want = max(1, min(self.max_batch_rows, until - self.position))
+            msgs = consumer.consume(num_messages=want, timeout=0.5)
+            if not msgs:
+                if time.monotonic() - idle_since > self.poll_timeout:
+                    raise TimeoutError(
+                        f"Timed out after {self.poll_timeout:.0f} s (kafkaConsumer.pollTimeoutMs) waiting for records "
+                        f"of {self._where()} at offset {self.position}, reading offsets [{self.range.start}, {until})")
+                continue
+            idle_since = time.monotonic()
+            good = [m for m in msgs if m.error() is None]
+            if len(good) != len(msgs):
+                errors = [m for m in msgs if m.error() is not None]
+            else:
+                errors = []
+            if good:
+                if good[-1].offset() >= until:
+                    good = [m for m in good if m.offset() < until]
+                if good and good[0].offset() < self.position:
+                    good = [m for m in good if m.offset() >= self.position]
+                if good:
+                    self.position = good[-1].offset() + 1
+                    yield messages_to_batch(good, tp.topic, tp.partition, self.include_headers)
+                if msgs[-1].error() is None and msgs[-1].offset() >= until - 1:
+                    self.position = until
+            for m in errors:
+                if self.position >= until:
+                    break
+                self._on_error(consumer, m)
+
+    def _on_error(self, consumer: Consumer, m: Any) -> None:
+        err: KafkaError = m.error()
+        until = self.range.until
+        if err.code() == KafkaError._PARTITION_EOF:
+            end = m.offset()
+            if end is None or end < self.position:
+                return  # a stale event from before the last seek
+            if end >= until:
+                self.position = until  # the rest of the range holds no records (compacted, control batches)
+                return
+            report_data_loss(
+                f"Cannot read offsets [{end}, {until}) of {self._where()}: the partition now ends at offset {end} "
+                f"(reading offsets [{self.range.start}, {until}))", self.fail)
+            self.position = until
+            return
+        if err.code() in _OUT_OF_RANGE:
+            self._out_of_range(consumer)
+            return
+        if err.fatal() or not err.retriable():
+            raise KafkaException(err)
+
+    def _out_of_range(self, consumer: Consumer) -> None:
+        tp, until = self.range.tp, self.range.until
+        low, high = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=10)
+        if self.position < low:
+            lost_to = min(low, until)
+            report_data_loss(
+                f"Cannot fetch offset {self.position} of {self.range.tp.topic}-{self.range.tp.partition}: offsets "
+                f"[{self.position}, {lost_to}) of {self._where()} were deleted, the earliest available offset is "
+                f"{low} (reading offsets [{self.range.start}, {until}))", self.fail)
+            self.position = lost_to
+        elif self.position >= high:
+            report_data_loss(
+                f"Cannot fetch offset {self.position} of {self._where()}: the partition ends at offset {high} "
+                f"(reading offsets [{self.range.start}, {until}))", self.fail)
+            self.position = until
+        if self.position < until:
+            self._assign(consumer)
+
+
+def read_range(conf: Mapping[str, Any], r: OffsetRange, *, include_headers: bool, fail_on_data_loss: bool,
+               poll_timeout_ms: int) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of the records [r.start, r.until) of r.tp."""
+    reader = RangeReader(conf, r, include_headers=include_headers, fail_on_data_loss=fail_on_data_loss,
+                         poll_timeout_ms=poll_timeout_ms)
+    return reader.batches()
