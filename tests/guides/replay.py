@@ -76,7 +76,7 @@ def localize(text: str, values: Mapping[str, str]) -> str:
 # --- describe output ---------------------------------------------------------------------------
 
 _TOPIC_LINE = re.compile(
-    r"^\s*Topic:\s*(?P<topic>\S+)\s+(?:TopicId:\s*\S+\s+)?PartitionCount:\s*(?P<count>\d+)\s+"
+    r"^\s*(?:[a-z]\.\s*)?Topic:\s*(?P<topic>\S+)\s+(?:TopicId:\s*\S+\s+)?PartitionCount:\s*(?P<count>\d+)\s+"
     r"ReplicationFactor:\s*(?P<rf>\d+)\s+Configs:[ \t]*(?P<configs>\S*)"
 )
 _PARTITION_LINE = re.compile(
@@ -243,7 +243,7 @@ class GuideHost:
         try:
             wait_port(port, 60, proc)
         except Exception:
-            raise AssertionError(f"broker {config} did not start:\n{log.read_text(errors='replace')[-3000:]}")
+            raise AssertionError(f"broker {config} did not start:\n{log.read_text(errors='replace')[-3000:]}") from None
         return proc
 
     def broker_pids(self, config: Path) -> list[int]:

@@ -15,7 +15,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from confluent_kafka import ElectionType, KafkaException, TopicPartition
+from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from odradek.cli.common import (
@@ -39,6 +39,8 @@ ElectionOutcome = dict[tuple[str, int], tuple[str, str] | None]  # partition -> 
 _JAVA_NAMES = {
     "REQUEST_TIMED_OUT": "TimeoutException",
     "INVALID_TOPIC_EXCEPTION": "InvalidTopicException",
+    "TOPIC_EXCEPTION": "InvalidTopicException",
+    "UNKNOWN_TOPIC_OR_PART": "UnknownTopicOrPartitionException",
     "_TIMED_OUT": "TimeoutException",
 }
 
@@ -124,10 +126,13 @@ def elect(bootstrap: str, etype: ElectionType, partitions: list[tuple[str, int]]
           props: dict[str, str]) -> ElectionOutcome:
     """Run the election; per partition None (done) or (error name, message)."""
     errors = ClientErrors()
-    client = create_client(AdminClient, client_config(bootstrap, props, errors=errors))
+    # socket.timeout.ms bounds the request and the broker-side wait (confluent-kafka 2.16's elect_leaders
+    # does not take its timeout keywords)
+    conf = client_config(bootstrap, props, errors=errors, defaults={"socket.timeout.ms": int(TIMEOUT_S * 1000)})
+    client = create_client(AdminClient, conf)
     ensure_reachable(client, bootstrap, errors)
     tps = None if partitions is None else [TopicPartition(t, p) for t, p in partitions]
-    future = client.elect_leaders(etype, tps, request_timeout=TIMEOUT_S, operation_timeout=TIMEOUT_S)
+    future = client.elect_leaders(etype, tps)
     try:
         results = future.result(timeout=TIMEOUT_S + 5)
     except TimeoutError:
@@ -142,9 +147,11 @@ def elect(bootstrap: str, etype: ElectionType, partitions: list[tuple[str, int]]
         if error is None:
             out[(tp.topic, tp.partition)] = None
         else:
-            kerr = error.args[0] if getattr(error, "args", None) else None
-            name = kerr.name() if hasattr(kerr, "name") else "UNKNOWN"
-            out[(tp.topic, tp.partition)] = (name, kafka_message(error))
+            kerr = error if isinstance(error, KafkaError) else (getattr(error, "args", None) or [None])[0]
+            if isinstance(kerr, KafkaError):
+                out[(tp.topic, tp.partition)] = (kerr.name(), kerr.str())
+            else:
+                out[(tp.topic, tp.partition)] = ("UNKNOWN_SERVER_ERROR", str(error))
     return out
 
 

@@ -31,6 +31,10 @@ TOOLS: dict[str, Tool] = {
     "zookeeper-server-stop": Tool("odradek.cli.zookeeper.server_stop", "stop ZooKeeper servers started here"),
     "zookeeper-server-status": Tool("odradek.cli.zookeeper.server_status", "print a ZooKeeper server's mode"),
     "cluster": Tool("odradek.cli.cluster", "run a local ZooKeeper ensemble + brokers (up, status, down)"),
+    "leader-election": Tool("odradek.cli.leader_election", "elect preferred or unclean partition leaders"),
+    "preferred-replica-election": Tool("odradek.cli.preferred_replica_election",
+                                       "move leadership back to preferred replicas (Kafka 2.x tool)"),
+    "reassign-partitions": Tool("odradek.cli.reassign_partitions", "move partition replicas between brokers"),
 }
 
 PROG = "odradek"

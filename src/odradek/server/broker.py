@@ -113,6 +113,7 @@ class Broker:
         )
         await self.controller.start()
         self._start_background()
+        await self.server.start_serving()
         log.info("%s started (cluster id %s)", self.prefix, self.cluster_id)
 
     def _make_store(self) -> MetadataStore:

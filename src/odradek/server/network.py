@@ -136,9 +136,15 @@ class SocketServer:
             port,
             reuse_address=True,
             backlog=1024,
+            start_serving=False,
         )
         self._servers.append(server)
         return server.sockets[0].getsockname()[1]
+
+    async def start_serving(self) -> None:
+        """Accept connections only once the broker is ready (the ports were bound earlier)."""
+        for s in self._servers:
+            await s.start_serving()
 
     async def close(self) -> None:
         for s in self._servers:

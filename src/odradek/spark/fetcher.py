@@ -84,10 +84,7 @@ class RangeReader:
                 continue
             idle_since = time.monotonic()
             good = [m for m in msgs if m.error() is None]
-            if len(good) != len(msgs):
-                errors = [m for m in msgs if m.error() is not None]
-            else:
-                errors = []
+            errors = [m for m in msgs if m.error() is not None] if len(good) != len(msgs) else []
             if good:
                 if good[-1].offset() >= until:
                     good = [m for m in good if m.offset() < until]

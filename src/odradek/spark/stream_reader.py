@@ -96,9 +96,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         end: Offsets = dict(latest)
         if self._target is not None:
             end = cap_to_target(end, begin, self._target)
-        elif self.opts.min_offsets_per_trigger and not isinstance(limit, ReadAllAvailable):
-            if self._delay(backlog(base, end)):
-                return offsets_to_dict(begin)
+        elif (self.opts.min_offsets_per_trigger and not isinstance(limit, ReadAllAvailable)
+              and self._delay(backlog(base, end))):
+            return offsets_to_dict(begin)
         if isinstance(limit, ReadMaxRows):
             end = rate_limit(limit.max_rows, {tp: base.get(tp, off) for tp, off in end.items()}, end)
         if end == begin:

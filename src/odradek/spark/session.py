@@ -1,0 +1,79 @@
+"""A small local SparkSession for Odradek's jobs, tests and demo, with the `odradek` format registered.
+
+Local mode on 127.0.0.1 only, no web UI, little memory, UTC session time zone. `stop_session` stops
+Spark and then the JVM it started, so a process leaves no Java process behind (and may start a new
+session afterwards).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Mapping
+
+from pyspark import SparkContext
+from pyspark.sql import SparkSession
+
+DEFAULTS: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.driver.memory": "1g",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.streaming.stopGracefullyOnShutdown": "true",
+    "spark.log.level": "WARN",
+}
+
+
+def local_session(app_name: str = "odradek", cores: int = 2, conf: Mapping[str, str] | None = None) -> SparkSession:
+    """Start (or get) a local[cores] session and register format("odradek") in it."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    builder = SparkSession.builder.master(f"local[{cores}]").appName(app_name)
+    for key, value in {**DEFAULTS, **(conf or {})}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    register(spark)
+    return spark
+
+
+def register(spark: SparkSession) -> None:
+    """Make format("odradek") available in `spark`."""
+    from odradek.spark.source import OdradekDataSource
+
+    spark.dataSource.register(OdradekDataSource)
+
+
+def stop_session(spark: SparkSession | None, timeout: float = 30.0) -> None:
+    """Stop streaming queries, the session, and the JVM this process launched for it."""
+    gateway = SparkContext._gateway
+    if spark is not None:
+        for query in spark.streams.active:
+            try:
+                query.stop()
+            except Exception:  # a failed query must not keep the JVM alive
+                pass
+        spark.stop()
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    try:
+        gateway.shutdown()
+    except Exception:
+        pass
+    if proc is not None:
+        try:
+            if proc.stdin:
+                proc.stdin.close()  # the JVM exits when its stdin closes
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+        except OSError:
+            pass
+    SparkContext._gateway = None
+    SparkContext._jvm = None
