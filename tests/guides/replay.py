@@ -38,8 +38,8 @@ LOCAL = "127.0.0.1"
 FAST_FAILOVER = ("zookeeper.session.timeout.ms=6000",)
 T = TypeVar("T")
 
-__all__ = ["DATA", "LOCAL", "FAST_FAILOVER", "Described", "GuideHost", "Partition", "free_ports", "guide_file",
-           "live_coordinator_group", "localize", "parse_describe", "wait_until"]
+__all__ = ["DATA", "LOCAL", "FAST_FAILOVER", "Described", "GuideHost", "Partition", "first_violation", "free_ports", "guide_file",
+           "live_coordinator_group", "localize", "parse_describe", "wait_for", "wait_until"]
 
 
 # --- config files ------------------------------------------------------------------------------
@@ -140,6 +140,24 @@ def wait_until(probe: Callable[[], T | None], timeout: float, what: str, interva
             return last
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+
+
+def wait_for(sample: Callable[[], T], holds: Callable[[T], bool], timeout: float, what: str,
+             interval: float = 0.3) -> T:
+    """Take samples until one for which `holds` is true, and return it."""
+    return wait_until(lambda: (lambda value: value if holds(value) else None)(sample()), timeout, what, interval)
+
+
+def first_violation(sample: Callable[[], T], holds: Callable[[T], bool], seconds: float,
+                    interval: float = 0.2) -> T | None:
+    """Sample for `seconds`; the first sample for which `holds` is false, or None if it always held."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = sample()
+        if not holds(value):
+            return value
+        time.sleep(interval)
+    return None
 
 
 def live_coordinator_group(offsets: Described, live: set[int], prefix: str = "console-consumer-") -> str:

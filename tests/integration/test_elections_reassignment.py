@@ -15,11 +15,18 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
+from kafka.protocol.admin import (
+    AlterPartitionReassignmentsRequest,
+    ElectLeadersRequest,
+    ListPartitionReassignmentsRequest,
+)
 from kazoo.client import KazooClient
 
+from odradek.protocol.errors import ErrorCode
 from tests.clients import admin, consume_all
 from tests.harness import BrokerCluster, run_cli
 from tests.integration.test_replication import NumberedProducer, _segment_bytes, _wait
+from tests.rawclient import RawClient
 from tests.zkharness import ZooKeeperEnsemble
 
 FAST = {
@@ -82,7 +89,8 @@ def _controller_id(cluster: BrokerCluster) -> int:
 
 
 def _create(bootstrap: str, topic: str, assignment: list[list[int]], **config: str) -> None:
-    admin(bootstrap).create_topics([NewTopic(topic, len(assignment), replica_assignment=assignment, config=config)])[topic].result(20)
+    new = NewTopic(topic, len(assignment), replica_assignment=assignment, config=config)
+    admin(bootstrap).create_topics([new])[topic].result(20)
 
 
 def _elect(*args: str) -> tuple[int, str, str]:
@@ -164,6 +172,31 @@ def test_preferred_election_through_zookeeper(two_brokers: BrokerCluster, tmp_pa
     # the same tool through the ElectLeaders API: nothing to do now
     r = run_cli("preferred-replica-election", "--bootstrap-server", c.bootstrap)
     assert r.returncode == 0 and "Preferred replica already elected for partitions zkdrill-0, zkdrill-1" in r.stdout
+
+
+def test_requests_to_a_broker_that_is_not_the_controller_are_forwarded(two_brokers: BrokerCluster) -> None:
+    c = two_brokers
+    _create(c.bootstrap, "fwd", [[0, 1], [1, 0]])
+    assert _wait(lambda: _all_in_sync(c.bootstrap, "fwd", 2))
+    other = c.brokers[1 - _controller_id(c)]
+    elect = ElectLeadersRequest(election_type=0, timeout_ms=10000, topic_partitions=[
+        ElectLeadersRequest.TopicPartitions(topic="fwd", partitions=[0, 1]),
+        ElectLeadersRequest.TopicPartitions(topic="nope", partitions=[0])])
+    alter = AlterPartitionReassignmentsRequest(timeout_ms=10000, topics=[AlterPartitionReassignmentsRequest.ReassignableTopic(
+        name="fwd", partitions=[AlterPartitionReassignmentsRequest.ReassignableTopic.ReassignablePartition(
+            partition_index=0, replicas=None)])])
+    with RawClient(other.port) as raw:
+        resp = raw.request(elect, 2)
+        codes = {(r.topic, p.partition_id): p.error_code for r in resp.replica_election_results
+                 for p in r.partition_result}
+        assert resp.error_code == 0
+        assert codes == {("fwd", 0): ErrorCode.ELECTION_NOT_NEEDED, ("fwd", 1): ErrorCode.ELECTION_NOT_NEEDED,
+                         ("nope", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+        resp = raw.request(alter, 0)
+        assert resp.error_code == 0
+        assert resp.responses[0].partitions[0].error_code == ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
+        resp = raw.request(ListPartitionReassignmentsRequest(timeout_ms=1000, topics=None), 0)
+        assert resp.error_code == 0 and resp.topics == []
 
 
 def test_unclean_election_only_when_asked(two_brokers: BrokerCluster) -> None:

@@ -51,11 +51,11 @@ def test_batch_read_equals_what_was_produced(spark: Any, broker: Any, known: lis
     assert df.schema.simpleString() == (
         "struct<key:binary,value:binary,topic:string,partition:int,offset:bigint,timestamp:timestamp,"
         "timestampType:int,headers:array<struct<key:string,value:binary>>>")
-    got = sorted(
+    got = sorted((
         (r.key, r.value, r.topic, r.partition, r.offset, int(r.timestamp.timestamp() * 1000), r.timestampType,
          [(h.key, h.value) for h in r.headers] if r.headers is not None else None)
-        for r in df.collect())
-    want = sorted((k, v, t, p, o, ts, 0, h) for k, v, t, p, o, ts, h in known)
+        for r in df.collect()), key=lambda row: (row[3], row[4]))
+    want = sorted(((k, v, t, p, o, ts, 0, h) for k, v, t, p, o, ts, h in known), key=lambda row: (row[3], row[4]))
     assert len(got) == len(want) == 1200
     assert got == want
 

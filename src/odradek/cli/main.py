@@ -25,6 +25,8 @@ TOOLS: dict[str, Tool] = {
     "topics": Tool("odradek.cli.topics", "create, list, describe, alter and delete topics"),
     "console-producer": Tool("odradek.cli.console_producer", "send lines read from stdin to a topic"),
     "console-consumer": Tool("odradek.cli.console_consumer", "print records of topics to stdout"),
+    "consumer-groups": Tool("odradek.cli.consumer_groups",
+                            "list, describe and delete consumer groups; reset or delete their offsets"),
     "dump-log": Tool("odradek.cli.dump_log", "print the batches and records of log segment files"),
     "demo": Tool("odradek.cli.demo", "run a broker with a live event stream for a while (the main job)"),
     "zookeeper-server-start": Tool("odradek.cli.zookeeper.server_start", "run a ZooKeeper server from zoo.cfg"),

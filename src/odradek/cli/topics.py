@@ -13,6 +13,7 @@ import base64
 import re
 import struct
 import sys
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,6 +51,7 @@ ACTIONS = ("create", "list", "describe", "alter", "delete")
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_TOPIC_LENGTH = 249
+CONTROLLER_TRY_TIMEOUT_S = 5.0
 
 
 class TopicCommandError(CliError):
@@ -57,6 +59,10 @@ class TopicCommandError(CliError):
 
     def __init__(self, message: str) -> None:
         super().__init__(f"Error while executing topic command : {message}")
+
+
+class NoController(Exception):
+    """A request librdkafka sends to the controller timed out (no controller, or a dead one)."""
 
 
 @dataclass
@@ -380,8 +386,7 @@ class Topics:
         names = self.existing_topics()
         if not names:
             return
-        infos = self.describe_topics(names)
-        configs = self.describe_configs(names)
+        infos, configs = self.describe_with_retries(names)
         live = {b for b in self.metadata.brokers}
         for info in infos:
             for line in describe_lines(info, configs.get(info.name, {}), self.report(), live):
@@ -397,9 +402,25 @@ class Topics:
             o.at_min_isr_partitions,
         )
 
+    def describe_with_retries(self, names: list[str]) -> tuple[list[TopicInfo], dict[str, dict[str, str]]]:
+        """DescribeTopics and DescribeConfigs, which librdkafka sends to the controller. While a fail-over
+        is under way the client may keep waiting for a controller that is gone: each try is short, and
+        the next one starts from a fresh client (fresh metadata, the new controller) until the timeout."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                return self.describe_topics(names), self.describe_configs(names)
+            except NoController:
+                if time.monotonic() >= deadline:
+                    raise CliError(
+                        f"Error: no controller answered within {self.opts.command_timeout} ms"
+                    ) from None
+                self.admin, self.metadata = connect(self.opts)
+
     def describe_topics(self, names: list[str]) -> list[TopicInfo]:
+        timeout = self.try_timeout()
         try:
-            futures = self.admin.describe_topics(TopicCollection(names), request_timeout=self.timeout)
+            futures = self.admin.describe_topics(TopicCollection(names), request_timeout=timeout)
         except KafkaException as exc:
             if _is_code(exc, "_UNSUPPORTED_FEATURE"):
                 return [info_from_metadata(self.metadata.topics[n]) for n in names]
@@ -407,24 +428,32 @@ class Topics:
         infos = []
         for name in names:
             try:
-                infos.append(info_from_description(wait(futures[name], self.timeout)))
+                infos.append(info_from_description(wait(futures[name], timeout)))
             except KafkaException as exc:
                 if self.opts.if_exists and _is_code(exc, "UNKNOWN_TOPIC_OR_PART"):
                     continue
+                if _is_code(exc, "_TIMED_OUT"):
+                    raise NoController() from None
                 raise TopicCommandError(topic_error_text(exc, name)) from None
         return infos
+
+    def try_timeout(self) -> float:
+        return min(self.timeout, CONTROLLER_TRY_TIMEOUT_S)
 
     def describe_configs(self, names: list[str]) -> dict[str, dict[str, str]]:
         """Per topic: its overrides (DYNAMIC_TOPIC_CONFIG) plus min.insync.replicas."""
         resources = [ConfigResource(ResourceType.TOPIC, n) for n in names]
-        futures = self.admin.describe_configs(resources, request_timeout=self.timeout)
+        timeout = self.try_timeout()
+        futures = self.admin.describe_configs(resources, request_timeout=timeout)
         result: dict[str, dict[str, str]] = {}
         for resource, future in futures.items():
             try:
-                entries = wait(future, self.timeout)
+                entries = wait(future, timeout)
             except KafkaException as exc:
                 if _is_code(exc, "UNKNOWN_TOPIC_OR_PART"):
                     continue
+                if _is_code(exc, "_TIMED_OUT"):
+                    raise NoController() from None
                 raise TopicCommandError(topic_error_text(exc, resource.name)) from None
             result[resource.name] = configs_of(entries.values())
         return result

@@ -543,7 +543,7 @@ class Controller:
                      self.prefix, tp_str(tp), new.replicas, [r for r in old.replicas if r not in new.replicas])
         else:
             log.info("%s Partition %s: reassigning from %s to %s (replicas %s, adding %s, removing %s)",
-                     self.prefix, tp_str(tp), new.origin, new.target, new.replicas, new.adding, new.removing)
+                     self.prefix, tp_str(tp), old.origin, new.target, new.replicas, new.adding, new.removing)
 
     async def _write_topic(self, name: str, topic: zn.TopicAssignment, version: int) -> bool:
         try:
@@ -580,7 +580,11 @@ class Controller:
             isr = [r for r in state.isr if r in replicas] or ([leader] if leader >= 0 else list(replicas[:1]))
             new = zn.PartitionState(leader, state.leader_epoch + 1, isr, self.epoch)
             if await self._write_state(name, p, new, state.zk_version):
-                self._log_leader(name, p, new)
+                if leader != state.leader:
+                    self._log_leader(name, p, new)
+                else:
+                    log.info("%s Partition %s-%d: leader epoch bumped to %d, isr %s", self.prefix, name, p,
+                             new.leader_epoch, new.isr)
                 return True
         return False
 

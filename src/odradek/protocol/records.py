@@ -50,6 +50,7 @@ CODEC_NAMES = {v: k for k, v in COMPRESSION_CODECS.items()}
 TIMESTAMP_TYPE_MASK = 0x08
 TRANSACTIONAL_MASK = 0x10
 CONTROL_MASK = 0x20
+DELETE_HORIZON_MASK = 0x40  # KIP-534: base_timestamp holds the time tombstones in the batch may go
 NO_TIMESTAMP = -1
 
 HEADER_STRUCT = struct.Struct(">qiibIhiqqqhii")
@@ -108,6 +109,11 @@ class BatchHeader(NamedTuple):
     @property
     def is_control(self) -> bool:
         return bool(self.attributes & CONTROL_MASK)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """When set by the log cleaner (KIP-534): the time after which the batch's tombstones may go."""
+        return self.base_timestamp if self.attributes & DELETE_HORIZON_MASK else None
 
 
 _make_header = BatchHeader._make
@@ -537,6 +543,51 @@ def build_batch(
         base_offset,
         len(body) + ATTRIBUTES_OFFSET - LOG_OVERHEAD,
         partition_leader_epoch,
+        CURRENT_MAGIC,
+        crc32c(body),
+    )
+    return prefix + body
+
+
+def rebuild_batch(header: BatchHeader, records: Sequence[Record], *, delete_horizon_ms: int | None = None) -> bytes:
+    """A batch holding a subset of `header`'s batch records, as Kafka's log cleaner writes one.
+
+    The batch keeps its base offset and last offset delta (so its offset range, and the producer's
+    sequence range, stay those of the original), its attributes (codec, timestamp type, transactional,
+    control), producer fields and partition leader epoch; records keep their offsets and timestamps.
+    With `delete_horizon_ms` (or when the original had one) the delete horizon flag is set and the base
+    timestamp holds the horizon, record timestamps being deltas from it.
+    """
+    if not records:
+        raise ValueError("A rebuilt batch needs at least one record")
+    attributes = header.attributes
+    if delete_horizon_ms is None:
+        delete_horizon_ms = header.delete_horizon_ms
+    if delete_horizon_ms is not None:
+        attributes |= DELETE_HORIZON_MASK
+        base_ts = delete_horizon_ms
+    else:
+        base_ts = records[0].timestamp
+    log_append_time = attributes & TIMESTAMP_TYPE_MASK
+    max_ts = header.max_timestamp if log_append_time else max(r.timestamp for r in records)
+    payload = b"".join(
+        _encode_record(r.offset - header.base_offset, r.timestamp - base_ts, r.key, r.value, r.headers)
+        for r in records
+    )
+    body = _BODY_HEAD_STRUCT.pack(
+        attributes,
+        header.last_offset_delta,
+        base_ts,
+        max_ts,
+        header.producer_id,
+        header.producer_epoch,
+        header.base_sequence,
+        len(records),
+    ) + compress(header.compression, payload)
+    prefix = _PREFIX_STRUCT.pack(
+        header.base_offset,
+        len(body) + ATTRIBUTES_OFFSET - LOG_OVERHEAD,
+        header.partition_leader_epoch,
         CURRENT_MAGIC,
         crc32c(body),
     )

@@ -36,6 +36,7 @@ CONSUMER_DEFAULTS: dict[str, Any] = {
 CONSUMER_FIXED: dict[str, Any] = {"enable.partition.eof": True, "auto.offset.reset": "error"}
 
 MAX_BATCH_ROWS = 50_000
+IDLE_CHECK_S = 2.0  # after this long without records, ask the broker where the partition starts and ends
 _OUT_OF_RANGE = {KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE}
 
 
@@ -72,15 +73,19 @@ class RangeReader:
 
     def _drain(self, consumer: Consumer) -> Iterator[pa.RecordBatch]:
         tp, until = self.range.tp, self.range.until
-        idle_since = time.monotonic()
+        idle_since = last_check = time.monotonic()
         while self.position < until:
             want = max(1, min(self.max_batch_rows, until - self.position))
             msgs = consumer.consume(num_messages=want, timeout=0.5)
             if not msgs:
-                if time.monotonic() - idle_since > self.poll_timeout:
+                now = time.monotonic()
+                if now - idle_since > self.poll_timeout:
                     raise TimeoutError(
                         f"Timed out after {self.poll_timeout:.0f} s (kafkaConsumer.pollTimeoutMs) waiting for records "
                         f"of {self._where()} at offset {self.position}, reading offsets [{self.range.start}, {until})")
+                if now - last_check > IDLE_CHECK_S:
+                    last_check = now
+                    self._check_bounds(consumer)
                 continue
             idle_since = time.monotonic()
             good = [m for m in msgs if m.error() is None]
@@ -116,20 +121,26 @@ class RangeReader:
             self.position = until
             return
         if err.code() in _OUT_OF_RANGE:
-            self._out_of_range(consumer)
+            self._check_bounds(consumer)
             return
         if err.fatal() or not err.retriable():
             raise KafkaException(err)
 
-    def _out_of_range(self, consumer: Consumer) -> None:
+    def _check_bounds(self, consumer: Consumer) -> None:
+        """The next offset is out of the partition's [log start, high watermark): data loss, then go on."""
         tp, until = self.range.tp, self.range.until
-        low, high = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=10)
+        try:
+            low, high = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=10)
+        except KafkaException:
+            return  # cannot tell now; the read goes on and the poll timeout still applies
+        if low <= self.position < high:
+            return
         if self.position < low:
             lost_to = min(low, until)
             report_data_loss(
-                f"Cannot fetch offset {self.position} of {self.range.tp.topic}-{self.range.tp.partition}: offsets "
-                f"[{self.position}, {lost_to}) of {self._where()} were deleted, the earliest available offset is "
-                f"{low} (reading offsets [{self.range.start}, {until}))", self.fail)
+                f"Cannot fetch offset {self.position} of {self._where()}: offsets [{self.position}, {lost_to}) were "
+                f"deleted, the earliest available offset is {low} (reading offsets [{self.range.start}, {until}))",
+                self.fail)
             self.position = lost_to
         elif self.position >= high:
             report_data_loss(

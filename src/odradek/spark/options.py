@@ -137,7 +137,8 @@ class OffsetSpec:
 
 def _offset_spec(opts: Mapping[str, str], prefix: str, default: str, *, streaming: bool) -> OffsetSpec:
     """startingX / endingX options, with Spark's precedence: Timestamp > OffsetsByTimestamp > Offsets."""
-    strategy = opts.get(f"{prefix}offsetsbytimestampstrategy", "error").strip().lower()
+    # Ending times with no record at or after them mean "latest" (Spark); starting ones follow the strategy.
+    strategy = opts.get(f"{prefix}offsetsbytimestampstrategy", "error" if prefix == "starting" else "latest").strip().lower()
     if strategy not in ("error", "latest"):
         raise ValueError(f"option '{prefix}OffsetsByTimestampStrategy' must be 'error' or 'latest', got {strategy!r}")
     name = "startingOffsets" if prefix == "starting" else "endingOffsets"

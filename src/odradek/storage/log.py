@@ -1,7 +1,9 @@
 """One partition's log: its segments, roll, log start/end offsets, high watermark, truncation, recovery.
 
 Every public method takes the log's lock: the broker's event loop thread appends and reads, while
-retention may run in a worker thread.
+retention and the log cleaner run in worker threads. The cleaner (storage/cleaner.py) builds cleaned
+segments without the lock and takes it only to swap them in (`replace_segments`); a swap interrupted by a
+crash is completed when the log is next loaded.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import threading
 import time
 import uuid
 from bisect import bisect_right
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -36,14 +38,17 @@ from odradek.protocol.records import (
 from odradek.storage.epoch_cache import LeaderEpochCache
 from odradek.storage.producer_state import ProducerStateManager, last_sequence
 from odradek.storage.segment import (
+    CLEANED_SUFFIX,
     DELETED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
     MAX_RELATIVE_OFFSET,
+    SWAP_SUFFIX,
     TIMEINDEX_SUFFIX,
     BatchEntry,
     LogSegment,
     StorageError,
+    file_name,
     parse_base_offset,
 )
 
@@ -52,7 +57,7 @@ log = logging.getLogger("odradek.storage")
 LONG_MAX = 9223372036854775807
 INT_MAX = 2147483647
 _BOUNDARY_CACHE_SIZE = 64
-_STALE_SUFFIXES = (DELETED_SUFFIX, ".cleaned", ".swap")
+_STALE_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)
 
 
 def now_ms() -> int:
@@ -207,6 +212,12 @@ class LogConfig:
     def delete(self) -> bool:
         return "delete" in self.cleanup_policy
 
+    @property
+    def max_segment_ms(self) -> int:
+        """segment.ms, capped by max.compaction.lag.ms for compacted topics (KIP-354): the active segment,
+        which is never cleaned, must roll in time for its records to be compacted within the lag."""
+        return min(self.segment_ms, self.max_compaction_lag_ms) if self.compact else self.segment_ms
+
     def to_props(self) -> dict[str, str]:
         """Every known config as Kafka's name -> string value (for DescribeConfigs)."""
         out = {}
@@ -331,6 +342,7 @@ class Log:
         high_watermark: int | None = None,
         clean_shutdown: bool = True,
         time_ms: Callable[[], int] = now_ms,
+        cleaner_checkpoint: int | None = None,
     ) -> None:
         self.dir = Path(dir)
         self.topic, self.partition = parse_topic_partition(self.dir.name)
@@ -347,6 +359,10 @@ class Log:
         self.log_start_offset = log_start_offset
         self.recovery_point = recovery_point
         self._leo = log_start_offset
+        # the cleaner's bookkeeping: its checkpoint (first dirty offset; cleaner-offset-checkpoint, kept
+        # by the LogManager) and the latest delete horizon it stamped on tombstones (-1: none pending)
+        self.cleaner_checkpoint = cleaner_checkpoint
+        self.latest_delete_horizon = -1
         self.producer_state = ProducerStateManager()
         self.dir.mkdir(parents=True, exist_ok=True)
         self._load(clean_shutdown)
@@ -386,6 +402,12 @@ class Log:
     @property
     def size_in_bytes(self) -> int:
         return sum(seg.size for seg in self._segments)
+
+    @property
+    def _dense(self) -> bool:
+        """Whether offsets must be dense within each segment, as recovery checks: not once compaction may
+        have left gaps (a compacted topic, or a log the cleaner ever processed, with its checkpoint)."""
+        return not (self.config.compact or self.cleaner_checkpoint is not None)
 
     @property
     def unflushed_messages(self) -> int:
@@ -438,7 +460,7 @@ class Log:
         elif not clean_shutdown:
             first = max(bisect_right(self._bases, self.recovery_point) - 1, 0)
             self._recover_from(first)
-        elif not self.active_segment.scan_tail():
+        elif not self.active_segment.scan_tail(self._dense):
             log.warning(
                 "%s The tail of the active segment is not whole batches despite a clean shutdown",
                 self._prefix,
@@ -466,7 +488,9 @@ class Log:
         )
 
     def _scan_dir(self) -> list[int]:
-        """Sweep leftovers of interrupted deletes, return the base offsets of the .log files."""
+        """Sweep leftovers of interrupted deletes and cleanings, complete an interrupted swap of cleaned
+        segments, return the base offsets of the .log files."""
+        self._complete_swaps()
         bases: list[int] = []
         indexes: list[tuple[int, Path]] = []
         for entry in os.scandir(self.dir):
@@ -490,12 +514,47 @@ class Log:
                 path.unlink()
         return sorted(bases)
 
+    def _complete_swaps(self) -> None:
+        """A `<base>.log.swap` is a cleaned segment whose swap was committed (written and fsynced in full)
+        but maybe not finished: it replaces every old segment with a base offset from `base` up to its own
+        next offset (the cleaner never lets a merged group end with a segment it emptied, so that range
+        covers the whole group). `.cleaned` files (swap not committed) are swept as strays."""
+        swaps = sorted(
+            base
+            for name in os.listdir(self.dir)
+            if (base := parse_base_offset(name.removesuffix(SWAP_SUFFIX), LOG_SUFFIX)) is not None
+            and name.endswith(SWAP_SUFFIX)
+        )
+        for base in swaps:
+            swap = LogSegment(
+                self.dir, base, index_interval_bytes=1, max_index_bytes=0, now_ms=0, suffix=SWAP_SUFFIX
+            )
+            end = swap.scan_next_offset()
+            swap.close()
+            for name in os.listdir(self.dir):
+                old = parse_base_offset(name, LOG_SUFFIX)
+                if old is not None and base < old < end:
+                    LogSegment(self.dir, old, index_interval_bytes=1, max_index_bytes=0, now_ms=0).delete()
+            # the indexes (old ones and any swapped ones) go first: they are rebuilt from the new .log
+            for suffix in (INDEX_SUFFIX, TIMEINDEX_SUFFIX):
+                (self.dir / file_name(base, suffix)).unlink(missing_ok=True)
+                (self.dir / (file_name(base, suffix) + SWAP_SUFFIX)).unlink(missing_ok=True)
+            swap.change_suffix("")
+            log.info(
+                "%s Completed the interrupted swap of cleaned segment %d (replacing segments below offset %d)",
+                self._prefix,
+                base,
+                end,
+            )
+        if swaps:
+            self._fsync_dir()
+
     def _recover_from(self, first: int) -> None:
         """Validate segments[first:], truncating at the first bad batch and dropping all after it."""
         for i in range(first, len(self._segments)):
             seg = self._segments[i]
             log.info("%s Recovering unflushed segment %d", self._prefix, seg.base_offset)
-            valid, reason = seg.recover()
+            valid, reason = seg.recover(self._dense)
             is_last = i == len(self._segments) - 1
             if reason is not None:
                 log.warning(
@@ -552,6 +611,8 @@ class Log:
         batches = validate_batches(data, self.config.max_message_bytes)
         if self.config.compression_type != "producer":
             data, batches = self._recompress(data, batches)
+        if self.config.compact:
+            self._check_keys(data, batches)
         with self.lock:
             self._check_open()
             now = self._time()
@@ -594,32 +655,28 @@ class Log:
             )
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
-        """Append replicated batches keeping their offsets (>= log end offset). A gap in offsets, as
-        compaction leaves on the leader, starts a new segment so each segment stays dense."""
+        """Append replicated batches keeping their offsets (>= log end offset, increasing). Gaps in offsets,
+        as compaction leaves on the leader, are kept inside the segment, as Kafka does; an empty log (or
+        empty active segment) restarts at the first batch's offset."""
         data = bytearray(records)
         batches = validate_batches(data, None, producer=False)
+        self._check_increasing(batches)
         with self.lock:
             self._check_open()
-            if batches[0][1].base_offset < self._leo:
-                raise _out_of_range(
-                    f"Follower append at offset {batches[0][1].base_offset} below the log end offset {self._leo}"
-                )
-            view = memoryview(data)
+            first = batches[0][1].base_offset
+            if first < self._leo:
+                raise _out_of_range(f"Follower append at offset {first} below the log end offset {self._leo}")
             max_ts = off_max = -1
-            n_records = 0
-            for start, end, run in self._dense_runs(batches):
-                entries = [BatchEntry(pos - start, h.size, h.last_offset, h.max_timestamp) for pos, h in run]
-                for _, h in run:
-                    if h.max_timestamp > max_ts:
-                        max_ts, off_max = h.max_timestamp, h.last_offset
-                for _, h in run:
-                    self.producer_state.update(h, h.base_offset)
-                    self.epochs.assign(h.partition_leader_epoch, h.base_offset)
-                run_records = sum(h.records_count for _, h in run)
-                n_records += run_records
-                if run[0][1].base_offset != self._leo:
-                    self._roll_locked(run[0][1].base_offset)
-                self._append(view[start:end], entries, max(e.max_timestamp for e in entries), run_records)
+            for _, h in batches:
+                if h.max_timestamp > max_ts:
+                    max_ts, off_max = h.max_timestamp, h.last_offset
+                self.producer_state.update(h, h.base_offset)
+                self.epochs.assign(h.partition_leader_epoch, h.base_offset)
+            n_records = sum(h.records_count for _, h in batches)
+            if first != self._leo and self.active_segment.size == 0:
+                self._roll_locked(first)
+            entries = [BatchEntry(pos, h.size, h.last_offset, h.max_timestamp) for pos, h in batches]
+            self._append(data, entries, max_ts, n_records, first)
             return AppendInfo(
                 batches[0][1].base_offset,
                 batches[-1][1].last_offset,
@@ -630,6 +687,20 @@ class Log:
                 len(data),
                 n_records,
             )
+
+    def _check_keys(self, data: bytearray, batches: list[tuple[int, BatchHeader]]) -> None:
+        """A compacted topic keeps the latest record per key, so every record needs one (Kafka's rule).
+        This decodes the records, which only compacted topics pay for."""
+        view = memoryview(data)
+        for pos, h in batches:
+            if h.is_control:
+                continue
+            if any(record.key is None for record in decode_records(view[pos : pos + h.size])):
+                raise KafkaError(
+                    ErrorCode.INVALID_RECORD,
+                    "Compacted topic cannot accept message without key in topic partition "
+                    f"{self.topic}-{self.partition}.",
+                )
 
     def _check_producers(self, batches: list[tuple[int, BatchHeader]]) -> AppendInfo | None:
         """Reject out-of-order or fenced idempotent batches; a retried batch already in the log is answered
@@ -666,28 +737,23 @@ class Log:
                     self.producer_state.update(h, h.base_offset)
 
     @staticmethod
-    def _dense_runs(
-        batches: list[tuple[int, BatchHeader]],
-    ) -> list[tuple[int, int, list[tuple[int, BatchHeader]]]]:
-        runs: list[tuple[int, int, list[tuple[int, BatchHeader]]]] = []
-        run: list[tuple[int, BatchHeader]] = []
-        for pos, h in batches:
-            if run:
-                expected = run[-1][1].next_offset
-                if h.base_offset < expected:
-                    raise InvalidRecordError(
-                        message=f"Out of order offsets: batch at {h.base_offset} follows one ending at {expected - 1}"
-                    )
-                if h.base_offset != expected:
-                    runs.append((run[0][0], pos, run))
-                    run = []
-            run.append((pos, h))
-        runs.append((run[0][0], run[-1][0] + run[-1][1].size, run))
-        return runs
+    def _check_increasing(batches: list[tuple[int, BatchHeader]]) -> None:
+        for (_, prev), (_, h) in zip(batches, batches[1:], strict=False):
+            if h.base_offset < prev.next_offset:
+                raise InvalidRecordError(
+                    message=f"Out of order offsets: batch at {h.base_offset} follows one ending at {prev.last_offset}"
+                )
 
     def _append(
-        self, data: bytes | bytearray | memoryview, entries: list[BatchEntry], max_ts: int, n_records: int
+        self,
+        data: bytes | bytearray | memoryview,
+        entries: list[BatchEntry],
+        max_ts: int,
+        n_records: int,
+        first_offset: int | None = None,
     ) -> None:
+        """Write whole batches at the end; `first_offset` (default: the log end offset) is the first
+        batch's base offset, above the log end offset when a follower copies a compacted gap."""
         if len(data) > self.config.segment_bytes:
             raise KafkaError(
                 ErrorCode.RECORD_LIST_TOO_LARGE,
@@ -695,7 +761,9 @@ class Log:
                 f"{self.config.segment_bytes}",
             )
         first = self._leo
-        seg = self._maybe_roll(len(data), entries[-1].last_offset, max_ts)
+        if first_offset is None:
+            first_offset = first
+        seg = self._maybe_roll(len(data), first_offset, entries[-1].last_offset, max_ts)
         position = seg.size
         seg.append(data, entries)
         self._leo = entries[-1].last_offset + 1
@@ -763,7 +831,7 @@ class Log:
 
     # --- roll --------------------------------------------------------------------------------
 
-    def _maybe_roll(self, size: int, last_offset: int, max_ts: int) -> LogSegment:
+    def _maybe_roll(self, size: int, first_offset: int, last_offset: int, max_ts: int) -> LogSegment:
         seg = self.active_segment
         if seg.size == 0:
             return seg
@@ -775,11 +843,11 @@ class Log:
             waited = self._time() - seg.created_ms
         if (
             seg.size > cfg.segment_bytes - size
-            or waited > cfg.segment_ms - seg.roll_jitter_ms
+            or waited > cfg.max_segment_ms - seg.roll_jitter_ms
             or seg.index_full
             or last_offset - seg.base_offset > MAX_RELATIVE_OFFSET
         ):
-            return self._roll_locked(self._leo)
+            return self._roll_locked(first_offset)
         return seg
 
     def roll(self) -> LogSegment:
@@ -951,6 +1019,41 @@ class Log:
                 self._boundaries.clear()
             return len(doomed)
 
+    def replace_segments(self, old: Sequence[LogSegment], sizes: Sequence[int], cleaned: LogSegment) -> bool:
+        """Swap in `cleaned` (a segment the cleaner wrote and fsynced as `<base>.log.cleaned`, base offset
+        that of old[0]) for the consecutive non-active segments `old`, which must still be in the log with
+        the given sizes; False, changing nothing, when they are not (retention or truncation got there
+        first). Kafka's order: rename to `.swap` (the commit), delete the old segments, rename to the final
+        names; a crash after the commit is completed at load by `_complete_swaps`."""
+        with self.lock:
+            i = self._position_of(old, sizes)
+            if i is None:
+                return False
+            cleaned.change_suffix(SWAP_SUFFIX)
+            self._fsync_dir()
+            for seg in old[1:]:
+                seg.delete()
+            old[0].close()
+            old[0].index_path.unlink(missing_ok=True)
+            old[0].timeindex_path.unlink(missing_ok=True)
+            cleaned.change_suffix("")
+            self._fsync_dir()
+            self._segments[i : i + len(old)] = [cleaned]
+            self._bases[i : i + len(old)] = [cleaned.base_offset]
+            self._boundaries.clear()
+            return True
+
+    def _position_of(self, old: Sequence[LogSegment], sizes: Sequence[int]) -> int | None:
+        if self.closed or not old:
+            return None
+        i = next((k for k, seg in enumerate(self._segments) if seg is old[0]), None)
+        if i is None or i + len(old) >= len(self._segments):  # gone, or reaching the active segment
+            return None
+        current = self._segments[i : i + len(old)]
+        if any(a is not b or a.size != size for a, b, size in zip(current, old, sizes, strict=True)):
+            return None
+        return i
+
     def truncate_to(self, offset: int) -> None:
         """Remove everything at or above `offset`; a batch straddling it goes entirely, so the log end
         offset becomes that batch's base offset."""
@@ -969,13 +1072,15 @@ class Log:
                 self._bases.pop()
             seg = self.active_segment
             seg.truncate_to(offset)
-            if seg.next_offset is None and not seg.scan_tail():
-                seg.recover()
+            if seg.next_offset is None and not seg.scan_tail(self._dense):
+                seg.recover(self._dense)
             seg.flush()
             self._leo = seg.next_offset
             self.log_start_offset = min(self.log_start_offset, self._leo)
             self.recovery_point = min(self.recovery_point, self._leo)
             self._high_watermark = min(self._high_watermark, self._leo)
+            if self.cleaner_checkpoint is not None:
+                self.cleaner_checkpoint = min(self.cleaner_checkpoint, self._leo)
             self._boundaries.clear()
             self.epochs.truncate_from_end(self._leo)
             self._rebuild_producer_state()
@@ -995,6 +1100,8 @@ class Log:
         self._add_segment(self._new_segment(offset))
         self._fsync_dir()
         self._leo = self.log_start_offset = self.recovery_point = self._high_watermark = offset
+        if self.cleaner_checkpoint is not None:
+            self.cleaner_checkpoint = offset
         self._boundaries.clear()
         self.producer_state.clear()
         if hasattr(self, "epochs"):

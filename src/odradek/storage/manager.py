@@ -1,8 +1,9 @@
 """All the logs of one broker under `log.dirs`: loading and recovery at start-up, checkpoint files,
-placement of new partitions, retention and flush passes, clean shutdown.
+placement of new partitions, retention, log cleaner and flush passes, clean shutdown.
 
 Each log dir holds `<topic>-<partition>` directories plus Kafka's bookkeeping files:
-`recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`, `.kafka_cleanshutdown` (present
+`recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`, `replication-offset-checkpoint`,
+`cleaner-offset-checkpoint` (each compacted log's first dirty offset), `.kafka_cleanshutdown` (present
 only while the broker is stopped after a clean shutdown) and `.lock`.
 """
 
@@ -18,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from odradek.protocol.errors import KafkaError
-from odradek.storage.cleaner import run_cleanup
+from odradek.storage.cleaner import CleanerConfig, CleaningAborted, compact, run_cleanup
 from odradek.storage.log import Log, LogConfig, now_ms, parse_topic_partition
 from odradek.storage.segment import StorageError
 
@@ -28,12 +29,13 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 LOCK_FILE = ".lock"
 CHECKPOINT_VERSION = 0
 
 TopicPartition = tuple[str, int]
 
-__all__ = ["LogManager", "StorageError", "read_checkpoint", "write_checkpoint"]
+__all__ = ["CleanerConfig", "LogManager", "StorageError", "read_checkpoint", "write_checkpoint"]
 
 
 def read_checkpoint(path: Path) -> dict[TopicPartition, int]:
@@ -90,6 +92,7 @@ class LogManager:
         default_props: Mapping[str, str] | None = None,
         *,
         time_ms: Callable[[], int] = now_ms,
+        cleaner: CleanerConfig | None = None,
     ) -> None:
         self.log_dirs = [Path(d).absolute() for d in log_dirs]
         if not self.log_dirs:
@@ -102,6 +105,11 @@ class LogManager:
         self._dir_of: dict[TopicPartition, Path] = {}
         self._lock_fds: dict[Path, int] = {}
         self._mutex = threading.Lock()
+        self.cleaner = cleaner or CleanerConfig()
+        self._cleaner_lock = threading.Lock()  # one cleaner pass at a time; shutdown waits for it
+        self._checkpoint_lock = threading.Lock()  # checkpoint files are written from two threads
+        self._cleaner_stopping = False
+        self._uncleanable: set[TopicPartition] = set()  # logs whose cleaning failed (Kafka skips them too)
 
     # --- start-up ----------------------------------------------------------------------------
 
@@ -149,6 +157,7 @@ class LogManager:
         recovery_points = read_checkpoint(d / RECOVERY_POINT_CHECKPOINT)
         start_offsets = read_checkpoint(d / LOG_START_OFFSET_CHECKPOINT)
         high_watermarks = read_checkpoint(d / REPLICATION_OFFSET_CHECKPOINT)
+        cleaner_offsets = read_checkpoint(d / CLEANER_OFFSET_CHECKPOINT)
         for entry in sorted(os.scandir(d), key=lambda e: e.name):
             if not entry.is_dir():
                 continue
@@ -166,19 +175,17 @@ class LogManager:
                 raise StorageError(
                     message=f"Duplicate log directories for {name} are found in both {self._dir_of[key]} and {d}."
                 )
-            self._register(
-                key,
-                d,
-                Log(
-                    entry.path,
-                    self._config_for(key[0]),
-                    recovery_point=recovery_points.get(key, 0),
-                    log_start_offset=start_offsets.get(key, 0),
-                    high_watermark=high_watermarks.get(key, 0),
-                    clean_shutdown=clean,
-                    time_ms=self._time,
-                ),
+            loaded = Log(
+                entry.path,
+                self._config_for(key[0]),
+                recovery_point=recovery_points.get(key, 0),
+                log_start_offset=start_offsets.get(key, 0),
+                high_watermark=high_watermarks.get(key, 0),
+                clean_shutdown=clean,
+                time_ms=self._time,
+                cleaner_checkpoint=cleaner_offsets.get(key),
             )
+            self._register(key, d, loaded)
 
     def _register(self, key: TopicPartition, d: Path, partition_log: Log) -> None:
         self._logs[key] = partition_log
@@ -233,6 +240,7 @@ class LogManager:
             self._dir_of.pop(key, None)
         if doomed is None:
             return False
+        self._uncleanable.discard(key)
         doomed.delete()
         return True
 
@@ -248,7 +256,8 @@ class LogManager:
     # --- background work ---------------------------------------------------------------------
 
     def checkpoint(self) -> None:
-        """Write both checkpoint files in every log dir."""
+        """Write the checkpoint files (recovery points, log start offsets, high watermarks, cleaner
+        offsets) in every log dir."""
         with self._mutex:
             items = [(key, self._dir_of[key], lg) for key, lg in self._logs.items()]
         for d in self.log_dirs:
@@ -256,6 +265,12 @@ class LogManager:
             write_checkpoint(d / RECOVERY_POINT_CHECKPOINT, {key: lg.recovery_point for key, lg in mine})
             write_checkpoint(d / LOG_START_OFFSET_CHECKPOINT, {key: lg.log_start_offset for key, lg in mine})
             write_checkpoint(d / REPLICATION_OFFSET_CHECKPOINT, {key: lg.high_watermark for key, lg in mine})
+            self._write_cleaner_checkpoint(d, mine)
+
+    def _write_cleaner_checkpoint(self, d: Path, mine: list[tuple[TopicPartition, Log]]) -> None:
+        offsets = {key: lg.cleaner_checkpoint for key, lg in mine if lg.cleaner_checkpoint is not None}
+        with self._checkpoint_lock:
+            write_checkpoint(d / CLEANER_OFFSET_CHECKPOINT, offsets)
 
     def run_retention(self) -> int:
         """One retention pass over every log; returns how many segments were deleted."""
@@ -267,6 +282,35 @@ class LogManager:
             except (OSError, KafkaError):
                 log.exception("Retention failed for %s", target)
         return deleted
+
+    def run_cleaner(self) -> int:
+        """One log cleaner pass: compact every compacted log that is due (a worker thread's job); then
+        write cleaner-offset-checkpoint where something was cleaned. Returns how many logs were cleaned."""
+        if not self.cleaner.enabled or not self._cleaner_lock.acquire(blocking=False):
+            return 0
+        try:
+            with self._mutex:
+                items = [(key, self._dir_of[key], lg) for key, lg in self._logs.items()]
+            cleaned = [(key, d) for key, d, lg in items if self._clean_one(key, lg)]
+            for d in {d for _, d in cleaned}:
+                self._write_cleaner_checkpoint(d, [(key, lg) for key, owner, lg in items if owner == d])
+            return len(cleaned)
+        finally:
+            self._cleaner_lock.release()
+
+    def _clean_one(self, key: TopicPartition, target: Log) -> bool:
+        if self._cleaner_stopping or not target.config.compact or key in self._uncleanable:
+            return False
+        try:
+            return compact(target, self._time(), self.cleaner, lambda: self._cleaner_stopping) is not None
+        except CleaningAborted as exc:
+            log.info("Cleaning of %s-%d stopped: %s", key[0], key[1], exc)
+        except OSError:
+            log.exception("Cleaning of %s-%d failed", key[0], key[1])
+        except Exception:  # a bug or a corrupt segment: stop retrying it, as Kafka marks it uncleanable
+            log.exception("Cleaning of %s-%d failed; the log is marked uncleanable", key[0], key[1])
+            self._uncleanable.add(key)
+        return False
 
     def flush_dirty(self, now_ms: int) -> int:
         """fsync logs whose flush.ms has elapsed since their last flush; returns how many."""
@@ -283,6 +327,9 @@ class LogManager:
     def shutdown(self) -> None:
         """Flush and close every log, checkpoint, then mark each dir cleanly shut down and unlock it."""
         log.info("Shutting down the log manager")
+        self._cleaner_stopping = True
+        with self._cleaner_lock:  # a running cleaner pass notices the flag at its next batch
+            pass
         failed: set[Path] = set()
         for key, target in list(self._logs.items()):
             try:

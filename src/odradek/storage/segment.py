@@ -7,6 +7,10 @@ index holds (8-byte max timestamp so far, 4-byte relative offset of that timesta
 kept in memory (arrays + bisect), loaded lazily, and appended to their files; they are never
 preallocated or mmapped. Every read is an `os.pread` on the `.log` descriptor, so records are never
 decoded here: batch boundaries come from the 61-byte headers alone.
+
+Offsets increase strictly through a segment but need not be dense: compaction removes records and whole
+batches (keeping the offsets of the survivors), and a follower copies those gaps from its leader.
+A segment being written by the cleaner carries a file suffix (`.cleaned`, then `.swap`) until swapped in.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIMEINDEX_SUFFIX = ".timeindex"
 DELETED_SUFFIX = ".deleted"
+CLEANED_SUFFIX = ".cleaned"
+SWAP_SUFFIX = ".swap"
 INDEX_ENTRY_SIZE = 8
 TIMEINDEX_ENTRY_SIZE = 12
 MAX_RELATIVE_OFFSET = 0x7FFFFFFF
@@ -50,6 +56,7 @@ RECOVERY_CHUNK = 8 * 1024 * 1024
 _BASE_AND_LENGTH = struct.Struct(">qi")
 _LAST_OFFSET_DELTA = struct.Struct(">i")
 _LITTLE_ENDIAN = sys.byteorder == "little"
+_BELOW = "base offset falls back:"
 
 
 class StorageError(KafkaError):
@@ -114,12 +121,12 @@ class LogSegment:
         max_index_bytes: int,
         now_ms: int,
         create: bool = False,
+        suffix: str = "",
     ) -> None:
         self.dir = dir
         self.base_offset = base_offset
-        self.log_path = dir / file_name(base_offset, LOG_SUFFIX)
-        self.index_path = dir / file_name(base_offset, INDEX_SUFFIX)
-        self.timeindex_path = dir / file_name(base_offset, TIMEINDEX_SUFFIX)
+        self.suffix = suffix
+        self._set_paths(suffix)
         self.index_interval_bytes = index_interval_bytes
         self.max_index_bytes = max_index_bytes
         self.created_ms = now_ms
@@ -152,6 +159,28 @@ class LogSegment:
         return f"LogSegment(base_offset={self.base_offset}, size={self.size})"
 
     # --- files -------------------------------------------------------------------------------
+
+    @staticmethod
+    def paths(dir: Path, base_offset: int, suffix: str = "") -> tuple[Path, Path, Path]:
+        """The .log, .index and .timeindex paths of a segment, each name followed by `suffix`."""
+        return (
+            dir / (file_name(base_offset, LOG_SUFFIX) + suffix),
+            dir / (file_name(base_offset, INDEX_SUFFIX) + suffix),
+            dir / (file_name(base_offset, TIMEINDEX_SUFFIX) + suffix),
+        )
+
+    def _set_paths(self, suffix: str) -> None:
+        self.suffix = suffix
+        self.log_path, self.index_path, self.timeindex_path = self.paths(self.dir, self.base_offset, suffix)
+
+    def change_suffix(self, suffix: str) -> None:
+        """Rename the segment's files to carry `suffix` ('' for the final names), replacing files of
+        those names. The indexes go first and the .log last: the .log's rename is the step that counts."""
+        old = (self.index_path, self.timeindex_path, self.log_path)
+        self._set_paths(suffix)
+        for src, dst in zip(old, (self.index_path, self.timeindex_path, self.log_path), strict=True):
+            if src.exists():
+                os.replace(src, dst)
 
     @property
     def fd(self) -> int:
@@ -467,17 +496,22 @@ class LogSegment:
 
     # --- recovery, truncation ----------------------------------------------------------------
 
-    def recover(self) -> tuple[int, str | None]:
-        """Rescan the .log validating every batch (header, CRC, dense offsets); rebuild both indexes;
-        truncate at the first invalid or partial batch. Returns (valid bytes, reason if truncated)."""
-        valid, reason = self.rebuild_indexes(validate=True)
+    def recover(self, dense: bool = True) -> tuple[int, str | None]:
+        """Rescan the .log validating every batch (header, CRC, increasing offsets, dense unless `dense` is
+        False: a compacted log has gaps); rebuild both indexes; truncate at the first invalid or partial
+        batch. Returns (valid bytes, reason if truncated)."""
+        valid, reason = self.rebuild_indexes(validate=True, dense=dense)
         if valid < self.size:
             self.truncate_file(valid)
         return valid, reason
 
-    def rebuild_indexes(self, validate: bool) -> tuple[int, str | None]:
+    def rebuild_indexes(self, validate: bool, dense: bool = False) -> tuple[int, str | None]:
         """Rebuild the indexes from a scan; with `validate`, check CRCs and stop at the first bad batch.
-        Returns (bytes of whole valid batches, why the scan stopped early or None)."""
+        Returns (bytes of whole valid batches, why the scan stopped early or None).
+
+        The base offset lies outside the CRC. Where gaps are allowed (not `dense`), a batch entering
+        through a gap is accepted only once the next batch does not fall back below its end (or it is the
+        last): so a damaged base offset is caught unless it is in the segment's last batch."""
         self._reset_indexes()
         self._rolling_ts, self._rolling_ts_known = None, True
         idx, ti = bytearray(), bytearray()
@@ -485,12 +519,17 @@ class LogSegment:
         pos, limit = 0, self.size
         buf, buf_pos = b"", 0
         reason: str | None = None
+        pending: tuple[int, BatchHeader, int] | None = None  # a gap batch: position, header, offset before
         while pos < limit:
             off = pos - buf_pos
             if len(buf) - off < BATCH_OVERHEAD:
                 buf, buf_pos, off = self.pread(min(RECOVERY_CHUNK, limit - pos), pos), pos, 0
-            reason = self._check_header(buf, off, pos, limit, expected)
+            reason = self._check_header(buf, off, pos, limit, expected, dense)
             if reason is not None:
+                if pending is not None and reason.startswith(_BELOW):
+                    pos, expected = pending[0], pending[2]
+                    reason = f"base offset {pending[1].base_offset} runs past the batch after it"
+                    pending = None
                 break
             header = read_header(buf, off)
             if validate:
@@ -501,17 +540,30 @@ class LogSegment:
                 if computed != header.crc:
                     reason = f"CRC 0x{header.crc:08x} but computed 0x{computed:08x}"
                     break
-            if pos == 0:
-                self._rolling_ts = header.max_timestamp
-            self._track(pos, header.last_offset, header.max_timestamp, header.size, idx, ti)
+            if pending is not None:
+                self._index_scanned(pending[0], pending[1], idx, ti)
+                pending = None
+            if header.base_offset > expected:
+                pending = (pos, header, expected)
+            else:
+                self._index_scanned(pos, header, idx, ti)
             expected = header.next_offset
             pos += header.size
+        if pending is not None:
+            self._index_scanned(pending[0], pending[1], idx, ti)
         self.next_offset = expected
         self._write_index_files()
         self._dirty = True
         return pos, reason
 
-    def _check_header(self, buf: bytes, off: int, pos: int, limit: int, expected: int) -> str | None:
+    def _index_scanned(self, pos: int, header: BatchHeader, idx: bytearray, ti: bytearray) -> None:
+        if pos == 0:
+            self._rolling_ts = header.max_timestamp
+        self._track(pos, header.last_offset, header.max_timestamp, header.size, idx, ti)
+
+    def _check_header(
+        self, buf: bytes, off: int, pos: int, limit: int, expected: int, dense: bool
+    ) -> str | None:
         if len(buf) - off < BATCH_OVERHEAD:
             return "partial batch header"
         try:
@@ -522,9 +574,10 @@ class LogSegment:
             return f"magic {header.magic}"
         if pos + header.size > limit:
             return f"partial batch of {header.size} bytes"
-        # Offsets we write are dense within a segment (a follower's gap starts a new segment), so any
-        # other base offset means a damaged header. Compaction will need to relax this.
-        if header.base_offset != expected:
+        # Offsets strictly increase; densely, unless compaction may have removed records
+        if header.base_offset < expected:
+            return f"{_BELOW} {header.base_offset} below the expected {expected}"
+        if dense and header.base_offset != expected:
             return f"base offset {header.base_offset}, expected {expected}"
         if header.last_offset_delta < 0 or not 0 <= header.records_count <= header.last_offset_delta + 1:
             return f"bad offset delta {header.last_offset_delta} / record count {header.records_count}"
@@ -539,16 +592,19 @@ class LogSegment:
         self.size = size
         self._dirty = True
 
-    def scan_tail(self) -> bool:
+    def scan_tail(self, dense: bool = True) -> bool:
         """After a clean open: find next_offset (and the max timestamp) by scanning headers from the
-        last index entry. False when the tail is not whole batches (the caller recovers instead)."""
+        last index entry. False when the tail is not whole batches with increasing offsets (dense ones
+        if `dense`): the caller recovers instead."""
         self._ensure_indexes()
         start = self._idx_positions[-1] if self._idx_positions else 0
         expected = None
         pos = start
         try:
             for pos_, header in self.iter_headers(start):
-                if expected is not None and header.base_offset != expected:
+                if expected is not None and (
+                    header.base_offset < expected or (dense and header.base_offset != expected)
+                ):
                     return False
                 if header.max_timestamp > self.max_timestamp:
                     self.max_timestamp, self.offset_of_max_timestamp = (
@@ -567,6 +623,16 @@ class LogSegment:
             expected = self.base_offset
         self.next_offset = expected
         return True
+
+    def scan_next_offset(self) -> int:
+        """The offset after the last whole batch, by a header scan (the base offset when none)."""
+        end = self.base_offset
+        try:
+            for _, header in self.iter_headers():
+                end = header.next_offset
+        except CorruptRecordError:
+            pass
+        return end
 
     def truncate_to(self, offset: int) -> int:
         """Drop every batch with last offset >= `offset` (so a batch straddling it goes entirely).

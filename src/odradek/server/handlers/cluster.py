@@ -54,13 +54,19 @@ async def _forward(ctx: RequestContext, request: Any) -> Any | None:
     client = BrokerClient(info.host, info.port, f"{FORWARD_CLIENT_PREFIX}{broker.broker_id}",
                           timeout_s=_timeout_s(request) + 10)
     try:
-        return await client.request(request, ctx.version)
+        return _fresh(await client.request(_fresh(request), ctx.version))
     except (OSError, ConnectionError, TimeoutError, asyncio.IncompleteReadError) as exc:
         log.warning("Forwarding %s to the controller (broker %d) failed: %s", type(request).__name__, cid,
                     exc or type(exc).__name__)
         return None
     finally:
         await client.close()
+
+
+def _fresh(message: Any) -> Any:
+    """A copy of a decoded message that can be encoded again (kafka-python sets up an instance's
+    header in __init__, which decoding skips)."""
+    return type(message)(**{name: getattr(message, name) for name in type(message).fields})
 
 
 def _by_topic(items: dict[TopicPartition, Any]) -> dict[str, list[tuple[int, Any]]]:
@@ -128,7 +134,7 @@ async def elect_leaders(ctx: RequestContext, request: Any) -> Any:
 # ---- AlterPartitionReassignments --------------------------------------------------------------------
 
 
-def _alter_response(ctx: RequestContext, results: dict[TopicPartition, tuple[ErrorCode, str | None]],
+def _alter_response(results: dict[TopicPartition, tuple[ErrorCode, str | None]],
                     allow: bool, error: ErrorCode = ErrorCode.NONE, message: str | None = None) -> Any:
     return AlterPartitionReassignmentsResponse(
         throttle_time_ms=0, allow_replication_factor_change=allow, error_code=error, error_message=message,
@@ -175,16 +181,16 @@ async def alter_partition_reassignments(ctx: RequestContext, request: Any) -> An
         forwarded = await _forward(ctx, request)
         if forwarded is not None:
             return forwarded
-        return _alter_response(ctx, {}, allow, ErrorCode.NOT_CONTROLLER,
+        return _alter_response({}, allow, ErrorCode.NOT_CONTROLLER,
                                "This is not the correct controller for this cluster.")
     except StoreError as exc:
-        return _alter_response(ctx, {}, allow, ErrorCode.REQUEST_TIMED_OUT, f"The metadata store is unavailable: {exc}")
+        return _alter_response({}, allow, ErrorCode.REQUEST_TIMED_OUT, f"The metadata store is unavailable: {exc}")
     done = [tp for tp, (code, _) in results.items() if code == ErrorCode.NONE]
     await _await_assignments(ctx, done, _timeout_s(request))
     for tp, (code, msg) in sorted(results.items()):
         if code != ErrorCode.NONE:
             log.info("Reassignment of partition %s refused: %s: %s", tp_str(tp), ErrorCode(code).name, msg)
-    return _alter_response(ctx, results, allow)
+    return _alter_response(results, allow)
 
 
 # ---- ListPartitionReassignments ---------------------------------------------------------------------
