@@ -34,7 +34,7 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.replication.manager import ReplicaManager
 from odradek.server.dispatcher import Dispatcher
 from odradek.server.network import SocketServer
-from odradek.storage.manager import LogManager
+from odradek.storage.manager import CleanerConfig, LogManager
 
 log = logging.getLogger("odradek.server")
 
@@ -81,7 +81,8 @@ class Broker:
         for line in cfg.warnings:
             log.warning(line)
         log.info("Log directories: %s", ",".join(cfg.log_dirs))
-        logs = LogManager([Path(d) for d in cfg.log_dirs], cfg.topic_defaults())
+        logs = LogManager([Path(d) for d in cfg.log_dirs], cfg.topic_defaults(),
+                          cleaner=CleanerConfig.from_broker(cfg.get))
         try:
             await asyncio.get_running_loop().run_in_executor(None, logs.startup)
         except Exception as exc:
@@ -227,6 +228,8 @@ class Broker:
         loop = asyncio.get_running_loop()
         cfg = self.config
         self._tasks.append(loop.create_task(self._every(cfg.get("log.retention.check.interval.ms"), self._retention)))
+        if self.logs.cleaner.enabled:
+            self._tasks.append(loop.create_task(self._every(self.logs.cleaner.backoff_ms, self._clean_logs)))
         self._tasks.append(loop.create_task(self._every(cfg.log_flush_interval_ms, self._flush)))
         self._tasks.append(loop.create_task(self._every(
             cfg.get("log.flush.offset.checkpoint.interval.ms"), self._checkpoint)))
@@ -242,6 +245,9 @@ class Broker:
 
     async def _retention(self) -> None:
         await asyncio.get_running_loop().run_in_executor(None, self.logs.run_retention)
+
+    async def _clean_logs(self) -> None:
+        await asyncio.get_running_loop().run_in_executor(None, self.logs.run_cleaner)
 
     async def _flush(self) -> None:
         self.logs.flush_dirty(zn.now_ms())

@@ -21,8 +21,9 @@ Compaction (`compact`) keeps the latest record of every key, with Kafka's LogCle
   epoch, codec and timestamp type; records keep their offsets, so offsets get gaps, never renumbered.
   Emptied batches are dropped (Kafka keeps an empty one when it holds a producer's last sequence; not
   here: producer state is rebuilt from the newest segments only anyway).
-- Consecutive segments are merged while their sizes sum to at most segment.bytes, into one segment named
-  by the first one's base offset. A merged group never ends with a segment that cleaning emptied (such a
+- Consecutive segments are merged into one, named by the first one's base offset, while what the group
+  wrote so far plus the next segment's size stays within segment.bytes (Kafka sums the segments' sizes
+  before cleaning; counting what cleaning left lets emptied segments merge away at once). A merged group never ends with a segment that cleaning emptied (such a
   segment starts the next group instead), so a swapped-in segment always reaches into the last segment
   it replaces: crash recovery relies on that (`Log._complete_swaps`).
 
@@ -54,6 +55,7 @@ from odradek.storage.segment import CLEANED_SUFFIX, MAX_RELATIVE_OFFSET, BatchEn
 logger = logging.getLogger("odradek.storage.cleaner")
 
 _SLOT_BYTES = 24  # Kafka's SkimpyOffsetMap: a 16-byte MD5 of the key plus an 8-byte offset per slot
+_LONG_MAX = 2**63 - 1
 
 
 # --- retention -----------------------------------------------------------------------------------
@@ -239,7 +241,7 @@ def _first_dirty_offset(log: Log) -> int:
     checkpoint = log.cleaner_checkpoint
     if checkpoint is None or not log.log_start_offset <= checkpoint <= log.log_end_offset:
         if checkpoint is not None:
-            logger.warning(
+            logger.debug(
                 "Resetting first dirty offset of %s to log start offset %d since the checkpointed offset %d "
                 "is invalid",
                 f"{log.topic}-{log.partition}",
@@ -352,7 +354,7 @@ class _BatchFilter:
             return None
         stamp = horizon is None and any(r.value is None for r in kept)
         if stamp:
-            horizon = self.now_ms + self.delete_retention_ms
+            horizon = min(self.now_ms + self.delete_retention_ms, _LONG_MAX)
         if horizon is not None and any(r.value is None for r in kept):
             self.latest_delete_horizon = max(self.latest_delete_horizon, horizon)
         if len(kept) == len(records) and not stamp:
@@ -397,16 +399,17 @@ class _CleanedWriter:
         self._entries.append(BatchEntry(len(self._buf), header.size, header.last_offset, header.max_timestamp))
         self._buf += batch
         if len(self._buf) >= self._chunk:
-            self._write()
+            self.write()
 
-    def _write(self) -> None:
+    def write(self) -> None:
+        """Append what is buffered to the segment."""
         if self._entries:
             self.segment.append(self._buf, self._entries)
             self._buf, self._entries = bytearray(), []
 
     def finish(self, mtime_ns: int) -> LogSegment:
         """Write the rest, fsync, keep the newest last-modified time of the segments it replaces."""
-        self._write()
+        self.write()
         self.segment.on_become_inactive()
         self.segment.flush()
         self.segment.close_index_files()
@@ -445,10 +448,14 @@ class _Rewriter:
                 self.writer = None
 
     def _fits(self, src: _Source) -> bool:
+        """Whether `src` may join the group: what the group wrote so far plus `src` as it is (its cleaned
+        form is no larger) within segment.bytes and segment.index.bytes, offsets within the relative range."""
         cfg = self.log.config
+        assert self.writer is not None
+        written = self.writer.segment
         return (
-            sum(s.size for s in self.group) + src.size <= cfg.segment_bytes
-            and sum(s.index_bytes for s in self.group) + src.index_bytes <= cfg.segment_index_bytes
+            written.size + src.size <= cfg.segment_bytes
+            and written.index_bytes + src.index_bytes <= cfg.segment_index_bytes
             and src.next_base - 1 - self.group[0].base <= MAX_RELATIVE_OFFSET
         )
 
@@ -462,6 +469,7 @@ class _Rewriter:
             if out is not None:
                 self.writer.add(out)
                 kept_any = True
+        self.writer.write()
         self.group.append(src)
         if kept_any:
             self.last_with_data = len(self.group) - 1

@@ -656,27 +656,33 @@ class Log:
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
         """Append replicated batches keeping their offsets (>= log end offset, increasing). Gaps in offsets,
-        as compaction leaves on the leader, are kept inside the segment, as Kafka does; an empty log (or
-        empty active segment) restarts at the first batch's offset."""
+        as compaction leaves on the leader, stay inside the segment for a compacted log, as in Kafka; in a
+        log that was never compacted (its recovery checks dense offsets) a gap starts a new segment."""
         data = bytearray(records)
         batches = validate_batches(data, None, producer=False)
-        self._check_increasing(batches)
         with self.lock:
             self._check_open()
-            first = batches[0][1].base_offset
-            if first < self._leo:
-                raise _out_of_range(f"Follower append at offset {first} below the log end offset {self._leo}")
+            if batches[0][1].base_offset < self._leo:
+                raise _out_of_range(
+                    f"Follower append at offset {batches[0][1].base_offset} below the log end offset {self._leo}"
+                )
+            view = memoryview(data)
             max_ts = off_max = -1
-            for _, h in batches:
-                if h.max_timestamp > max_ts:
-                    max_ts, off_max = h.max_timestamp, h.last_offset
-                self.producer_state.update(h, h.base_offset)
-                self.epochs.assign(h.partition_leader_epoch, h.base_offset)
-            n_records = sum(h.records_count for _, h in batches)
-            if first != self._leo and self.active_segment.size == 0:
-                self._roll_locked(first)
-            entries = [BatchEntry(pos, h.size, h.last_offset, h.max_timestamp) for pos, h in batches]
-            self._append(data, entries, max_ts, n_records, first)
+            n_records = 0
+            runs = self._dense_runs(batches) if self._dense else [(0, len(data), self._increasing(batches))]
+            for start, end, run in runs:
+                entries = [BatchEntry(pos - start, h.size, h.last_offset, h.max_timestamp) for pos, h in run]
+                for _, h in run:
+                    if h.max_timestamp > max_ts:
+                        max_ts, off_max = h.max_timestamp, h.last_offset
+                    self.producer_state.update(h, h.base_offset)
+                    self.epochs.assign(h.partition_leader_epoch, h.base_offset)
+                run_records = sum(h.records_count for _, h in run)
+                n_records += run_records
+                first = run[0][1].base_offset
+                if first != self._leo and (self._dense or self.active_segment.size == 0):
+                    self._roll_locked(first)
+                self._append(view[start:end], entries, max(e.max_timestamp for e in entries), run_records, first)
             return AppendInfo(
                 batches[0][1].base_offset,
                 batches[-1][1].last_offset,
@@ -737,12 +743,27 @@ class Log:
                     self.producer_state.update(h, h.base_offset)
 
     @staticmethod
-    def _check_increasing(batches: list[tuple[int, BatchHeader]]) -> None:
+    def _increasing(batches: list[tuple[int, BatchHeader]]) -> list[tuple[int, BatchHeader]]:
         for (_, prev), (_, h) in zip(batches, batches[1:], strict=False):
             if h.base_offset < prev.next_offset:
                 raise InvalidRecordError(
                     message=f"Out of order offsets: batch at {h.base_offset} follows one ending at {prev.last_offset}"
                 )
+        return batches
+
+    @staticmethod
+    def _dense_runs(
+        batches: list[tuple[int, BatchHeader]],
+    ) -> list[tuple[int, int, list[tuple[int, BatchHeader]]]]:
+        runs: list[tuple[int, int, list[tuple[int, BatchHeader]]]] = []
+        run: list[tuple[int, BatchHeader]] = []
+        for pos, h in Log._increasing(batches):
+            if run and h.base_offset != run[-1][1].next_offset:
+                runs.append((run[0][0], pos, run))
+                run = []
+            run.append((pos, h))
+        runs.append((run[0][0], run[-1][0] + run[-1][1].size, run))
+        return runs
 
     def _append(
         self,

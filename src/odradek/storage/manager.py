@@ -127,6 +127,9 @@ class LogManager:
             self._load_dir(d, clean=d in clean_dirs)
         for d in clean_dirs:
             (d / CLEAN_SHUTDOWN_FILE).unlink()
+        for loaded in self._logs.values():
+            if loaded.config.compact and loaded.cleaner_checkpoint is None:
+                loaded.cleaner_checkpoint = loaded.log_start_offset  # written just below
         self.checkpoint()
         log.info("Loaded %d logs in %d ms", len(self._logs), int((time.monotonic() - started) * 1000))
 
@@ -219,6 +222,8 @@ class LogManager:
             created = Log(d / f"{topic}-{partition}", config, time_ms=self._time)
             log.info("Created log for partition %s-%d in %s", topic, partition, d)
             self._register(key, d, created)
+            if config.compact:
+                self._mark_compacted_locked([created])
             return created
 
     def logs(self) -> list[Log]:
@@ -250,8 +255,25 @@ class LogManager:
         with self._mutex:
             self._topic_props[topic] = dict(props)
             targets = [lg for (t, _), lg in self._logs.items() if t == topic]
+            if config.compact:
+                self._mark_compacted_locked(targets)
         for target in targets:
             target.update_config(config)
+
+    def _mark_compacted_locked(self, targets: list[Log]) -> None:
+        """Give compacted logs an entry in cleaner-offset-checkpoint before they act on the policy. Logs
+        load before their topic's config is known, and recovery accepts offset gaps (which compaction
+        leaves, and which followers of a compacted topic copy) only in logs holding such an entry; so
+        the entry goes to disk before any gap can. Call holding the manager's mutex."""
+        marked = [lg for lg in targets if lg.cleaner_checkpoint is None]
+        if not marked:
+            return
+        for lg in marked:
+            lg.cleaner_checkpoint = lg.log_start_offset  # the first dirty offset it stands for anyway
+        keys = {id(lg): key for key, lg in self._logs.items()}
+        for d in {self._dir_of[keys[id(lg)]] for lg in marked}:
+            mine = [(key, lg) for key, lg in self._logs.items() if self._dir_of[key] == d]
+            self._write_cleaner_checkpoint(d, mine)
 
     # --- background work ---------------------------------------------------------------------
 

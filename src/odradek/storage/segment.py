@@ -282,6 +282,12 @@ class LogSegment:
         return self.base_offset + self._ti_offsets[i] if i >= 0 else self.base_offset
 
     @property
+    def index_bytes(self) -> int:
+        """Size of the larger of the two index files, as they are in memory."""
+        self._ensure_indexes()
+        return max(len(self._idx_offsets) * INDEX_ENTRY_SIZE, len(self._ti_timestamps) * TIMEINDEX_ENTRY_SIZE)
+
+    @property
     def index_full(self) -> bool:
         self._ensure_indexes()
         return (
