@@ -140,7 +140,9 @@ def read_partition(log_: Any, buffer_size: int) -> list[tuple[bytes | None, byte
         nxt = _collect(buf, offset, out)
         if nxt > offset:
             offset = nxt
-        elif len(buf) > 0 and buffer_size < MAX_LOAD_BUFFER:
+        elif len(buf) == 0:
+            break  # the rest of the log was compacted away
+        elif buffer_size < MAX_LOAD_BUFFER:
             buffer_size = min(buffer_size * 2, MAX_LOAD_BUFFER)  # a batch larger than the buffer
         else:
             log.warning("Loading %s stopped at offset %d of %d: no readable batch", OFFSETS_TOPIC, offset, end)
