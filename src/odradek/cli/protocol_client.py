@@ -73,9 +73,10 @@ class Connection:
 class AdminConnection:
     """Bootstrap connection plus, on demand, one to the controller."""
 
-    def __init__(self, bootstrap: str, timeout_s: float, client_id: str) -> None:
+    def __init__(self, bootstrap: str, timeout_s: float, client_id: str, connect_timeout_s: float = 10.0) -> None:
         self.bootstrap = bootstrap
         self.timeout_s = timeout_s
+        self.connect_timeout_s = connect_timeout_s
         self.client_id = client_id
         self._any: Connection | None = None
         self._controller: Connection | None = None
@@ -98,7 +99,7 @@ class AdminConnection:
         return self._any
 
     def _connect_bootstrap(self) -> Connection:
-        deadline = time.monotonic() + self.timeout_s
+        deadline = time.monotonic() + self.connect_timeout_s
         last = ""
         while True:
             for host, port in split_servers(self.bootstrap):
@@ -108,7 +109,7 @@ class AdminConnection:
                     last = exc.strerror or str(exc)
             if time.monotonic() >= deadline:
                 raise CliError(f"Error: could not reach any broker at {self.bootstrap} within "
-                               f"{int(self.timeout_s * 1000)} ms ({last})")
+                               f"{int(self.connect_timeout_s * 1000)} ms ({last})")
             time.sleep(0.5)
 
     def metadata(self, topics: list[str] | None) -> Any:

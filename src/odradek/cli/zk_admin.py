@@ -21,9 +21,10 @@ def _quiet_kazoo() -> None:
 class ZkAdmin:
     """`with ZkAdmin("h:2181/chroot") as zk: ...`"""
 
-    def __init__(self, connect: str, timeout_s: float = 30.0) -> None:
+    def __init__(self, connect: str, timeout_s: float = 30.0, connect_timeout_s: float = 10.0) -> None:
         self.connect = connect
         self.timeout_s = timeout_s
+        self.connect_timeout_s = connect_timeout_s
         self._client: Any = None
 
     def __enter__(self) -> ZkAdmin:
@@ -33,10 +34,11 @@ class ZkAdmin:
         _quiet_kazoo()
         client = KazooClient(hosts=self.connect, timeout=self.timeout_s)
         try:
-            client.start(timeout=self.timeout_s)
+            client.start(timeout=self.connect_timeout_s)
         except (KazooTimeoutError, ValueError) as exc:
             client.close()
-            raise CliError(f"Error: Timed out waiting for connection to ZooKeeper at {self.connect}"
+            raise CliError(f"Error: Timed out waiting for connection to ZooKeeper at {self.connect} "
+                           f"within {int(self.connect_timeout_s * 1000)} ms"
                            if isinstance(exc, KazooTimeoutError) else f"Error: invalid --zookeeper: {exc}") from None
         self._client = client
         return self

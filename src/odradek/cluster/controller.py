@@ -49,6 +49,7 @@ from odradek.cluster.store import (
     NoNodeError,
     Stat,
     StoreError,
+    StoreUnavailableError,
     WatchEvent,
     to_json,
 )
@@ -88,7 +89,9 @@ async def read_reassignments(store: MetadataStore, names: list[str]) -> dict[Top
             topic = zn.TopicAssignment.from_json(data)
         except NoNodeError:
             continue
-        except (KeyError, TypeError, ValueError):
+        except StoreUnavailableError:
+            raise
+        except (StoreError, KeyError, TypeError, ValueError, AttributeError):
             continue
         for p in sorted(topic.partitions):
             a = assignment_of(topic, p)
@@ -237,7 +240,9 @@ class Controller:
             return zn.TopicAssignment.from_json(data), stat.version
         except NoNodeError:
             return None
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except StoreUnavailableError:
+            raise
+        except (StoreError, KeyError, TypeError, ValueError, AttributeError) as exc:
             log.warning("%s Skipping malformed topic znode %s: %s", self.prefix, name, exc)
             return None
 
@@ -248,7 +253,9 @@ class Controller:
             return zn.PartitionState.from_json(data, stat.version)
         except NoNodeError:
             return None
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        except StoreUnavailableError:
+            raise
+        except (StoreError, KeyError, TypeError, ValueError, AttributeError) as exc:
             log.warning("%s Skipping malformed state of %s-%d: %s", self.prefix, name, p, exc)
             return None
 
