@@ -155,10 +155,29 @@ class BrokerCluster:
     def bootstrap(self) -> str:
         return ",".join(b.bootstrap for b in self.brokers)
 
-    def start(self) -> BrokerCluster:
+    def start(self, timeout: float = 60.0) -> BrokerCluster:
         for b in self.brokers:
             b.start()
+        self.wait_registered(timeout)
         return self
+
+    def wait_registered(self, timeout: float = 60.0) -> None:
+        """Until every live broker's metadata lists every live broker (so topic creation sees them all)."""
+        from confluent_kafka.admin import AdminClient
+
+        live = [b for b in self.brokers if b.alive()]
+        deadline = time.monotonic() + timeout
+        for b in live:
+            client = AdminClient({"bootstrap.servers": b.bootstrap})
+            while True:
+                try:
+                    if len(client.list_topics(timeout=5).brokers) >= len(live):
+                        break
+                except Exception:
+                    pass
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"broker {b.broker_id} does not see all {len(live)} brokers")
+                time.sleep(0.2)
 
     def stop(self) -> None:
         for b in self.brokers:
