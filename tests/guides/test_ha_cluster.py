@@ -7,7 +7,8 @@ another; broker.id=0 killed with -9 (describe through another broker: Isr 1,2, i
 another replica), produce and consume on; the broker restarted ("故障恢复": it catches up and rejoins the
 Isr); then "模拟zookeeper一台故障" with the ZooKeeper leader: the other two elect a leader, status says
 so, the stopped one is "not running", and the brokers serve on ("kafka集群不受影响"), also through
---zookeeper and a consumer group ("正常使用方法", --consumer-property group.id=mygroup).
+--zookeeper and a consumer group ("正常使用方法", --consumer-property group.id=mygroup), which
+kafka-consumer-groups.sh lists and describes ("使用kafka消费组").
 """
 
 from __future__ import annotations
@@ -196,6 +197,17 @@ def test_ha_pseudo_cluster(host: GuideHost) -> None:
     host.ok("console-producer", "--broker-list", everyone, "--topic", "topic", input="1\n2\n3\n4\n5\n6\n")
     got = consume(host, everyone, 8, "--consumer-property", "group.id=mygroup")
     assert sorted(got) == sorted(["hello kafka", "jack123", "1", "2", "3", "4", "5", "6"])
+
+    # 使用kafka消费组: kafka-consumer-groups.sh --list, --describe --group: mygroup read everything.
+    assert "mygroup" in host.ok("consumer-groups", "--list", "--bootstrap-server", everyone).stdout.split()
+    described = host.ok("consumer-groups", "--describe", "--bootstrap-server", everyone, "--group", "mygroup").stdout
+    lines = [line.split() for line in described.splitlines() if line.strip()]
+    header = next(cols for cols in lines if "CURRENT-OFFSET" in cols)
+    rows = [dict(zip(header, cols, strict=False)) for cols in lines if cols[:1] != header[:1] and "topic" in cols]
+    # (partitions the group never read from, empty ones, have no committed offset and no row)
+    assert rows and {int(row["PARTITION"]) for row in rows} <= {0, 1, 2}, described
+    assert all(row["CURRENT-OFFSET"] == row["LOG-END-OFFSET"] and row["LAG"] == "0" for row in rows), described
+    assert sum(int(row["CURRENT-OFFSET"]) for row in rows) == len(got), described
 
     # "再次启动...发现新启动的server0也为follower"
     host.zk_start_daemon(zoo[leader], data_dirs[leader])

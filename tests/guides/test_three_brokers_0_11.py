@@ -88,7 +88,9 @@ def test_three_brokers_on_one_host(host: GuideHost) -> None:
     def consume(port: int, count: int) -> list[str]:
         r = host.ok("console-consumer", "--bootstrap-server", f"localhost:{port}", "--from-beginning", "--topic",
                     TOPIC, "--max-messages", str(count), "--timeout-ms", "30000", timeout=90)
-        return r.stdout.splitlines()
+        lines = r.stdout.splitlines()
+        assert len(lines) == count, f"{lines}\n{r.stderr}"
+        return lines
 
     # The previous article: the broker alone, and its `test` topic.
     start(0)

@@ -40,17 +40,20 @@ def _daemonize(args: argparse.Namespace, config_port: int | None) -> int:
     cmd = [sys.executable, "-m", "odradek.cli.main", "server-start", str(Path(args.config).resolve())]
     for o in args.override:
         cmd += ["--override", o]
+    start_at = out_path.stat().st_size if out_path.exists() else 0  # earlier runs' output is not ours
     with open(out_path, "ab") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=True)
     deadline = time.monotonic() + 60
     marker = b"started (cluster id"
     while time.monotonic() < deadline:
+        ours = out_path.read_bytes()[start_at:]
         if proc.poll() is not None:
-            tail = out_path.read_bytes().decode(errors="replace").strip().splitlines()[-1:]
-            print(f"Error: broker exited with status {proc.returncode}: {tail[0] if tail else ''}", file=sys.stderr)
+            lines = ours.decode(errors="replace").strip().splitlines()
+            errors = [ln for ln in lines if ln.startswith("Error:")] or lines[-1:]
+            print(f"Error: broker exited with status {proc.returncode}: {errors[0] if errors else ''}", file=sys.stderr)
             return 1
-        if marker in out_path.read_bytes()[-65536:]:
+        if marker in ours:
             print(f"Odradek broker started in the background (pid {proc.pid}); output in {out_path}")
             return 0
         time.sleep(0.1)

@@ -176,8 +176,8 @@ class ReplicaManager:
     # ---- the leader's side of replication -------------------------------------------------------
     def record_follower_fetch(self, part: Partition, replica_id: int, fetch_offset: int) -> None:
         part.update_follower(replica_id, fetch_offset)
-        if part.isr_to_expand() and not part.isr_change_pending:
-            self._spawn(self._update_isr(part, "expand"))
+        if part.can_join_isr(replica_id) and not part.isr_change_pending:
+            self._spawn(self._update_isr(part, "expand", replica_id))
 
     async def _isr_maintenance(self) -> None:
         interval = max(self.lag_time_ms / 2, 100) / 1000
@@ -187,11 +187,14 @@ class ReplicaManager:
                 if part.isr_to_shrink(self.lag_time_ms) and not part.isr_change_pending:
                     await self._update_isr(part, "shrink")
 
-    async def _update_isr(self, part: Partition, why: str) -> None:
+    async def _update_isr(self, part: Partition, why: str, joining: int = -1) -> None:
         part.isr_change_pending = True
         try:
             if why == "expand":
-                new_isr = sorted(set(part.isr) | set(part.isr_to_expand()), key=part.replicas.index)
+                if not part.can_join_isr(joining):
+                    return
+                order = {r: i for i, r in enumerate(part.replicas)}
+                new_isr = sorted({*part.isr, joining}, key=lambda r: order.get(r, len(order)))
             else:
                 lagging = set(part.isr_to_shrink(self.lag_time_ms))
                 new_isr = [r for r in part.isr if r not in lagging]

@@ -140,13 +140,15 @@ class Partition:
         st.log_end_offset = fetch_offset
         self._maybe_advance_hw()
 
-    def isr_to_expand(self) -> list[int]:
-        """Followers outside the ISR that have caught up to the high watermark in the current epoch."""
+    def can_join_isr(self, replica_id: int) -> bool:
+        """A follower outside the ISR that has just fetched from at least the high watermark and the start
+        of the current leader epoch may join it (only the fetching replica is judged, as Kafka does: a
+        dead follower's last known offset never brings it back)."""
+        st = self.followers.get(replica_id)
+        if st is None or replica_id in self.isr or replica_id not in self.replicas:
+            return False
         epoch_start = self.log.epochs.end_offset_for(self.leader_epoch - 1, self.log.log_end_offset)[1]
-        return [
-            r for r, st in self.followers.items()
-            if r not in self.isr and st.log_end_offset >= self.high_watermark and st.log_end_offset >= max(epoch_start, 0)
-        ]
+        return st.log_end_offset >= self.high_watermark and st.log_end_offset >= max(epoch_start, 0)
 
     def isr_to_shrink(self, lag_time_ms: int) -> list[int]:
         now = now_ms()
