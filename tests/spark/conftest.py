@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,12 +30,18 @@ def spark() -> Iterator[Any]:
         stop_session(session)
 
 
-def session_pids(sid: int) -> list[int]:
-    """Pids of live (non-zombie) processes in session `sid` (a child started with start_new_session=True)."""
-    out = subprocess.run(["ps", "-e", "-o", "pid=,sid=,stat="], capture_output=True, text=True).stdout
-    pids = []
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) == 3 and int(parts[1]) == sid and not parts[2].startswith("Z") and int(parts[0]) != os.getpid():
-            pids.append(int(parts[0]))
-    return pids
+def session_pids(sid: int, settle: float = 10.0) -> list[int]:
+    """Pids of live (non-zombie) processes in session `sid` (a child started with start_new_session=True),
+    after giving processes that are exiting up to `settle` seconds to be gone."""
+    deadline = time.monotonic() + settle
+    while True:
+        out = subprocess.run(["ps", "-e", "-o", "pid=,sid=,stat="], capture_output=True, text=True).stdout
+        pids = []
+        for line in out.splitlines():
+            parts = line.split()
+            if (len(parts) == 3 and int(parts[1]) == sid and not parts[2].startswith("Z")
+                    and int(parts[0]) != os.getpid()):
+                pids.append(int(parts[0]))
+        if not pids or time.monotonic() > deadline:
+            return pids
+        time.sleep(0.2)

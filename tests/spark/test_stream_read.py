@@ -98,7 +98,10 @@ def test_deleted_records_fail_the_query_or_are_skipped(spark: Any, broker: Any, 
         df = stream(spark, broker.bootstrap, "lossy", **opts).selectExpr("CAST(value AS STRING) v")
         q = (df.writeStream.format("parquet").option("path", str(checkpoint / "out"))
              .option("checkpointLocation", str(checkpoint / "ck")).trigger(availableNow=True).start())
-        q.awaitTermination(120)
+        try:
+            q.awaitTermination(120)
+        except Exception:  # noqa: S110 - the test inspects q.exception()
+            pass
         return q
 
     strict, lenient = tmp_path / "strict", tmp_path / "lenient"
@@ -125,13 +128,12 @@ def _batches(checkpoint: Path, kind: str) -> set[int]:
 def test_kill_9_mid_batch_then_restart_gives_every_record_exactly_once(spark: Any, broker: Any,
                                                                         tmp_path: Path) -> None:
     create_topic(broker.bootstrap, "crash", partitions=3)
-    n = 30_000
+    n = 12_000
     produce_values(broker.bootstrap, "crash", [f"rec-{i:06d}" for i in range(n)], partitions=3)
     ck, out = tmp_path / "ck", tmp_path / "out"
-    cmd = [sys.executable, "-m", "tests.spark.stream_job", broker.bootstrap, "crash", str(ck), str(out),
-           "--max-offsets", "1500"]
+    cmd = [sys.executable, "-m", "tests.spark.stream_job", broker.bootstrap, "crash", str(ck), str(out)]
     log = open(tmp_path / "job1.log", "wb")  # noqa: SIM115 - closed below
-    job = subprocess.Popen(cmd, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    job = subprocess.Popen([*cmd, "--max-offsets", "2000"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     killed_mid_batch = False
     try:
         deadline = time.monotonic() + 150

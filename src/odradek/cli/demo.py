@@ -1,39 +1,30 @@
-"""`odradek demo [--duration S] [--port P]`: the main job. Starts an embedded single-node broker in a temp
-dir, creates a topic, produces a stream of web-access events, consumes it back in a consumer group and
-shows live per-second figures in the terminal, then stops everything cleanly."""
+"""`odradek demo [--duration S]`: the main job. Starts an embedded single-node broker in a temp dir, creates
+the weblogs topics, runs the access-log generator and the Spark streaming job, and shows the live per-minute
+metrics (read back from topic `access-metrics`) as a refreshing table; then stops everything and prints where
+the Parquet output is."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import random
+import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
-PATHS = ["/", "/index.html", "/products", "/cart", "/checkout", "/api/items", "/api/search", "/login", "/about"]
-STATUSES = [200] * 90 + [301, 304, 404, 404, 500, 502, 503, 200, 200, 200]
+CLEAR = "\x1b[H\x1b[2J"
 
 
 def _free_port() -> int:
-    import socket
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _event(rng: random.Random) -> bytes:
-    path = PATHS[min(int(rng.paretovariate(1.2)) - 1, len(PATHS) - 1)]
-    return json.dumps({
-        "ts": int(time.time() * 1000), "ip": f"10.0.{rng.randrange(4)}.{rng.randrange(256)}",
-        "method": rng.choice(["GET"] * 8 + ["POST", "PUT"]), "path": path, "status": rng.choice(STATUSES),
-        "bytes": int(rng.lognormvariate(7, 1)), "latency_ms": round(rng.lognormvariate(3, 0.7), 1),
-    }).encode()
 
 
 def _start_broker(workdir: Path, port: int) -> subprocess.Popen:
@@ -63,79 +54,138 @@ def _wait_ready(bootstrap: str, proc: subprocess.Popen, timeout: float = 30) -> 
     raise SystemExit("Error: the broker did not become ready in time")
 
 
+def _stop_broker(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+class MetricsView:
+    """Follows `access-metrics` (latest figures per window) and counts the dead letters."""
+
+    def __init__(self, bootstrap: str, metrics_topic: str, dlq_topic: str) -> None:
+        from confluent_kafka import Consumer, TopicPartition
+
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "odradek-demo-view",
+                                  "enable.auto.commit": False, "log_level": 0})
+        self.consumer.assign([TopicPartition(metrics_topic, 0, -2), TopicPartition(dlq_topic, 0, -2)])
+        self.metrics_topic = metrics_topic
+        self.windows: dict[str, dict[str, Any]] = {}
+        self.dead_letters = 0
+
+    def poll(self, timeout: float) -> bool:
+        """Read what is there; True when some window's figures changed."""
+        changed = False
+        for m in self.consumer.consume(1000, timeout):
+            if m.error():
+                continue
+            if m.topic() == self.metrics_topic:
+                value = json.loads(m.value())
+                self.windows[value["window_start"]] = value
+                changed = True
+            else:
+                self.dead_letters += 1
+        return changed
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="odradek demo", description=__doc__)
     ap.add_argument("--duration", type=float, default=60.0, help="seconds to run (default 60)")
-    ap.add_argument("--rate", type=int, default=2000, help="events per second to produce (default 2000)")
+    ap.add_argument("--rate", type=float, default=300.0, help="access events per second (default 300)")
+    ap.add_argument("--malformed-fraction", type=float, default=0.01, help="share of damaged lines (default 0.01)")
+    ap.add_argument("--trigger", default="5s", help="micro-batch interval of the streaming job (default 5s)")
+    ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--port", type=int, default=0, help="broker port (default: a free one)")
+    ap.add_argument("--output", default=None, help="directory for the Parquet output (default: a new temp dir)")
     args = ap.parse_args(argv)
-    from confluent_kafka import Consumer, Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
+    try:
+        from odradek.spark.session import local_session, stop_session
+    except ImportError as exc:
+        print(f"Error: the demo needs the spark extra ({exc}); run: pip install -e '.[spark]'", file=sys.stderr)
+        return 1
+    from odradek.pipelines.weblogs import DLQ_TOPIC, LOGS_TOPIC, METRICS_TOPIC
+    from odradek.pipelines.weblogs.dashboard import render_table
+    from odradek.pipelines.weblogs.generator import (
+        GeneratorConfig,
+        ProduceStats,
+        WeblogGenerator,
+        produce_records,
+    )
+    from odradek.pipelines.weblogs.stream_job import JobConfig, start
+    from odradek.pipelines.weblogs.topics import ensure_topics
 
-    port = args.port or _free_port()
-    bootstrap = f"127.0.0.1:{port}"
     stop = threading.Event()
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    with tempfile.TemporaryDirectory(prefix="odradek-demo-") as tmp:
-        workdir = Path(tmp)
-        broker = _start_broker(workdir, port)
-        try:
-            _wait_ready(bootstrap, broker)
-            print(f"Broker running at {bootstrap} (data in {workdir / 'data'})")
-            admin = AdminClient({"bootstrap.servers": bootstrap})
-            admin.create_topics([NewTopic("access-logs", 3, 1)])["access-logs"].result(15)
-            produced = [0]
+    port = args.port or _free_port()
+    bootstrap = f"127.0.0.1:{port}"
+    output = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix="odradek-demo-output-"))
+    workdir = Path(tempfile.mkdtemp(prefix="odradek-demo-"))
+    tty = sys.stdout.isatty()
+    started = time.monotonic()
+    broker = _start_broker(workdir, port)
+    spark = None
+    view = None
+    gen_thread = None
+    stats = ProduceStats()
+    try:
+        _wait_ready(bootstrap, broker)
+        print(f"Broker running at {bootstrap} (data in {workdir / 'data'})", flush=True)
+        ensure_topics(bootstrap)
+        print(f"Topics: {LOGS_TOPIC}, {METRICS_TOPIC}, {DLQ_TOPIC}", flush=True)
 
-            def generate() -> None:
-                rng = random.Random(42)
-                p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-                interval = 1.0 / max(args.rate, 1)
-                next_t = time.monotonic()
-                while not stop.is_set():
-                    e = _event(rng)
-                    p.produce("access-logs", e, key=json.loads(e)["ip"].encode())
-                    produced[0] += 1
-                    p.poll(0)
-                    next_t += interval
-                    delay = next_t - time.monotonic()
-                    if delay > 0:
-                        time.sleep(delay)
-                p.flush(10)
+        def generate() -> None:
+            cfg = GeneratorConfig(seed=args.seed, rate=args.rate, malformed_fraction=args.malformed_fraction)
+            produce_records(bootstrap, LOGS_TOPIC, WeblogGenerator(cfg).records(), live=True, stop=stop,
+                            on_progress=lambda s: setattr(stats, "produced", s.produced))
 
-            gen = threading.Thread(target=generate, daemon=True)
-            gen.start()
-            c = Consumer({"bootstrap.servers": bootstrap, "group.id": "demo", "auto.offset.reset": "earliest"})
-            c.subscribe(["access-logs"])
-            start = time.monotonic()
-            counts: dict[str, int] = {}
-            errors = consumed = 0
-            last_print = 0.0
-            while not stop.is_set() and time.monotonic() - start < args.duration:
-                for m in c.consume(1000, 0.2):
-                    if m.error():
-                        continue
-                    ev = json.loads(m.value())
-                    consumed += 1
-                    counts[ev["path"]] = counts.get(ev["path"], 0) + 1
-                    errors += ev["status"] >= 500
-                now = time.monotonic()
-                if now - last_print >= 1.0:
-                    last_print = now
-                    top = sorted(counts.items(), key=lambda kv: -kv[1])[:5]
-                    print(f"\r[{now - start:5.1f}s] produced {produced[0]:>8} consumed {consumed:>8} "
-                          f"5xx {errors:>5}  top: " + ", ".join(f"{k} {v}" for k, v in top), end="", flush=True)
-            print()
-            stop.set()
-            gen.join(15)
-            c.close()
-            print(f"Done: {produced[0]} events produced, {consumed} consumed through the broker.")
-        finally:
-            stop.set()
-            broker.send_signal(signal.SIGTERM)
-            try:
-                broker.wait(30)
-            except subprocess.TimeoutExpired:
-                broker.kill()
-                broker.wait()
+        gen_thread = threading.Thread(target=generate, name="generator", daemon=True)
+        gen_thread.start()
+        print(f"Generator: ~{args.rate:g} access events/s to {LOGS_TOPIC}; starting Spark (local[2]) ...", flush=True)
+        spark = local_session("odradek-demo", log_file=workdir / "spark.log")
+        job = JobConfig(bootstrap=bootstrap, checkpoint=workdir / "checkpoint", output=output, trigger=args.trigger)
+        queries = start(spark, job)
+        print(f"Streaming job running (trigger {args.trigger}); metrics per 1-minute window:", flush=True)
+        view = MetricsView(bootstrap, METRICS_TOPIC, DLQ_TOPIC)
+        last_draw = 0.0
+        while not stop.is_set() and time.monotonic() - started < args.duration:
+            changed = view.poll(0.5)
+            failed = [q for q in queries if q.exception() is not None]
+            if failed:
+                print(f"Error: query {failed[0].name} failed: {failed[0].exception()} "
+                      f"(Spark log: {workdir / 'spark.log'})", file=sys.stderr)
+                return 1
+            now = time.monotonic()
+            if (tty and now - last_draw >= 1.0) or (not tty and changed):
+                last_draw = now
+                progress: Any = queries[0].lastProgress or {}
+                status = (f"[{now - started:5.1f}s / {args.duration:g}s] produced {stats.produced:,} events, "
+                          f"dead letters {view.dead_letters:,}; Spark batch {progress.get('batchId', '-')}: "
+                          f"{progress.get('numInputRows', 0):,} rows at "
+                          f"{progress.get('processedRowsPerSecond', 0):,.0f} rows/s")
+                table = render_table(view.windows.values())
+                print(f"{CLEAR if tty else ''}{status}\n{table}\n", flush=True)
+        view.poll(0.5)
+        print("Stopping ...", flush=True)
+    finally:
+        stop.set()
+        if gen_thread is not None:
+            gen_thread.join(30)
+        if view is not None:
+            view.close()
+        if spark is not None:
+            stop_session(spark)
+        _stop_broker(broker)
+    windows = view.windows.values() if view else []
+    print(render_table(windows))
+    print(f"\nDone: {stats.produced:,} events produced, {view.dead_letters if view else 0:,} dead letters.")
+    print(f"Parquet metrics (one file per window, partitioned by date and hour): {output / 'metrics'}")
+    shutil.rmtree(workdir, ignore_errors=True)
     return 0

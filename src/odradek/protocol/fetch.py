@@ -90,15 +90,13 @@ def encode_fetch_response(
             cur += b"\x01" if flexible else b"\x00\x00\x00\x00"
             if version >= 11:
                 cur += b"\xff\xff\xff\xff"  # preferred read replica: -1
-            rec = p.records
-            if rec is None:
-                cur += b"\x00" if flexible else b"\xff\xff\xff\xff"
-            else:
-                cur += _compact_len(len(rec)) if flexible else _I32.pack(len(rec))
-                if len(rec):
-                    chunks.append(bytes(cur))
-                    chunks.append(rec)
-                    cur = bytearray()
+            # Kafka sends empty (never null) records, errors included: librdkafka rejects a null set.
+            rec = p.records if p.records is not None else b""
+            cur += _compact_len(len(rec)) if flexible else _I32.pack(len(rec))
+            if len(rec):
+                chunks.append(bytes(cur))
+                chunks.append(rec)
+                cur = bytearray()
             if flexible:
                 cur += _partition_tags(p)
         if flexible:

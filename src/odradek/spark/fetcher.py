@@ -37,6 +37,7 @@ CONSUMER_FIXED: dict[str, Any] = {"enable.partition.eof": True, "auto.offset.res
 
 MAX_BATCH_ROWS = 50_000
 IDLE_CHECK_S = 2.0  # after this long without records, ask the broker where the partition starts and ends
+SHORT_CHECKS = 3  # idle checks in a row that must find the log ending before the range end to call it loss
 _OUT_OF_RANGE = {KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE}
 
 
@@ -52,6 +53,7 @@ class RangeReader:
         self.poll_timeout = poll_timeout_ms / 1000.0
         self.max_batch_rows = max_batch_rows
         self.position = r.start
+        self._short_checks = 0
 
     def _where(self) -> str:
         tp = self.range.tp
@@ -114,40 +116,42 @@ class RangeReader:
                 return  # a stale event from before the last seek
             if end >= until:
                 self.position = until  # the rest of the range holds no records (compacted, control batches)
-                return
-            report_data_loss(
-                f"Cannot read offsets [{end}, {until}) of {self._where()}: the partition now ends at offset {end} "
-                f"(reading offsets [{self.range.start}, {until}))", self.fail)
-            self.position = until
+            # An end below the range end may be a new leader's high watermark that has not caught up yet:
+            # the idle check decides, if no more records come.
             return
         if err.code() in _OUT_OF_RANGE:
-            self._check_bounds(consumer)
+            time.sleep(0.1)  # librdkafka stopped fetching this partition; look, then assign it again
+            self._check_bounds(consumer, reassign=True)
             return
         if err.fatal() or not err.retriable():
             raise KafkaException(err)
 
-    def _check_bounds(self, consumer: Consumer) -> None:
-        """The next offset is out of the partition's [log start, high watermark): data loss, then go on."""
+    def _check_bounds(self, consumer: Consumer, reassign: bool = False) -> None:
+        """Compare the next offset with the partition's [log start, high watermark): below the start is data
+        loss; at or past the end for several checks in a row too (the log was truncated)."""
         tp, until = self.range.tp, self.range.until
         try:
             low, high = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=10)
         except KafkaException:
-            return  # cannot tell now; the read goes on and the poll timeout still applies
+            low, high = self.position, self.position + 1  # cannot tell now; the poll timeout still applies
         if low <= self.position < high:
-            return
-        if self.position < low:
+            self._short_checks = 0
+        elif self.position < low:
             lost_to = min(low, until)
             report_data_loss(
                 f"Cannot fetch offset {self.position} of {self._where()}: offsets [{self.position}, {lost_to}) were "
                 f"deleted, the earliest available offset is {low} (reading offsets [{self.range.start}, {until}))",
                 self.fail)
             self.position = lost_to
-        elif self.position >= high:
-            report_data_loss(
-                f"Cannot fetch offset {self.position} of {self._where()}: the partition ends at offset {high} "
-                f"(reading offsets [{self.range.start}, {until}))", self.fail)
-            self.position = until
-        if self.position < until:
+            reassign = True
+        else:
+            self._short_checks += 1
+            if self._short_checks >= SHORT_CHECKS:
+                report_data_loss(
+                    f"Cannot fetch offset {self.position} of {self._where()}: the partition ends at offset {high} "
+                    f"(reading offsets [{self.range.start}, {until}))", self.fail)
+                self.position = until
+        if reassign and self.position < until:
             self._assign(consumer)
 
 

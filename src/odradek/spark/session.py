@@ -11,8 +11,9 @@ import os
 import subprocess
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 
-from pyspark import SparkContext
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 DEFAULTS: dict[str, str] = {
@@ -28,13 +29,25 @@ DEFAULTS: dict[str, str] = {
 }
 
 
-def local_session(app_name: str = "odradek", cores: int = 2, conf: Mapping[str, str] | None = None) -> SparkSession:
-    """Start (or get) a local[cores] session and register format("odradek") in it."""
+def local_session(app_name: str = "odradek", cores: int = 2, conf: Mapping[str, str] | None = None,
+                  log_file: Path | None = None) -> SparkSession:
+    """Start (or get) a local[cores] session and register format("odradek") in it.
+
+    With `log_file`, the JVM's own output (start-up banner, log4j, Python worker stderr) goes to that file
+    instead of the terminal."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    settings = {**DEFAULTS, **(conf or {})}
+    if log_file is not None and SparkContext._active_spark_context is None:
+        from pyspark.java_gateway import launch_gateway
+
+        spark_conf = SparkConf().setMaster(f"local[{cores}]").setAppName(app_name).setAll(list(settings.items()))
+        with open(log_file, "ab") as out:
+            gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": out, "stderr": out})
+        SparkContext(conf=spark_conf, gateway=gateway)
     builder = SparkSession.builder.master(f"local[{cores}]").appName(app_name)
-    for key, value in {**DEFAULTS, **(conf or {})}.items():
+    for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     register(spark)

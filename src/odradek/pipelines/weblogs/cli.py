@@ -1,0 +1,120 @@
+"""The weblogs actions of `odradek pipeline`: generate, run (streaming) and archive (batch).
+
+Each takes the argparse namespace built by odradek.cli.pipeline and returns an exit code. Spark is only
+imported by run and archive, so generate works without the spark extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from odradek.pipelines.weblogs import LOGS_TOPIC
+from odradek.pipelines.weblogs.topics import ensure_topics
+
+
+def parse_time_ms(text: str) -> int:
+    """Epoch milliseconds, or an ISO 8601 time (UTC unless it says otherwise)."""
+    if text.strip().lstrip("-").isdigit():
+        return int(text)
+    t = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    if t.tzinfo is None:
+        from datetime import UTC
+
+        t = t.replace(tzinfo=UTC)
+    return int(t.timestamp() * 1000)
+
+
+def _stop_on_signals() -> threading.Event:
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    return stop
+
+
+def generate(args: argparse.Namespace) -> int:
+    from odradek.pipelines.weblogs.generator import GeneratorConfig, WeblogGenerator, produce_records
+
+    live = args.start_time is None
+    cfg = GeneratorConfig(seed=args.seed, rate=args.rate, malformed_fraction=args.malformed_fraction,
+                          start_ms=None if live else parse_time_ms(args.start_time))
+    if args.topic == LOGS_TOPIC or args.partitions:
+        ensure_topics(args.bootstrap_server, {args.topic: args.partitions or 3})
+    gen = WeblogGenerator(cfg)
+    records = gen.take(args.count) if args.count else gen.records()
+    stop = _stop_on_signals()
+    started = time.monotonic()
+    stats = produce_records(args.bootstrap_server, args.topic, records, live=live, stop=stop, duration_s=args.duration)
+    took = time.monotonic() - started
+    bad = ", ".join(f"{k}: {v}" for k, v in sorted(stats.malformed.items())) or "none"
+    print(f"Produced {stats.produced:,} records to {args.topic} in {took:.1f} s (malformed: {bad})")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from odradek.pipelines.weblogs.stream_job import AVAILABLE_NOW, JobConfig, start
+    from odradek.spark.session import local_session, stop_session
+
+    ensure_topics(args.bootstrap_server)
+    cfg = JobConfig(bootstrap=args.bootstrap_server, checkpoint=Path(args.checkpoint), output=Path(args.output),
+                    trigger=args.trigger, watermark=args.watermark, starting_offsets=args.starting_offsets,
+                    max_offsets_per_trigger=args.max_offsets_per_trigger)
+    stop = _stop_on_signals()
+    spark = local_session("odradek-weblogs")
+    failed = False
+    try:
+        queries = start(spark, cfg)
+        print(f"weblogs: running ({cfg.trigger}); metrics in {cfg.metrics_dir}, Ctrl-C to stop", flush=True)
+        started = time.monotonic()
+        last_batch = -1
+        while not stop.is_set():
+            if all(not q.isActive for q in queries):
+                break
+            if args.duration is not None and time.monotonic() - started >= args.duration:
+                break
+            progress: Any = queries[0].lastProgress
+            if progress and progress["batchId"] != last_batch:
+                last_batch = progress["batchId"]
+                print(f"batch {last_batch}: {progress['numInputRows']} rows in, "
+                      f"{len(progress.get('stateOperators') or [])} stateful operator(s)", flush=True)
+            stop.wait(0.5)
+        for q in queries:
+            if cfg.trigger == AVAILABLE_NOW and q.isActive and not stop.is_set():
+                q.awaitTermination()
+            if q.exception() is not None:
+                failed = True
+                print(f"query {q.name} failed: {q.exception()}", file=sys.stderr)
+    finally:
+        stop_session(spark)
+    print(f"weblogs: stopped; Parquet metrics in {cfg.metrics_dir}")
+    return 1 if failed else 0
+
+
+def archive(args: argparse.Namespace) -> int:
+    from odradek.pipelines.weblogs.archive_job import ArchiveConfig, archive, format_report
+    from odradek.spark.session import local_session, stop_session
+
+    opts: dict[str, str] = {}
+    if args.starting_offsets:
+        opts["startingOffsets"] = args.starting_offsets
+    if args.ending_offsets:
+        opts["endingOffsets"] = args.ending_offsets
+    if args.starting_timestamp:
+        opts["startingTimestamp"] = str(parse_time_ms(args.starting_timestamp))
+        opts["startingOffsetsByTimestampStrategy"] = "latest"
+    if args.ending_timestamp:
+        opts["endingTimestamp"] = str(parse_time_ms(args.ending_timestamp))
+    spark = local_session("odradek-weblogs-archive")
+    try:
+        summary = archive(spark, ArchiveConfig(args.bootstrap_server, Path(args.output), args.topic, opts))
+    finally:
+        stop_session(spark)
+    print(format_report(summary))
+    print(f"Parquet events in {Path(args.output) / 'events'}, summary in {Path(args.output) / 'summary.json'}")
+    return 0

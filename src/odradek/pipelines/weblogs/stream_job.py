@@ -1,0 +1,81 @@
+"""The weblogs Structured Streaming job: `access-logs` -> metrics (topic + Parquet) and dead letters.
+
+Two queries share the parsed stream, each with its own checkpoint under CHECKPOINT:
+- `metrics`: good events -> 1-minute windows with a watermark (update mode) -> MetricsSink;
+- `dead-letters`: malformed lines -> `access-logs-dlq` through the odradek sink, with the reason in headers.
+Parsing never fails the job: a bad line is a dead letter. Outputs are under OUTPUT/metrics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from odradek.pipelines.weblogs import DLQ_TOPIC, LOGS_TOPIC, METRICS_TOPIC
+from odradek.pipelines.weblogs.metrics import window_metrics
+from odradek.pipelines.weblogs.parse import dead_letters, good_events, parse_lines
+from odradek.pipelines.weblogs.sinks import MetricsSink
+
+AVAILABLE_NOW = "available-now"
+
+
+@dataclass(frozen=True)
+class JobConfig:
+    """Where to read and write, and how often."""
+
+    bootstrap: str
+    checkpoint: Path
+    output: Path
+    trigger: str = "5s"  # a processing-time interval, or "available-now"
+    watermark: str = "1 minute"
+    starting_offsets: str = "earliest"
+    max_offsets_per_trigger: int | None = None
+    source_topic: str = LOGS_TOPIC
+    metrics_topic: str = METRICS_TOPIC
+    dlq_topic: str = DLQ_TOPIC
+
+    @property
+    def metrics_dir(self) -> Path:
+        return self.output / "metrics"
+
+
+def _interval(trigger: str) -> str:
+    t = trigger.strip().lower()
+    for suffix, unit in (("ms", "milliseconds"), ("s", "seconds"), ("m", "minutes")):
+        if t.endswith(suffix) and t[: -len(suffix)].strip().replace(".", "", 1).isdigit():
+            return f"{t[: -len(suffix)].strip()} {unit}"
+    return trigger
+
+
+def read_logs(spark: SparkSession, cfg: JobConfig) -> DataFrame:
+    reader = (spark.readStream.format("odradek").option("kafka.bootstrap.servers", cfg.bootstrap)
+              .option("subscribe", cfg.source_topic).option("startingOffsets", cfg.starting_offsets))
+    if cfg.max_offsets_per_trigger:
+        reader = reader.option("maxOffsetsPerTrigger", str(cfg.max_offsets_per_trigger))
+    return reader.load()
+
+
+def start(spark: SparkSession, cfg: JobConfig) -> list[StreamingQuery]:
+    """Start both queries; returns them (metrics first)."""
+    parsed = parse_lines(read_logs(spark, cfg))
+
+    def triggered(writer: object) -> object:
+        if cfg.trigger.strip().lower() == AVAILABLE_NOW:
+            return writer.trigger(availableNow=True)  # type: ignore[attr-defined]
+        return writer.trigger(processingTime=_interval(cfg.trigger))  # type: ignore[attr-defined]
+
+    metrics = window_metrics(good_events(parsed), cfg.watermark)
+    mq = triggered(
+        metrics.writeStream.queryName("weblogs-metrics").outputMode("update")
+        .foreachBatch(MetricsSink(cfg.bootstrap, cfg.metrics_topic, cfg.metrics_dir))
+        .option("checkpointLocation", str(cfg.checkpoint / "metrics"))
+    ).start()  # type: ignore[attr-defined]
+    dq = triggered(
+        dead_letters(parsed, cfg.source_topic).writeStream.queryName("weblogs-dead-letters").format("odradek")
+        .option("kafka.bootstrap.servers", cfg.bootstrap).option("topic", cfg.dlq_topic)
+        .option("checkpointLocation", str(cfg.checkpoint / "dead-letters"))
+    ).start()  # type: ignore[attr-defined]
+    return [mq, dq]

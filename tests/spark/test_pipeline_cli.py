@@ -1,0 +1,32 @@
+"""`odradek pipeline`: listing, argument errors and the generator, without Spark."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.clients import consume_all
+from tests.harness import run_cli
+
+
+def test_list_and_unknown_pipeline() -> None:
+    listed = run_cli("pipeline", "list")
+    assert listed.returncode == 0 and listed.stdout.split() == ["weblogs"]
+    bad = run_cli("pipeline", "run", "nosuch", "--bootstrap-server", "127.0.0.1:1", "--checkpoint", "c", "--output", "o")
+    assert bad.returncode == 2 and "unknown pipeline 'nosuch'" in bad.stderr
+    usage = run_cli("pipeline", "run", "weblogs")
+    assert usage.returncode == 2 and "--bootstrap-server" in usage.stderr
+    helped = run_cli("pipeline", "--help")
+    assert helped.returncode == 0 and "available-now" in helped.stdout
+
+
+def test_generate_backfill(broker: Any) -> None:
+    result = run_cli("pipeline", "generate", "weblogs", "--bootstrap-server", broker.bootstrap, "--topic", "gen-test",
+                     "--partitions", "2", "--count", "700", "--malformed-fraction", "0.1",
+                     "--start-time", "2025-11-21T12:00:00Z", "--seed", "3")
+    assert result.returncode == 0, result.stderr
+    assert "Produced 700 records to gen-test" in result.stdout
+    msgs = consume_all(broker.bootstrap, "gen-test", 700, partitions=2)
+    assert len(msgs) == 700
+    assert min(m.timestamp()[1] for m in msgs) >= 1_763_726_400_000
+    lines = [m.value() or b"" for m in msgs]
+    assert sum(b'HTTP/1.1" ' in v for v in lines) > 550

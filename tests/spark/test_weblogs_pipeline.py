@@ -1,0 +1,180 @@
+"""The weblogs pipeline end to end on a real broker and real Spark: metrics equal a plain-Python computation
+of the same seeded input, malformed lines land in the dead-letter topic, the archive job's report matches,
+and a streaming run killed with kill -9 and restarted ends with the same output."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
+
+import pyarrow.dataset as ds  # noqa: E402
+
+from odradek.pipelines.weblogs import DLQ_TOPIC, LOGS_TOPIC, METRICS_TOPIC  # noqa: E402
+from odradek.pipelines.weblogs.generator import GeneratorConfig, WeblogGenerator, produce_records  # noqa: E402
+from odradek.pipelines.weblogs.topics import ensure_topics  # noqa: E402
+from tests.clients import consume_all  # noqa: E402
+from tests.spark.conftest import session_pids  # noqa: E402
+from tests.spark.weblogs_reference import assert_metrics_equal, reference_metrics  # noqa: E402
+
+pytestmark = pytest.mark.timeout(400)
+ROOT = Path(__file__).resolve().parents[2]
+START_MS = 1_763_726_400_000  # 2025-11-21T12:00:00Z
+N = 12_000
+
+
+def generated() -> list:
+    cfg = GeneratorConfig(seed=7, rate=100.0, malformed_fraction=0.03, start_ms=START_MS + 17_000)
+    return WeblogGenerator(cfg).take(N)
+
+
+def parquet_metrics(metrics_dir: Path) -> dict[int, dict[str, Any]]:
+    table = ds.dataset(str(metrics_dir), format="parquet", partitioning="hive").to_table()
+    out = {}
+    for row in table.to_pylist():
+        start = int(row["window_start"].timestamp() * 1000)
+        row["window_start"], row["window_end"] = start, int(row["window_end"].timestamp() * 1000)
+        out[start] = row
+    return out
+
+
+def dlq_messages(bootstrap: str, expected: int) -> list:
+    return consume_all(bootstrap, DLQ_TOPIC, expected, timeout=60)
+
+
+def read_whole_topic(bootstrap: str, topic: str) -> list:
+    """Every record of a one-partition topic, up to its current end."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "t-end"})
+    try:
+        _low, end = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=20)
+    finally:
+        c.close()
+    return consume_all(bootstrap, topic, end, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def loaded(broker: Any) -> list:
+    ensure_topics(broker.bootstrap)
+    records = generated()
+    produce_records(broker.bootstrap, LOGS_TOPIC, records)
+    return records
+
+
+def test_streaming_metrics_equal_plain_python(spark: Any, broker: Any, loaded: list, tmp_path: Path) -> None:
+    from odradek.pipelines.weblogs.stream_job import JobConfig, start
+
+    cfg = JobConfig(bootstrap=broker.bootstrap, checkpoint=tmp_path / "ck", output=tmp_path / "out",
+                    trigger="available-now", max_offsets_per_trigger=4000)
+    queries = start(spark, cfg)
+    for q in queries:
+        q.awaitTermination(300)
+        assert q.exception() is None, q.exception()
+    want = reference_metrics(loaded)
+    assert len(want) == 3
+    assert_metrics_equal(parquet_metrics(cfg.metrics_dir), want)
+    assert sorted(p.name for p in cfg.metrics_dir.iterdir()) == ["date=2025-11-21"]
+    assert sorted(p.name for p in (cfg.metrics_dir / "date=2025-11-21").iterdir()) == ["hour=12"]
+
+    # the metrics topic: the last record of each window key holds the final figures, as JSON
+    msgs = consume_all(broker.bootstrap, METRICS_TOPIC, 3, timeout=30)
+    latest: dict[str, dict] = {}
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        msgs = consume_all(broker.bootstrap, METRICS_TOPIC, 10_000, timeout=3)
+        latest = {m.key().decode(): json.loads(m.value()) for m in msgs}
+        if len(latest) == 3:
+            break
+    assert len(latest) == 3
+    for key, m in latest.items():
+        assert key == m["window_start"] and key.endswith("Z")
+        start = int(time.mktime(time.strptime(key, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone) * 1000
+        assert m["requests"] == want[start]["requests"] and m["top_paths"] == want[start]["top_paths"]
+
+    # dead letters: every malformed line, once, with its reason and origin in headers
+    bad = [r for r in loaded if r.malformed]
+    dlq = dlq_messages(broker.bootstrap, len(bad))
+    assert len(dlq) == len(bad)
+    reasons = Counter(dict(m.headers())["odradek.dlq.reason"].decode() for m in dlq)
+    assert reasons == Counter(r.malformed for r in bad)
+    assert sorted((m.value() or b"") for m in dlq) == sorted((r.value or b"") for r in bad)
+    assert {dict(m.headers())["odradek.dlq.topic"] for m in dlq} == {LOGS_TOPIC.encode()}
+
+
+def test_archive_by_offsets_and_by_time(spark: Any, broker: Any, loaded: list, tmp_path: Path) -> None:
+    from odradek.pipelines.weblogs.archive_job import ArchiveConfig, archive, format_report
+
+    summary = archive(spark, ArchiveConfig(broker.bootstrap, tmp_path / "all"))
+    events = [r.event for r in loaded if r.event]
+    assert summary["records"] == N and summary["events"] == len(events)
+    assert summary["malformed_by_reason"] == dict(sorted(Counter(r.malformed for r in loaded if r.malformed).items()))
+    assert summary["status"]["s5xx"] == sum(e.status >= 500 for e in events)
+    assert summary["bytes"] == sum(e.bytes for e in events)
+    top = Counter(e.path for e in events)
+    assert summary["top_paths"] == [{"path": p, "requests": c} for p, c in sorted(top.items(), key=lambda kv: (-kv[1], kv[0]))[:10]]
+    assert json.loads((tmp_path / "all" / "summary.json").read_text()) == summary
+    assert ds.dataset(str(tmp_path / "all" / "events"), format="parquet", partitioning="hive").count_rows() == len(events)
+    assert "records read" in format_report(summary)
+
+    # one minute of event time, by record timestamps
+    lo, hi = START_MS + 60_000, START_MS + 120_000
+    minute = archive(spark, ArchiveConfig(broker.bootstrap, tmp_path / "minute", range_options={
+        "startingTimestamp": str(lo), "endingTimestamp": str(hi)}))
+    assert minute["records"] == sum(lo <= r.ts_ms < hi for r in loaded)
+    assert minute["first_event"] == "2025-11-21T12:01:00Z" and minute["last_event"] == "2025-11-21T12:01:59Z"
+
+
+def _batches(d: Path) -> set[int]:
+    return {int(f.name) for f in d.iterdir() if f.name.isdigit()} if d.is_dir() else set()
+
+
+def test_kill_9_mid_stream_and_restart_gives_the_same_output(fresh_broker: Any, tmp_path: Path) -> None:
+    bootstrap = fresh_broker.bootstrap
+    ensure_topics(bootstrap)
+    records = generated()
+    produce_records(bootstrap, LOGS_TOPIC, records)
+    ck, out = tmp_path / "ck", tmp_path / "out"
+    cmd = [sys.executable, "-m", "odradek.cli.main", "pipeline", "run", "weblogs", "--bootstrap-server", bootstrap,
+           "--checkpoint", str(ck), "--output", str(out)]
+    log = open(tmp_path / "run1.log", "wb")  # noqa: SIM115 - closed below
+    job = subprocess.Popen([*cmd, "--trigger", "0s", "--max-offsets-per-trigger", "2500"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                           start_new_session=True)
+    killed = False
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and job.poll() is None:
+            done, planned = _batches(ck / "metrics" / "commits"), _batches(ck / "metrics" / "offsets")
+            if len(done) >= 2 and planned - done:
+                os.killpg(job.pid, signal.SIGKILL)
+                killed = True
+                break
+            time.sleep(0.02)
+    finally:
+        if job.poll() is None and not killed:
+            os.killpg(job.pid, signal.SIGKILL)
+        job.wait(30)
+        log.close()
+    assert killed, (tmp_path / "run1.log").read_text(errors="replace")[-3000:]
+    time.sleep(0.5)
+    assert session_pids(job.pid) == []
+    assert len(_batches(ck / "metrics" / "commits")) < 5  # stopped before the end of the input
+
+    rerun = subprocess.run([*cmd, "--trigger", "available-now"], cwd=ROOT, capture_output=True, text=True,
+                           timeout=300)
+    assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
+    assert_metrics_equal(parquet_metrics(out / "metrics"), reference_metrics(records))
+    bad = [r for r in records if r.malformed]
+    dlq = read_whole_topic(bootstrap, DLQ_TOPIC)
+    origins = {(dict(m.headers())["odradek.dlq.partition"], dict(m.headers())["odradek.dlq.offset"]) for m in dlq}
+    assert len(origins) == len(bad) <= len(dlq)  # at-least-once: each malformed line, maybe twice
