@@ -69,7 +69,7 @@ def test_kafka_python_reads_confluent_compressed(broker: BrokerProcess) -> None:
     assert got == values * len(CODECS)
 
 
-@pytest.mark.parametrize("codec", [None, "gzip", "lz4", "zstd"])
+@pytest.mark.parametrize("codec", [None, "gzip", "snappy", "lz4", "zstd"])
 def test_aiokafka_round_trip(broker: BrokerProcess, codec: str | None) -> None:
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
@@ -102,7 +102,7 @@ def test_aiokafka_round_trip(broker: BrokerProcess, codec: str | None) -> None:
     assert asyncio.run(run()) == [b"a%d" % i for i in range(100)]
 
 
-@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4"])
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
 def test_kcat_produce_and_consume(broker: BrokerProcess, codec: str) -> None:
     topic = _topic("kcat")
     create_topic(broker.bootstrap, topic)

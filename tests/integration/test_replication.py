@@ -225,3 +225,17 @@ def test_acks_all_without_enough_replicas_is_refused_before_append(three_brokers
     assert _segment_bytes(c, leader, "strict", 0) == before  # nothing appended
     with pytest.raises(KafkaException):
         raise KafkaException(errs[0])
+
+
+def test_controlled_shutdown_moves_leadership_first(two_brokers: BrokerCluster) -> None:
+    """SIGTERM on a leader (controlled.shutdown.enable=true): leadership moves before the broker exits."""
+    c = two_brokers
+    admin(c.bootstrap).create_topics([NewTopic("ctl", 2, 2)])["ctl"].result(20)
+    assert _wait(lambda: all(isr == [0, 1] for _, isr in _describe(c.bootstrap, "ctl").values()))
+    leaders = {ld for ld, _ in _describe(c.bootstrap, "ctl").values()}
+    assert leaders == {0, 1}
+    assert c.by_id(0).stop() == 0
+    out = c.by_id(0).output()
+    assert "Controlled shutdown succeeded" in out
+    # the survivor already led everything when broker 0 exited: no wait for a session to expire
+    assert all(ld == 1 for ld, _ in _describe(c.brokers[1].bootstrap, "ctl").values())
