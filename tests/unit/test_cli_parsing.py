@@ -33,7 +33,7 @@ def test_parse_bool() -> None:
     assert common.parse_bool(None, default=True)
 
 
-def test_minimal_properties_parser() -> None:
+def test_properties_file_of_a_tool(tmp_path: Path) -> None:
     text = (
         "# comment\n"
         "! also a comment\n"
@@ -50,7 +50,8 @@ def test_minimal_properties_parser() -> None:
         "empty=\n"
         "u=\\u0041\n"
     )
-    props = common.parse_properties_minimal(text)
+    (tmp_path / "client.properties").write_text(text)
+    props = common.read_properties_file(str(tmp_path / "client.properties"))
     assert props == {
         "a": "1",
         "b": "2",

@@ -20,6 +20,8 @@ from typing import Any, NoReturn, TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
 
+from odradek.config import parse_properties
+
 DEFAULT_CONNECT_TIMEOUT_MS = 10_000
 DEFAULT_REQUEST_TIMEOUT_MS = 30_000
 
@@ -131,15 +133,6 @@ def parse_bool(value: str | None, default: bool = False) -> bool:
     return value.strip().lower() == "true"
 
 
-def parse_properties_text(text: str) -> dict[str, str]:
-    """Parse the text of a Java .properties file, preferring the broker's own parser."""
-    try:
-        from odradek.config import parse_properties
-    except ImportError:
-        return parse_properties_minimal(text)
-    return dict(parse_properties(text))
-
-
 def read_properties_file(path: str | None) -> dict[str, str]:
     """Load a Java .properties file (empty dict when `path` is None)."""
     if not path:
@@ -148,75 +141,7 @@ def read_properties_file(path: str | None) -> dict[str, str]:
         text = Path(path).read_text(encoding="utf-8", errors="replace")
     except OSError as exc:
         raise CliError(f"Error: cannot read {path}: {exc.strerror or exc}") from None
-    return parse_properties_text(text)
-
-
-def parse_properties_minimal(text: str) -> dict[str, str]:
-    """A small Java .properties reader: comments, continuations, '=' ':' or blank separators."""
-    result: dict[str, str] = {}
-    for logical in _logical_lines(text.splitlines()):
-        key, value = _split_property(logical)
-        result[_unescape(key)] = _unescape(value)
-    return result
-
-
-def _logical_lines(lines: list[str]) -> Iterable[str]:
-    """Join continuation lines (odd number of trailing backslashes); drop blanks and comments."""
-    pending = ""
-    for raw in lines:
-        line = raw.lstrip(" \t\f")
-        if not pending and (not line or line[0] in "#!"):
-            continue
-        trailing = len(line) - len(line.rstrip("\\"))
-        if trailing % 2 == 1:
-            pending += line[:-1]
-            continue
-        yield pending + line
-        pending = ""
-    if pending:
-        yield pending
-
-
-def _split_property(line: str) -> tuple[str, str]:
-    """Split a logical line at its first unescaped '=', ':' or whitespace."""
-    i = 0
-    while i < len(line):
-        ch = line[i]
-        if ch == "\\":
-            i += 2
-            continue
-        if ch in "=: \t\f":
-            break
-        i += 1
-    key, rest = line[:i], line[i:].lstrip(" \t\f")
-    if rest[:1] in ("=", ":"):
-        rest = rest[1:].lstrip(" \t\f")
-    return key, rest
-
-
-_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
-
-
-def _unescape(text: str) -> str:
-    """Undo .properties escapes: \\t \\n \\r \\f \\uXXXX, and a backslash before anything else."""
-    if "\\" not in text:
-        return text
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if ch != "\\" or i + 1 >= len(text):
-            out.append(ch)
-            i += 1
-            continue
-        nxt = text[i + 1]
-        if nxt == "u" and re.fullmatch(r"[0-9a-fA-F]{4}", text[i + 2:i + 6]):
-            out.append(chr(int(text[i + 2:i + 6], 16)))
-            i += 6
-            continue
-        out.append(_ESCAPES.get(nxt, nxt))
-        i += 2
-    return "".join(out)
+    return dict(parse_properties(text))
 
 
 # --- librdkafka clients ---------------------------------------------------------------------
