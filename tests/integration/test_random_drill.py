@@ -39,6 +39,7 @@ def _wait(pred, timeout: float) -> bool:  # type: ignore[no-untyped-def]
     return False
 
 
+@pytest.mark.timeout(3600)  # 200 rounds take several minutes; the suite's default is 300 s per test
 def test_random_kill_drill(zk_standalone: ZooKeeperEnsemble, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     rounds = int(os.environ.get("ODRADEK_DRILL_ROUNDS", "200" if request.config.getoption("--run-slow") else "3"))
     rng = random.Random(20261121)
