@@ -1,0 +1,53 @@
+# Sourced by run.sh and test.sh: install Debian packages that are missing and keep the project's
+# virtual environment (.venv, created once, reused after) up to date with pyproject.toml.
+# Works whatever `python3` is: a PEP 668 "externally managed" Debian/Ubuntu Python never gets pip
+# installs; everything goes into .venv.
+
+apt_install() {  # apt_install PKG... : install the Debian packages given (root or sudo)
+  [ $# -gt 0 ] || return 0
+  local sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  echo "odradek: installing Debian packages: $*" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$@" >/dev/null
+}
+
+python_for_venv() {  # the interpreter to build .venv from: python3 if it is 3.11+, else python3.11+
+  local py
+  for py in python3 python3.13 python3.12 python3.11; do
+    if command -v "$py" >/dev/null 2>&1 &&
+       "$py" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+      echo "$py"; return 0
+    fi
+  done
+  echo "odradek: needs Python 3.11 or newer (python3 is $(python3 --version 2>&1))" >&2
+  return 1
+}
+
+ensure_venv() {  # ensure_venv EXTRAS : .venv exists and has the package installed with those extras
+  local extras="$1" py stamp want
+  py=$(python_for_venv) || exit 1
+  if [ ! -x .venv/bin/python ]; then
+    if ! "$py" -m venv .venv >/dev/null 2>&1; then
+      # Debian/Ubuntu ship venv's ensurepip separately (python3-venv / python3.X-venv).
+      rm -rf .venv
+      local ver
+      ver=$("$py" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
+      apt_install "python${ver}-venv" || apt_install python3-venv
+      "$py" -m venv .venv
+    fi
+  fi
+  stamp=.venv/.odradek-installed
+  want="$extras $(sha256sum pyproject.toml | cut -d' ' -f1)"
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    echo "odradek: installing the package and its [$extras] extras into .venv" >&2
+    .venv/bin/python -m pip install -q --upgrade pip
+    .venv/bin/python -m pip install -q -e ".[$extras]"
+    echo "$want" > "$stamp"
+  fi
+  export PATH="$PWD/.venv/bin:$PATH"
+}
+
+tools_hint() {
+  echo "odradek: the tools are in .venv/bin; to use them from a shell: source .venv/bin/activate" >&2
+}
