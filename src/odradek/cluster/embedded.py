@@ -1,13 +1,18 @@
-"""In-process metadata store for the single-node default: a znode tree in memory, persisted to one JSON
-file in the first log dir (ephemeral nodes are not persisted, as they die with their session)."""
+"""In-process metadata store for the single-node default: a znode tree in memory, persisted node by node
+to an SQLite database in the first log dir (ephemeral nodes are not persisted: they die with their
+session). A write costs what it changes, whatever the tree's size, and reaches the disk before the call
+returns; the disk work runs on one writer thread, in order, so the event loop never waits for an fsync.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import base64
 import json
-import os
+import logging
+import sqlite3
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,7 +27,21 @@ from odradek.cluster.store import (
     WatchEvent,
 )
 
-STORE_FILE = "odradek-metadata.json"
+STORE_FILE = "odradek-metadata.db"
+LEGACY_JSON_FILE = "odradek-metadata.json"  # the whole-tree JSON file of earlier versions, imported once
+
+log = logging.getLogger("odradek.store")
+
+# (sql, parameters) executed together in one transaction
+Write = tuple[str, tuple[object, ...]]
+
+
+@dataclass
+class _Change:
+    """What one operation changed: rows to write, then watch events to fire."""
+
+    writes: list[Write] = field(default_factory=list)
+    events: list[tuple[dict[str, list[Watcher]], str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -44,58 +63,91 @@ def _check(path: str) -> None:
         raise ValueError(f"invalid znode path {path!r}")
 
 
+class _Database:
+    """The SQLite side: opened, written and closed on the store's one writer thread only."""
+
+    def __init__(self, file: Path) -> None:
+        self.file = file
+        self.db: sqlite3.Connection | None = None
+
+    def open(self) -> list[tuple[str, bytes, int, int, int]]:
+        self.db = sqlite3.connect(self.file, isolation_level=None, check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS znodes (path TEXT PRIMARY KEY, data BLOB NOT NULL,"
+            " version INTEGER NOT NULL, ctime INTEGER NOT NULL, mtime INTEGER NOT NULL)"
+        )
+        legacy = self.file.with_name(LEGACY_JSON_FILE)
+        if legacy.exists():
+            self._import_legacy(legacy)
+        return self.db.execute("SELECT path, data, version, ctime, mtime FROM znodes").fetchall()
+
+    def _import_legacy(self, legacy: Path) -> None:
+        assert self.db is not None
+        raw = json.loads(legacy.read_text())
+        rows = [(p, base64.b64decode(e["data"]), e["version"], e["ctime"], e["mtime"]) for p, e in raw.items()]
+        with self.db:
+            self.db.execute("BEGIN")
+            self.db.executemany("INSERT OR REPLACE INTO znodes VALUES (?, ?, ?, ?, ?)", rows)
+        legacy.rename(legacy.with_suffix(".json.imported"))
+        log.info("Imported %d znodes from %s into %s", len(rows), legacy, self.file)
+
+    def apply(self, writes: list[Write]) -> None:
+        assert self.db is not None
+        with self.db:
+            self.db.execute("BEGIN")
+            for sql, params in writes:
+                self.db.execute(sql, params)
+
+    def close(self) -> None:
+        if self.db is not None:
+            self.db.close()
+            self.db = None
+
+
 class EmbeddedStore(MetadataStore):
     def __init__(self, file: Path | None) -> None:
-        self.file = file
         self.session_id = 1
         self._nodes: dict[str, _Node] = {"/": _Node(b"")}
         self._data_watches: dict[str, list[Watcher]] = {}
         self._child_watches: dict[str, list[Watcher]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._db = _Database(file) if file is not None else None
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="metadata-store") if file is not None else None
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        if self.file is not None and self.file.exists():
-            raw = json.loads(self.file.read_text())
-            for path, entry in sorted(raw.items()):
-                node = _Node(base64.b64decode(entry["data"]), entry["version"], False, entry["ctime"], entry["mtime"])
-                self._nodes[path] = node
-                if path != "/":
-                    self._nodes[_parent(path)].children.add(path.rsplit("/", 1)[1])
+        if self._db is None:
+            return
+        rows = await self._loop.run_in_executor(self._writer, self._db.open)
+        for path, data, version, ctime, mtime in sorted(rows):
+            self._nodes[path] = _Node(bytes(data), version, False, ctime, mtime)
+            if path != "/":
+                self._nodes[_parent(path)].children.add(path.rsplit("/", 1)[1])
 
     async def close(self) -> None:
         for path in [p for p, n in self._nodes.items() if n.ephemeral]:
-            self._remove(path)
-        self._persist()
+            if path in self._nodes:  # not already gone with an ephemeral parent
+                self._remove(path, _Change())
+        if self._db is not None and self._writer is not None:
+            await asyncio.get_running_loop().run_in_executor(self._writer, self._db.close)
+            self._writer.shutdown(wait=True)
 
-    def _persist(self) -> None:
-        if self.file is None:
-            return
-        out = {
-            path: {"data": base64.b64encode(n.data).decode(), "version": n.version, "ctime": n.ctime, "mtime": n.mtime}
-            for path, n in self._nodes.items()
-            if not n.ephemeral and path != "/"
-        }
-        tmp = self.file.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            json.dump(out, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.file)
-
-    def _fire(self, table: dict[str, list[Watcher]], path: str, kind: str, event_path: str | None = None) -> None:
-        watchers = table.pop(path, None)
-        if not watchers:
-            return
-        ev = WatchEvent(kind, event_path or path)
+    async def _commit(self, change: _Change) -> None:
+        """Write the change to disk, then tell the watchers (they never act on what a crash could undo)."""
+        if self._db is not None and change.writes:
+            assert self._loop is not None
+            await self._loop.run_in_executor(self._writer, self._db.apply, change.writes)
         assert self._loop is not None
-        for w in watchers:
-            self._loop.call_soon(w, ev)
+        for table, path, kind in change.events:
+            for w in table.pop(path, ()):
+                self._loop.call_soon(w, WatchEvent(kind, path))
 
     def _stat(self, n: _Node) -> Stat:
         return Stat(n.version, self.session_id if n.ephemeral else 0, n.ctime, n.mtime, len(n.children))
 
-    async def create(self, path: str, data: bytes = b"", ephemeral: bool = False, makepath: bool = False) -> str:
+    def _create(self, path: str, data: bytes, ephemeral: bool, makepath: bool, change: _Change) -> None:
         _check(path)
         if path in self._nodes:
             raise NodeExistsError(path)
@@ -103,14 +155,18 @@ class EmbeddedStore(MetadataStore):
         if parent not in self._nodes:
             if not makepath:
                 raise NoNodeError(parent)
-            await self.create(parent, b"", makepath=True)
+            self._create(parent, b"", False, True, change)
         now = int(time.time() * 1000)
         self._nodes[path] = _Node(bytes(data), 0, ephemeral, now, now)
         self._nodes[parent].children.add(path.rsplit("/", 1)[1])
         if not ephemeral:
-            self._persist()
-        self._fire(self._data_watches, path, "CREATED")
-        self._fire(self._child_watches, parent, "CHILD")
+            change.writes.append(("INSERT OR REPLACE INTO znodes VALUES (?, ?, 0, ?, ?)", (path, bytes(data), now, now)))
+        change.events += [(self._data_watches, path, "CREATED"), (self._child_watches, parent, "CHILD")]
+
+    async def create(self, path: str, data: bytes = b"", ephemeral: bool = False, makepath: bool = False) -> str:
+        change = _Change()
+        self._create(path, data, ephemeral, makepath, change)
+        await self._commit(change)
         return path
 
     async def get(self, path: str, watch: Watcher | None = None) -> tuple[bytes, Stat]:
@@ -130,21 +186,29 @@ class EmbeddedStore(MetadataStore):
         n.data = bytes(data)
         n.version += 1
         n.mtime = int(time.time() * 1000)
+        change = _Change(events=[(self._data_watches, path, "CHANGED")])
         if not n.ephemeral:
-            self._persist()
-        self._fire(self._data_watches, path, "CHANGED")
-        return self._stat(n)
+            change.writes.append(
+                ("UPDATE znodes SET data = ?, version = ?, mtime = ? WHERE path = ?", (n.data, n.version, n.mtime, path))
+            )
+        stat = self._stat(n)
+        await self._commit(change)
+        return stat
 
-    def _remove(self, path: str) -> None:
+    def _remove(self, path: str, change: _Change) -> None:
         n = self._nodes.pop(path)
         for child in list(n.children):
-            self._remove(f"{path}/{child}" if path != "/" else f"/{child}")
+            self._remove(f"{path}/{child}" if path != "/" else f"/{child}", change)
         parent = _parent(path)
         if parent in self._nodes:
             self._nodes[parent].children.discard(path.rsplit("/", 1)[1])
-        self._fire(self._data_watches, path, "DELETED")
-        self._fire(self._child_watches, path, "DELETED")
-        self._fire(self._child_watches, parent, "CHILD")
+        if not n.ephemeral:
+            change.writes.append(("DELETE FROM znodes WHERE path = ?", (path,)))
+        change.events += [
+            (self._data_watches, path, "DELETED"),
+            (self._child_watches, path, "DELETED"),
+            (self._child_watches, parent, "CHILD"),
+        ]
 
     async def delete(self, path: str, version: int = -1, recursive: bool = False) -> None:
         n = self._nodes.get(path)
@@ -154,8 +218,9 @@ class EmbeddedStore(MetadataStore):
             raise BadVersionError(f"{path}: expected version {version}, found {n.version}")
         if n.children and not recursive:
             raise NotEmptyError(path)
-        self._remove(path)
-        self._persist()
+        change = _Change()
+        self._remove(path, change)
+        await self._commit(change)
 
     async def exists(self, path: str, watch: Watcher | None = None) -> Stat | None:
         if watch is not None:
