@@ -84,7 +84,10 @@ class MetricsView:
             if m.error():
                 continue
             if m.topic() == self.metrics_topic:
-                value = json.loads(m.value())
+                raw = m.value()
+                if raw is None:
+                    continue
+                value = json.loads(raw)
                 self.windows[value["window_start"]] = value
                 changed = True
             else:

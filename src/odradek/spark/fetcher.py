@@ -15,11 +15,18 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pyarrow as pa
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from odradek.spark.arrow_rows import messages_to_batch
 from odradek.spark.dataloss import report_data_loss
 from odradek.spark.offsets import OffsetRange
+
+
+def _offset(m: Message) -> int:
+    """A fetched record's offset (only produce delivery reports can lack one)."""
+    off = m.offset()
+    assert off is not None
+    return off
 
 # Throughput defaults for bounded reads; any `kafka.` option overrides them.
 CONSUMER_DEFAULTS: dict[str, Any] = {
@@ -93,14 +100,14 @@ class RangeReader:
             good = [m for m in msgs if m.error() is None]
             errors = [m for m in msgs if m.error() is not None] if len(good) != len(msgs) else []
             if good:
-                if good[-1].offset() >= until:
-                    good = [m for m in good if m.offset() < until]
-                if good and good[0].offset() < self.position:
-                    good = [m for m in good if m.offset() >= self.position]
+                if _offset(good[-1]) >= until:
+                    good = [m for m in good if _offset(m) < until]
+                if good and _offset(good[0]) < self.position:
+                    good = [m for m in good if _offset(m) >= self.position]
                 if good:
-                    self.position = good[-1].offset() + 1
+                    self.position = _offset(good[-1]) + 1
                     yield messages_to_batch(good, tp.topic, tp.partition, self.include_headers)
-                if msgs[-1].error() is None and msgs[-1].offset() >= until - 1:
+                if msgs[-1].error() is None and _offset(msgs[-1]) >= until - 1:
                     self.position = until
             for m in errors:
                 if self.position >= until:

@@ -47,7 +47,7 @@ class ClusterOffsets:
     @property
     def admin(self) -> AdminClient:
         if self._admin is None:
-            self._admin = AdminClient(self._conf)
+            self._admin = AdminClient(dict[str, str | int | float | bool](self._conf))
         return self._admin
 
     def close(self) -> None:
@@ -73,7 +73,7 @@ class ClusterOffsets:
         else:
             rx = re.compile(sub.pattern or "")
             names = [t for t in meta.topics if t not in INTERNAL_TOPICS and rx.fullmatch(t)]
-        out = []
+        out: list[TP] = []
         for name in names:
             tmeta = meta.topics[name]
             if tmeta.error is not None:
