@@ -10,22 +10,26 @@ from typing import Any
 
 import pytest
 
-from odradek.groups.coordinator import (
+from odradek.groups.coordinator import GroupCoordinator, GroupSettings, group_record
+from odradek.groups.group import (
     Group,
-    GroupCoordinator,
-    GroupSettings,
     GroupState,
     JoinRequest,
     JoinResult,
+    Member,
+    MemberProfile,
     parse_subscription,
 )
+from odradek.groups.offsets import OffsetStore
 from odradek.groups.schemas import (
     GroupKey,
     OffsetKey,
     OffsetValue,
     decode_group_value,
     decode_key,
+    offset_records,
 )
+from odradek.groups.store import GroupOwner, LoadedGroup
 from odradek.protocol.errors import ErrorCode, KafkaError
 
 E = ErrorCode
@@ -33,10 +37,22 @@ SESSION = 300  # ms
 
 
 class FakeStore:
+    """A GroupStore that owns every group (until told otherwise) and keeps writes in memory."""
+
     def __init__(self) -> None:
         self.writes: list[tuple[str, list[tuple[bytes, bytes | None]]]] = []
         self.fail: ErrorCode | None = None
         self.owned = True
+        self.owner: GroupOwner | None = None
+
+    async def start(self, owner: GroupOwner) -> None:
+        self.owner = owner
+
+    async def shutdown(self) -> None:
+        self.owner = None
+
+    async def coordinator_node(self, group_id: str) -> Any:
+        raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
 
     def check(self, group_id: str) -> None:
         if not self.owned:
@@ -91,9 +107,9 @@ def subscription(*topics: str) -> bytes:
 def req(member_id: str = "", *, group: str = "g", protocols: list[tuple[str, bytes]] | None = None,
         instance: str | None = None, session: int = SESSION, rebalance: int = 1000, v4: bool = False,
         protocol_type: str = "consumer") -> JoinRequest:
-    return JoinRequest(group, member_id, instance, "client", "/127.0.0.1", session, rebalance, protocol_type,
-                       protocols if protocols is not None else [("range", subscription("t"))],
-                       require_known_member_id=v4)
+    profile = MemberProfile("client", "/127.0.0.1", session, rebalance, protocol_type,
+                            protocols if protocols is not None else [("range", subscription("t"))])
+    return JoinRequest(group, member_id, instance, profile, require_known_member_id=v4)
 
 
 async def join_alone(gc: GroupCoordinator, assignment: bytes = b"A", **kw: Any) -> JoinResult:
@@ -172,10 +188,9 @@ def test_follower_rejoin_with_same_metadata_in_stable_does_not_rebalance() -> No
 
 def test_protocol_selection_votes_with_leader_preference_on_ties() -> None:
     group = Group("g")
-    from odradek.groups.coordinator import Member
 
     def member(mid: str, names: list[str]) -> Member:
-        return Member(mid, None, "c", "h", 1000, 1000, "consumer", [(n, b"") for n in names])
+        return Member(mid, None, MemberProfile("c", "h", 1000, 1000, "consumer", [(n, b"") for n in names]))
 
     group.add(member("a", ["range", "roundrobin"]))
     group.add(member("b", ["roundrobin", "range"]))
@@ -474,7 +489,8 @@ def test_group_round_trips_through_its_stored_value() -> None:
         assert loaded.leader_id == a.member_id and loaded.static_members == {"i-9": a.member_id}
         assert loaded.members[a.member_id].assignment == b"asg" and loaded.protocol_name == "range"
         gc.groups.clear()
-        gc.install([loaded])
+        gc.install({"g": LoadedGroup(value, {("t", 0): OffsetValue(4)})})
+        assert gc.groups["g"].state is GroupState.STABLE and gc.groups["g"].offsets[("t", 0)].offset == 4
         assert await gc.heartbeat("g", 1, a.member_id, "i-9") == E.NONE
         assert (await gc.sync("g", 1, a.member_id, "i-9", None, None, [])).assignment == b"asg"
 
@@ -574,7 +590,6 @@ class _Broker:
 
 def test_offset_store_loads_a_partition_then_serves_and_writes_it(tmp_path: Any, monkeypatch: Any) -> None:
     from odradek.groups import offsets as store_mod
-    from odradek.groups.coordinator import group_record, offset_records
     from odradek.protocol.records import COMPRESSION_GZIP, build_batch
 
     broker = _Broker(tmp_path)
@@ -600,7 +615,7 @@ def test_offset_store_loads_a_partition_then_serves_and_writes_it(tmp_path: Any,
     monkeypatch.setattr(store_mod, "LOAD_WAIT_S", 0.05)
 
     async def main() -> None:
-        gc = GroupCoordinator(broker)
+        gc = GroupCoordinator(GroupSettings.from_config(broker.config), OffsetStore(broker))
         await gc.start()
         try:
             with pytest.raises(KafkaError) as info:
