@@ -674,6 +674,29 @@ def test_transition_table_is_kafkas(source: GroupState, target: GroupState) -> N
         assert group.state is source and group.state_timestamp == 0
 
 
+def test_membership_bookkeeping_of_static_members_leaders_and_pending_syncs() -> None:
+    def member(mid: str, instance: str | None = None) -> Member:
+        return Member(mid, instance, MemberProfile("c", "h", 1000, 2000 if mid == "b" else 1000, "consumer",
+                                                   [("range", b"")]))
+
+    group = Group("g")
+    group.add(member("a"))
+    group.add(member("b", "i-b"))
+    assert (group.leader_id, group.protocol_type, group.rebalance_timeout_ms()) == ("a", "consumer", 2000)
+    assert group.is_static_fenced("x", "i-b") and not group.is_static_fenced("b", "i-b")
+    assert not group.is_static_fenced("x", None) and not group.is_static_fenced("x", "i-new")
+    group.pending_sync = {"a", "b"}
+    group.replace("b", member("b2", "i-b"))
+    assert list(group.members) == ["a", "b2"] and group.static_members == {"i-b": "b2"}
+    assert group.pending_sync == {"a", "b2"}
+    group.pending_members["p"] = None
+    assert group.is_full(3) and not group.is_full(4) and not group.has_all_joined()
+    group.remove("a")
+    assert group.leader_id == "b2" and group.pending_sync == {"b2"}
+    group.remove("b2")
+    assert group.leader_id is None and group.static_members == {} and group.remove("b2") is None
+
+
 # ---- the coordinator drives each transition ---------------------------------------------------------
 
 
