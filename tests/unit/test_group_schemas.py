@@ -21,6 +21,8 @@ from odradek.groups.schemas import (
     encode_group_value,
     encode_offset_key,
     encode_offset_value,
+    group_records,
+    offset_records,
 )
 
 
@@ -205,6 +207,15 @@ def test_replay_later_records_win_and_tombstones_delete() -> None:
     assert set(loaded) == {"g"}
     assert {tp: v.offset for tp, v in loaded["g"].offsets.items()} == {("t", 0): 9}
     assert loaded["g"].metadata is not None and loaded["g"].metadata.generation == 2
+
+
+def test_record_builders_write_what_replay_reads() -> None:
+    records = offset_records("g", {("t", 0): OffsetValue(4, "m", 1), ("t", 1): None})
+    records += group_records("g", _group([MEMBER])) + group_records("h", None)
+    assert records[1] == (encode_offset_key(OffsetKey("g", "t", 1)), None)
+    assert records[-1] == (encode_group_key(GroupKey("h")), None)
+    loaded = replay(records)
+    assert loaded["g"].offsets == {("t", 0): OffsetValue(4, "m", 1)} and loaded["g"].metadata == _group([MEMBER])
 
 
 # ---- placement ----------------------------------------------------------------------------------

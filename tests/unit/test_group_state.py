@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import struct
 import time
 from collections.abc import Awaitable, Callable
@@ -10,22 +11,26 @@ from typing import Any
 
 import pytest
 
-from odradek.groups.coordinator import (
+from odradek.groups.coordinator import GroupCoordinator, GroupSettings, group_record
+from odradek.groups.group import (
     Group,
-    GroupCoordinator,
-    GroupSettings,
     GroupState,
     JoinRequest,
     JoinResult,
+    Member,
+    MemberProfile,
     parse_subscription,
 )
+from odradek.groups.offsets import OffsetStore
 from odradek.groups.schemas import (
     GroupKey,
     OffsetKey,
     OffsetValue,
     decode_group_value,
     decode_key,
+    offset_records,
 )
+from odradek.groups.store import GroupOwner, GroupStore, LoadedGroup
 from odradek.protocol.errors import ErrorCode, KafkaError
 
 E = ErrorCode
@@ -33,10 +38,22 @@ SESSION = 300  # ms
 
 
 class FakeStore:
+    """A GroupStore that owns every group (until told otherwise) and keeps writes in memory."""
+
     def __init__(self) -> None:
         self.writes: list[tuple[str, list[tuple[bytes, bytes | None]]]] = []
         self.fail: ErrorCode | None = None
         self.owned = True
+        self.owner: GroupOwner | None = None
+
+    async def start(self, owner: GroupOwner) -> None:
+        self.owner = owner
+
+    async def shutdown(self) -> None:
+        self.owner = None
+
+    async def coordinator_node(self, group_id: str) -> Any:
+        raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
 
     def check(self, group_id: str) -> None:
         if not self.owned:
@@ -91,9 +108,9 @@ def subscription(*topics: str) -> bytes:
 def req(member_id: str = "", *, group: str = "g", protocols: list[tuple[str, bytes]] | None = None,
         instance: str | None = None, session: int = SESSION, rebalance: int = 1000, v4: bool = False,
         protocol_type: str = "consumer") -> JoinRequest:
-    return JoinRequest(group, member_id, instance, "client", "/127.0.0.1", session, rebalance, protocol_type,
-                       protocols if protocols is not None else [("range", subscription("t"))],
-                       require_known_member_id=v4)
+    profile = MemberProfile("client", "/127.0.0.1", session, rebalance, protocol_type,
+                            protocols if protocols is not None else [("range", subscription("t"))])
+    return JoinRequest(group, member_id, instance, profile, require_known_member_id=v4)
 
 
 async def join_alone(gc: GroupCoordinator, assignment: bytes = b"A", **kw: Any) -> JoinResult:
@@ -172,10 +189,9 @@ def test_follower_rejoin_with_same_metadata_in_stable_does_not_rebalance() -> No
 
 def test_protocol_selection_votes_with_leader_preference_on_ties() -> None:
     group = Group("g")
-    from odradek.groups.coordinator import Member
 
     def member(mid: str, names: list[str]) -> Member:
-        return Member(mid, None, "c", "h", 1000, 1000, "consumer", [(n, b"") for n in names])
+        return Member(mid, None, MemberProfile("c", "h", 1000, 1000, "consumer", [(n, b"") for n in names]))
 
     group.add(member("a", ["range", "roundrobin"]))
     group.add(member("b", ["roundrobin", "range"]))
@@ -474,7 +490,8 @@ def test_group_round_trips_through_its_stored_value() -> None:
         assert loaded.leader_id == a.member_id and loaded.static_members == {"i-9": a.member_id}
         assert loaded.members[a.member_id].assignment == b"asg" and loaded.protocol_name == "range"
         gc.groups.clear()
-        gc.install([loaded])
+        gc.install({"g": LoadedGroup(value, {("t", 0): OffsetValue(4)})})
+        assert gc.groups["g"].state is GroupState.STABLE and gc.groups["g"].offsets[("t", 0)].offset == 4
         assert await gc.heartbeat("g", 1, a.member_id, "i-9") == E.NONE
         assert (await gc.sync("g", 1, a.member_id, "i-9", None, None, [])).assignment == b"asg"
 
@@ -574,7 +591,6 @@ class _Broker:
 
 def test_offset_store_loads_a_partition_then_serves_and_writes_it(tmp_path: Any, monkeypatch: Any) -> None:
     from odradek.groups import offsets as store_mod
-    from odradek.groups.coordinator import group_record, offset_records
     from odradek.protocol.records import COMPRESSION_GZIP, build_batch
 
     broker = _Broker(tmp_path)
@@ -600,7 +616,7 @@ def test_offset_store_loads_a_partition_then_serves_and_writes_it(tmp_path: Any,
     monkeypatch.setattr(store_mod, "LOAD_WAIT_S", 0.05)
 
     async def main() -> None:
-        gc = GroupCoordinator(broker)
+        gc = GroupCoordinator(GroupSettings.from_config(broker.config), OffsetStore(broker))
         await gc.start()
         try:
             with pytest.raises(KafkaError) as info:
@@ -629,3 +645,255 @@ def test_offset_store_loads_a_partition_then_serves_and_writes_it(tmp_path: Any,
             await gc.shutdown()
 
     asyncio.run(main())
+
+
+# ---- every transition Kafka defines, on the bare state machine -----------------------------------
+
+S = GroupState
+# Kafka's GroupState.validPreviousStates, written out here rather than read from the module under test
+KAFKA_PREVIOUS_STATES = {
+    S.PREPARING_REBALANCE: {S.STABLE, S.COMPLETING_REBALANCE, S.EMPTY},
+    S.COMPLETING_REBALANCE: {S.PREPARING_REBALANCE},
+    S.STABLE: {S.COMPLETING_REBALANCE},
+    S.EMPTY: {S.PREPARING_REBALANCE},
+    S.DEAD: {S.STABLE, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE, S.EMPTY, S.DEAD},
+}
+
+
+@pytest.mark.parametrize("source", list(GroupState), ids=lambda s: s.value)
+@pytest.mark.parametrize("target", list(GroupState), ids=lambda s: s.value)
+def test_transition_table_is_kafkas(source: GroupState, target: GroupState) -> None:
+    group = Group("g", state=source)
+    group.state_timestamp = 0
+    if source in KAFKA_PREVIOUS_STATES[target]:
+        group.transition(target)
+        assert group.state is target and group.state_timestamp > 0
+    else:
+        with pytest.raises(ValueError, match="illegal transition"):
+            group.transition(target)
+        assert group.state is source and group.state_timestamp == 0
+
+
+def test_membership_bookkeeping_of_static_members_leaders_and_pending_syncs() -> None:
+    def member(mid: str, instance: str | None = None) -> Member:
+        return Member(mid, instance, MemberProfile("c", "h", 1000, 2000 if mid == "b" else 1000, "consumer",
+                                                   [("range", b"")]))
+
+    group = Group("g")
+    group.add(member("a"))
+    group.add(member("b", "i-b"))
+    assert (group.leader_id, group.protocol_type, group.rebalance_timeout_ms()) == ("a", "consumer", 2000)
+    assert group.is_static_fenced("x", "i-b") and not group.is_static_fenced("b", "i-b")
+    assert not group.is_static_fenced("x", None) and not group.is_static_fenced("x", "i-new")
+    group.pending_sync = {"a", "b"}
+    group.replace("b", member("b2", "i-b"))
+    assert list(group.members) == ["a", "b2"] and group.static_members == {"i-b": "b2"}
+    assert group.pending_sync == {"a", "b2"}
+    group.pending_members["p"] = None
+    assert group.is_full(3) and not group.is_full(4) and not group.has_all_joined()
+    group.remove("a")
+    assert group.leader_id == "b2" and group.pending_sync == {"b2"}
+    group.remove("b2")
+    assert group.leader_id is None and group.static_members == {} and group.remove("b2") is None
+
+
+# ---- the coordinator drives each transition ---------------------------------------------------------
+
+
+def test_first_join_waits_in_preparing_rebalance_for_the_initial_delay() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        join = asyncio.create_task(gc.join(req()))
+        await asyncio.sleep(0.02)
+        assert gc.groups["g"].state is S.PREPARING_REBALANCE  # Empty -> PreparingRebalance
+        res = await join
+        assert res.error == E.NONE and gc.groups["g"].state is S.COMPLETING_REBALANCE
+
+    run(body, initial_rebalance_delay_ms=100)
+
+
+def test_join_during_completing_rebalance_restarts_the_rebalance() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        a = await gc.join(req())
+        group = gc.groups["g"]
+        assert group.state is S.COMPLETING_REBALANCE
+        a_sync = asyncio.create_task(gc.sync("g", 1, a.member_id, None, None, None, []))  # parks; store writes
+        b_join = asyncio.create_task(gc.join(req()))  # arrives before the assignment is stored
+        assert (await a_sync).error == E.REBALANCE_IN_PROGRESS
+        assert group.state is S.PREPARING_REBALANCE  # CompletingRebalance -> PreparingRebalance
+        a2 = await gc.join(req(a.member_id))
+        b = await b_join
+        assert a2.generation == b.generation == 2 and group.state is S.COMPLETING_REBALANCE
+
+    run(body)
+
+
+def test_leader_missing_its_sync_sends_the_group_back_to_preparing_rebalance() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        a, b = await two_members_completing(gc)
+        b_sync = await gc.sync("g", 2, b.member_id, None, None, None, [])  # the leader never syncs
+        assert b_sync.error == E.REBALANCE_IN_PROGRESS
+        group = gc.groups["g"]
+        assert group.state is S.PREPARING_REBALANCE and a.member_id not in group.members
+        b3 = await gc.join(req(b.member_id, session=5000, rebalance=200))
+        assert (b3.error, b3.generation, b3.leader) == (E.NONE, 3, b.member_id)
+
+    run(body)
+
+
+def test_follower_missing_its_sync_rebalances_a_stable_group() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        a, b = await two_members_completing(gc)
+        sync = await gc.sync("g", 2, a.member_id, None, None, None, [(a.member_id, b"1"), (b.member_id, b"2")])
+        group = gc.groups["g"]
+        assert sync.error == E.NONE and group.state is S.STABLE and group.pending_sync == {b.member_id}
+        while b.member_id in group.members:  # removed once the rebalance timeout passes without its sync
+            await asyncio.sleep(0.01)
+        assert await gc.heartbeat("g", 2, a.member_id, None) == E.REBALANCE_IN_PROGRESS
+        assert group.state is S.PREPARING_REBALANCE  # Stable -> PreparingRebalance
+        a3 = await gc.join(req(a.member_id, session=5000, rebalance=200))
+        assert a3.generation == 3 and group.state is S.COMPLETING_REBALANCE
+
+    run(body)
+
+
+def test_leader_rejoining_a_stable_group_rebalances_it_as_does_changed_metadata() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        a = await join_alone(gc)
+        group = gc.groups["g"]
+        assert (await gc.join(req(a.member_id))).generation == 2  # leader: Stable -> PreparingRebalance
+        await gc.sync("g", 2, a.member_id, None, None, None, [(a.member_id, b"x")])
+        assert group.state is S.STABLE
+        changed = await gc.join(req(a.member_id, protocols=[("range", subscription("t", "u"))]))
+        assert changed.generation == 3 and group.subscribed_topics() == {"t", "u"}
+
+    run(body)
+
+
+def test_unloading_a_partition_kills_its_groups_and_answers_parked_requests() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        a = await gc.join(req())
+        group = gc.groups["g"]
+        parked = asyncio.create_task(gc.sync("g", 1, "ghost", None, None, None, []))
+        b_join = asyncio.create_task(gc.join(req()))
+        await asyncio.sleep(0.01)
+        assert group.state is S.PREPARING_REBALANCE
+        gc.unload_partition(0)
+        assert group.state is S.DEAD and "g" not in gc.groups
+        assert (await b_join).error == E.NOT_COORDINATOR
+        assert (await parked).error == E.UNKNOWN_MEMBER_ID
+        assert await gc.heartbeat("g", 1, a.member_id, None) == E.UNKNOWN_MEMBER_ID
+
+    run(body)
+
+
+def test_deleting_an_empty_group_kills_it() -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        a = await join_alone(gc)
+        await gc.leave("g", [(a.member_id, None)])
+        group = gc.groups["g"]
+        assert group.state is S.EMPTY
+        assert await gc.delete_group("g") == E.NONE
+        assert group.state is S.DEAD and "g" not in gc.groups
+
+    run(body)
+
+
+async def two_members_completing(gc: GroupCoordinator) -> tuple[JoinResult, JoinResult]:
+    """Generation 2 of a two-member group (a leads) in CompletingRebalance, 200 ms rebalance timeouts."""
+    a = await join_alone(gc, session=5000, rebalance=200)
+    b_join = asyncio.create_task(gc.join(req(session=5000, rebalance=200)))
+    await asyncio.sleep(0.01)
+    a2 = await gc.join(req(a.member_id, session=5000, rebalance=200))
+    b = await b_join
+    assert gc.groups["g"].state is S.COMPLETING_REBALANCE and a2.leader == a.member_id
+    return a2, b
+
+
+# ---- the error codes of each state ----------------------------------------------------------------
+
+
+async def into_state(gc: GroupCoordinator, state: GroupState, keep: list[Any]) -> tuple[str, int]:
+    """Put group "g" in `state`; returns a member id and generation that were current just before."""
+    if state is S.COMPLETING_REBALANCE:
+        res = await gc.join(req())
+        return res.member_id, res.generation
+    a = await join_alone(gc)
+    group = gc.groups["g"]
+    if state is S.PREPARING_REBALANCE:
+        keep.append(asyncio.create_task(gc.join(req())))  # a newcomer, parked until a rejoins
+        await asyncio.sleep(0.01)
+    elif state is S.EMPTY:
+        assert await gc.leave("g", [(a.member_id, None)]) == [E.NONE]
+    elif state is S.DEAD:  # what a request that already holds the group sees once it is unloaded
+        for m in group.members.values():
+            m.cancel_timer()
+        group.transition(S.DEAD)
+    assert group.state is state
+    return a.member_id, a.generation
+
+
+PER_STATE = {  # operation -> error code in Empty, PreparingRebalance, CompletingRebalance, Stable, Dead
+    "heartbeat": (E.UNKNOWN_MEMBER_ID, E.REBALANCE_IN_PROGRESS, E.NONE, E.NONE, E.COORDINATOR_NOT_AVAILABLE),
+    "heartbeat_old_generation": (E.UNKNOWN_MEMBER_ID, E.ILLEGAL_GENERATION, E.ILLEGAL_GENERATION,
+                                 E.ILLEGAL_GENERATION, E.COORDINATOR_NOT_AVAILABLE),
+    "sync": (E.UNKNOWN_MEMBER_ID, E.REBALANCE_IN_PROGRESS, E.NONE, E.NONE, E.COORDINATOR_NOT_AVAILABLE),
+    "sync_old_generation": (E.UNKNOWN_MEMBER_ID, E.ILLEGAL_GENERATION, E.ILLEGAL_GENERATION,
+                            E.ILLEGAL_GENERATION, E.COORDINATOR_NOT_AVAILABLE),
+    "commit": (E.UNKNOWN_MEMBER_ID, E.NONE, E.REBALANCE_IN_PROGRESS, E.NONE, E.COORDINATOR_NOT_AVAILABLE),
+    "commit_unmanaged": (E.NONE, E.UNKNOWN_MEMBER_ID, E.REBALANCE_IN_PROGRESS, E.UNKNOWN_MEMBER_ID,
+                         E.COORDINATOR_NOT_AVAILABLE),
+    "rejoin": (E.UNKNOWN_MEMBER_ID, E.NONE, E.NONE, E.NONE, E.COORDINATOR_NOT_AVAILABLE),
+    "leave": (E.UNKNOWN_MEMBER_ID, E.NONE, E.NONE, E.NONE, E.COORDINATOR_NOT_AVAILABLE),
+    "delete_group": (E.NONE, E.NON_EMPTY_GROUP, E.NON_EMPTY_GROUP, E.NON_EMPTY_GROUP, E.GROUP_ID_NOT_FOUND),
+    "delete_offsets": (E.NONE, E.NONE, E.NONE, E.NONE, E.GROUP_ID_NOT_FOUND),
+}
+STATES = [S.EMPTY, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE, S.STABLE, S.DEAD]
+
+
+async def _operate(gc: GroupCoordinator, op: str, member_id: str, generation: int) -> ErrorCode:
+    off = {("other", 0): OffsetValue(1)}
+    try:
+        if op.startswith("heartbeat"):
+            return await gc.heartbeat("g", generation - op.endswith("old_generation"), member_id, None)
+        if op.startswith("sync"):
+            gen = generation - op.endswith("old_generation")
+            return (await gc.sync("g", gen, member_id, None, None, None, [(member_id, b"a")])).error
+        if op == "commit":
+            return await gc.commit("g", generation, member_id, None, off)
+        if op == "commit_unmanaged":
+            return await gc.commit("g", -1, "", None, off)
+        if op == "rejoin":
+            return (await gc.join(req(member_id))).error
+        if op == "leave":
+            (err,) = await gc.leave("g", [(member_id, None)])
+            return err
+        if op == "delete_group":
+            return await gc.delete_group("g")
+        (err,) = (await gc.delete_offsets("g", [("other", 0)])).values()
+        return err
+    except KafkaError as exc:  # the group-level errors of LeaveGroup and OffsetDelete
+        return exc.code
+
+
+@pytest.mark.parametrize("state", STATES, ids=lambda s: s.value)
+@pytest.mark.parametrize("op", list(PER_STATE))
+def test_error_code_of_each_request_in_each_state(op: str, state: GroupState) -> None:
+    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+        keep: list[Any] = []
+        member_id, generation = await into_state(gc, state, keep)
+        assert await _operate(gc, op, member_id, generation) == PER_STATE[op][STATES.index(state)]
+        for task in keep:
+            task.cancel()
+
+    run(body)
+
+
+def test_fake_and_offset_store_implement_the_whole_group_store_protocol() -> None:
+    wanted = {name for name in vars(GroupStore) if not name.startswith("_")}
+    assert {"start", "shutdown", "check", "wait_ready", "write", "coordinator_node"} <= wanted
+    for impl in (FakeStore, OffsetStore):
+        for name in wanted:
+            ours, theirs = inspect.signature(getattr(impl, name)), inspect.signature(getattr(GroupStore, name))
+            assert list(ours.parameters) == list(theirs.parameters), (impl, name)
+            assert inspect.iscoroutinefunction(getattr(impl, name)) == \
+                inspect.iscoroutinefunction(getattr(GroupStore, name)), (impl, name)

@@ -1,10 +1,14 @@
 """Group coordinator (classic rebalance protocol) and the offset store on `__consumer_offsets`.
 
 - `schemas`: Kafka's key/value formats of the records in `__consumer_offsets`.
-- `coordinator`: groups, members, the rebalance state machine, and `GroupCoordinator`, the object the
-  broker starts and the request handlers call.
-- `offsets`: which `__consumer_offsets` partition holds a group, writing records to it, loading a
-  partition when this broker becomes its leader, and offset retention.
+- `group`: one group's state machine (states, members, generation, protocol selection, static members);
+  pure state, no I/O.
+- `store`: the `GroupStore` protocol the coordinator persists through, and the `GroupOwner` protocol
+  the store reports loads and unloads to.
+- `coordinator`: `GroupCoordinator`, the object the broker starts and the request handlers call: timers,
+  the rebalance orchestration, the offset APIs and offset retention.
+- `offsets`: `OffsetStore`, the broker's `GroupStore`: which `__consumer_offsets` partition holds a
+  group, writing records to it, and loading a partition when this broker becomes its leader.
 """
 
 from __future__ import annotations

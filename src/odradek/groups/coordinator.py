@@ -1,11 +1,5 @@
-"""The group coordinator of the classic rebalance protocol.
-
-A group moves through Kafka's states::
-
-    Empty --join--> PreparingRebalance --all joined / rebalance timeout--> CompletingRebalance
-    CompletingRebalance --leader's SyncGroup persisted--> Stable
-    Stable / CompletingRebalance --join, leave, session expiry--> PreparingRebalance
-    PreparingRebalance --last member gone--> Empty;   any --deleted / expired / unloaded--> Dead
+"""The group coordinator of the classic rebalance protocol: timers, the JoinGroup / SyncGroup / Heartbeat /
+LeaveGroup orchestration, and the offset APIs, over the state machine in `odradek.groups.group`.
 
 JoinGroup and SyncGroup requests that must wait for the rebalance park as futures on their member and
 are completed when the rebalance moves on. Session timeouts, the rebalance timeout, the initial
@@ -13,64 +7,36 @@ rebalance delay of an empty group and the wait for SyncGroups are asyncio timers
 interprets member metadata or assignments, except (as Kafka does) the consumer protocol's subscribed
 topics for OffsetDelete and offset retention.
 
-Persistence goes through a store (`odradek.groups.offsets.OffsetStore` in the broker; a fake in unit
-tests): `check`/`wait_ready` say whether this broker coordinates a group, `write` appends records to the
-group's `__consumer_offsets` partition and returns once they are committed.
+Persistence goes through an injected `odradek.groups.store.GroupStore` (the broker's `OffsetStore`; a
+fake in unit tests): `check`/`wait_ready` say whether this broker coordinates a group, `write` appends
+records to the group's `__consumer_offsets` partition and returns once they are committed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import struct
-import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
-from enum import Enum
-from typing import Any, Protocol
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any
 
-from odradek.groups.schemas import (
-    GroupKey,
-    GroupValue,
-    MemberValue,
-    OffsetKey,
-    OffsetValue,
-    encode_group_key,
-    encode_group_value,
-    encode_offset_key,
-    encode_offset_value,
+from odradek.cluster.znodes import BrokerInfo
+from odradek.groups.group import (
+    Group,
+    GroupState,
+    GroupSummary,
+    JoinRequest,
+    JoinResult,
+    Member,
+    SyncResult,
+    now_ms,
 )
+from odradek.groups.schemas import OffsetValue, Records, TopicPartition, group_records, offset_records
+from odradek.groups.store import GroupStore, LoadedGroup
 from odradek.protocol.errors import ErrorCode, KafkaError
 
 log = logging.getLogger("odradek.groups")
-
-CONSUMER_PROTOCOL = "consumer"
-NO_GENERATION = -1
-Records = list[tuple[bytes, bytes | None]]
-TopicPartition = tuple[str, int]
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-class GroupState(Enum):
-    EMPTY = "Empty"
-    PREPARING_REBALANCE = "PreparingRebalance"
-    COMPLETING_REBALANCE = "CompletingRebalance"
-    STABLE = "Stable"
-    DEAD = "Dead"
-
-
-_ALLOWED_FROM: dict[GroupState, frozenset[GroupState]] = {
-    GroupState.PREPARING_REBALANCE: frozenset(
-        {GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY}),
-    GroupState.COMPLETING_REBALANCE: frozenset({GroupState.PREPARING_REBALANCE}),
-    GroupState.STABLE: frozenset({GroupState.COMPLETING_REBALANCE}),
-    GroupState.EMPTY: frozenset({GroupState.PREPARING_REBALANCE}),
-    GroupState.DEAD: frozenset(GroupState),
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,136 +51,19 @@ class GroupSettings:
 
     @classmethod
     def from_config(cls, config: Any) -> GroupSettings:
-        return cls(
-            min_session_timeout_ms=int(config.get("group.min.session.timeout.ms")),
-            max_session_timeout_ms=int(config.get("group.max.session.timeout.ms")),
-            initial_rebalance_delay_ms=int(config.get("group.initial.rebalance.delay.ms")),
-            max_size=int(config.get("group.max.size")),
-            metadata_max_bytes=int(config.get("offset.metadata.max.bytes")),
-            retention_ms=int(config.get("offsets.retention.minutes")) * 60_000,
-            retention_check_interval_ms=int(config.get("offsets.retention.check.interval.ms")),
-        )
+        return cls(**{name: int(config.get(key)) * scale for name, (key, scale) in _CONFIG_KEYS.items()})
 
 
-class GroupStore(Protocol):
-    """What the coordinator needs from persistence (see odradek.groups.offsets.OffsetStore)."""
-
-    def check(self, group_id: str) -> None: ...
-
-    async def wait_ready(self, group_id: str, create: bool = False) -> None: ...
-
-    async def write(self, group_id: str, records: Records) -> None: ...
-
-    def partition_for(self, group_id: str) -> int: ...
-
-    def loading(self) -> bool: ...
-
-
-# ---- results handed back to the request handlers ------------------------------------------------
-
-
-@dataclass(slots=True)
-class JoinRequest:
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocol_type: str
-    protocols: list[tuple[str, bytes]]
-    require_known_member_id: bool = True
-    supports_skip_assignment: bool = True
-
-
-@dataclass(slots=True)
-class JoinResult:
-    error: ErrorCode
-    member_id: str = ""
-    generation: int = NO_GENERATION
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    leader: str = ""
-    members: list[tuple[str, str | None, bytes]] = field(default_factory=list)
-    skip_assignment: bool = False
-
-
-@dataclass(slots=True)
-class SyncResult:
-    error: ErrorCode
-    assignment: bytes = b""
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-
-
-@dataclass(slots=True)
-class MemberSummary:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    metadata: bytes
-    assignment: bytes
-
-
-@dataclass(slots=True)
-class GroupSummary:
-    group_id: str
-    state: str
-    protocol_type: str
-    protocol: str
-    members: list[MemberSummary]
-
-
-# ---- members and groups -------------------------------------------------------------------------
-
-
-@dataclass(eq=False)
-class Member:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocol_type: str
-    protocols: list[tuple[str, bytes]]
-    assignment: bytes = b""
-    join_waiter: asyncio.Future[JoinResult] | None = None
-    sync_waiter: asyncio.Future[SyncResult] | None = None
-    timer: asyncio.TimerHandle | None = None
-
-    @classmethod
-    def from_request(cls, member_id: str, req: JoinRequest) -> Member:
-        return cls(member_id, req.group_instance_id, req.client_id, req.client_host, req.session_timeout_ms,
-                   req.rebalance_timeout_ms, req.protocol_type, list(req.protocols))
-
-    @property
-    def protocol_names(self) -> list[str]:
-        return [name for name, _ in self.protocols]
-
-    def metadata(self, protocol: str | None) -> bytes:
-        for name, meta in self.protocols:
-            if name == protocol:
-                return meta
-        return b""
-
-    def matches(self, protocols: list[tuple[str, bytes]]) -> bool:
-        return [(n, bytes(m)) for n, m in self.protocols] == [(n, bytes(m)) for n, m in protocols]
-
-    def vote(self, candidates: set[str]) -> str | None:
-        return next((name for name in self.protocol_names if name in candidates), None)
-
-    def cancel_timer(self) -> None:
-        if self.timer is not None:
-            self.timer.cancel()
-            self.timer = None
-
-    def update(self, req: JoinRequest) -> None:
-        self.client_id, self.client_host = req.client_id, req.client_host
-        self.session_timeout_ms, self.rebalance_timeout_ms = req.session_timeout_ms, req.rebalance_timeout_ms
-        self.protocol_type, self.protocols = req.protocol_type, list(req.protocols)
+# GroupSettings field -> the broker key behind it, and the factor that turns its unit into ours
+_CONFIG_KEYS = {
+    "min_session_timeout_ms": ("group.min.session.timeout.ms", 1),
+    "max_session_timeout_ms": ("group.max.session.timeout.ms", 1),
+    "initial_rebalance_delay_ms": ("group.initial.rebalance.delay.ms", 1),
+    "max_size": ("group.max.size", 1),
+    "metadata_max_bytes": ("offset.metadata.max.bytes", 1),
+    "retention_ms": ("offsets.retention.minutes", 60_000),
+    "retention_check_interval_ms": ("offsets.retention.check.interval.ms", 1),
+}
 
 
 def resolve(fut: asyncio.Future[Any] | None, value: Any) -> None:
@@ -223,276 +72,17 @@ def resolve(fut: asyncio.Future[Any] | None, value: Any) -> None:
         fut.set_result(value)
 
 
-class Group:
-    """One group's state; no I/O and no timers of its own beyond the handles it carries."""
-
-    def __init__(self, group_id: str, state: GroupState = GroupState.EMPTY) -> None:
-        self.group_id = group_id
-        self.state = state
-        self.state_timestamp = now_ms()
-        self.generation = 0
-        self.protocol_type: str | None = None
-        self.protocol_name: str | None = None
-        self.leader_id: str | None = None
-        self.members: dict[str, Member] = {}
-        self.static_members: dict[str, str] = {}  # group.instance.id -> member id
-        self.pending_members: dict[str, asyncio.TimerHandle | None] = {}  # KIP-394: id handed out, not joined
-        self.pending_sync: set[str] = set()
-        self.offsets: dict[TopicPartition, OffsetValue] = {}
-        self.join_timer: asyncio.TimerHandle | None = None
-        self.sync_timer: asyncio.TimerHandle | None = None
-        self.initial_delay = False  # this rebalance started from Empty and waits the initial delay
-        self.new_member_added = False
-
-    def __repr__(self) -> str:
-        return f"Group({self.group_id!r}, {self.state.value}, generation={self.generation})"
-
-    # ---- state ----
-    def is_(self, *states: GroupState) -> bool:
-        return self.state in states
-
-    def transition(self, target: GroupState) -> None:
-        if self.state not in _ALLOWED_FROM[target]:
-            raise ValueError(f"group {self.group_id}: illegal transition {self.state.value} -> {target.value}")
-        self.state = target
-        self.state_timestamp = now_ms()
-
-    # ---- membership ----
-    def add(self, member: Member) -> None:
-        if not self.members:
-            self.protocol_type = member.protocol_type
-        self.members[member.member_id] = member
-        if member.group_instance_id is not None:
-            self.static_members[member.group_instance_id] = member.member_id
-        if self.leader_id is None:
-            self.leader_id = member.member_id
-
-    def remove(self, member_id: str) -> Member | None:
-        member = self.members.pop(member_id, None)
-        if member is None:
-            return None
-        member.cancel_timer()
-        iid = member.group_instance_id
-        if iid is not None and self.static_members.get(iid) == member_id:
-            del self.static_members[iid]
-        self.pending_sync.discard(member_id)
-        if self.leader_id == member_id:
-            self.leader_id = self._next_leader()
-        return member
-
-    def replace(self, old_id: str, new: Member) -> None:
-        """Give a static member a new member id, keeping its place, assignment and leadership."""
-        self.members = {(new.member_id if k == old_id else k): (new if k == old_id else v)
-                        for k, v in self.members.items()}
-        if new.group_instance_id is not None:
-            self.static_members[new.group_instance_id] = new.member_id
-        if self.leader_id == old_id:
-            self.leader_id = new.member_id
-        if old_id in self.pending_sync:
-            self.pending_sync.discard(old_id)
-            self.pending_sync.add(new.member_id)
-
-    def _next_leader(self) -> str | None:
-        joined = [m for m in self.members.values() if m.join_waiter is not None]
-        pick = joined[0] if joined else next(iter(self.members.values()), None)
-        return pick.member_id if pick is not None else None
-
-    def elect_joined_leader(self) -> bool:
-        """Make sure the leader is a member that rejoined; False if nobody rejoined."""
-        leader = self.members.get(self.leader_id or "")
-        if leader is not None and leader.join_waiter is not None:
-            return True
-        joined = next((m for m in self.members.values() if m.join_waiter is not None), None)
-        if joined is None:
-            return False
-        self.leader_id = joined.member_id
-        return True
-
-    def is_static_fenced(self, member_id: str, instance_id: str | None) -> bool:
-        if instance_id is None:
-            return False
-        known = self.static_members.get(instance_id)
-        return known is not None and known != member_id
-
-    def has_all_joined(self) -> bool:
-        return not self.pending_members and all(m.join_waiter is not None for m in self.members.values())
-
-    def is_full(self, max_size: int) -> bool:
-        return len(self.members) + len(self.pending_members) >= max_size
-
-    def not_yet_rejoined(self) -> list[Member]:
-        return [m for m in self.members.values() if m.join_waiter is None]
-
-    # ---- protocols ----
-    def supported_protocols(self) -> set[str]:
-        sets = [set(m.protocol_names) for m in self.members.values()]
-        return set.intersection(*sets) if sets else set()
-
-    def accepts(self, protocol_type: str, protocols: list[tuple[str, bytes]]) -> bool:
-        if not protocol_type or not protocols:
-            return False
-        if not self.members:
-            return True
-        names = {name for name, _ in protocols}
-        return protocol_type == self.protocol_type and bool(names & self.supported_protocols())
-
-    def select_protocol(self) -> str | None:
-        """Each member votes for its most preferred protocol that every member supports; most votes
-        wins, ties going to the leader's preference order."""
-        candidates = self.supported_protocols()
-        if not candidates:
-            return None
-        votes: dict[str, int] = {}
-        for m in self.members.values():
-            choice = m.vote(candidates)
-            if choice is not None:
-                votes[choice] = votes.get(choice, 0) + 1
-        leader = self.members.get(self.leader_id or "") or next(iter(self.members.values()))
-        order = {name: i for i, name in enumerate(leader.protocol_names)}
-        return max(votes, key=lambda n: (votes[n], -order.get(n, len(order))))
-
-    def rebalance_timeout_ms(self) -> int:
-        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
-
-    def member_metadata(self) -> list[tuple[str, str | None, bytes]]:
-        return [(m.member_id, m.group_instance_id, m.metadata(self.protocol_name)) for m in self.members.values()]
-
-    def join_result(self, member: Member, leader_view: bool | None = None) -> JoinResult:
-        is_leader = member.member_id == self.leader_id if leader_view is None else leader_view
-        return JoinResult(ErrorCode.NONE, member.member_id, self.generation, self.protocol_type,
-                          self.protocol_name, self.leader_id or "", self.member_metadata() if is_leader else [])
-
-    def subscribed_topics(self) -> set[str] | None:
-        """Topics the members subscribe to under the consumer protocol; None if unknown."""
-        if self.protocol_type != CONSUMER_PROTOCOL or self.protocol_name is None:
-            return None
-        topics: set[str] = set()
-        for m in self.members.values():
-            parsed = parse_subscription(m.metadata(self.protocol_name))
-            if parsed is None:
-                return None
-            topics.update(parsed)
-        return topics
-
-    # ---- persistence ----
-    def to_value(self, assignments: dict[str, bytes] | None = None) -> GroupValue:
-        members = [
-            MemberValue(m.member_id, m.client_id, m.client_host, m.session_timeout_ms, m.rebalance_timeout_ms,
-                        m.metadata(self.protocol_name),
-                        (assignments or {}).get(m.member_id, m.assignment) if assignments is not None else m.assignment,
-                        m.group_instance_id)
-            for m in self.members.values()
-        ]
-        return GroupValue(self.protocol_type or "", self.generation, self.protocol_name, self.leader_id,
-                          self.state_timestamp, members)
-
-    @classmethod
-    def from_value(cls, group_id: str, value: GroupValue | None, offsets: dict[TopicPartition, OffsetValue]) -> Group:
-        group = cls(group_id)
-        group.offsets = dict(offsets)
-        if value is None:
-            return group
-        group.generation = value.generation
-        group.protocol_type = value.protocol_type or None
-        group.protocol_name = value.protocol
-        if value.current_state_timestamp >= 0:
-            group.state_timestamp = value.current_state_timestamp
-        for mv in value.members:
-            group.add(Member(mv.member_id, mv.group_instance_id, mv.client_id, mv.client_host, mv.session_timeout,
-                             mv.rebalance_timeout, value.protocol_type, [(value.protocol or "", mv.subscription)],
-                             mv.assignment))
-        group.protocol_type = value.protocol_type or None
-        if value.leader in group.members:
-            group.leader_id = value.leader
-        if group.members:
-            group.state = GroupState.STABLE
-        return group
-
-    def summary(self) -> GroupSummary:
-        stable = self.state is GroupState.STABLE
-        members = [
-            MemberSummary(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                          m.metadata(self.protocol_name) if stable else b"", m.assignment if stable else b"")
-            for m in self.members.values()
-        ]
-        return GroupSummary(self.group_id, self.state.value, self.protocol_type or "",
-                            (self.protocol_name or "") if stable else "", members)
-
-    # ---- offsets ----
-    def expired_offsets(self, now: int, retention_ms: int) -> list[TopicPartition]:
-        """Offsets past retention (KIP-211): for an Empty group counted from when it became empty, for a
-        group never managed by the coordinator from each commit, for a Stable consumer group only the
-        offsets of topics it no longer subscribes to."""
-        if self.state is GroupState.EMPTY:
-            base: Callable[[OffsetValue], int]
-            if self.protocol_type is not None:
-                base = lambda _v: self.state_timestamp  # noqa: E731
-            else:
-                base = lambda v: v.commit_timestamp  # noqa: E731
-            return [tp for tp, v in self.offsets.items() if _is_expired(v, base(v), now, retention_ms)]
-        if self.state is GroupState.STABLE:
-            topics = self.subscribed_topics()
-            if topics is None:
-                return []
-            return [tp for tp, v in self.offsets.items()
-                    if tp[0] not in topics and _is_expired(v, v.commit_timestamp, now, retention_ms)]
-        return []
-
-
-def _is_expired(value: OffsetValue, base: int, now: int, retention_ms: int) -> bool:
-    if value.expire_timestamp >= 0:
-        return now >= value.expire_timestamp
-    return now - base >= retention_ms
-
-
-def parse_subscription(metadata: bytes) -> list[str] | None:
-    """The topics of a ConsumerProtocolSubscription (any version: topics come first); None if garbage."""
-    try:
-        pos = 2
-        (count,) = struct.unpack_from(">i", metadata, pos)
-        pos += 4
-        if count < 0 or count > len(metadata):
-            return None
-        topics = []
-        for _ in range(count):
-            (n,) = struct.unpack_from(">h", metadata, pos)
-            pos += 2
-            if n < 0 or pos + n > len(metadata):
-                return None
-            topics.append(metadata[pos : pos + n].decode("utf-8"))
-            pos += n
-        return topics
-    except (struct.error, UnicodeDecodeError):
-        return None
-
-
-def offset_records(group_id: str, offsets: dict[TopicPartition, OffsetValue | None]) -> Records:
-    return [
-        (encode_offset_key(OffsetKey(group_id, t, p)), None if v is None else encode_offset_value(v))
-        for (t, p), v in offsets.items()
-    ]
-
-
-def group_record(group: Group, assignments: dict[str, bytes] | None = None, tombstone: bool = False) -> Records:
-    key = encode_group_key(GroupKey(group.group_id))
-    return [(key, None if tombstone else encode_group_value(group.to_value(assignments)))]
-
-
-# ---- the coordinator ----------------------------------------------------------------------------
+def group_record(group: Group, assignments: dict[str, bytes] | None = None) -> Records:
+    """The record of the group's metadata as it stands (with `assignments` as the members' assignments)."""
+    return group_records(group.group_id, group.to_value(assignments))
 
 
 class GroupCoordinator:
     """Owns the groups of the `__consumer_offsets` partitions this broker leads."""
 
-    def __init__(self, broker: Any = None, *, settings: GroupSettings | None = None,
-                 store: GroupStore | None = None) -> None:
-        self.broker = broker
-        self.settings = settings or GroupSettings.from_config(broker.config)
-        if store is None:
-            from odradek.groups.offsets import OffsetStore
-
-            store = OffsetStore(broker, self)
-        self.store: GroupStore = store
+    def __init__(self, settings: GroupSettings, store: GroupStore) -> None:
+        self.settings = settings
+        self.store = store
         self.groups: dict[str, Group] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._started: asyncio.Future[None] | None = None
@@ -504,9 +94,7 @@ class GroupCoordinator:
         if self._started is None:
             self._started = asyncio.get_running_loop().create_future()
             try:
-                start = getattr(self.store, "start", None)
-                if start is not None:
-                    await start()
+                await self.store.start(self)
                 self._spawn(self._retention_loop())
             finally:
                 self._started.set_result(None)
@@ -519,13 +107,11 @@ class GroupCoordinator:
         for group in list(self.groups.values()):
             self._unload(group, ErrorCode.NOT_COORDINATOR)
         self.groups.clear()
-        stop = getattr(self.store, "shutdown", None)
-        if stop is not None:
-            await stop()
+        await self.store.shutdown()
 
-    def _spawn(self, coro: Awaitable[Any]) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         if self._closed:
-            getattr(coro, "close", lambda: None)()
+            coro.close()
             return
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
@@ -536,24 +122,22 @@ class GroupCoordinator:
         if not task.cancelled() and task.exception() is not None:
             log.error("Group coordinator task failed: %s", task.exception(), exc_info=task.exception())
 
-    async def coordinator_node(self, group_id: str) -> Any:
+    async def coordinator_node(self, group_id: str) -> BrokerInfo:
         """The broker that coordinates `group_id` (creating `__consumer_offsets` on first use)."""
-        find = getattr(self.store, "coordinator_node", None)
-        if find is None:
-            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        return await find(group_id)
+        return await self.store.coordinator_node(group_id)
 
-    # ---- loading and unloading (called by the store) ----
-    def install(self, groups: Iterable[Group]) -> None:
-        for group in groups:
-            old = self.groups.pop(group.group_id, None)
+    # ---- loading and unloading (the store calls these: GroupOwner) ----
+    def install(self, loaded: dict[str, LoadedGroup]) -> None:
+        for group_id, entry in loaded.items():
+            group = Group.from_value(group_id, entry.metadata, entry.offsets)
+            old = self.groups.pop(group_id, None)
             if old is not None:
                 self._unload(old, ErrorCode.NOT_COORDINATOR)
-            self.groups[group.group_id] = group
+            self.groups[group_id] = group
             for member in group.members.values():
                 self._touch(group, member)
-            log.debug("Loaded group %s (%s, generation %d, %d members, %d offsets)", group.group_id,
-                     group.state.value, group.generation, len(group.members), len(group.offsets))
+            log.debug("Loaded group %s (%s, generation %d, %d members, %d offsets)", group_id,
+                      group.state.value, group.generation, len(group.members), len(group.offsets))
 
     def unload_partition(self, partition: int) -> None:
         for gid in [g for g in self.groups if self.store.partition_for(g) == partition]:
@@ -578,7 +162,7 @@ class GroupCoordinator:
         """(Re)start the member's session timer."""
         member.cancel_timer()
         member.timer = asyncio.get_running_loop().call_later(
-            member.session_timeout_ms / 1000, self._session_expired, group, member)
+            member.profile.session_timeout_ms / 1000, self._session_expired, group, member)
 
     def _session_expired(self, group: Group, member: Member) -> None:
         member.timer = None
@@ -588,7 +172,7 @@ class GroupCoordinator:
             self._touch(group, member)  # a parked JoinGroup/SyncGroup keeps the member alive
             return
         log.info("Member %s in group %s has failed, removing it from the group (session timeout %d ms)",
-                 member.member_id, group.group_id, member.session_timeout_ms)
+                 member.member_id, group.group_id, member.profile.session_timeout_ms)
         self._remove_member(group, member, "session timeout")
 
     def _add_pending(self, group: Group, member_id: str, session_timeout_ms: int) -> None:
@@ -620,9 +204,9 @@ class GroupCoordinator:
 
     def _validate_session(self, req: JoinRequest) -> None:
         s = self.settings
-        if not s.min_session_timeout_ms <= req.session_timeout_ms <= s.max_session_timeout_ms:
+        if not s.min_session_timeout_ms <= req.profile.session_timeout_ms <= s.max_session_timeout_ms:
             raise KafkaError(ErrorCode.INVALID_SESSION_TIMEOUT,
-                             f"session.timeout.ms {req.session_timeout_ms} is outside the broker's range "
+                             f"session.timeout.ms {req.profile.session_timeout_ms} is outside the broker's range "
                              f"[{s.min_session_timeout_ms}, {s.max_session_timeout_ms}]")
 
     def _member_check(self, group: Group, member_id: str, instance_id: str | None, generation: int) -> Member:
@@ -638,6 +222,15 @@ class GroupCoordinator:
                              f"generation {generation} is not the group's generation {group.generation}")
         return member
 
+    async def _known_member(self, group_id: str, member_id: str, instance_id: str | None,
+                            generation: int) -> tuple[Group, Member]:
+        """The group and member a SyncGroup or Heartbeat names, or the first error that applies."""
+        await self._ready(group_id)
+        group = self.groups.get(group_id)
+        if group is None:
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
+        return group, self._member_check(group, member_id, instance_id, generation)
+
     # ---- JoinGroup ----
     async def join(self, req: JoinRequest) -> JoinResult:
         try:
@@ -649,7 +242,7 @@ class GroupCoordinator:
             group = group or Group(req.group_id)
             if group.is_(GroupState.DEAD):
                 raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-            if not group.accepts(req.protocol_type, req.protocols):
+            if not group.accepts(req.profile.protocol_type, req.profile.protocols):
                 raise KafkaError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
             self.groups.setdefault(req.group_id, group)
             if not req.member_id:
@@ -659,7 +252,7 @@ class GroupCoordinator:
             return JoinResult(exc.code, req.member_id)
 
     async def _join_new(self, group: Group, req: JoinRequest) -> JoinResult:
-        member_id = f"{req.client_id}-{uuid.uuid4()}"
+        member_id = f"{req.profile.client_id}-{uuid.uuid4()}"
         iid = req.group_instance_id
         if iid is not None and group.static_members.get(iid) in group.members:
             return await self._replace_static(group, group.static_members[iid], member_id, req)
@@ -667,7 +260,7 @@ class GroupCoordinator:
             raise KafkaError(ErrorCode.GROUP_MAX_SIZE_REACHED,
                              f"group {group.group_id} already has the maximum of {self.settings.max_size} members")
         if iid is None and req.require_known_member_id:
-            self._add_pending(group, member_id, req.session_timeout_ms)
+            self._add_pending(group, member_id, req.profile.session_timeout_ms)
             return JoinResult(ErrorCode.MEMBER_ID_REQUIRED, member_id)
         return await self._add_and_rebalance(group, member_id, req)
 
@@ -679,11 +272,11 @@ class GroupCoordinator:
         member = group.members.get(req.member_id)
         if member is None or group.is_(GroupState.EMPTY):
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
-        if group.is_(GroupState.COMPLETING_REBALANCE) and member.matches(req.protocols):
+        if group.is_(GroupState.COMPLETING_REBALANCE) and member.matches(req.profile.protocols):
             self._touch(group, member)
             return group.join_result(member)  # the member lost our answer: repeat it
         if (group.is_(GroupState.STABLE) and member.member_id != group.leader_id
-                and member.matches(req.protocols)):
+                and member.matches(req.profile.protocols)):
             self._touch(group, member)
             return group.join_result(member)  # a follower rejoining with nothing new: no rebalance
         return await self._update_and_rebalance(group, member, req)
@@ -708,7 +301,7 @@ class GroupCoordinator:
         return await fut
 
     async def _update_and_rebalance(self, group: Group, member: Member, req: JoinRequest) -> JoinResult:
-        member.update(req)
+        member.profile = req.profile
         fut = self._park_join(member)
         self._touch(group, member)
         self._maybe_prepare_rebalance(group, f"updating metadata of member {member.member_id}")
@@ -717,7 +310,7 @@ class GroupCoordinator:
 
     async def _replace_static(self, group: Group, old_id: str, new_id: str, req: JoinRequest) -> JoinResult:
         old = group.members[old_id]
-        unchanged = old.matches(req.protocols)
+        unchanged = old.matches(req.profile.protocols)
         was_leader = group.leader_id == old_id
         new = Member.from_request(new_id, req)
         new.assignment = old.assignment
@@ -898,11 +491,7 @@ class GroupCoordinator:
                    protocol_type: str | None, protocol_name: str | None,
                    assignments: list[tuple[str, bytes]]) -> SyncResult:
         try:
-            await self._ready(group_id)
-            group = self.groups.get(group_id)
-            if group is None:
-                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
-            member = self._member_check(group, member_id, instance_id, generation)
+            group, member = await self._known_member(group_id, member_id, instance_id, generation)
             if (protocol_type is not None and protocol_type != group.protocol_type) or (
                     protocol_name is not None and protocol_name != group.protocol_name):
                 raise KafkaError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
@@ -953,11 +542,7 @@ class GroupCoordinator:
     # ---- Heartbeat ----
     async def heartbeat(self, group_id: str, generation: int, member_id: str, instance_id: str | None) -> ErrorCode:
         try:
-            await self._ready(group_id)
-            group = self.groups.get(group_id)
-            if group is None:
-                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
-            member = self._member_check(group, member_id, instance_id, generation)
+            group, member = await self._known_member(group_id, member_id, instance_id, generation)
         except KafkaError as exc:
             return exc.code
         if group.is_(GroupState.EMPTY):
@@ -1098,7 +683,7 @@ class GroupCoordinator:
 
     async def _delete(self, group: Group) -> ErrorCode:
         """Drop an Empty group: tombstones for its offsets and its metadata."""
-        records = offset_records(group.group_id, dict.fromkeys(group.offsets)) + group_record(group, tombstone=True)
+        records = offset_records(group.group_id, dict.fromkeys(group.offsets)) + group_records(group.group_id, None)
         self._unload(group, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if self.groups.get(group.group_id) is group:
             del self.groups[group.group_id]

@@ -22,24 +22,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from odradek.groups import OFFSETS_TOPIC
-from odradek.groups.coordinator import Group, Records, TopicPartition
-from odradek.groups.schemas import (
-    GroupKey,
-    GroupValue,
-    OffsetKey,
-    OffsetValue,
-    SchemaError,
-    decode_group_value,
-    decode_key,
-    decode_offset_value,
-)
+from odradek.groups import OFFSETS_TOPIC, schemas
+from odradek.groups.store import GroupOwner, LoadedGroup
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.records import build_batch, decode_records, iter_batches
 
 if TYPE_CHECKING:
     from odradek.cluster.metadata import TopicMeta
-    from odradek.groups.coordinator import GroupCoordinator
+    from odradek.cluster.znodes import BrokerInfo
 
 log = logging.getLogger("odradek.groups.offsets")
 
@@ -87,19 +77,13 @@ def partition_for(group_id: str, num_partitions: int) -> int:
 # ---- loading ------------------------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class LoadedGroup:
-    metadata: GroupValue | None = None
-    offsets: dict[TopicPartition, OffsetValue] = field(default_factory=dict)
-
-
 def replay(records: Iterable[tuple[bytes | None, bytes | None]]) -> dict[str, LoadedGroup]:
     """Fold a partition's records, oldest first, into the groups they leave behind."""
     groups: dict[str, LoadedGroup] = {}
     for raw_key, raw_value in records:
         try:
             _apply(groups, raw_key, raw_value)
-        except SchemaError as exc:
+        except schemas.SchemaError as exc:
             log.warning("Skipping malformed record in %s: %s", OFFSETS_TOPIC, exc)
     return {gid: g for gid, g in groups.items() if g.metadata is not None or g.offsets}
 
@@ -107,16 +91,16 @@ def replay(records: Iterable[tuple[bytes | None, bytes | None]]) -> dict[str, Lo
 def _apply(groups: dict[str, LoadedGroup], raw_key: bytes | None, raw_value: bytes | None) -> None:
     if raw_key is None:
         return
-    key = decode_key(raw_key)
-    if isinstance(key, OffsetKey):
+    key = schemas.decode_key(raw_key)
+    if isinstance(key, schemas.OffsetKey):
         entry = groups.setdefault(key.group, LoadedGroup())
-        value = decode_offset_value(raw_value)
+        value = schemas.decode_offset_value(raw_value)
         if value is None:
             entry.offsets.pop((key.topic, key.partition), None)
         else:
             entry.offsets[(key.topic, key.partition)] = value
-    elif isinstance(key, GroupKey):
-        groups.setdefault(key.group, LoadedGroup()).metadata = decode_group_value(raw_value)
+    elif key is not None:
+        groups.setdefault(key.group, LoadedGroup()).metadata = schemas.decode_group_value(raw_value)
 
 
 def _as_bytes(records: Any) -> bytes | memoryview:
@@ -175,11 +159,11 @@ class _PartitionLoad:
 
 
 class OffsetStore:
-    """Persistence and ownership of groups for the coordinator of one broker."""
+    """Persistence and ownership of groups for the coordinator of one broker (a `GroupStore`)."""
 
-    def __init__(self, broker: Any, coordinator: GroupCoordinator) -> None:
+    def __init__(self, broker: Any) -> None:
         self.broker = broker
-        self.coordinator = coordinator
+        self._owner: GroupOwner | None = None
         cfg = broker.config
         self.default_partitions = int(cfg.get("offsets.topic.num.partitions"))
         self.replication_factor = int(cfg.get("offsets.topic.replication.factor"))
@@ -191,7 +175,8 @@ class OffsetStore:
         self._closed = False
 
     # ---- life cycle ----
-    async def start(self) -> None:
+    async def start(self, owner: GroupOwner) -> None:
+        self._owner = owner
         meta = self.broker.metadata
         meta.partition_listeners.append(self._on_partition_state)
         meta.topic_removed_listeners.append(self._on_topic_removed)
@@ -208,6 +193,12 @@ class OffsetStore:
             if st.task is not None:
                 st.task.cancel()
         self._partitions.clear()
+
+    @property
+    def _group_owner(self) -> GroupOwner:
+        if self._owner is None:
+            raise RuntimeError("OffsetStore.start() has not been called")
+        return self._owner
 
     # ---- placement ----
     def num_partitions(self) -> int:
@@ -266,7 +257,7 @@ class OffsetStore:
         self.reconcile()
         return OFFSETS_TOPIC in meta.topics
 
-    async def coordinator_node(self, group_id: str) -> Any:
+    async def coordinator_node(self, group_id: str) -> BrokerInfo:
         """The broker (metadata BrokerInfo) leading the group's partition; COORDINATOR_NOT_AVAILABLE if none."""
         if not await self.ensure_topic():
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"{OFFSETS_TOPIC} is not available")
@@ -278,7 +269,7 @@ class OffsetStore:
         return info
 
     # ---- writing ----
-    async def write(self, group_id: str, records: Records) -> None:
+    async def write(self, group_id: str, records: schemas.Records) -> None:
         index = self.partition_for(group_id)
         st = self._partitions.get(index)
         if st is None or not st.loaded:
@@ -321,7 +312,7 @@ class OffsetStore:
         return part.leader_epoch if part is not None and part.is_leader else None
 
     def _reconcile_one(self, index: int) -> None:
-        if self._closed:
+        if self._closed or self._owner is None:
             return
         epoch = self._leader_epoch(index)
         st = self._partitions.get(index)
@@ -343,7 +334,7 @@ class OffsetStore:
         if st.task is not None and not st.task.done():
             st.task.cancel()
         st.done.set()
-        self.coordinator.unload_partition(index)
+        self._group_owner.unload_partition(index)
         log.info("Unloaded groups of %s-%d", OFFSETS_TOPIC, index)
 
     async def _load(self, index: int, st: _PartitionLoad) -> None:
@@ -364,7 +355,7 @@ class OffsetStore:
             return
         if self._partitions.get(index) is not st or self._leader_epoch(index) != st.epoch:
             return
-        self.coordinator.install(Group.from_value(gid, g.metadata, g.offsets) for gid, g in loaded.items())
+        self._group_owner.install(loaded)
         st.loaded = True
         st.done.set()
         log.log(logging.INFO if records else logging.DEBUG,

@@ -15,18 +15,23 @@ strings, -1 for null; int32-length bytes; int32-count arrays; big-endian integer
                                       client_host string, rebalance_timeout int32 (v1+),
                                       session_timeout int32, subscription bytes, assignment bytes
 
-A null value (tombstone) deletes the key: an offset, or a whole group's metadata.
+A null value (tombstone) deletes the key: an offset, or a whole group's metadata. `offset_records` and
+`group_records` build the (key, value) pairs the coordinator hands to the store.
 """
 
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 OFFSET_KEY_VERSION = 1
 GROUP_KEY_VERSION = 2
 OFFSET_VALUE_VERSION = 3  # v1 only when an expire timestamp must be kept
 GROUP_VALUE_VERSION = 3
+
+TopicPartition = tuple[str, int]
+Records = list[tuple[bytes, bytes | None]]
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -171,6 +176,19 @@ def encode_group_value(value: GroupValue, version: int = GROUP_VALUE_VERSION) ->
     return w.done()
 
 
+def offset_records(group_id: str, offsets: Mapping[TopicPartition, OffsetValue | None]) -> Records:
+    """One record per partition; None values become tombstones."""
+    return [
+        (encode_offset_key(OffsetKey(group_id, t, p)), None if v is None else encode_offset_value(v))
+        for (t, p), v in offsets.items()
+    ]
+
+
+def group_records(group_id: str, value: GroupValue | None) -> Records:
+    """The group's metadata record; a tombstone for None."""
+    return [(encode_group_key(GroupKey(group_id)), None if value is None else encode_group_value(value))]
+
+
 # ---- reading ------------------------------------------------------------------------------------
 
 
@@ -234,14 +252,20 @@ def decode_key(buf: bytes | bytearray | memoryview) -> OffsetKey | GroupKey | No
     return key
 
 
+def _open_value(buf: bytes | bytearray | memoryview, kind: str) -> tuple[_Reader, int]:
+    """A reader past the value's version (0-3, for both value kinds) and that version."""
+    r = _Reader(buf)
+    version = r.int16()
+    if version not in (0, 1, 2, 3):
+        raise SchemaError(f"unknown {kind} value version {version}")
+    return r, version
+
+
 def decode_offset_value(buf: bytes | bytearray | memoryview | None) -> OffsetValue | None:
     """None for a tombstone."""
     if buf is None:
         return None
-    r = _Reader(buf)
-    version = r.int16()
-    if version not in (0, 1, 2, 3):
-        raise SchemaError(f"unknown offset commit value version {version}")
+    r, version = _open_value(buf, "offset commit")
     offset = r.int64()
     epoch = r.int32() if version >= 3 else -1
     metadata = r.nullable_string() or ""
@@ -270,10 +294,7 @@ def decode_group_value(buf: bytes | bytearray | memoryview | None) -> GroupValue
     """None for a tombstone."""
     if buf is None:
         return None
-    r = _Reader(buf)
-    version = r.int16()
-    if version not in (0, 1, 2, 3):
-        raise SchemaError(f"unknown group metadata value version {version}")
+    r, version = _open_value(buf, "group metadata")
     protocol_type = r.string()
     generation = r.int32()
     protocol = r.nullable_string()

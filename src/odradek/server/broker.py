@@ -29,7 +29,8 @@ from odradek.cluster.store import (
     to_json,
 )
 from odradek.config import BrokerConfig, ConfigError, validate_topic_configs
-from odradek.groups.coordinator import GroupCoordinator
+from odradek.groups.coordinator import GroupCoordinator, GroupSettings
+from odradek.groups.offsets import OffsetStore
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.replication.manager import ReplicaManager
 from odradek.server.dispatcher import Dispatcher
@@ -104,7 +105,7 @@ class Broker:
         await self._register()
         await self.metadata.start()
         self.replicas.start()
-        self.groups = GroupCoordinator(self)
+        self.groups = GroupCoordinator(GroupSettings.from_config(cfg), OffsetStore(self))
         await self.groups.start()
         self.controller = Controller(
             self.broker_id, self.store, self.metadata,

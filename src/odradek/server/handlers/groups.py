@@ -2,8 +2,8 @@
 OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups, OffsetDelete.
 
 The handlers translate between the wire messages (per version) and `odradek.groups.coordinator`; all
-group logic lives there. The coordinator hangs off the broker as `broker.groups`; until the broker
-creates it at start-up, the first group request creates and starts it.
+group logic lives there. The coordinator hangs off the broker as `broker.groups`, built and started before
+the broker accepts connections.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from kafka.protocol.consumer import (
 from kafka.protocol.consumer.group import OffsetDeleteResponse
 from kafka.protocol.metadata import FindCoordinatorResponse
 
-from odradek.groups.coordinator import GroupCoordinator, JoinRequest, TopicPartition, now_ms
-from odradek.groups.schemas import OffsetValue
+from odradek.groups.coordinator import GroupCoordinator
+from odradek.groups.group import JoinRequest, MemberProfile, now_ms
+from odradek.groups.schemas import OffsetValue, TopicPartition
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.server.handlers import RequestContext, handles
 
@@ -34,11 +35,7 @@ GROUP_OPERATIONS = {3, 6, 8}  # READ, DELETE, DESCRIBE: all a group allows
 
 
 async def coordinator(ctx: RequestContext) -> GroupCoordinator:
-    gc = getattr(ctx.broker, "groups", None)
-    if gc is None:
-        gc = GroupCoordinator(ctx.broker)
-        ctx.broker.groups = gc
-    await gc.start()
+    gc: GroupCoordinator = ctx.broker.groups
     return gc
 
 
@@ -95,12 +92,14 @@ def _join_request(ctx: RequestContext, request: Any) -> JoinRequest:
         group_id=request.group_id or "",
         member_id=request.member_id or "",
         group_instance_id=request.group_instance_id if v >= 5 else None,
-        client_id=ctx.header.client_id or "",
-        client_host=_client_host(ctx),
-        session_timeout_ms=session,
-        rebalance_timeout_ms=rebalance if rebalance > 0 else session,
-        protocol_type=request.protocol_type or "",
-        protocols=[(p.name, bytes(p.metadata or b"")) for p in request.protocols or []],
+        profile=MemberProfile(
+            client_id=ctx.header.client_id or "",
+            client_host=_client_host(ctx),
+            session_timeout_ms=session,
+            rebalance_timeout_ms=rebalance if rebalance > 0 else session,
+            protocol_type=request.protocol_type or "",
+            protocols=[(p.name, bytes(p.metadata or b"")) for p in request.protocols or []],
+        ),
         require_known_member_id=v >= 4,
         supports_skip_assignment=v >= 9,
     )
