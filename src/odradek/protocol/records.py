@@ -334,9 +334,9 @@ def _lz4_compress_at(data: bytes | memoryview, level: int) -> bytes:
 
 
 def compress(codec: int, data: bytes | memoryview, level: int | None = None) -> bytes:
-    """Compress a records payload the way the Java client does for `codec`, at `level` (Kafka's
-    compression.<codec>.level: gzip 1-9, lz4 1-17, zstd -131072..22; None or the codec's default level
-    is the client's default; snappy has no level)."""
+    """Compress a records payload the way the Java client does for `codec`, at `level`: Kafka's
+    compression.<codec>.level (gzip 1-9 or -1, lz4 1-17, zstd -131072..22), None meaning the codec's
+    default level; snappy has no level."""
     if codec == COMPRESSION_NONE:
         return bytes(data)
     if codec == COMPRESSION_GZIP:
