@@ -36,6 +36,7 @@ from odradek.config_keys import (
     ConfigKey,
     ConfigType,
     Password,
+    check_topic_configs,
     invalid_value,
     parse_typed,
 )
@@ -379,6 +380,11 @@ def _shown(key: ConfigKey | None, raw: str) -> str:
     return "[hidden]" if key is not None and key.sensitive else raw.strip()
 
 
+def _plaintext_listener(host: str, port: int) -> str:
+    """The listener that the pre-3.0 host/port aliases stand for."""
+    return f"PLAINTEXT://{f'[{host}]' if ':' in host else host}:{port}"
+
+
 def _parse_overrides(overrides: Iterable[str]) -> dict[str, str]:
     parsed: dict[str, str] = {}
     for item in overrides:
@@ -484,6 +490,14 @@ class BrokerConfig:
             elif not key.applied:
                 self._warn_not_applicable(name, key, raw)
 
+    def _warn_deprecated(self, names: Iterable[str], outcome: str) -> None:
+        """One warning per deprecated alias that was set, saying what became of it."""
+        for name in names:
+            self.warnings.append(
+                f"Configuration {name} = {self.props[name].strip()} is deprecated"
+                f" ({BROKER_KEYS[name].deprecated}); {outcome}"
+            )
+
     def _warn_not_applicable(self, name: str, key: ConfigKey | None, raw: str) -> None:
         shown = "[hidden]" if _sensitive_name(name) else _shown(key, raw)
         text = f"Configuration {name} = {shown} is accepted but not applicable to Odradek; ignored"
@@ -552,15 +566,12 @@ class BrokerConfig:
     def _resolve_legacy_keys(self) -> None:
         mins = self._values.get("log.cleanup.interval.mins")
         if mins is not None:
-            key = BROKER_KEYS["log.cleanup.interval.mins"]
             if "log.retention.check.interval.ms" in self._values:
                 outcome = "ignored because log.retention.check.interval.ms is set"
             else:
                 self._values["log.retention.check.interval.ms"] = mins * _MS_PER_MINUTE
                 outcome = f"mapped to log.retention.check.interval.ms={mins * _MS_PER_MINUTE}"
-            self.warnings.append(
-                f"Configuration log.cleanup.interval.mins = {mins} is deprecated ({key.deprecated}); {outcome}"
-            )
+            self._warn_deprecated(["log.cleanup.interval.mins"], outcome)
 
     def _resolve_listeners(self) -> None:
         protocol_map = _parse_protocol_map(self.get("listener.security.protocol.map"))
@@ -571,22 +582,11 @@ class BrokerConfig:
         # listeners, or the 0.9-2.x aliases port / host.name
         if "listeners" in self._values:
             raw_listeners = self._values["listeners"]
-            for name in legacy_set:
-                self.warnings.append(
-                    f"Configuration {name} = {self.props[name].strip()} is deprecated"
-                    f" ({BROKER_KEYS[name].deprecated}); ignored because listeners is set"
-                )
+            self._warn_deprecated(legacy_set, "ignored because listeners is set")
         elif legacy_set:
-            host = host_name or ""
-            raw_listeners = (
-                f"PLAINTEXT://{f'[{host}]' if ':' in host else host}:{9092 if port is None else port}"
-            )
+            raw_listeners = _plaintext_listener(host_name or "", 9092 if port is None else port)
             self._values["listeners"] = raw_listeners
-            for name in legacy_set:
-                self.warnings.append(
-                    f"Configuration {name} = {self.props[name].strip()} is deprecated"
-                    f" ({BROKER_KEYS[name].deprecated}); mapped to listeners={raw_listeners}"
-                )
+            self._warn_deprecated(legacy_set, f"mapped to listeners={raw_listeners}")
         else:
             raw_listeners = self.get("listeners")
         listeners = parse_listeners(raw_listeners, protocol_map)
@@ -609,14 +609,7 @@ class BrokerConfig:
         explicit = True
         if "advertised.listeners" in self._values and self._values["advertised.listeners"].strip():
             raw_adv = self._values["advertised.listeners"]
-            for name in adv_legacy:
-                self.warnings.append(
-                    f"Configuration {name} = {self.props[name].strip()} is deprecated"
-                    f" ({BROKER_KEYS[name].deprecated}); ignored because advertised.listeners is set"
-                )
-            advertised = parse_listeners(
-                raw_adv, protocol_map, config_name="advertised.listeners", distinct_ports=False
-            )
+            self._warn_deprecated(adv_legacy, "ignored because advertised.listeners is set")
         elif adv_legacy:
             host = adv_host if adv_host is not None else (host_name or "")
             if adv_port is not None:
@@ -625,23 +618,19 @@ class BrokerConfig:
                 adv_port_value = port
             else:
                 adv_port_value = listeners[0].port
-            raw_adv = f"PLAINTEXT://{f'[{host}]' if ':' in host else host}:{adv_port_value}"
+            raw_adv = _plaintext_listener(host, adv_port_value)
             self._values["advertised.listeners"] = raw_adv
-            for name in adv_legacy:
-                self.warnings.append(
-                    f"Configuration {name} = {self.props[name].strip()} is deprecated"
-                    f" ({BROKER_KEYS[name].deprecated}); mapped to advertised.listeners={raw_adv}"
-                )
+            self._warn_deprecated(adv_legacy, f"mapped to advertised.listeners={raw_adv}")
+        else:
+            raw_adv = raw_listeners
+            explicit = False
+
+        advertised = list(listeners)
+        if explicit:
             advertised = parse_listeners(
                 raw_adv, protocol_map, config_name="advertised.listeners", distinct_ports=False
             )
-        else:
-            raw_adv = raw_listeners
-            advertised = list(listeners)
-            explicit = False
-
-        listener_names = {lst.name for lst in listeners}
-        if explicit:
+            listener_names = {lst.name for lst in listeners}
             for lst in advertised:
                 if lst.name not in listener_names:
                     raise invalid_value(
@@ -883,33 +872,34 @@ class BrokerConfig:
     def topic_defaults(self) -> dict[str, str]:
         """Each topic-level config's broker default, under the topic config's name.
 
-        ``retention.ms`` follows the log.retention.* precedence, ``segment.ms`` and
+        The catalogue names the server key each topic config inherits from; its effective value
+        counts (``retention.ms`` follows the log.retention.* precedence, ``segment.ms`` and
         ``segment.jitter.ms`` the log.roll.* ones, ``flush.ms`` falls back to
-        log.flush.scheduler.interval.ms; configs without a server default property give their
-        topic-level default.
+        log.flush.scheduler.interval.ms).  Configs without a server key give their topic-level
+        default.
         """
-        computed = {
-            "retention.ms": self.log_retention_ms,
-            "segment.ms": self.log_roll_ms,
-            "segment.jitter.ms": self.log_roll_jitter_ms,
-            "flush.ms": self.log_flush_interval_ms,
-        }
+        computed = self._computed()
         defaults: dict[str, str] = {}
         for name, key in TOPIC_CONFIGS.items():
-            if name in computed:
-                defaults[name] = str(computed[name])
-            elif key.server_default is not None:
-                broker_key = BROKER_KEYS[key.server_default]
-                defaults[name] = broker_key.format(self.get(key.server_default)) or ""
-            else:
+            server = key.server_default
+            if server is None:
                 defaults[name] = key.default or ""
+            else:
+                value = computed[server] if server in computed else self.get(server)
+                defaults[name] = BROKER_KEYS[server].format(value) or ""
         return defaults
 
-    def effective_topic_config(self, overrides: Mapping[str, str] | None = None) -> dict[str, Any]:
-        """Typed topic config: the broker defaults with the topic's own ``overrides`` on top."""
-        merged = self.topic_defaults()
-        merged.update(validate_topic_configs(dict(overrides or {})))
-        return {name: TOPIC_CONFIGS[name].parse(value) for name, value in merged.items()}
+    def _computed(self) -> dict[str, Any]:
+        """The effective value of each key computed from a family of keys (see ``_SYNONYMS``)."""
+        return {
+            "log.retention.ms": self.log_retention_ms,
+            "log.roll.ms": self.log_roll_ms,
+            "log.roll.jitter.ms": self.log_roll_jitter_ms,
+            "log.flush.interval.ms": self.log_flush_interval_ms,
+            "log.dirs": ",".join(self._log_dirs),
+            "broker.id": self._broker_id,
+            "zookeeper.connection.timeout.ms": self.zookeeper_connection_timeout_ms,
+        }
 
     # -- DescribeConfigs -----------------------------------------------------------------------
 
@@ -922,15 +912,7 @@ class BrokerConfig:
         effective value.  Source is STATIC_BROKER_CONFIG (4) when set in the file or an override,
         DEFAULT_CONFIG (5) otherwise.
         """
-        computed: dict[str, Any] = {
-            "log.retention.ms": self.log_retention_ms,
-            "log.roll.ms": self.log_roll_ms,
-            "log.roll.jitter.ms": self.log_roll_jitter_ms,
-            "log.flush.interval.ms": self.log_flush_interval_ms,
-            "log.dirs": ",".join(self._log_dirs),
-            "broker.id": self._broker_id,
-            "zookeeper.connection.timeout.ms": self.zookeeper_connection_timeout_ms,
-        }
+        computed = self._computed()
         rows: list[BrokerConfigEntry] = []
         for name in sorted(BROKER_KEYS):
             key = BROKER_KEYS[name]
@@ -976,11 +958,7 @@ def validate_topic_configs(props: Mapping[str, str]) -> dict[str, str]:
             raise invalid_value(name, raw, "a value is required")
         parsed[name] = key.parse(raw)
         checked[name] = raw.strip()
-    lo, hi = parsed.get("min.compaction.lag.ms"), parsed.get("max.compaction.lag.ms")
-    if lo is not None and hi is not None and lo > hi:
-        raise ConfigError(
-            f"conflict topic config setting min.compaction.lag.ms ({lo}) > max.compaction.lag.ms ({hi})"
-        )
+    check_topic_configs(parsed)
     return checked
 
 

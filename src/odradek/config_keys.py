@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,7 @@ __all__ = [
     "ThrottledReplicas",
     "Validator",
     "VersionString",
+    "check_topic_configs",
     "invalid_value",
     "format_typed",
     "parse_typed",
@@ -534,7 +536,7 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("log.roll.jitter.ms", LONG, None, mode=C, applied=True),
     _key("log.roll.ms", LONG, None, mode=C, applied=True),
     _key("log.segment.bytes", INT, "1073741824", valid=Range(14), mode=C, applied=True),
-    _key("log.segment.delete.delay.ms", LONG, "60000", valid=Range(0), mode=C, applied=True),
+    _key("log.segment.delete.delay.ms", LONG, "60000", valid=Range(0), mode=C),
     _key("max.connection.creation.rate", INT, "2147483647", valid=Range(0), mode=C),
     _key("max.connections", INT, "2147483647", valid=Range(0), mode=C),
     _key("max.connections.per.ip", INT, "2147483647", valid=Range(0), mode=C),
@@ -763,6 +765,8 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
 )
 
 # Topic-level configs; server_default names the broker property that supplies the default.
+# file.delete.delay.ms (and log.segment.delete.delay.ms) is not applied: Kafka delays deleting a segment's
+# files for readers still holding them, but Odradek copies what it reads under the log's lock.
 TOPIC_CONFIGS: dict[str, ConfigKey] = _catalogue(
     _key("cleanup.policy", LIST, "delete", valid=ListOf("compact", "delete"), applied=True, server_default="log.cleanup.policy"),
     _key("compression.gzip.level", INT, "-1", valid=Range(1, 9, also=(-1,)), applied=True, server_default="compression.gzip.level"),
@@ -770,7 +774,7 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = _catalogue(
     _key("compression.type", STRING, "producer", valid=OneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"), applied=True, server_default="compression.type"),
     _key("compression.zstd.level", INT, "3", valid=Range(-131072, 22), applied=True, server_default="compression.zstd.level"),
     _key("delete.retention.ms", LONG, "86400000", valid=Range(0), applied=True, server_default="log.cleaner.delete.retention.ms"),
-    _key("file.delete.delay.ms", LONG, "60000", valid=Range(0), applied=True, server_default="log.segment.delete.delay.ms"),
+    _key("file.delete.delay.ms", LONG, "60000", valid=Range(0), server_default="log.segment.delete.delay.ms"),
     _key("flush.messages", LONG, "9223372036854775807", valid=Range(1), applied=True, server_default="log.flush.interval.messages"),
     _key("flush.ms", LONG, "9223372036854775807", valid=Range(0), applied=True, server_default="log.flush.interval.ms"),
     _key("follower.replication.throttled.replicas", LIST, "", valid=THROTTLED_REPLICAS),
@@ -802,3 +806,12 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = _catalogue(
     _key("unclean.leader.election.enable", BOOLEAN, "false", applied=True, server_default="unclean.leader.election.enable"),
 )
 # fmt: on
+
+
+def check_topic_configs(values: Mapping[str, Any]) -> None:
+    """Kafka's rule across topic configs, on typed values by name (those absent are not checked)."""
+    lo, hi = values.get("min.compaction.lag.ms"), values.get("max.compaction.lag.ms")
+    if lo is not None and hi is not None and lo > hi:
+        raise ConfigError(
+            f"conflict topic config setting min.compaction.lag.ms ({lo}) > max.compaction.lag.ms ({hi})"
+        )

@@ -9,9 +9,17 @@ from pathlib import Path
 import pytest
 
 from odradek.protocol.errors import CorruptRecordError, ErrorCode, KafkaError
-from odradek.protocol.records import Record, build_batch, decode_records, iter_batches, read_header
+from odradek.protocol.records import (
+    COMPRESSION_CODECS,
+    Record,
+    build_batch,
+    decode_records,
+    iter_batches,
+    read_header,
+)
 from odradek.storage.cleaner import run_cleanup
-from odradek.storage.log import Log, LogConfig, parse_topic_partition, topic_defaults_from_server
+from odradek.storage.log import Log, parse_topic_partition
+from odradek.storage.log_config import LogConfig
 
 T0 = 1_700_000_000_000
 
@@ -216,6 +224,24 @@ def test_topic_compression_type_recompresses(tmp_path: Path) -> None:
     data = log.read(0, 1 << 20).records
     assert [h.compression for _, h in iter_batches(data)] == [4, 4]
     assert [r.value for r in read_all(log)][3] == b"value-1-0" * 4
+
+
+@pytest.mark.parametrize(("codec_name", "low", "high"), [("gzip", "1", "9"), ("lz4", "1", "12"), ("zstd", "-20", "19")])
+def test_recompression_uses_the_topic_level(tmp_path: Path, codec_name: str, low: str, high: str) -> None:
+    """A batch the broker recompresses for the topic's compression.type is written at the topic's level."""
+    words = [f"w{i % 97}x{i % 13}".encode() for i in range(4000)]
+    records = [(None, b" ".join(words[j : j + 60])) for j in range(0, 3000, 30)]
+    sizes = []
+    for level in (low, high):
+        log = open_log(
+            tmp_path / f"t{level}-0", {"compression.type": codec_name, f"compression.{codec_name}.level": level}
+        )
+        log.append_as_leader(build_batch(records, timestamp=T0), 0)
+        data = log.read(0, 1 << 20).records
+        assert [h.compression for _, h in iter_batches(data)] == [COMPRESSION_CODECS[codec_name]]
+        assert [r.value for r in read_all(log)] == [value for _, value in records]
+        sizes.append(log.size_in_bytes)
+    assert sizes[1] < sizes[0]
 
 
 def test_flush_messages_advances_recovery_point(tmp_path: Path) -> None:
@@ -426,50 +452,7 @@ def test_retention_thread_concurrent_with_appends(tmp_path: Path) -> None:
     assert [r.offset for r in read_all(log)][-1] == 599
 
 
-# --- configuration --------------------------------------------------------------------------------
-
-
-def test_log_config_defaults_and_parsing() -> None:
-    cfg = LogConfig.from_props({})
-    assert (cfg.segment_bytes, cfg.retention_ms, cfg.retention_bytes, cfg.max_message_bytes) == (
-        1073741824,
-        604800000,
-        -1,
-        1048588,
-    )
-    assert cfg.cleanup_policy == ("delete",) and cfg.flush_messages == 9223372036854775807
-    cfg = LogConfig.from_props(
-        {"retention.ms": "-1", "cleanup.policy": "compact,delete", "preallocate": "TRUE", "unknown.key": "x"}
-    )
-    assert cfg.retention_ms == -1 and cfg.compact and cfg.delete and cfg.preallocate
-    assert cfg.overrides == {"retention.ms": "-1", "cleanup.policy": "compact,delete", "preallocate": "TRUE"}
-    assert LogConfig().to_props()["message.timestamp.type"] == "CreateTime"
-
-
-@pytest.mark.parametrize(
-    ("name", "value", "why"),
-    [
-        ("retention.ms", "abc", "Not a number of type LONG"),
-        ("retention.ms", "-2", "Value must be at least -1"),
-        ("segment.bytes", "3000000000", "Not a number of type INT"),
-        ("cleanup.policy", "shred", "String must be one of"),
-        ("message.timestamp.type", "Now", "String must be one of"),
-        ("min.cleanable.dirty.ratio", "1.5", "Value must be no more than 1"),
-        ("preallocate", "yes", "Expected value to be either true or false"),
-    ],
-)
-def test_log_config_rejects_bad_values(name: str, value: str, why: str) -> None:
-    with pytest.raises(KafkaError) as info:
-        LogConfig.from_props({name: value})
-    assert info.value.code == ErrorCode.INVALID_CONFIG
-    assert str(info.value).startswith(f"Invalid value {value} for configuration {name}: {why}")
-
-
-def test_topic_defaults_from_server() -> None:
-    props = topic_defaults_from_server(
-        {"log.retention.hours": "168", "log.retention.minutes": "5", "log.segment.bytes": "1000", "x": "y"}
-    )
-    assert props == {"retention.ms": "300000", "segment.bytes": "1000"}
+# --- partition names, corrupt headers, topic configs applied ------------------------------------
 
 
 def test_parse_topic_partition() -> None:

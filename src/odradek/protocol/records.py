@@ -246,6 +246,11 @@ _LZ4_BLOCK_SIZE = 64 * 1024
 # This is the frame descriptor the Java client's LZ4 output stream writes.
 _LZ4_DESCRIPTOR = bytes([0x60, 0x40])
 _LZ4_UNCOMPRESSED_BIT = 0x80000000
+# Kafka's default compression levels (CompressionType): gzip's -1 is Deflater's default, zlib level 6
+_GZIP_DEFAULT_LEVEL = -1
+_GZIP_ZLIB_DEFAULT = 6
+_LZ4_DEFAULT_LEVEL = 9
+_ZSTD_DEFAULT_LEVEL = 3
 
 
 def _xxh32_short(data: bytes, seed: int = 0) -> int:
@@ -318,18 +323,33 @@ def _lz4_compress(data: bytes | memoryview) -> bytes:
     return b"".join(parts)
 
 
-def compress(codec: int, data: bytes | memoryview) -> bytes:
-    """Compress a records payload the way the Java client does for `codec`."""
+def _lz4_compress_at(data: bytes | memoryview, level: int) -> bytes:
+    """An LZ4 frame at `level`, for Kafka's non-default compression.lz4.level (the Java client then uses
+    LZ4's high compressor; LZ4 itself compresses levels below 3 in its fast mode). Blocks are independent
+    and there is no content checksum, as Kafka's reader requires; each block carries the checksum the
+    frame format allows, which Kafka's reader verifies."""
+    compressor = cramjam.lz4.Compressor(level=level, content_checksum=False, block_linked=False)
+    compressor.compress(data)
+    return bytes(compressor.finish())
+
+
+def compress(codec: int, data: bytes | memoryview, level: int | None = None) -> bytes:
+    """Compress a records payload the way the Java client does for `codec`, at `level`: Kafka's
+    compression.<codec>.level (gzip 1-9 or -1, lz4 1-17, zstd -131072..22), None meaning the codec's
+    default level; snappy has no level."""
     if codec == COMPRESSION_NONE:
         return bytes(data)
     if codec == COMPRESSION_GZIP:
-        return bytes(cramjam.gzip.compress(data, level=6))
+        gzip_level = _GZIP_ZLIB_DEFAULT if level is None or level == _GZIP_DEFAULT_LEVEL else level
+        return bytes(cramjam.gzip.compress(data, level=gzip_level))
     if codec == COMPRESSION_SNAPPY:
         return _snappy_xerial_compress(data)
     if codec == COMPRESSION_LZ4:
-        return _lz4_compress(data)
+        if level is None or level == _LZ4_DEFAULT_LEVEL:
+            return _lz4_compress(data)
+        return _lz4_compress_at(data, level)
     if codec == COMPRESSION_ZSTD:
-        return bytes(cramjam.zstd.compress(data, level=3))
+        return bytes(cramjam.zstd.compress(data, level=_ZSTD_DEFAULT_LEVEL if level is None else level))
     raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Unknown compression codec {codec}")
 
 
@@ -505,6 +525,7 @@ def build_batch(
     *,
     base_offset: int = 0,
     compression: int = COMPRESSION_NONE,
+    compression_level: int | None = None,
     timestamp: int | None = None,
     producer_id: int = -1,
     producer_epoch: int = -1,
@@ -518,6 +539,7 @@ def build_batch(
     `records` holds `(key, value)`, `(key, value, headers)` or Record-like objects. Tuples get offset
     deltas 0, 1, 2... and `timestamp` (default: now); Record-likes keep their own timestamp and their
     offset relative to `base_offset` (so a decoded batch rebuilds with its original offsets).
+    `compression_level` is Kafka's level for the codec (None: the codec's default).
     """
     if not records:
         raise ValueError("A record batch needs at least one record")
@@ -526,7 +548,7 @@ def build_batch(
     base_ts = items[0][1]
     max_ts = max(item[1] for item in items)
     payload = b"".join(_encode_record(d, ts - base_ts, k, v, h) for d, ts, k, v, h in items)
-    payload = compress(compression, payload)
+    payload = compress(compression, payload, compression_level)
     attributes = compression
     if is_transactional:
         attributes |= TRANSACTIONAL_MASK
@@ -556,7 +578,8 @@ def rebuild_batch(header: BatchHeader, records: Sequence[Record], *, delete_hori
     sequence range, stay those of the original), its attributes (codec, timestamp type, transactional,
     control), producer fields and partition leader epoch; records keep their offsets and timestamps.
     With `delete_horizon_ms` (or when the original had one) the delete horizon flag is set and the base
-    timestamp holds the horizon, record timestamps being deltas from it.
+    timestamp holds the horizon, record timestamps being deltas from it. The records are compressed at
+    the codec's default level, as Kafka's cleaner does.
     """
     if not records:
         raise ValueError("A rebuilt batch needs at least one record")

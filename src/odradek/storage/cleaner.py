@@ -381,15 +381,7 @@ class _CleanedWriter:
     def __init__(self, log: Log, base_offset: int, now_ms: int, chunk: int) -> None:
         for path in LogSegment.paths(log.dir, base_offset, CLEANED_SUFFIX):
             path.unlink(missing_ok=True)  # a leftover of an earlier, abandoned cleaning
-        self.segment = LogSegment(
-            log.dir,
-            base_offset,
-            index_interval_bytes=log.config.index_interval_bytes,
-            max_index_bytes=log.config.segment_index_bytes,
-            now_ms=now_ms,
-            create=True,
-            suffix=CLEANED_SUFFIX,
-        )
+        self.segment = log.open_segment(base_offset, now_ms, create=True, suffix=CLEANED_SUFFIX)
         self._chunk = chunk
         self._buf = bytearray()
         self._entries: list[BatchEntry] = []

@@ -11,16 +11,14 @@ from __future__ import annotations
 import logging
 import os
 import random
-import re
 import shutil
 import threading
 import time
 import uuid
 from bisect import bisect_right
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from odradek.protocol.errors import ErrorCode, InvalidRecordError, KafkaError
 from odradek.protocol.records import (
@@ -36,6 +34,7 @@ from odradek.protocol.records import (
     validate_batches,
 )
 from odradek.storage.epoch_cache import LeaderEpochCache
+from odradek.storage.log_config import LogConfig
 from odradek.storage.producer_state import ProducerStateManager, last_sequence
 from odradek.storage.segment import (
     CLEANED_SUFFIX,
@@ -55,242 +54,12 @@ from odradek.storage.segment import (
 log = logging.getLogger("odradek.storage")
 
 LONG_MAX = 9223372036854775807
-INT_MAX = 2147483647
 _BOUNDARY_CACHE_SIZE = 64
 _STALE_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)
 
 
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-# --- configuration -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Spec:
-    name: str
-    kind: str  # int | long | double | bool | string | list
-    low: float | None = None
-    high: float | None = None
-    choices: tuple[str, ...] = ()
-
-
-_SPECS = {
-    s.name: s
-    for s in (
-        _Spec("segment.bytes", "int", 14),
-        _Spec("segment.ms", "long", 1),
-        _Spec("segment.jitter.ms", "long", 0),
-        _Spec("segment.index.bytes", "int", 4),
-        _Spec("index.interval.bytes", "int", 0),
-        _Spec("retention.ms", "long", -1),
-        _Spec("retention.bytes", "long"),
-        _Spec("cleanup.policy", "list", choices=("compact", "delete")),
-        _Spec("max.message.bytes", "int", 0),
-        _Spec("message.timestamp.type", "string", choices=("CreateTime", "LogAppendTime")),
-        _Spec("message.timestamp.difference.max.ms", "long", 0),
-        _Spec("message.timestamp.before.max.ms", "long", 0),
-        _Spec("message.timestamp.after.max.ms", "long", 0),
-        _Spec("flush.messages", "long", 1),
-        _Spec("flush.ms", "long", 0),
-        _Spec("file.delete.delay.ms", "long", 0),
-        _Spec("delete.retention.ms", "long", 0),
-        _Spec("min.cleanable.dirty.ratio", "double", 0, 1),
-        _Spec("min.compaction.lag.ms", "long", 0),
-        _Spec("max.compaction.lag.ms", "long", 1),
-        _Spec("min.insync.replicas", "int", 1),
-        _Spec("preallocate", "bool"),
-        _Spec(
-            "compression.type",
-            "string",
-            choices=("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
-        ),
-        _Spec("unclean.leader.election.enable", "bool"),
-        _Spec("message.downconversion.enable", "bool"),
-    )
-}
-
-_INTEGER = re.compile(r"[+-]?\d+")
-
-
-def _invalid(name: str, raw: str, why: str) -> KafkaError:
-    return KafkaError(ErrorCode.INVALID_CONFIG, f"Invalid value {raw} for configuration {name}: {why}")
-
-
-def _parse(spec: _Spec, raw: str) -> Any:
-    text = str(raw).strip()
-    if spec.kind in ("int", "long"):
-        if not _INTEGER.fullmatch(text):
-            raise _invalid(spec.name, raw, f"Not a number of type {spec.kind.upper()}")
-        value: Any = int(text)
-        bound = INT_MAX if spec.kind == "int" else LONG_MAX
-        if not -bound - 1 <= value <= bound:
-            raise _invalid(spec.name, raw, f"Not a number of type {spec.kind.upper()}")
-    elif spec.kind == "double":
-        try:
-            value = float(text)
-        except ValueError:
-            raise _invalid(spec.name, raw, "Not a number of type DOUBLE") from None
-    elif spec.kind == "bool":
-        if text.lower() not in ("true", "false"):
-            raise _invalid(spec.name, raw, "Expected value to be either true or false")
-        value = text.lower() == "true"
-    elif spec.kind == "list":
-        value = tuple(item.strip() for item in text.split(",") if item.strip())
-        bad = [v for v in value if v not in spec.choices]
-        if bad:
-            raise _invalid(spec.name, raw, f"String must be one of: {', '.join(spec.choices)}")
-        return value
-    else:
-        value = text
-    if spec.choices and value not in spec.choices:
-        raise _invalid(spec.name, raw, f"String must be one of: {', '.join(spec.choices)}")
-    if spec.low is not None and value < spec.low:
-        raise _invalid(spec.name, raw, f"Value must be at least {spec.low:g}")
-    if spec.high is not None and value > spec.high:
-        raise _invalid(spec.name, raw, f"Value must be no more than {spec.high:g}")
-    return value
-
-
-@dataclass(frozen=True)
-class LogConfig:
-    """Topic-level log configuration; field `x_y` is Kafka's `x.y`, with Kafka's defaults."""
-
-    segment_bytes: int = 1073741824
-    segment_ms: int = 604800000
-    segment_jitter_ms: int = 0
-    segment_index_bytes: int = 10485760
-    index_interval_bytes: int = 4096
-    retention_ms: int = 604800000
-    retention_bytes: int = -1
-    cleanup_policy: tuple[str, ...] = ("delete",)
-    max_message_bytes: int = 1048588
-    message_timestamp_type: str = "CreateTime"
-    message_timestamp_difference_max_ms: int = LONG_MAX
-    message_timestamp_before_max_ms: int = LONG_MAX
-    message_timestamp_after_max_ms: int = LONG_MAX
-    flush_messages: int = LONG_MAX
-    flush_ms: int = LONG_MAX
-    file_delete_delay_ms: int = 60000
-    delete_retention_ms: int = 86400000
-    min_cleanable_dirty_ratio: float = 0.5
-    min_compaction_lag_ms: int = 0
-    max_compaction_lag_ms: int = LONG_MAX
-    min_insync_replicas: int = 1
-    preallocate: bool = False
-    compression_type: str = "producer"
-    unclean_leader_election_enable: bool = False
-    message_downconversion_enable: bool = True
-    overrides: Mapping[str, str] = field(default_factory=dict, compare=False)
-
-    @classmethod
-    def from_props(cls, props: Mapping[str, str] | None = None) -> LogConfig:
-        """Parse Kafka topic config names; unknown names are ignored (validated elsewhere)."""
-        values: dict[str, Any] = {}
-        known: dict[str, str] = {}
-        for name, raw in (props or {}).items():
-            spec = _SPECS.get(name)
-            if spec is None or raw is None:
-                continue
-            values[name.replace(".", "_")] = _parse(spec, raw)
-            known[name] = str(raw)
-        config = cls(**values, overrides=known)
-        if config.min_compaction_lag_ms > config.max_compaction_lag_ms:
-            raise _invalid(
-                "min.compaction.lag.ms",
-                str(config.min_compaction_lag_ms),
-                "conflicts with max.compaction.lag.ms: min must not exceed max",
-            )
-        return config
-
-    @property
-    def compact(self) -> bool:
-        return "compact" in self.cleanup_policy
-
-    @property
-    def delete(self) -> bool:
-        return "delete" in self.cleanup_policy
-
-    @property
-    def max_segment_ms(self) -> int:
-        """segment.ms, capped by max.compaction.lag.ms for compacted topics (KIP-354): the active segment,
-        which is never cleaned, must roll in time for its records to be compacted within the lag."""
-        return min(self.segment_ms, self.max_compaction_lag_ms) if self.compact else self.segment_ms
-
-    def to_props(self) -> dict[str, str]:
-        """Every known config as Kafka's name -> string value (for DescribeConfigs)."""
-        out = {}
-        for f in fields(self):
-            if f.name == "overrides":
-                continue
-            value = getattr(self, f.name)
-            if isinstance(value, bool):
-                text = str(value).lower()
-            elif isinstance(value, tuple):
-                text = ",".join(value)
-            else:
-                text = str(value)
-            out[f.name.replace("_", ".")] = text
-        return out
-
-
-LOG_CONFIG_DEFAULTS: dict[str, str] = LogConfig().to_props()
-
-# Broker-level names whose values are the default of a topic-level config, in order of precedence.
-_SERVER_NAMES: dict[str, tuple[tuple[str, int], ...]] = {
-    "segment.bytes": (("log.segment.bytes", 1),),
-    "segment.ms": (("log.roll.ms", 1), ("log.roll.hours", 3600000)),
-    "segment.jitter.ms": (("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", 3600000)),
-    "segment.index.bytes": (("log.index.size.max.bytes", 1),),
-    "index.interval.bytes": (("log.index.interval.bytes", 1),),
-    "retention.ms": (
-        ("log.retention.ms", 1),
-        ("log.retention.minutes", 60000),
-        ("log.retention.hours", 3600000),
-    ),
-    "retention.bytes": (("log.retention.bytes", 1),),
-    "cleanup.policy": (("log.cleanup.policy", 0),),
-    "max.message.bytes": (("message.max.bytes", 1),),
-    "message.timestamp.type": (("log.message.timestamp.type", 0),),
-    "message.timestamp.difference.max.ms": (("log.message.timestamp.difference.max.ms", 1),),
-    "message.timestamp.before.max.ms": (("log.message.timestamp.before.max.ms", 1),),
-    "message.timestamp.after.max.ms": (("log.message.timestamp.after.max.ms", 1),),
-    "flush.messages": (("log.flush.interval.messages", 1),),
-    "flush.ms": (("log.flush.interval.ms", 1),),
-    "file.delete.delay.ms": (("log.segment.delete.delay.ms", 1),),
-    "delete.retention.ms": (("log.cleaner.delete.retention.ms", 1),),
-    "min.cleanable.dirty.ratio": (("log.cleaner.min.cleanable.ratio", 0),),
-    "min.compaction.lag.ms": (("log.cleaner.min.compaction.lag.ms", 1),),
-    "max.compaction.lag.ms": (("log.cleaner.max.compaction.lag.ms", 1),),
-    "min.insync.replicas": (("min.insync.replicas", 1),),
-    "preallocate": (("log.preallocate", 0),),
-    "compression.type": (("compression.type", 0),),
-    "unclean.leader.election.enable": (("unclean.leader.election.enable", 0),),
-    "message.downconversion.enable": (("log.message.downconversion.enable", 0),),
-}
-
-
-def topic_defaults_from_server(server_props: Mapping[str, str]) -> dict[str, str]:
-    """Map broker config (log.retention.hours, log.segment.bytes, ...) to topic-level default props.
-
-    For unit-suffixed variants (ms/minutes/hours) the finest unit present wins, as in Kafka.
-    """
-    out: dict[str, str] = {}
-    for topic_name, candidates in _SERVER_NAMES.items():
-        for server_name, scale in candidates:
-            raw = server_props.get(server_name)
-            if raw is None or str(raw).strip() == "":
-                continue
-            text = str(raw).strip()
-            if scale > 1:
-                spec = _SPECS[topic_name]
-                value = _parse(_Spec(server_name, "long"), text)
-                text = str(value * scale if value >= 0 else value)
-                _parse(spec, text)
-            out[topic_name] = text
-            break
-    return out
 
 
 # --- results -------------------------------------------------------------------------------------
@@ -346,7 +115,7 @@ class Log:
     ) -> None:
         self.dir = Path(dir)
         self.topic, self.partition = parse_topic_partition(self.dir.name)
-        self.config = config or LogConfig()
+        self.config = config or LogConfig.from_props()
         self.lock = threading.RLock()
         self.closed = False
         self._time = time_ms
@@ -425,36 +194,29 @@ class Log:
             if stale.exists():
                 log.warning("%s Deleting stale file %s before creating a segment", self._prefix, stale.name)
                 stale.unlink()
+        return self.open_segment(base_offset, self._time(), create=True)
+
+    def open_segment(self, base_offset: int, now_ms: int, *, create: bool = False, suffix: str = "") -> LogSegment:
+        """A segment of this log's directory with the topic's index settings and a random roll jitter."""
         seg = LogSegment(
             self.dir,
             base_offset,
             index_interval_bytes=self.config.index_interval_bytes,
             max_index_bytes=self.config.segment_index_bytes,
-            now_ms=self._time(),
-            create=True,
+            now_ms=now_ms,
+            create=create,
+            suffix=suffix,
         )
-        self._set_jitter(seg)
-        return seg
-
-    def _set_jitter(self, seg: LogSegment) -> None:
         jitter = self.config.segment_jitter_ms
         seg.roll_jitter_ms = random.randrange(min(jitter, self.config.segment_ms)) if jitter > 0 else 0
+        return seg
 
     def _load(self, clean_shutdown: bool) -> None:
         started = time.monotonic()
         bases = self._scan_dir()
         now = self._time()
         for base in bases:
-            seg = LogSegment(
-                self.dir,
-                base,
-                index_interval_bytes=self.config.index_interval_bytes,
-                max_index_bytes=self.config.segment_index_bytes,
-                now_ms=now,
-            )
-            self._set_jitter(seg)
-            self._segments.append(seg)
-            self._bases.append(base)
+            self._add_segment(self.open_segment(base, now))
         if not self._segments:
             self._add_segment(self._new_segment(self.log_start_offset))
         elif not clean_shutdown:
@@ -826,7 +588,8 @@ class Log:
     def _recompress(
         self, data: bytearray, batches: list[tuple[int, BatchHeader]]
     ) -> tuple[bytearray, list[tuple[int, BatchHeader]]]:
-        """Rewrite batches whose codec differs from the topic's compression.type (not a hot path)."""
+        """Rewrite batches whose codec differs from the topic's compression.type, at the topic's
+        compression.<codec>.level (not a hot path)."""
         name = self.config.compression_type
         target = 0 if name == "uncompressed" else COMPRESSION_CODECS[name]
         if all(h.compression == target or h.attributes & CONTROL_MASK for _, h in batches):
@@ -842,6 +605,7 @@ class Log:
                 decode_records(raw),
                 base_offset=h.base_offset,
                 compression=target,
+                compression_level=self.config.compression_level(target),
                 producer_id=h.producer_id,
                 producer_epoch=h.producer_epoch,
                 base_sequence=h.base_sequence,

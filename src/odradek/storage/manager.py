@@ -20,7 +20,8 @@ from pathlib import Path
 
 from odradek.protocol.errors import KafkaError
 from odradek.storage.cleaner import CleanerConfig, CleaningAborted, compact, run_cleanup
-from odradek.storage.log import Log, LogConfig, now_ms, parse_topic_partition
+from odradek.storage.log import Log, now_ms, parse_topic_partition
+from odradek.storage.log_config import LogConfig
 from odradek.storage.segment import StorageError
 
 log = logging.getLogger("odradek.storage")
