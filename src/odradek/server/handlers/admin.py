@@ -7,17 +7,24 @@ import uuid
 from typing import Any
 
 from kafka.protocol.admin import (
+    AlterConfigsRequest,
     AlterConfigsResponse,
+    CreatePartitionsRequest,
     CreatePartitionsResponse,
+    CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteRecordsRequest,
     DeleteRecordsResponse,
+    DeleteTopicsRequest,
     DeleteTopicsResponse,
+    DescribeConfigsRequest,
     DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
 
 from odradek.protocol.errors import ErrorCode, KafkaError
-from odradek.server.handlers import RequestContext, handles
+from odradek.server.registry import RequestContext, handles
 
 RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
 SOURCE_DYNAMIC_TOPIC, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 1, 4, 5
@@ -29,7 +36,7 @@ def _timeout_s(request: Any) -> float:
     return max(min(getattr(request, "timeout_ms", 30000), 60000), 0) / 1000
 
 
-@handles(19)
+@handles(CreateTopicsRequest, CreateTopicsResponse, versions=(2, 7))
 async def create_topics(ctx: RequestContext, request: Any) -> CreateTopicsResponse:
     broker = ctx.broker
     results = []
@@ -65,7 +72,7 @@ async def create_topics(ctx: RequestContext, request: Any) -> CreateTopicsRespon
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)
 
 
-@handles(20)
+@handles(DeleteTopicsRequest, DeleteTopicsResponse, versions=(1, 6))
 async def delete_topics(ctx: RequestContext, request: Any) -> DeleteTopicsResponse:
     broker = ctx.broker
     cache = broker.metadata
@@ -89,7 +96,7 @@ async def delete_topics(ctx: RequestContext, request: Any) -> DeleteTopicsRespon
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
 
 
-@handles(37)
+@handles(CreatePartitionsRequest, CreatePartitionsResponse, versions=(0, 3))
 async def create_partitions(ctx: RequestContext, request: Any) -> CreatePartitionsResponse:
     results = []
     for t in request.topics:
@@ -144,7 +151,7 @@ def _describe_broker(ctx: RequestContext, name: str, keys: list[str] | None) -> 
     return out
 
 
-@handles(32)
+@handles(DescribeConfigsRequest, DescribeConfigsResponse, versions=(1, 4))
 async def describe_configs(ctx: RequestContext, request: Any) -> DescribeConfigsResponse:
     results = []
     for r in request.resources:
@@ -208,7 +215,7 @@ async def _alter(ctx: RequestContext, request: Any, incremental: bool) -> list[t
     return out
 
 
-@handles(33)
+@handles(AlterConfigsRequest, AlterConfigsResponse, versions=(0, 2))
 async def alter_configs(ctx: RequestContext, request: Any) -> AlterConfigsResponse:
     results = await _alter(ctx, request, incremental=False)
     return AlterConfigsResponse(throttle_time_ms=0, responses=[
@@ -218,7 +225,7 @@ async def alter_configs(ctx: RequestContext, request: Any) -> AlterConfigsRespon
     ])
 
 
-@handles(44)
+@handles(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, versions=(0, 1))
 async def incremental_alter_configs(ctx: RequestContext, request: Any) -> IncrementalAlterConfigsResponse:
     results = await _alter(ctx, request, incremental=True)
     return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=[
@@ -228,7 +235,7 @@ async def incremental_alter_configs(ctx: RequestContext, request: Any) -> Increm
     ])
 
 
-@handles(21)
+@handles(DeleteRecordsRequest, DeleteRecordsResponse, versions=(0, 2))
 async def delete_records(ctx: RequestContext, request: Any) -> DeleteRecordsResponse:
     topics = []
     for t in request.topics:

@@ -15,8 +15,11 @@ import logging
 from typing import Any
 
 from kafka.protocol.admin import (
+    AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
+    ElectLeadersRequest,
     ElectLeadersResponse,
+    ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
 
@@ -26,7 +29,7 @@ from odradek.cluster.elections import PREFERRED, UNCLEAN, Election, TopicPartiti
 from odradek.cluster.store import NoNodeError, StoreError
 from odradek.protocol.errors import ErrorCode
 from odradek.replication.client import BrokerClient
-from odradek.server.handlers import RequestContext, handles
+from odradek.server.registry import RequestContext, handles
 
 log = logging.getLogger("odradek.request")
 FORWARD_CLIENT_PREFIX = "odradek-controller-forward-"
@@ -106,7 +109,7 @@ async def _await_leaders(ctx: RequestContext, results: dict[TopicPartition, Elec
     return out
 
 
-@handles(43)
+@handles(ElectLeadersRequest, ElectLeadersResponse, versions=(0, 2))
 async def elect_leaders(ctx: RequestContext, request: Any) -> Any:
     election_type = request.election_type if ctx.version >= 1 else PREFERRED
     partitions = None if request.topic_partitions is None else list(dict.fromkeys(
@@ -165,7 +168,7 @@ async def _await_assignments(ctx: RequestContext, partitions: list[TopicPartitio
     await broker.metadata.wait_for(visible, timeout)
 
 
-@handles(45)
+@handles(AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, versions=(0, 1))
 async def alter_partition_reassignments(ctx: RequestContext, request: Any) -> Any:
     allow = bool(request.allow_replication_factor_change) if ctx.version >= 1 else True
     wanted: dict[TopicPartition, list[int] | None] = {}
@@ -196,7 +199,7 @@ async def alter_partition_reassignments(ctx: RequestContext, request: Any) -> An
 # ---- ListPartitionReassignments ---------------------------------------------------------------------
 
 
-@handles(46)
+@handles(ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, versions=(0, 0))
 async def list_partition_reassignments(ctx: RequestContext, request: Any) -> Any:
     cache = ctx.broker.metadata
     if request.topics is None:

@@ -6,12 +6,19 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kafka.protocol.consumer import ListOffsetsResponse, OffsetForLeaderEpochResponse
+from kafka.protocol.consumer import (
+    FetchRequest,
+    FetchResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+)
 
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.fetch import FetchPartitionResult, FetchTopicResult, encode_fetch_response
 from odradek.replication.partition import Partition
-from odradek.server.handlers import RequestContext, handles
+from odradek.server.registry import RequestContext, handles
 
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 
@@ -106,7 +113,7 @@ class _FetchPlan:
         return [part.data_waiter() for _proto, entries in self.topics for _fp, part, _e in entries if part is not None]
 
 
-@handles(1)
+@handles(FetchRequest, FetchResponse, versions=(4, 16))
 async def fetch(ctx: RequestContext, request: Any) -> list[bytes | memoryview]:
     plan = _FetchPlan(ctx, request)
     topics, total, errors = plan.read()
@@ -157,7 +164,7 @@ def _list_offset(ctx: RequestContext, name: str, req_p: Any, is_replica: bool) -
     return res
 
 
-@handles(2)
+@handles(ListOffsetsRequest, ListOffsetsResponse, versions=(1, 8))
 async def list_offsets(ctx: RequestContext, request: Any) -> ListOffsetsResponse:
     is_replica = request.replica_id >= 0
     topics = []
@@ -167,7 +174,7 @@ async def list_offsets(ctx: RequestContext, request: Any) -> ListOffsetsResponse
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
 
 
-@handles(23)
+@handles(OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, versions=(2, 4))
 async def offset_for_leader_epoch(ctx: RequestContext, request: Any) -> OffsetForLeaderEpochResponse:
     """The end offset of a leader epoch on the leader (KIP-101/279); clients use it to detect truncation."""
     topics = []

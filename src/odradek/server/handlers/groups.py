@@ -10,22 +10,35 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.protocol.admin import DeleteGroupsResponse, DescribeGroupsResponse, ListGroupsResponse
+from kafka.protocol.admin import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+)
 from kafka.protocol.consumer import (
+    HeartbeatRequest,
     HeartbeatResponse,
+    JoinGroupRequest,
     JoinGroupResponse,
+    LeaveGroupRequest,
     LeaveGroupResponse,
+    OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetFetchRequest,
     OffsetFetchResponse,
+    SyncGroupRequest,
     SyncGroupResponse,
 )
-from kafka.protocol.consumer.group import OffsetDeleteResponse
-from kafka.protocol.metadata import FindCoordinatorResponse
+from kafka.protocol.consumer.group import OffsetDeleteRequest, OffsetDeleteResponse
+from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 
 from odradek.groups.coordinator import GroupCoordinator, JoinRequest, TopicPartition, now_ms
 from odradek.groups.schemas import OffsetValue
 from odradek.protocol.errors import ErrorCode, KafkaError
-from odradek.server.handlers import RequestContext, handles
+from odradek.server.registry import RequestContext, handles
 
 KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION = 0, 1
 # kafka-python encodes authorized operations as a set of bit numbers; None is Kafka's "not requested"
@@ -68,7 +81,7 @@ async def _find_one(gc: GroupCoordinator, key: str | None, key_type: int) -> tup
     return ErrorCode.NONE, None, info.broker_id, info.host, info.port
 
 
-@handles(10)
+@handles(FindCoordinatorRequest, FindCoordinatorResponse, versions=(0, 5))
 async def find_coordinator(ctx: RequestContext, request: Any) -> FindCoordinatorResponse:
     gc = await coordinator(ctx)
     key_type = request.key_type if ctx.version >= 1 else KEY_TYPE_GROUP
@@ -106,7 +119,7 @@ def _join_request(ctx: RequestContext, request: Any) -> JoinRequest:
     )
 
 
-@handles(11)
+@handles(JoinGroupRequest, JoinGroupResponse, versions=(0, 9))
 async def join_group(ctx: RequestContext, request: Any) -> JoinGroupResponse:
     gc = await coordinator(ctx)
     res = await gc.join(_join_request(ctx, request))
@@ -125,7 +138,7 @@ async def join_group(ctx: RequestContext, request: Any) -> JoinGroupResponse:
     )
 
 
-@handles(14)
+@handles(SyncGroupRequest, SyncGroupResponse, versions=(0, 5))
 async def sync_group(ctx: RequestContext, request: Any) -> SyncGroupResponse:
     gc = await coordinator(ctx)
     v = ctx.version
@@ -140,7 +153,7 @@ async def sync_group(ctx: RequestContext, request: Any) -> SyncGroupResponse:
                              protocol_name=res.protocol_name, assignment=res.assignment)
 
 
-@handles(12)
+@handles(HeartbeatRequest, HeartbeatResponse, versions=(0, 4))
 async def heartbeat(ctx: RequestContext, request: Any) -> HeartbeatResponse:
     gc = await coordinator(ctx)
     instance_id = request.group_instance_id if ctx.version >= 3 else None
@@ -148,7 +161,7 @@ async def heartbeat(ctx: RequestContext, request: Any) -> HeartbeatResponse:
     return HeartbeatResponse(throttle_time_ms=0, error_code=err)
 
 
-@handles(13)
+@handles(LeaveGroupRequest, LeaveGroupResponse, versions=(0, 5))
 async def leave_group(ctx: RequestContext, request: Any) -> LeaveGroupResponse:
     gc = await coordinator(ctx)
     if ctx.version >= 3:
@@ -179,7 +192,7 @@ def _offset_value(ctx: RequestContext, p: Any, now: int, retention_ms: int) -> O
     return OffsetValue(p.committed_offset, p.committed_metadata or "", now, expire, epoch)
 
 
-@handles(8)
+@handles(OffsetCommitRequest, OffsetCommitResponse, versions=(2, 9))
 async def offset_commit(ctx: RequestContext, request: Any) -> OffsetCommitResponse:
     gc = await coordinator(ctx)
     v = ctx.version
@@ -241,7 +254,7 @@ def _partition_fields(partition: int, value: OffsetValue | None, err: ErrorCode)
     }
 
 
-@handles(9)
+@handles(OffsetFetchRequest, OffsetFetchResponse, versions=(1, 9))
 async def offset_fetch(ctx: RequestContext, request: Any) -> OffsetFetchResponse:
     gc = await coordinator(ctx)
     if ctx.version >= 8:
@@ -269,7 +282,7 @@ async def _offset_fetch_groups(gc: GroupCoordinator, request: Any) -> OffsetFetc
     return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
 
 
-@handles(47)
+@handles(OffsetDeleteRequest, OffsetDeleteResponse, versions=(0, 0))
 async def offset_delete(ctx: RequestContext, request: Any) -> OffsetDeleteResponse:
     gc = await coordinator(ctx)
     errors: dict[TopicPartition, ErrorCode] = {}
@@ -314,7 +327,7 @@ def _described(ctx: RequestContext, request: Any, group_id: str, summary: Any,
     )
 
 
-@handles(15)
+@handles(DescribeGroupsRequest, DescribeGroupsResponse, versions=(0, 5))
 async def describe_groups(ctx: RequestContext, request: Any) -> DescribeGroupsResponse:
     gc = await coordinator(ctx)
     out = []
@@ -327,7 +340,7 @@ async def describe_groups(ctx: RequestContext, request: Any) -> DescribeGroupsRe
     return DescribeGroupsResponse(throttle_time_ms=0, groups=out)
 
 
-@handles(16)
+@handles(ListGroupsRequest, ListGroupsResponse, versions=(0, 4))
 async def list_groups(ctx: RequestContext, request: Any) -> ListGroupsResponse:
     gc = await coordinator(ctx)
     states = set(request.states_filter or []) if ctx.version >= 4 else None
@@ -338,7 +351,7 @@ async def list_groups(ctx: RequestContext, request: Any) -> ListGroupsResponse:
     ])
 
 
-@handles(42)
+@handles(DeleteGroupsRequest, DeleteGroupsResponse, versions=(0, 2))
 async def delete_groups(ctx: RequestContext, request: Any) -> DeleteGroupsResponse:
     gc = await coordinator(ctx)
     results = []

@@ -6,13 +6,18 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kafka.protocol.producer import InitProducerIdResponse, ProduceResponse
+from kafka.protocol.producer import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
 
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.produce import parse_produce_request
 from odradek.replication.partition import Partition
-from odradek.server.handlers import RequestContext, handles
 from odradek.server.network import CloseConnection
+from odradek.server.registry import RequestContext, handles
 
 MAX_PRODUCER_EPOCH = 32767
 _TopicResp = ProduceResponse.TopicProduceResponse
@@ -25,7 +30,7 @@ def _result(index: int, code: int, base_offset: int = -1, append_time: int = -1,
                      log_start_offset=log_start, record_errors=[], error_message=message)
 
 
-@handles(0, raw=True)
+@handles(ProduceRequest, ProduceResponse, versions=(3, 12), raw=True)
 async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | None:
     try:
         req = parse_produce_request(frame, ctx.header.body_offset, ctx.version)
@@ -81,7 +86,7 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | N
     )
 
 
-@handles(22)
+@handles(InitProducerIdRequest, InitProducerIdResponse, versions=(0, 4))
 async def init_producer_id(ctx: RequestContext, request: Any) -> InitProducerIdResponse:
     """Idempotent producers only: a fresh producer id, or the same id with a bumped epoch (KIP-360)."""
     if request.transactional_id is not None:
