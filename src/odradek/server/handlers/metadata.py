@@ -68,7 +68,7 @@ async def _auto_create(ctx: RequestContext, name: str) -> Any:
             is_internal=False, partitions=[],
         )
     try:
-        await broker.create_topic(name, broker.config.get("num.partitions"),
+        await broker.topic_admin.create_topic(name, broker.config.get("num.partitions"),
                                   broker.config.get("default.replication.factor"), {}, wait_s=2.0)
     except KafkaError as exc:
         if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:

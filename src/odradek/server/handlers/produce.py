@@ -69,15 +69,14 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | N
     if waits:
         futures = [w[1] for w in waits]
         _done, pending = await asyncio.wait(futures, timeout=max(req.timeout_ms, 0) / 1000)
-        for part, fut, res in waits:
+        for leader, fut, res in waits:
             if fut in pending:
                 fut.cancel()
                 res.error_code, res.base_offset = ErrorCode.REQUEST_TIMED_OUT, -1
-            elif fut.exception() is not None:
-                exc = fut.exception()
-                res.error_code = exc.code if isinstance(exc, KafkaError) else ErrorCode.UNKNOWN_SERVER_ERROR
+            elif (failure := fut.exception()) is not None:
+                res.error_code = failure.code if isinstance(failure, KafkaError) else ErrorCode.UNKNOWN_SERVER_ERROR
                 res.base_offset = -1
-            elif len(part.isr) < part.min_insync_replicas:
+            elif len(leader.isr) < leader.min_insync_replicas:
                 # written, but the ISR shrank below min.insync.replicas while we waited
                 res.error_code, res.base_offset = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, -1
     return ProduceResponse(
