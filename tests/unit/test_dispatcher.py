@@ -58,7 +58,7 @@ def run(scenario: Scenario) -> None:
         info = zn.BrokerInfo(0, "broker0.example", 9092, None, "PLAINTEXT")
         await store.create(zn.broker_path(0), to_json(info.to_json()), ephemeral=True)
         await store.create(zn.CONTROLLER, to_json({"version": 1, "brokerid": 0, "timestamp": "0"}), ephemeral=True)
-        cache = MetadataCache(store, CLUSTER_ID)
+        cache = MetadataCache(store)
         await cache.start()
         dispatcher = Dispatcher(MinimalBroker(cache))  # type: ignore[arg-type]
         try:

@@ -30,9 +30,8 @@ TopicListener = Callable[[str, "TopicMeta"], None]
 
 
 class MetadataCache:
-    def __init__(self, store: MetadataStore, cluster_id: str = "") -> None:
+    def __init__(self, store: MetadataStore) -> None:
         self.store = store
-        self.cluster_id = cluster_id
         self.brokers: dict[int, zn.BrokerInfo] = {}
         self.controller_id: int = -1
         self.topics: dict[str, TopicMeta] = {}

@@ -1,5 +1,5 @@
 """The broker: start-up and shut-down order, and the wiring of storage, metadata store, metadata cache,
-controller, replica manager, request handlers and the socket server."""
+controller, topic administration, replica manager, request handlers and the socket server."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ class Broker:
             await self.store.ensure_path(path)
         self.cluster_id = await self._cluster_id()
         self._write_meta_properties()
-        self.metadata = MetadataCache(self.store, self.cluster_id)
+        self.metadata = MetadataCache(self.store)
         self.topic_admin = TopicAdmin(self.store, self.metadata, cfg.get("delete.topic.enable"))
         self.producer_ids = ProducerIdAllocator(self.store, self.broker_id)
         self.replicas = ReplicaManager(self.broker_id, self.logs, self.metadata, self.store, cfg)
