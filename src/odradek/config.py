@@ -941,15 +941,18 @@ class BrokerConfig:
 # ---------------------------------------------------------------------------------------------
 
 
-def validate_topic_configs(props: Mapping[str, str]) -> dict[str, str]:
+def validate_topic_configs(props: Mapping[str, str], defaults: Mapping[str, str] | None = None) -> dict[str, str]:
     """Validate topic-level configs (CreateTopics / AlterConfigs on a TOPIC resource).
 
     Raises :class:`ConfigError` with ``Unknown topic config name: x`` for an unknown name and
-    Kafka's ``Invalid value ... for configuration ...: ...`` for a bad value.  Returns the
-    configs with surrounding whitespace trimmed from the values.
+    Kafka's ``Invalid value ... for configuration ...: ...`` for a bad value.  Rules across keys are
+    checked on the configs over ``defaults`` (the broker's topic defaults), as the log will see them.
+    Returns the configs with surrounding whitespace trimmed from the values.
     """
     checked: dict[str, str] = {}
-    parsed: dict[str, Any] = {}
+    parsed: dict[str, Any] = {
+        name: TOPIC_CONFIGS[name].parse(raw) for name, raw in (defaults or {}).items() if name not in props
+    }
     for name, raw in props.items():
         key = TOPIC_CONFIGS.get(name)
         if key is None:

@@ -23,8 +23,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, TypeVar
 
+from odradek.aio import TaskSet
 from odradek.cluster import znodes as zn
 from odradek.cluster.elections import (
     PREFERRED,
@@ -50,6 +51,7 @@ from odradek.cluster.store import (
     Stat,
     StoreError,
     StoreUnavailableError,
+    Watcher,
     WatchEvent,
     to_json,
 )
@@ -61,6 +63,7 @@ CAS_RETRIES = 5
 UNKNOWN_PARTITION = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist.")
 
 ReassignResult = tuple[ErrorCode, str | None]
+T = TypeVar("T")
 
 
 class NotControllerError(Exception):
@@ -121,8 +124,7 @@ class Controller:
         self.active = False
         self.epoch = 0
         self._lock = asyncio.Lock()
-        self._tasks: set[asyncio.Task] = set()
-        self._closed = False
+        self._tasks = TaskSet(log, "Controller step")
         self._live: set[int] = set()
         self._watched: set[str] = set()  # paths with one of our one-shot watches pending
         self._rebalance_task: asyncio.Task | None = None
@@ -134,34 +136,24 @@ class Controller:
     async def start(self) -> None:
         self._watched.clear()  # after a new session no watch of ours is left
         if self.auto_leader_rebalance and self._rebalance_task is None:
-            self._rebalance_task = asyncio.get_running_loop().create_task(self._rebalance_loop())
+            self._rebalance_task = self._tasks.spawn(self._rebalance_loop())
         await self._elect()
 
     def close(self) -> None:
-        self._closed = True
-        if self._rebalance_task is not None:
-            self._rebalance_task.cancel()
-        for t in self._tasks:
-            t.cancel()
+        self._tasks.close()
 
-    def _spawn(self, coro) -> None:  # type: ignore[no-untyped-def]
-        if self._closed:
-            coro.close()
+    def _spawn(self, step: Coroutine[Any, Any, None]) -> None:
+        """Run a controller step in the background; steps run one at a time."""
+        if self._tasks.closed:
+            step.close()
             return
-        task = asyncio.get_running_loop().create_task(self._guarded(coro))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.spawn(self._locked(step))
 
-    async def _guarded(self, coro) -> None:  # type: ignore[no-untyped-def]
-        try:
-            async with self._lock:
-                await coro
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # a controller step failing must not kill the broker
-            log.error("Controller step failed: %s", exc, exc_info=exc)
+    async def _locked(self, step: Coroutine[Any, Any, None]) -> None:
+        async with self._lock:
+            await step
 
-    def _on(self, fn, *args):  # type: ignore[no-untyped-def]
+    def _on(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> Callable[[WatchEvent], None]:
         return lambda _ev: self._spawn(fn(*args))
 
     async def _watch_exists(self, path: str, fn: Callable[..., Coroutine[Any, Any, None]], *args: Any) -> Stat | None:
@@ -182,7 +174,7 @@ class Controller:
 
     # ---- election ------------------------------------------------------------------------------
     async def _elect(self) -> None:
-        if self._closed:
+        if self._tasks.closed:
             return
         payload = to_json({"version": 1, "brokerid": self.broker_id, "timestamp": str(zn.now_ms())})
         try:
@@ -234,9 +226,9 @@ class Controller:
                 continue
 
     # ---- reading and writing znodes ----------------------------------------------------------------
-    async def _read_topic(self, name: str) -> tuple[zn.TopicAssignment, int] | None:
+    async def _read_topic(self, name: str, watch: Watcher | None = None) -> tuple[zn.TopicAssignment, int] | None:
         try:
-            data, stat = await self.store.get_json(zn.topic_path(name))
+            data, stat = await self.store.get_json(zn.topic_path(name), watch=watch)
             return zn.TopicAssignment.from_json(data), stat.version
         except NoNodeError:
             return None
@@ -297,14 +289,10 @@ class Controller:
     async def _ensure_states(self, name: str) -> None:
         if not self.active:
             return
-        try:
-            data, _ = await self.store.get_json(zn.topic_path(name), watch=self._on(self._ensure_states, name))
-            topic = zn.TopicAssignment.from_json(data)
-        except NoNodeError:
+        read = await self._read_topic(name, watch=self._on(self._ensure_states, name))
+        if read is None:
             return
-        except (StoreError, KeyError, TypeError, ValueError) as exc:
-            log.warning("%s Skipping malformed topic znode %s: %s", self.prefix, name, exc)
-            return
+        topic = read[0]
         for p, replicas in sorted(topic.partitions.items()):
             path = zn.partition_state_path(name, p)
             if await self.store.exists(path) is not None:
@@ -325,15 +313,9 @@ class Controller:
         for name in names:
             if self.delete_topic_enable:
                 log.info("%s Deleting topic %s", self.prefix, name)
-                for path in (zn.topic_path(name), zn.topic_config_path(name)):
-                    try:
-                        await self.store.delete(path, recursive=True)
-                    except NoNodeError:
-                        pass
-            try:
-                await self.store.delete(f"{zn.DELETE_TOPICS}/{name}")
-            except NoNodeError:
-                pass
+                await self._delete_quietly(zn.topic_path(name), recursive=True)
+                await self._delete_quietly(zn.topic_config_path(name), recursive=True)
+            await self._delete_quietly(f"{zn.DELETE_TOPICS}/{name}")
 
     # ---- brokers -------------------------------------------------------------------------------
     async def _on_brokers_change(self) -> None:
@@ -450,33 +432,38 @@ class Controller:
                 return choice
         return Election(error=ErrorCode.REQUEST_TIMED_OUT, message=f"the state of {tp_str(tp)} kept changing")
 
-    async def _on_preferred_znode(self) -> None:
-        """A tool wrote /admin/preferred_replica_election: elect, then delete the znode."""
-        if not self.active:
-            return
-        path = zn.PREFERRED_REPLICA_ELECTION
-        if await self._watch_exists(path, self._on_preferred_znode) is None:
-            return
+    async def _read_request_znode(self, path: str, on_change: Callable[[], Coroutine[Any, Any, None]],
+                                  parse: Callable[[Any], T]) -> T | None:
+        """The parsed content of a request znode that tools write (`on_change` runs when it changes); None
+        when there is none, or when it is malformed (then it is deleted)."""
+        if not self.active or await self._watch_exists(path, on_change) is None:
+            return None
         try:
             data, _ = await self.store.get_json(path)
-            partitions = parse_election_json(data, "Preferred replica election data")
+            return parse(data)
         except NoNodeError:
-            return
+            return None
         except (StoreError, ValueError) as exc:
             log.warning("%s Ignoring malformed %s: %s", self.prefix, path, exc)
-            partitions = []
+            await self._delete_quietly(path)
+            return None
+
+    async def _on_preferred_znode(self) -> None:
+        """A tool wrote /admin/preferred_replica_election: elect, then delete the znode."""
+        path = zn.PREFERRED_REPLICA_ELECTION
+        partitions = await self._read_request_znode(
+            path, self._on_preferred_znode, lambda data: parse_election_json(data, "Preferred replica election data"))
+        if partitions is None:
+            return
         results = await self._elect_leaders(PREFERRED, partitions, "ZkTriggered")
         for tp, r in sorted(results.items()):
             if r.error not in (ErrorCode.NONE, ErrorCode.ELECTION_NOT_NEEDED):
                 log.warning("%s Preferred replica election for %s failed: %s", self.prefix, tp_str(tp), r.message)
-        try:
-            await self.store.delete(path)
-        except NoNodeError:
-            pass
+        await self._delete_quietly(path)
 
     # ---- auto leader rebalance ---------------------------------------------------------------------
     async def _rebalance_loop(self) -> None:
-        while not self._closed:
+        while not self._tasks.closed:
             await asyncio.sleep(self.imbalance_check_interval_s)
             if self.active:
                 self._spawn(self._auto_rebalance())
@@ -642,19 +629,9 @@ class Controller:
     async def _on_reassign_znode(self) -> None:
         """A tool wrote /admin/reassign_partitions: start what is not running yet. Partitions leave the
         znode as their reassignments complete; the znode goes when it is empty."""
-        if not self.active:
-            return
-        path = zn.REASSIGN_PARTITIONS
-        if await self._watch_exists(path, self._on_reassign_znode) is None:
-            return
-        try:
-            data, _ = await self.store.get_json(path)
-            entries = parse_reassignment_json(data)
-        except NoNodeError:
-            return
-        except (StoreError, ValueError) as exc:
-            log.warning("%s Ignoring malformed %s: %s", self.prefix, path, exc)
-            await self._delete_quietly(path)
+        entries = await self._read_request_znode(zn.REASSIGN_PARTITIONS, self._on_reassign_znode,
+                                                 parse_reassignment_json)
+        if entries is None:
             return
         done: list[TopicPartition] = []
         for tp, target in entries:
@@ -706,8 +683,8 @@ class Controller:
             except NoNodeError:
                 return
 
-    async def _delete_quietly(self, path: str) -> None:
+    async def _delete_quietly(self, path: str, recursive: bool = False) -> None:
         try:
-            await self.store.delete(path)
+            await self.store.delete(path, recursive=recursive)
         except NoNodeError:
             pass

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
+from odradek.aio import TaskSet
 from odradek.cluster import znodes as zn
 from odradek.cluster.store import MetadataStore, NoNodeError, StoreError, WatchEvent
 
@@ -28,9 +30,8 @@ TopicListener = Callable[[str, "TopicMeta"], None]
 
 
 class MetadataCache:
-    def __init__(self, store: MetadataStore, cluster_id: str = "") -> None:
+    def __init__(self, store: MetadataStore) -> None:
         self.store = store
-        self.cluster_id = cluster_id
         self.brokers: dict[int, zn.BrokerInfo] = {}
         self.controller_id: int = -1
         self.topics: dict[str, TopicMeta] = {}
@@ -39,8 +40,7 @@ class MetadataCache:
         self.topic_removed_listeners: list[TopicListener] = []
         self.config_listeners: list[TopicListener] = []
         self._changed = asyncio.Event()
-        self._tasks: set[asyncio.Task] = set()
-        self._closed = False
+        self._tasks = TaskSet(log, "Metadata refresh", expected=(StoreError,))
 
     # ---- waiting for propagation -------------------------------------------------------------
     async def wait_for(self, predicate: Callable[[], bool], timeout: float) -> bool:
@@ -67,25 +67,13 @@ class MetadataCache:
         await self._load_topics()
 
     def close(self) -> None:
-        self._closed = True
-        for t in self._tasks:
-            t.cancel()
+        self._tasks.close()
 
-    def _spawn(self, coro) -> None:  # type: ignore[no-untyped-def]
-        if self._closed:
-            coro.close()
-            return
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
+    def _watch(self, fn: Callable[..., Coroutine[Any, Any, None]], *args: object) -> Callable[[WatchEvent], None]:
+        def reload(_ev: WatchEvent) -> None:
+            self._tasks.spawn(fn(*args))
 
-    def _task_done(self, task: asyncio.Task) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("Metadata refresh failed: %s", task.exception())
-
-    def _watch(self, fn: Callable[..., object], *args: object) -> Callable[[WatchEvent], None]:
-        return lambda _ev: self._spawn(fn(*args))
+        return reload
 
     async def _load_brokers(self) -> None:
         ids = await self.store.get_children(zn.BROKER_IDS, watch=self._watch(self._load_brokers))

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from functools import partial
 from typing import Any, TypeVar
 
@@ -17,21 +17,13 @@ from kazoo.protocol.states import EventType, WatchedEvent
 from kazoo.protocol.states import ZnodeStat as KzStat
 from kazoo.retry import KazooRetry
 
-from odradek.cluster.store import (
-    BadVersionError,
-    MetadataStore,
-    NodeExistsError,
-    NoNodeError,
-    NotEmptyError,
-    Stat,
-    StoreError,
-    StoreUnavailableError,
-    Watcher,
-    WatchEvent,
-)
+from odradek.aio import TaskSet
+from odradek.cluster import store as st
+from odradek.cluster.store import MetadataStore, Stat, Watcher, WatchEvent
 
 log = logging.getLogger("odradek.zookeeper")
 T = TypeVar("T")
+SessionListener = Callable[[], Coroutine[Any, Any, None]]  # run after a new session replaced an expired one
 
 _EVENT_TYPES = {
     EventType.CREATED: "CREATED",
@@ -58,10 +50,11 @@ class ZooKeeperStore(MetadataStore):
         self.hosts, self.chroot = split_connect(connect)
         self.session_timeout_ms = session_timeout_ms
         self.connection_timeout_ms = connection_timeout_ms
-        self.session_listeners: list[Callable[[], object]] = []
+        self.session_listeners: list[SessionListener] = []
         self._client: KazooClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lost = False
+        self._listener_tasks = TaskSet(log, "Session listener")
 
     def _new_client(self, hosts: str) -> KazooClient:
         return KazooClient(
@@ -83,7 +76,7 @@ class ZooKeeperStore(MetadataStore):
         except KazooTimeoutError:
             client.stop()
             client.close()
-            raise StoreUnavailableError(
+            raise st.StoreUnavailableError(
                 f"Timed out waiting for connection to ZooKeeper at {self.connect} "
                 f"(zookeeper.connection.timeout.ms={self.connection_timeout_ms})"
             ) from None
@@ -99,7 +92,7 @@ class ZooKeeperStore(MetadataStore):
         except KazooTimeoutError:
             probe.stop()
             probe.close()
-            raise StoreUnavailableError(
+            raise st.StoreUnavailableError(
                 f"Timed out waiting for connection to ZooKeeper at {self.hosts} "
                 f"(zookeeper.connection.timeout.ms={self.connection_timeout_ms})"
             ) from None
@@ -127,12 +120,11 @@ class ZooKeeperStore(MetadataStore):
             for fn in self.session_listeners:
                 self._loop.call_soon_threadsafe(self._spawn_listener, fn)
 
-    def _spawn_listener(self, fn: Callable[[], object]) -> None:
-        res = fn()
-        if asyncio.iscoroutine(res):
-            asyncio.get_running_loop().create_task(res)
+    def _spawn_listener(self, fn: SessionListener) -> None:
+        self._listener_tasks.spawn(fn())
 
     async def close(self) -> None:
+        self._listener_tasks.close()
         client, self._client = self._client, None
         if client is None:
             return
@@ -149,23 +141,23 @@ class ZooKeeperStore(MetadataStore):
         try:
             return await self._loop.run_in_executor(None, partial(fn, *args, **kwargs))
         except kz.NoNodeError as exc:
-            raise NoNodeError(str(args[0]) if args else str(exc)) from None
+            raise st.NoNodeError(str(args[0]) if args else str(exc)) from None
         except kz.NodeExistsError:
-            raise NodeExistsError(str(args[0]) if args else "") from None
+            raise st.NodeExistsError(str(args[0]) if args else "") from None
         except kz.BadVersionError:
-            raise BadVersionError(str(args[0]) if args else "") from None
+            raise st.BadVersionError(str(args[0]) if args else "") from None
         except kz.NotEmptyError:
-            raise NotEmptyError(str(args[0]) if args else "") from None
+            raise st.NotEmptyError(str(args[0]) if args else "") from None
         except (kz.ConnectionLoss, kz.SessionExpiredError, kz.OperationTimeoutError, kz.ZookeeperStoppedError,
                 KazooTimeoutError) as exc:
-            raise StoreUnavailableError(f"ZooKeeper unavailable: {type(exc).__name__}") from None
+            raise st.StoreUnavailableError(f"ZooKeeper unavailable: {type(exc).__name__}") from None
         except kz.ZookeeperError as exc:
-            raise StoreError(f"ZooKeeper error on {args[0] if args else ''}: {type(exc).__name__}") from None
+            raise st.StoreError(f"ZooKeeper error on {args[0] if args else ''}: {type(exc).__name__}") from None
 
     @property
     def client(self) -> KazooClient:
         if self._client is None:
-            raise StoreUnavailableError("not connected to ZooKeeper")
+            raise st.StoreUnavailableError("not connected to ZooKeeper")
         return self._client
 
     def _wrap(self, watch: Watcher | None) -> Callable[[WatchedEvent], None] | None:

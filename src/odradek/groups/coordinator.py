@@ -17,10 +17,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
+from odradek.aio import TaskSet
 from odradek.cluster.znodes import BrokerInfo
 from odradek.groups.group import (
     Group,
@@ -84,9 +84,8 @@ class GroupCoordinator:
         self.settings = settings
         self.store = store
         self.groups: dict[str, Group] = {}
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks = TaskSet(log, "Group coordinator task")
         self._started: asyncio.Future[None] | None = None
-        self._closed = False
 
     # ---- life cycle ----
     async def start(self) -> None:
@@ -95,32 +94,17 @@ class GroupCoordinator:
             self._started = asyncio.get_running_loop().create_future()
             try:
                 await self.store.start(self)
-                self._spawn(self._retention_loop())
+                self._tasks.spawn(self._retention_loop())
             finally:
                 self._started.set_result(None)
         await self._started
 
     async def shutdown(self) -> None:
-        self._closed = True
-        for t in list(self._tasks):
-            t.cancel()
+        self._tasks.close()
         for group in list(self.groups.values()):
             self._unload(group, ErrorCode.NOT_COORDINATOR)
         self.groups.clear()
         await self.store.shutdown()
-
-    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
-        if self._closed:
-            coro.close()
-            return
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._task_done)
-
-    def _task_done(self, task: asyncio.Task[Any]) -> None:
-        self._tasks.discard(task)
-        if not task.cancelled() and task.exception() is not None:
-            log.error("Group coordinator task failed: %s", task.exception(), exc_info=task.exception())
 
     async def coordinator_node(self, group_id: str) -> BrokerInfo:
         """The broker that coordinates `group_id` (creating `__consumer_offsets` on first use)."""
@@ -442,7 +426,7 @@ class GroupCoordinator:
         group.leader_id = None
         group.transition(GroupState.EMPTY)
         log.info("Group %s with generation %d is now empty", group.group_id, group.generation)
-        self._spawn(self._store_group(group))
+        self._tasks.spawn(self._store_group(group))
 
     async def _store_group(self, group: Group) -> None:
         try:
@@ -513,7 +497,7 @@ class GroupCoordinator:
         member.sync_waiter = fut
         resolve(old, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
         if member.member_id == group.leader_id:
-            self._spawn(self._leader_sync(group, dict(assignments)))
+            self._tasks.spawn(self._leader_sync(group, dict(assignments)))
         return await fut
 
     async def _leader_sync(self, group: Group, assignments: dict[str, bytes]) -> None:
@@ -697,7 +681,7 @@ class GroupCoordinator:
     # ---- retention ----
     async def _retention_loop(self) -> None:
         interval = max(self.settings.retention_check_interval_ms, 10) / 1000
-        while not self._closed:
+        while not self._tasks.closed:
             await asyncio.sleep(interval)
             try:
                 await self.expire_offsets(now_ms())

@@ -248,7 +248,7 @@ class OffsetStore:
             configs = {"cleanup.policy": "compact", "compression.type": "producer",
                        "segment.bytes": str(self.segment_bytes)}
             try:
-                await self.broker.create_topic(OFFSETS_TOPIC, self.default_partitions,
+                await self.broker.topic_admin.create_topic(OFFSETS_TOPIC, self.default_partitions,
                                                min(self.replication_factor, live), configs, wait_s=CREATE_WAIT_S)
             except KafkaError as exc:
                 if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:

@@ -10,6 +10,7 @@ import asyncio
 import logging
 from typing import Any
 
+from odradek.aio import TaskSet
 from odradek.cluster import znodes as zn
 from odradek.cluster.metadata import MetadataCache, TopicMeta
 from odradek.cluster.store import BadVersionError, MetadataStore, StoreError, to_json
@@ -33,8 +34,7 @@ class ReplicaManager:
         self.lag_time_ms = config.get("replica.lag.time.max.ms")
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
-        self._tasks: set[asyncio.Task] = set()
-        self._isr_task: asyncio.Task | None = None
+        self._tasks = TaskSet(log, "Replica manager task")
         self.stopping = False
         metadata.partition_listeners.append(self._on_partition_state)
         metadata.topic_removed_listeners.append(self._on_topic_removed)
@@ -46,14 +46,11 @@ class ReplicaManager:
         for name, meta in list(self.metadata.topics.items()):
             for p in meta.states:
                 self._on_partition_state(name, p, meta)
-        self._isr_task = asyncio.get_running_loop().create_task(self._isr_maintenance())
+        self._tasks.spawn(self._isr_maintenance())
 
     async def shutdown(self) -> None:
         self.stopping = True
-        if self._isr_task is not None:
-            self._isr_task.cancel()
-        for t in list(self._tasks):
-            t.cancel()
+        self._tasks.close()
         for f in list(self.fetchers.values()):
             await f.stop()
         self.fetchers.clear()
@@ -165,7 +162,7 @@ class ReplicaManager:
         for key, fetcher in list(self.fetchers.items()):
             if fetcher.remove(part) and not fetcher.partitions:
                 del self.fetchers[key]
-                self._spawn(fetcher.stop())
+                self._tasks.spawn(fetcher.stop())
 
     def _is_fetching(self, part: Partition) -> bool:
         return any((part.topic, part.index) in f.partitions for f in self.fetchers.values())
@@ -177,7 +174,7 @@ class ReplicaManager:
     def record_follower_fetch(self, part: Partition, replica_id: int, fetch_offset: int) -> None:
         part.update_follower(replica_id, fetch_offset)
         if part.can_join_isr(replica_id) and not part.isr_change_pending:
-            self._spawn(self._update_isr(part, "expand", replica_id))
+            self._tasks.spawn(self._update_isr(part, "expand", replica_id))
 
     async def _isr_maintenance(self) -> None:
         interval = max(self.lag_time_ms / 2, 100) / 1000
@@ -217,8 +214,3 @@ class ReplicaManager:
             part.set_isr(new_isr, stat.version)
         finally:
             part.isr_change_pending = False
-
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)

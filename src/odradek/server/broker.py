@@ -1,21 +1,17 @@
 """The broker: start-up and shut-down order, and the wiring of storage, metadata store, metadata cache,
-controller, replica manager, request handlers and the socket server."""
+controller, topic administration, replica manager, request handlers and the socket server."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import os
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
-from odradek.cluster import admin
+from odradek.aio import TaskSet
 from odradek.cluster import znodes as zn
-from odradek.cluster.assignment import assign_replicas, validate_topic_name
 from odradek.cluster.controller import Controller
 from odradek.cluster.embedded import STORE_FILE, EmbeddedStore
 from odradek.cluster.metadata import MetadataCache
@@ -24,30 +20,19 @@ from odradek.cluster.store import (
     MetadataStore,
     NodeExistsError,
     NoNodeError,
-    StoreError,
     StoreUnavailableError,
     to_json,
 )
-from odradek.config import BrokerConfig, ConfigError, validate_topic_configs
+from odradek.cluster.topic_admin import TopicAdmin
+from odradek.config import BrokerConfig
 from odradek.groups.coordinator import GroupCoordinator, GroupSettings
 from odradek.groups.offsets import OffsetStore
-from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.replication.manager import ReplicaManager
 from odradek.server.dispatcher import Dispatcher
 from odradek.server.network import SocketServer
 from odradek.storage.manager import CleanerConfig, LogManager
 
 log = logging.getLogger("odradek.server")
-
-
-@contextlib.contextmanager
-def store_errors_as_kafka_errors() -> Iterator[None]:
-    """Admin operations write to the metadata store; if it is unreachable (ZooKeeper without quorum),
-    the client gets REQUEST_TIMED_OUT with the reason instead of a dropped connection."""
-    try:
-        yield
-    except StoreError as exc:
-        raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"The metadata store (ZooKeeper) is unavailable: {exc}") from None
 
 
 class StartupError(Exception):
@@ -64,11 +49,12 @@ class Broker:
         self.store: MetadataStore
         self.metadata: MetadataCache
         self.controller: Controller
+        self.topic_admin: TopicAdmin
         self.replicas: ReplicaManager
         self.dispatcher = Dispatcher(self)
         self.server = SocketServer(self.dispatcher, config.get("socket.request.max.bytes"))
         self.bound_ports: list[int] = []
-        self._tasks: list[asyncio.Task] = []
+        self._tasks = TaskSet(log, "Background task")
         self._stopped = asyncio.Event()
 
     @property
@@ -98,7 +84,8 @@ class Broker:
             await self.store.ensure_path(path)
         self.cluster_id = await self._cluster_id()
         self._write_meta_properties()
-        self.metadata = MetadataCache(self.store, self.cluster_id)
+        self.metadata = MetadataCache(self.store)
+        self.topic_admin = TopicAdmin(self.store, self.metadata, cfg.get("delete.topic.enable"), cfg.topic_defaults())
         self.producer_ids = ProducerIdAllocator(self.store, self.broker_id)
         self.replicas = ReplicaManager(self.broker_id, self.logs, self.metadata, self.store, cfg)
         await self._listen()
@@ -226,16 +213,14 @@ class Broker:
                  info.listener_name, host, port)
 
     def _start_background(self) -> None:
-        loop = asyncio.get_running_loop()
         cfg = self.config
-        self._tasks.append(loop.create_task(self._every(cfg.get("log.retention.check.interval.ms"), self._retention)))
+        self._tasks.spawn(self._every(cfg.get("log.retention.check.interval.ms"), self._retention))
         if self.logs.cleaner.enabled:
-            self._tasks.append(loop.create_task(self._every(self.logs.cleaner.backoff_ms, self._clean_logs)))
-        self._tasks.append(loop.create_task(self._every(cfg.log_flush_interval_ms, self._flush)))
-        self._tasks.append(loop.create_task(self._every(
-            cfg.get("log.flush.offset.checkpoint.interval.ms"), self._checkpoint)))
+            self._tasks.spawn(self._every(self.logs.cleaner.backoff_ms, self._clean_logs))
+        self._tasks.spawn(self._every(cfg.log_flush_interval_ms, self._flush))
+        self._tasks.spawn(self._every(cfg.get("log.flush.offset.checkpoint.interval.ms"), self._checkpoint))
 
-    async def _every(self, interval_ms: int, fn: Any) -> None:
+    async def _every(self, interval_ms: int, fn: Callable[[], Awaitable[None]]) -> None:
         interval = max(interval_ms, 10) / 1000
         while not self.stopping:
             await asyncio.sleep(interval)
@@ -256,95 +241,6 @@ class Broker:
     async def _checkpoint(self) -> None:
         self.logs.checkpoint()
 
-    # ---- topic administration (any broker) ------------------------------------------------------
-    def _validate_configs(self, configs: dict[str, str]) -> dict[str, str]:
-        try:
-            return validate_topic_configs(configs)
-        except ConfigError as exc:
-            raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
-
-    async def create_topic(
-        self, name: str, partitions: int, replication_factor: int, configs: dict[str, str],
-        assignment: dict[int, list[int]] | None = None, validate_only: bool = False, wait_s: float = 30.0,
-    ) -> bytes:
-        validate_topic_name(name)
-        if name in self.metadata.topics:
-            raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-        configs = self._validate_configs(configs)
-        live = sorted(self.metadata.brokers)
-        if assignment is None:
-            assignment = assign_replicas(live, partitions, replication_factor)
-        else:
-            self._check_assignment(assignment, live)
-        if validate_only:
-            return b""
-        with store_errors_as_kafka_errors():
-            topic_id = await admin.create_topic(self.store, name, assignment, configs)
-        log.info("Creating topic %s with configuration %s and initial partition assignment %s",
-                 name, configs, assignment)
-        await self.metadata.wait_for(lambda: self.metadata.topic_ready(name), wait_s)
-        return topic_id
-
-    def _check_assignment(self, assignment: dict[int, list[int]], live: list[int], start: int = 0) -> None:
-        if sorted(assignment) != list(range(start, start + len(assignment))):
-            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Partitions must be consecutive from 0")
-        sizes = {len(r) for r in assignment.values()}
-        if len(sizes) != 1 or 0 in sizes:
-            raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, "All partitions must have the same replication factor")
-        for p, replicas in assignment.items():
-            if len(set(replicas)) != len(replicas):
-                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Duplicate brokers in assignment of partition {p}")
-            unknown = [b for b in replicas if b not in live]
-            if unknown:
-                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"Unknown broker(s) {unknown} in assignment")
-
-    async def delete_topic(self, name: str, wait_s: float = 30.0) -> None:
-        if name not in self.metadata.topics:
-            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
-        if not self.config.get("delete.topic.enable"):
-            raise KafkaError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled (delete.topic.enable=false)")
-        with store_errors_as_kafka_errors():
-            await admin.mark_topic_for_deletion(self.store, name)
-        if not await self.metadata.wait_for(lambda: name not in self.metadata.topics, wait_s):
-            raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"Deletion of topic {name} did not complete in time")
-
-    async def create_partitions(
-        self, name: str, count: int, assignments: list[list[int]] | None, validate_only: bool, wait_s: float
-    ) -> None:
-        meta = self.metadata.topics.get(name)
-        if meta is None:
-            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
-        current = len(meta.assignment)
-        if count <= current:
-            raise KafkaError(ErrorCode.INVALID_PARTITIONS,
-                             f"Topic currently has {current} partitions, {count} would not be an increase.")
-        live = sorted(self.metadata.brokers)
-        rf = len(meta.assignment[0]) if meta.assignment else 1
-        if assignments is not None:
-            if len(assignments) != count - current:
-                raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                                 f"Increasing the number of partitions by {count - current} but "
-                                 f"{len(assignments)} assignments provided.")
-            new = {current + i: list(a) for i, a in enumerate(assignments)}
-            self._check_assignment(new, live, start=current)
-        else:
-            new = assign_replicas(live, count - current, rf, start_partition=current)
-        if validate_only:
-            return
-        with store_errors_as_kafka_errors():
-            await admin.add_partitions(self.store, name, new)
-        await self.metadata.wait_for(lambda: self.metadata.topic_ready(name)
-                                     and len(self.metadata.topics[name].assignment) >= count, wait_s)
-
-    async def alter_topic_config(self, name: str, configs: dict[str, str], validate_only: bool = False) -> None:
-        configs = self._validate_configs(configs)
-        if validate_only:
-            return
-        with store_errors_as_kafka_errors():
-            await admin.set_topic_config(self.store, name, configs)
-        await self.metadata.wait_for(lambda: name in self.metadata.topics
-                                     and self.metadata.topics[name].config == configs, 5.0)
-
     # ---- shut-down -----------------------------------------------------------------------------
     async def shutdown(self) -> None:
         if self.stopping:
@@ -358,8 +254,7 @@ class Broker:
         await self.server.close()
         if hasattr(self, "replicas"):
             await self.replicas.shutdown()
-        for t in self._tasks:
-            t.cancel()
+        self._tasks.close()
         if hasattr(self, "controller"):
             self.controller.close()
         if hasattr(self, "metadata"):
@@ -403,10 +298,3 @@ class Broker:
     async def wait_stopped(self) -> None:
         await self._stopped.wait()
 
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        return False
-    return True

@@ -1,5 +1,6 @@
-"""From a frame to a response: parse the header, check the API and version, decode, run the handler,
-encode and frame the response. Errors the protocol cannot carry close the connection with a reason."""
+"""From a frame to a response: parse the header, check the API and version against the registry, decode,
+run the handler, encode and frame the response. Errors the protocol cannot carry close the connection
+with a reason."""
 
 from __future__ import annotations
 
@@ -7,67 +8,68 @@ import logging
 from typing import TYPE_CHECKING
 
 from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.metadata import ApiVersionsRequest
 
 from odradek.cluster.store import StoreError
-from odradek.protocol.codecs import KNOWN_APIS, decode_request
 from odradek.protocol.errors import KafkaError
 from odradek.protocol.framing import FrameError, frame_chunks, parse_request_header, peek_api, response_header
-from odradek.server.handlers import RequestContext, load_all
-from odradek.server.handlers.api_versions import API_VERSIONS_KEY, unsupported_version_response
+
+# Every handler module, imported for its registrations (the `handles` decorators fill the registry).
+from odradek.server.handlers import admin, api_versions, cluster, fetch, groups, metadata, produce  # noqa: F401
 from odradek.server.network import CloseConnection, Connection, Response
+from odradek.server.registry import APIS, RequestContext
 
 if TYPE_CHECKING:
     from odradek.server.broker import Broker
 
 log = logging.getLogger("odradek.request")
+API_VERSIONS_KEY = ApiVersionsRequest.API_KEY
 
 
 class Dispatcher:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
-        self.handlers = load_all()
-        self.supported = {k: s for k, s in KNOWN_APIS.items() if k in self.handlers}
 
     async def __call__(self, conn: Connection, frame: memoryview) -> Response:
         try:
             api_key, api_version, correlation_id = peek_api(frame)
         except FrameError as exc:
             raise CloseConnection(str(exc)) from None
-        spec = self.supported.get(api_key)
-        if spec is None:
+        api = APIS.get(api_key)
+        if api is None:
             raise CloseConnection(f"unknown API key {api_key} (correlation id {correlation_id})")
-        if not spec.supports(api_version):
+        if not api.supports(api_version):
             if api_key == API_VERSIONS_KEY:
-                return frame_chunks([response_header(correlation_id, False), unsupported_version_response(self)])
+                unsupported = api_versions.unsupported_version_response()
+                return frame_chunks([response_header(correlation_id, False), unsupported])
             raise CloseConnection(
-                f"unsupported version {api_version} of {spec.name} (supported {spec.min_version}-{spec.max_version})"
+                f"unsupported version {api_version} of {api.name} (supported {api.min_version}-{api.max_version})"
             )
-        flexible = spec.flexible(api_version)
+        flexible = api.flexible(api_version)
         try:
             header = parse_request_header(frame, flexible)
         except (FrameError, KafkaError) as exc:
             raise CloseConnection(f"malformed request header: {exc}") from None
-        reg = self.handlers[api_key]
         ctx = RequestContext(header, self.broker, conn, frame)
         try:
-            if reg.raw:
-                result = await reg.fn(ctx, frame)
+            if api.raw:
+                result = await api.handler(ctx, frame)
             else:
                 try:
-                    request = decode_request(spec, api_version, frame[header.body_offset :])
+                    request = api.decode(api_version, frame[header.body_offset :])
                 except KafkaError as exc:
                     raise CloseConnection(str(exc)) from None
-                result = await reg.fn(ctx, request)
+                result = await api.handler(ctx, request)
         except StoreError as exc:
             # e.g. ZooKeeper without quorum during an admin request: the client times out and retries,
             # as it would against Kafka; the reason is logged once here.
-            log.warning("%s request from %s failed: metadata store unavailable: %s", spec.name, conn.peer, exc)
-            raise CloseConnection(f"metadata store unavailable during {spec.name}") from None
+            log.warning("%s request from %s failed: metadata store unavailable: %s", api.name, conn.peer, exc)
+            raise CloseConnection(f"metadata store unavailable during {api.name}") from None
         if result is None:
             return None
         if isinstance(result, ApiMessage):
-            # ApiVersions responses always use header v0, whatever the version.
-            resp_flexible = flexible and api_key != API_VERSIONS_KEY
+            # ApiVersions responses always use header v0, whatever the version (KIP-511).
+            resp_flexible = api_key != API_VERSIONS_KEY and api.response.flexible_version_q(api_version)
             body = result.encode(version=api_version)
             return frame_chunks([response_header(correlation_id, resp_flexible), body])
         return frame_chunks(result)

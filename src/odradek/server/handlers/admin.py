@@ -7,17 +7,24 @@ import uuid
 from typing import Any
 
 from kafka.protocol.admin import (
+    AlterConfigsRequest,
     AlterConfigsResponse,
+    CreatePartitionsRequest,
     CreatePartitionsResponse,
+    CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteRecordsRequest,
     DeleteRecordsResponse,
+    DeleteTopicsRequest,
     DeleteTopicsResponse,
+    DescribeConfigsRequest,
     DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
 )
 
 from odradek.protocol.errors import ErrorCode, KafkaError
-from odradek.server.handlers import RequestContext, handles
+from odradek.server.registry import RequestContext, handles
 
 RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
 SOURCE_DYNAMIC_TOPIC, SOURCE_STATIC_BROKER, SOURCE_DEFAULT = 1, 4, 5
@@ -29,7 +36,7 @@ def _timeout_s(request: Any) -> float:
     return max(min(getattr(request, "timeout_ms", 30000), 60000), 0) / 1000
 
 
-@handles(19)
+@handles(CreateTopicsRequest, CreateTopicsResponse, versions=(2, 7))
 async def create_topics(ctx: RequestContext, request: Any) -> CreateTopicsResponse:
     broker = ctx.broker
     results = []
@@ -52,7 +59,7 @@ async def create_topics(ctx: RequestContext, request: Any) -> CreateTopicsRespon
             partitions = t.num_partitions if t.num_partitions != -1 else broker.config.get("num.partitions")
             rf = t.replication_factor if t.replication_factor != -1 else broker.config.get("default.replication.factor")
             configs = {c.name: c.value for c in t.configs}
-            topic_id = await broker.create_topic(
+            topic_id = await broker.topic_admin.create_topic(
                 t.name, partitions, rf, configs, assignment=assignment, validate_only=request.validate_only,
                 wait_s=_timeout_s(request),
             )
@@ -65,7 +72,7 @@ async def create_topics(ctx: RequestContext, request: Any) -> CreateTopicsRespon
     return CreateTopicsResponse(throttle_time_ms=0, topics=results)
 
 
-@handles(20)
+@handles(DeleteTopicsRequest, DeleteTopicsResponse, versions=(1, 6))
 async def delete_topics(ctx: RequestContext, request: Any) -> DeleteTopicsResponse:
     broker = ctx.broker
     cache = broker.metadata
@@ -82,21 +89,21 @@ async def delete_topics(ctx: RequestContext, request: Any) -> DeleteTopicsRespon
             meta = cache.topics.get(name)
             if meta is not None:
                 res.topic_id = uuid.UUID(bytes=meta.topic_id)
-            await broker.delete_topic(name, wait_s=_timeout_s(request))
+            await broker.topic_admin.delete_topic(name, wait_s=_timeout_s(request))
         except KafkaError as exc:
             res.error_code, res.error_message = exc.code, exc.message
         results.append(res)
     return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
 
 
-@handles(37)
+@handles(CreatePartitionsRequest, CreatePartitionsResponse, versions=(0, 3))
 async def create_partitions(ctx: RequestContext, request: Any) -> CreatePartitionsResponse:
     results = []
     for t in request.topics:
         res = CreatePartitionsResponse.CreatePartitionsTopicResult(name=t.name, error_code=0, error_message=None)
         try:
             assignments = [list(a.broker_ids) for a in t.assignments] if t.assignments is not None else None
-            await ctx.broker.create_partitions(
+            await ctx.broker.topic_admin.create_partitions(
                 t.name, t.count, assignments, validate_only=request.validate_only, wait_s=_timeout_s(request)
             )
         except KafkaError as exc:
@@ -144,7 +151,7 @@ def _describe_broker(ctx: RequestContext, name: str, keys: list[str] | None) -> 
     return out
 
 
-@handles(32)
+@handles(DescribeConfigsRequest, DescribeConfigsResponse, versions=(1, 4))
 async def describe_configs(ctx: RequestContext, request: Any) -> DescribeConfigsResponse:
     results = []
     for r in request.resources:
@@ -188,59 +195,58 @@ def _apply_ops(current: dict[str, str], configs: list[Any], incremental: bool) -
     return new
 
 
-async def _alter(ctx: RequestContext, request: Any, incremental: bool) -> list[tuple[Any, int, str | None]]:
-    out = []
+async def _alter_one(ctx: RequestContext, resource: Any, incremental: bool, validate_only: bool) -> None:
+    if resource.resource_type == RESOURCE_BROKER:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Broker configs are read-only in Odradek: set them in server.properties")
+    if resource.resource_type != RESOURCE_TOPIC:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {resource.resource_type}")
+    name = resource.resource_name
+    meta = ctx.broker.metadata.topics.get(name)
+    if meta is None:
+        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
+    new = _apply_ops(meta.config, resource.configs, incremental)
+    await ctx.broker.topic_admin.alter_topic_config(name, new, validate_only)
+
+
+async def _alter(ctx: RequestContext, request: Any, response: Any, incremental: bool) -> Any:
+    """AlterConfigs and IncrementalAlterConfigs share their response shape."""
+    results = []
     for r in request.resources:
+        code, message = ErrorCode.NONE, None
         try:
-            if r.resource_type == RESOURCE_BROKER:
-                raise KafkaError(ErrorCode.INVALID_REQUEST,
-                                 "Broker configs are read-only in Odradek: set them in server.properties")
-            if r.resource_type != RESOURCE_TOPIC:
-                raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type {r.resource_type}")
-            meta = ctx.broker.metadata.topics.get(r.resource_name)
-            if meta is None:
-                raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{r.resource_name}' does not exist.")
-            new = _apply_ops(meta.config, r.configs, incremental)
-            await ctx.broker.alter_topic_config(r.resource_name, new, validate_only=request.validate_only)
-            out.append((r, 0, None))
+            await _alter_one(ctx, r, incremental, request.validate_only)
         except KafkaError as exc:
-            out.append((r, exc.code, exc.message))
-    return out
+            code, message = exc.code, exc.message
+        results.append(response.AlterConfigsResourceResponse(
+            error_code=code, error_message=message, resource_type=r.resource_type, resource_name=r.resource_name))
+    return response(throttle_time_ms=0, responses=results)
 
 
-@handles(33)
+@handles(AlterConfigsRequest, AlterConfigsResponse, versions=(0, 2))
 async def alter_configs(ctx: RequestContext, request: Any) -> AlterConfigsResponse:
-    results = await _alter(ctx, request, incremental=False)
-    return AlterConfigsResponse(throttle_time_ms=0, responses=[
-        AlterConfigsResponse.AlterConfigsResourceResponse(
-            error_code=code, error_message=msg, resource_type=r.resource_type, resource_name=r.resource_name)
-        for r, code, msg in results
-    ])
+    return await _alter(ctx, request, AlterConfigsResponse, incremental=False)
 
 
-@handles(44)
+@handles(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, versions=(0, 1))
 async def incremental_alter_configs(ctx: RequestContext, request: Any) -> IncrementalAlterConfigsResponse:
-    results = await _alter(ctx, request, incremental=True)
-    return IncrementalAlterConfigsResponse(throttle_time_ms=0, responses=[
-        IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
-            error_code=code, error_message=msg, resource_type=r.resource_type, resource_name=r.resource_name)
-        for r, code, msg in results
-    ])
+    return await _alter(ctx, request, IncrementalAlterConfigsResponse, incremental=True)
 
 
-@handles(21)
+def _delete_records(ctx: RequestContext, topic: str, p: Any) -> Any:
+    res = DeleteRecordsResponse.DeleteRecordsTopicResult.DeleteRecordsPartitionResult(
+        partition_index=p.partition_index, low_watermark=-1, error_code=0)
+    try:
+        part = ctx.broker.replicas.leader_partition(topic, p.partition_index)
+        res.low_watermark = part.log.delete_records_before(p.offset)
+    except KafkaError as exc:
+        res.error_code = exc.code
+    return res
+
+
+@handles(DeleteRecordsRequest, DeleteRecordsResponse, versions=(0, 2))
 async def delete_records(ctx: RequestContext, request: Any) -> DeleteRecordsResponse:
-    topics = []
-    for t in request.topics:
-        parts = []
-        for p in t.partitions:
-            res = DeleteRecordsResponse.DeleteRecordsTopicResult.DeleteRecordsPartitionResult(
-                partition_index=p.partition_index, low_watermark=-1, error_code=0)
-            try:
-                part = ctx.broker.replicas.leader_partition(t.name, p.partition_index)
-                res.low_watermark = part.log.delete_records_before(p.offset)
-            except KafkaError as exc:
-                res.error_code = exc.code
-            parts.append(res)
-        topics.append(DeleteRecordsResponse.DeleteRecordsTopicResult(name=t.name, partitions=parts))
-    return DeleteRecordsResponse(throttle_time_ms=0, topics=topics)
+    return DeleteRecordsResponse(throttle_time_ms=0, topics=[
+        DeleteRecordsResponse.DeleteRecordsTopicResult(
+            name=t.name, partitions=[_delete_records(ctx, t.name, p) for p in t.partitions])
+        for t in request.topics
+    ])

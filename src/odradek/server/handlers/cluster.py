@@ -12,24 +12,30 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from kafka.protocol.admin import (
+    AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
+    ElectLeadersRequest,
     ElectLeadersResponse,
+    ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
 
 from odradek.cluster import znodes as zn
-from odradek.cluster.controller import NotControllerError, read_reassignments
+from odradek.cluster.controller import Controller, NotControllerError, read_reassignments
 from odradek.cluster.elections import PREFERRED, UNCLEAN, Election, TopicPartition, tp_str
 from odradek.cluster.store import NoNodeError, StoreError
-from odradek.protocol.errors import ErrorCode
+from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.replication.client import BrokerClient
-from odradek.server.handlers import RequestContext, handles
+from odradek.server.registry import RequestContext, handles
 
 log = logging.getLogger("odradek.request")
 FORWARD_CLIENT_PREFIX = "odradek-controller-forward-"
+T = TypeVar("T")
 _ElectTopic = ElectLeadersResponse.ReplicaElectionResult
 _ElectPart = ElectLeadersResponse.ReplicaElectionResult.PartitionResult
 _AlterTopic = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
@@ -61,6 +67,28 @@ async def _forward(ctx: RequestContext, request: Any) -> Any | None:
         return None
     finally:
         await client.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _Forwarded:
+    response: Any  # the controller's answer, to relay as it is
+
+
+async def _at_controller(ctx: RequestContext, request: Any, run: Callable[[Controller], Awaitable[T]]) -> T | _Forwarded:
+    """run(controller) on the controller; elsewhere the controller's answer to `request`. KafkaError
+    NOT_CONTROLLER when there is no controller to ask, REQUEST_TIMED_OUT without the metadata store."""
+    controller = ctx.broker.controller
+    try:
+        if not controller.active:
+            raise NotControllerError()
+        return await run(controller)
+    except NotControllerError:
+        forwarded = await _forward(ctx, request)
+        if forwarded is None:
+            raise KafkaError(ErrorCode.NOT_CONTROLLER, "This is not the correct controller for this cluster.") from None
+        return _Forwarded(forwarded)
+    except StoreError as exc:
+        raise KafkaError(ErrorCode.REQUEST_TIMED_OUT, f"The metadata store is unavailable: {exc}") from None
 
 
 def _fresh(message: Any) -> Any:
@@ -106,7 +134,7 @@ async def _await_leaders(ctx: RequestContext, results: dict[TopicPartition, Elec
     return out
 
 
-@handles(43)
+@handles(ElectLeadersRequest, ElectLeadersResponse, versions=(0, 2))
 async def elect_leaders(ctx: RequestContext, request: Any) -> Any:
     election_type = request.election_type if ctx.version >= 1 else PREFERRED
     partitions = None if request.topic_partitions is None else list(dict.fromkeys(
@@ -114,20 +142,13 @@ async def elect_leaders(ctx: RequestContext, request: Any) -> Any:
     if election_type not in (PREFERRED, UNCLEAN):
         bad = Election(error=ErrorCode.INVALID_REQUEST, message=f"Unknown election type {election_type}")
         return _elect_response({tp: bad for tp in partitions or []}, ErrorCode.INVALID_REQUEST)
-    controller = ctx.broker.controller
     try:
-        if not controller.active:
-            raise NotControllerError()
-        results = await controller.elect_leaders(election_type, partitions)
-    except NotControllerError:
-        forwarded = await _forward(ctx, request)
-        if forwarded is not None:
-            return forwarded
-        nc = Election(error=ErrorCode.NOT_CONTROLLER, message="This is not the correct controller for this cluster.")
-        return _elect_response({tp: nc for tp in partitions or []}, ErrorCode.NOT_CONTROLLER)
-    except StoreError as exc:
-        err = Election(error=ErrorCode.REQUEST_TIMED_OUT, message=f"The metadata store is unavailable: {exc}")
-        return _elect_response({tp: err for tp in partitions or []}, ErrorCode.REQUEST_TIMED_OUT)
+        results = await _at_controller(ctx, request, lambda c: c.elect_leaders(election_type, partitions))
+    except KafkaError as exc:
+        failed = Election(error=exc.code, message=exc.message)
+        return _elect_response({tp: failed for tp in partitions or []}, exc.code)
+    if isinstance(results, _Forwarded):
+        return results.response
     return _elect_response(await _await_leaders(ctx, results, _timeout_s(request)))
 
 
@@ -165,26 +186,19 @@ async def _await_assignments(ctx: RequestContext, partitions: list[TopicPartitio
     await broker.metadata.wait_for(visible, timeout)
 
 
-@handles(45)
+@handles(AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse, versions=(0, 1))
 async def alter_partition_reassignments(ctx: RequestContext, request: Any) -> Any:
     allow = bool(request.allow_replication_factor_change) if ctx.version >= 1 else True
     wanted: dict[TopicPartition, list[int] | None] = {}
     for t in request.topics:
         for p in t.partitions:
             wanted[(t.name, p.partition_index)] = list(p.replicas) if p.replicas is not None else None
-    controller = ctx.broker.controller
     try:
-        if not controller.active:
-            raise NotControllerError()
-        results = await controller.alter_reassignments(wanted, allow)
-    except NotControllerError:
-        forwarded = await _forward(ctx, request)
-        if forwarded is not None:
-            return forwarded
-        return _alter_response({}, allow, ErrorCode.NOT_CONTROLLER,
-                               "This is not the correct controller for this cluster.")
-    except StoreError as exc:
-        return _alter_response({}, allow, ErrorCode.REQUEST_TIMED_OUT, f"The metadata store is unavailable: {exc}")
+        results = await _at_controller(ctx, request, lambda c: c.alter_reassignments(wanted, allow))
+    except KafkaError as exc:
+        return _alter_response({}, allow, exc.code, exc.message)
+    if isinstance(results, _Forwarded):
+        return results.response
     done = [tp for tp, (code, _) in results.items() if code == ErrorCode.NONE]
     await _await_assignments(ctx, done, _timeout_s(request))
     for tp, (code, msg) in sorted(results.items()):
@@ -196,7 +210,7 @@ async def alter_partition_reassignments(ctx: RequestContext, request: Any) -> An
 # ---- ListPartitionReassignments ---------------------------------------------------------------------
 
 
-@handles(46)
+@handles(ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, versions=(0, 0))
 async def list_partition_reassignments(ctx: RequestContext, request: Any) -> Any:
     cache = ctx.broker.metadata
     if request.topics is None:

@@ -6,14 +6,22 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kafka.protocol.consumer import ListOffsetsResponse, OffsetForLeaderEpochResponse
+from kafka.protocol.consumer import (
+    FetchRequest,
+    FetchResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+)
 
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.fetch import FetchPartitionResult, FetchTopicResult, encode_fetch_response
 from odradek.replication.partition import Partition
-from odradek.server.handlers import RequestContext, handles
+from odradek.server.registry import RequestContext, handles
 
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
+_EpochEndOffset = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
 
 
 def _check_epoch(p: Partition, current_leader_epoch: int) -> None:
@@ -106,7 +114,7 @@ class _FetchPlan:
         return [part.data_waiter() for _proto, entries in self.topics for _fp, part, _e in entries if part is not None]
 
 
-@handles(1)
+@handles(FetchRequest, FetchResponse, versions=(4, 16))
 async def fetch(ctx: RequestContext, request: Any) -> list[bytes | memoryview]:
     plan = _FetchPlan(ctx, request)
     topics, total, errors = plan.read()
@@ -127,8 +135,8 @@ async def fetch(ctx: RequestContext, request: Any) -> list[bytes | memoryview]:
             if not done:
                 break
             topics, total, errors = plan.read()
-    session_id = getattr(request, "session_id", 0)
-    return encode_fetch_response(ctx.version, ctx.header.correlation_id, topics, 0, 0, 0 if session_id else 0)
+    # Fetch sessions (KIP-227) are not kept: session id 0 tells the client to send full fetches.
+    return encode_fetch_response(ctx.version, ctx.header.correlation_id, topics, session_id=0)
 
 
 def _list_offset(ctx: RequestContext, name: str, req_p: Any, is_replica: bool) -> Any:
@@ -157,7 +165,7 @@ def _list_offset(ctx: RequestContext, name: str, req_p: Any, is_replica: bool) -
     return res
 
 
-@handles(2)
+@handles(ListOffsetsRequest, ListOffsetsResponse, versions=(1, 8))
 async def list_offsets(ctx: RequestContext, request: Any) -> ListOffsetsResponse:
     is_replica = request.replica_id >= 0
     topics = []
@@ -167,22 +175,21 @@ async def list_offsets(ctx: RequestContext, request: Any) -> ListOffsetsResponse
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
 
 
-@handles(23)
+def _epoch_end_offset(ctx: RequestContext, topic: str, p: Any) -> Any:
+    try:
+        part = ctx.broker.replicas.leader_partition(topic, p.partition)
+        _check_epoch(part, p.current_leader_epoch)
+        epoch, end = part.log.epochs.end_offset_for(p.leader_epoch, part.log.log_end_offset)
+    except KafkaError as exc:
+        return _EpochEndOffset(error_code=exc.code, partition=p.partition, leader_epoch=-1, end_offset=-1)
+    return _EpochEndOffset(error_code=0, partition=p.partition, leader_epoch=epoch, end_offset=end)
+
+
+@handles(OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, versions=(2, 4))
 async def offset_for_leader_epoch(ctx: RequestContext, request: Any) -> OffsetForLeaderEpochResponse:
     """The end offset of a leader epoch on the leader (KIP-101/279); clients use it to detect truncation."""
-    topics = []
-    for t in request.topics:
-        parts = []
-        for p in t.partitions:
-            res = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset(
-                error_code=0, partition=p.partition, leader_epoch=-1, end_offset=-1)
-            try:
-                part = ctx.broker.replicas.leader_partition(t.topic, p.partition)
-                _check_epoch(part, p.current_leader_epoch)
-                res.leader_epoch, res.end_offset = part.log.epochs.end_offset_for(
-                    p.leader_epoch, part.log.log_end_offset)
-            except KafkaError as exc:
-                res.error_code = exc.code
-            parts.append(res)
-        topics.append(OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(topic=t.topic, partitions=parts))
-    return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=topics)
+    return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=[
+        OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(
+            topic=t.topic, partitions=[_epoch_end_offset(ctx, t.topic, p) for p in t.partitions])
+        for t in request.topics
+    ])

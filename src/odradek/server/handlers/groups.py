@@ -10,23 +10,36 @@ from __future__ import annotations
 
 from typing import Any
 
-from kafka.protocol.admin import DeleteGroupsResponse, DescribeGroupsResponse, ListGroupsResponse
+from kafka.protocol.admin import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+)
 from kafka.protocol.consumer import (
+    HeartbeatRequest,
     HeartbeatResponse,
+    JoinGroupRequest,
     JoinGroupResponse,
+    LeaveGroupRequest,
     LeaveGroupResponse,
+    OffsetCommitRequest,
     OffsetCommitResponse,
+    OffsetFetchRequest,
     OffsetFetchResponse,
+    SyncGroupRequest,
     SyncGroupResponse,
 )
-from kafka.protocol.consumer.group import OffsetDeleteResponse
-from kafka.protocol.metadata import FindCoordinatorResponse
+from kafka.protocol.consumer.group import OffsetDeleteRequest, OffsetDeleteResponse
+from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 
 from odradek.groups.coordinator import GroupCoordinator
 from odradek.groups.group import JoinRequest, MemberProfile, now_ms
 from odradek.groups.schemas import OffsetValue, TopicPartition
 from odradek.protocol.errors import ErrorCode, KafkaError
-from odradek.server.handlers import RequestContext, handles
+from odradek.server.registry import RequestContext, handles
 
 KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION = 0, 1
 # kafka-python encodes authorized operations as a set of bit numbers; None is Kafka's "not requested"
@@ -34,7 +47,7 @@ NO_AUTHORIZED_OPERATIONS = None
 GROUP_OPERATIONS = {3, 6, 8}  # READ, DELETE, DESCRIBE: all a group allows
 
 
-async def coordinator(ctx: RequestContext) -> GroupCoordinator:
+def coordinator(ctx: RequestContext) -> GroupCoordinator:
     gc: GroupCoordinator = ctx.broker.groups
     return gc
 
@@ -65,9 +78,9 @@ async def _find_one(gc: GroupCoordinator, key: str | None, key_type: int) -> tup
     return ErrorCode.NONE, None, info.broker_id, info.host, info.port
 
 
-@handles(10)
+@handles(FindCoordinatorRequest, FindCoordinatorResponse, versions=(0, 5))
 async def find_coordinator(ctx: RequestContext, request: Any) -> FindCoordinatorResponse:
-    gc = await coordinator(ctx)
+    gc = coordinator(ctx)
     key_type = request.key_type if ctx.version >= 1 else KEY_TYPE_GROUP
     if ctx.version >= 4:
         coordinators = []
@@ -105,9 +118,9 @@ def _join_request(ctx: RequestContext, request: Any) -> JoinRequest:
     )
 
 
-@handles(11)
+@handles(JoinGroupRequest, JoinGroupResponse, versions=(0, 9))
 async def join_group(ctx: RequestContext, request: Any) -> JoinGroupResponse:
-    gc = await coordinator(ctx)
+    gc = coordinator(ctx)
     res = await gc.join(_join_request(ctx, request))
     protocol_name = res.protocol_name if res.protocol_name is not None or ctx.version >= 7 else ""
     return JoinGroupResponse(
@@ -124,9 +137,9 @@ async def join_group(ctx: RequestContext, request: Any) -> JoinGroupResponse:
     )
 
 
-@handles(14)
+@handles(SyncGroupRequest, SyncGroupResponse, versions=(0, 5))
 async def sync_group(ctx: RequestContext, request: Any) -> SyncGroupResponse:
-    gc = await coordinator(ctx)
+    gc = coordinator(ctx)
     v = ctx.version
     res = await gc.sync(
         request.group_id or "", request.generation_id, request.member_id or "",
@@ -139,17 +152,17 @@ async def sync_group(ctx: RequestContext, request: Any) -> SyncGroupResponse:
                              protocol_name=res.protocol_name, assignment=res.assignment)
 
 
-@handles(12)
+@handles(HeartbeatRequest, HeartbeatResponse, versions=(0, 4))
 async def heartbeat(ctx: RequestContext, request: Any) -> HeartbeatResponse:
-    gc = await coordinator(ctx)
+    gc = coordinator(ctx)
     instance_id = request.group_instance_id if ctx.version >= 3 else None
     err = await gc.heartbeat(request.group_id or "", request.generation_id, request.member_id or "", instance_id)
     return HeartbeatResponse(throttle_time_ms=0, error_code=err)
 
 
-@handles(13)
+@handles(LeaveGroupRequest, LeaveGroupResponse, versions=(0, 5))
 async def leave_group(ctx: RequestContext, request: Any) -> LeaveGroupResponse:
-    gc = await coordinator(ctx)
+    gc = coordinator(ctx)
     if ctx.version >= 3:
         members = [(m.member_id or "", m.group_instance_id) for m in request.members or []]
     else:
@@ -178,9 +191,9 @@ def _offset_value(ctx: RequestContext, p: Any, now: int, retention_ms: int) -> O
     return OffsetValue(p.committed_offset, p.committed_metadata or "", now, expire, epoch)
 
 
-@handles(8)
+@handles(OffsetCommitRequest, OffsetCommitResponse, versions=(2, 9))
 async def offset_commit(ctx: RequestContext, request: Any) -> OffsetCommitResponse:
-    gc = await coordinator(ctx)
+    gc = coordinator(ctx)
     v = ctx.version
     now = now_ms()
     retention = request.retention_time_ms if v <= 4 else -1
@@ -240,9 +253,9 @@ def _partition_fields(partition: int, value: OffsetValue | None, err: ErrorCode)
     }
 
 
-@handles(9)
+@handles(OffsetFetchRequest, OffsetFetchResponse, versions=(1, 9))
 async def offset_fetch(ctx: RequestContext, request: Any) -> OffsetFetchResponse:
-    gc = await coordinator(ctx)
+    gc = coordinator(ctx)
     if ctx.version >= 8:
         return await _offset_fetch_groups(gc, request)
     err, entries = await _fetch_group(gc, request.group_id or "", _requested(request.topics))
@@ -268,9 +281,9 @@ async def _offset_fetch_groups(gc: GroupCoordinator, request: Any) -> OffsetFetc
     return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
 
 
-@handles(47)
+@handles(OffsetDeleteRequest, OffsetDeleteResponse, versions=(0, 0))
 async def offset_delete(ctx: RequestContext, request: Any) -> OffsetDeleteResponse:
-    gc = await coordinator(ctx)
+    gc = coordinator(ctx)
     errors: dict[TopicPartition, ErrorCode] = {}
     for t in request.topics:
         for p in t.partitions:
@@ -313,9 +326,9 @@ def _described(ctx: RequestContext, request: Any, group_id: str, summary: Any,
     )
 
 
-@handles(15)
+@handles(DescribeGroupsRequest, DescribeGroupsResponse, versions=(0, 5))
 async def describe_groups(ctx: RequestContext, request: Any) -> DescribeGroupsResponse:
-    gc = await coordinator(ctx)
+    gc = coordinator(ctx)
     out = []
     for group_id in request.groups:
         try:
@@ -326,9 +339,9 @@ async def describe_groups(ctx: RequestContext, request: Any) -> DescribeGroupsRe
     return DescribeGroupsResponse(throttle_time_ms=0, groups=out)
 
 
-@handles(16)
+@handles(ListGroupsRequest, ListGroupsResponse, versions=(0, 4))
 async def list_groups(ctx: RequestContext, request: Any) -> ListGroupsResponse:
-    gc = await coordinator(ctx)
+    gc = coordinator(ctx)
     states = set(request.states_filter or []) if ctx.version >= 4 else None
     err, groups = gc.list_groups(states or None)
     return ListGroupsResponse(throttle_time_ms=0, error_code=err, groups=[
@@ -337,9 +350,9 @@ async def list_groups(ctx: RequestContext, request: Any) -> ListGroupsResponse:
     ])
 
 
-@handles(42)
+@handles(DeleteGroupsRequest, DeleteGroupsResponse, versions=(0, 2))
 async def delete_groups(ctx: RequestContext, request: Any) -> DeleteGroupsResponse:
-    gc = await coordinator(ctx)
+    gc = coordinator(ctx)
     results = []
     for group_id in request.groups_names:
         err = await gc.delete_group(group_id or "")

@@ -5,12 +5,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kafka.protocol.admin import DescribeClusterResponse
-from kafka.protocol.metadata import MetadataResponse
+from kafka.protocol.admin import DescribeClusterRequest, DescribeClusterResponse
+from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
 from odradek.cluster.assignment import INTERNAL_TOPICS, validate_topic_name
 from odradek.protocol.errors import ErrorCode, KafkaError
-from odradek.server.handlers import RequestContext, handles
+from odradek.server.registry import RequestContext, handles
 
 log = logging.getLogger("odradek.request")
 ZERO_UUID = b"\x00" * 16
@@ -68,7 +68,7 @@ async def _auto_create(ctx: RequestContext, name: str) -> Any:
             is_internal=False, partitions=[],
         )
     try:
-        await broker.create_topic(name, broker.config.get("num.partitions"),
+        await broker.topic_admin.create_topic(name, broker.config.get("num.partitions"),
                                   broker.config.get("default.replication.factor"), {}, wait_s=2.0)
     except KafkaError as exc:
         if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
@@ -79,7 +79,7 @@ async def _auto_create(ctx: RequestContext, name: str) -> Any:
     return None
 
 
-@handles(3)
+@handles(MetadataRequest, MetadataResponse, versions=(0, 12))
 async def metadata(ctx: RequestContext, request: Any) -> MetadataResponse:
     broker = ctx.broker
     cache = broker.metadata
@@ -117,7 +117,7 @@ async def metadata(ctx: RequestContext, request: Any) -> MetadataResponse:
     )
 
 
-@handles(60)
+@handles(DescribeClusterRequest, DescribeClusterResponse, versions=(0, 1))
 async def describe_cluster(ctx: RequestContext, request: Any) -> DescribeClusterResponse:
     cache = ctx.broker.metadata
     return DescribeClusterResponse(

@@ -6,13 +6,18 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kafka.protocol.producer import InitProducerIdResponse, ProduceResponse
+from kafka.protocol.producer import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
 
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.produce import parse_produce_request
 from odradek.replication.partition import Partition
-from odradek.server.handlers import RequestContext, handles
 from odradek.server.network import CloseConnection
+from odradek.server.registry import RequestContext, handles
 
 MAX_PRODUCER_EPOCH = 32767
 _TopicResp = ProduceResponse.TopicProduceResponse
@@ -25,7 +30,7 @@ def _result(index: int, code: int, base_offset: int = -1, append_time: int = -1,
                      log_start_offset=log_start, record_errors=[], error_message=message)
 
 
-@handles(0, raw=True)
+@handles(ProduceRequest, ProduceResponse, versions=(3, 12), raw=True)
 async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | None:
     try:
         req = parse_produce_request(frame, ctx.header.body_offset, ctx.version)
@@ -64,15 +69,14 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | N
     if waits:
         futures = [w[1] for w in waits]
         _done, pending = await asyncio.wait(futures, timeout=max(req.timeout_ms, 0) / 1000)
-        for part, fut, res in waits:
+        for leader, fut, res in waits:
             if fut in pending:
                 fut.cancel()
                 res.error_code, res.base_offset = ErrorCode.REQUEST_TIMED_OUT, -1
-            elif fut.exception() is not None:
-                exc = fut.exception()
-                res.error_code = exc.code if isinstance(exc, KafkaError) else ErrorCode.UNKNOWN_SERVER_ERROR
+            elif (failure := fut.exception()) is not None:
+                res.error_code = failure.code if isinstance(failure, KafkaError) else ErrorCode.UNKNOWN_SERVER_ERROR
                 res.base_offset = -1
-            elif len(part.isr) < part.min_insync_replicas:
+            elif len(leader.isr) < leader.min_insync_replicas:
                 # written, but the ISR shrank below min.insync.replicas while we waited
                 res.error_code, res.base_offset = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, -1
     return ProduceResponse(
@@ -81,7 +85,7 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | N
     )
 
 
-@handles(22)
+@handles(InitProducerIdRequest, InitProducerIdResponse, versions=(0, 4))
 async def init_producer_id(ctx: RequestContext, request: Any) -> InitProducerIdResponse:
     """Idempotent producers only: a fresh producer id, or the same id with a bumped epoch (KIP-360)."""
     if request.transactional_id is not None:

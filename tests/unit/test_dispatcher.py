@@ -1,0 +1,196 @@
+"""The dispatcher on real frames (kafka-python's request classes with their headers) and a minimal broker:
+a real metadata cache over the in-process store. Checks what closes a connection, the ApiVersions table
+the registry produces, and the response header version of each answer."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from kafka.protocol.admin import DescribeClusterRequest, DescribeClusterResponse
+from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
+from kafka.protocol.producer import ProduceRequest
+
+from odradek.cluster import znodes as zn
+from odradek.cluster.embedded import EmbeddedStore
+from odradek.cluster.metadata import MetadataCache
+from odradek.cluster.store import to_json
+from odradek.protocol.errors import ErrorCode
+from odradek.server.dispatcher import Dispatcher
+from odradek.server.network import CloseConnection, Connection
+from odradek.server.registry import APIS, handles
+
+# What ApiVersions advertised before the registry existed: api key -> (min, max). Users must see no change.
+EXPECTED_VERSIONS = {
+    0: (3, 12), 1: (4, 16), 2: (1, 8), 3: (0, 12), 8: (2, 9), 9: (1, 9), 10: (0, 5), 11: (0, 9), 12: (0, 4),
+    13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 4), 18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2), 22: (0, 4),
+    23: (2, 4), 32: (1, 4), 33: (0, 2), 37: (0, 3), 42: (0, 2), 43: (0, 2), 44: (0, 1), 45: (0, 1), 46: (0, 0),
+    47: (0, 0), 60: (0, 1),
+}
+CORRELATION_ID = 4242
+CLUSTER_ID = "dispatcher-test-cluster"
+
+
+@dataclass
+class MinimalBroker:
+    """What the Metadata, DescribeCluster and ApiVersions handlers read from a broker."""
+
+    metadata: MetadataCache
+    cluster_id: str = CLUSTER_ID
+
+
+Scenario = Callable[[Dispatcher, Connection], Awaitable[None]]
+
+
+def run(scenario: Scenario) -> None:
+    """Run `scenario` against a dispatcher whose broker's cache sees broker 0 (the controller)."""
+
+    async def main() -> None:
+        store = EmbeddedStore(None)
+        await store.start()
+        for path in zn.PERSISTENT_PATHS:
+            await store.ensure_path(path)
+        info = zn.BrokerInfo(0, "broker0.example", 9092, None, "PLAINTEXT")
+        await store.create(zn.broker_path(0), to_json(info.to_json()), ephemeral=True)
+        await store.create(zn.CONTROLLER, to_json({"version": 1, "brokerid": 0, "timestamp": "0"}), ephemeral=True)
+        cache = MetadataCache(store)
+        await cache.start()
+        dispatcher = Dispatcher(MinimalBroker(cache))  # type: ignore[arg-type]
+        try:
+            await scenario(dispatcher, Connection(dispatcher, 1 << 20, set()))
+        finally:
+            cache.close()
+            await store.close()
+
+    asyncio.run(main())
+
+
+def frame(request: ApiMessage, version: int) -> memoryview:
+    """A request frame as the network layer hands it over (header and body, without the size)."""
+    request.API_VERSION = version
+    request.with_header(correlation_id=CORRELATION_ID, client_id="dispatcher-test")
+    return memoryview(bytes(request.encode(header=True)))
+
+
+def raw_frame(api_key: int, version: int, body: bytes = b"") -> memoryview:
+    """Header v1 (key, version, correlation id, null client id) and whatever body a test wants."""
+    return memoryview(struct.pack(">hhih", api_key, version, CORRELATION_ID, -1) + body)
+
+
+def split_response(chunks: Any, flexible_header: bool) -> bytes:
+    """Check the size prefix and the response header (v0, or v1 with empty tagged fields); the body."""
+    data = b"".join(bytes(c) for c in chunks)
+    size, correlation_id = struct.unpack_from(">ii", data, 0)
+    assert size == len(data) - 4
+    assert correlation_id == CORRELATION_ID
+    if flexible_header:
+        assert data[8] == 0, "response header v1 ends with an empty tagged-field section"
+        return data[9:]
+    return data[8:]
+
+
+def api_versions_table() -> list[Any]:
+    return [ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+            for k, (lo, hi) in sorted(EXPECTED_VERSIONS.items())]
+
+
+def closes(request: memoryview, reason: str) -> Scenario:
+    async def scenario(dispatcher: Dispatcher, conn: Connection) -> None:
+        with pytest.raises(CloseConnection, match=reason):
+            await dispatcher(conn, request)
+
+    return scenario
+
+
+def test_registry_advertises_the_same_versions_as_before() -> None:
+    assert {k: (a.min_version, a.max_version) for k, a in APIS.items()} == EXPECTED_VERSIONS
+    assert [k for k, a in APIS.items() if a.raw] == [ProduceRequest.API_KEY]
+
+
+def test_unknown_api_key_closes_the_connection() -> None:
+    run(closes(raw_frame(999, 0), f"unknown API key 999 \\(correlation id {CORRELATION_ID}\\)"))
+
+
+def test_unsupported_version_closes_the_connection() -> None:
+    run(closes(raw_frame(MetadataRequest.API_KEY, 77), "unsupported version 77 of Metadata \\(supported 0-12\\)"))
+    run(closes(raw_frame(ProduceRequest.API_KEY, 2), "unsupported version 2 of Produce \\(supported 3-12\\)"))
+
+
+def test_malformed_body_closes_the_connection() -> None:
+    too_many_topics = struct.pack(">i", 2**31 - 1)  # then nothing
+    run(closes(raw_frame(MetadataRequest.API_KEY, 1, too_many_topics), "malformed Metadata v1 request"))
+
+
+def test_malformed_body_of_a_raw_handler_closes_the_connection() -> None:
+    run(closes(raw_frame(ProduceRequest.API_KEY, 3, b"\x00"), "Produce request is truncated"))
+
+
+def test_truncated_header_closes_the_connection() -> None:
+    run(closes(memoryview(b"\x00\x03\x00"), "too short for a request header"))
+
+
+def test_api_versions_at_an_unknown_version_gets_the_v0_error_response() -> None:
+    async def scenario(dispatcher: Dispatcher, conn: Connection) -> None:
+        chunks = await dispatcher(conn, raw_frame(ApiVersionsRequest.API_KEY, 99))
+        body = split_response(chunks, flexible_header=False)
+        expected = ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=api_versions_table())
+        assert body == bytes(expected.encode(version=0))
+
+    run(scenario)
+
+
+@pytest.mark.parametrize("version", [0, 3, 4])
+def test_api_versions_lists_the_registry_with_header_v0(version: int) -> None:
+    async def scenario(dispatcher: Dispatcher, conn: Connection) -> None:
+        request = ApiVersionsRequest(client_software_name="t", client_software_version="1")
+        chunks = await dispatcher(conn, frame(request, version))
+        body = split_response(chunks, flexible_header=False)  # ApiVersions: header v0 at every version
+        expected = ApiVersionsResponse(error_code=0, api_keys=api_versions_table(), throttle_time_ms=0)
+        assert body == bytes(expected.encode(version=version))
+
+    run(scenario)
+
+
+@pytest.mark.parametrize(("version", "flexible_header"), [(1, False), (8, False), (9, True), (12, True)])
+def test_metadata_response_header_follows_the_version(version: int, flexible_header: bool) -> None:
+    async def scenario(dispatcher: Dispatcher, conn: Connection) -> None:
+        request = MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                                  include_cluster_authorized_operations=False,
+                                  include_topic_authorized_operations=False)
+        body = split_response(await dispatcher(conn, frame(request, version)), flexible_header)
+        broker = MetadataResponse.MetadataResponseBroker(node_id=0, host="broker0.example", port=9092, rack=None)
+        expected = MetadataResponse(throttle_time_ms=0, brokers=[broker], cluster_id=CLUSTER_ID, controller_id=0,
+                                    topics=[])
+        assert body == bytes(expected.encode(version=version))
+
+    run(scenario)
+
+
+@pytest.mark.parametrize("version", [0, 1])
+def test_describe_cluster_is_flexible_at_every_version(version: int) -> None:
+    async def scenario(dispatcher: Dispatcher, conn: Connection) -> None:
+        request = DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=1)
+        body = split_response(await dispatcher(conn, frame(request, version)), flexible_header=True)
+        response = DescribeClusterResponse.decode(body, version=version)
+        assert response.cluster_id == CLUSTER_ID
+        assert [b.broker_id for b in response.brokers] == [0]
+
+    run(scenario)
+
+
+def test_registering_outside_kafka_python_versions_or_twice_is_refused() -> None:
+    async def handler(ctx: Any, request: Any) -> None:
+        return None
+
+    with pytest.raises(ValueError, match="outside kafka-python"):
+        handles(MetadataRequest, MetadataResponse, versions=(0, MetadataRequest.max_version + 1))
+    with pytest.raises(ValueError, match="does not answer"):
+        handles(MetadataRequest, ApiVersionsResponse, versions=(0, 1))
+    with pytest.raises(ValueError, match="two handlers"):
+        handles(MetadataRequest, MetadataResponse, versions=(0, 1))(handler)
+    assert APIS[MetadataRequest.API_KEY].handler is not handler
