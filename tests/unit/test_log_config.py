@@ -120,3 +120,13 @@ def test_compaction_lag_caps_segment_ms_of_compacted_topics() -> None:
     props = {"segment.ms": "100000", "max.compaction.lag.ms": "5000"}
     assert LogConfig.from_props(props).max_segment_ms == 100000
     assert LogConfig.from_props({**props, "cleanup.policy": "compact"}).max_segment_ms == 5000
+
+
+def test_topic_configs_are_checked_against_the_broker_defaults() -> None:
+    from odradek.config import ConfigError, validate_topic_configs
+
+    with pytest.raises(ConfigError, match=r"min.compaction.lag.ms \(5000\) > max.compaction.lag.ms \(1000\)"):
+        validate_topic_configs({"min.compaction.lag.ms": "5000"}, {"max.compaction.lag.ms": "1000"})
+    assert validate_topic_configs({"min.compaction.lag.ms": "500"}, {"max.compaction.lag.ms": "1000"}) == {
+        "min.compaction.lag.ms": "500"
+    }
