@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ from odradek.cluster.store import (
     Watcher,
     WatchEvent,
 )
+from odradek.fsutil import atomic_write
 
 STORE_FILE = "odradek-metadata.json"
 
@@ -76,12 +76,7 @@ class EmbeddedStore(MetadataStore):
             for path, n in self._nodes.items()
             if not n.ephemeral and path != "/"
         }
-        tmp = self.file.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            json.dump(out, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.file)
+        atomic_write(self.file, json.dumps(out))
 
     def _fire(self, table: dict[str, list[Watcher]], path: str, kind: str, event_path: str | None = None) -> None:
         watchers = table.pop(path, None)
