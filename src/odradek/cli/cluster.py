@@ -19,7 +19,6 @@ idempotent. A failed ``up`` stops whatever it had started.
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 import socket
@@ -36,8 +35,9 @@ import psutil
 from odradek.cli import processes
 from odradek.cli.common import ArgParser, CliError, UsageError, parse_int, run_tool
 from odradek.cli.server_stop import find_processes, running
+from odradek.cli.zk_session import ZkSession, broker_ids, controller_id
 from odradek.cli.zookeeper import GENERATED_CFG, PID_FILE, find_servers, server_mode, servers
-from odradek.cluster.znodes import BROKER_IDS, CONTROLLER
+from odradek.cluster.store import MetadataStore
 from odradek.fsutil import atomic_write
 
 STATE_FILE = "cluster.json"
@@ -297,38 +297,17 @@ class Registry:
     controller: int | None
 
 
-def quiet_kazoo() -> None:
-    """kazoo logs connection trouble; the tools report it themselves, in one line."""
-    logger = logging.getLogger("kazoo")
-    logger.addHandler(logging.NullHandler())
-    logger.propagate = False
-
-
 def read_registry(connect: str, timeout: float = 10.0) -> Registry | None:
     """/brokers/ids children and the /controller's brokerid, or None when ZooKeeper is unreachable."""
-    from kazoo.client import KazooClient
-    from kazoo.exceptions import KazooException, NoNodeError
-    from kazoo.handlers.threading import KazooTimeoutError
 
-    quiet_kazoo()
-    client = KazooClient(hosts=connect, timeout=timeout)
+    async def body(store: MetadataStore) -> Registry:
+        return Registry(await broker_ids(store), await controller_id(store))
+
     try:
-        client.start(timeout=timeout)
-    except KazooTimeoutError:
-        client.close()
+        with ZkSession(connect, int(timeout * 1000), require_cluster=False) as zk:
+            return zk.run(body)
+    except CliError:
         return None
-    try:
-        ids = sorted(int(i) for i in client.get_children(BROKER_IDS)) if client.exists(BROKER_IDS) else []
-        try:
-            controller = json.loads(client.get(CONTROLLER)[0]).get("brokerid")
-        except (NoNodeError, ValueError, AttributeError):
-            controller = None
-        return Registry(ids, controller)
-    except KazooException:
-        return None
-    finally:
-        client.stop()
-        client.close()
 
 
 # ---------------------------------------------------------------------------------------------
