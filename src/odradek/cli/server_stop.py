@@ -17,7 +17,7 @@ def running(marker: str, config: str | None = None) -> list[psutil.Process]:
 
 
 def find_processes(marker: str, config: str | None = None) -> list[int]:
-    """Their pids."""
+    """The pids of :func:`running` (for showing and recording them)."""
     return [p.pid for p in running(marker, config)]
 
 

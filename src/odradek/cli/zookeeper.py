@@ -391,7 +391,7 @@ def servers(generated_cfg: Path | None = None) -> list[psutil.Process]:
 
 
 def find_servers(generated_cfg: Path | None = None) -> list[int]:
-    """Their pids."""
+    """The pids of :func:`servers` (for showing and recording them)."""
     return [p.pid for p in servers(generated_cfg)]
 
 
