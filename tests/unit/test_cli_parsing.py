@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END
 from confluent_kafka.admin import ConfigEntry, ConfigSource
 
-from odradek.cli import common, console_consumer, console_producer, dump_log, topics
+from odradek.cli import common, console_consumer, console_producer, dump_log, topic_model, topics
 from odradek.cli import main as cli_main
 from odradek.protocol.records import COMPRESSION_GZIP, build_batch
 
@@ -179,12 +179,12 @@ def test_replica_assignment() -> None:
 
 
 def test_topic_pattern_is_a_whole_name_regex() -> None:
-    pattern = topics.topic_pattern("test.*")
+    pattern = topic_model.topic_pattern("test.*")
     assert pattern.fullmatch("test-1") and not pattern.fullmatch("atest")
-    both = topics.topic_pattern("'a,b'")
+    both = topic_model.topic_pattern("'a,b'")
     assert both.fullmatch("a") and both.fullmatch("b") and not both.fullmatch("a,b")
     with pytest.raises(topics.TopicCommandError, match="Error while executing topic command"):
-        topics.topic_pattern("(")
+        topic_model.topic_pattern("(")
 
 
 def test_topic_name_rules() -> None:
@@ -218,7 +218,7 @@ def test_describe_layout() -> None:
 def test_describe_without_topic_id_and_reports() -> None:
     info = sample_topic()
     info.topic_id = None
-    assert topics.topic_line(info, {}) == "Topic: t\tPartitionCount: 2\tReplicationFactor: 2\tConfigs: "
+    assert topic_model.topic_line(info, {}) == "Topic: t\tPartitionCount: 2\tReplicationFactor: 2\tConfigs: "
     under = topics.describe_lines(info, {}, topics.Report(under_replicated=True), {0, 1})
     assert under == ["\tTopic: t\tPartition: 1\tLeader: none\tReplicas: 1,0\tIsr: 0"]
     unavailable = topics.describe_lines(info, {}, topics.Report(unavailable=True), {0, 1})

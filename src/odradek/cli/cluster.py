@@ -12,17 +12,15 @@ Everything started is recorded in ``cluster.json`` (ports, configs, pids) as it 
 
 ``status`` shows each ZooKeeper server's mode, each broker's registration and pid, and the
 controller; it exits 1 when any part is down. ``down`` stops the brokers (SIGTERM, up to 60 s),
-then the ZooKeeper servers, by recorded pid (checked against /proc, so a reused pid is never
-signalled); it is idempotent. A failed ``up`` stops whatever it had started.
+then the ZooKeeper servers, found by command line (psutil: a reused pid is never signalled); it is
+idempotent. A failed ``up`` stops whatever it had started.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -32,10 +30,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import psutil
+
+from odradek.cli import processes
 from odradek.cli.common import ArgParser, CliError, UsageError, parse_int, run_tool
-from odradek.cli.server_stop import find_processes
-from odradek.cli.zookeeper import GENERATED_CFG, PID_FILE, alive, find_servers, is_our_server, server_mode
-from odradek.cluster.znodes import BROKER_IDS, CONTROLLER
+from odradek.cli.server_stop import find_processes, running
+from odradek.cli.zk_session import ZkSession, broker_ids, controller_id
+from odradek.cli.zookeeper import GENERATED_CFG, PID_FILE, find_servers, server_mode, servers
+from odradek.cluster.store import MetadataStore
+from odradek.fsutil import atomic_write
 
 STATE_FILE = "cluster.json"
 BROKER_OUT = "odradek-server.out"  # what server-start -daemon writes in $LOG_DIR
@@ -52,8 +55,19 @@ SUBCOMMANDS = ("up", "status", "down")
 # ---------------------------------------------------------------------------------------------
 
 
+class Node:
+    """A process of the cluster: the config file it runs (whose directory is its home), its pid."""
+
+    config: str
+    pid: int | None
+
+    @property
+    def home(self) -> Path:
+        return Path(self.config).parent
+
+
 @dataclass
-class ZkNode:
+class ZkNode(Node):
     """One ZooKeeper server of the cluster."""
 
     id: int
@@ -62,10 +76,6 @@ class ZkNode:
     election_port: int
     config: str
     pid: int | None = None
-
-    @property
-    def home(self) -> Path:
-        return Path(self.config).parent
 
     @property
     def data_dir(self) -> Path:
@@ -77,17 +87,13 @@ class ZkNode:
 
 
 @dataclass
-class BrokerNode:
+class BrokerNode(Node):
     """One broker of the cluster."""
 
     id: int
     port: int
     config: str
     pid: int | None = None
-
-    @property
-    def home(self) -> Path:
-        return Path(self.config).parent
 
 
 @dataclass
@@ -114,9 +120,7 @@ class Cluster:
     def save(self) -> None:
         data = asdict(self) | {"zookeeper_connect": self.zookeeper_connect,
                                "bootstrap_servers": self.bootstrap_servers}
-        tmp = self.state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=2) + "\n")
-        tmp.replace(self.state_file)
+        atomic_write(self.state_file, json.dumps(data, indent=2) + "\n")
 
     @classmethod
     def load(cls, directory: Path) -> Cluster | None:
@@ -251,36 +255,13 @@ def broker_error(out: Path, offset: int) -> str | None:
 
 
 def zk_pids(node: ZkNode) -> list[int]:
-    """Live servers of `node`: its recorded pid if it really is that server, plus any in /proc."""
-    pids = set(find_servers(node.generated_cfg))
-    if node.pid is not None and is_our_server(node.pid, node.generated_cfg):
-        pids.add(node.pid)
-    return sorted(pids)
+    """Live servers of `node` (found by their generated config)."""
+    return find_servers(node.generated_cfg)
 
 
 def broker_pids(broker: BrokerNode) -> list[int]:
-    """Live broker processes of `broker`'s config (the recorded pid among them, when alive)."""
+    """Live broker processes of `broker`'s config."""
     return find_processes("server-start", broker.config)
-
-
-def signal_and_wait(pids: list[int], timeout: float) -> list[int]:
-    """SIGTERM, wait up to `timeout`, SIGKILL whatever is left; returns the pids that needed it."""
-    for pid in pids:
-        _kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(alive(p) for p in pids):
-        time.sleep(0.1)
-    stubborn = [p for p in pids if alive(p)]
-    for pid in stubborn:
-        _kill(pid, signal.SIGKILL)
-    return stubborn
-
-
-def _kill(pid: int, signum: int) -> None:
-    try:
-        os.kill(pid, signum)
-    except ProcessLookupError:
-        pass
 
 
 def wait_for(condition: Callable[[], bool], timeout: float, interval: float = 0.2) -> bool:
@@ -316,38 +297,17 @@ class Registry:
     controller: int | None
 
 
-def quiet_kazoo() -> None:
-    """kazoo logs connection trouble; the tools report it themselves, in one line."""
-    logger = logging.getLogger("kazoo")
-    logger.addHandler(logging.NullHandler())
-    logger.propagate = False
-
-
 def read_registry(connect: str, timeout: float = 10.0) -> Registry | None:
     """/brokers/ids children and the /controller's brokerid, or None when ZooKeeper is unreachable."""
-    from kazoo.client import KazooClient
-    from kazoo.exceptions import KazooException, NoNodeError
-    from kazoo.handlers.threading import KazooTimeoutError
 
-    quiet_kazoo()
-    client = KazooClient(hosts=connect, timeout=timeout)
+    async def body(store: MetadataStore) -> Registry:
+        return Registry(await broker_ids(store), await controller_id(store))
+
     try:
-        client.start(timeout=timeout)
-    except KazooTimeoutError:
-        client.close()
+        with ZkSession(connect, int(timeout * 1000), require_cluster=False) as zk:
+            return zk.run(body)
+    except CliError:
         return None
-    try:
-        ids = sorted(int(i) for i in client.get_children(BROKER_IDS)) if client.exists(BROKER_IDS) else []
-        try:
-            controller = json.loads(client.get(CONTROLLER)[0]).get("brokerid")
-        except (NoNodeError, ValueError, AttributeError):
-            controller = None
-        return Registry(ids, controller)
-    except KazooException:
-        return None
-    finally:
-        client.stop()
-        client.close()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -436,8 +396,8 @@ def wait_for_quorum(cluster: Cluster, timeout: float) -> None:
     print(f"waiting for {waiting} ... ", end="", flush=True)
     if not wait_for(lambda: has_quorum(zk_modes(cluster)), timeout):
         print("FAILED", flush=True)
-        modes = ", ".join(f"zk{z.id}={m or 'not serving'}" for z, m in zip(cluster.zookeepers, zk_modes(cluster), strict=True))
-        raise CliError(f"Error: the ZooKeeper ensemble has no leader after {timeout:.0f} s ({modes})")
+        shown = ", ".join(f"zk{z.id}={m or 'not serving'}" for z, m in zip(cluster.zookeepers, zk_modes(cluster), strict=True))
+        raise CliError(f"Error: the ZooKeeper ensemble has no leader after {timeout:.0f} s ({shown})")
     modes = zk_modes(cluster)
     leader = next((z.id for z, m in zip(cluster.zookeepers, modes, strict=True) if m in ("leader", "standalone")), None)
     print(f"zookeeper {leader} leads" if len(modes) > 1 else "serving (standalone)", flush=True)
@@ -567,9 +527,11 @@ def down(argv: list[str]) -> int:
 def tear_down(cluster: Cluster, *, quiet: bool) -> None:
     """Stop brokers (up to 60 s), then ZooKeeper servers; forget their pids."""
     say: Callable[[str], Any] = (lambda _text: None) if quiet else print
-    stop_group("brokers", sorted({p for b in cluster.brokers for p in broker_pids(b)}), BROKER_STOP_TIMEOUT, say)
-    stop_group("zookeepers", sorted({p for z in cluster.zookeepers for p in zk_pids(z)}), ZOOKEEPER_STOP_TIMEOUT, say)
-    for node in [*cluster.brokers, *cluster.zookeepers]:
+    brokers = [p for b in cluster.brokers for p in running("server-start", b.config)]
+    stop_group("brokers", brokers, BROKER_STOP_TIMEOUT, say)
+    stop_group("zookeepers", [p for z in cluster.zookeepers for p in servers(z.generated_cfg)], ZOOKEEPER_STOP_TIMEOUT, say)
+    nodes: list[Node] = [*cluster.brokers, *cluster.zookeepers]
+    for node in nodes:
         node.pid = None
     for zk in cluster.zookeepers:
         (zk.data_dir / PID_FILE).unlink(missing_ok=True)
@@ -577,13 +539,15 @@ def tear_down(cluster: Cluster, *, quiet: bool) -> None:
         cluster.save()
 
 
-def stop_group(what: str, pids: list[int], timeout: float, say: Callable[[str], Any]) -> None:
-    if not pids:
+def stop_group(what: str, procs: list[psutil.Process], timeout: float, say: Callable[[str], Any]) -> None:
+    """SIGTERM, up to `timeout` seconds, then SIGKILL for whatever is left."""
+    if not procs:
         say(f"Stopping {what} ... none running")
         return
-    stubborn = signal_and_wait(pids, timeout)
-    killed = f"; killed pid {', '.join(map(str, stubborn))} after {timeout:.0f} s" if stubborn else ""
-    say(f"Stopping {what} ... STOPPED (pid {', '.join(map(str, pids))}{killed})")
+    procs = sorted(procs, key=lambda p: p.pid)
+    stubborn = processes.terminate(procs, timeout, kill=True)
+    killed = f"; killed pid {', '.join(str(p.pid) for p in stubborn)} after {timeout:.0f} s" if stubborn else ""
+    say(f"Stopping {what} ... STOPPED (pid {', '.join(str(p.pid) for p in procs)}{killed})")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Entry point of the `odradek` command: routes `odradek <tool> [args]` to the tool's module.
 
 Tool modules are imported lazily, so a broken or slow import in one tool never affects another,
-and `odradek --help` stays fast. Each tool module exposes `main(argv: list[str]) -> int`.
+and `odradek --help` stays fast. Each tool is a function `(argv: list[str]) -> int` of its module:
+`main` unless the table names another (the three ZooKeeper tools share one module).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ class Tool(NamedTuple):
 
     module: str
     summary: str
+    function: str = "main"
 
 
 TOOLS: dict[str, Tool] = {
@@ -30,9 +32,9 @@ TOOLS: dict[str, Tool] = {
     "dump-log": Tool("odradek.cli.dump_log", "print the batches and records of log segment files"),
     "demo": Tool("odradek.cli.demo", "broker + generator + Spark streaming job with live metrics (the main job)"),
     "pipeline": Tool("odradek.cli.pipeline", "generate input for, run and archive the Spark analytics pipelines"),
-    "zookeeper-server-start": Tool("odradek.cli.zookeeper.server_start", "run a ZooKeeper server from zoo.cfg"),
-    "zookeeper-server-stop": Tool("odradek.cli.zookeeper.server_stop", "stop ZooKeeper servers started here"),
-    "zookeeper-server-status": Tool("odradek.cli.zookeeper.server_status", "print a ZooKeeper server's mode"),
+    "zookeeper-server-start": Tool("odradek.cli.zookeeper", "run a ZooKeeper server from zoo.cfg", "start_main"),
+    "zookeeper-server-stop": Tool("odradek.cli.zookeeper", "stop ZooKeeper servers started here", "stop_main"),
+    "zookeeper-server-status": Tool("odradek.cli.zookeeper", "print a ZooKeeper server's mode", "status_main"),
     "cluster": Tool("odradek.cli.cluster", "run a local ZooKeeper ensemble + brokers (up, status, down)"),
     "leader-election": Tool("odradek.cli.leader_election", "elect preferred or unclean partition leaders"),
     "preferred-replica-election": Tool("odradek.cli.preferred_replica_election",
@@ -57,9 +59,10 @@ def usage() -> str:
 
 
 def load_tool(name: str) -> Callable[[list[str]], int]:
-    """Import the module of tool `name` and return its `main`."""
-    module = importlib.import_module(TOOLS[name].module)
-    return module.main
+    """Import the module of tool `name` and return its entry function."""
+    tool = TOOLS[name]
+    entry: Callable[[list[str]], int] = getattr(importlib.import_module(tool.module), tool.function)
+    return entry
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,11 +17,12 @@ from confluent_kafka import ElectionType
 
 from odradek.cli.common import ArgParser, CliError, UsageError, read_properties_file, run_tool
 from odradek.cli.leader_election import elect, read_election_file, report
-from odradek.cli.zk_admin import ZkAdmin
+from odradek.cli.zk_session import ZkSession, create_json, read_json, read_topic, topic_names
 from odradek.cluster import znodes as zn
-from odradek.cluster.elections import election_json
+from odradek.cluster.elections import TopicPartition, election_json
+from odradek.cluster.store import MetadataStore
 
-ZK_TIMEOUT_S = 30.0
+ZK_TIMEOUT_MS = 30_000
 
 
 def build_parser() -> ArgParser:
@@ -53,23 +54,28 @@ def scala_set(partitions: list[tuple[str, int]]) -> str:
     return f"Set({', '.join(f'{t}-{p}' for t, p in partitions)})"
 
 
+async def _existing(
+    store: MetadataStore, wanted: list[TopicPartition] | None
+) -> tuple[list[TopicPartition], list[TopicPartition]]:
+    """The partitions to elect, and those named in `wanted` that do not exist (all partitions when None)."""
+    existing: set[TopicPartition] = set()
+    for name in {t for t, _ in wanted} if wanted is not None else await topic_names(store):
+        topic = await read_topic(store, name)
+        if topic is not None:
+            existing |= {(name, p) for p in topic.partitions}
+    if wanted is None:
+        return sorted(existing), []
+    return [tp for tp in wanted if tp in existing], [tp for tp in wanted if tp not in existing]
+
+
 def via_zookeeper(connect: str, wanted: list[tuple[str, int]] | None) -> int:
     print("Warning: --zookeeper is deprecated and will be removed in a future version of Kafka.")
     print("Use --bootstrap-server instead to specify a broker to connect to.")
-    with ZkAdmin(connect, ZK_TIMEOUT_S) as zk:
-        existing: set[tuple[str, int]] = set()
-        for name in ({t for t, _ in wanted} if wanted is not None else zk.topics()):
-            topic = zk.topic(name)
-            if topic is not None:
-                existing |= {(name, p) for p in topic.partitions}
-        if wanted is None:
-            valid, invalid = sorted(existing), []
-        else:
-            valid = [tp for tp in wanted if tp in existing]
-            invalid = [tp for tp in wanted if tp not in existing]
+    with ZkSession(connect, ZK_TIMEOUT_MS) as zk:
+        valid, invalid = zk.run(_existing, wanted)
         data = election_json(valid)
-        if not zk.create_json(zn.PREFERRED_REPLICA_ELECTION, data):
-            running = zk.get_json(zn.PREFERRED_REPLICA_ELECTION) or {}
+        if not zk.run(create_json, zn.PREFERRED_REPLICA_ELECTION, data):
+            running = zk.run(read_json, zn.PREFERRED_REPLICA_ELECTION) or {}
             names = ",".join(f"{p.get('topic')}-{p.get('partition')}" for p in running.get("partitions", []))
             raise CliError(f"Error: Preferred replica leader election currently in progress for {names}. "
                            "Aborting operation")

@@ -26,11 +26,13 @@ from typing import Any, Protocol
 
 from kafka.protocol.admin import AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest
 
+from odradek.cli import zk_session
 from odradek.cli.common import ArgParser, CliError, UsageError, run_tool
 from odradek.cli.protocol_client import AdminConnection
-from odradek.cli.zk_admin import ZkAdmin
+from odradek.cli.zk_session import ZkSession
 from odradek.cluster import znodes as zn
 from odradek.cluster.assignment import assign_replicas
+from odradek.cluster.controller import read_reassignments
 from odradek.cluster.elections import (
     ReplicaAssignment,
     TopicPartition,
@@ -41,6 +43,7 @@ from odradek.cluster.elections import (
     tp_str,
     validate_reassignment_entries,
 )
+from odradek.cluster.store import MetadataStore
 from odradek.protocol.errors import ErrorCode, KafkaError
 
 ACTIONS = ("generate", "execute", "verify", "cancel", "list")
@@ -232,45 +235,48 @@ def _raise_top_level(resp: Any) -> None:
 class ZkBackend:
     """The same through ZooKeeper: topic znodes and /admin/reassign_partitions."""
 
-    def __init__(self, zk: ZkAdmin) -> None:
+    def __init__(self, zk: ZkSession) -> None:
         self.zk = zk
 
     def replicas(self, topics: list[str]) -> Assignment:
-        out: Assignment = {}
-        for name in topics:
-            topic = self.zk.topic(name)
-            if topic is None:
-                raise CliError(f"Error: Topic {name} not found.")
-            out.update({(name, p): list(r) for p, r in topic.partitions.items()})
-        return out
+        return self.zk.run(_zk_replicas, topics)
 
     def brokers(self) -> list[int]:
-        return self.zk.broker_ids()
+        return self.zk.run(zk_session.broker_ids)
 
     def ongoing(self) -> dict[TopicPartition, ReplicaAssignment]:
-        out: dict[TopicPartition, ReplicaAssignment] = {}
-        for name in self.zk.topics():
-            topic = self.zk.topic(name)
-            for p in sorted(topic.partitions) if topic else []:
-                a = ReplicaAssignment(topic.partitions[p], topic.adding.get(p, []), topic.removing.get(p, []))
-                if a.reassigning:
-                    out[(name, p)] = a
-        pending = self.zk.get_json(zn.REASSIGN_PARTITIONS)
-        if pending is not None:
-            current = {}
-            for tp, _ in _lenient_entries(pending):
-                topic = current.get(tp[0]) or self.zk.topic(tp[0])
-                current[tp[0]] = topic
-                if topic is not None and tp[1] in topic.partitions and tp not in out:
-                    out[tp] = ReplicaAssignment(list(topic.partitions[tp[1]]))
-        return out
+        return self.zk.run(_zk_ongoing)
 
     def alter(self, changes: dict[TopicPartition, list[int] | None]) -> dict[TopicPartition, str]:
         body = {"version": 1, "partitions": [{"topic": t, "partition": p, "replicas": r}
                                              for (t, p), r in sorted(changes.items())]}
-        if not self.zk.create_json(zn.REASSIGN_PARTITIONS, body):
+        if not self.zk.run(zk_session.create_json, zn.REASSIGN_PARTITIONS, body):
             raise CliError("There is an existing assignment running.")
         return {}
+
+
+async def _zk_replicas(store: MetadataStore, topics: list[str]) -> Assignment:
+    out: Assignment = {}
+    for name in topics:
+        topic = await zk_session.read_topic(store, name)
+        if topic is None:
+            raise CliError(f"Error: Topic {name} not found.")
+        out.update({(name, p): list(r) for p, r in topic.partitions.items()})
+    return out
+
+
+async def _zk_ongoing(store: MetadataStore) -> dict[TopicPartition, ReplicaAssignment]:
+    """Reassignments under way in the topic znodes, plus those still waiting in /admin/reassign_partitions."""
+    out = await read_reassignments(store, await zk_session.topic_names(store))
+    pending = await zk_session.read_json(store, zn.REASSIGN_PARTITIONS)
+    topics: dict[str, zn.TopicAssignment | None] = {}
+    for tp, _ in _lenient_entries(pending) if pending is not None else []:
+        if tp[0] not in topics:
+            topics[tp[0]] = await zk_session.read_topic(store, tp[0])
+        topic = topics[tp[0]]
+        if topic is not None and tp[1] in topic.partitions and tp not in out:
+            out[tp] = ReplicaAssignment(list(topic.partitions[tp[1]]))
+    return out
 
 
 def _lenient_entries(data: Any) -> list[tuple[TopicPartition, list[int]]]:
@@ -379,7 +385,7 @@ def main(argv: list[str]) -> int:
         action = chosen_action(opts)
         if opts.zookeeper and action != "cancel":
             print("Warning: --zookeeper is deprecated, and will be removed in a future version of Kafka.")
-            with ZkAdmin(opts.zookeeper, REQUEST_TIMEOUT_S) as zk:
+            with ZkSession(opts.zookeeper, int(REQUEST_TIMEOUT_S * 1000)) as zk:
                 return HANDLERS[action](ZkBackend(zk), opts)
         with AdminConnection(opts.bootstrap_server, REQUEST_TIMEOUT_S + 10, "reassign-partitions-tool") as conn:
             return HANDLERS[action](KafkaBackend(conn), opts)

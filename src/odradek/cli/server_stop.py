@@ -4,68 +4,34 @@ kafka-server-stop.sh; with a config path, only the broker started with that file
 from __future__ import annotations
 
 import argparse
-import os
-import signal
 import sys
-import time
-from pathlib import Path
+
+import psutil
+
+from odradek.cli import processes
 
 
-def find_processes(marker: str, config: str | None) -> list[int]:
-    """Pids of `odradek <marker>` processes (optionally started with `config`), from /proc."""
-    me = os.getpid()
-    wanted = str(Path(config).resolve()) if config else None
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        try:
-            args = (entry / "cmdline").read_bytes().decode(errors="replace").split("\0")
-        except OSError:
-            continue
-        if "odradek.cli.main" not in " ".join(args) and not any(a.endswith("/odradek") for a in args):
-            continue
-        if marker not in args:
-            continue
-        if wanted is not None:
-            resolved = {str(Path(a).resolve()) for a in args if a and not a.startswith("-")}
-            if wanted not in resolved:
-                continue
-        pids.append(int(entry.name))
-    return sorted(pids)
+def running(marker: str, config: str | None = None) -> list[psutil.Process]:
+    """The `odradek <marker>` processes on this host (only those started with `config`, when given)."""
+    return processes.find(processes.odradek_tool(marker, config))
+
+
+def find_processes(marker: str, config: str | None = None) -> list[int]:
+    """The pids of :func:`running` (for showing and recording them)."""
+    return [p.pid for p in running(marker, config)]
 
 
 def stop(marker: str, config: str | None, what: str, timeout: float = 60.0) -> int:
-    pids = find_processes(marker, config)
-    if not pids:
+    procs = running(marker, config)
+    if not procs:
         print(f"No {what} to stop", file=sys.stderr)
         return 1
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(_alive(p) for p in pids):
-        time.sleep(0.1)
-    left = [p for p in pids if _alive(p)]
+    left = processes.terminate(procs, timeout)
     if left:
-        print(f"{what} still running after {timeout:.0f}s: pid {', '.join(map(str, left))}", file=sys.stderr)
+        print(f"{what} still running after {timeout:.0f}s: pid {', '.join(str(p.pid) for p in left)}", file=sys.stderr)
         return 1
-    print(f"Stopped {what} (pid {', '.join(map(str, pids))})")
+    print(f"Stopped {what} (pid {', '.join(str(p.pid) for p in procs)})")
     return 0
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except OSError:
-        return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-        return state != "Z"
-    except OSError:
-        return False
 
 
 def main(argv: list[str]) -> int:

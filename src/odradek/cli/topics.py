@@ -3,19 +3,18 @@
 Flags, messages and the `--describe` layout follow Kafka's TopicCommand so its users feel at home.
 With `--bootstrap-server` all requests go through confluent-kafka's AdminClient with bounded timeouts;
 with `--zookeeper HOST:PORT[/chroot]` (Kafka 0.9-2.x style, cluster mode) the znodes are read and
-written directly, see :mod:`odradek.cli.zkadmin`.
+written directly, see :mod:`odradek.cli.zkadmin`. Both print the topic model of
+:mod:`odradek.cli.topic_model`.
 """
 
 from __future__ import annotations
 
 import argparse
 import base64
-import re
 import struct
 import sys
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import KafkaException, TopicCollection
@@ -46,43 +45,27 @@ from odradek.cli.common import (
     read_properties_file,
     run_tool,
 )
+from odradek.cli.topic_model import (
+    INTERNAL_TOPICS,
+    MIN_ISR_KEY,
+    PartitionInfo,
+    Report,
+    TopicCommandError,
+    TopicInfo,
+    describe_lines,
+    existing_topics,
+    matching_topics,
+    parse_replica_assignment,
+    validate_topic_name,
+    warn_if_colliding,
+)
 
 ACTIONS = ("create", "list", "describe", "alter", "delete")
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
-MAX_TOPIC_LENGTH = 249
 CONTROLLER_TRY_TIMEOUT_S = 5.0
-
-
-class TopicCommandError(CliError):
-    """A failure while executing the command, worded like Kafka's TopicCommand."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(f"Error while executing topic command : {message}")
 
 
 class NoController(Exception):
     """A request librdkafka sends to the controller timed out (no controller, or a dead one)."""
-
-
-@dataclass
-class PartitionInfo:
-    """One partition as shown by --describe."""
-
-    id: int
-    leader: int
-    replicas: list[int]
-    isr: list[int]
-
-
-@dataclass
-class TopicInfo:
-    """One topic as shown by --describe."""
-
-    name: str
-    topic_id: str | None
-    internal: bool
-    partitions: list[PartitionInfo] = field(default_factory=list)
 
 
 # --- flags ------------------------------------------------------------------------------------
@@ -207,48 +190,6 @@ def _only_with(opts: argparse.Namespace, dest: str, allowed: tuple[str, ...], ac
     raise UsageError(f'Error: Option "[{flag.lstrip("-")}]" can\'t be used with option "[{action}]"')
 
 
-def parse_replica_assignment(text: str) -> list[list[int]]:
-    """'0:1,1:2' -> [[0, 1], [1, 2]]; duplicates within a partition are refused."""
-    assignment: list[list[int]] = []
-    for index, part in enumerate(text.split(",")):
-        try:
-            brokers = [int(b) for b in part.split(":") if b.strip() != ""]
-        except ValueError:
-            raise UsageError(f"Error: invalid --replica-assignment '{text}': broker ids must be integers") from None
-        if not brokers:
-            raise UsageError(f"Error: invalid --replica-assignment '{text}': partition {index} has no replicas")
-        if len(set(brokers)) != len(brokers):
-            raise UsageError(f"Error: Partition replica lists may not contain duplicate entries: {part}")
-        assignment.append(brokers)
-    if len({len(a) for a in assignment}) > 1:
-        raise UsageError(f"Error: invalid --replica-assignment '{text}': partitions have different replica counts")
-    return assignment
-
-
-def topic_pattern(text: str) -> re.Pattern[str]:
-    """Kafka's include-list rule: commas mean '|', blanks and surrounding quotes are dropped."""
-    cleaned = text.strip().replace(",", "|").replace(" ", "").strip("\"'")
-    try:
-        return re.compile(cleaned)
-    except re.error as exc:
-        raise TopicCommandError(f"Invalid topic regular expression '{text}': {exc}") from None
-
-
-def validate_topic_name(name: str) -> None:
-    """Kafka's client-side topic name rules."""
-    if name in ("", ".", ".."):
-        raise TopicCommandError(f'Topic name "{name}" is illegal, it cannot be empty, "." or ".."')
-    if len(name) > MAX_TOPIC_LENGTH:
-        raise TopicCommandError(
-            f'Topic name is illegal, it can\'t be longer than {MAX_TOPIC_LENGTH} characters, topic name: {name}'
-        )
-    if not LEGAL_TOPIC.fullmatch(name):
-        raise TopicCommandError(
-            f'Topic name "{name}" is illegal, it contains a character other than ASCII alphanumerics, '
-            "'.', '_' and '-'"
-        )
-
-
 # --- talking to the broker --------------------------------------------------------------------
 
 
@@ -268,22 +209,10 @@ class Topics:
         return self.metadata
 
     def topic_names(self) -> list[str]:
-        """All topics matching --topic (regex), sorted; internal ones unless --exclude-internal."""
-        metadata = self.metadata or self.refresh()
-        names = sorted(metadata.topics)
-        if self.opts.topic:
-            pattern = topic_pattern(self.opts.topic)
-            names = [n for n in names if pattern.fullmatch(n)]
-        if self.opts.exclude_internal:
-            names = [n for n in names if n not in INTERNAL_TOPICS]
-        return names
+        return matching_topics((self.metadata or self.refresh()).topics, self.opts)
 
     def existing_topics(self) -> list[str]:
-        """Matching topics; none is an error unless --if-exists."""
-        names = self.topic_names()
-        if not names and self.opts.topic and not self.opts.if_exists:
-            raise TopicCommandError(f"Topic '{self.opts.topic}' does not exist as expected")
-        return names
+        return existing_topics((self.metadata or self.refresh()).topics, self.opts)
 
     # Actions
 
@@ -296,11 +225,7 @@ class Topics:
         validate_topic_name(name)
         if self.opts.if_not_exists and name in self.refresh().topics:
             return
-        if "." in name or "_" in name:
-            print(
-                "WARNING: Due to limitations in metric names, topics with a period ('.') or underscore ('_') "
-                "could collide. To avoid issues it is best to use either, but not both."
-            )
+        warn_if_colliding(name)
         future = self.admin.create_topics(
             [self.new_topic(name)], request_timeout=self.timeout, operation_timeout=self.timeout
         )[name]
@@ -389,18 +314,8 @@ class Topics:
         infos, configs = self.describe_with_retries(names)
         live = {b for b in self.metadata.brokers}
         for info in infos:
-            for line in describe_lines(info, configs.get(info.name, {}), self.report(), live):
+            for line in describe_lines(info, configs.get(info.name, {}), Report.from_opts(self.opts), live):
                 print(line)
-
-    def report(self) -> Report:
-        o = self.opts
-        return Report(
-            o.topics_with_overrides,
-            o.under_replicated_partitions,
-            o.unavailable_partitions,
-            o.under_min_isr_partitions,
-            o.at_min_isr_partitions,
-        )
 
     def describe_with_retries(self, names: list[str]) -> tuple[list[TopicInfo], dict[str, dict[str, str]]]:
         """DescribeTopics and DescribeConfigs, which librdkafka sends to the controller. While a fail-over
@@ -459,24 +374,6 @@ class Topics:
         return result
 
 
-@dataclass
-class Report:
-    """Which subset --describe shows."""
-
-    overrides_only: bool = False
-    under_replicated: bool = False
-    unavailable: bool = False
-    under_min_isr: bool = False
-    at_min_isr: bool = False
-
-    @property
-    def partition_filter(self) -> bool:
-        return self.under_replicated or self.unavailable or self.under_min_isr or self.at_min_isr
-
-
-MIN_ISR_KEY = "\0min.insync.replicas"
-
-
 def configs_of(entries: Iterable[ConfigEntry]) -> dict[str, str]:
     """Overrides of a topic, plus its effective min.insync.replicas under a private key."""
     result: dict[str, str] = {}
@@ -525,54 +422,6 @@ def info_from_metadata(meta: Any) -> TopicInfo:
     return TopicInfo(meta.topic, None, meta.topic in INTERNAL_TOPICS, sorted(partitions, key=lambda p: p.id))
 
 
-def describe_lines(info: TopicInfo, configs: dict[str, str], report: Report, live: set[int]) -> list[str]:
-    """The --describe output of one topic: a header line, then one line per partition."""
-    overrides = {k: v for k, v in configs.items() if k != MIN_ISR_KEY}
-    lines: list[str] = []
-    if report.overrides_only and not overrides:
-        return lines
-    if not report.partition_filter:
-        lines.append(topic_line(info, overrides))
-    if report.overrides_only:
-        return lines
-    min_isr = int(configs.get(MIN_ISR_KEY, "1") or 1)
-    for part in info.partitions:
-        if not report.partition_filter or _selected(part, report, live, min_isr):
-            lines.append(partition_line(info.name, part))
-    return lines
-
-
-def topic_line(info: TopicInfo, overrides: dict[str, str]) -> str:
-    replication = len(info.partitions[0].replicas) if info.partitions else 0
-    fields = [f"Topic: {info.name}"]
-    if info.topic_id:
-        fields.append(f"TopicId: {info.topic_id}")
-    fields += [
-        f"PartitionCount: {len(info.partitions)}",
-        f"ReplicationFactor: {replication}",
-        "Configs: " + ",".join(f"{k}={v}" for k, v in sorted(overrides.items())),
-    ]
-    return "\t".join(fields)
-
-
-def partition_line(topic: str, part: PartitionInfo) -> str:
-    leader = "none" if part.leader < 0 else str(part.leader)
-    return (
-        f"\tTopic: {topic}\tPartition: {part.id}\tLeader: {leader}"
-        f"\tReplicas: {','.join(map(str, part.replicas))}\tIsr: {','.join(map(str, part.isr))}"
-    )
-
-
-def _selected(part: PartitionInfo, report: Report, live: set[int], min_isr: int) -> bool:
-    if report.under_replicated and len(part.isr) < len(part.replicas):
-        return True
-    if report.unavailable and (part.leader < 0 or part.leader not in live):
-        return True
-    if report.under_min_isr and len(part.isr) < min_isr:
-        return True
-    return report.at_min_isr and len(part.isr) == min_isr
-
-
 # --- errors -----------------------------------------------------------------------------------
 
 
@@ -614,11 +463,11 @@ def connect(opts: argparse.Namespace) -> tuple[AdminClient, Any]:
 
 def execute(argv: list[str]) -> int:
     opts = parse_args(argv)
+    action = chosen_action(opts)
     if opts.zookeeper:
         from odradek.cli import zkadmin  # kazoo only when asked for
 
-        return zkadmin.execute_topics(opts)
-    action = chosen_action(opts)
+        return zkadmin.execute_topics(opts, action)
     admin, metadata = connect(opts)
     topics = Topics(admin, opts, metadata)
     getattr(topics, f"do_{action}")()

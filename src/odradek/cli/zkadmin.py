@@ -11,242 +11,61 @@ found its brokers through ZooKeeper. The guides our users follow still type thos
   partition states to describe, printing exactly what ``--bootstrap-server`` prints;
 * :func:`bootstrap_from_zookeeper` turns the brokers registered in ``/brokers/ids`` into bootstrap servers.
 
-A single-node broker keeps its metadata in process, without ZooKeeper: when nothing answers at the
-address, or ZooKeeper answers without ``/brokers/ids``, the tools say so in one line and point to
-``--bootstrap-server``.
+ZooKeeper is reached through :class:`~odradek.cli.zk_session.ZkSession` (which also says, in one line,
+when there is no cluster at the address), and topics are shown with :mod:`odradek.cli.topic_model`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
-import socket
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
-from typing import Any, TypeVar
 
+from odradek.cli import topic_model as model
 from odradek.cli.common import CliError, UsageError, parse_key_values
-from odradek.cli.topics import (
-    INTERNAL_TOPICS,
-    MIN_ISR_KEY,
-    PartitionInfo,
-    Report,
-    TopicCommandError,
-    TopicInfo,
-    chosen_action,
-    describe_lines,
-    parse_replica_assignment,
-    topic_pattern,
-    validate_topic_name,
+from odradek.cli.topic_model import TopicCommandError
+from odradek.cli.zk_session import (
+    MAX_CONNECT_TIMEOUT_MS,
+    ZkSession,
+    children,
+    live_brokers,
+    read_partition_state,
+    read_topic,
+    read_topic_config,
+    read_topic_znode,
+    topic_names,
 )
 from odradek.cluster import admin
 from odradek.cluster import znodes as zn
 from odradek.cluster.assignment import assign_replicas
-from odradek.cluster.store import MetadataStore, NoNodeError, StoreError
+from odradek.cluster.store import MetadataStore
 from odradek.config import ConfigError, validate_topic_configs
 from odradek.protocol.errors import KafkaError
 
-DEFAULT_ZK_PORT = 2181
-PROBE_TIMEOUT_S = 1.0
-SESSION_TIMEOUT_MS = 10_000
-MAX_CONNECT_TIMEOUT_MS = 15_000
 POLL_INTERVAL_S = 0.1
-QUIET_LOGGERS = ("kazoo", "kazoo.client", "odradek.zookeeper")
-NO_CLUSTER = (
-    "Error: no Odradek cluster found in ZooKeeper at {connect} (a single-node broker runs without ZooKeeper): "
-    "use --bootstrap-server instead"
-)
 PARTITIONS_WARNING = (
     "WARNING: If partitions are increased for a topic that has a key, the partition logic or ordering of the "
     "messages will be affected"
 )
 DELETE_NOTE = "Note: This will have no impact if delete.topic.enable is not set to true."
-T = TypeVar("T")
-
-
-class NoClusterError(CliError):
-    """Nothing at the ZooKeeper address, or no Odradek/Kafka cluster registered there."""
-
-    def __init__(self, connect: str) -> None:
-        super().__init__(NO_CLUSTER.format(connect=connect))
-
-
-# --- connecting -------------------------------------------------------------------------------
-
-
-def quiet_logging() -> None:
-    """kazoo and the store log reconnects as warnings: a command-line tool must not print them."""
-    for name in QUIET_LOGGERS:
-        logger = logging.getLogger(name)
-        logger.addHandler(logging.NullHandler())
-        logger.propagate = False
-
-
-def zk_hosts(connect: str) -> list[tuple[str, int]]:
-    """`h1:2181,h2/chroot` -> [('h1', 2181), ('h2', 2181)]; a UsageError when a port is not a number."""
-    hosts, _, _ = connect.partition("/")
-    result: list[tuple[str, int]] = []
-    for item in hosts.split(","):
-        item = item.strip()
-        if not item:
-            continue
-        host, sep, port = item.rpartition(":")
-        if not sep:
-            host, port = item, str(DEFAULT_ZK_PORT)
-        if not port.isdigit() or not 0 < int(port) <= 65535:
-            raise UsageError(f"Error: invalid --zookeeper '{connect}': expected HOST:PORT[,HOST:PORT...][/chroot]")
-        result.append((host.strip("[]") or "127.0.0.1", int(port)))
-    if not result:
-        raise UsageError(f"Error: invalid --zookeeper '{connect}': expected HOST:PORT[,HOST:PORT...][/chroot]")
-    return result
-
-
-def any_answers(hosts: list[tuple[str, int]], timeout: float = PROBE_TIMEOUT_S) -> bool:
-    """Whether some server accepts a TCP connection (so kazoo is not left retrying nothing)."""
-    for host, port in hosts:
-        try:
-            with socket.create_connection((host, port), timeout=timeout):
-                return True
-        except OSError:
-            continue
-    return False
-
-
-def has_cluster(connect: str, timeout_s: float) -> bool:
-    """Whether ZooKeeper at `connect` (chroot included) holds /brokers/ids, without writing anything."""
-    from kazoo.client import KazooClient
-    from kazoo.exceptions import KazooException
-    from kazoo.handlers.threading import KazooTimeoutError
-
-    client = KazooClient(hosts=connect, timeout=SESSION_TIMEOUT_MS / 1000, logger=logging.getLogger("kazoo.client"))
-    try:
-        client.start(timeout=timeout_s)
-    except KazooTimeoutError:
-        client.close()
-        return False
-    try:
-        return client.exists(zn.BROKER_IDS) is not None
-    except KazooException:
-        return False
-    finally:
-        client.stop()
-        client.close()
-
-
-@asynccontextmanager
-async def open_store(connect: str, timeout_ms: int) -> AsyncIterator[MetadataStore]:
-    """A started ZooKeeperStore on a ZooKeeper that holds a cluster, or NoClusterError."""
-    from odradek.cluster.zk import ZooKeeperStore
-
-    quiet_logging()
-    if not any_answers(zk_hosts(connect)):
-        raise NoClusterError(connect)
-    connect_timeout_ms = min(timeout_ms, MAX_CONNECT_TIMEOUT_MS)
-    loop = asyncio.get_running_loop()
-    if not await loop.run_in_executor(None, has_cluster, connect, connect_timeout_ms / 1000):
-        raise NoClusterError(connect)
-    store = ZooKeeperStore(connect, session_timeout_ms=SESSION_TIMEOUT_MS, connection_timeout_ms=connect_timeout_ms)
-    try:
-        await store.start()
-    except StoreError as exc:
-        raise CliError(f"Error: {exc}") from None
-    try:
-        yield store
-    finally:
-        await store.close()
-
-
-def run_with_store(connect: str, timeout_ms: int, body: Callable[[MetadataStore], Awaitable[T]]) -> T:
-    """Run `body(store)` on a fresh event loop; store failures become one-line errors."""
-
-    async def main() -> T:
-        async with open_store(connect, timeout_ms) as store:
-            try:
-                return await body(store)
-            except StoreError as exc:
-                raise CliError(f"Error: ZooKeeper at {connect}: {exc}") from None
-
-    return asyncio.run(main())
 
 
 # --- reading the cluster ----------------------------------------------------------------------
 
 
-async def live_brokers(store: MetadataStore) -> dict[int, zn.BrokerInfo]:
-    """The brokers registered under /brokers/ids (malformed registrations are skipped)."""
-    brokers: dict[int, zn.BrokerInfo] = {}
-    for child in await store.get_children(zn.BROKER_IDS):
-        if not child.isdigit():
-            continue
-        try:
-            data, _ = await store.get_json(zn.broker_path(int(child)))
-            brokers[int(child)] = zn.BrokerInfo.from_json(int(child), data)
-        except (NoNodeError, StoreError, ValueError, KeyError, TypeError, AttributeError):
-            continue
-    return brokers
-
-
-async def all_topics(store: MetadataStore) -> list[str]:
-    try:
-        return sorted(await store.get_children(zn.BROKER_TOPICS))
-    except NoNodeError:
-        return []
-
-
-async def marked_for_deletion(store: MetadataStore) -> set[str]:
-    try:
-        return set(await store.get_children(zn.DELETE_TOPICS))
-    except NoNodeError:
-        return set()
-
-
-async def read_assignment(store: MetadataStore, name: str) -> tuple[dict[str, Any], zn.TopicAssignment] | None:
-    """The raw JSON and parsed content of /brokers/topics/<name>, or None when it is gone."""
-    try:
-        data, _ = await store.get_json(zn.topic_path(name))
-    except NoNodeError:
-        return None
-    try:
-        return data, zn.TopicAssignment.from_json(data)
-    except (KeyError, TypeError, ValueError, AttributeError):
-        raise TopicCommandError(f"The znode {zn.topic_path(name)} is malformed") from None
-
-
-async def read_config(store: MetadataStore, name: str) -> dict[str, str]:
-    """The overrides of a topic (/config/topics/<name>)."""
-    try:
-        data, _ = await store.get_json(zn.topic_config_path(name))
-    except NoNodeError:
-        return {}
-    config = data.get("config", {}) if isinstance(data, dict) else {}
-    return {str(k): str(v) for k, v in (config or {}).items()}
-
-
-async def read_state(store: MetadataStore, name: str, partition: int) -> zn.PartitionState | None:
-    try:
-        data, stat = await store.get_json(zn.partition_state_path(name, partition))
-        return zn.PartitionState.from_json(data, stat.version)
-    except NoNodeError:
-        return None
-    except (KeyError, TypeError, ValueError):
-        return None
-
-
-async def topic_info(store: MetadataStore, name: str) -> TopicInfo | None:
+async def topic_info(store: MetadataStore, name: str) -> model.TopicInfo | None:
     """A topic as --describe shows it: replicas from the assignment, leader and ISR from the states."""
-    found = await read_assignment(store, name)
+    found = await read_topic_znode(store, name)
     if found is None:
         return None
     raw, assignment = found
     partitions = []
     for pid, replicas in sorted(assignment.partitions.items()):
-        state = await read_state(store, name, pid)
+        state = await read_partition_state(store, name, pid)
         leader, isr = (state.leader, list(state.isr)) if state is not None else (-1, [])
-        partitions.append(PartitionInfo(pid, leader, list(replicas), isr))
+        partitions.append(model.PartitionInfo(pid, leader, list(replicas), isr))
     shown_id = zn.uuid_to_str(assignment.topic_id) if raw.get("topic_id") else None
-    return TopicInfo(name, shown_id, name in INTERNAL_TOPICS, partitions)
+    return model.TopicInfo(name, shown_id, name in model.INTERNAL_TOPICS, partitions)
 
 
 async def wait_for_states(store: MetadataStore, name: str, partitions: list[int], timeout_s: float) -> bool:
@@ -301,50 +120,31 @@ class ZkTopics:
         self.opts = opts
         self.timeout_s = opts.command_timeout / 1000
 
-    async def matching(self) -> list[str]:
-        """Topics matching --topic (a regex), sorted; internal ones unless --exclude-internal."""
-        names = await all_topics(self.store)
-        if self.opts.topic:
-            pattern = topic_pattern(self.opts.topic)
-            names = [n for n in names if pattern.fullmatch(n)]
-        if self.opts.exclude_internal:
-            names = [n for n in names if n not in INTERNAL_TOPICS]
-        return names
-
     async def existing(self) -> list[str]:
-        names = await self.matching()
-        if not names and self.opts.topic and not self.opts.if_exists:
-            raise TopicCommandError(f"Topic '{self.opts.topic}' does not exist as expected")
-        return names
+        return model.existing_topics(await topic_names(self.store), self.opts)
 
     async def do_list(self) -> None:
-        deleting = await marked_for_deletion(self.store)
-        for name in await self.matching():
+        deleting = set(await children(self.store, zn.DELETE_TOPICS))
+        for name in model.matching_topics(await topic_names(self.store), self.opts):
             print(f"{name} - marked for deletion" if name in deleting else name)
 
     async def do_describe(self) -> None:
         names = await self.existing()
         live = set(await live_brokers(self.store))
-        report = Report(
-            self.opts.topics_with_overrides,
-            self.opts.under_replicated_partitions,
-            self.opts.unavailable_partitions,
-            self.opts.under_min_isr_partitions,
-            self.opts.at_min_isr_partitions,
-        )
+        report = model.Report.from_opts(self.opts)
         for name in names:
             info = await topic_info(self.store, name)
             if info is None:
                 continue
-            configs = await read_config(self.store, name)
+            configs = await read_topic_config(self.store, name)
             if "min.insync.replicas" in configs:
-                configs[MIN_ISR_KEY] = configs["min.insync.replicas"]
-            for line in describe_lines(info, configs, report, live):
+                configs[model.MIN_ISR_KEY] = configs["min.insync.replicas"]
+            for line in model.describe_lines(info, configs, report, live):
                 print(line)
 
     async def do_create(self) -> None:
         name = self.opts.topic
-        validate_topic_name(name)
+        model.validate_topic_name(name)
         if await self.store.exists(zn.topic_path(name)) is not None:
             if self.opts.if_not_exists:
                 return
@@ -352,11 +152,7 @@ class ZkTopics:
         configs = checked_configs(parse_key_values(self.opts.config, "--config"))
         live = set(await live_brokers(self.store))
         assignment = self.new_assignment(sorted(live))
-        if "." in name or "_" in name:
-            print(
-                "WARNING: Due to limitations in metric names, topics with a period ('.') or underscore ('_') "
-                "could collide. To avoid issues it is best to use either, but not both."
-            )
+        model.warn_if_colliding(name)
         try:
             await admin.create_topic(self.store, name, assignment, configs)
         except KafkaError as exc:
@@ -372,7 +168,7 @@ class ZkTopics:
 
     def new_assignment(self, live: list[int]) -> dict[int, list[int]]:
         if self.opts.replica_assignment:
-            assignment = dict(enumerate(parse_replica_assignment(self.opts.replica_assignment)))
+            assignment = dict(enumerate(model.parse_replica_assignment(self.opts.replica_assignment)))
             check_assignment(assignment, set(live))
             return assignment
         if self.opts.partitions is None:
@@ -395,10 +191,10 @@ class ZkTopics:
     async def add_partitions(self, name: str) -> None:
         if name == "__consumer_offsets":
             raise TopicCommandError("The number of partitions for the offsets topic cannot be changed.")
-        found = await read_assignment(self.store, name)
-        if found is None:
+        topic = await read_topic(self.store, name)
+        if topic is None:
             raise TopicCommandError(f"Topic '{name}' does not exist as expected")
-        current = found[1].partitions
+        current = topic.partitions
         total = self.opts.partitions
         if total <= len(current):
             raise TopicCommandError(
@@ -423,7 +219,7 @@ class ZkTopics:
         self, existing: int, total: int, current: dict[int, list[int]], live: list[int]
     ) -> dict[int, list[int]]:
         if self.opts.replica_assignment:
-            listed = parse_replica_assignment(self.opts.replica_assignment)
+            listed = model.parse_replica_assignment(self.opts.replica_assignment)
             if len(listed) == total:
                 listed = listed[existing:]
             if len(listed) != total - existing:
@@ -440,7 +236,7 @@ class ZkTopics:
             raise TopicCommandError(str(exc)) from None
 
     async def alter_config(self, name: str) -> None:
-        config = await read_config(self.store, name)
+        config = await read_topic_config(self.store, name)
         config.update(parse_key_values(self.opts.config, "--config"))
         for key in self.opts.delete_config or ():
             config.pop(key, None)
@@ -454,7 +250,7 @@ class ZkTopics:
         names = await self.existing()
         controller = await self.store.exists(zn.CONTROLLER) is not None
         for name in names:
-            if name in INTERNAL_TOPICS:
+            if name in model.INTERNAL_TOPICS:
                 raise TopicCommandError(
                     f"Topic {name} is a kafka internal topic and is not allowed to be marked for deletion."
                 )
@@ -468,14 +264,14 @@ class ZkTopics:
             print(DELETE_NOTE)
 
 
-def execute_topics(opts: argparse.Namespace) -> int:
-    """Run the chosen `topics` action against ZooKeeper (`--zookeeper`)."""
-    action = chosen_action(opts)
+def execute_topics(opts: argparse.Namespace, action: str) -> int:
+    """Run `topics --<action>` against ZooKeeper (`--zookeeper`)."""
 
     async def body(store: MetadataStore) -> None:
         await getattr(ZkTopics(store, opts), f"do_{action}")()
 
-    run_with_store(opts.zookeeper, opts.command_timeout, body)
+    with ZkSession(opts.zookeeper, opts.command_timeout) as zk:
+        zk.run(body)
     sys.stdout.flush()
     return 0
 
@@ -492,4 +288,5 @@ def bootstrap_from_zookeeper(connect: str, timeout_ms: int = MAX_CONNECT_TIMEOUT
             raise CliError(f"Error: no broker is registered in ZooKeeper at {connect} (under {zn.BROKER_IDS})")
         return ",".join(f"{b.host or '127.0.0.1'}:{b.port}" for _, b in sorted(brokers.items()))
 
-    return run_with_store(connect, timeout_ms, body)
+    with ZkSession(connect, timeout_ms) as zk:
+        return zk.run(body)

@@ -21,8 +21,8 @@ manifest lists its dependencies, plus ``slf4j-simple`` for logging) or from ``$Z
 its heap in MB (default 256), ``$SERVER_JVMFLAGS`` / ``$JVMFLAGS`` add flags, ``$ZOO_LOG_LEVEL``
 (e.g. INFO, DEBUG) makes the log chattier than the default (warnings plus role changes).
 
-``zookeeper-server-stop [CONFIG]`` stops the server of that config (pid file, else a /proc scan
-for ``QuorumPeerMain`` with its generated config), or every server this launcher started.
+``zookeeper-server-stop [CONFIG]`` stops the server of that config (the ``QuorumPeerMain`` process
+running its generated config), or every server this launcher started.
 ``zookeeper-server-status CONFIG | --server HOST:PORT`` asks ``srvr`` and prints the mode.
 """
 
@@ -41,11 +41,16 @@ import types
 import zipfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import psutil
+
+from odradek.cli import processes
 from odradek.cli.common import ArgParser, CliError, UsageError, run_tool
 from odradek.config import ConfigError, ZooKeeperConfig
+from odradek.fsutil import atomic_write
 
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
 GENERATED_CFG = "odradek-zookeeper.cfg"
@@ -198,9 +203,7 @@ def escape_property(text: str, *, key: bool = False) -> str:
 def write_properties(path: Path, props: Mapping[str, str], header: str) -> None:
     """Write `props` as a .properties file, atomically."""
     lines = [f"# {header}"] + [f"{escape_property(k, key=True)}={escape_property(v)}" for k, v in props.items()]
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    atomic_write(path, "\n".join(lines) + "\n")
 
 
 def prepare_dirs(setup: ServerSetup) -> None:
@@ -373,71 +376,23 @@ def port_answers(host: str, port: int) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 
-def process_args(pid: int) -> list[str] | None:
-    """The argv of process `pid`, or None when it is gone or a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        if stat.rpartition(")")[2].split()[0] in ("Z", "X"):
-            return None
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except (OSError, IndexError):
-        return None
-    return raw.decode(errors="replace").rstrip("\0").split("\0") if raw else None
-
-
-def alive(pid: int) -> bool:
-    """Whether `pid` runs (zombies count as dead)."""
-    return process_args(pid) is not None
-
-
-def is_our_server(pid: int, generated_cfg: Path | None = None) -> bool:
-    """Whether `pid` is a QuorumPeerMain started by this launcher (with that generated config)."""
-    args = process_args(pid)
-    if not args or MAIN_CLASS not in args:
+def is_server(args: list[str], generated_cfg: Path | None = None) -> bool:
+    """Whether `args` run a QuorumPeerMain started by this launcher (with that generated config)."""
+    if MAIN_CLASS not in args:
         return False
-    config = args[-1]
     if generated_cfg is not None:
-        return config == str(generated_cfg)
-    return Path(config).name == GENERATED_CFG
+        return args[-1] == str(generated_cfg)
+    return Path(args[-1]).name == GENERATED_CFG
+
+
+def servers(generated_cfg: Path | None = None) -> list[psutil.Process]:
+    """The ZooKeeper servers started by this launcher (only the one of that config, when given)."""
+    return processes.find(partial(is_server, generated_cfg=generated_cfg))
 
 
 def find_servers(generated_cfg: Path | None = None) -> list[int]:
-    """Pids of ZooKeeper servers started by this launcher (optionally with that config), via /proc."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and is_our_server(int(entry.name), generated_cfg):
-            pids.append(int(entry.name))
-    return sorted(pids)
-
-
-def read_pid_file(path: Path) -> int | None:
-    try:
-        text = path.read_text().strip()
-    except OSError:
-        return None
-    return int(text) if text.isdigit() else None
-
-
-def running_pids(setup: ServerSetup) -> list[int]:
-    """Live servers of `setup`: the pid file's (when it is really ours) and any found in /proc."""
-    pids = set(find_servers(setup.generated_cfg))
-    recorded = read_pid_file(setup.pid_file)
-    if recorded is not None and is_our_server(recorded, setup.generated_cfg):
-        pids.add(recorded)
-    return sorted(pids)
-
-
-def terminate(pids: list[int], timeout: float) -> list[int]:
-    """SIGTERM each pid, wait up to `timeout` seconds; returns those still alive."""
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(alive(p) for p in pids):
-        time.sleep(0.1)
-    return [p for p in pids if alive(p)]
+    """The pids of :func:`servers` (for showing and recording them)."""
+    return [p.pid for p in servers(generated_cfg)]
 
 
 def last_log_line(path: Path, offset: int) -> str:
@@ -463,33 +418,35 @@ def last_log_line(path: Path, offset: int) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+def tool_parser(name: str, description: str, *, config_optional: bool) -> ArgParser:
+    """The parser of one of the three tools, with its CONFIG argument."""
+    parser = ArgParser(name, description, allow_abbrev=False)
+    parser.add_argument("config", metavar="CONFIG", nargs="?" if config_optional else None,
+                        help="zoo.cfg or zookeeper.properties")
+    return parser
+
+
 def start_parser() -> ArgParser:
-    parser = ArgParser(
+    parser = tool_parser(
         "zookeeper-server-start",
         "Start a ZooKeeper server from a zoo.cfg or Kafka's config/zookeeper.properties.\n\n"
         "Foreground by default (Ctrl-C or SIGTERM stops it); with --daemon it runs in the\n"
         "background, output in $LOG_DIR/zookeeper.out (default <dataDir>/../logs), pid in\n"
         "<dataDir>/zookeeper_server.pid. An ensemble member (server.N entries) needs a myid file\n"
         "in its dataDir.",
-        allow_abbrev=False,
+        config_optional=False,
     )
-    parser.add_argument("config", metavar="CONFIG", help="zoo.cfg or zookeeper.properties")
     parser.add_argument("--daemon", "-daemon", action="store_true", help="run in the background")
     parser.add_argument("--timeout", type=float, default=DEFAULT_START_TIMEOUT, metavar="SECONDS",
                         help="--daemon: how long to wait for the server to answer (default 60)")
     return parser
 
 
-def start_main(argv: list[str]) -> int:
-    """`odradek zookeeper-server-start [--daemon] CONFIG`."""
-    return run_tool(lambda: start(start_parser().parse_args(argv)))
-
-
 def start(args: Any) -> int:
     setup = load_setup(args.config)
     for warning in setup.config.warnings:
         print(f"WARNING: {warning}", file=sys.stderr)
-    already = running_pids(setup)
+    already = find_servers(setup.generated_cfg)
     if already:
         raise CliError(f"Error: zookeeper is already running as process {already[0]} (config {setup.source})")
     if port_answers(setup.client_host, setup.client_port):
@@ -553,7 +510,7 @@ def run_daemon(setup: ServerSetup, timeout: float) -> int:
         return 0
     print("FAILED TO START", flush=True)
     if proc.poll() is None:
-        terminate([proc.pid], DEFAULT_STOP_TIMEOUT)
+        processes.terminate([psutil.Process(proc.pid)], DEFAULT_STOP_TIMEOUT, kill=True)
     setup.pid_file.unlink(missing_ok=True)
     detail = last_log_line(out_path, offset)
     raise CliError(f"Error: {problem}{': ' + detail if detail else ''} (log: {out_path})")
@@ -581,36 +538,30 @@ def wait_until_serving(proc: subprocess.Popen[bytes], setup: ServerSetup, timeou
 
 
 def stop_parser() -> ArgParser:
-    parser = ArgParser(
+    parser = tool_parser(
         "zookeeper-server-stop",
         "Stop ZooKeeper servers started with odradek zookeeper-server-start (SIGTERM, then wait).\n\n"
         "With CONFIG, only the server of that config; without, every one this launcher started.",
-        allow_abbrev=False,
+        config_optional=True,
     )
-    parser.add_argument("config", metavar="CONFIG", nargs="?", help="zoo.cfg or zookeeper.properties")
     parser.add_argument("--timeout", type=float, default=DEFAULT_STOP_TIMEOUT, metavar="SECONDS",
                         help="how long to wait for the servers to exit (default 30)")
     return parser
 
 
-def stop_main(argv: list[str]) -> int:
-    """`odradek zookeeper-server-stop [CONFIG]`."""
-    return run_tool(lambda: stop(stop_parser().parse_args(argv)))
-
-
 def stop(args: Any) -> int:
     setup = load_setup(args.config, strict=False) if args.config else None
-    pids = running_pids(setup) if setup else find_servers()
+    procs = servers(setup.generated_cfg if setup else None)
     print("Stopping zookeeper ... ", end="", flush=True)
-    if not pids:
+    if not procs:
         print("no zookeeper to stop", flush=True)
         if setup is not None:
             setup.pid_file.unlink(missing_ok=True)
         return 1
-    left = terminate(pids, args.timeout)
+    left = processes.terminate(procs, args.timeout)
     if left:
         print("FAILED", flush=True)
-        raise CliError(f"Error: still running after {args.timeout:.0f} s: pid {', '.join(map(str, left))}")
+        raise CliError(f"Error: still running after {args.timeout:.0f} s: pid {', '.join(str(p.pid) for p in left)}")
     if setup is not None:
         setup.pid_file.unlink(missing_ok=True)
     print("STOPPED", flush=True)
@@ -623,21 +574,15 @@ def stop(args: Any) -> int:
 
 
 def status_parser() -> ArgParser:
-    parser = ArgParser(
+    parser = tool_parser(
         "zookeeper-server-status",
         "Print a ZooKeeper server's mode (leader, follower, standalone), asked with 'srvr'.",
-        allow_abbrev=False,
+        config_optional=True,
     )
-    parser.add_argument("config", metavar="CONFIG", nargs="?", help="zoo.cfg or zookeeper.properties")
     parser.add_argument("--server", metavar="HOST:PORT", help="ask this server instead of a config's")
     parser.add_argument("--timeout", type=float, default=3.0, metavar="SECONDS",
                         help="connect/read timeout (default 3)")
     return parser
-
-
-def status_main(argv: list[str]) -> int:
-    """`odradek zookeeper-server-status CONFIG | --server HOST:PORT`."""
-    return run_tool(lambda: status(status_parser().parse_args(argv)))
 
 
 def parse_host_port(text: str) -> tuple[str, int]:
@@ -682,8 +627,18 @@ def describe_non_answer(answer: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
+def tool_main(parser: Callable[[], ArgParser], action: Callable[[Any], int]) -> Callable[[list[str]], int]:
+    """The entry function of a tool: parse `argv`, run `action`, one-line errors (see run_tool)."""
+    return lambda argv: run_tool(lambda: action(parser().parse_args(argv)))
+
+
+start_main = tool_main(start_parser, start)  # odradek zookeeper-server-start [--daemon] CONFIG
+stop_main = tool_main(stop_parser, stop)  # odradek zookeeper-server-stop [CONFIG]
+status_main = tool_main(status_parser, status)  # odradek zookeeper-server-status CONFIG | --server HOST:PORT
+
+
 def main(argv: list[str]) -> int:
-    """`python -m odradek.cli.zookeeper start|stop|status ...` (the tools use the aliases below)."""
+    """`python -m odradek.cli.zookeeper start|stop|status ...` (`odradek` calls the three `*_main`)."""
     commands: dict[str, Callable[[list[str]], int]] = {"start": start_main, "stop": stop_main,
                                                        "status": status_main}
     if not argv or argv[0] not in commands:
@@ -691,19 +646,6 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     return commands[argv[0]](argv[1:])
-
-
-def _register_entry_point(name: str, func: Callable[[list[str]], int]) -> None:
-    """Expose `func` as ``odradek.cli.zookeeper.<name>.main``: cli/main.py's TOOLS maps a tool to
-    a module whose ``main`` it calls, and the three tools share this one module."""
-    module = types.ModuleType(f"{__name__}.{name}", func.__doc__)
-    module.main = func  # type: ignore[attr-defined]
-    sys.modules[module.__name__] = module
-
-
-_register_entry_point("server_start", start_main)
-_register_entry_point("server_stop", stop_main)
-_register_entry_point("server_status", status_main)
 
 
 if __name__ == "__main__":

@@ -45,11 +45,13 @@ def _stat(s: KzStat) -> Stat:
 
 
 class ZooKeeperStore(MetadataStore):
-    def __init__(self, connect: str, session_timeout_ms: int = 18000, connection_timeout_ms: int = 18000) -> None:
+    def __init__(self, connect: str, session_timeout_ms: int = 18000, connection_timeout_ms: int = 18000,
+                 *, create_chroot: bool = True) -> None:
         self.connect = connect
         self.hosts, self.chroot = split_connect(connect)
         self.session_timeout_ms = session_timeout_ms
         self.connection_timeout_ms = connection_timeout_ms
+        self.create_chroot = create_chroot  # the tools only look: a missing chroot means no cluster there
         self.session_listeners: list[SessionListener] = []
         self._client: KazooClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -68,7 +70,7 @@ class ZooKeeperStore(MetadataStore):
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         log.info("Connecting to zookeeper on %s", self.connect)
-        if self.chroot:
+        if self.chroot and self.create_chroot:
             await self._run(self._ensure_chroot)
         client = self._new_client(self.hosts + self.chroot)
         try:

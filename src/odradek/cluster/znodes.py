@@ -162,3 +162,14 @@ class PartitionState:
 
 def config_json(config: dict[str, str]) -> dict[str, Any]:
     return {"version": 1, "config": dict(config)}
+
+
+def config_from_json(d: Any) -> dict[str, str]:
+    """The overrides in the content of /config/topics/<t> (or /config/brokers/<b>); {} when none."""
+    config = d.get("config") if isinstance(d, dict) else None
+    return {str(k): str(v) for k, v in (config or {}).items()}
+
+
+def controller_from_json(d: dict[str, Any]) -> int:
+    """The broker id in the content of /controller."""
+    return int(d["brokerid"])

@@ -5,9 +5,10 @@ which is how a follower finds the point where its log diverges from a new leader
 from __future__ import annotations
 
 import logging
-import os
 from bisect import bisect_right
 from pathlib import Path
+
+from odradek.fsutil import atomic_write
 
 log = logging.getLogger("odradek.storage")
 CHECKPOINT_FILE = "leader-epoch-checkpoint"
@@ -36,12 +37,7 @@ class LeaderEpochCache:
 
     def flush(self) -> None:
         body = f"0\n{len(self.entries)}\n" + "".join(f"{e} {o}\n" for e, o in self.entries)
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "w") as f:
-            f.write(body)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        atomic_write(self.path, body)
 
     @property
     def latest_epoch(self) -> int:

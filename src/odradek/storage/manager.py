@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from odradek.fsutil import atomic_write, fsync_dir
 from odradek.protocol.errors import KafkaError
 from odradek.storage.cleaner import CleanerConfig, CleaningAborted, compact, run_cleanup
 from odradek.storage.log import Log, now_ms, parse_topic_partition
@@ -62,26 +63,10 @@ def read_checkpoint(path: Path) -> dict[TopicPartition, int]:
 
 
 def write_checkpoint(path: Path, entries: Mapping[TopicPartition, int]) -> None:
-    """Write atomically: a temporary file, fsync, rename over the old one, fsync the directory."""
+    """Write Kafka's checkpoint format atomically (see :mod:`odradek.fsutil`)."""
     lines = [str(CHECKPOINT_VERSION), str(len(entries))]
     lines += [f"{topic} {partition} {offset}" for (topic, partition), offset in sorted(entries.items())]
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, ("\n".join(lines) + "\n").encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    atomic_write(path, "\n".join(lines) + "\n")
 
 
 class LogManager:
@@ -366,7 +351,7 @@ class LogManager:
                 continue
             marker = d / CLEAN_SHUTDOWN_FILE
             os.close(os.open(marker, os.O_WRONLY | os.O_CREAT, 0o644))
-            _fsync_dir(d)
+            fsync_dir(d)
         for fd in self._lock_fds.values():
             os.close(fd)
         self._lock_fds.clear()

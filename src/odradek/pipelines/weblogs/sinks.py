@@ -11,8 +11,6 @@ Each micro-batch carries the windows whose figures changed (update mode). For ea
 from __future__ import annotations
 
 import json
-import os
-import uuid
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +21,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from odradek.fsutil import replacing
 from odradek.pipelines.weblogs.metrics import METRIC_COLUMNS
 
 PARQUET_SCHEMA = pa.schema([
@@ -67,9 +66,8 @@ def write_parquet(output: Path, metrics: Iterable[Mapping[str, Any]]) -> list[Pa
         path = window_file(output, m["window_start"])
         path.parent.mkdir(parents=True, exist_ok=True)
         table = pa.Table.from_pylist([dict(m)], schema=PARQUET_SCHEMA)
-        tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
+        with replacing(path) as tmp:
+            pq.write_table(table, tmp)
         written.append(path)
     return written
 
