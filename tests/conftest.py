@@ -1,4 +1,9 @@
-"""Shared fixtures: a real single-node broker per test module or per test."""
+"""Shared fixtures: real brokers and ZooKeeper servers on 127.0.0.1 (free ports, temp dirs), stopped by pid.
+
+`broker` (one per module) and `fresh_broker` (one per test) use the overrides of `broker_config`; a module
+that needs other settings redefines that fixture. `brokers` and `module_brokers` start any other broker or
+cluster a test needs (see tests/harness.py: BrokerPool), and stop them when the test or module ends.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.harness import BrokerProcess
+from tests.harness import BrokerPool, BrokerProcess
+from tests.zkharness import ZooKeeperEnsemble
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -22,25 +28,60 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    """One broker shared by a test module."""
-    b = BrokerProcess(tmp_path_factory.mktemp("broker"))
-    b.start()
+def _pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerPool]:
+    pool = BrokerPool(tmp_path_factory.mktemp)
     try:
-        yield b
+        yield pool
     finally:
-        b.stop()
-        b.kill()
+        pool.close()
 
 
 @pytest.fixture
-def fresh_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+def brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerPool]:
+    """Brokers and clusters of one test."""
+    yield from _pool(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def module_brokers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerPool]:
+    """Brokers and clusters shared by a test module."""
+    yield from _pool(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def broker_config() -> dict[str, str]:
+    """server.properties overrides of `broker` and `fresh_broker`; none unless a module redefines this."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def broker(module_brokers: BrokerPool, broker_config: dict[str, str]) -> BrokerProcess:
+    """One broker shared by a test module."""
+    return module_brokers.start(broker_config)
+
+
+@pytest.fixture
+def fresh_broker(brokers: BrokerPool, broker_config: dict[str, str]) -> BrokerProcess:
     """A broker of a test's own, for tests that restart or kill it."""
-    b = BrokerProcess(tmp_path_factory.mktemp("broker"))
-    b.start()
+    return brokers.start(broker_config)
+
+
+def _zookeeper(tmp_path_factory: pytest.TempPathFactory, size: int) -> Iterator[ZooKeeperEnsemble]:
+    ensemble = ZooKeeperEnsemble(tmp_path_factory.mktemp(f"zk{size}"), size=size)
+    ensemble.start()
     try:
-        yield b
+        yield ensemble
     finally:
-        b.stop()
-        b.kill()
+        ensemble.stop_all()
+
+
+@pytest.fixture(scope="module")
+def zk_ensemble(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperEnsemble]:
+    """Three ZooKeeper servers with a leader (started through `odradek zookeeper-server-start`)."""
+    yield from _zookeeper(tmp_path_factory, 3)
+
+
+@pytest.fixture(scope="module")
+def zk_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperEnsemble]:
+    """One standalone ZooKeeper server."""
+    yield from _zookeeper(tmp_path_factory, 1)

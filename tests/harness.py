@@ -1,16 +1,29 @@
-"""Test harness: start real `odradek` broker processes on 127.0.0.1, free ports, temp dirs; stop by pid."""
+"""Test harness: start real `odradek` broker processes on 127.0.0.1, free ports, temp dirs; stop by pid.
+
+`BrokerPool` is what the fixtures use: it starts brokers and clusters in fresh directories and stops every
+one of them when the fixture that owns it ends.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
-import time
 import uuid
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from kazoo.client import KazooClient
+
+from tests.waiting import wait_until
+
+# For tests of consumer groups: a group's first rebalance does not wait for more members to join.
+NO_REBALANCE_DELAY = {"group.initial.rebalance.delay.ms": "0"}
 
 
 def free_port() -> int:
@@ -20,16 +33,15 @@ def free_port() -> int:
 
 
 def wait_port(port: int, timeout: float = 20.0, proc: subprocess.Popen | None = None) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    """Until something listens on 127.0.0.1:`port`; fails at once if `proc` exits first."""
+
+    def listening() -> bool:
         if proc is not None and proc.poll() is not None:
             raise RuntimeError(f"process exited with {proc.returncode} before listening on {port}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return True
+
+    wait_until(listening, timeout, f"a listener on 127.0.0.1:{port}", interval=0.05, ignoring=(OSError,))
 
 
 def odradek_cmd(*args: str) -> list[str]:
@@ -146,7 +158,7 @@ class BrokerCluster:
                 "offsets.topic.replication.factor": str(min(3, self.size)),
                 "replica.lag.time.max.ms": "6000",
                 "replica.fetch.wait.max.ms": "200",
-                "group.initial.rebalance.delay.ms": "0",
+                **NO_REBALANCE_DELAY,
                 **self.overrides,
             }
             self.brokers.append(BrokerProcess(self.workdir / f"broker{i}", broker_id=i, overrides=props))
@@ -163,26 +175,60 @@ class BrokerCluster:
 
     def wait_registered(self, timeout: float = 60.0) -> None:
         """Until every live broker's metadata lists every live broker (so topic creation sees them all)."""
+        from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 
         live = [b for b in self.brokers if b.alive()]
-        deadline = time.monotonic() + timeout
         for b in live:
             client = AdminClient({"bootstrap.servers": b.bootstrap})
-            while True:
-                try:
-                    if len(client.list_topics(timeout=5).brokers) >= len(live):
-                        break
-                except Exception:
-                    pass
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"broker {b.broker_id} does not see all {len(live)} brokers")
-                time.sleep(0.2)
+            wait_until(lambda client=client: len(client.list_topics(timeout=5).brokers) >= len(live), timeout,
+                       f"broker {b.broker_id} to see all {len(live)} brokers", ignoring=(KafkaException,))
 
     def stop(self) -> None:
         for b in self.brokers:
             b.stop()
-            b.kill()
+
+    @contextmanager
+    def zookeeper(self) -> Iterator[KazooClient]:
+        """A ZooKeeper client inside the cluster's namespace (chroot), closed afterwards."""
+        z = KazooClient(hosts=self.brokers[0].overrides["zookeeper.connect"], timeout=10)
+        z.start(timeout=15)
+        try:
+            yield z
+        finally:
+            z.stop()
+            z.close()
+
+    def controller_id(self) -> int:
+        """The broker id in /controller."""
+        with self.zookeeper() as z:
+            return int(json.loads(z.get("/controller")[0])["brokerid"])
 
     def by_id(self, broker_id: int) -> BrokerProcess:
         return self.brokers[broker_id]
+
+
+class BrokerPool:
+    """Starts brokers and clusters, each in a fresh directory from `mktemp`, and stops them all on close()."""
+
+    def __init__(self, mktemp: Callable[[str], Path]) -> None:
+        self._mktemp = mktemp
+        self._started: list[BrokerProcess | BrokerCluster] = []
+
+    def start(self, overrides: Mapping[str, str] | None = None, name: str = "broker") -> BrokerProcess:
+        """A started single-node broker with these server.properties overrides."""
+        broker = BrokerProcess(self._mktemp(name), overrides=dict(overrides or {}))
+        self._started.append(broker)
+        return broker.start()
+
+    def start_cluster(self, zookeeper_connect: str, size: int = 3, overrides: Mapping[str, str] | None = None,
+                      name: str = "cluster") -> BrokerCluster:
+        """`size` started brokers registered in ZooKeeper at `zookeeper_connect`, each seeing all the others."""
+        cluster = BrokerCluster(self._mktemp(name), zookeeper_connect, size=size, overrides=dict(overrides or {}))
+        self._started.append(cluster)
+        return cluster.start()
+
+    def close(self) -> None:
+        for started in reversed(self._started):
+            started.stop()  # SIGTERM by pid, SIGKILL when a broker does not exit in time
+        self._started.clear()

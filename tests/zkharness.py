@@ -20,12 +20,12 @@ import ctypes
 import os
 import signal
 import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from odradek.cli.zookeeper import GENERATED_CFG, find_servers, four_letter, server_mode
 from tests.harness import odradek_cmd
+from tests.waiting import wait_until
 
 HOST = "127.0.0.1"
 _LIVE: list[ZooKeeperEnsemble] = []
@@ -63,9 +63,11 @@ def _alive(pid: int) -> bool:
 
 
 def _wait_gone(pids: list[int], timeout: float) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(_alive(p) for p in pids):
-        time.sleep(0.05)
+    """The pids still alive after waiting up to `timeout` seconds for all of them to exit."""
+    try:
+        wait_until(lambda: not any(_alive(p) for p in pids), timeout, f"pids {pids} to exit", interval=0.05)
+    except AssertionError:
+        pass  # the caller kills what is left
     return [p for p in pids if _alive(p)]
 
 
@@ -208,11 +210,8 @@ class ZooKeeperEnsemble:
             raise RuntimeError(f"node {i} is already running")
         node.launch()
         self.wait_serving([i], timeout)
-        deadline = time.monotonic() + timeout
-        while self.mode(i) is None:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"node {i} did not join the ensemble:\n{node.output()[-3000:]}")
-            time.sleep(0.1)
+        wait_until(lambda: self.mode(i), timeout, lambda: f"node {i} to join the ensemble:\n{node.output()[-3000:]}",
+                   interval=0.1)
 
     def stop_node(self, i: int, timeout: float = 30.0) -> None:
         """Clean stop of node `i`: SIGTERM by pid, SIGKILL if it does not exit within `timeout`."""
@@ -272,36 +271,33 @@ class ZooKeeperEnsemble:
 
     def wait_for_leader(self, timeout: float = 30.0, exclude: int | None = None) -> int:
         """Wait until some node other than `exclude` leads; returns its index."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            leader = self.leader_index()
-            if leader is not None and leader != exclude:
-                return leader
-            time.sleep(0.1)
-        raise TimeoutError(f"no leader after {timeout}s; modes {self.modes()}\n{self._outputs()}")
+        def leader() -> tuple[int] | None:
+            """(index,) of a leader other than `exclude`: a tuple, as index 0 is falsy."""
+            index = self.leader_index()
+            return None if index is None or index == exclude else (index,)
+
+        return wait_until(leader, timeout, lambda: f"a leader; modes {self.modes()}\n{self._outputs()}",
+                          interval=0.1)[0]
 
     def wait_serving(self, indexes: range | list[int], timeout: float) -> None:
-        """Wait until the nodes answer ruok (their client port is up)."""
-        deadline = time.monotonic() + timeout
+        """Wait until the nodes answer ruok (their client port is up); fails at once if one exits."""
         pending = list(indexes)
-        while pending:
+
+        def all_up() -> bool:
             for i in list(pending):
                 node = self.nodes[i]
                 if node.answers():
                     pending.remove(i)
                 elif not node.launcher_alive():
                     raise RuntimeError(f"zookeeper node {i} exited:\n{node.output()[-3000:]}")
-            if pending and time.monotonic() > deadline:
-                raise TimeoutError(f"zookeeper nodes {pending} not up after {timeout}s\n{self._outputs()}")
-            time.sleep(0.1)
+            return not pending
+
+        wait_until(all_up, timeout, lambda: f"zookeeper nodes {pending} to serve\n{self._outputs()}", interval=0.1)
 
     def wait_all_serving(self, timeout: float) -> None:
         """Wait until every node has a mode (followers have synced with the leader)."""
-        deadline = time.monotonic() + timeout
-        while None in self.modes():
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"modes {self.modes()} after {timeout}s\n{self._outputs()}")
-            time.sleep(0.1)
+        wait_until(lambda: None not in self.modes(), timeout,
+                   lambda: f"every node to have a mode: {self.modes()}\n{self._outputs()}", interval=0.1)
 
     def _outputs(self) -> str:
         return "\n".join(f"--- zk{n.myid}\n{n.output()[-1500:]}" for n in self.nodes)

@@ -1,5 +1,5 @@
-"""Fixtures of the guide replays: a `host` whose processes are SIGKILLed by pid afterwards, and the
-ZooKeeper fixtures of the integration tests (a standalone server, a three-node ensemble)."""
+"""Fixtures of the guide replays: a `host` whose processes are SIGKILLed by pid afterwards (ZooKeeper
+fixtures come from tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,6 @@ from pathlib import Path
 import pytest
 
 from tests.guides.replay import GuideHost
-from tests.integration.conftest import zk_ensemble, zk_standalone
-
-__all__ = ["host", "zk_ensemble", "zk_standalone"]
 
 
 @pytest.fixture

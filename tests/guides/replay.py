@@ -29,6 +29,7 @@ from odradek.cli.server_stop import find_processes
 from odradek.cli.zookeeper import four_letter
 from odradek.groups.offsets import partition_for
 from tests.harness import odradek_cmd, wait_port
+from tests.waiting import wait_until
 from tests.zkharness import free_ports, kill_daemons
 
 DATA = Path(__file__).parent / "data"
@@ -39,7 +40,7 @@ FAST_FAILOVER = ("zookeeper.session.timeout.ms=6000",)
 T = TypeVar("T")
 
 __all__ = ["DATA", "LOCAL", "FAST_FAILOVER", "Described", "GuideHost", "Partition", "first_violation", "free_ports", "guide_file",
-           "live_coordinator_group", "localize", "parse_describe", "wait_for", "wait_until"]
+           "live_coordinator_group", "localize", "parse_describe"]
 
 
 # --- config files ------------------------------------------------------------------------------
@@ -127,25 +128,7 @@ def parse_describe(text: str) -> dict[str, Described]:
     return topics
 
 
-# --- waiting -----------------------------------------------------------------------------------
-
-
-def wait_until(probe: Callable[[], T | None], timeout: float, what: str, interval: float = 0.3) -> T:
-    """Call `probe` until it returns something truthy; fail naming `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    last: T | None = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
-
-
-def wait_for(sample: Callable[[], T], holds: Callable[[T], bool], timeout: float, what: str,
-             interval: float = 0.3) -> T:
-    """Take samples until one for which `holds` is true, and return it."""
-    return wait_until(lambda: (lambda value: value if holds(value) else None)(sample()), timeout, what, interval)
+# --- sampling -----------------------------------------------------------------------------------
 
 
 def first_violation(sample: Callable[[], T], holds: Callable[[T], bool], seconds: float,

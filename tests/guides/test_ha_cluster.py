@@ -13,6 +13,7 @@ kafka-consumer-groups.sh lists and describes ("使用kafka消费组").
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.guides.replay import (
@@ -24,9 +25,8 @@ from tests.guides.replay import (
     free_ports,
     live_coordinator_group,
     parse_describe,
-    wait_for,
-    wait_until,
 )
+from tests.waiting import wait_until
 
 GUIDE_DESCRIBE = """\
 Topic:topic	PartitionCount:3	ReplicationFactor:3	Configs:segment.bytes=1073741824
@@ -152,11 +152,16 @@ def test_ha_pseudo_cluster(host: GuideHost) -> None:
     def without_0(text: str) -> bool:
         return all(sorted(p.isr) == [1, 2] for p in parse_describe(text)["topic"].partitions.values())
 
-    check_without_0(wait_for(describe_on_9093, led_by_1_and_2, 60, "live leaders"), before, isr=False)
+    def describe_on_9093_when(holds: Callable[[str], bool]) -> str:
+        """The describe output when `holds` for it, else "" (not yet)."""
+        text = describe_on_9093()
+        return text if holds(text) else ""
+
+    check_without_0(wait_until(lambda: describe_on_9093_when(led_by_1_and_2), 60, "live leaders"), before, isr=False)
     # Isr 1,2 everywhere, and it stays so (asserted at the end, so that the later steps run anyway).
     readmitted: str | None = None
     try:
-        check_without_0(wait_for(describe_on_9093, without_0, 15, "Isr 1,2 everywhere"), before)
+        check_without_0(wait_until(lambda: describe_on_9093_when(without_0), 15, "Isr 1,2 everywhere"), before)
         readmitted = first_violation(describe_on_9093, without_0, seconds=4)
     except AssertionError:
         readmitted = describe_on_9093()

@@ -17,8 +17,8 @@ from tests.guides.replay import (
     Partition,
     free_ports,
     parse_describe,
-    wait_until,
 )
+from tests.waiting import wait_until
 
 TOPIC = "my-replicated-topic"
 GUIDE_DESCRIBE = """\

@@ -4,31 +4,25 @@ ZooKeeper and through a broker (--bootstrap-server), which must print the same."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from odradek.cli.cluster import read_registry
-from tests.guides.replay import parse_describe, wait_until
-from tests.harness import BrokerCluster, run_cli
+from tests.guides.replay import parse_describe
+from tests.harness import BrokerCluster, BrokerPool, run_cli
+from tests.waiting import wait_until
 from tests.zkharness import ZooKeeperEnsemble
 
 PREFIX = "Error while executing topic command : "
 
 
 @pytest.fixture(scope="module")
-def cluster(zk_standalone: ZooKeeperEnsemble, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerCluster]:
+def cluster(zk_standalone: ZooKeeperEnsemble, module_brokers: BrokerPool) -> BrokerCluster:
     """Two brokers in their own chroot of a standalone ZooKeeper."""
-    brokers = BrokerCluster(Path(tmp_path_factory.mktemp("zk-topics")), zk_standalone.connect_string, size=2)
-    try:
-        brokers.start()
-        connect = connect_of(brokers)
-        wait_until(lambda: (r := read_registry(connect)) is not None and sorted(r.broker_ids) == [0, 1], 60,
-                   "two registered brokers")
-        yield brokers
-    finally:
-        brokers.stop()
+    brokers = module_brokers.start_cluster(zk_standalone.connect_string, 2)
+    connect = connect_of(brokers)
+    wait_until(lambda: (r := read_registry(connect)) is not None and sorted(r.broker_ids) == [0, 1], 60,
+               "two registered brokers")
+    return brokers
 
 
 def connect_of(brokers: BrokerCluster) -> str:

@@ -24,9 +24,9 @@ from tests.guides.replay import (
     GuideHost,
     free_ports,
     parse_describe,
-    wait_until,
 )
 from tests.harness import run_cli
+from tests.waiting import wait_until
 
 GUIDE_DESCRIBE = """\
 Topic:test PartitionCount:2 ReplicationFactor:2 Configs:

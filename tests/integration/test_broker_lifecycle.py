@@ -7,7 +7,6 @@ import signal
 import socket
 import subprocess
 import threading
-import time
 from pathlib import Path
 
 from confluent_kafka import Producer
@@ -15,6 +14,7 @@ from confluent_kafka.admin import NewTopic
 
 from tests.clients import admin, consume_all, create_topic, produce
 from tests.harness import BrokerProcess, free_port, odradek_cmd, run_cli
+from tests.waiting import wait_until
 
 
 def _start_fails(tmp_path: Path, text: str, timeout: float = 30) -> subprocess.CompletedProcess:
@@ -111,12 +111,10 @@ def test_kill_9_during_writes_loses_no_acknowledged_record(fresh_broker: BrokerP
 
     t = threading.Thread(target=writer)
     t.start()
-    time.sleep(1.5)
+    wait_until(lambda: len(acked) > 500, 30, "acknowledged writes before the crash")
     b.kill()
-    time.sleep(0.5)
     stop.set()
     t.join(20)
-    assert len(acked) > 100
     b.start()
     assert "Recovering" in b.output() or "recovery" in b.output().lower()
     got = consume_all(b.bootstrap, "crash", len(acked), partitions=2)
@@ -135,19 +133,19 @@ def test_time_and_size_retention(fresh_broker: BrokerProcess) -> None:
                      NewTopic("big", 1, 1, config={"retention.bytes": "5000", "segment.bytes": "2000"})])["big"].result(20)
     produce(b.bootstrap, "old", [b"x" * 500 for _ in range(20)], **{"linger.ms": 0, "batch.num.messages": 1})
     produce(b.bootstrap, "big", [b"y" * 500 for _ in range(40)], **{"linger.ms": 0, "batch.num.messages": 1})
-    deadline = time.monotonic() + 20
     from confluent_kafka import Consumer, TopicPartition
 
     c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "ret"})
-    while time.monotonic() < deadline:
-        lo_old, hi_old = c.get_watermark_offsets(TopicPartition("old", 0), timeout=5)
-        lo_big, hi_big = c.get_watermark_offsets(TopicPartition("big", 0), timeout=5)
-        if lo_old > 0 and lo_big > 0:
-            break
-        time.sleep(0.5)
+
+    def trimmed_watermarks() -> dict[str, tuple[int, int]]:
+        """Low and high watermark of both topics once both have lost their first segments, else {}."""
+        marks = {t: c.get_watermark_offsets(TopicPartition(t, 0), timeout=5) for t in ("old", "big")}
+        return marks if all(low > 0 for low, _ in marks.values()) else {}
+
+    marks = wait_until(trimmed_watermarks, 20, "retention to delete segments of both topics")
     c.close()
-    assert lo_old > 0 and hi_old == 20  # whole old segments went; the active one stays
-    assert lo_big > 0 and hi_big == 40
+    assert marks["old"][1] == 20  # whole old segments went; the active one stays
+    assert marks["big"][1] == 40
     big_bytes = sum(f.stat().st_size for f in (b.log_dir / "big-0").glob("*.log"))
     assert big_bytes <= 5000 + 2000 + 600
     assert "due to retention" in b.output()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness import BrokerProcess, free_port, odradek_cmd, run_cli
+from tests.waiting import wait_until
 
 TOOLS = {
     "topics": ["--bootstrap-server", "--create", "--list", "--describe", "--alter", "--delete", "--topic",
@@ -207,10 +208,7 @@ def test_alter_config(broker: BrokerProcess) -> None:
 def test_delete(broker: BrokerProcess) -> None:
     create(broker, "doomed")
     topics(broker, "--delete", "--topic", "doomed")
-    deadline = time.monotonic() + 10
-    while "doomed" in topics(broker, "--list").stdout.splitlines():
-        assert time.monotonic() < deadline, "topic still listed after delete"
-        time.sleep(0.2)
+    wait_until(lambda: "doomed" not in topics(broker, "--list").stdout.splitlines(), 10, "the deleted topic to go")
     fails("topics", "--bootstrap-server", broker.bootstrap, "--delete", "--topic", "doomed")
     topics(broker, "--delete", "--topic", "doomed", "--if-exists")
 
@@ -310,10 +308,9 @@ def test_dump_log_on_real_segment(broker: BrokerProcess) -> None:
 
 def segment_of(broker: BrokerProcess, topic: str) -> Path:
     directory = broker.log_dir / f"{topic}-0"
-    deadline = time.monotonic() + 10
-    while True:
+
+    def first_segment_with_data() -> Path | None:
         logs = sorted(directory.glob("*.log")) if directory.exists() else []
-        if logs and logs[0].stat().st_size > 0:
-            return logs[0]
-        assert time.monotonic() < deadline, f"no segment with data under {directory}"
-        time.sleep(0.2)
+        return logs[0] if logs and logs[0].stat().st_size > 0 else None
+
+    return wait_until(first_segment_with_data, 10, f"a segment with data under {directory}")

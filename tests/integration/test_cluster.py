@@ -7,29 +7,17 @@ from __future__ import annotations
 import json
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import NewTopic
-from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
 
 from tests.clients import admin, consume_all
-from tests.harness import BrokerCluster, BrokerProcess, free_port, odradek_cmd, run_cli
+from tests.harness import BrokerCluster, BrokerPool, BrokerProcess, free_port, odradek_cmd, run_cli
+from tests.waiting import wait_until
 from tests.zkharness import ZooKeeperEnsemble
-
-
-def _wait(pred, timeout: float = 30.0, step: float = 0.25) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if pred():
-                return True
-        except Exception:
-            pass
-        time.sleep(step)
-    return bool(pred())
 
 
 def _describe(bootstrap: str, topic: str) -> str:
@@ -47,29 +35,9 @@ def _create_or_exists(bootstrap: str, topic: str) -> bool:
     return True
 
 
-def _zk(cluster: BrokerCluster) -> KazooClient:
-    connect = cluster.brokers[0].overrides["zookeeper.connect"]
-    z = KazooClient(hosts=connect, timeout=10)
-    z.start(timeout=15)
-    return z
-
-
-def _controller(cluster: BrokerCluster) -> int:
-    z = _zk(cluster)
-    try:
-        return int(json.loads(z.get("/controller")[0])["brokerid"])
-    finally:
-        z.stop()
-        z.close()
-
-
 @pytest.fixture(scope="module")
-def cluster(zk_ensemble: ZooKeeperEnsemble, tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerCluster]:
-    c = BrokerCluster(tmp_path_factory.mktemp("cluster"), zk_ensemble.connect_string, size=3).start()
-    try:
-        yield c
-    finally:
-        c.stop()
+def cluster(zk_ensemble: ZooKeeperEnsemble, module_brokers: BrokerPool) -> BrokerCluster:
+    return module_brokers.start_cluster(zk_ensemble.connect_string, 3)
 
 
 def test_topic_is_described_identically_through_every_broker(cluster: BrokerCluster) -> None:
@@ -90,8 +58,7 @@ def test_topic_is_described_identically_through_every_broker(cluster: BrokerClus
 
 def test_znode_layout_is_kafkas(cluster: BrokerCluster) -> None:
     admin(cluster.bootstrap).create_topics([NewTopic("layout", 1, 3)])["layout"].result(30)
-    z = _zk(cluster)
-    try:
+    with cluster.zookeeper() as z:
         reg = json.loads(z.get("/brokers/ids/0")[0])
         assert {"version", "host", "port", "endpoints", "listener_security_protocol_map", "jmx_port",
                 "timestamp"} <= set(reg)
@@ -105,21 +72,14 @@ def test_znode_layout_is_kafkas(cluster: BrokerCluster) -> None:
         assert {"controller_epoch", "leader", "version", "leader_epoch", "isr"} <= set(state)
         assert json.loads(z.get("/config/topics/layout")[0]) == {"version": 1, "config": {}}
         assert json.loads(z.get("/cluster/id")[0])["id"]
-    finally:
-        z.stop()
-        z.close()
 
 
 def test_malformed_znodes_do_not_hurt(cluster: BrokerCluster) -> None:
-    z = _zk(cluster)
-    try:
+    with cluster.zookeeper() as z:
         z.create("/brokers/topics/garbage", b"{not json")
         z.create("/brokers/topics/halfjson", json.dumps({"version": 3}).encode())
         z.ensure_path("/config/topics")
         z.create("/config/topics/garbage", b"\xff\xfe")
-    finally:
-        z.stop()
-        z.close()
     a = admin(cluster.bootstrap)
     a.create_topics([NewTopic("after-garbage", 2, 2)])["after-garbage"].result(30)
     p = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
@@ -130,10 +90,10 @@ def test_malformed_znodes_do_not_hurt(cluster: BrokerCluster) -> None:
 
 
 def test_kill_controller_another_takes_over(cluster: BrokerCluster) -> None:
-    old = _controller(cluster)
+    old = cluster.controller_id()
     cluster.by_id(old).kill()
     try:
-        assert _wait(lambda: _controller(cluster) != old, 30)
+        wait_until(lambda: cluster.controller_id() != old, 30, "another controller", ignoring=(KazooException,))
         survivor = next(b for b in cluster.brokers if b.broker_id != old)
         a = admin(survivor.bootstrap)
         a.create_topics([NewTopic("after-failover", 2, 2)])["after-failover"].result(30)
@@ -141,13 +101,15 @@ def test_kill_controller_another_takes_over(cluster: BrokerCluster) -> None:
     finally:
         cluster.by_id(old).start(60)
     # the restarted broker re-registers and rejoins
-    assert _wait(lambda: "Isr: " in _describe(cluster.by_id(old).bootstrap, "after-failover"), 30)
+    wait_until(lambda: "Isr: " in _describe(cluster.by_id(old).bootstrap, "after-failover"), 30,
+               "the restarted broker to describe the topic", ignoring=(AssertionError,))
 
 
 def test_zookeeper_leader_loss_and_no_quorum(cluster: BrokerCluster, zk_ensemble: ZooKeeperEnsemble) -> None:
     admin(cluster.bootstrap).create_topics([NewTopic("zkdrill", 3, 3)])["zkdrill"].result(30)
     boot = cluster.brokers[0].bootstrap
-    time.sleep(1)
+    wait_until(lambda: all(len(p.isrs) == 3 for p in admin(boot).list_topics("zkdrill", timeout=10)
+                           .topics["zkdrill"].partitions.values()), 30, "every replica of zkdrill in sync")
     leader = zk_ensemble.leader_index()
     assert leader is not None
     zk_ensemble.stop_node(leader)
@@ -158,7 +120,8 @@ def test_zookeeper_leader_loss_and_no_quorum(cluster: BrokerCluster, zk_ensemble
         for i in range(30):
             p.produce("zkdrill", b"q%d" % i, partition=i % 3)
         assert p.flush(30) == 0
-        assert _wait(lambda: _create_or_exists(boot, "zk-ok"), 60)
+        wait_until(lambda: _create_or_exists(boot, "zk-ok"), 60, "a topic created after the ZooKeeper fail-over",
+                   ignoring=(KafkaException, TimeoutError))  # the admin future may time out meanwhile
         # two of three ZooKeeper nodes down: no quorum; existing partitions still serve, admin fails clearly
         other = next(i for i in range(3) if i not in (leader,) and i != new_leader)
         zk_ensemble.stop_node(other)
@@ -176,7 +139,7 @@ def test_zookeeper_leader_loss_and_no_quorum(cluster: BrokerCluster, zk_ensemble
     finally:
         zk_ensemble.start_node(leader)
         zk_ensemble.wait_for_leader(60)
-    assert _wait(lambda: all(b.alive() for b in cluster.brokers), 5)
+    assert all(b.alive() for b in cluster.brokers)
 
 
 def test_unreachable_zookeeper_exits_with_one_line(tmp_path: Path) -> None:

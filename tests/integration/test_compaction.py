@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -16,14 +15,15 @@ from confluent_kafka.admin import NewTopic
 
 from odradek.protocol.records import iter_batches
 from tests.clients import admin, create_topic
-from tests.harness import BrokerCluster, BrokerProcess
+from tests.harness import NO_REBALANCE_DELAY, BrokerPool, BrokerProcess
+from tests.waiting import wait_until
 from tests.zkharness import ZooKeeperEnsemble
 
 OVERRIDES = {
     "log.cleaner.backoff.ms": "200",
     "offsets.topic.num.partitions": "3",
     "offsets.topic.segment.bytes": "3000",
-    "group.initial.rebalance.delay.ms": "0",
+    **NO_REBALANCE_DELAY,
 }
 COMPACTED = {
     "cleanup.policy": "compact",
@@ -33,24 +33,9 @@ COMPACTED = {
 }
 
 
-@pytest.fixture
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    b = BrokerProcess(tmp_path_factory.mktemp("compaction"), overrides=dict(OVERRIDES))
-    b.start()
-    try:
-        yield b
-    finally:
-        b.stop()
-        b.kill()
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+@pytest.fixture(scope="module")
+def broker_config() -> dict[str, str]:
+    return OVERRIDES
 
 
 def name(prefix: str) -> str:
@@ -203,44 +188,37 @@ def offsets_dirs(b: BrokerProcess) -> list[Path]:
 
 
 @pytest.mark.parametrize("how", ["clean", "kill"])
-def test_consumer_offsets_compaction_keeps_every_latest_commit(
-    tmp_path_factory: pytest.TempPathFactory, how: str
-) -> None:
-    b = BrokerProcess(tmp_path_factory.mktemp("offsets-compaction"), overrides=dict(OVERRIDES))
-    b.start()
-    try:
-        topic = name("committed")
-        create_topic(b.bootstrap, topic, partitions=2)
-        groups = [name(f"g{i}") for i in range(6)]
-        consumers = {g: Consumer({"bootstrap.servers": b.bootstrap, "group.id": g, "enable.auto.commit": False})
-                     for g in groups}
-        commits = 0  # two records each
-        for r in range(40):
-            for i, (_group, c) in enumerate(consumers.items()):
-                c.commit(offsets=[TopicPartition(topic, p, 1000 * i + r + p) for p in range(2)], asynchronous=False)
-                commits += 1
-        for c in consumers.values():
-            c.close()
-        latest = {g: [1000 * i + 39 + p for p in range(2)] for i, g in enumerate(groups)}
-        wait_until(lambda: sum(records_on_disk(d) for d in offsets_dirs(b)) < commits, 40,
-                   "compaction of __consumer_offsets")
-        assert "Cleaned log __consumer_offsets-" in b.output()
-        assert (b.log_dir / "cleaner-offset-checkpoint").exists()
-        if how == "clean":
-            b.stop()
-        else:
-            b.kill()
-        shrunk = sum(records_on_disk(d) for d in offsets_dirs(b))
-        mark = len(b.output())
-        b.start()
-        for g in groups:
-            wait_until(lambda g=g: committed(b.bootstrap, g, topic) == latest[g], 30, f"offsets of {g}")
-        restarted = b.output()[mark:]
-        assert "Truncating segment" not in restarted
-        assert sum(records_on_disk(d) for d in offsets_dirs(b)) <= shrunk
-    finally:
+def test_consumer_offsets_compaction_keeps_every_latest_commit(fresh_broker: BrokerProcess, how: str) -> None:
+    b = fresh_broker
+    topic = name("committed")
+    create_topic(b.bootstrap, topic, partitions=2)
+    groups = [name(f"g{i}") for i in range(6)]
+    consumers = {g: Consumer({"bootstrap.servers": b.bootstrap, "group.id": g, "enable.auto.commit": False})
+                 for g in groups}
+    commits = 0  # two records each
+    for r in range(40):
+        for i, (_group, c) in enumerate(consumers.items()):
+            c.commit(offsets=[TopicPartition(topic, p, 1000 * i + r + p) for p in range(2)], asynchronous=False)
+            commits += 1
+    for c in consumers.values():
+        c.close()
+    latest = {g: [1000 * i + 39 + p for p in range(2)] for i, g in enumerate(groups)}
+    wait_until(lambda: sum(records_on_disk(d) for d in offsets_dirs(b)) < commits, 40,
+               "compaction of __consumer_offsets")
+    assert "Cleaned log __consumer_offsets-" in b.output()
+    assert (b.log_dir / "cleaner-offset-checkpoint").exists()
+    if how == "clean":
         b.stop()
+    else:
         b.kill()
+    shrunk = sum(records_on_disk(d) for d in offsets_dirs(b))
+    mark = len(b.output())
+    b.start()
+    for g in groups:
+        wait_until(lambda g=g: committed(b.bootstrap, g, topic) == latest[g], 30, f"offsets of {g}")
+    restarted = b.output()[mark:]
+    assert "Truncating segment" not in restarted
+    assert sum(records_on_disk(d) for d in offsets_dirs(b)) <= shrunk
 
 
 def committed(bootstrap: str, group: str, topic: str) -> list[int] | None:
@@ -253,47 +231,36 @@ def committed(bootstrap: str, group: str, topic: str) -> list[int] | None:
         c.close()
 
 
-def test_new_follower_copies_a_compacted_log_and_can_lead(zk_standalone: ZooKeeperEnsemble, tmp_path: Path) -> None:
-    cluster = BrokerCluster(tmp_path / "c2", zk_standalone.connect_string, size=2, overrides=dict(OVERRIDES)).start()
-    try:
-        topic = name("replicated")
-        future = admin(cluster.bootstrap).create_topics([NewTopic(topic, 1, replica_assignment=[[0, 1]], config=COMPACTED)])
-        future[topic].result(20)
-        leader, follower = cluster.by_id(0), cluster.by_id(1)
-        items = [(b"key-%d" % (i % 5), b"value-%d-" % i + b"y" * 30) for i in range(300)]
-        written = produce_keyed(leader.bootstrap, topic, items)
-        last = max(written)
-        wait_until(lambda: len(read_from_start(leader.bootstrap, topic, last)) < len(written), 40, "compaction")
-        follower.stop()
-        for path in (follower.log_dir / f"{topic}-0").iterdir():  # the follower starts over from nothing
-            path.unlink()
-        (follower.log_dir / f"{topic}-0").rmdir()
-        follower.start()
-        copied = follower.log_dir / f"{topic}-0"
-        wait_until(lambda: copied.exists() and records_on_disk(copied) > 0
-                   and max(segment_bases(copied) or [0]) > 0 and _ends_at(copied, last), 40, "the follower's copy")
-        expected = read_from_start(leader.bootstrap, topic, last)
-        leader.kill()
-        got: list[tuple] = []
-
-        def follower_leads() -> bool:
-            nonlocal got
-            try:
-                got = read_from_start(follower.bootstrap, topic, last)
-            except AssertionError:
-                return False
-            return True
-
-        wait_until(follower_leads, 60, "the follower to lead")
-        # the new leader's own cleaner may have compacted further than the old leader had: any valid
-        # compaction of what was written, holding the latest record of every key, will do
-        assert all(written[o] == (k, v) for o, k, v in got)
-        assert [o for o, _, _ in got] == sorted({o for o, _, _ in got})
-        latest = {k: o for o, (k, _) in sorted(written.items())}
-        assert set(latest.values()) <= {o for o, _, _ in got}
-        assert len(got) <= len(expected) < len(written)
-    finally:
-        cluster.stop()
+def test_new_follower_copies_a_compacted_log_and_can_lead(zk_standalone: ZooKeeperEnsemble,
+                                                          brokers: BrokerPool) -> None:
+    cluster = brokers.start_cluster(zk_standalone.connect_string, 2, OVERRIDES)
+    topic = name("replicated")
+    future = admin(cluster.bootstrap).create_topics([NewTopic(topic, 1, replica_assignment=[[0, 1]], config=COMPACTED)])
+    future[topic].result(20)
+    leader, follower = cluster.by_id(0), cluster.by_id(1)
+    items = [(b"key-%d" % (i % 5), b"value-%d-" % i + b"y" * 30) for i in range(300)]
+    written = produce_keyed(leader.bootstrap, topic, items)
+    last = max(written)
+    wait_until(lambda: len(read_from_start(leader.bootstrap, topic, last)) < len(written), 40, "compaction")
+    follower.stop()
+    for path in (follower.log_dir / f"{topic}-0").iterdir():  # the follower starts over from nothing
+        path.unlink()
+    (follower.log_dir / f"{topic}-0").rmdir()
+    follower.start()
+    copied = follower.log_dir / f"{topic}-0"
+    wait_until(lambda: copied.exists() and records_on_disk(copied) > 0
+               and max(segment_bases(copied) or [0]) > 0 and _ends_at(copied, last), 40, "the follower's copy")
+    expected = read_from_start(leader.bootstrap, topic, last)
+    leader.kill()
+    got = wait_until(lambda: read_from_start(follower.bootstrap, topic, last), 60, "the follower to lead",
+                     ignoring=(AssertionError,))
+    # the new leader's own cleaner may have compacted further than the old leader had: any valid
+    # compaction of what was written, holding the latest record of every key, will do
+    assert all(written[o] == (k, v) for o, k, v in got)
+    assert [o for o, _, _ in got] == sorted({o for o, _, _ in got})
+    latest = {k: o for o, (k, _) in sorted(written.items())}
+    assert set(latest.values()) <= {o for o, _, _ in got}
+    assert len(got) <= len(expected) < len(written)
 
 
 def _ends_at(partition_dir: Path, last: int) -> bool:

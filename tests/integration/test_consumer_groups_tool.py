@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,22 +15,16 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.harness import BrokerProcess, free_port, run_cli
+from tests.harness import NO_REBALANCE_DELAY, BrokerProcess, free_port, run_cli
+from tests.waiting import wait_until
 
 OFFSETS_HEADER = "GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID"
 MESSAGES_PER_PARTITION = 10
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    b = BrokerProcess(tmp_path_factory.mktemp("consumer-groups"),
-                      overrides={"group.initial.rebalance.delay.ms": "0"})
-    b.start()
-    try:
-        yield b
-    finally:
-        b.stop()
-        b.kill()
+def broker_config() -> dict[str, str]:
+    return NO_REBALANCE_DELAY
 
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -66,13 +59,21 @@ def consumer(bootstrap: str, group: str, **extra: Any) -> Consumer:
     return Consumer(conf)
 
 
-def wait_assigned(c: Consumer, count: int, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        c.poll(0.1)
-        if len(c.assignment()) == count:
-            return
-    raise AssertionError(f"consumer not assigned {count} partitions: {c.assignment()}")
+def assigned_consumer(bootstrap: str, prefix: str) -> tuple[str, str, Consumer]:
+    """A topic of 3 partitions holding records, and a consumer of a new group that has joined and owns them
+    all: (topic, group, consumer)."""
+    topic = create_topic(bootstrap, 3)
+    produce(bootstrap, topic, 3)
+    group = _name(prefix)
+    c = consumer(bootstrap, group)
+    c.subscribe([topic])
+
+    def owns_all() -> bool:
+        c.poll(0.1)  # the consumer joins inside poll()
+        return len(c.assignment()) == 3
+
+    wait_until(owns_all, 20, lambda: f"the consumer to own 3 partitions, not {c.assignment()}", interval=0)
+    return topic, group, c
 
 
 def first_offsets(bootstrap: str, group: str, topic: str, expected: int, timeout: float = 20) -> dict[int, int]:
@@ -187,13 +188,8 @@ def test_unreachable_server() -> None:
 
 
 def test_describe_list_state_members_and_refusals_while_active(broker: BrokerProcess) -> None:
-    topic = create_topic(broker.bootstrap, 3)
-    produce(broker.bootstrap, topic, 3)
-    group = _name("cg-live")
-    c = consumer(broker.bootstrap, group)
-    c.subscribe([topic])
+    topic, group, c = assigned_consumer(broker.bootstrap, "cg-live")
     try:
-        wait_assigned(c, 3)
         c.commit(offsets=[TopicPartition(topic, 0, 4), TopicPartition(topic, 1, 10)], asynchronous=False)
         member_id = c.memberid()
 
@@ -281,12 +277,7 @@ def reset_rows(stdout: str) -> dict[tuple[str, int], int]:
 
 
 def test_reset_offsets_dry_run_execute_and_resume(broker: BrokerProcess) -> None:
-    topic = create_topic(broker.bootstrap, 3)
-    produce(broker.bootstrap, topic, 3)
-    group = _name("cg-reset")
-    c = consumer(broker.bootstrap, group)
-    c.subscribe([topic])
-    wait_assigned(c, 3)
+    topic, group, c = assigned_consumer(broker.bootstrap, "cg-reset")
     c.commit(offsets=[TopicPartition(topic, p, 6) for p in range(3)], asynchronous=False)
     c.close()
 

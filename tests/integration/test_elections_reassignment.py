@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,13 +18,13 @@ from kafka.protocol.admin import (
     ElectLeadersRequest,
     ListPartitionReassignmentsRequest,
 )
-from kazoo.client import KazooClient
 
 from odradek.protocol.errors import ErrorCode
 from tests.clients import admin, consume_all
-from tests.harness import BrokerCluster, run_cli
-from tests.integration.test_replication import NumberedProducer, _segment_bytes, _wait
+from tests.harness import BrokerCluster, BrokerPool, run_cli
+from tests.integration.test_replication import NumberedProducer, _segment_bytes
 from tests.rawclient import RawClient
+from tests.waiting import wait_until
 from tests.zkharness import ZooKeeperEnsemble
 
 FAST = {
@@ -37,34 +35,14 @@ FAST = {
 }
 
 
-def _cluster(zk: ZooKeeperEnsemble, tmp_path: Path, size: int, **overrides: str) -> BrokerCluster:
-    return BrokerCluster(tmp_path / f"c{size}", zk.connect_string, size=size, overrides={**FAST, **overrides})
-
-
-def _start(c: BrokerCluster) -> BrokerCluster:
-    """Start the brokers and wait until each one knows all of them (a broker listens before it registers)."""
-    c.start()
-    for b in c.brokers:
-        assert _wait(lambda b=b: len(admin(b.bootstrap).list_topics(timeout=10).brokers) == len(c.brokers), 20)
-    return c
+@pytest.fixture
+def two_brokers(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool) -> BrokerCluster:
+    return brokers.start_cluster(zk_standalone.connect_string, 2, FAST)
 
 
 @pytest.fixture
-def two_brokers(zk_standalone: ZooKeeperEnsemble, tmp_path: Path) -> Iterator[BrokerCluster]:
-    c = _start(_cluster(zk_standalone, tmp_path, 2))
-    try:
-        yield c
-    finally:
-        c.stop()
-
-
-@pytest.fixture
-def three_brokers(zk_standalone: ZooKeeperEnsemble, tmp_path: Path) -> Iterator[BrokerCluster]:
-    c = _start(_cluster(zk_standalone, tmp_path, 3))
-    try:
-        yield c
-    finally:
-        c.stop()
+def three_brokers(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool) -> BrokerCluster:
+    return brokers.start_cluster(zk_standalone.connect_string, 3, FAST)
 
 
 def _layout(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int], list[int]]]:
@@ -81,21 +59,6 @@ def _all_in_sync(bootstrap: str, topic: str, n: int) -> bool:
     return all(len(isr) == n for _, _, isr in _layout(bootstrap, topic).values())
 
 
-def _zk(cluster: BrokerCluster) -> KazooClient:
-    z = KazooClient(hosts=cluster.brokers[0].overrides["zookeeper.connect"], timeout=10)
-    z.start(timeout=15)
-    return z
-
-
-def _controller_id(cluster: BrokerCluster) -> int:
-    z = _zk(cluster)
-    try:
-        return int(json.loads(z.get("/controller")[0])["brokerid"])
-    finally:
-        z.stop()
-        z.close()
-
-
 def _create(bootstrap: str, topic: str, assignment: list[list[int]], **config: str) -> None:
     new = NewTopic(topic, len(assignment), replica_assignment=assignment, config=config)
     admin(bootstrap).create_topics([new])[topic].result(20)
@@ -110,7 +73,8 @@ def _leave_broker(cluster: BrokerCluster, victim: int, topic: str, kill: bool) -
     """Take a broker down until its partitions are led elsewhere; returns the survivors' bootstrap."""
     (cluster.by_id(victim).kill if kill else cluster.by_id(victim).stop)()
     boot = ",".join(b.bootstrap for b in cluster.brokers if b.broker_id != victim)
-    assert _wait(lambda: all(ld not in (victim, -1) for ld, _, _ in _layout(boot, topic).values()), 30)
+    wait_until(lambda: all(ld not in (victim, -1) for ld, _, _ in _layout(boot, topic).values()), 30,
+               f"leaders other than broker {victim}")
     return boot
 
 
@@ -118,7 +82,7 @@ def test_preferred_election_returns_leadership_after_restart(two_brokers: Broker
     """The guide's drill: kill -9 a leader, restart it, run a preferred election for all partitions."""
     c = two_brokers
     _create(c.bootstrap, "drill", [[0, 1], [1, 0], [0, 1], [1, 0]])
-    assert _wait(lambda: _all_in_sync(c.bootstrap, "drill", 2))
+    wait_until(lambda: _all_in_sync(c.bootstrap, "drill", 2), 30, "every replica of drill in sync")
     assert _leaders_preferred(c.bootstrap, "drill")
     p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all"})
     for i in range(400):
@@ -133,7 +97,7 @@ def test_preferred_election_returns_leadership_after_restart(two_brokers: Broker
            "org.apache.kafka.common.errors.PreferredLeaderNotAvailableException" in out
     assert err.strip() == "Error: 1 replica(s) could not be elected"
     c.by_id(1).start()
-    assert _wait(lambda: _all_in_sync(c.bootstrap, "drill", 2), 40)
+    wait_until(lambda: _all_in_sync(c.bootstrap, "drill", 2), 40, "every replica of drill in sync")
     assert {ld for ld, _, _ in _layout(c.bootstrap, "drill").values()} == {0}  # nothing moves by itself
     code, out, err = _elect("--bootstrap-server", c.bootstrap, "--election-type", "PREFERRED",
                             "--all-topic-partitions")
@@ -145,7 +109,7 @@ def test_preferred_election_returns_leadership_after_restart(two_brokers: Broker
     code, out, err = _elect("--bootstrap-server", c.bootstrap, "--election-type", "preferred",
                             "--all-topic-partitions")
     assert code == 0 and out.strip() == "Valid replica already elected for partitions drill-0, drill-1, drill-2, drill-3"
-    ctrl = c.by_id(_controller_id(c)).output()
+    ctrl = c.by_id(c.controller_id()).output()
     assert "Partition drill-1: leader changed to 1 (epoch" in ctrl
     assert len(consume_all(c.bootstrap, "drill", 400, partitions=4)) == 400
 
@@ -154,10 +118,10 @@ def test_preferred_election_through_zookeeper(two_brokers: BrokerCluster, tmp_pa
     """Kafka 2.x: kafka-preferred-replica-election.sh --zookeeper writes /admin/preferred_replica_election."""
     c = two_brokers
     _create(c.bootstrap, "zkdrill", [[0, 1], [1, 0]])
-    assert _wait(lambda: _all_in_sync(c.bootstrap, "zkdrill", 2))
+    wait_until(lambda: _all_in_sync(c.bootstrap, "zkdrill", 2), 30, "every replica of zkdrill in sync")
     _leave_broker(c, 1, "zkdrill", kill=False)
     c.by_id(1).start()
-    assert _wait(lambda: _all_in_sync(c.bootstrap, "zkdrill", 2), 40)
+    wait_until(lambda: _all_in_sync(c.bootstrap, "zkdrill", 2), 40, "every replica of zkdrill in sync")
     assert _layout(c.bootstrap, "zkdrill")[1][0] == 0
     spec = tmp_path / "election.json"
     spec.write_text(json.dumps({"partitions": [{"topic": "zkdrill", "partition": 1},
@@ -170,13 +134,10 @@ def test_preferred_election_through_zookeeper(two_brokers: BrokerCluster, tmp_pa
            '"partition":1}]}' in lines
     assert "Successfully started preferred replica election for partitions Set(zkdrill-1)" in lines
     assert "Skipping preferred replica leader election for partition zkdrill-7 since it doesn't exist." in lines
-    assert _wait(lambda: _leaders_preferred(c.bootstrap, "zkdrill"), 20)
-    z = _zk(c)
-    try:
-        assert _wait(lambda: z.exists("/admin/preferred_replica_election") is None, 10)  # the controller deletes it
-    finally:
-        z.stop()
-        z.close()
+    wait_until(lambda: _leaders_preferred(c.bootstrap, "zkdrill"), 20, "the preferred replicas of zkdrill to lead")
+    with c.zookeeper() as z:
+        wait_until(lambda: z.exists("/admin/preferred_replica_election") is None, 10,
+                   "the controller to delete the election znode")
     # the same tool through the ElectLeaders API: nothing to do now
     r = run_cli("preferred-replica-election", "--bootstrap-server", c.bootstrap)
     assert r.returncode == 0 and "Preferred replica already elected for partitions zkdrill-0, zkdrill-1" in r.stdout
@@ -185,8 +146,8 @@ def test_preferred_election_through_zookeeper(two_brokers: BrokerCluster, tmp_pa
 def test_requests_to_a_broker_that_is_not_the_controller_are_forwarded(two_brokers: BrokerCluster) -> None:
     c = two_brokers
     _create(c.bootstrap, "fwd", [[0, 1], [1, 0]])
-    assert _wait(lambda: _all_in_sync(c.bootstrap, "fwd", 2))
-    other = c.brokers[1 - _controller_id(c)]
+    wait_until(lambda: _all_in_sync(c.bootstrap, "fwd", 2), 30, "every replica of fwd in sync")
+    other = c.brokers[1 - c.controller_id()]
     elect = ElectLeadersRequest(election_type=0, timeout_ms=10000, topic_partitions=[
         ElectLeadersRequest.TopicPartitions(topic="fwd", partitions=[0, 1]),
         ElectLeadersRequest.TopicPartitions(topic="nope", partitions=[0])])
@@ -210,9 +171,9 @@ def test_requests_to_a_broker_that_is_not_the_controller_are_forwarded(two_broke
 def test_unclean_election_only_when_asked(two_brokers: BrokerCluster) -> None:
     c = two_brokers
     _create(c.bootstrap, "risky", [[0, 1]])
-    assert _wait(lambda: _all_in_sync(c.bootstrap, "risky", 2))
+    wait_until(lambda: _all_in_sync(c.bootstrap, "risky", 2), 30, "every replica of risky in sync")
     c.by_id(1).stop()  # the follower leaves the ISR
-    assert _wait(lambda: _layout(c.brokers[0].bootstrap, "risky")[0][2] == [0])
+    wait_until(lambda: _layout(c.brokers[0].bootstrap, "risky")[0][2] == [0], 30, "an ISR of broker 0 alone")
     p = Producer({"bootstrap.servers": c.brokers[0].bootstrap, "acks": "1"})
     for i in range(50):
         p.produce("risky", b"only-on-0-%d" % i)
@@ -220,9 +181,13 @@ def test_unclean_election_only_when_asked(two_brokers: BrokerCluster) -> None:
     c.by_id(0).kill()  # the only in-sync replica dies
     c.by_id(1).start()
     b1 = c.brokers[1].bootstrap
-    assert _wait(lambda: _controller_id(c) == 1, 30)
-    time.sleep(3)  # unclean.leader.election.enable=false: the out-of-sync replica does not take over
-    assert _layout(b1, "risky")[0][0] == -1
+    wait_until(lambda: c.controller_id() == 1, 30, "broker 1 to become controller")
+    # unclean.leader.election.enable=false: the controller takes the partition offline rather than
+    # let the out-of-sync replica lead
+    with c.zookeeper() as z:
+        wait_until(lambda: json.loads(z.get("/brokers/topics/risky/partitions/0/state")[0])["leader"] == -1, 30,
+                   "the controller to take risky-0 offline")
+    wait_until(lambda: _layout(b1, "risky")[0][0] == -1, 10, "broker 1's metadata to show risky-0 offline")
     code, out, err = _elect("--bootstrap-server", b1, "--election-type", "PREFERRED", "--topic", "risky",
                             "--partition", "0")
     assert code == 1 and "PreferredLeaderNotAvailableException" in out
@@ -241,18 +206,15 @@ def test_unclean_election_only_when_asked(two_brokers: BrokerCluster) -> None:
     assert code == 0 and out.strip() == "Valid replica already elected for partitions risky-0"
 
 
-def test_auto_leader_rebalance(zk_standalone: ZooKeeperEnsemble, tmp_path: Path) -> None:
-    c = _start(_cluster(zk_standalone, tmp_path, 2, **{"auto.leader.rebalance.enable": "true",
-                                                        "leader.imbalance.check.interval.seconds": "1"}))
-    try:
-        _create(c.bootstrap, "auto", [[0, 1], [1, 0], [0, 1], [1, 0]])
-        assert _wait(lambda: _all_in_sync(c.bootstrap, "auto", 2))
-        _leave_broker(c, 1, "auto", kill=False)
-        c.by_id(1).start()
-        assert _wait(lambda: _leaders_preferred(c.bootstrap, "auto"), 40)
-        assert "Processing automatic preferred replica leader election" in c.by_id(_controller_id(c)).output()
-    finally:
-        c.stop()
+def test_auto_leader_rebalance(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool) -> None:
+    c = brokers.start_cluster(zk_standalone.connect_string, 2, {
+        **FAST, "auto.leader.rebalance.enable": "true", "leader.imbalance.check.interval.seconds": "1"})
+    _create(c.bootstrap, "auto", [[0, 1], [1, 0], [0, 1], [1, 0]])
+    wait_until(lambda: _all_in_sync(c.bootstrap, "auto", 2), 30, "every replica of auto in sync")
+    _leave_broker(c, 1, "auto", kill=False)
+    c.by_id(1).start()
+    wait_until(lambda: _leaders_preferred(c.bootstrap, "auto"), 40, "the preferred replicas of auto to lead")
+    assert "Processing automatic preferred replica leader election" in c.by_id(c.controller_id()).output()
 
 
 def _reassignment_file(path: Path, topic: str, replicas: list[int], partition: int = 0) -> Path:
@@ -269,13 +231,13 @@ def _reassign(*args: str) -> tuple[int, str, str]:
 def test_reassign_under_load(three_brokers: BrokerCluster, tmp_path: Path) -> None:
     c = three_brokers
     _create(c.bootstrap, "move", [[0, 1]])
-    assert _wait(lambda: _all_in_sync(c.bootstrap, "move", 2))
+    wait_until(lambda: _all_in_sync(c.bootstrap, "move", 2), 30, "every replica of move in sync")
     p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all", "linger.ms": 5})
     for i in range(20000):
         p.produce("move", b"before-%d" % i)
     assert p.flush(30) == 0
     prod = NumberedProducer(c.bootstrap, "move", partitions=1).start()
-    time.sleep(1.0)
+    prod.wait_acked(100)
     spec = _reassignment_file(tmp_path / "move.json", "move", [1, 2])
     code, out, err = _reassign("--bootstrap-server", c.bootstrap, "--execute", "--reassignment-json-file", str(spec))
     assert code == 0, out + err
@@ -289,68 +251,66 @@ def test_reassign_under_load(three_brokers: BrokerCluster, tmp_path: Path) -> No
         _, vout, _ = _reassign("--bootstrap-server", c.bootstrap, "--verify", "--reassignment-json-file", str(spec))
         return "Reassignment of partition move-0 is completed." in vout
 
-    assert _wait(verified, 60, step=1.0)
-    time.sleep(1.0)
+    wait_until(verified, 60, "the reassignment to complete", interval=1.0)
+    prod.wait_acked(100)  # acknowledged by the new replicas
     prod.stop()
     assert not prod.failed, prod.failed[:3]
     assert len(prod.acked) > 100
     leader, replicas, isr = _layout(c.bootstrap, "move")[0]
     assert replicas == [1, 2] and isr == [1, 2] and leader in (1, 2)
-    assert _wait(lambda: not (c.brokers[0].log_dir / "move-0").exists(), 20)  # the old replica's log is gone
-    assert _wait(lambda: _segment_bytes(c, 1, "move", 0) == _segment_bytes(c, 2, "move", 0), 30)
+    wait_until(lambda: not (c.brokers[0].log_dir / "move-0").exists(), 20, "the removed replica's log to go")
+    wait_until(lambda: _segment_bytes(c, 1, "move", 0) == _segment_bytes(c, 2, "move", 0), 30, "identical new replicas")
     boot = ",".join(b.bootstrap for b in c.brokers[1:])
     got = consume_all(boot, "move", 20000 + len(prod.acked))
     stored = {m.offset(): m.value() for m in got}
     for _part, off, num in prod.acked:
         assert stored.get(off) == str(num).encode(), f"acknowledged {num} at offset {off} is missing"
-    assert "Partition move-0: reassignment completed, replicas [1, 2]" in c.by_id(_controller_id(c)).output()
+    assert "Partition move-0: reassignment completed, replicas [1, 2]" in c.by_id(c.controller_id()).output()
     code, out, _ = _reassign("--bootstrap-server", c.bootstrap, "--list")
     assert code == 0 and out.strip() == "No partition reassignments found."
 
 
-def test_reassignment_in_progress_then_cancelled(zk_standalone: ZooKeeperEnsemble, tmp_path: Path) -> None:
+def test_reassignment_in_progress_then_cancelled(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool,
+                                                 tmp_path: Path) -> None:
     # a long ZooKeeper session, so a paused (SIGSTOP) broker still counts as alive
-    c = _start(_cluster(zk_standalone, tmp_path, 3, **{"zookeeper.session.timeout.ms": "30000"}))
+    c = brokers.start_cluster(zk_standalone.connect_string, 3, {**FAST, "zookeeper.session.timeout.ms": "30000"})
+    ctrl = c.controller_id()
+    paused, other = [b for b in range(3) if b != ctrl]
+    _create(c.bootstrap, "undo", [[ctrl, other]])
+    wait_until(lambda: _all_in_sync(c.bootstrap, "undo", 2), 30, "every replica of undo in sync")
+    p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all"})
+    for i in range(1000):
+        p.produce("undo", b"u%d" % i)
+    assert p.flush(30) == 0
+    spec = _reassignment_file(tmp_path / "undo.json", "undo", [ctrl, paused])
+    boot = ",".join(c.brokers[b].bootstrap for b in (ctrl, other))
+    pid = c.by_id(paused).pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
     try:
-        ctrl = _controller_id(c)
-        paused, other = [b for b in range(3) if b != ctrl]
-        _create(c.bootstrap, "undo", [[ctrl, other]])
-        assert _wait(lambda: _all_in_sync(c.bootstrap, "undo", 2))
-        p = Producer({"bootstrap.servers": c.bootstrap, "acks": "all"})
-        for i in range(1000):
-            p.produce("undo", b"u%d" % i)
-        assert p.flush(30) == 0
-        spec = _reassignment_file(tmp_path / "undo.json", "undo", [ctrl, paused])
-        boot = ",".join(c.brokers[b].bootstrap for b in (ctrl, other))
-        pid = c.by_id(paused).pid
-        assert pid is not None
-        os.kill(pid, signal.SIGSTOP)
-        try:
-            code, out, err = _reassign("--bootstrap-server", boot, "--execute", "--reassignment-json-file", str(spec))
-            assert code == 0, out + err
-            _, replicas, _ = _layout(boot, "undo")[0]
-            assert replicas == [ctrl, paused, other]  # target first, then the leaving replica
-            code, out, _ = _reassign("--bootstrap-server", boot, "--list")
-            assert out.splitlines() == ["Current partition reassignments:",
-                                        f"undo-0: replicas: {ctrl},{paused},{other}. adding: {paused}. "
-                                        f"removing: {other}."]
-            code, out, _ = _reassign("--bootstrap-server", boot, "--verify", "--reassignment-json-file", str(spec))
-            assert "Reassignment of partition undo-0 is still in progress." in out
-            code, out, err = _reassign("--bootstrap-server", boot, "--execute", "--reassignment-json-file", str(spec))
-            assert code == 1 and err.startswith("Cannot execute because there is an existing partition assignment.")
-            code, out, err = _reassign("--bootstrap-server", boot, "--cancel", "--reassignment-json-file", str(spec))
-            assert code == 0, out + err
-            assert "Successfully cancelled partition reassignment for: undo-0" in out
-            assert _layout(boot, "undo")[0][1] == [ctrl, other]
-            code, out, _ = _reassign("--bootstrap-server", boot, "--cancel", "--reassignment-json-file", str(spec))
-            assert "None of the specified partition reassignments are active." in out
-        finally:
-            os.kill(pid, signal.SIGCONT)
-        assert _wait(lambda: not (c.brokers[paused].log_dir / "undo-0").exists(), 20)
-        assert _wait(lambda: _all_in_sync(c.bootstrap, "undo", 2))
-        assert len(consume_all(c.bootstrap, "undo", 1000)) == 1000
+        code, out, err = _reassign("--bootstrap-server", boot, "--execute", "--reassignment-json-file", str(spec))
+        assert code == 0, out + err
+        _, replicas, _ = _layout(boot, "undo")[0]
+        assert replicas == [ctrl, paused, other]  # target first, then the leaving replica
+        code, out, _ = _reassign("--bootstrap-server", boot, "--list")
+        assert out.splitlines() == ["Current partition reassignments:",
+                                    f"undo-0: replicas: {ctrl},{paused},{other}. adding: {paused}. "
+                                    f"removing: {other}."]
+        code, out, _ = _reassign("--bootstrap-server", boot, "--verify", "--reassignment-json-file", str(spec))
+        assert "Reassignment of partition undo-0 is still in progress." in out
+        code, out, err = _reassign("--bootstrap-server", boot, "--execute", "--reassignment-json-file", str(spec))
+        assert code == 1 and err.startswith("Cannot execute because there is an existing partition assignment.")
+        code, out, err = _reassign("--bootstrap-server", boot, "--cancel", "--reassignment-json-file", str(spec))
+        assert code == 0, out + err
+        assert "Successfully cancelled partition reassignment for: undo-0" in out
+        assert _layout(boot, "undo")[0][1] == [ctrl, other]
+        code, out, _ = _reassign("--bootstrap-server", boot, "--cancel", "--reassignment-json-file", str(spec))
+        assert "None of the specified partition reassignments are active." in out
     finally:
-        c.stop()
+        os.kill(pid, signal.SIGCONT)
+    wait_until(lambda: not (c.brokers[paused].log_dir / "undo-0").exists(), 20, "the removed replica's log to go")
+    wait_until(lambda: _all_in_sync(c.bootstrap, "undo", 2), 30, "every replica of undo in sync")
+    assert len(consume_all(c.bootstrap, "undo", 1000)) == 1000
 
 
 def test_reassign_through_zookeeper_and_generate(two_brokers: BrokerCluster, tmp_path: Path) -> None:
@@ -382,13 +342,10 @@ def test_reassign_through_zookeeper_and_generate(two_brokers: BrokerCluster, tmp
         _, vout, _ = _reassign("--zookeeper", connect, "--verify", "--reassignment-json-file", str(proposed))
         return vout.count("is completed.") == 2
 
-    assert _wait(done, 40, step=1.0)
+    wait_until(done, 40, "both reassignments to complete", interval=1.0)
     assert all(replicas == [1] for _, replicas, _ in _layout(c.bootstrap, "legacy").values())
-    z = _zk(c)
-    try:
-        assert _wait(lambda: z.exists("/admin/reassign_partitions") is None, 10)
-    finally:
-        z.stop()
-        z.close()
+    with c.zookeeper() as z:
+        wait_until(lambda: z.exists("/admin/reassign_partitions") is None, 10,
+                   "the controller to delete the reassignment znode")
     assert len(consume_all(c.brokers[1].bootstrap, "legacy", 200, partitions=2)) == 200
-    assert _wait(lambda: not (c.brokers[0].log_dir / "legacy-0").exists(), 20)
+    wait_until(lambda: not (c.brokers[0].log_dir / "legacy-0").exists(), 20, "the removed replica's log to go")

@@ -50,33 +50,16 @@ from kafka.protocol.consumer import (
 from kafka.protocol.consumer.group import OffsetDeleteRequest, OffsetDeleteResponse
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 
-from tests.harness import BrokerProcess
+from tests.harness import NO_REBALANCE_DELAY, BrokerProcess
+from tests.waiting import wait_until
 
 SESSION_MS = 6000
-OVERRIDES = {"group.initial.rebalance.delay.ms": "0"}
 CLIENTS = ["confluent", "kafka-python", "aiokafka"]
 
 
 @pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    b = BrokerProcess(tmp_path_factory.mktemp("groups"), overrides=dict(OVERRIDES))
-    b.start()
-    try:
-        yield b
-    finally:
-        b.stop()
-        b.kill()
-
-
-@pytest.fixture
-def fresh_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    b = BrokerProcess(tmp_path_factory.mktemp("groups-fresh"), overrides=dict(OVERRIDES))
-    b.start()
-    try:
-        yield b
-    finally:
-        b.stop()
-        b.kill()
+def broker_config() -> dict[str, str]:
+    return NO_REBALANCE_DELAY
 
 
 def _name(prefix: str) -> str:
@@ -101,15 +84,6 @@ def produce(bootstrap: str, topic: str, values: list[bytes], partition: int | No
 
 def _partitions(p: Producer, topic: str) -> int:
     return len(p.list_topics(topic, timeout=10).topics[topic].partitions)
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float, what: str) -> float:
-    start = time.monotonic()
-    while time.monotonic() - start < timeout:
-        if predicate():
-            return time.monotonic() - start
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def cf_consumer(bootstrap: str, group: str, **extra: Any) -> Consumer:
@@ -334,9 +308,12 @@ def one_owner_each(procs: list[ConsumerProc], partitions: int) -> bool:
 
 
 def wait_balanced(procs: list[ConsumerProc], partitions: int = 6, timeout: float = 30) -> float:
-    return wait_until(lambda: one_owner_each(procs, partitions), timeout,
-                      f"{len(procs)} consumers owning {partitions} partitions once each: "
-                      f"{[p.assignment for p in procs]}")
+    """Seconds until every partition has one owner among `procs` and each of them owns some."""
+    start = time.monotonic()
+    wait_until(lambda: one_owner_each(procs, partitions), timeout,
+               lambda: f"{len(procs)} consumers owning {partitions} partitions once each, not {[p.assignment for p in procs]}",
+               interval=0.05)
+    return time.monotonic() - start
 
 
 # ---- membership and rebalancing ------------------------------------------------------------------
@@ -502,16 +479,20 @@ async def _aiokafka_consume_and_commit(bootstrap: str, group: str, topic: str, n
 
 @pytest.mark.parametrize("client", CLIENTS)
 def test_auto_commit(broker: BrokerProcess, client: str) -> None:
+    """The consumer keeps polling, without committing itself, until its position shows up as committed."""
     topic = create_topic(broker.bootstrap, 2)
     group = _name("auto")
     produce(broker.bootstrap, topic, [b"a%d" % i for i in range(30)])
+
+    def committed_while(poll: Callable[[], object]) -> bool:
+        poll()
+        return cf_committed(broker.bootstrap, group, topic, 2) == [15, 15]
+
     if client == "confluent":
         c = cf_consumer(broker.bootstrap, group, **{"enable.auto.commit": True, "auto.commit.interval.ms": 200})
         c.subscribe([topic])
         assert len(cf_drain(c, 30)) == 30
-        end = time.monotonic() + 1.0
-        while time.monotonic() < end:
-            c.poll(0.1)
+        wait_until(lambda: committed_while(lambda: c.poll(0.1)), 10, "auto-committed offsets")
         c.close()
     elif client == "kafka-python":
         from kafka import KafkaConsumer
@@ -522,13 +503,11 @@ def test_auto_commit(broker: BrokerProcess, client: str) -> None:
         end = time.monotonic() + 20
         while n < 30 and time.monotonic() < end:
             n += sum(len(v) for v in kc.poll(timeout_ms=200).values())
-        time.sleep(0.5)
-        kc.poll(timeout_ms=300)
-        kc.close(autocommit=False)
         assert n == 30
+        wait_until(lambda: committed_while(lambda: kc.poll(timeout_ms=100)), 10, "auto-committed offsets")
+        kc.close(autocommit=False)
     else:
         asyncio.run(_aiokafka_auto_commit(broker.bootstrap, group, topic))
-    wait_until(lambda: cf_committed(broker.bootstrap, group, topic, 2) == [15, 15], 10, "auto-committed offsets")
 
 
 async def _aiokafka_auto_commit(bootstrap: str, group: str, topic: str) -> None:
@@ -537,13 +516,17 @@ async def _aiokafka_auto_commit(bootstrap: str, group: str, topic: str) -> None:
     c = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=True,
                          auto_commit_interval_ms=200, auto_offset_reset="earliest", session_timeout_ms=SESSION_MS)
     await c.start()
-    n = 0
-    end = time.monotonic() + 20
-    while n < 30 and time.monotonic() < end:
-        n += sum(len(v) for v in (await c.getmany(timeout_ms=200)).values())
-    await asyncio.sleep(0.6)
-    await c.stop()
-    assert n == 30
+    try:
+        n = 0
+        end = time.monotonic() + 20
+        while n < 30 and time.monotonic() < end:
+            n += sum(len(v) for v in (await c.getmany(timeout_ms=200)).values())
+        assert n == 30
+        # aiokafka commits from a task of this event loop: wait in a thread while the loop runs
+        await asyncio.to_thread(wait_until, lambda: cf_committed(bootstrap, group, topic, 2) == [15, 15], 10,
+                                "auto-committed offsets")
+    finally:
+        await c.stop()
 
 
 @pytest.mark.parametrize("client", CLIENTS)
@@ -754,8 +737,8 @@ def test_committed_offsets_survive_broker_restart(fresh_broker: BrokerProcess, h
         b.kill()
     b.start()
     for i, group in enumerate(groups):
-        assert wait_until(lambda g=group, i=i: _committed_or_none(b.bootstrap, g, topic) == [3 + i] * 3, 30,
-                          f"offsets of {group} after restart") >= 0
+        wait_until(lambda g=group, i=i: _committed_or_none(b.bootstrap, g, topic) == [3 + i] * 3, 30,
+                   f"offsets of {group} after restart")
     with Raw(b.port) as raw:
         coordinator = raw.call(FindCoordinatorRequest(key=groups[0]), FindCoordinatorResponse, 1)
         assert coordinator.error_code == 0

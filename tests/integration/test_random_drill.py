@@ -9,14 +9,14 @@ import os
 import random
 import threading
 import time
-from pathlib import Path
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import NewTopic
 
 from tests.clients import admin, consume_to_end
-from tests.harness import BrokerCluster
+from tests.harness import BrokerPool
+from tests.waiting import wait_until
 from tests.zkharness import ZooKeeperEnsemble
 
 TOPIC, PARTITIONS = "drill", 3
@@ -27,25 +27,13 @@ def _isr_full(bootstrap: str) -> bool:
     return all(len(p.isrs) == 3 and p.leader >= 0 for p in md.partitions.values())
 
 
-def _wait(pred, timeout: float) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if pred():
-                return True
-        except Exception:
-            pass
-        time.sleep(0.3)
-    return False
-
-
 @pytest.mark.timeout(3600)  # 200 rounds take several minutes; the suite's default is 300 s per test
-def test_random_kill_drill(zk_standalone: ZooKeeperEnsemble, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+def test_random_kill_drill(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool,
+                           request: pytest.FixtureRequest) -> None:
     rounds = int(os.environ.get("ODRADEK_DRILL_ROUNDS", "200" if request.config.getoption("--run-slow") else "3"))
     rng = random.Random(20261121)
-    c = BrokerCluster(tmp_path / "drill", zk_standalone.connect_string, size=3,
-                      overrides={"min.insync.replicas": "2", "zookeeper.session.timeout.ms": "4000",
-                                 "replica.lag.time.max.ms": "4000"}).start()
+    c = brokers.start_cluster(zk_standalone.connect_string, 3, {
+        "min.insync.replicas": "2", "zookeeper.session.timeout.ms": "4000", "replica.lag.time.max.ms": "4000"})
     acked: list[tuple[int, int, bytes]] = []
     failed = [0]
     stop = threading.Event()
@@ -73,7 +61,7 @@ def test_random_kill_drill(zk_standalone: ZooKeeperEnsemble, tmp_path: Path, req
     left = [0]
     try:
         admin(c.bootstrap).create_topics([NewTopic(TOPIC, PARTITIONS, 3)])[TOPIC].result(30)
-        assert _wait(lambda: _isr_full(c.bootstrap), 30)
+        wait_until(lambda: _isr_full(c.bootstrap), 30, "a full ISR", ignoring=(KafkaException,))
         t = threading.Thread(target=produce, daemon=True)
         t.start()
         for _ in range(rounds):
@@ -81,10 +69,10 @@ def test_random_kill_drill(zk_standalone: ZooKeeperEnsemble, tmp_path: Path, req
             victim.kill()
             time.sleep(rng.uniform(0.3, 1.5))
             victim.start(60)
-            assert _wait(lambda: _isr_full(c.bootstrap), 60), "ISR did not refill after a restart"
+            wait_until(lambda: _isr_full(c.bootstrap), 60, "the ISR to refill after a restart", ignoring=(KafkaException,))
         stop.set()
         t.join(150)
-        assert _wait(lambda: _isr_full(c.bootstrap), 60)
+        wait_until(lambda: _isr_full(c.bootstrap), 60, "a full ISR", ignoring=(KafkaException,))
         got = consume_to_end(c.bootstrap, TOPIC, PARTITIONS, timeout=120)
         stored = {(m.partition(), m.offset()): m.value() for m in got}
         missing = [(p, o) for p, o, v in acked if stored.get((p, o)) != v]
@@ -100,7 +88,6 @@ def test_random_kill_drill(zk_standalone: ZooKeeperEnsemble, tmp_path: Path, req
                     return False
             return True
 
-        assert _wait(identical, 60), "replica logs differ"
+        wait_until(identical, 60, "identical replica logs", ignoring=(OSError,))
     finally:
         stop.set()
-        c.stop()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -12,6 +11,7 @@ pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e 
 from confluent_kafka import Producer, TopicPartition  # noqa: E402
 
 from tests.clients import admin, create_topic  # noqa: E402
+from tests.waiting import wait_until  # noqa: E402
 
 pytestmark = pytest.mark.timeout(240)
 T0 = 1_700_000_000_000  # a fixed CreateTime, ms
@@ -114,11 +114,9 @@ def test_deleted_records_fail_or_skip(spark: Any, broker: Any) -> None:
     fs = admin(broker.bootstrap).delete_records([TopicPartition("trimmed", 0, 20)], request_timeout=15)
     for f in fs.values():
         f.result(20)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:  # the log start offset is moved asynchronously on some brokers
-        if reader(spark, broker.bootstrap, subscribe="trimmed").count() == 30:
-            break
-        time.sleep(0.2)
+    # the log start offset is moved asynchronously on some brokers
+    wait_until(lambda: reader(spark, broker.bootstrap, subscribe="trimmed").count() == 30, 10,
+               "30 records after the deletion")
     from_zero = {"subscribe": "trimmed", "startingOffsets": '{"trimmed":{"0":0}}'}
     with pytest.raises(Exception) as info:
         reader(spark, broker.bootstrap, **from_zero).count()

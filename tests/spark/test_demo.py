@@ -6,14 +6,13 @@ import re
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
 
-from tests.spark.conftest import session_pids  # noqa: E402
+from tests.spark.conftest import wait_session_gone  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,8 +37,7 @@ def test_demo_runs_shows_metrics_and_cleans_up(tmp_path: Path) -> None:
     assert rows and int(rows[0].split()[2].replace(",", "")) > 0, stdout
     assert f"Parquet metrics (one file per window, partitioned by date and hour): {out_dir / 'metrics'}" in stdout
     assert list((out_dir / "metrics").glob("date=*/hour=*/window-*.parquet"))
-    time.sleep(0.5)
-    assert session_pids(proc.pid) == [], "the demo left processes behind (JVM, Python workers)"
+    wait_session_gone(proc.pid, "the demo's processes (JVM, Python workers)")
     started = re.search(r"Broker running at 127\.0\.0\.1:(\d+) \(data in (\S+)/data\)", stdout)
     assert started, stdout
     port, workdir = int(started.group(1)), started.group(2)

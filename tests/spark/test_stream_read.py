@@ -4,11 +4,8 @@ streaming query with kill -9 mid-batch and checks that the restarted query write
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +17,8 @@ from confluent_kafka import Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import NewPartitions  # noqa: E402
 
 from tests.clients import admin, create_topic  # noqa: E402
-from tests.spark.conftest import session_pids  # noqa: E402
+from tests.spark.conftest import kill_mid_batch, wait_session_gone  # noqa: E402
+from tests.waiting import wait_until  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,9 +71,7 @@ def test_new_partitions_are_picked_up(spark: Any, broker: Any, tmp_path: Path) -
         def seen() -> set[tuple[str, int]]:
             return {(r.v, r.partition) for r in spark.sql("SELECT v, partition FROM grow_rows").collect()}
 
-        deadline = time.monotonic() + 60
-        while seen() != {("a0", 0), ("a1", 0)} and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_until(lambda: seen() == {("a0", 0), ("a1", 0)}, 60, lambda: f"the first two rows, not {seen()}")
         fs = admin(broker.bootstrap).create_partitions([NewPartitions("grow", 3)])
         fs["grow"].result(20)
         p = Producer({"bootstrap.servers": broker.bootstrap, "topic.metadata.refresh.interval.ms": 200})
@@ -83,9 +79,7 @@ def test_new_partitions_are_picked_up(spark: Any, broker: Any, tmp_path: Path) -
         p.produce("grow", b"b1", partition=1)
         assert p.flush(30) == 0
         want = {("a0", 0), ("a1", 0), ("b1", 1), ("b2", 2)}
-        while seen() != want and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert seen() == want
+        wait_until(lambda: seen() == want, 60, lambda: f"rows of the new partitions too, not {seen()}")
     finally:
         q.stop()
 
@@ -120,11 +114,6 @@ def test_deleted_records_fail_the_query_or_are_skipped(spark: Any, broker: Any, 
     assert got == sorted(f"x{i}" for i in [*range(10), *range(30, 50)])
 
 
-def _batches(checkpoint: Path, kind: str) -> set[int]:
-    d = checkpoint / kind
-    return {int(f.name) for f in d.iterdir() if f.name.isdigit()} if d.is_dir() else set()
-
-
 def test_kill_9_mid_batch_then_restart_gives_every_record_exactly_once(spark: Any, broker: Any,
                                                                         tmp_path: Path) -> None:
     create_topic(broker.bootstrap, "crash", partitions=3)
@@ -132,26 +121,11 @@ def test_kill_9_mid_batch_then_restart_gives_every_record_exactly_once(spark: An
     produce_values(broker.bootstrap, "crash", [f"rec-{i:06d}" for i in range(n)], partitions=3)
     ck, out = tmp_path / "ck", tmp_path / "out"
     cmd = [sys.executable, "-m", "tests.spark.stream_job", broker.bootstrap, "crash", str(ck), str(out)]
-    log = open(tmp_path / "job1.log", "wb")  # noqa: SIM115 - closed below
-    job = subprocess.Popen([*cmd, "--max-offsets", "2000"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    killed_mid_batch = False
-    try:
-        deadline = time.monotonic() + 150
-        while time.monotonic() < deadline and job.poll() is None:
-            done, planned = _batches(ck, "commits"), _batches(ck, "offsets")
-            if len(done) >= 2 and planned - done:
-                os.killpg(job.pid, signal.SIGKILL)  # the driver, its JVM and Python workers, all at once
-                killed_mid_batch = True
-                break
-            time.sleep(0.02)
-    finally:
-        if job.poll() is None and not killed_mid_batch:
-            os.killpg(job.pid, signal.SIGKILL)
-        job.wait(30)
-        log.close()
-    assert killed_mid_batch, (tmp_path / "job1.log").read_text(errors="replace")[-3000:]
-    time.sleep(0.5)
-    assert session_pids(job.pid) == [], "processes of the killed job are still running"
+    with open(tmp_path / "job1.log", "wb") as log:
+        job = subprocess.Popen([*cmd, "--max-offsets", "2000"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+        kill_mid_batch(job, ck, tmp_path / "job1.log", timeout=150)
+    wait_session_gone(job.pid, "the killed job's processes")
 
     rerun = subprocess.run([*cmd, "--available-now"], cwd=ROOT, capture_output=True, text=True, timeout=200)
     assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]

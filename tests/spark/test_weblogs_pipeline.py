@@ -5,8 +5,6 @@ and a streaming run killed with kill -9 and restarted ends with the same output.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -24,8 +22,9 @@ from odradek.pipelines.weblogs import DLQ_TOPIC, LOGS_TOPIC, METRICS_TOPIC  # no
 from odradek.pipelines.weblogs.generator import GeneratorConfig, WeblogGenerator, produce_records  # noqa: E402
 from odradek.pipelines.weblogs.topics import ensure_topics  # noqa: E402
 from tests.clients import consume_all  # noqa: E402
-from tests.spark.conftest import session_pids  # noqa: E402
+from tests.spark.conftest import batch_ids, kill_mid_batch, wait_session_gone  # noqa: E402
 from tests.spark.weblogs_reference import assert_metrics_equal, reference_metrics  # noqa: E402
+from tests.waiting import wait_until  # noqa: E402
 
 pytestmark = pytest.mark.timeout(400)
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,15 +87,12 @@ def test_streaming_metrics_equal_plain_python(spark: Any, broker: Any, loaded: l
     assert sorted(p.name for p in (cfg.metrics_dir / "date=2025-11-21").iterdir()) == ["hour=12"]
 
     # the metrics topic: the last record of each window key holds the final figures, as JSON
-    msgs = consume_all(broker.bootstrap, METRICS_TOPIC, 3, timeout=30)
-    latest: dict[str, dict] = {}
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    def latest_per_window() -> dict[str, dict]:
         msgs = consume_all(broker.bootstrap, METRICS_TOPIC, 10_000, timeout=3)
         latest = {m.key().decode(): json.loads(m.value()) for m in msgs}
-        if len(latest) == 3:
-            break
-    assert len(latest) == 3
+        return latest if len(latest) == 3 else {}
+
+    latest = wait_until(latest_per_window, 30, "the metrics of three windows")
     for key, m in latest.items():
         assert key == m["window_start"] and key.endswith("Z")
         start = int(time.mktime(time.strptime(key, "%Y-%m-%dT%H:%M:%SZ")) - time.timezone) * 1000
@@ -135,10 +131,6 @@ def test_archive_by_offsets_and_by_time(spark: Any, broker: Any, loaded: list, t
     assert minute["first_event"] == "2025-11-21T12:01:00Z" and minute["last_event"] == "2025-11-21T12:01:59Z"
 
 
-def _batches(d: Path) -> set[int]:
-    return {int(f.name) for f in d.iterdir() if f.name.isdigit()} if d.is_dir() else set()
-
-
 def test_kill_9_mid_stream_and_restart_gives_the_same_output(fresh_broker: Any, tmp_path: Path) -> None:
     bootstrap = fresh_broker.bootstrap
     ensure_topics(bootstrap)
@@ -147,28 +139,12 @@ def test_kill_9_mid_stream_and_restart_gives_the_same_output(fresh_broker: Any, 
     ck, out = tmp_path / "ck", tmp_path / "out"
     cmd = [sys.executable, "-m", "odradek.cli.main", "pipeline", "run", "weblogs", "--bootstrap-server", bootstrap,
            "--checkpoint", str(ck), "--output", str(out)]
-    log = open(tmp_path / "run1.log", "wb")  # noqa: SIM115 - closed below
-    job = subprocess.Popen([*cmd, "--trigger", "0s", "--max-offsets-per-trigger", "2500"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                           start_new_session=True)
-    killed = False
-    try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and job.poll() is None:
-            done, planned = _batches(ck / "metrics" / "commits"), _batches(ck / "metrics" / "offsets")
-            if len(done) >= 2 and planned - done:
-                os.killpg(job.pid, signal.SIGKILL)
-                killed = True
-                break
-            time.sleep(0.02)
-    finally:
-        if job.poll() is None and not killed:
-            os.killpg(job.pid, signal.SIGKILL)
-        job.wait(30)
-        log.close()
-    assert killed, (tmp_path / "run1.log").read_text(errors="replace")[-3000:]
-    time.sleep(0.5)
-    assert session_pids(job.pid) == []
-    assert len(_batches(ck / "metrics" / "commits")) < 5  # stopped before the end of the input
+    with open(tmp_path / "run1.log", "wb") as log:
+        job = subprocess.Popen([*cmd, "--trigger", "0s", "--max-offsets-per-trigger", "2500"], cwd=ROOT, stdout=log,
+                               stderr=subprocess.STDOUT, start_new_session=True)
+        kill_mid_batch(job, ck / "metrics", tmp_path / "run1.log", timeout=180)
+    wait_session_gone(job.pid, "the killed job's processes")
+    assert len(batch_ids(ck / "metrics" / "commits")) < 5  # stopped before the end of the input
 
     rerun = subprocess.run([*cmd, "--trigger", "available-now"], cwd=ROOT, capture_output=True, text=True,
                            timeout=300)

@@ -98,8 +98,7 @@ def test_client_config_layers_and_drops_java_only_keys() -> None:
 def test_create_client_drops_unknown_properties(capsys: pytest.CaptureFixture[str]) -> None:
     from confluent_kafka import Producer
 
-    producer = common.create_client(Producer, {"bootstrap.servers": "127.0.0.1:1", "no.such.thing": "1"})
-    assert producer is not None
+    common.create_client(Producer, {"bootstrap.servers": "127.0.0.1:1", "no.such.thing": "1"})  # no error
     assert "ignoring unknown client property 'no.such.thing'" in capsys.readouterr().err
     with pytest.raises(common.CliError, match="invalid client configuration"):
         common.create_client(Producer, {"bootstrap.servers": "127.0.0.1:1", "acks": "banana"})

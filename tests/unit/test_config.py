@@ -58,79 +58,77 @@ def hostname(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
+PROPERTIES = [  # (.properties text, what it parses to)
+    pytest.param(
+        "a=1\nb = 2\nc 3\nd:4\ne\t:\t5\nf   6\ng  =  7\nh: 8\n",
+        {"a": "1", "b": "2", "c": "3", "d": "4", "e": "5", "f": "6", "g": "7", "h": "8"},
+        id="separator_forms",
+    ),
+    pytest.param(
+        "alone\nempty=\nspaced =   \n",
+        {"alone": "", "empty": "", "spaced": ""},
+        id="key_without_value",
+    ),
+    pytest.param(
+        "# hash comment\n! bang comment\n   # indented comment\n\n   \n\t\na=1\n  !b=2\n",
+        {"a": "1"},
+        id="comments_and_blank_lines",
+    ),
+    pytest.param(
+        "a=1 # not a comment\n",
+        {"a": "1 # not a comment"},
+        id="hash_after_value_is_part_of_the_value",
+    ),
+    pytest.param(
+        "   broker.id=0  \n\tx = y \t\n",
+        {"broker.id": "0  ", "x": "y \t"},
+        id="leading_whitespace_dropped_trailing_kept",
+    ),
+    pytest.param(
+        "fruits = apple, banana, \\\n          pear, \\\n\t  cantaloupe\nnext=1\n",
+        {"fruits": "apple, banana, pear, cantaloupe", "next": "1"},
+        id="line_continuation",
+    ),
+    pytest.param(
+        "even=a\\\\\nodd=b\\\\\\\n  c\nthree=\\\\\\\\\\\nx\n",
+        {"even": "a\\", "odd": "b\\c", "three": "\\\\x"},
+        id="continuation_needs_an_odd_number_of_backslashes",
+    ),
+    pytest.param("a=1\\\n  #2\n", {"a": "1#2"}, id="continuation_line_starting_with_hash_is_not_a_comment"),
+    pytest.param("# comment \\\na=1\n", {"a": "1"}, id="comment_line_cannot_continue"),
+    pytest.param("log.\\\n   dirs=/d\n", {"log.dirs": "/d"}, id="continuation_into_key"),
+    pytest.param("a=1\\", {"a": "1"}, id="continuation_at_end_of_file"),
+    pytest.param("a=1\\\n\nb=2\n", {"a": "1", "b": "2"}, id="empty_continuation_line_ends_the_value"),
+    pytest.param(
+        "v=tab\\tnl\\nret\\rff\\fbs\\\\eq\\=colon\\:space\\ end\\q\n",
+        {"v": "tab\tnl\nret\rff\fbs\\eq=colon:space endq"},
+        id="escapes_in_values",
+    ),
+    pytest.param(
+        "key\\ with\\ spaces=1\nkey\\=eq=2\nkey\\:colon:3\n\\#not.comment=4\n",
+        {"key with spaces": "1", "key=eq": "2", "key:colon": "3", "#not.comment": "4"},
+        id="escapes_in_keys",
+    ),
+    pytest.param("a=\\  x\n", {"a": "  x"}, id="escaped_leading_space_in_value"),
+    pytest.param(
+        "greeting=\\u4f60\\u597D\nk\\u00e9y=caf\\u00E9\n",
+        {"greeting": "你好", "kéy": "café"},
+        id="unicode_escapes",
+    ),
+    pytest.param("a=1\nb=2\na=3\n", {"a": "3", "b": "2"}, id="later_keys_override_earlier"),
+    # Only space, tab and form feed separate; a vertical tab belongs to the key.
+    pytest.param("a\vb=1\n", {"a\vb": "1"}, id="non_java_whitespace_is_not_a_separator"),
+]
+
+
 class TestParseProperties:
-    def test_separator_forms(self) -> None:
-        text = "a=1\nb = 2\nc 3\nd:4\ne\t:\t5\nf   6\ng  =  7\nh: 8\n"
-        assert parse_properties(text) == {
-            "a": "1",
-            "b": "2",
-            "c": "3",
-            "d": "4",
-            "e": "5",
-            "f": "6",
-            "g": "7",
-            "h": "8",
-        }
+    @pytest.mark.parametrize(("text", "expected"), PROPERTIES)
+    def test_parses(self, text: str, expected: dict[str, str]) -> None:
+        assert parse_properties(text) == expected
 
     def test_only_first_separator_splits(self) -> None:
         props = parse_properties("listeners=PLAINTEXT://:9092\nmap = A:B,C:D\nk = = v\nx::y\n")
         assert props == {"listeners": "PLAINTEXT://:9092", "map": "A:B,C:D", "k": "= v", "x": ":y"}
-
-    def test_key_without_value(self) -> None:
-        assert parse_properties("alone\nempty=\nspaced =   \n") == {"alone": "", "empty": "", "spaced": ""}
-
-    def test_comments_and_blank_lines(self) -> None:
-        text = "# hash comment\n! bang comment\n   # indented comment\n\n   \n\t\na=1\n  !b=2\n"
-        assert parse_properties(text) == {"a": "1"}
-
-    def test_hash_after_value_is_part_of_the_value(self) -> None:
-        assert parse_properties("a=1 # not a comment\n") == {"a": "1 # not a comment"}
-
-    def test_leading_whitespace_dropped_trailing_kept(self) -> None:
-        assert parse_properties("   broker.id=0  \n\tx = y \t\n") == {"broker.id": "0  ", "x": "y \t"}
-
-    def test_line_continuation(self) -> None:
-        text = "fruits = apple, banana, \\\n          pear, \\\n\t  cantaloupe\nnext=1\n"
-        assert parse_properties(text) == {"fruits": "apple, banana, pear, cantaloupe", "next": "1"}
-
-    def test_continuation_needs_an_odd_number_of_backslashes(self) -> None:
-        text = "even=a\\\\\nodd=b\\\\\\\n  c\nthree=\\\\\\\\\\\nx\n"
-        assert parse_properties(text) == {"even": "a\\", "odd": "b\\c", "three": "\\\\x"}
-
-    def test_continuation_line_starting_with_hash_is_not_a_comment(self) -> None:
-        assert parse_properties("a=1\\\n  #2\n") == {"a": "1#2"}
-
-    def test_comment_line_cannot_continue(self) -> None:
-        assert parse_properties("# comment \\\na=1\n") == {"a": "1"}
-
-    def test_continuation_into_key(self) -> None:
-        assert parse_properties("log.\\\n   dirs=/d\n") == {"log.dirs": "/d"}
-
-    def test_continuation_at_end_of_file(self) -> None:
-        assert parse_properties("a=1\\") == {"a": "1"}
-
-    def test_empty_continuation_line_ends_the_value(self) -> None:
-        assert parse_properties("a=1\\\n\nb=2\n") == {"a": "1", "b": "2"}
-
-    def test_escapes_in_values(self) -> None:
-        text = "v=tab\\tnl\\nret\\rff\\fbs\\\\eq\\=colon\\:space\\ end\\q\n"
-        assert parse_properties(text) == {"v": "tab\tnl\nret\rff\fbs\\eq=colon:space endq"}
-
-    def test_escapes_in_keys(self) -> None:
-        text = "key\\ with\\ spaces=1\nkey\\=eq=2\nkey\\:colon:3\n\\#not.comment=4\n"
-        assert parse_properties(text) == {
-            "key with spaces": "1",
-            "key=eq": "2",
-            "key:colon": "3",
-            "#not.comment": "4",
-        }
-
-    def test_escaped_leading_space_in_value(self) -> None:
-        assert parse_properties("a=\\  x\n") == {"a": "  x"}
-
-    def test_unicode_escapes(self) -> None:
-        text = "greeting=\\u4f60\\u597D\nk\\u00e9y=caf\\u00E9\n"
-        assert parse_properties(text) == {"greeting": "你好", "kéy": "café"}
 
     def test_malformed_unicode_escape(self) -> None:
         with pytest.raises(ConfigError, match="Malformed"):
@@ -138,16 +136,9 @@ class TestParseProperties:
         with pytest.raises(ConfigError, match="Malformed"):
             parse_properties("a=\\u12\n")
 
-    def test_later_keys_override_earlier(self) -> None:
-        assert parse_properties("a=1\nb=2\na=3\n") == {"a": "3", "b": "2"}
-
     def test_line_endings(self) -> None:
         assert parse_properties("a=1\r\nb=2\rc=3\nd=4") == {"a": "1", "b": "2", "c": "3", "d": "4"}
         assert parse_properties("a=x\\\r\n  y\r\n") == {"a": "xy"}
-
-    def test_non_java_whitespace_is_not_a_separator(self) -> None:
-        # Only space, tab and form feed separate; a vertical tab belongs to the key.
-        assert parse_properties("a\vb=1\n") == {"a\vb": "1"}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -759,25 +750,28 @@ class TestTopicConfigs:
                 log__flush__scheduler__interval__ms="2000", min__insync__replicas="2",
                 log__cleaner__delete__retention__ms="1000", log__index__size__max__bytes="4096")  # fmt: skip
         d = c.topic_defaults()
-        assert d["retention.ms"] == "1800000"
-        assert d["max.message.bytes"] == "500000"
-        assert d["segment.ms"] == "3600000"
-        assert d["segment.jitter.ms"] == "0"
-        assert d["cleanup.policy"] == "compact,delete"
-        assert d["segment.bytes"] == "1048576"
-        assert d["flush.ms"] == "2000"
-        assert d["flush.messages"] == str(2**63 - 1)
-        assert d["min.insync.replicas"] == "2"
-        assert d["delete.retention.ms"] == "1000"
-        assert d["segment.index.bytes"] == "4096"
-        assert d["compression.type"] == "producer"
-        assert d["message.timestamp.type"] == "CreateTime"
-        assert d["unclean.leader.election.enable"] == "false"
-        assert d["min.cleanable.dirty.ratio"] == "0.5"
-        assert d["retention.bytes"] == "-1"
-        assert d["local.retention.ms"] == "-2"
-        assert d["remote.storage.enable"] == "false"
-        assert d["preallocate"] == "false"
+        expected = {
+            "retention.ms": "1800000",
+            "max.message.bytes": "500000",
+            "segment.ms": "3600000",
+            "segment.jitter.ms": "0",
+            "cleanup.policy": "compact,delete",
+            "segment.bytes": "1048576",
+            "flush.ms": "2000",
+            "flush.messages": str(2**63 - 1),
+            "min.insync.replicas": "2",
+            "delete.retention.ms": "1000",
+            "segment.index.bytes": "4096",
+            "compression.type": "producer",
+            "message.timestamp.type": "CreateTime",
+            "unclean.leader.election.enable": "false",
+            "min.cleanable.dirty.ratio": "0.5",
+            "retention.bytes": "-1",
+            "local.retention.ms": "-2",
+            "remote.storage.enable": "false",
+            "preallocate": "false",
+        }
+        assert {k: d[k] for k in expected} == expected
 
     def test_valid_topic_configs(self) -> None:
         assert validate_topic_configs(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,6 +36,13 @@ def batch(i: int, ts: int = T0) -> bytes:
     return build_batch([(f"k{i}".encode(), b"v" * 40)] * 2, timestamp=ts)
 
 
+def started(dirs: list[Path], props: dict[str, str], **kw: Any) -> LogManager:
+    """A LogManager over `dirs` with these broker properties, started up."""
+    manager = LogManager(dirs, props, **kw)
+    manager.startup()
+    return manager
+
+
 def fill(manager: LogManager, topic: str, partition: int, count: int, **props: str) -> None:
     log = manager.get_or_create_log(topic, partition, props or None)
     for i in range(count):
@@ -54,8 +62,7 @@ def test_checkpoint_file_format(tmp_path: Path) -> None:
 
 def test_startup_creates_dirs_and_places_by_partition_count(tmp_path: Path) -> None:
     dirs = [tmp_path / "d1", tmp_path / "nested" / "d2"]
-    manager = LogManager(dirs, {"segment.bytes": "1000"})
-    manager.startup()
+    manager = started(dirs, {"segment.bytes": "1000"})
     assert all(d.is_dir() for d in dirs)
     for p in range(4):
         manager.get_or_create_log("my-dashed-topic", p)
@@ -78,20 +85,17 @@ def test_unusable_log_dir_is_named(tmp_path: Path) -> None:
 
 
 def test_log_dir_lock_prevents_a_second_manager(tmp_path: Path) -> None:
-    first = LogManager([tmp_path / "logs"], {})
-    first.startup()
+    first = started([tmp_path / "logs"], {})
     with pytest.raises(StorageError, match="lock"):
-        LogManager([tmp_path / "logs"], {}).startup()
+        started([tmp_path / "logs"], {})
     first.shutdown()
-    again = LogManager([tmp_path / "logs"], {})
-    again.startup()
+    again = started([tmp_path / "logs"], {})
     again.shutdown()
 
 
 def test_clean_shutdown_and_restart(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     d = tmp_path / "logs"
-    manager = LogManager([d], {"segment.bytes": "600"})
-    manager.startup()
+    manager = started([d], {"segment.bytes": "600"})
     fill(manager, "orders", 0, 20)
     fill(manager, "orders", 1, 3)
     assert manager.get_log("orders", 0).delete_records_before(15) == 15  # type: ignore[union-attr]
@@ -103,8 +107,7 @@ def test_clean_shutdown_and_restart(tmp_path: Path, caplog: pytest.LogCaptureFix
     (d / "gone-0.0123abcd-delete").mkdir()
     caplog.clear()
     with caplog.at_level(logging.INFO, logger="odradek.storage"):
-        restarted = LogManager([d], {"segment.bytes": "600"})
-        restarted.startup()
+        restarted = started([d], {"segment.bytes": "600"})
     assert "Loading logs from log dirs" in caplog.text
     assert "Completed load of log with" in caplog.text
     assert "Recovering" not in caplog.text
@@ -118,8 +121,7 @@ def test_clean_shutdown_and_restart(tmp_path: Path, caplog: pytest.LogCaptureFix
 
 def test_unclean_restart_recovers(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     d = tmp_path / "logs"
-    manager = LogManager([d], {"segment.bytes": "600"})
-    manager.startup()
+    manager = started([d], {"segment.bytes": "600"})
     fill(manager, "t", 0, 12)
     manager.checkpoint()
     fill(manager, "t", 0, 3)  # beyond the checkpointed recovery point
@@ -130,8 +132,7 @@ def test_unclean_restart_recovers(tmp_path: Path, caplog: pytest.LogCaptureFixtu
     with open(log_files[-1], "r+b") as f:  # tear the last batch
         f.truncate(log_files[-1].stat().st_size - 3)
     with caplog.at_level(logging.INFO, logger="odradek.storage"):
-        recovered = LogManager([image], {"segment.bytes": "600"})
-        recovered.startup()
+        recovered = started([image], {"segment.bytes": "600"})
     assert "no clean shutdown file was found" in caplog.text
     assert "Recovering unflushed segment" in caplog.text
     assert "Truncating segment" in caplog.text
@@ -142,8 +143,7 @@ def test_unclean_restart_recovers(tmp_path: Path, caplog: pytest.LogCaptureFixtu
 
 
 def test_topic_overrides_and_config_updates(tmp_path: Path) -> None:
-    manager = LogManager([tmp_path], {"retention.ms": "1000"})
-    manager.startup()
+    manager = started([tmp_path], {"retention.ms": "1000"})
     a = manager.get_or_create_log("a", 0, {"retention.ms": "5000"})
     a1 = manager.get_or_create_log("a", 1)
     b = manager.get_or_create_log("b", 0)
@@ -158,8 +158,7 @@ def test_topic_overrides_and_config_updates(tmp_path: Path) -> None:
 
 
 def test_delete_log(tmp_path: Path) -> None:
-    manager = LogManager([tmp_path], {})
-    manager.startup()
+    manager = started([tmp_path], {})
     fill(manager, "t", 0, 3)
     path = manager.get_log("t", 0).dir  # type: ignore[union-attr]
     assert manager.delete_log("t", 0)
@@ -172,8 +171,7 @@ def test_delete_log(tmp_path: Path) -> None:
 
 def test_run_retention(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     clock = Clock()
-    manager = LogManager([tmp_path], {"segment.bytes": "500", "retention.ms": "60000"}, time_ms=clock)
-    manager.startup()
+    manager = started([tmp_path], {"segment.bytes": "500", "retention.ms": "60000"}, time_ms=clock)
     fill(manager, "old", 0, 20)
     fill(manager, "sized", 0, 20, **{"retention.bytes": "1000", "retention.ms": "-1"})
     with caplog.at_level(logging.INFO, logger="odradek.storage"):
@@ -191,8 +189,7 @@ def test_run_retention(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None
 
 def test_flush_dirty(tmp_path: Path) -> None:
     clock = Clock()
-    manager = LogManager([tmp_path], {"flush.ms": "1000"}, time_ms=clock)
-    manager.startup()
+    manager = started([tmp_path], {"flush.ms": "1000"}, time_ms=clock)
     fill(manager, "t", 0, 2)
     log = manager.get_log("t", 0)
     assert log is not None and log.recovery_point == 0
@@ -203,10 +200,9 @@ def test_flush_dirty(tmp_path: Path) -> None:
 
 
 def test_duplicate_partition_dirs_are_refused(tmp_path: Path) -> None:
-    manager = LogManager([tmp_path / "a"], {})
-    manager.startup()
+    manager = started([tmp_path / "a"], {})
     fill(manager, "t", 0, 1)
     manager.shutdown()
     shutil.copytree(tmp_path / "a" / "t-0", tmp_path / "b" / "t-0")
     with pytest.raises(StorageError, match="Duplicate log directories"):
-        LogManager([tmp_path / "a", tmp_path / "b"], {}).startup()
+        started([tmp_path / "a", tmp_path / "b"], {})

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -112,6 +113,16 @@ def positions_to_test(batches: list[Written]) -> list[int]:
     return sorted(p for p in every | sample if 0 <= p <= end)
 
 
+def damaged_copies(image: Path, tmp_path: Path, positions: Iterable[int]) -> Iterator[tuple[int, int, Path]]:
+    """(n, position, a fresh copy of the crashed partition) for each position, to damage at that position;
+    each copy is removed when the next one is taken."""
+    for n, position in enumerate(positions):
+        copy = tmp_path / f"copy{n}" / "events-0"
+        shutil.copytree(image, copy)
+        yield n, position, copy
+        shutil.rmtree(copy.parent)
+
+
 def test_active_segment_has_enough_batches(crashed: tuple[Path, int, list[Written]]) -> None:
     _, recovery_point, written = crashed
     batches = active_batches(written)
@@ -124,16 +135,12 @@ def test_cut_at_every_byte_recovers_whole_batches(
 ) -> None:
     image, recovery_point, written = crashed
     batches = active_batches(written)
-    segment_file = f"{batches[0].segment:020d}.log"
-    for n, cut in enumerate(positions_to_test(batches)):
-        copy = tmp_path / f"c{n}" / "events-0"
-        shutil.copytree(image, copy)
-        os.truncate(copy / segment_file, cut)
+    for n, cut, copy in damaged_copies(image, tmp_path, positions_to_test(batches)):
+        os.truncate(copy / f"{batches[0].segment:020d}.log", cut)
         whole = [w for w in batches if w.position + w.size <= cut]
         expected = whole[-1].next if whole else batches[0].segment
         rp = recovery_point if n % 2 else 0  # alternately recover just the active segment, or all
         check_recovered(copy, rp, expected, sum(w.size for w in whole))
-        shutil.rmtree(copy.parent)
 
 
 def test_flipped_byte_recovers_whole_valid_batches(
@@ -141,12 +148,9 @@ def test_flipped_byte_recovers_whole_valid_batches(
 ) -> None:
     image, recovery_point, written = crashed
     batches = active_batches(written)
-    segment_file = f"{batches[0].segment:020d}.log"
     end = batches[-1].position + batches[-1].size
-    for n, pos in enumerate(p for p in positions_to_test(batches) if p < end):
-        copy = tmp_path / f"f{n}" / "events-0"
-        shutil.copytree(image, copy)
-        with open(copy / segment_file, "r+b") as f:
+    for _, pos, copy in damaged_copies(image, tmp_path, (p for p in positions_to_test(batches) if p < end)):
+        with open(copy / f"{batches[0].segment:020d}.log", "r+b") as f:
             f.seek(pos)
             byte = f.read(1)[0]
             f.seek(pos)
@@ -156,7 +160,6 @@ def test_flipped_byte_recovers_whole_valid_batches(
         in_epoch = 12 <= pos - hit.position < 16
         expected = batches[-1].next if in_epoch else hit.first
         check_recovered(copy, recovery_point, expected)
-        shutil.rmtree(copy.parent)
 
 
 def test_corruption_in_an_older_segment_drops_everything_after(

@@ -16,6 +16,13 @@ def _batch(pid: int, epoch: int, seq: int, n: int = 3) -> bytes:
                        base_sequence=seq)
 
 
+def _refused(log: Log, batch: bytes) -> int:
+    """The error code of an append that must fail."""
+    with pytest.raises(KafkaError) as e:
+        log.append_as_leader(batch, 0)
+    return e.value.code
+
+
 def test_in_order_batches_append(tmp_path: Path) -> None:
     log = Log(tmp_path / "t-0")
     assert log.append_as_leader(_batch(7, 0, 0), 0).first_offset == 0
@@ -35,21 +42,15 @@ def test_retried_batch_is_answered_with_its_original_offsets(tmp_path: Path) -> 
 def test_sequence_gap_is_out_of_order(tmp_path: Path) -> None:
     log = Log(tmp_path / "t-0")
     log.append_as_leader(_batch(7, 0, 0), 0)
-    with pytest.raises(KafkaError) as e:
-        log.append_as_leader(_batch(7, 0, 5), 0)
-    assert e.value.code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert _refused(log, _batch(7, 0, 5)) == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
     assert log.log_end_offset == 3
 
 
 def test_old_epoch_is_fenced_and_new_epoch_restarts_at_zero(tmp_path: Path) -> None:
     log = Log(tmp_path / "t-0")
     log.append_as_leader(_batch(7, 1, 0), 0)
-    with pytest.raises(KafkaError) as e:
-        log.append_as_leader(_batch(7, 0, 3), 0)
-    assert e.value.code == ErrorCode.INVALID_PRODUCER_EPOCH
-    with pytest.raises(KafkaError) as e:
-        log.append_as_leader(_batch(7, 2, 3), 0)
-    assert e.value.code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert _refused(log, _batch(7, 0, 3)) == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert _refused(log, _batch(7, 2, 3)) == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
     assert log.append_as_leader(_batch(7, 2, 0), 0).first_offset == 3
 
 

@@ -3,7 +3,6 @@ DeleteRecords, truncation, follower appends, configuration."""
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from odradek.protocol.records import (
 from odradek.storage.cleaner import run_cleanup
 from odradek.storage.log import Log, parse_topic_partition
 from odradek.storage.log_config import LogConfig
+from tests.unit.background import repeatedly_in_background
 
 T0 = 1_700_000_000_000
 
@@ -423,19 +423,7 @@ def test_follower_gap_into_empty_log(tmp_path: Path) -> None:
 def test_retention_thread_concurrent_with_appends(tmp_path: Path) -> None:
     clock = Clock()
     log = open_log(tmp_path / "t-0", {"segment.bytes": "500", "retention.bytes": "2000"}, clock)
-    stop = threading.Event()
-    errors: list[BaseException] = []
-
-    def retention() -> None:
-        try:
-            while not stop.is_set():
-                run_cleanup(log, clock.now)
-        except BaseException as exc:  # noqa: BLE001 - surfaced by the assertion below
-            errors.append(exc)
-
-    worker = threading.Thread(target=retention)
-    worker.start()
-    try:
+    with repeatedly_in_background(lambda: run_cleanup(log, clock.now)):
         for i in range(200):
             log.append_as_leader(batch(i), 0)
             log.high_watermark = log.log_end_offset
@@ -443,10 +431,6 @@ def test_retention_thread_concurrent_with_appends(tmp_path: Path) -> None:
                 start = log.log_start_offset
                 data = log.read(start, 300).records
             assert read_header(data).last_offset >= start
-    finally:
-        stop.set()
-        worker.join()
-    assert not errors
     run_cleanup(log, clock.now)
     assert log.log_end_offset == 600 and log.size_in_bytes < 2600
     assert [r.offset for r in read_all(log)][-1] == 599

@@ -79,9 +79,11 @@ class _Reader:
             n -= 1
         else:
             n = self.int32()
+        if n < 0:  # Produce has no nullable arrays
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"array length {n} where an array is required")
         if n > len(self.buf):
             raise KafkaError(ErrorCode.INVALID_REQUEST, f"array length {n} exceeds request size")
-        return max(n, 0)
+        return n
 
     def nullable_bytes(self) -> memoryview | None:
         if self.flexible:
