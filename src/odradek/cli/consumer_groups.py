@@ -5,7 +5,7 @@ Flags, messages and table layouts follow Kafka's tool. Everything goes through c
 AdminClient (ListGroups, DescribeGroups, OffsetFetch, OffsetCommit, DeleteGroups, ListOffsets) with
 bounded timeouts, except `--delete-offsets`: librdkafka's Python binding has no call for OffsetDelete,
 so that one request is sent to the group's coordinator over a plain socket
-(:mod:`odradek.cli.protocol_client`). Failures are one line on stderr and a non-zero exit code.
+(:mod:`odradek.cli.broker_connection`). Failures are one line on stderr and a non-zero exit code.
 
 Exit codes: 0 on success (also when `--describe` finds a group that does not exist: Kafka reports that
 and exits 0); 1 for bad flags, an unreachable cluster, a refused reset, a failed deletion or any other
@@ -884,7 +884,7 @@ class ConsumerGroups:
         the top-level error is the first partition error when the request itself succeeded."""
         from kafka.protocol.consumer.group import OffsetDeleteRequest
 
-        from odradek.cli.protocol_client import Connection
+        from odradek.cli.broker_connection import BrokerConnection
 
         description = self.describe([group]).get(group)
         node = getattr(description, "coordinator", None)
@@ -899,7 +899,7 @@ class ConsumerGroups:
             for t, ps in by_topic.items()
         ])
         try:
-            conn = Connection(node.host, node.port, self.timeout, "odradek-consumer-groups")
+            conn = BrokerConnection(node.host, node.port, "odradek-consumer-groups", self.timeout)
         except OSError as exc:
             raise CliError(f"Error: could not connect to the coordinator {node.host}:{node.port}: "
                            f"{exc.strerror or exc}") from None

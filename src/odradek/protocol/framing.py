@@ -133,3 +133,16 @@ def frame_chunks(chunks: list[bytes | memoryview]) -> list[bytes | memoryview]:
     for c in chunks:
         size += len(c)
     return [_INT32.pack(size), *chunks]
+
+
+def parse_response_header(frame: memoryview, flexible: bool) -> tuple[int, int]:
+    """Correlation id and body offset of a response with header v0, or v1 (tagged fields) when `flexible`."""
+    if len(frame) < 4:
+        raise FrameError(f"response of {len(frame)} bytes is too short for a response header")
+    (correlation_id,) = _INT32.unpack_from(frame, 0)
+    if not flexible:
+        return correlation_id, 4
+    try:
+        return correlation_id, skip_tagged_fields(frame, 4)
+    except KafkaError as exc:
+        raise FrameError(f"response header: {exc}") from None

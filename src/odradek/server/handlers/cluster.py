@@ -25,7 +25,7 @@ from odradek.cluster.controller import NotControllerError, read_reassignments
 from odradek.cluster.elections import PREFERRED, UNCLEAN, Election, TopicPartition, tp_str
 from odradek.cluster.store import NoNodeError, StoreError
 from odradek.protocol.errors import ErrorCode
-from odradek.replication.client import BrokerClient
+from odradek.protocol.transport import AsyncConnection as BrokerClient
 from odradek.server.handlers import RequestContext, handles
 
 log = logging.getLogger("odradek.request")
