@@ -173,6 +173,16 @@ def test_byte_by_byte() -> None:
     assert got.message == response
 
 
+def test_large_response_in_many_reads() -> None:
+    request, response = fetch_pair()
+    response.responses[0].partitions[0].records = bytes(range(256)) * 8192  # 2 MiB
+    codec = ClientCodec("c")
+    codec.send(request, 12)
+    answer = broker_answer(1, response, 12)
+    got = [r for i in range(0, len(answer), 65536) for r in codec.feed(answer[i:i + 65536])]
+    assert len(got) == 1 and same(got[0].message, response, 12)
+
+
 def test_two_responses_in_one_chunk_and_a_third_split() -> None:
     codec = ClientCodec("c")
     pairs = [metadata_pair(), create_topics_pair(), metadata_pair()]

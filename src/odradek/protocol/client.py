@@ -20,7 +20,7 @@ from typing import Any
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.metadata import ApiVersionsRequest
 
-from odradek.protocol.framing import FrameDecoder, FrameError, parse_response_header
+from odradek.protocol.framing import FrameAssembler, FrameError, parse_response_header
 
 # No response is that large; a size prefix above it means the stream is garbled.
 DEFAULT_MAX_FRAME_SIZE = 1 << 30
@@ -70,7 +70,7 @@ class ClientCodec:
         self.client_id = client_id
         self.correlation_id = 0  # the last one sent
         self._expected: deque[_Expected] = deque()
-        self._frames = FrameDecoder(max_frame_size)
+        self._frames = FrameAssembler(max_frame_size)
 
     @property
     def waiting(self) -> int:

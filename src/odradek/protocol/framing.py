@@ -58,6 +58,49 @@ class FrameDecoder:
         return len(self._buf)
 
 
+class FrameAssembler:
+    """Splits a byte stream into frames like FrameDecoder, but keeps the pieces of a frame apart until it
+    is complete and joins them once: a response of many megabytes arrives in many reads, and growing one
+    bytearray by each read copies it over and over."""
+
+    def __init__(self, max_frame_size: int) -> None:
+        self.max_frame_size = max_frame_size
+        self._chunks: list[bytes] = []
+        self._buffered = 0
+        self._size: int | None = None  # payload size of the frame in progress, once its prefix is in
+
+    @property
+    def buffered(self) -> int:
+        return self._buffered + (4 if self._size is not None else 0)
+
+    def feed(self, data: bytes) -> list[memoryview]:
+        if data:
+            self._chunks.append(data)
+            self._buffered += len(data)
+        frames: list[memoryview] = []
+        while True:
+            if self._size is None:
+                if self._buffered < 4:
+                    return frames
+                (size,) = _INT32.unpack(self._take(4))
+                if size < 0:
+                    raise FrameError(f"negative frame size {size}")
+                if size > self.max_frame_size:
+                    raise FrameError(f"frame of {size} bytes is larger than the limit ({self.max_frame_size})")
+                self._size = size
+            if self._buffered < self._size:
+                return frames
+            frames.append(self._take(self._size))
+            self._size = None
+
+    def _take(self, n: int) -> memoryview:
+        joined = self._chunks[0] if len(self._chunks) == 1 else b"".join(self._chunks)
+        rest = joined[n:]
+        self._chunks = [rest] if rest else []
+        self._buffered -= n
+        return memoryview(joined)[:n]
+
+
 def read_uvarint(buf: memoryview | bytes, pos: int) -> tuple[int, int]:
     """Unsigned LEB128 varint as used by flexible versions; returns (value, new position)."""
     result = 0
