@@ -18,15 +18,12 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from odradek.cli.common import (
     ArgParser,
-    ClientErrors,
     CliError,
     UsageError,
     add_bootstrap_flags,
     bootstrap_of,
-    client_config,
-    create_client,
-    ensure_reachable,
     kafka_message,
+    open_client,
     parse_bool,
     parse_key_values,
     read_properties_file,
@@ -303,10 +300,8 @@ def execute(argv: list[str]) -> int:
     reader_props = read_properties_file(opts.reader_config)
     reader_props.update(parse_key_values(opts.property))
     fmt = LineFormat.from_properties(reader_props)
-    errors = ClientErrors()
     conf = producer_config(opts)
-    producer = create_client(Producer, client_config(bootstrap, conf, errors=errors))
-    ensure_reachable(producer, bootstrap, errors)
+    producer, _ = open_client(Producer, bootstrap, conf)
     sender = Sender(producer, opts.topic, opts.sync, delivery_timeout_ms(conf))
     try:
         produce_all(sender, fmt, sys.stdin.buffer, sys.stdin.isatty())

@@ -31,15 +31,12 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from odradek.cli.common import (
     ArgParser,
-    ClientErrors,
     CliError,
     UsageError,
     add_bootstrap_flags,
     bootstrap_of,
-    client_config,
-    create_client,
-    ensure_reachable,
     kafka_message,
+    open_client,
     parse_int,
     read_properties_file,
     run_tool,
@@ -938,13 +935,8 @@ def _message(code: int) -> str:
 
 def connect(opts: argparse.Namespace) -> tuple[AdminClient, Any]:
     """An AdminClient for --bootstrap-server, and the cluster metadata proving it is reachable."""
-    bootstrap = bootstrap_of(opts)
-    errors = ClientErrors()
-    extra = read_properties_file(opts.command_config)
-    conf = client_config(bootstrap, extra, errors=errors, defaults={"socket.timeout.ms": max(opts.timeout_ms, 10)})
-    admin = create_client(AdminClient, conf)
-    metadata = ensure_reachable(admin, bootstrap, errors, opts.timeout_ms)
-    return admin, metadata
+    return open_client(AdminClient, bootstrap_of(opts), read_properties_file(opts.command_config),
+                       defaults={"socket.timeout.ms": max(opts.timeout_ms, 10)}, timeout_ms=opts.timeout_ms)
 
 
 def execute(argv: list[str]) -> int:
