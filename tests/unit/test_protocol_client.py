@@ -5,6 +5,7 @@ streams raise clear errors. Plus the asyncio transport against a small scripted 
 from __future__ import annotations
 
 import asyncio
+import random
 import struct
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -25,7 +26,13 @@ from odradek.protocol.client import (
     ProtocolError,
 )
 from odradek.protocol.codecs import KNOWN_APIS, decode_request
-from odradek.protocol.framing import FrameDecoder, frame_chunks, parse_request_header, response_header
+from odradek.protocol.framing import (
+    FrameAssembler,
+    FrameDecoder,
+    frame_chunks,
+    parse_request_header,
+    response_header,
+)
 from odradek.protocol.transport import AsyncConnection
 
 
@@ -181,6 +188,18 @@ def test_large_response_in_many_reads() -> None:
     answer = broker_answer(1, response, 12)
     got = [r for i in range(0, len(answer), 65536) for r in codec.feed(answer[i:i + 65536])]
     assert len(got) == 1 and same(got[0].message, response, 12)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_frame_assembler_at_any_split(seed: int) -> None:
+    rng = random.Random(seed)
+    payloads = [rng.randbytes(rng.choice([0, 1, 3, 4, 5, 100, 5000])) for _ in range(40)]
+    stream = b"".join(struct.pack(">i", len(p)) + p for p in payloads)
+    cuts = sorted(rng.sample(range(1, len(stream)), 30))
+    assembler = FrameAssembler(10_000)
+    got = [bytes(f) for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True)
+           for f in assembler.feed(stream[a:b])]
+    assert got == payloads and assembler.buffered == 0
 
 
 def test_two_responses_in_one_chunk_and_a_third_split() -> None:

@@ -61,13 +61,14 @@ class FrameDecoder:
 class FrameAssembler:
     """Splits a byte stream into frames like FrameDecoder, but keeps the pieces of a frame apart until it
     is complete and joins them once: a response of many megabytes arrives in many reads, and growing one
-    bytearray by each read copies it over and over."""
+    bytearray by each read copies it over and over. Frames are views of the received bytes."""
 
     def __init__(self, max_frame_size: int) -> None:
         self.max_frame_size = max_frame_size
         self._chunks: list[bytes] = []
-        self._buffered = 0
-        self._size: int | None = None  # payload size of the frame in progress, once its prefix is in
+        self._offset = 0  # bytes of the first chunk already taken
+        self._buffered = 0  # bytes received and not taken
+        self._size: int | None = None  # payload size of the frame in progress, once its prefix is taken
 
     @property
     def buffered(self) -> int:
@@ -94,11 +95,20 @@ class FrameAssembler:
             self._size = None
 
     def _take(self, n: int) -> memoryview:
-        joined = self._chunks[0] if len(self._chunks) == 1 else b"".join(self._chunks)
-        rest = joined[n:]
-        self._chunks = [rest] if rest else []
+        """The next `n` buffered bytes (n <= self._buffered)."""
+        if n == 0:
+            return memoryview(b"")
+        first = self._chunks[0]
+        if len(first) - self._offset < n:
+            first = b"".join([memoryview(first)[self._offset :], *self._chunks[1:]])
+            self._chunks, self._offset = [first], 0
+        view = memoryview(first)[self._offset : self._offset + n]
+        self._offset += n
         self._buffered -= n
-        return memoryview(joined)[:n]
+        if self._offset == len(first):
+            del self._chunks[0]
+            self._offset = 0
+        return view
 
 
 def read_uvarint(buf: memoryview | bytes, pos: int) -> tuple[int, int]:
