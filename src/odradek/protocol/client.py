@@ -58,9 +58,9 @@ class _Expected:
     api_version: int
 
 
-def flexible_response_header(api_key: int, version: int, response_class: type[ApiMessage]) -> bool:
-    """Whether the response to this request carries header v1 (tagged fields) rather than v0."""
-    return api_key != ApiVersionsRequest.API_KEY and response_class.flexible_version_q(version)
+def flexible_response_header(response_class: type[ApiMessage], version: int) -> bool:
+    """Whether a response carries header v1 (tagged fields) rather than v0."""
+    return response_class.API_KEY != ApiVersionsRequest.API_KEY and response_class.flexible_version_q(version)
 
 
 class ClientCodec:
@@ -106,7 +106,7 @@ class ClientCodec:
         expected = self._expected.popleft()
         cls, version = expected.response_class, expected.api_version
         try:
-            correlation_id, body = parse_response_header(frame, flexible_response_header(cls.API_KEY, version, cls))
+            correlation_id, body = parse_response_header(frame, flexible_response_header(cls, version))
         except FrameError as exc:
             raise MalformedResponse(f"{cls.name} v{version}: {exc}") from None
         if correlation_id != expected.correlation_id:
