@@ -1,43 +1,30 @@
-"""A raw Kafka protocol client over a plain socket, for sending exactly the bytes a test wants."""
+"""The shared blocking protocol client (odradek.protocol.transport) plus what only tests want: sending
+exactly the bytes a test chooses and reading back a raw frame."""
 
 from __future__ import annotations
 
-import socket
-import struct
-from typing import Any
-
-from kafka.protocol.api_message import ApiMessage
+from odradek.protocol.client import DEFAULT_MAX_FRAME_SIZE
+from odradek.protocol.framing import FrameDecoder
+from odradek.protocol.transport import BlockingConnection
 
 
-class RawClient:
+class RawClient(BlockingConnection):
     def __init__(self, port: int, timeout: float = 10.0) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
-        self.correlation_id = 0
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def __enter__(self) -> RawClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        super().__init__("127.0.0.1", port, "raw-test", timeout)
+        self._raw_frames = FrameDecoder(DEFAULT_MAX_FRAME_SIZE)  # frames read by recv_frame, apart from the codec's
 
     def send_raw(self, data: bytes) -> None:
         self.sock.sendall(data)
 
     def recv_frame(self) -> bytes:
-        size = struct.unpack(">i", self._recv_exact(4))[0]
-        return self._recv_exact(size)
-
-    def _recv_exact(self, n: int) -> bytes:
-        buf = bytearray()
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
+        """The next frame's payload (size prefix removed), whatever it holds."""
+        while True:
+            data = self.sock.recv(65536)
+            if not data:
                 raise ConnectionError("connection closed by broker")
-            buf += chunk
-        return bytes(buf)
+            frames = self._raw_frames.feed(data)
+            if frames:
+                return bytes(frames[0])
 
     def is_closed_by_peer(self, timeout: float = 5.0) -> bool:
         self.sock.settimeout(timeout)
@@ -47,16 +34,3 @@ class RawClient:
             return True
         except TimeoutError:
             return False
-
-    def request(self, req: ApiMessage, version: int) -> Any:
-        self.correlation_id += 1
-        req.API_VERSION = version
-        req.with_header(correlation_id=self.correlation_id, client_id="raw-test")
-        self.send_raw(bytes(req.encode(header=True, framed=True)))
-        frame = self.recv_frame()
-        resp_cls = req.header.get_response_class()
-        flexible = resp_cls.flexible_version_q(version) and req.API_KEY != 18
-        (corr,) = struct.unpack_from(">i", frame, 0)
-        assert corr == self.correlation_id
-        body = frame[5:] if flexible else frame[4:]
-        return resp_cls.decode(body, version=version)

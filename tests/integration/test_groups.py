@@ -11,7 +11,6 @@ import asyncio
 import json
 import os
 import signal
-import socket
 import struct
 import subprocess
 import sys
@@ -51,6 +50,7 @@ from kafka.protocol.consumer.group import OffsetDeleteRequest, OffsetDeleteRespo
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 
 from tests.harness import NO_REBALANCE_DELAY, BrokerProcess
+from tests.rawclient import RawClient
 from tests.waiting import wait_until
 
 SESSION_MS = 6000
@@ -114,32 +114,16 @@ def cf_committed(bootstrap: str, group: str, topic: str, partitions: int) -> lis
 # ---- a minimal raw protocol client (exact error codes) -------------------------------------------
 
 
-class Raw:
+class Raw(RawClient):
+    """The shared raw client; `call` also checks the response is of the class the test expects."""
+
     def __init__(self, port: int) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=15)
-        self.correlation = 0
-
-    def __enter__(self) -> Raw:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.sock.close()
+        super().__init__(port, timeout=15)
 
     def call(self, request: Any, response_cls: Any, version: int) -> Any:
-        self.correlation += 1
-        request.with_header(correlation_id=self.correlation, client_id="raw")
-        self.sock.sendall(bytes(request.encode(version=version, header=True, framed=True)))
-        size = struct.unpack(">i", self._read(4))[0]
-        return response_cls.decode(self._read(size), version=version, header=True)
-
-    def _read(self, n: int) -> bytes:
-        buf = b""
-        while len(buf) < n:
-            chunk = self.sock.recv(n - len(buf))
-            if not chunk:
-                raise ConnectionError("broker closed the connection")
-            buf += chunk
-        return buf
+        response = self.request(request, version)
+        assert isinstance(response, response_cls), response
+        return response
 
 
 def subscription(*topics: str) -> bytes:

@@ -225,6 +225,26 @@ def ensure_reachable(
     return metadata
 
 
+def open_client(
+    factory: Callable[[dict[str, Any]], T],
+    bootstrap: str,
+    *layers: Mapping[str, str],
+    defaults: Mapping[str, Any] | None = None,
+    timeout_ms: int = DEFAULT_CONNECT_TIMEOUT_MS,
+    on_unreachable: Callable[[T], None] | None = None,
+) -> tuple[T, Any]:
+    """A librdkafka client configured from `layers` (see client_config) and the cluster metadata proving
+    it reached a broker within `timeout_ms`; `on_unreachable` gets the client when it did not."""
+    errors = ClientErrors()
+    client = create_client(factory, client_config(bootstrap, *layers, errors=errors, defaults=defaults))
+    try:
+        return client, ensure_reachable(client, bootstrap, errors, timeout_ms)
+    except Exception:
+        if on_unreachable is not None:
+            on_unreachable(client)
+        raise
+
+
 def serve_callbacks(client: Any) -> None:
     """Let librdkafka deliver queued error callbacks (best effort)."""
     poll = getattr(client, "poll", None)

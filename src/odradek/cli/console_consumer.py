@@ -34,13 +34,10 @@ from confluent_kafka import (
 
 from odradek.cli.common import (
     ArgParser,
-    ClientErrors,
     UsageError,
     add_bootstrap_flags,
     bootstrap_of,
-    client_config,
-    create_client,
-    ensure_reachable,
+    open_client,
     parse_bool,
     parse_key_values,
     read_properties_file,
@@ -352,8 +349,8 @@ def consume(
             if limits.timeout_ms is not None and (time.monotonic() - idle_since) * 1000 >= limits.timeout_ms:
                 break
             continue
-        if msg.error():
-            handle_error(msg.error(), reporter)
+        if (error := msg.error()) is not None:
+            handle_error(error, reporter)
             continue
         printer.write(msg)
         store(msg)
@@ -444,13 +441,7 @@ def execute(argv: list[str]) -> int:
     if opts.zookeeper:
         bootstrap = brokers_in_zookeeper(opts.zookeeper)
     commit = parse_bool(conf.get("enable.auto.commit"), default=True)
-    errors = ClientErrors()
-    consumer = create_client(Consumer, client_config(bootstrap, conf, errors=errors))
-    try:
-        ensure_reachable(consumer, bootstrap, errors)
-    except Exception:
-        close_quietly(consumer)
-        raise
+    consumer, _ = open_client(Consumer, bootstrap, conf, on_unreachable=close_quietly)
     formatter = Formatter.from_properties(parse_key_values(opts.property))
     printer = Printer(sys.stdout.buffer, formatter, sys.stdout.isatty())
     run_consumer(consumer, source, printer, Limits(opts.max_messages, opts.timeout_ms), commit)

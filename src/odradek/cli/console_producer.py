@@ -18,15 +18,12 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from odradek.cli.common import (
     ArgParser,
-    ClientErrors,
     CliError,
     UsageError,
     add_bootstrap_flags,
     bootstrap_of,
-    client_config,
-    create_client,
-    ensure_reachable,
     kafka_message,
+    open_client,
     parse_bool,
     parse_key_values,
     read_properties_file,
@@ -136,7 +133,7 @@ class Line:
 
     key: bytes | None
     value: bytes | None
-    headers: list[tuple[str, bytes | None]] = field(default_factory=list)
+    headers: list[tuple[str, str | bytes | None]] = field(default_factory=list)
 
 
 class LineError(CliError):
@@ -146,7 +143,7 @@ class LineError(CliError):
 def parse_line(raw: bytes, number: int, fmt: LineFormat) -> Line:
     """Split one line (without its newline) into headers, key and value."""
     rest = raw
-    headers: list[tuple[str, bytes | None]] = []
+    headers: list[tuple[str, str | bytes | None]] = []
     if fmt.parse_headers:
         head, found, rest = _cut(rest, fmt.headers_delimiter, number, "headers delimiter", fmt)
         headers = parse_headers(head, fmt) if found else []
@@ -169,8 +166,8 @@ def _cut(text: bytes, sep: bytes, number: int, what: str, fmt: LineFormat) -> tu
     raise LineError(f"Error: No {what} found on line number {number}: '{shown}'")
 
 
-def parse_headers(text: bytes, fmt: LineFormat) -> list[tuple[str, bytes | None]]:
-    headers: list[tuple[str, bytes | None]] = []
+def parse_headers(text: bytes, fmt: LineFormat) -> list[tuple[str, str | bytes | None]]:
+    headers: list[tuple[str, str | bytes | None]] = []
     for item in text.split(fmt.headers_separator) if text else []:
         name, found, value = item.partition(fmt.headers_key_separator)
         headers.append((name.decode("utf-8", "replace"), _nullable(value, fmt) if found else None))
@@ -303,10 +300,8 @@ def execute(argv: list[str]) -> int:
     reader_props = read_properties_file(opts.reader_config)
     reader_props.update(parse_key_values(opts.property))
     fmt = LineFormat.from_properties(reader_props)
-    errors = ClientErrors()
     conf = producer_config(opts)
-    producer = create_client(Producer, client_config(bootstrap, conf, errors=errors))
-    ensure_reachable(producer, bootstrap, errors)
+    producer, _ = open_client(Producer, bootstrap, conf)
     sender = Sender(producer, opts.topic, opts.sync, delivery_timeout_ms(conf))
     try:
         produce_all(sender, fmt, sys.stdin.buffer, sys.stdin.isatty())

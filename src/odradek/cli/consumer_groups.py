@@ -5,7 +5,7 @@ Flags, messages and table layouts follow Kafka's tool. Everything goes through c
 AdminClient (ListGroups, DescribeGroups, OffsetFetch, OffsetCommit, DeleteGroups, ListOffsets) with
 bounded timeouts, except `--delete-offsets`: librdkafka's Python binding has no call for OffsetDelete,
 so that one request is sent to the group's coordinator over a plain socket
-(:mod:`odradek.cli.protocol_client`). Failures are one line on stderr and a non-zero exit code.
+(:mod:`odradek.cli.broker_connection`). Failures are one line on stderr and a non-zero exit code.
 
 Exit codes: 0 on success (also when `--describe` finds a group that does not exist: Kafka reports that
 and exits 0); 1 for bad flags, an unreachable cluster, a refused reset, a failed deletion or any other
@@ -31,15 +31,12 @@ from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from odradek.cli.common import (
     ArgParser,
-    ClientErrors,
     CliError,
     UsageError,
     add_bootstrap_flags,
     bootstrap_of,
-    client_config,
-    create_client,
-    ensure_reachable,
     kafka_message,
+    open_client,
     parse_int,
     read_properties_file,
     run_tool,
@@ -884,7 +881,7 @@ class ConsumerGroups:
         the top-level error is the first partition error when the request itself succeeded."""
         from kafka.protocol.consumer.group import OffsetDeleteRequest
 
-        from odradek.cli.protocol_client import Connection
+        from odradek.cli.broker_connection import BrokerConnection
 
         description = self.describe([group]).get(group)
         node = getattr(description, "coordinator", None)
@@ -899,7 +896,7 @@ class ConsumerGroups:
             for t, ps in by_topic.items()
         ])
         try:
-            conn = Connection(node.host, node.port, self.timeout, "odradek-consumer-groups")
+            conn = BrokerConnection(node.host, node.port, "odradek-consumer-groups", self.timeout)
         except OSError as exc:
             raise CliError(f"Error: could not connect to the coordinator {node.host}:{node.port}: "
                            f"{exc.strerror or exc}") from None
@@ -925,7 +922,7 @@ def _epoch(tp: TopicPartition | None) -> int | None:
 
 
 def _code(exc: KafkaException) -> int | None:
-    err_ = exc.args[0] if exc.args else None
+    err_: Any = exc.args[0] if exc.args else None
     return err_.code() if hasattr(err_, "code") else None
 
 
@@ -938,13 +935,8 @@ def _message(code: int) -> str:
 
 def connect(opts: argparse.Namespace) -> tuple[AdminClient, Any]:
     """An AdminClient for --bootstrap-server, and the cluster metadata proving it is reachable."""
-    bootstrap = bootstrap_of(opts)
-    errors = ClientErrors()
-    extra = read_properties_file(opts.command_config)
-    conf = client_config(bootstrap, extra, errors=errors, defaults={"socket.timeout.ms": max(opts.timeout_ms, 10)})
-    admin = create_client(AdminClient, conf)
-    metadata = ensure_reachable(admin, bootstrap, errors, opts.timeout_ms)
-    return admin, metadata
+    return open_client(AdminClient, bootstrap_of(opts), read_properties_file(opts.command_config),
+                       defaults={"socket.timeout.ms": max(opts.timeout_ms, 10)}, timeout_ms=opts.timeout_ms)
 
 
 def execute(argv: list[str]) -> int:

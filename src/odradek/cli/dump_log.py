@@ -204,13 +204,15 @@ def mapped(path: Path) -> Iterator[Any]:
 
 def dump_file(name: str, opts: argparse.Namespace) -> None:
     path = Path(name)
-    dumper = {".log": dump_log, ".index": dump_index, ".timeindex": dump_timeindex}.get(path.suffix)
-    if dumper is None:
+    if path.suffix not in (".log", ".index", ".timeindex"):
         print(f"Ignoring unknown file {path}", file=sys.stderr)
         return
     with mapped(path) as buf:
         print(f"Dumping {path}")
-        lines = dump_log(path, buf, opts) if dumper is dump_log else dumper(path, buf)
+        if path.suffix == ".log":
+            lines = dump_log(path, buf, opts)
+        else:
+            lines = (dump_index if path.suffix == ".index" else dump_timeindex)(path, buf)
         for line in lines:
             print(line)
 

@@ -20,13 +20,10 @@ from confluent_kafka.admin import AdminClient
 
 from odradek.cli.common import (
     ArgParser,
-    ClientErrors,
     CliError,
     UsageError,
-    client_config,
-    create_client,
-    ensure_reachable,
     kafka_message,
+    open_client,
     read_properties_file,
     run_tool,
 )
@@ -125,12 +122,9 @@ def wanted_partitions(opts: argparse.Namespace) -> list[tuple[str, int]] | None:
 def elect(bootstrap: str, etype: ElectionType, partitions: list[tuple[str, int]] | None,
           props: dict[str, str]) -> ElectionOutcome:
     """Run the election; per partition None (done) or (error name, message)."""
-    errors = ClientErrors()
     # socket.timeout.ms bounds the request and the broker-side wait (confluent-kafka 2.16's elect_leaders
     # does not take its timeout keywords)
-    conf = client_config(bootstrap, props, errors=errors, defaults={"socket.timeout.ms": int(TIMEOUT_S * 1000)})
-    client = create_client(AdminClient, conf)
-    ensure_reachable(client, bootstrap, errors)
+    client, _ = open_client(AdminClient, bootstrap, props, defaults={"socket.timeout.ms": int(TIMEOUT_S * 1000)})
     tps = None if partitions is None else [TopicPartition(t, p) for t, p in partitions]
     future = client.elect_leaders(etype, tps)
     try:

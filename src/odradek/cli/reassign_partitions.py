@@ -27,8 +27,8 @@ from typing import Any, Protocol
 from kafka.protocol.admin import AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest
 
 from odradek.cli import zk_session
+from odradek.cli.broker_connection import AdminConnection
 from odradek.cli.common import ArgParser, CliError, UsageError, run_tool
-from odradek.cli.protocol_client import AdminConnection
 from odradek.cli.zk_session import ZkSession
 from odradek.cluster import znodes as zn
 from odradek.cluster.assignment import assign_replicas

@@ -32,15 +32,12 @@ from confluent_kafka.admin import (
 from odradek.cli.common import (
     DEFAULT_REQUEST_TIMEOUT_MS,
     ArgParser,
-    ClientErrors,
     CliError,
     UsageError,
     add_bootstrap_flags,
     bootstrap_of,
-    client_config,
-    create_client,
-    ensure_reachable,
     kafka_message,
+    open_client,
     parse_key_values,
     read_properties_file,
     run_tool,
@@ -386,7 +383,7 @@ def configs_of(entries: Iterable[ConfigEntry]) -> dict[str, str]:
 
 
 def _source(entry: ConfigEntry) -> int:
-    source = entry.source
+    source: Any = entry.source
     return int(getattr(source, "value", source))
 
 
@@ -452,13 +449,9 @@ def topic_error_text(exc: KafkaException, topic: str) -> str:
 
 def connect(opts: argparse.Namespace) -> tuple[AdminClient, Any]:
     """An AdminClient for --bootstrap-server, and the cluster metadata proving it is reachable."""
-    bootstrap = bootstrap_of(opts)
-    errors = ClientErrors()
-    extra = read_properties_file(opts.command_config)
-    conf = client_config(bootstrap, extra, errors=errors, defaults={"socket.timeout.ms": opts.command_timeout})
-    admin = create_client(AdminClient, conf)
-    metadata = ensure_reachable(admin, bootstrap, errors, min(opts.command_timeout, 10_000))
-    return admin, metadata
+    return open_client(AdminClient, bootstrap_of(opts), read_properties_file(opts.command_config),
+                       defaults={"socket.timeout.ms": opts.command_timeout},
+                       timeout_ms=min(opts.command_timeout, 10_000))
 
 
 def execute(argv: list[str]) -> int:

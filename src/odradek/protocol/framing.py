@@ -58,6 +58,59 @@ class FrameDecoder:
         return len(self._buf)
 
 
+class FrameAssembler:
+    """Splits a byte stream into frames like FrameDecoder, but keeps the pieces of a frame apart until it
+    is complete and joins them once: a response of many megabytes arrives in many reads, and growing one
+    bytearray by each read copies it over and over. Frames are views of the received bytes."""
+
+    def __init__(self, max_frame_size: int) -> None:
+        self.max_frame_size = max_frame_size
+        self._chunks: list[bytes] = []
+        self._offset = 0  # bytes of the first chunk already taken
+        self._buffered = 0  # bytes received and not taken
+        self._size: int | None = None  # payload size of the frame in progress, once its prefix is taken
+
+    @property
+    def buffered(self) -> int:
+        return self._buffered + (4 if self._size is not None else 0)
+
+    def feed(self, data: bytes) -> list[memoryview]:
+        if data:
+            self._chunks.append(data)
+            self._buffered += len(data)
+        frames: list[memoryview] = []
+        while True:
+            if self._size is None:
+                if self._buffered < 4:
+                    return frames
+                (size,) = _INT32.unpack(self._take(4))
+                if size < 0:
+                    raise FrameError(f"negative frame size {size}")
+                if size > self.max_frame_size:
+                    raise FrameError(f"frame of {size} bytes is larger than the limit ({self.max_frame_size})")
+                self._size = size
+            if self._buffered < self._size:
+                return frames
+            frames.append(self._take(self._size))
+            self._size = None
+
+    def _take(self, n: int) -> memoryview:
+        """The next `n` buffered bytes (n <= self._buffered)."""
+        if n == 0:
+            return memoryview(b"")
+        first = self._chunks[0]
+        if len(first) - self._offset < n:
+            first = b"".join([memoryview(first)[self._offset :], *self._chunks[1:]])
+            self._chunks, self._offset = [first], 0
+        view = memoryview(first)[self._offset : self._offset + n]
+        self._offset += n
+        self._buffered -= n
+        if self._offset == len(first):
+            del self._chunks[0]
+            self._offset = 0
+        return view
+
+
 def read_uvarint(buf: memoryview | bytes, pos: int) -> tuple[int, int]:
     """Unsigned LEB128 varint as used by flexible versions; returns (value, new position)."""
     result = 0
@@ -133,3 +186,16 @@ def frame_chunks(chunks: list[bytes | memoryview]) -> list[bytes | memoryview]:
     for c in chunks:
         size += len(c)
     return [_INT32.pack(size), *chunks]
+
+
+def parse_response_header(frame: memoryview, flexible: bool) -> tuple[int, int]:
+    """Correlation id and body offset of a response with header v0, or v1 (tagged fields) when `flexible`."""
+    if len(frame) < 4:
+        raise FrameError(f"response of {len(frame)} bytes is too short for a response header")
+    (correlation_id,) = _INT32.unpack_from(frame, 0)
+    if not flexible:
+        return correlation_id, 4
+    try:
+        return correlation_id, skip_tagged_fields(frame, 4)
+    except KafkaError as exc:
+        raise FrameError(f"response header: {exc}") from None

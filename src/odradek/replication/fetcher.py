@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
 
 from odradek.protocol.errors import ErrorCode, KafkaError
-from odradek.replication.client import BrokerClient
+from odradek.protocol.transport import AsyncConnection
 
 if TYPE_CHECKING:
     from odradek.replication.manager import ReplicaManager
@@ -34,7 +34,7 @@ class ReplicaFetcher:
         self.delayed: dict[tuple[str, int], float] = {}
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task | None = None
-        self._client: BrokerClient | None = None
+        self._client: AsyncConnection | None = None
         self._stopping = False
 
     def add(self, part: Partition) -> None:
@@ -78,7 +78,7 @@ class ReplicaFetcher:
                 await self._fetch_once(client, ready)
             except asyncio.CancelledError:
                 raise
-            except (OSError, ConnectionError, TimeoutError, asyncio.IncompleteReadError, LookupError) as exc:
+            except (OSError, LookupError) as exc:
                 log.warning("[%s] Error fetching from broker %d: %s", self.name, self.leader_id, exc or type(exc).__name__)
                 await self._drop_client()
                 await asyncio.sleep(backoff)
@@ -92,14 +92,14 @@ class ReplicaFetcher:
         now = loop.time()
         return [p for k, p in self.partitions.items() if self.delayed.get(k, 0) <= now]
 
-    async def _connect(self) -> BrokerClient:
+    async def _connect(self) -> AsyncConnection:
         if self._client is not None and self._client.connected:
             return self._client
         info = self.manager.metadata.brokers.get(self.leader_id)
         if info is None:
             raise LookupError(f"broker {self.leader_id} is not registered")
-        self._client = BrokerClient(info.host, info.port, f"broker-{self.manager.broker_id}-fetcher-{self.fetcher_id}",
-                                    timeout_s=self.manager.config.get("replica.socket.timeout.ms") / 1000)
+        self._client = AsyncConnection(info.host, info.port, f"broker-{self.manager.broker_id}-fetcher-{self.fetcher_id}",
+                                       timeout_s=self.manager.config.get("replica.socket.timeout.ms") / 1000)
         await self._client.connect()
         return self._client
 
@@ -113,7 +113,7 @@ class ReplicaFetcher:
         self.delayed[(part.topic, part.index)] = asyncio.get_running_loop().time() + backoff
 
     # ---- one fetch -----------------------------------------------------------------------------
-    async def _fetch_once(self, client: BrokerClient, parts: list[Partition]) -> None:
+    async def _fetch_once(self, client: AsyncConnection, parts: list[Partition]) -> None:
         cfg = self.manager.config
         by_topic: dict[str, list[Any]] = {}
         sent: dict[tuple[str, int], tuple[Partition, int, int]] = {}
@@ -145,7 +145,7 @@ class ReplicaFetcher:
                     continue  # leadership moved while the fetch was in flight
                 await self._process(client, part, offset, pr)
 
-    async def _process(self, client: BrokerClient, part: Partition, offset: int, pr: Any) -> None:
+    async def _process(self, client: AsyncConnection, part: Partition, offset: int, pr: Any) -> None:
         code = pr.error_code
         if code == ErrorCode.NONE:
             div = getattr(pr, "diverging_epoch", None)
@@ -183,7 +183,7 @@ class ReplicaFetcher:
             except KafkaError:
                 pass
 
-    async def _handle_out_of_range(self, client: BrokerClient, part: Partition) -> None:
+    async def _handle_out_of_range(self, client: AsyncConnection, part: Partition) -> None:
         """Our end is outside the leader's log: above its end (truncate down) or below its start (start over)."""
         earliest = await self._leader_offset(client, part, -2)
         latest = await self._leader_offset(client, part, -1)
@@ -198,7 +198,7 @@ class ReplicaFetcher:
         else:
             self._delay(part)
 
-    async def _leader_offset(self, client: BrokerClient, part: Partition, ts: int) -> int:
+    async def _leader_offset(self, client: AsyncConnection, part: Partition, ts: int) -> int:
         req = ListOffsetsRequest(replica_id=self.manager.broker_id, isolation_level=0, topics=[
             ListOffsetsRequest.ListOffsetsTopic(name=part.topic, partitions=[
                 ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(

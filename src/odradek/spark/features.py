@@ -6,39 +6,19 @@ PLAINTEXT listeners; with TLS or SASL it answers None (unknown) and the caller k
 
 from __future__ import annotations
 
-import socket
-import struct
+from kafka.protocol.metadata import ApiVersionsRequest
+from kafka.protocol.producer import InitProducerIdRequest
 
-API_VERSIONS = 18
-INIT_PRODUCER_ID = 22
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("connection closed by the broker")
-        buf += chunk
-    return bytes(buf)
+from odradek.protocol.transport import BlockingConnection
 
 
 def api_versions(host: str, port: int, timeout: float = 5.0) -> dict[int, tuple[int, int]]:
     """{api_key: (min_version, max_version)} as the broker at host:port announces them."""
-    client_id = b"odradek-spark-probe"
-    header = struct.pack(">hhih", API_VERSIONS, 0, 1, len(client_id)) + client_id
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.sendall(struct.pack(">i", len(header)) + header)
-        size = struct.unpack(">i", _recv_exact(sock, 4))[0]
-        body = _recv_exact(sock, size)
-    _corr, error, count = struct.unpack_from(">ihi", body, 0)
-    if error:
-        raise ConnectionError(f"ApiVersions answered error code {error}")
-    out = {}
-    for i in range(count):
-        key, lo, hi = struct.unpack_from(">hhh", body, 10 + 6 * i)
-        out[key] = (lo, hi)
-    return out
+    with BlockingConnection(host, port, "odradek-spark-probe", timeout) as conn:
+        response = conn.request(ApiVersionsRequest(), 0)
+    if response.error_code:
+        raise ConnectionError(f"ApiVersions answered error code {response.error_code}")
+    return {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
 
 
 def supports_idempotence(client: dict[str, str], timeout: float = 5.0) -> bool | None:
@@ -50,7 +30,7 @@ def supports_idempotence(client: dict[str, str], timeout: float = 5.0) -> bool |
         if not host or not port.isdigit():
             continue
         try:
-            return INIT_PRODUCER_ID in api_versions(host.strip("[]"), int(port), timeout)
-        except (OSError, ConnectionError, struct.error):
+            return InitProducerIdRequest.API_KEY in api_versions(host.strip("[]"), int(port), timeout)
+        except OSError:
             continue
     return None

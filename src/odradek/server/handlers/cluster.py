@@ -30,7 +30,7 @@ from odradek.cluster.controller import Controller, NotControllerError, read_reas
 from odradek.cluster.elections import PREFERRED, UNCLEAN, Election, TopicPartition, tp_str
 from odradek.cluster.store import NoNodeError, StoreError
 from odradek.protocol.errors import ErrorCode, KafkaError
-from odradek.replication.client import BrokerClient
+from odradek.protocol.transport import AsyncConnection as BrokerClient
 from odradek.server.registry import RequestContext, handles
 
 log = logging.getLogger("odradek.request")
