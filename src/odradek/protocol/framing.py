@@ -57,6 +57,13 @@ class FrameDecoder:
     def buffered(self) -> int:
         return len(self._buf)
 
+    @property
+    def partial_frame_size(self) -> int | None:
+        """Size prefix plus declared size of the incomplete frame buffered, once its prefix is in."""
+        if len(self._buf) < 4:
+            return None
+        return 4 + _INT32.unpack_from(self._buf, 0)[0]
+
 
 def read_uvarint(buf: memoryview | bytes, pos: int) -> tuple[int, int]:
     """Unsigned LEB128 varint as used by flexible versions; returns (value, new position)."""
