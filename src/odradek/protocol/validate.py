@@ -26,8 +26,8 @@ Step = Callable[[memoryview, int, "_Budget"], int]
 FIXED_SIZES = {"int8": 1, "bool": 1, "int16": 2, "uint16": 2, "int32": 4, "bitfield": 4, "uint32": 4,
                "int64": 8, "float64": 8, "uuid": 16}
 # Decoding a struct whose tagged-field section is not empty copies the rest of the frame (kafka-python
-# 3.0); a request may cost at most this much copying. Real clients send tagged fields in a handful of
-# structs per request, far below it.
+# 3.0); a request may cost at most this much copying plus eight times its size. Real clients send
+# tagged fields in a handful of structs per request, far below it.
 TAGGED_COPY_BUDGET = 64 << 20
 
 _CAPITAL = re.compile(r"(?<!^)(?=[A-Z])")
@@ -56,8 +56,8 @@ class MalformedRequest(Exception):
 class _Budget:
     __slots__ = ("copy",)
 
-    def __init__(self) -> None:
-        self.copy = TAGGED_COPY_BUDGET
+    def __init__(self, body_size: int) -> None:
+        self.copy = TAGGED_COPY_BUDGET + 8 * body_size
 
 
 def _versions(text: str | None) -> tuple[int, int] | None:
@@ -274,4 +274,4 @@ def check_request(request_class: Any, version: int, body: memoryview) -> None:
     """Raise `MalformedRequest` unless `body` is a well-formed `request_class` body at `version`.
 
     Bytes after the end of the body are not an error (kafka-python's decoder ignores them too)."""
-    plan(request_class, version)(body, 0, _Budget())
+    plan(request_class, version)(body, 0, _Budget(len(body)))
