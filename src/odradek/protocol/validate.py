@@ -182,27 +182,20 @@ class _Compiler:
     def struct(self, fields: list[dict[str, Any]], nested_nullable: bool = False) -> tuple[int | None, int, Step]:
         v = self.version
         present = [f for f in fields if _in(f.get("versions"), v) and not _in(f.get("taggedVersions"), v)]
-        # Consecutive fixed-size fields become one step, named after the first of them.
+        # Consecutive fixed-size fields become one number of bytes to skip, named after the first of them.
         names: list[str] = []
-        steps: list[Step] = []
+        steps: list[int | Step] = []
         fixed_total: int | None = 0
         min_total = 0
-        run = 0
         for spec in present:
             fixed, minimum, sub = self.field(spec)
             min_total += minimum
-            if fixed is not None:
-                if run == 0:
-                    names.append(_snake(spec["name"]))
-                    steps.append(sub)
-                run += fixed
-                steps[-1] = _fixed_step(run)
-                fixed_total = None if fixed_total is None else fixed_total + fixed
-                continue
-            run = 0
-            fixed_total = None
-            names.append(_snake(spec["name"]))
-            steps.append(sub)
+            if fixed is not None and steps and isinstance(steps[-1], int):
+                steps[-1] += fixed
+            else:
+                names.append(_snake(spec["name"]))
+                steps.append(sub if fixed is None else fixed)
+            fixed_total = None if fixed is None or fixed_total is None else fixed_total + fixed
         flexible = self.flexible
         if flexible:
             fixed_total = None
@@ -219,10 +212,15 @@ class _Compiler:
                     return pos
             for i, field_step in enumerate(steps):
                 try:
-                    pos = field_step(buf, pos, budget)
+                    if isinstance(field_step, int):
+                        pos = _need(buf, pos, field_step)
+                    else:
+                        pos = field_step(buf, pos, budget)
                 except MalformedRequest as exc:
                     raise exc.within(names[i]) from None
             if flexible:
+                if pos < len(buf) and buf[pos] == 0:  # no tagged fields: the usual case
+                    return pos + 1
                 pos = _tagged(buf, pos, budget)
             return pos
 
@@ -232,10 +230,6 @@ class _Compiler:
 def _snake(name: str) -> str:
     """TopicName -> topic_name, as kafka-python names the attributes."""
     return _CAPITAL.sub("_", name).lower()
-
-
-def _fixed_step(size: int) -> Step:
-    return lambda buf, pos, budget: _need(buf, pos, size)
 
 
 def _tagged(buf: memoryview, pos: int, budget: _Budget) -> int:
