@@ -107,7 +107,3 @@ class RequestMemory:
             self._waiters.remove(callback)
         except ValueError:
             pass
-
-    @property
-    def waiting(self) -> int:
-        return len(self._waiters)
