@@ -520,6 +520,7 @@ class BrokerConfig:
         self._resolve_log_dirs()
         self._check_durations()
         self._check_replication()
+        self._check_connection_limits()
         factor = self.get("offsets.topic.replication.factor")
         if self.single_node and factor > 1:
             shown = factor if self.is_set("offsets.topic.replication.factor") else f"{factor} (the default)"
@@ -760,6 +761,14 @@ class BrokerConfig:
                 " to prevent frequent changes in ISR",
             )
 
+    def _check_connection_limits(self) -> None:
+        overrides = self.max_connections_per_ip_overrides
+        if self.get("max.connections.per.ip") == 0 and not overrides:
+            raise invalid_value(
+                "max.connections.per.ip", 0,
+                "max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides is set",
+            )
+
     # -- access --------------------------------------------------------------------------------
 
     def get(self, name: str) -> Any:
@@ -824,6 +833,20 @@ class BrokerConfig:
     def zookeeper_connect(self) -> str | None:
         """The ZooKeeper connect string, or ``None`` in single-node (embedded store) mode."""
         return self._zookeeper_connect
+
+    @property
+    def max_connections_per_ip_overrides(self) -> dict[str, int]:
+        """``max.connections.per.ip.overrides`` as {host or address: limit}, Kafka's
+        ``host:count,host:count`` (split at the last colon, so IPv6 addresses work)."""
+        raw = self.get("max.connections.per.ip.overrides") or ""
+        out: dict[str, int] = {}
+        for item in filter(None, (part.strip() for part in raw.split(","))):
+            host, sep, count = item.rpartition(":")
+            if not sep or not host.strip() or not count.strip().isdigit():
+                raise invalid_value("max.connections.per.ip.overrides", raw.strip(),
+                                    "must be a list of host:count pairs, e.g. 10.0.0.1:100,client.example:5")
+            out[host.strip()] = int(count)
+        return out
 
     @property
     def zookeeper_connection_timeout_ms(self) -> int:

@@ -4,7 +4,9 @@ This module is data plus the small amount of code needed to read it: for every b
 Kafka documents (3.x ZooKeeper-mode brokers, the KRaft and 4.x additions, and the keys that
 0.8-2.x brokers accepted and later releases removed) it records the type, the default as Kafka
 documents it (``None`` where Kafka has none), the valid values, the dynamic update mode, whether
-Odradek applies the key, and a deprecation note where Kafka deprecated or removed it.  The topic
+Odradek applies the key, and a deprecation note where Kafka deprecated or removed it.  Two keys
+are Odradek's own, under KIP-578's names (``max.partitions``, ``max.broker.partitions``), and one
+default is Odradek's (``queued.max.request.bytes``); comments at those keys say why.  The topic
 catalogue maps each topic-level config to the broker property that supplies its default.
 
 Values are parsed with Kafka's rules (``ConfigDef.parseType``): surrounding whitespace is
@@ -316,7 +318,8 @@ THROTTLED_REPLICAS = ThrottledReplicas()
 class ConfigKey:
     """One documented configuration key.
 
-    ``default`` is the documented default as text (``None``: Kafka has no default).  ``mode`` is
+    ``default`` is the documented default as text (``None``: Kafka has no default; the few
+    defaults of Odradek's own are commented in the catalogue).  ``mode`` is
     Kafka's dynamic update mode for broker keys.  ``applied`` says whether Odradek acts on the key;
     a key that is not applied is accepted and ignored with a warning.  ``deprecated`` holds a note
     for keys that Kafka deprecated or removed.  ``server_default`` (topic configs only) names the
@@ -381,7 +384,8 @@ def _catalogue(*keys: ConfigKey) -> dict[str, ConfigKey]:
 # ---------------------------------------------------------------------------------------------
 # The broker catalogue.  Names, types, defaults, valid values and update modes are Kafka's
 # (3.9 documentation; keys that only 4.x documents, and keys that only 0.8-2.x brokers knew,
-# added).  "applied" and the deprecation notes are Odradek's.
+# added).  "applied" and the deprecation notes are Odradek's, and so are the exceptions commented
+# at their keys.
 # ---------------------------------------------------------------------------------------------
 
 # fmt: off
@@ -538,11 +542,18 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("log.segment.bytes", INT, "1073741824", valid=Range(14), mode=C, applied=True),
     _key("log.segment.delete.delay.ms", LONG, "60000", valid=Range(0), mode=C),
     _key("max.connection.creation.rate", INT, "2147483647", valid=Range(0), mode=C),
-    _key("max.connections", INT, "2147483647", valid=Range(0), mode=C),
-    _key("max.connections.per.ip", INT, "2147483647", valid=Range(0), mode=C),
-    _key("max.connections.per.ip.overrides", STRING, "", mode=C),
+    # KIP-578's names (proposed for Kafka, not in its documentation): the most partition replicas one
+    # broker may host, and the most partitions the cluster may hold. CreateTopics, CreatePartitions and
+    # auto-creation that would pass them are refused before any work. 100,000 per broker leaves room
+    # for the 50,000-partition benchmark at under 20 KB of memory each; 200,000 in the cluster is the
+    # ceiling commonly quoted for ZooKeeper-mode Kafka.
+    _key("max.broker.partitions", INT, "100000", valid=Range(1), mode=C, applied=True),
+    _key("max.connections", INT, "2147483647", valid=Range(0), mode=C, applied=True),
+    _key("max.connections.per.ip", INT, "2147483647", valid=Range(0), mode=C, applied=True),
+    _key("max.connections.per.ip.overrides", STRING, "", mode=C, applied=True),
     _key("max.incremental.fetch.session.cache.slots", INT, "1000", valid=Range(0)),
     _key("max.request.partition.size.limit", INT, "2000", valid=Range(1)),
+    _key("max.partitions", INT, "200000", valid=Range(1), mode=C, applied=True),
     _key("message.max.bytes", INT, "1048588", valid=Range(0), mode=C, applied=True),
     _key("metadata.log.dir", STRING, None),
     _key("metadata.log.max.record.bytes.between.snapshots", LONG, "20971520", valid=Range(1)),
@@ -585,7 +596,10 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("process.roles", LIST, "", valid=ListOf("broker", "controller")),
     _key("producer.id.expiration.ms", INT, "86400000", valid=Range(1), mode=C),
     _key("producer.purgatory.purge.interval.requests", INT, "1000"),
-    _key("queued.max.request.bytes", LONG, "-1"),
+    # Kafka's default is -1 (no limit). Odradek's is 500 MiB: an unbounded queue lets a few clients
+    # sending at full speed (or a flood of large frames) grow the broker until the kernel kills it,
+    # and 500 MiB still holds five maximum-size requests (socket.request.max.bytes) in flight.
+    _key("queued.max.request.bytes", LONG, "524288000", valid=Range(1, also=(-1,)), applied=True),
     _key("queued.max.requests", INT, "500", valid=Range(1), applied=True),
     _key("quota.consumer.default", LONG, "9223372036854775807", valid=Range(1), deprecated="removed in Kafka 3.0; use default client quotas"),
     _key("quota.producer.default", LONG, "9223372036854775807", valid=Range(1), deprecated="removed in Kafka 3.0; use default client quotas"),

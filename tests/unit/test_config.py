@@ -180,6 +180,12 @@ APPLIED = [
     "log.message.timestamp.type",
     "message.max.bytes",
     "socket.request.max.bytes",
+    "queued.max.request.bytes",
+    "max.connections",
+    "max.connections.per.ip",
+    "max.connections.per.ip.overrides",
+    "max.partitions",
+    "max.broker.partitions",
     "zookeeper.connect",
     "zookeeper.session.timeout.ms",
     "zookeeper.connection.timeout.ms",
@@ -217,7 +223,6 @@ NOT_APPLIED = [
     "transaction.state.log.min.isr",
     "transaction.state.log.num.partitions",
     "transaction.state.log.segment.bytes",
-    "queued.max.request.bytes",
     "log.segment.delete.delay.ms",  # Odradek reads copy under the log's lock: no reader needs the delay
     "process.roles",
     "controller.quorum.voters",
@@ -245,6 +250,11 @@ DEFAULTS = {
     "log.cleanup.policy": ["delete"],
     "message.max.bytes": 1048588,
     "socket.request.max.bytes": 104857600,
+    "queued.max.request.bytes": 524288000,  # Odradek's bounded default; Kafka's is -1
+    "max.connections": 2147483647,
+    "max.connections.per.ip": 2147483647,
+    "max.partitions": 200000,  # KIP-578 names, Odradek's defaults
+    "max.broker.partitions": 100000,
     "zookeeper.connect": None,
     "zookeeper.session.timeout.ms": 18000,
     "offsets.topic.num.partitions": 50,

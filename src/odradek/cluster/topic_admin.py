@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 
 from odradek.cluster import admin
 from odradek.cluster.assignment import assign_replicas, validate_topic_name
 from odradek.cluster.metadata import MetadataCache
+from odradek.cluster.partition_limits import PartitionLimits
 from odradek.cluster.store import MetadataStore, StoreError
 from odradek.config import ConfigError, validate_topic_configs
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -51,11 +52,21 @@ def _check_assignment(assignment: dict[int, list[int]], live: list[int], start: 
 
 class TopicAdmin:
     def __init__(self, store: MetadataStore, metadata: MetadataCache, delete_topic_enable: bool,
-                 topic_defaults: dict[str, str]) -> None:
+                 topic_defaults: dict[str, str], limits: PartitionLimits) -> None:
         self.store = store
         self.metadata = metadata
         self.delete_topic_enable = delete_topic_enable
         self.topic_defaults = topic_defaults
+        self.limits = limits
+
+    def _check_limits(self, partitions: int, added: int, replication_factor: int | None,
+                      assignment: Mapping[int, Sequence[int]] | None) -> None:
+        """Before any work: the partition counts and limits (INVALID_PARTITIONS, POLICY_VIOLATION)."""
+        live = sorted(self.metadata.brokers)
+        self.limits.check_size(partitions, replication_factor, len(live))
+        if added > 0:
+            existing = (t.assignment for t in self.metadata.topics.values())
+            self.limits.check_room(existing, live, added, replication_factor or 0, assignment)
 
     async def create_topic(
         self, name: str, partitions: int, replication_factor: int, configs: dict[str, str],
@@ -65,6 +76,10 @@ class TopicAdmin:
         validate_topic_name(name)
         if name in self.metadata.topics:
             raise KafkaError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        if assignment is None:
+            self._check_limits(partitions, partitions, replication_factor, None)
+        else:
+            self._check_limits(len(assignment), len(assignment), None, assignment)
         configs = _validate_configs(configs, self.topic_defaults)
         live = sorted(self.metadata.brokers)
         if assignment is None:
@@ -97,11 +112,13 @@ class TopicAdmin:
         if meta is None:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
         current = len(meta.assignment)
+        rf = len(meta.assignment[0]) if meta.assignment else 1
+        explicit = None if assignments is None else dict(enumerate(assignments))
+        self._check_limits(count, count - current, rf if explicit is None else None, explicit)
         if count <= current:
             raise KafkaError(ErrorCode.INVALID_PARTITIONS,
                              f"Topic currently has {current} partitions, {count} would not be an increase.")
         live = sorted(self.metadata.brokers)
-        rf = len(meta.assignment[0]) if meta.assignment else 1
         if assignments is not None:
             if len(assignments) != count - current:
                 raise KafkaError(ErrorCode.INVALID_REPLICA_ASSIGNMENT,

@@ -57,6 +57,13 @@ class FrameDecoder:
     def buffered(self) -> int:
         return len(self._buf)
 
+    @property
+    def partial_frame_size(self) -> int | None:
+        """Size prefix plus declared size of the incomplete frame buffered, once its prefix is in."""
+        if len(self._buf) < 4:
+            return None
+        return 4 + _INT32.unpack_from(self._buf, 0)[0]
+
 
 class FrameAssembler:
     """Splits a byte stream into frames like FrameDecoder, but keeps the pieces of a frame apart until it

@@ -15,6 +15,7 @@ from odradek.cluster import znodes as zn
 from odradek.cluster.controller import Controller
 from odradek.cluster.embedded import STORE_FILE, EmbeddedStore
 from odradek.cluster.metadata import MetadataCache
+from odradek.cluster.partition_limits import PartitionLimits
 from odradek.cluster.producer_ids import ProducerIdAllocator
 from odradek.cluster.store import (
     MetadataStore,
@@ -29,6 +30,7 @@ from odradek.groups.coordinator import GroupCoordinator, GroupSettings
 from odradek.groups.offsets import OffsetStore
 from odradek.replication.manager import ReplicaManager
 from odradek.server.dispatcher import Dispatcher
+from odradek.server.limits import ConnectionLimits, RequestMemory
 from odradek.server.network import SocketServer
 from odradek.storage.manager import CleanerConfig, LogManager
 
@@ -52,7 +54,12 @@ class Broker:
         self.topic_admin: TopicAdmin
         self.replicas: ReplicaManager
         self.dispatcher = Dispatcher(self)
-        self.server = SocketServer(self.dispatcher, config.get("socket.request.max.bytes"))
+        self.server = SocketServer(
+            self.dispatcher, config.get("socket.request.max.bytes"),
+            ConnectionLimits(config.get("max.connections"), config.get("max.connections.per.ip"),
+                             config.max_connections_per_ip_overrides),
+            RequestMemory(config.get("queued.max.request.bytes")),
+        )
         self.bound_ports: list[int] = []
         self._tasks = TaskSet(log, "Background task")
         self._stopped = asyncio.Event()
@@ -85,7 +92,8 @@ class Broker:
         self.cluster_id = await self._cluster_id()
         self._write_meta_properties()
         self.metadata = MetadataCache(self.store)
-        self.topic_admin = TopicAdmin(self.store, self.metadata, cfg.get("delete.topic.enable"), cfg.topic_defaults())
+        self.topic_admin = TopicAdmin(self.store, self.metadata, cfg.get("delete.topic.enable"), cfg.topic_defaults(),
+                                      PartitionLimits(cfg.get("max.partitions"), cfg.get("max.broker.partitions")))
         self.producer_ids = ProducerIdAllocator(self.store, self.broker_id)
         self.replicas = ReplicaManager(self.broker_id, self.logs, self.metadata, self.store, cfg)
         await self._listen()

@@ -13,6 +13,7 @@ from kafka.protocol.metadata import ApiVersionsRequest
 from odradek.cluster.store import StoreError
 from odradek.protocol.errors import KafkaError
 from odradek.protocol.framing import FrameError, frame_chunks, parse_request_header, peek_api, response_header
+from odradek.protocol.validate import MalformedRequest
 
 # Every handler module, imported for its registrations (the `handles` decorators fill the registry).
 from odradek.server.handlers import admin, api_versions, cluster, fetch, groups, metadata, produce  # noqa: F401
@@ -57,8 +58,12 @@ class Dispatcher:
             else:
                 try:
                     request = api.decode(api_version, frame[header.body_offset :])
-                except KafkaError as exc:
-                    raise CloseConnection(str(exc)) from None
+                except MalformedRequest as exc:
+                    # Kafka closes the connection on a request it cannot parse; one line says why.
+                    raise CloseConnection(
+                        f"malformed {api.name} v{api_version} request (client id {header.client_id!r}, "
+                        f"correlation id {correlation_id}): {exc}"
+                    ) from None
                 result = await api.handler(ctx, request)
         except StoreError as exc:
             # e.g. ZooKeeper without quorum during an admin request: the client times out and retries,

@@ -10,6 +10,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 
 from odradek.protocol.framing import FrameDecoder, FrameError
+from odradek.server.limits import ConnectionLimits, RequestMemory
 
 log = logging.getLogger("odradek.network")
 
@@ -17,7 +18,10 @@ log = logging.getLogger("odradek.network")
 Response = Sequence[bytes | memoryview] | None
 Dispatcher = Callable[["Connection", memoryview], Awaitable[Response]]
 
+# Per connection: stop reading once this many requests, or this many bytes of requests, wait to be
+# handled; read again below half of both.
 MAX_QUEUED_FRAMES = 64
+MAX_QUEUED_BYTES = 16 << 20
 
 
 class CloseConnection(Exception):
@@ -25,15 +29,30 @@ class CloseConnection(Exception):
 
 
 class Connection(asyncio.Protocol):
-    def __init__(self, dispatch: Dispatcher, max_frame_size: int, registry: set[Connection]) -> None:
+    """One client socket. Memory: the requests queued or being handled, plus the frame being read,
+    are charged to the shared RequestMemory; a frame is charged in full once its size is known and the
+    pool has room, else the connection stops reading until memory frees (nothing is dropped)."""
+
+    def __init__(self, dispatch: Dispatcher, max_frame_size: int, registry: set[Connection],
+                 limits: ConnectionLimits | None = None, memory: RequestMemory | None = None) -> None:
         self._dispatch = dispatch
         self._decoder = FrameDecoder(max_frame_size)
         self._registry = registry
+        self._limits = limits
+        self._memory = memory or RequestMemory(-1)
         self._queue: deque[memoryview] = deque()
+        self._queued_bytes = 0
+        self._in_flight = 0
+        self._charged = 0
+        self._partial_charged = False  # the frame being read is charged at its full size
+        self._waiting_for_memory = False
         self._worker: asyncio.Task | None = None
         self._writable = asyncio.Event()
         self._writable.set()
         self._reading_paused = False
+        self._admitted = False
+        self._lost = False
+        self._address = "?"
         self.transport: asyncio.Transport | None = None
         self.peer = "?"
         self.closed = False
@@ -41,29 +60,48 @@ class Connection(asyncio.Protocol):
     # ---- asyncio callbacks ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not asyncio.Transport
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self._address = str(peer[0]) if peer else "?"
+        if self._limits is not None:
+            refused = self._limits.admit(self._address)
+            if refused is not None:
+                # As Kafka: the new connection is closed at once; established ones are untouched.
+                log.info("Rejected connection from %s: %s", self.peer, refused)
+                self.closed = True
+                transport.close()
+                return
+        self._admitted = True
         sock = transport.get_extra_info("socket")
         if sock is not None:
             try:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
                 pass
-        peer = transport.get_extra_info("peername")
-        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self._registry.add(self)
 
     def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
         try:
             frames = self._decoder.feed(data)
         except FrameError as exc:
             self.close(f"invalid frame: {exc}")
             return
-        if not frames:
-            return
-        self._queue.extend(frames)
-        if len(self._queue) >= MAX_QUEUED_FRAMES and not self._reading_paused and self.transport:
-            self._reading_paused = True
-            self.transport.pause_reading()
-        if self._worker is None:
+        if frames:
+            self._partial_charged = False  # the first frame completed is the one that was charged
+            self._queue.extend(frames)
+            for f in frames:
+                self._queued_bytes += len(f)
+        self._charge()
+        if not self._partial_charged:
+            if not self._memory.has_room():
+                self._wait_for_memory()
+            elif self._decoder.partial_frame_size is not None:
+                self._partial_charged = True
+                self._charge()
+        self._update_reading()
+        if frames and self._worker is None:
             self._worker = asyncio.get_running_loop().create_task(self._work())
 
     def eof_received(self) -> bool | None:
@@ -75,6 +113,15 @@ class Connection(asyncio.Protocol):
         self._writable.set()
         if self._worker is not None:
             self._worker.cancel()
+        if self._waiting_for_memory:
+            self._memory.cancel(self._memory_freed)
+        self._queue.clear()
+        self._memory.adjust(-self._charged)
+        self._charged = 0
+        self._lost = True
+        if self._admitted and self._limits is not None:
+            self._limits.release(self._address)
+            self._admitted = False
 
     def pause_writing(self) -> None:
         self._writable.clear()
@@ -82,14 +129,56 @@ class Connection(asyncio.Protocol):
     def resume_writing(self) -> None:
         self._writable.set()
 
+    # ---- memory and backpressure ------------------------------------------------------------------
+    def _charge(self) -> None:
+        """Bring this connection's charge in the shared pool up to date."""
+        if self._lost:
+            return
+        # The start of a frame not yet admitted is not charged (it is at most one read): charging it
+        # could fill the pool with bytes that only reading further would free.
+        partial = (self._decoder.partial_frame_size or 0) if self._partial_charged else 0
+        held = self._queued_bytes + self._in_flight + partial
+        if held != self._charged:
+            delta, self._charged = held - self._charged, held
+            self._memory.adjust(delta)
+
+    def _wait_for_memory(self) -> None:
+        if not self._waiting_for_memory:
+            self._waiting_for_memory = True
+            self._memory.wait(self._memory_freed)
+
+    def _memory_freed(self) -> None:
+        self._waiting_for_memory = False
+        if self.closed:
+            return
+        if self._decoder.partial_frame_size is not None:
+            self._partial_charged = True
+        self._charge()
+        self._update_reading()
+
+    def _update_reading(self) -> None:
+        if self.closed or self.transport is None:
+            return
+        if self._reading_paused:
+            local_room = len(self._queue) < MAX_QUEUED_FRAMES // 2 and self._queued_bytes < MAX_QUEUED_BYTES // 2
+        else:
+            local_room = len(self._queue) < MAX_QUEUED_FRAMES and self._queued_bytes < MAX_QUEUED_BYTES
+        pause = self._waiting_for_memory or not local_room
+        if pause != self._reading_paused:
+            self._reading_paused = pause
+            if pause:
+                self.transport.pause_reading()
+            else:
+                self.transport.resume_reading()
+
     # ---- request processing ---------------------------------------------------------------------
     async def _work(self) -> None:
         try:
             while self._queue and not self.closed:
                 frame = self._queue.popleft()
-                if self._reading_paused and len(self._queue) < MAX_QUEUED_FRAMES // 2 and self.transport:
-                    self._reading_paused = False
-                    self.transport.resume_reading()
+                self._queued_bytes -= len(frame)
+                self._in_flight = len(frame)
+                self._update_reading()
                 try:
                     response = await self._dispatch(self, frame)
                 except CloseConnection as exc:
@@ -103,8 +192,10 @@ class Connection(asyncio.Protocol):
                     return
                 if response is not None and not self.closed and self.transport is not None:
                     self.transport.writelines(response)
-                    if not self._writable.is_set():
-                        await self._writable.wait()
+                self._in_flight = 0
+                self._charge()
+                if response is not None and not self._writable.is_set():
+                    await self._writable.wait()
         finally:
             self._worker = None
         if self._queue and not self.closed:
@@ -122,16 +213,19 @@ class Connection(asyncio.Protocol):
 class SocketServer:
     """Listens on the configured listeners and hands frames to the dispatcher."""
 
-    def __init__(self, dispatch: Dispatcher, max_frame_size: int) -> None:
+    def __init__(self, dispatch: Dispatcher, max_frame_size: int, limits: ConnectionLimits | None = None,
+                 memory: RequestMemory | None = None) -> None:
         self._dispatch = dispatch
         self._max_frame_size = max_frame_size
+        self.limits = limits
+        self.memory = memory or RequestMemory(-1)
         self._servers: list[asyncio.base_events.Server] = []
         self.connections: set[Connection] = set()
 
     async def listen(self, host: str, port: int) -> int:
         loop = asyncio.get_running_loop()
         server = await loop.create_server(
-            lambda: Connection(self._dispatch, self._max_frame_size, self.connections),
+            lambda: Connection(self._dispatch, self._max_frame_size, self.connections, self.limits, self.memory),
             host or None,
             port,
             reuse_address=True,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from kafka.protocol.api_message import ApiMessage
 
-from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.validate import MalformedRequest, check_request
 
 if TYPE_CHECKING:
     from odradek.protocol.framing import RequestHeader
@@ -57,13 +57,13 @@ class Api:
         return self.request.flexible_version_q(version)
 
     def decode(self, version: int, body: memoryview) -> Any:
-        """Decode a request body with kafka-python's classes; malformed input -> INVALID_REQUEST."""
+        """Check the body against the schema, then decode it with kafka-python's classes; a body that
+        does not match (a forbidden null, a length past the end, ...) raises MalformedRequest."""
+        check_request(self.request, version, body)
         try:
             return self.request.decode(body, version=version)
-        except KafkaError:
-            raise
-        except Exception as exc:  # the decoder raises many kinds on garbage input
-            raise KafkaError(ErrorCode.INVALID_REQUEST, f"malformed {self.name} v{version} request: {exc}") from None
+        except Exception as exc:  # the decoder raises many kinds on garbage input (e.g. invalid UTF-8)
+            raise MalformedRequest(str(exc)) from None
 
 
 APIS: dict[int, Api] = {}

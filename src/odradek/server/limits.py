@@ -1,0 +1,109 @@
+"""Admission limits of the socket server, as bookkeeping the network layer consults: how many
+connections the broker and each client address may hold (``max.connections``,
+``max.connections.per.ip`` and its overrides), and how many bytes of requests may be read but not yet
+answered across all connections (``queued.max.request.bytes``). Nothing here touches a socket."""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import socket
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping
+
+log = logging.getLogger("odradek.network")
+
+
+def normal_address(address: str) -> str:
+    """One spelling per address: IPv4-mapped IPv6 (dual-stack sockets) becomes IPv4."""
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        return str(ip.ipv4_mapped)
+    return str(ip)
+
+
+def resolve_host(host: str) -> list[str]:
+    """The addresses of `host` (itself when it is an address literal)."""
+    try:
+        return [normal_address(str(ipaddress.ip_address(host)))]
+    except ValueError:
+        pass
+    infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    return sorted({normal_address(str(info[4][0])) for info in infos})
+
+
+class ConnectionLimits:
+    """Counts connections in total and per client address; `admit` says why a new one is refused."""
+
+    def __init__(self, max_total: int, max_per_ip: int, overrides: Mapping[str, int] | None = None,
+                 resolve: Callable[[str], Iterable[str]] = resolve_host) -> None:
+        self.max_total = max_total
+        self.max_per_ip = max_per_ip
+        self.per_ip: dict[str, int] = {}
+        for host, limit in (overrides or {}).items():
+            try:
+                addresses = list(resolve(host))
+            except OSError as exc:
+                log.warning("max.connections.per.ip.overrides: cannot resolve %s (%s); its override is ignored",
+                            host, exc)
+                continue
+            for address in addresses:
+                self.per_ip[address] = limit
+        self.total = 0
+        self.by_ip: dict[str, int] = {}
+
+    def admit(self, address: str) -> str | None:
+        """Count a new connection from `address`, or return why it is refused (nothing counted)."""
+        address = normal_address(address)
+        limit = self.per_ip.get(address, self.max_per_ip)
+        count = self.by_ip.get(address, 0)
+        if count >= limit:
+            return f"address {address} already has the configured maximum of {limit} connections"
+        if self.total >= self.max_total:
+            return f"the broker already has the configured maximum of {self.max_total} connections (max.connections)"
+        self.by_ip[address] = count + 1
+        self.total += 1
+        return None
+
+    def release(self, address: str) -> None:
+        address = normal_address(address)
+        count = self.by_ip.get(address, 0) - 1
+        if count > 0:
+            self.by_ip[address] = count
+        else:
+            self.by_ip.pop(address, None)
+        self.total -= 1
+
+
+class RequestMemory:
+    """Bytes of requests read but not yet answered, over all connections. A connection that needs
+    memory while there is no room stops reading and waits; waiters are called back in order as
+    memory frees. One request may take the pool past its capacity (it is already being read), so a
+    request larger than the whole pool still gets through when the pool is otherwise empty."""
+
+    def __init__(self, capacity: int) -> None:
+        self.capacity = capacity  # -1: unlimited
+        self.used = 0
+        self._waiters: deque[Callable[[], None]] = deque()
+
+    def has_room(self) -> bool:
+        return self.capacity < 0 or self.used < self.capacity
+
+    def adjust(self, delta: int) -> None:
+        """Charge (positive) or release (negative) bytes; a release wakes waiters while there is room."""
+        self.used += delta
+        while delta < 0 and self._waiters and self.has_room():
+            self._waiters.popleft()()
+
+    def wait(self, callback: Callable[[], None]) -> None:
+        """Call `callback` once there is room (the callback charges what it needs)."""
+        self._waiters.append(callback)
+
+    def cancel(self, callback: Callable[[], None]) -> None:
+        try:
+            self._waiters.remove(callback)
+        except ValueError:
+            pass

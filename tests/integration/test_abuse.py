@@ -1,0 +1,363 @@
+"""A hostile or greedy client against a real broker: malformed requests are logged as malformed (one
+warning naming the API, version, client and problem; the connection closed), absurd partition counts
+are refused in milliseconds, connection limits close only the newcomers, and the request memory bound
+slows readers down without dropping anything. Every case checks that other clients are still served
+and that no request ended in an unexpected error."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient
+from kafka.protocol.admin import (
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DescribeConfigsRequest,
+)
+from kafka.protocol.api_message import ApiMessage
+from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest, OffsetCommitRequest, OffsetFetchRequest
+from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
+from kafka.protocol.producer import ProduceRequest
+
+from odradek.protocol.records import build_batch
+from tests.clients import consume_all, create_topic
+from tests.harness import BrokerProcess
+from tests.rawclient import RawClient
+
+INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, POLICY_VIOLATION = 37, 38, 44
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    b = BrokerProcess(tmp_path_factory.mktemp("abuse"), overrides={
+        "max.connections.per.ip": "50",
+        "max.connections.per.ip.overrides": "127.0.0.2:2,127.0.0.3:0,localhost:200",
+    })
+    b.start()
+    try:
+        yield b
+    finally:
+        out = b.output()
+        b.stop()
+        b.kill()
+        assert "Unexpected error" not in out
+
+
+@pytest.fixture(scope="module")
+def known_topic(broker: BrokerProcess) -> str:
+    name = "known-" + uuid.uuid4().hex[:6]
+    create_topic(broker.bootstrap, name)
+    return name
+
+
+MEMORY_TOPIC = "mem-" + uuid.uuid4().hex[:6]
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """Small limits: 6 connections, 10 partitions in the cluster, 8 per broker, 1 MiB of requests.
+    Its tests use raw sockets only (closed as soon as a test is done), so they can count connections;
+    MEMORY_TOPIC (1 partition) exists from the start."""
+    b = BrokerProcess(tmp_path_factory.mktemp("small"), overrides={
+        "max.connections": "6", "max.partitions": "10", "max.broker.partitions": "8",
+        "queued.max.request.bytes": str(1 << 20), "message.max.bytes": str(1 << 20),
+    })
+    b.start()
+    assert _create_topics(b.port, MEMORY_TOPIC, 1).error_code == 0
+    try:
+        yield b
+    finally:
+        out = b.output()
+        b.stop()
+        b.kill()
+        assert "Unexpected error" not in out
+
+
+def _list_topics(bootstrap: str) -> set[str]:
+    client = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    return set(client.list_topics(timeout=10).topics)
+
+
+def _framed(request: ApiMessage, version: int, correlation_id: int = 7) -> bytes:
+    request.API_VERSION = version
+    request.with_header(correlation_id=correlation_id, client_id="abuse-test")
+    return bytes(request.encode(header=True, framed=True))
+
+
+def _wait_for_line(broker: BrokerProcess, text: str, timeout: float = 10.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for line in broker.output().splitlines():
+            if text in line:
+                return line
+        time.sleep(0.05)
+    raise AssertionError(f"no line with {text!r} in the broker output:\n{broker.output()[-3000:]}")
+
+
+# ---- malformed requests ------------------------------------------------------------------------------
+
+def _fetch(topics: Any) -> FetchRequest:
+    return FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+                        session_id=0, session_epoch=-1, topics=topics, forgotten_topics_data=[], rack_id="")
+
+
+NULL_ARRAYS = {
+    "Fetch": (11, "topics", _fetch),
+    "ListOffsets": (5, "topics", lambda a: ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=a)),
+    "OffsetCommit": (8, "topics", lambda a: OffsetCommitRequest(
+        group_id="g", generation_id_or_member_epoch=-1, member_id="", group_instance_id=None, topics=a)),
+    "OffsetFetch": (8, "groups", lambda a: OffsetFetchRequest(groups=a, require_stable=False)),
+    "DescribeConfigs": (4, "resources", lambda a: DescribeConfigsRequest(
+        resources=a, include_synonyms=False, include_documentation=False)),
+}
+
+
+@pytest.mark.parametrize("api", sorted(NULL_ARRAYS))
+def test_null_array_is_a_malformed_request(broker: BrokerProcess, known_topic: str, api: str) -> None:
+    version, field, build = NULL_ARRAYS[api]
+    valid = _framed(build([]), version)
+    # The valid request with its array count patched to null: -1 (int32), or 0 in a compact array.
+    nulled = _framed(build(None), version)
+    diff = [i for i in range(len(valid)) if valid[i] != nulled[i]]
+    assert len(valid) == len(nulled) and diff and diff[-1] - diff[0] < 4, "only the count differs"
+    with RawClient(broker.port) as c:
+        c.send_raw(valid)
+        assert struct.unpack_from(">i", c.recv_frame())[0] == 7  # answered
+        c.send_raw(nulled)
+        assert c.is_closed_by_peer()
+    line = _wait_for_line(broker, f"malformed {api} v{version} request")
+    assert "WARNING" in line and "abuse-test" in line and f"{field} is null but not nullable" in line
+    assert "Unexpected error" not in broker.output()
+    assert known_topic in _list_topics(broker.bootstrap)  # another client is served
+
+
+def test_string_longer_than_the_frame(broker: BrokerProcess) -> None:
+    frame = bytearray(_framed(FindCoordinatorRequest(key="abc"), 0, correlation_id=8))
+    struct.pack_into(">h", frame, len(frame) - 5, 1000)  # the key's length; 3 bytes follow
+    with RawClient(broker.port) as c:
+        c.send_raw(bytes(frame))
+        assert c.is_closed_by_peer()
+    line = _wait_for_line(broker, "malformed FindCoordinator v0 request")
+    assert "key has length 1000 but only 3 bytes are left" in line
+
+
+def test_huge_array_count_with_a_tiny_body(broker: BrokerProcess) -> None:
+    frame = bytearray(_framed(MetadataRequest(topics=[]), 1, correlation_id=9))
+    struct.pack_into(">i", frame, len(frame) - 4, 2**31 - 1)
+    started = time.monotonic()
+    with RawClient(broker.port) as c:
+        c.send_raw(bytes(frame))
+        assert c.is_closed_by_peer()
+    assert time.monotonic() - started < 5
+    assert "2147483647 elements but only 0 bytes" in _wait_for_line(broker, "malformed Metadata v1 request")
+
+
+def test_tagged_field_flood_is_refused_quickly(broker: BrokerProcess) -> None:
+    n = 200_000  # 4 MB of topics, each with a tagged field: quadratic copying in kafka-python's decoder
+    count = n + 1
+    varint = bytearray()
+    while count >= 0x80:
+        varint.append((count & 0x7F) | 0x80)
+        count >>= 7
+    varint.append(count)
+    header = struct.pack(">hhih", 3, 12, 10, 4) + b"test" + b"\x00"
+    body = bytes(varint) + (b"\x00" * 16 + b"\x01" + b"\x01\x05\x01\x00") * n + b"\x00\x00\x00"
+    started = time.monotonic()
+    with RawClient(broker.port, timeout=30) as c:
+        c.send_raw(struct.pack(">i", len(header) + len(body)) + header + body)
+        assert c.is_closed_by_peer(timeout=30)
+        other = time.monotonic()
+        assert _list_topics(broker.bootstrap) is not None
+    assert time.monotonic() - started < 10 and time.monotonic() - other < 10
+    assert "too many tagged-field sections" in _wait_for_line(broker, "malformed Metadata v12 request")
+
+
+# ---- partition limits ----------------------------------------------------------------------------------
+
+def _create_topics(port: int, name: str, partitions: int, rf: int = 1) -> Any:
+    req = CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name=name, num_partitions=partitions, replication_factor=rf, assignments=[], configs=[])],
+        timeout_ms=30000, validate_only=False)
+    with RawClient(port, timeout=30) as c:
+        return c.request(req, 5).topics[0]
+
+
+def _create_partitions(port: int, name: str, count: int) -> Any:
+    req = CreatePartitionsRequest(topics=[CreatePartitionsRequest.CreatePartitionsTopic(
+        name=name, count=count, assignments=None)], timeout_ms=30000, validate_only=False)
+    with RawClient(port, timeout=30) as c:
+        return c.request(req, 1).results[0]
+
+
+class _MetadataLoop:
+    """Another client asking for metadata in a loop; records each round trip."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        self.round_trips: list[float] = []
+        self.errors: list[BaseException] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        client = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                client.list_topics(timeout=10)
+            except Exception as exc:  # recorded and asserted on below
+                self.errors.append(exc)
+            self.round_trips.append(time.monotonic() - started)
+
+    def __enter__(self) -> _MetadataLoop:
+        self._thread.start()
+        while not self.round_trips and not self.errors:
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(15)
+
+
+def test_a_million_and_two_million_partitions_are_refused_at_once(broker: BrokerProcess) -> None:
+    topic = "grow-" + uuid.uuid4().hex[:6]
+    create_topic(broker.bootstrap, topic, partitions=2)
+    with _MetadataLoop(broker.bootstrap) as others:
+        started = time.monotonic()
+        created = _create_topics(broker.port, "huge-" + uuid.uuid4().hex[:6], 1_000_000)
+        first = time.monotonic() - started
+        started = time.monotonic()
+        grown = _create_partitions(broker.port, topic, 2_000_000)
+        second = time.monotonic() - started
+        time.sleep(0.3)
+    assert created.error_code == INVALID_PARTITIONS and "max.partitions" in created.error_message
+    assert grown.error_code == INVALID_PARTITIONS and "max.partitions" in grown.error_message
+    assert first < 5 and second < 5  # milliseconds in fact; generous for a loaded machine
+    assert not others.errors and max(others.round_trips) < 5
+    assert len(others.round_trips) >= 2
+
+
+@pytest.mark.parametrize(("partitions", "rf", "code"), [
+    (0, 1, INVALID_PARTITIONS), (-3, 1, INVALID_PARTITIONS), (2**31 - 1, 1, INVALID_PARTITIONS),
+    (1, 3, INVALID_REPLICATION_FACTOR), (1, 0, INVALID_REPLICATION_FACTOR),
+])
+def test_impossible_topics(broker: BrokerProcess, partitions: int, rf: int, code: int) -> None:
+    result = _create_topics(broker.port, "bad-" + uuid.uuid4().hex[:6], partitions, rf)
+    assert result.error_code == code, result.error_message
+
+
+def test_partition_limits_against_existing_partitions(small: BrokerProcess) -> None:
+    first = "lim-" + uuid.uuid4().hex[:6]  # beside MEMORY_TOPIC's one partition
+    assert _create_topics(small.port, first, 6).error_code == 0
+    over_broker = _create_topics(small.port, "lim2-" + uuid.uuid4().hex[:6], 3)
+    assert over_broker.error_code == POLICY_VIOLATION and "max.broker.partitions" in over_broker.error_message
+    grown = _create_partitions(small.port, first, 8)  # possible alone, not beside MEMORY_TOPIC
+    assert grown.error_code == POLICY_VIOLATION and "max.broker.partitions (8)" in grown.error_message
+    assert _create_partitions(small.port, first, 7).error_code == 0
+    alone_too_big = _create_partitions(small.port, first, 9)
+    assert alone_too_big.error_code == INVALID_PARTITIONS and "max.broker.partitions=8" in alone_too_big.error_message
+    too_many = _create_topics(small.port, "lim3-" + uuid.uuid4().hex[:6], 11)
+    assert too_many.error_code == INVALID_PARTITIONS and "max.partitions (10)" in too_many.error_message
+
+
+# ---- connection limits ----------------------------------------------------------------------------------
+
+def _connect(port: int, source: str) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(source, 0))
+
+
+def _closed_by_peer(sock: socket.socket) -> bool:
+    sock.settimeout(5)
+    try:
+        return sock.recv(1) == b""
+    except (ConnectionResetError, BrokenPipeError):
+        return True
+    except TimeoutError:
+        return False
+
+
+def _answers(sock: socket.socket) -> bool:
+    sock.sendall(_framed(MetadataRequest(topics=[]), 1))
+    sock.settimeout(10)
+    return len(sock.recv(4)) == 4
+
+
+def test_per_ip_limit_and_overrides(broker: BrokerProcess) -> None:
+    kept = [_connect(broker.port, "127.0.0.2") for _ in range(2)]
+    refused = _connect(broker.port, "127.0.0.2")
+    assert _closed_by_peer(refused)
+    assert all(_answers(s) for s in kept)
+    assert "address 127.0.0.2 already has the configured maximum of 2 connections" in broker.output()
+    zero = _connect(broker.port, "127.0.0.3")
+    assert _closed_by_peer(zero)
+    default = [_connect(broker.port, "127.0.0.4") for _ in range(50)]
+    extra = _connect(broker.port, "127.0.0.4")
+    assert _closed_by_peer(extra)
+    assert _answers(default[-1])
+    kept[0].close()
+    time.sleep(0.3)
+    again = _connect(broker.port, "127.0.0.2")
+    assert _answers(again)
+    for s in [*kept, *default, refused, zero, extra, again]:
+        s.close()
+    assert _list_topics(broker.bootstrap) is not None
+
+
+def test_max_connections(small: BrokerProcess) -> None:
+    time.sleep(0.3)  # connections of earlier tests are gone
+    kept = [_connect(small.port, "127.0.0.5") for _ in range(6)]
+    extra = _connect(small.port, "127.0.0.6")
+    assert _closed_by_peer(extra)
+    assert all(_answers(s) for s in kept)
+    assert "configured maximum of 6 connections (max.connections)" in small.output()
+    kept.pop().close()
+    time.sleep(0.3)
+    replacement = _connect(small.port, "127.0.0.6")
+    assert _answers(replacement)
+    for s in [*kept, extra, replacement]:
+        s.close()
+
+
+# ---- request memory --------------------------------------------------------------------------------------
+
+def test_request_memory_bound_slows_readers_but_drops_nothing(small: BrokerProcess) -> None:
+    """queued.max.request.bytes is 1 MiB: four clients pipelining 8 MB of produce requests each are
+    read as memory frees, and every request is answered and stored."""
+    time.sleep(0.3)
+    topic = MEMORY_TOPIC
+    per_client, value = 40, b"v" * 200_000
+    results: list[list[int]] = []
+
+    def client(n: int) -> None:
+        with RawClient(small.port, timeout=60) as c:
+            frames = []
+            for i in range(per_client):
+                req = ProduceRequest(transactional_id=None, acks=1, timeout_ms=30000, topic_data=[
+                    ProduceRequest.TopicProduceData(name=topic, partition_data=[
+                        ProduceRequest.TopicProduceData.PartitionProduceData(
+                            index=0, records=build_batch([(None, value + b"%d-%d" % (n, i))]))])])
+                frames.append(_framed(req, 7, correlation_id=i))
+            c.send_raw(b"".join(frames))
+            codes = []
+            for _ in range(per_client):
+                frame = c.recv_frame()
+                codes.append(struct.unpack_from(">i", frame)[0])
+            results.append(codes)
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert sorted(results) == [list(range(per_client))] * 4  # all answered, in order
+    got = consume_all(small.bootstrap, topic, 4 * per_client, timeout=60)
+    assert sorted(m.value()[len(value):] for m in got) == sorted(
+        b"%d-%d" % (n, i) for n in range(4) for i in range(per_client))
