@@ -23,6 +23,7 @@ from odradek.protocol.produce import parse_produce_request
 from tests.fuzz import mutations, samples, schema
 from tests.fuzz.budget import fuzz_settings
 from tests.fuzz.nulls import find_illegal_nulls
+from tests.fuzz.pipeline import PRODUCE, decode_frame
 from tests.fuzz.strategies import api_versions, encoded_request, framed_request
 
 MiB = 1 << 20
@@ -30,7 +31,6 @@ DECODE_PEAK_LIMIT = 16 * MiB
 
 ALL = api_versions()
 IDS = [f"{spec.name}-v{v}" for spec, v in ALL]
-PRODUCE = KNOWN_APIS[0]
 
 NULL_REASON = "null where the schema forbids it reaches handlers: fixed in the decoding boundary work"
 TRUNCATION_REASON = (
@@ -235,22 +235,13 @@ def test_many_tagged_fields_decode_quickly() -> None:
 
 
 def _parse_frame(frame: bytes) -> None:
-    """What the dispatcher does before a handler runs; only the protocol's own errors may escape."""
+    """Header parsing with every flexibility, then the broker's whole path up to the handler."""
     view = memoryview(frame)
-    api_key, api_version, _ = peek_api(view)
-    spec = KNOWN_APIS.get(api_key)
-    known = spec is not None and spec.supports(api_version)
+    peek_api(view)
     for flexible in (True, False, None):
         header = parse_request_header(view, flexible)
         assert 0 < header.body_offset <= len(view)
-    if not known:
-        return
-    assert spec is not None
-    header = parse_request_header(view, spec.flexible(api_version))
-    if api_key == PRODUCE.api_key:
-        parse_produce_request(view, header.body_offset, api_version)
-    else:
-        decode_request(spec, api_version, view[header.body_offset :])
+    decode_frame(frame)
 
 
 def _any_frame() -> st.SearchStrategy[bytes]:
