@@ -1,0 +1,184 @@
+"""Pure mutations of encoded requests, and a hypothesis strategy that picks them.
+
+A mutation is data (kind, position, argument) so that hypothesis can shrink it and print it; `apply` turns
+it into new bytes and never fails, whatever the input length. Positions are taken modulo the input length
+(and rounded down to a multiple of 4 for the aligned kinds) so one drawn mutation fits any input.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from hypothesis import strategies as st
+
+INT32_EXTREMES = (0x7FFFFFFF, -1, -(2**31), 0x7FFFFFFE, 0x10000)
+INT16_EXTREMES = (0x7FFF, -1, -(2**15), -2)
+# unsigned varints: compact lengths/counts are stored +1, so 0 means null and 1 means empty
+UVARINT_EXTREMES = (0, 2**31 - 1, 2**32 - 1, 2**35 - 1, 2**63)
+HEADER_API_VERSION_AT = 2  # request header: int16 api_key, int16 api_version, ...
+
+KINDS = (
+    "flip_bit",
+    "set_byte",
+    "int32",
+    "int32_aligned",
+    "int16",
+    "uvarint",
+    "long_varint",
+    "truncate",
+    "append",
+    "delete",
+    "duplicate",
+    "api_version",
+)
+BODY_KINDS = tuple(k for k in KINDS if k != "api_version")
+
+
+def flip_bit(data: bytes, bit: int) -> bytes:
+    if not data:
+        return data
+    bit %= len(data) * 8
+    out = bytearray(data)
+    out[bit // 8] ^= 1 << (bit % 8)
+    return bytes(out)
+
+
+def set_byte(data: bytes, pos: int, value: int) -> bytes:
+    if not data:
+        return data
+    out = bytearray(data)
+    out[pos % len(data)] = value & 0xFF
+    return bytes(out)
+
+
+def overwrite(data: bytes, pos: int, chunk: bytes) -> bytes:
+    """`chunk` written over `data` at `pos` (mod length); the result may grow past the original end."""
+    if not data:
+        return chunk
+    pos %= len(data)
+    return data[:pos] + chunk + data[pos + len(chunk) :]
+
+
+def set_int32(data: bytes, pos: int, value: int, aligned: bool = False) -> bytes:
+    if aligned and data:
+        pos = (pos % len(data)) & ~3
+    return overwrite(data, pos, struct.pack(">i", value))
+
+
+def set_int16(data: bytes, pos: int, value: int) -> bytes:
+    return overwrite(data, pos, struct.pack(">h", value))
+
+
+def uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def set_uvarint(data: bytes, pos: int, value: int) -> bytes:
+    return overwrite(data, pos, uvarint(value))
+
+
+def long_varint(data: bytes, pos: int, length: int) -> bytes:
+    """A run of continuation bytes: a varint longer than any legal one (or never ending, at the end)."""
+    return overwrite(data, pos, b"\xff" * length)
+
+
+def truncate(data: bytes, keep: int) -> bytes:
+    return data[: keep % (len(data) + 1)]
+
+
+def append(data: bytes, garbage: bytes) -> bytes:
+    return data + garbage
+
+
+def delete(data: bytes, pos: int, length: int) -> bytes:
+    if not data:
+        return data
+    pos %= len(data)
+    return data[:pos] + data[pos + length :]
+
+
+def duplicate(data: bytes, pos: int, length: int) -> bytes:
+    """Repeat a slice in place: shifts everything after it, as a miscounted length would."""
+    if not data:
+        return data
+    pos %= len(data)
+    return data[: pos + length] + data[pos:]
+
+
+def set_api_version(frame: bytes, version: int) -> bytes:
+    """A frame (request header first, no size prefix) claiming another api_version."""
+    return frame[:HEADER_API_VERSION_AT] + struct.pack(">h", version) + frame[HEADER_API_VERSION_AT + 2 :]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    kind: str
+    pos: int
+    arg: int | bytes
+
+    def apply(self, data: bytes) -> bytes:
+        k, pos, arg = self.kind, self.pos, self.arg
+        if k == "append":
+            assert isinstance(arg, bytes)
+            return append(data, arg)
+        assert isinstance(arg, int)
+        if k == "flip_bit":
+            return flip_bit(data, pos)
+        if k == "set_byte":
+            return set_byte(data, pos, arg)
+        if k in ("int32", "int32_aligned"):
+            return set_int32(data, pos, arg, aligned=k == "int32_aligned")
+        if k == "int16":
+            return set_int16(data, pos, arg)
+        if k == "uvarint":
+            return set_uvarint(data, pos, arg)
+        if k == "long_varint":
+            return long_varint(data, pos, arg)
+        if k == "truncate":
+            return truncate(data, pos)
+        if k == "delete":
+            return delete(data, pos, arg)
+        if k == "duplicate":
+            return duplicate(data, pos, arg)
+        if k == "api_version":
+            return set_api_version(data, arg)
+        raise ValueError(f"unknown mutation {k}")
+
+
+_POS = st.integers(0, 2**16)
+_KIND_ARGS: dict[str, st.SearchStrategy[int | bytes]] = {
+    "flip_bit": st.just(0),
+    "set_byte": st.integers(0, 255),
+    "int32": st.sampled_from(INT32_EXTREMES),
+    "int32_aligned": st.sampled_from(INT32_EXTREMES),
+    "int16": st.sampled_from(INT16_EXTREMES),
+    "uvarint": st.sampled_from(UVARINT_EXTREMES),
+    "long_varint": st.integers(1, 12),
+    "truncate": st.just(0),
+    "append": st.binary(min_size=1, max_size=16),
+    "delete": st.integers(1, 8),
+    "duplicate": st.integers(1, 8),
+    "api_version": st.integers(-(2**15), 2**15 - 1),
+}
+HUGE_COUNT_KINDS = ("int32", "int32_aligned", "int16", "uvarint", "long_varint")
+
+
+def mutation(kinds: tuple[str, ...] = BODY_KINDS) -> st.SearchStrategy[Mutation]:
+    """One mutation of one of `kinds` (api_version only makes sense on a frame with its header)."""
+    return st.sampled_from(kinds).flatmap(lambda k: st.builds(Mutation, st.just(k), _POS, _KIND_ARGS[k]))
+
+
+def mutations(kinds: tuple[str, ...] = BODY_KINDS, max_size: int = 3) -> st.SearchStrategy[list[Mutation]]:
+    return st.lists(mutation(kinds), min_size=1, max_size=max_size)
+
+
+def apply_all(data: bytes, muts: list[Mutation]) -> bytes:
+    for m in muts:
+        data = m.apply(data)
+    return data
