@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from odradek.protocol.codecs import KNOWN_APIS, ApiSpec
-from odradek.protocol.codecs import decode_request as decode_body
 from odradek.protocol.framing import RequestHeader, parse_request_header, peek_api
 from odradek.protocol.produce import parse_produce_request
+from tests.fuzz.apis import KNOWN_APIS, ApiSpec
+from tests.fuzz.apis import decode_request as decode_body
 
 PRODUCE = KNOWN_APIS[0]
 

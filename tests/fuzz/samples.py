@@ -13,8 +13,8 @@ from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.schemas.fields.base import BaseField
 from kafka.protocol.schemas.fields.struct import StructField
 
-from odradek.protocol.codecs import ApiSpec
 from tests.fuzz import schema
+from tests.fuzz.apis import ApiSpec
 from tests.fuzz.schema import Kind
 
 ELEMENT = "[]"  # path step: the (single) element of an array

@@ -14,8 +14,8 @@ from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.schemas.fields.base import BaseField
 from kafka.protocol.schemas.fields.struct import StructField
 
-from odradek.protocol.codecs import KNOWN_APIS, ApiSpec
 from tests.fuzz import schema
+from tests.fuzz.apis import KNOWN_APIS, ApiSpec
 from tests.fuzz.schema import Kind
 
 MAX_ARRAY = 3
