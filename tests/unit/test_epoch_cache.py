@@ -43,3 +43,18 @@ def test_log_keeps_its_epochs_across_truncation_and_reopen(tmp_path: Path) -> No
     (tmp_path / "t-0" / "leader-epoch-checkpoint").unlink()
     again = Log(tmp_path / "t-0")  # rebuilt from the batch headers
     assert again.epochs.entries == [(0, 0), (3, 2)]
+
+
+def test_a_lost_or_torn_first_checkpoint_is_rebuilt_from_the_log(tmp_path: Path) -> None:
+    """A new log's first epoch entry is written without fsyncs: whatever a crash leaves of the file,
+    the next load gets the entries back from the batches."""
+    log = Log(tmp_path / "t-0")
+    log.append_as_leader(build_batch([(None, b"x")]), 5)
+    assert log.epochs.entries == [(5, 0)]
+    log.close()
+    path = tmp_path / "t-0" / "leader-epoch-checkpoint"
+    for damage in ("", "0\n1\n", "\0\0\0\0"):
+        path.write_text(damage)
+        assert Log(tmp_path / "t-0").epochs.entries == [(5, 0)]
+    path.unlink()
+    assert Log(tmp_path / "t-0", clean_shutdown=False).epochs.entries == [(5, 0)]

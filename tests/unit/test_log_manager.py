@@ -206,3 +206,23 @@ def test_duplicate_partition_dirs_are_refused(tmp_path: Path) -> None:
     shutil.copytree(tmp_path / "a" / "t-0", tmp_path / "b" / "t-0")
     with pytest.raises(StorageError, match="Duplicate log directories"):
         started([tmp_path / "a", tmp_path / "b"], {})
+
+
+def test_create_logs_in_batches(tmp_path: Path) -> None:
+    dirs = [tmp_path / "d1", tmp_path / "d2"]
+    manager = LogManager(dirs, {"segment.bytes": "1000"})
+    manager.startup()
+    existing = manager.get_or_create_log("t", 3)
+    manager.create_logs("t", range(10), {"cleanup.policy": "compact"}, chunk=4)
+    assert manager.get_log("t", 3) is existing  # kept, not created again
+    assert sorted(manager.log_dir_of("t", p) for p in range(10)) == sorted(dirs * 5)
+    assert all(manager.get_log("t", p).config.compact for p in range(10) if p != 3)  # type: ignore[union-attr]
+    assert manager.topic_props("t") == {"cleanup.policy": "compact"}
+    manager.delete_log("t", 0)
+    manager.create_logs("t", [0, 10])
+    assert manager.log_dir_of("t", 0) != manager.log_dir_of("t", 10)  # placement still balances
+    manager.shutdown()
+    again = LogManager(dirs)
+    again.startup()
+    assert sorted(p for t, p in ((lg.topic, lg.partition) for lg in again.logs())) == list(range(11))
+    again.shutdown()

@@ -21,6 +21,8 @@ Cancelling reverts to O the same way (step 3 with O instead of T).
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import logging
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
@@ -45,14 +47,20 @@ from odradek.cluster.elections import (
 from odradek.cluster.metadata import MetadataCache
 from odradek.cluster.store import (
     BadVersionError,
+    Create,
+    Delete,
     MetadataStore,
     NodeExistsError,
     NoNodeError,
+    NotEmptyError,
+    Op,
+    SetData,
     Stat,
     StoreError,
     StoreUnavailableError,
     Watcher,
     WatchEvent,
+    batches,
     to_json,
 )
 from odradek.protocol.errors import ErrorCode
@@ -60,6 +68,7 @@ from odradek.protocol.errors import ErrorCode
 log = logging.getLogger("odradek.controller")
 
 CAS_RETRIES = 5
+READ_BATCH = 1000  # partition states read per pipelined request batch
 UNKNOWN_PARTITION = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist.")
 
 ReassignResult = tuple[ErrorCode, str | None]
@@ -68,6 +77,12 @@ T = TypeVar("T")
 
 class NotControllerError(Exception):
     """This broker is not (or no longer) the controller."""
+
+
+def _abridged(assignment: dict[int, list[int]], shown: int = 8) -> str:
+    items = [f"{p}:{r}" for p, r in sorted(assignment.items())[:shown]]
+    more = len(assignment) - shown
+    return "{" + ", ".join(items) + (f", ... {more} more" if more > 0 else "") + "}"
 
 
 def assignment_of(topic: zn.TopicAssignment, p: int) -> ReplicaAssignment:
@@ -127,6 +142,7 @@ class Controller:
         self._tasks = TaskSet(log, "Controller step")
         self._live: set[int] = set()
         self._watched: set[str] = set()  # paths with one of our one-shot watches pending
+        self._synced: set[str] = set()  # topics whose states this term has written (their watch is set)
         self._rebalance_task: asyncio.Task | None = None
 
     @property
@@ -183,6 +199,7 @@ class Controller:
             await self.store.exists(zn.CONTROLLER, watch=self._on_controller_change)
             return
         self.epoch = await self._bump_epoch()
+        self._synced.clear()
         self.active = True
         log.info("%s %d successfully elected as the controller. Epoch incremented to %d",
                  self.prefix, self.broker_id, self.epoch)
@@ -283,28 +300,73 @@ class Controller:
         if not self.active:
             return
         names = await self.store.get_children(zn.BROKER_TOPICS, watch=self._on(self._sync_topics))
+        self._synced &= set(names)
         for name in names:
-            await self._ensure_states(name)
+            if name not in self._synced:  # known topics change through their own watch
+                await self._ensure_states(name)
 
     async def _ensure_states(self, name: str) -> None:
+        """Give every partition of the topic without a state znode its initial state: leader the first
+        live replica, ISR the live replicas. Written in batches of one transaction each."""
         if not self.active:
             return
         read = await self._read_topic(name, watch=self._on(self._ensure_states, name))
         if read is None:
             return
+        self._synced.add(name)
         topic = read[0]
-        for p, replicas in sorted(topic.partitions.items()):
-            path = zn.partition_state_path(name, p)
-            if await self.store.exists(path) is not None:
-                continue
+        states = await self._read_states(name, sorted(topic.partitions))
+        missing = [p for p in sorted(topic.partitions) if states.get(p) is None]
+        if not missing:
+            return
+        ops: list[Op] = []
+        parents = set(await self._children(zn.partitions_path(name)))
+        if not parents and await self.store.exists(zn.partitions_path(name)) is None:
+            ops.append(Create(zn.partitions_path(name)))
+        for p in missing:
+            replicas = topic.partitions[p]
             live = [b for b in replicas if b in self._live]
-            leader = live[0] if live else -1
-            state = zn.PartitionState(leader, 0, live or list(replicas[:1]), self.epoch)
+            state = zn.PartitionState(live[0] if live else -1, 0, live or list(replicas[:1]), self.epoch)
+            if str(p) not in parents:
+                ops.append(Create(f"{zn.partitions_path(name)}/{p}"))
+            ops.append(Create(zn.partition_state_path(name, p), to_json(state.to_json())))
+        for chunk in batches(ops):
             try:
-                await self.store.create(path, to_json(state.to_json()), makepath=True)
-                log.info("%s Partition %s-%d: initial leader %d, isr %s", self.prefix, name, p, leader, state.isr)
-            except NodeExistsError:
-                pass
+                await self.store.multi(chunk)
+            except NodeExistsError:  # another writer got to some: create the rest one by one
+                for op in chunk:
+                    with contextlib.suppress(NodeExistsError):
+                        await self.store.multi([op])
+            await asyncio.sleep(0)  # big topics: let the broker serve between batches
+        leaders = {p: topic.partitions[p] for p in missing}
+        log.info("%s Topic %s: initial states of %d partitions written (leaders: first live replica of %s)",
+                 self.prefix, name, len(missing), _abridged(leaders))
+
+    async def _children(self, path: str) -> list[str]:
+        try:
+            return await self.store.get_children(path)
+        except NoNodeError:
+            return []
+
+    async def _read_states(self, name: str, partitions: list[int]) -> dict[int, zn.PartitionState | None]:
+        """The states of these partitions (None where missing or malformed), read in pipelined batches."""
+        out: dict[int, zn.PartitionState | None] = {}
+        for i in range(0, len(partitions), READ_BATCH):
+            chunk = partitions[i:i + READ_BATCH]
+            got = await self.store.get_many([zn.partition_state_path(name, p) for p in chunk])
+            for p, item in zip(chunk, got, strict=True):
+                out[p] = self._parse_state(name, p, item)
+            await asyncio.sleep(0)
+        return out
+
+    def _parse_state(self, name: str, p: int, item: tuple[bytes, Stat] | None) -> zn.PartitionState | None:
+        if item is None:
+            return None
+        try:
+            return zn.PartitionState.from_json(json.loads(item[0]), item[1].version)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.warning("%s Skipping malformed state of %s-%d: %s", self.prefix, name, p, exc)
+            return None
 
     async def _process_deletions(self) -> None:
         if not self.active:
@@ -313,9 +375,24 @@ class Controller:
         for name in names:
             if self.delete_topic_enable:
                 log.info("%s Deleting topic %s", self.prefix, name)
-                await self._delete_quietly(zn.topic_path(name), recursive=True)
+                await self._delete_topic_znodes(name)
                 await self._delete_quietly(zn.topic_config_path(name), recursive=True)
             await self._delete_quietly(f"{zn.DELETE_TOPICS}/{name}")
+
+    async def _delete_topic_znodes(self, name: str) -> None:
+        """The topic's znode tree, Kafka's layout (partitions/<p>/state) deleted in batched transactions,
+        leaves first; anything else found there falls back to a recursive delete."""
+        parts = zn.partitions_path(name)
+        ops: list[Op] = []
+        for p in sorted(await self._children(parts), key=lambda c: (len(c), c)):
+            ops += [Delete(f"{parts}/{p}/state"), Delete(f"{parts}/{p}")]
+        ops += [Delete(parts), Delete(zn.topic_path(name))]
+        try:
+            for chunk in batches(ops):
+                await self.store.multi(chunk)
+                await asyncio.sleep(0)
+        except (NoNodeError, NotEmptyError):
+            await self._delete_quietly(zn.topic_path(name), recursive=True)
 
     # ---- brokers -------------------------------------------------------------------------------
     async def _on_brokers_change(self) -> None:
@@ -332,47 +409,69 @@ class Controller:
         await self._elect_offline_leaders()
 
     async def _elect_offline_leaders(self) -> None:
-        """Partitions whose leader is not live get a new leader from the live ISR (or go offline)."""
+        """Partitions whose leader is not live get a new leader from the live ISR (or go offline); dead
+        replicas leave the ISR. States are read in batches, the changes written in batches."""
         for name in await self.store.get_children(zn.BROKER_TOPICS):
             read = await self._read_topic(name)
             if read is None:
                 continue
-            for p, replicas in read[0].partitions.items():
-                await self._maybe_reelect(name, p, replicas)
+            try:
+                states = await self._read_states(name, sorted(read[0].partitions))
+            except StoreError:
+                continue
+            changes = [(p, c) for p, replicas in sorted(read[0].partitions.items())
+                       if (c := self._offline_change(name, p, replicas, states.get(p))) is not None]
+            await self._write_states(name, changes)
 
-    async def _shrink_isr(self, name: str, p: int, state: zn.PartitionState, isr: list[int]) -> None:
-        """Dead followers leave the ISR at once, so acks=all producers need not wait out the lag time."""
-        new_state = zn.PartitionState(state.leader, state.leader_epoch, isr, self.epoch)
-        if await self._write_state(name, p, new_state, state.zk_version):
-            log.info("%s Partition %s-%d: removed offline replicas from isr, now %s", self.prefix, name, p, isr)
-
-    async def _maybe_reelect(self, name: str, p: int, replicas: list[int]) -> None:
-        try:
-            state = await self._read_state(name, p)
-        except StoreError:
-            return
+    def _offline_change(self, name: str, p: int, replicas: list[int], state: zn.PartitionState | None
+                        ) -> tuple[zn.PartitionState, zn.PartitionState] | None:
+        """(old, new) state if the partition's leader or ISR must change for the live brokers."""
         if state is None:
-            return
+            return None
         live_isr = [b for b in state.isr if b in self._live]
         if state.leader in self._live:
-            if live_isr != state.isr:
-                await self._shrink_isr(name, p, state, live_isr)
-            return
+            if live_isr == state.isr:
+                return None
+            return state, zn.PartitionState(state.leader, state.leader_epoch, live_isr, self.epoch)
         choice = offline_election(replicas, live_isr, self._live, self._unclean_allowed(name))
         if choice.unclean:
             self._log_unclean(name, p, state.isr, choice.leader)
         new_leader = choice.leader
         if new_leader == state.leader:
-            return
+            return None
         if choice.unclean:
             new_isr = [new_leader]
         else:
             new_isr = live_isr if live_isr else ([new_leader] if new_leader >= 0 else state.isr)
-        new_state = zn.PartitionState(new_leader, state.leader_epoch + 1, new_isr, self.epoch)
-        if await self._write_state(name, p, new_state, state.zk_version):
-            self._log_leader(name, p, new_state)
-        else:
-            log.info("%s Partition %s-%d state changed meanwhile; retrying later", self.prefix, name, p)
+        return state, zn.PartitionState(new_leader, state.leader_epoch + 1, new_isr, self.epoch)
+
+    async def _write_states(self, name: str,
+                            changes: list[tuple[int, tuple[zn.PartitionState, zn.PartitionState]]]) -> None:
+        """Conditional writes of new states, a transaction per batch; when a batch fails because some
+        state changed since it was read, its writes go one by one (those that fail retry later)."""
+        ops: list[Op] = [SetData(zn.partition_state_path(name, p), to_json(new.to_json()), old.zk_version)
+                         for p, (old, new) in changes]
+        by_path = {op.path: (p, old, new) for op, (p, (old, new)) in zip(ops, changes, strict=True)}
+        for chunk in batches(ops):
+            try:
+                await self.store.multi(chunk)
+                written = chunk
+            except (BadVersionError, NoNodeError):
+                written = []
+                for op in chunk:
+                    with contextlib.suppress(BadVersionError, NoNodeError):
+                        await self.store.multi([op])
+                        written.append(op)
+            for op in chunk:
+                p, old, new = by_path[op.path]
+                if op not in written:
+                    log.info("%s Partition %s-%d state changed meanwhile; retrying later", self.prefix, name, p)
+                elif new.leader != old.leader:
+                    self._log_leader(name, p, new)
+                else:
+                    log.info("%s Partition %s-%d: removed offline replicas from isr, now %s", self.prefix, name,
+                             p, new.isr)
+            await asyncio.sleep(0)
 
     # ---- preferred and unclean leader election ---------------------------------------------------
     async def elect_leaders(self, election_type: int, partitions: list[TopicPartition] | None,
@@ -475,8 +574,9 @@ class Controller:
             if read is None:
                 continue
             topic = read[0]
+            states = await self._read_states(name, sorted(topic.partitions))
             for p in sorted(topic.partitions):
-                state = await self._read_state(name, p)
+                state = states.get(p)
                 if state is not None:
                     views[(name, p)] = PartitionView(topic.partitions[p], state.leader, state.isr,
                                                      assignment_of(topic, p).reassigning)

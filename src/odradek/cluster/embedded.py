@@ -12,16 +12,22 @@ import json
 import logging
 import sqlite3
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from odradek.cluster.store import (
     BadVersionError,
+    Create,
+    Delete,
     MetadataStore,
     NodeExistsError,
     NoNodeError,
     NotEmptyError,
+    Op,
+    OpResult,
+    SetData,
     Stat,
     Watcher,
     WatchEvent,
@@ -61,6 +67,58 @@ def _parent(path: str) -> str:
 def _check(path: str) -> None:
     if not path.startswith("/") or (path != "/" and path.endswith("/")) or "//" in path:
         raise ValueError(f"invalid znode path {path!r}")
+
+
+class _Preview:
+    """The tree as a `multi` would leave it, op by op, without touching it: so that every op is checked
+    before any is applied."""
+
+    def __init__(self, nodes: dict[str, _Node]) -> None:
+        self.nodes = nodes
+        self.present: dict[str, bool] = {}
+        self.versions: dict[str, int] = {}
+        self.child_delta: dict[str, int] = {}
+
+    def has(self, path: str) -> bool:
+        return self.present.get(path, path in self.nodes)
+
+    def version(self, path: str) -> int:
+        n = self.nodes.get(path)
+        return self.versions.get(path, n.version if n is not None else 0)
+
+    def children(self, path: str) -> int:
+        n = self.nodes.get(path)
+        return (len(n.children) if n is not None else 0) + self.child_delta.get(path, 0)
+
+    def _expect(self, path: str, version: int) -> None:
+        if not self.has(path):
+            raise NoNodeError(path)
+        if version != -1 and version != self.version(path):
+            raise BadVersionError(f"{path}: expected version {version}, found {self.version(path)}")
+
+    def apply(self, op: Op) -> None:
+        _check(op.path)
+        if isinstance(op, Create):
+            if self.has(op.path):
+                raise NodeExistsError(op.path)
+            parent = _parent(op.path)
+            if not self.has(parent):
+                raise NoNodeError(parent)
+            self.present[op.path] = True
+            self.versions[op.path] = 0
+            self.child_delta[parent] = self.child_delta.get(parent, 0) + 1
+        elif isinstance(op, SetData):
+            self._expect(op.path, op.version)
+            self.versions[op.path] = self.version(op.path) + 1
+        elif isinstance(op, Delete):
+            self._expect(op.path, op.version)
+            if self.children(op.path):
+                raise NotEmptyError(op.path)
+            self.present[op.path] = False
+            parent = _parent(op.path)
+            self.child_delta[parent] = self.child_delta.get(parent, 0) - 1
+        else:
+            self._expect(op.path, op.version)
 
 
 class _Database:
@@ -177,7 +235,7 @@ class EmbeddedStore(MetadataStore):
             self._data_watches.setdefault(path, []).append(watch)
         return n.data, self._stat(n)
 
-    async def set(self, path: str, data: bytes, version: int = -1) -> Stat:
+    def _set(self, path: str, data: bytes, version: int, change: _Change) -> Stat:
         n = self._nodes.get(path)
         if n is None:
             raise NoNodeError(path)
@@ -186,12 +244,16 @@ class EmbeddedStore(MetadataStore):
         n.data = bytes(data)
         n.version += 1
         n.mtime = int(time.time() * 1000)
-        change = _Change(events=[(self._data_watches, path, "CHANGED")])
+        change.events.append((self._data_watches, path, "CHANGED"))
         if not n.ephemeral:
             change.writes.append(
                 ("UPDATE znodes SET data = ?, version = ?, mtime = ? WHERE path = ?", (n.data, n.version, n.mtime, path))
             )
-        stat = self._stat(n)
+        return self._stat(n)
+
+    async def set(self, path: str, data: bytes, version: int = -1) -> Stat:
+        change = _Change()
+        stat = self._set(path, data, version, change)
         await self._commit(change)
         return stat
 
@@ -221,6 +283,26 @@ class EmbeddedStore(MetadataStore):
         change = _Change()
         self._remove(path, change)
         await self._commit(change)
+
+    async def multi(self, ops: Sequence[Op]) -> list[OpResult]:
+        preview = _Preview(self._nodes)
+        for op in ops:
+            preview.apply(op)
+        change = _Change()
+        results: list[OpResult] = []
+        for op in ops:
+            if isinstance(op, Create):
+                self._create(op.path, op.data, op.ephemeral, False, change)
+                results.append(op.path)
+            elif isinstance(op, SetData):
+                results.append(self._set(op.path, op.data, op.version, change))
+            elif isinstance(op, Delete):
+                self._remove(op.path, change)
+                results.append(None)
+            else:
+                results.append(None)
+        await self._commit(change)
+        return results
 
     async def exists(self, path: str, watch: Watcher | None = None) -> Stat | None:
         if watch is not None:

@@ -1,17 +1,22 @@
 """The broker's cache of cluster metadata, kept current from store watches: live brokers, controller,
-topics with their ids, replica assignments, partition states and config overrides."""
+topics with their ids, replica assignments, partition states and config overrides.
+
+Partition states are read in pipelined batches: a new topic's states together, and state watches that
+fire together (a controller writes a big topic's states in a few transactions) are coalesced into one
+batch read, so a topic of N partitions costs O(N) and not N round trips."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
 from odradek.aio import TaskSet
 from odradek.cluster import znodes as zn
-from odradek.cluster.store import MetadataStore, NoNodeError, StoreError, WatchEvent
+from odradek.cluster.store import MetadataStore, NoNodeError, Stat, StoreError, Watcher, WatchEvent
 
 log = logging.getLogger("odradek.metadata")
 
@@ -27,6 +32,15 @@ class TopicMeta:
 
 PartitionListener = Callable[[str, int, "TopicMeta"], None]
 TopicListener = Callable[[str, "TopicMeta"], None]
+# awaited before the states of these partitions (first seen) enter the cache: the replica manager
+# creates their logs in one batch there
+PrepareListener = Callable[[str, list[int], "TopicMeta"], Awaitable[None]]
+READ_BATCH = 1000
+
+
+def _partition_of(state_path: str) -> int:
+    """.../partitions/<p>/state -> p"""
+    return int(state_path.rsplit("/", 2)[1])
 
 
 class MetadataCache:
@@ -39,6 +53,10 @@ class MetadataCache:
         self.partition_listeners: list[PartitionListener] = []
         self.topic_removed_listeners: list[TopicListener] = []
         self.config_listeners: list[TopicListener] = []
+        self.prepare_listeners: list[PrepareListener] = []
+        self._pending: dict[str, set[int]] = {}  # partition states whose watch fired, to be re-read
+        self._drain_lock = asyncio.Lock()
+        self._drain_scheduled = False
         self._changed = asyncio.Event()
         self._tasks = TaskSet(log, "Metadata refresh", expected=(StoreError,))
 
@@ -133,9 +151,10 @@ class MetadataCache:
         else:
             changed = [p for p, r in assignment.partitions.items() if meta.assignment.get(p) != r]
             meta.assignment = assignment.partitions
-        for p in assignment.partitions:
-            if p not in meta.states:
-                await self._load_state(name, p)
+        fresh = [p for p in assignment.partitions if p not in meta.states]
+        if fresh:
+            self._pending.setdefault(name, set()).update(fresh)
+            await self._drain()
         for p in changed:  # replicas added or removed (reassignment): the replica manager must know
             if p in meta.states:
                 for fn in self.partition_listeners:
@@ -169,29 +188,61 @@ class MetadataCache:
         if name in self.topics:
             await self._load_config(name)
 
-    async def _load_state(self, name: str, partition: int) -> None:
-        path = zn.partition_state_path(name, partition)
-        meta = self.topics.get(name)
-        if meta is None:
-            return
-        stat = await self.store.exists(path, watch=self._watch(self._load_state, name, partition))
-        if stat is None:
-            meta.states.pop(partition, None)
-            return
+    def _state_watch(self, name: str, partition: int) -> Watcher:
+        def fire(_ev: WatchEvent) -> None:
+            self._pending.setdefault(name, set()).add(partition)
+            if not self._drain_scheduled:
+                self._drain_scheduled = True
+                self._tasks.spawn(self._drain())
+
+        return fire
+
+    async def _drain(self) -> None:
+        """Read every pending partition state; one reader at a time, so reads apply in order."""
+        async with self._drain_lock:
+            self._drain_scheduled = False
+            while self._pending:
+                name, partitions = self._pending.popitem()
+                await self._load_states(name, sorted(partitions))
+
+    async def _load_states(self, name: str, partitions: list[int]) -> None:
+        for i in range(0, len(partitions), READ_BATCH):
+            chunk = partitions[i:i + READ_BATCH]
+            paths = [zn.partition_state_path(name, p) for p in chunk]
+            got = await self.store.get_many(paths, watch=lambda path: self._state_watch(name, _partition_of(path)))
+            meta = self.topics.get(name)
+            if meta is None:
+                return
+            states = {p: self._parse_state(name, p, item) for p, item in zip(chunk, got, strict=True)}
+            first_seen = [p for p, st in states.items() if st is not None and p not in meta.states]
+            for prepare in self.prepare_listeners:
+                await prepare(name, first_seen, meta)
+            for p, state in states.items():
+                if not isinstance(state, bool):
+                    self._apply_state(name, p, meta, state)
+            self._notify()
+            await asyncio.sleep(0)
+
+    @staticmethod
+    def _parse_state(name: str, p: int, item: tuple[bytes, Stat] | None) -> zn.PartitionState | None | bool:
+        """The state; None when there is no znode; False when it is malformed (the cache keeps what it had)."""
+        if item is None:
+            return None
         try:
-            data, stat2 = await self.store.get_json(path)
-            state = zn.PartitionState.from_json(data, stat2.version)
-        except NoNodeError:
-            return
-        except (StoreError, KeyError, TypeError, ValueError) as exc:
-            log.warning("Ignoring malformed partition state %s: %s", path, exc)
+            return zn.PartitionState.from_json(json.loads(item[0]), item[1].version)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            log.warning("Ignoring malformed partition state %s: %s", zn.partition_state_path(name, p), exc)
+            return False
+
+    def _apply_state(self, name: str, partition: int, meta: TopicMeta, state: zn.PartitionState | None) -> None:
+        if state is None:
+            meta.states.pop(partition, None)
             return
         old = meta.states.get(partition)
         meta.states[partition] = state
         if old is None or (old.leader, old.leader_epoch, old.isr) != (state.leader, state.leader_epoch, state.isr):
             for fn in self.partition_listeners:
                 fn(name, partition, meta)
-        self._notify()
 
     # ---- queries ---------------------------------------------------------------------------------
     def leader_of(self, topic: str, partition: int) -> int:
@@ -203,4 +254,5 @@ class MetadataCache:
 
     def topic_ready(self, name: str) -> bool:
         meta = self.topics.get(name)
-        return meta is not None and all(p in meta.states for p in meta.assignment)
+        return (meta is not None and len(meta.states) >= len(meta.assignment)
+                and all(p in meta.states for p in meta.assignment))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +54,63 @@ class WatchEvent:
 Watcher = Callable[[WatchEvent], None]
 
 
+@dataclass(frozen=True, slots=True)
+class Create:
+    """A `multi` op: create `path` (its parent must exist, or be created by an earlier op)."""
+
+    path: str
+    data: bytes = b""
+    ephemeral: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SetData:
+    path: str
+    data: bytes
+    version: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """A `multi` op: delete `path`, which must have no children left by the ops before it."""
+
+    path: str
+    version: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """A `multi` op that writes nothing: `path` must exist (at `version`, unless -1)."""
+
+    path: str
+    version: int = -1
+
+
+Op = Create | SetData | Delete | Check
+OpResult = str | Stat | None  # per op: the created path, the new Stat of a set, None for delete/check
+
+# ZooKeeper refuses requests over jute.maxbuffer (1 MB by default): batches stay well under it
+BATCH_MAX_BYTES = 512 * 1024
+BATCH_MAX_OPS = 1000
+_OP_OVERHEAD = 64
+
+
+def batches(ops: Sequence[Op], max_bytes: int = BATCH_MAX_BYTES, max_ops: int = BATCH_MAX_OPS) -> Iterator[list[Op]]:
+    """`ops` in order, cut into lists small enough for one `multi` each. Each list is atomic on its own,
+    the whole is not: for writes that stand alone (one znode per partition, say)."""
+    chunk: list[Op] = []
+    size = 0
+    for op in ops:
+        cost = len(op.path) + len(getattr(op, "data", b"")) + _OP_OVERHEAD
+        if chunk and (size + cost > max_bytes or len(chunk) >= max_ops):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(op)
+        size += cost
+    if chunk:
+        yield chunk
+
+
 class MetadataStore(ABC):
     """Async, ZooKeeper-shaped. Watches are one-shot and called on the broker's event loop."""
 
@@ -82,6 +139,26 @@ class MetadataStore(ABC):
 
     @abstractmethod
     async def get_children(self, path: str, watch: Watcher | None = None) -> list[str]: ...
+
+    @abstractmethod
+    async def multi(self, ops: Sequence[Op]) -> list[OpResult]:
+        """Apply `ops` atomically, in order (ZooKeeper's multi): all of them, or none and the error of the
+        first that failed (NoNodeError, NodeExistsError, BadVersionError, NotEmptyError). Watches fire
+        as for the single operations."""
+
+    async def get_many(self, paths: Sequence[str], watch: Callable[[str], Watcher] | None = None
+                       ) -> list[tuple[bytes, Stat] | None]:
+        """The data of each path (None where there is no such znode), read without waiting for one answer
+        before asking the next; `watch(path)`, when given, is left on each path as by exists() (it fires
+        when the znode is created, changed or deleted)."""
+        out: list[tuple[bytes, Stat] | None] = []
+        for path in paths:
+            stat = await self.exists(path, watch(path) if watch is not None else None)
+            try:
+                out.append(await self.get(path) if stat is not None else None)
+            except NoNodeError:
+                out.append(None)
+        return out
 
     async def ensure_path(self, path: str) -> None:
         if await self.exists(path) is None:

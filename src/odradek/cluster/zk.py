@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
@@ -19,7 +19,17 @@ from kazoo.retry import KazooRetry
 
 from odradek.aio import TaskSet
 from odradek.cluster import store as st
-from odradek.cluster.store import MetadataStore, Stat, Watcher, WatchEvent
+from odradek.cluster.store import (
+    Create,
+    Delete,
+    MetadataStore,
+    Op,
+    OpResult,
+    SetData,
+    Stat,
+    Watcher,
+    WatchEvent,
+)
 
 log = logging.getLogger("odradek.zookeeper")
 T = TypeVar("T")
@@ -42,6 +52,16 @@ def split_connect(connect: str) -> tuple[str, str]:
 
 def _stat(s: KzStat) -> Stat:
     return Stat(s.version, s.ephemeralOwner, s.ctime, s.mtime, s.numChildren)
+
+
+# what a failed transaction reports for the ops it did not get to or undid
+_NOT_THE_CAUSE = (kz.RolledBackError, kz.RuntimeInconsistency)
+_OP_ERRORS: dict[type[Exception], type[st.StoreError]] = {
+    kz.NoNodeError: st.NoNodeError,
+    kz.NodeExistsError: st.NodeExistsError,
+    kz.BadVersionError: st.BadVersionError,
+    kz.NotEmptyError: st.NotEmptyError,
+}
 
 
 class ZooKeeperStore(MetadataStore):
@@ -187,6 +207,64 @@ class ZooKeeperStore(MetadataStore):
 
     async def delete(self, path: str, version: int = -1, recursive: bool = False) -> None:
         await self._run(self.client.delete, path, version, recursive)
+
+    async def multi(self, ops: Sequence[Op]) -> list[OpResult]:
+        return await self._run(self._commit, list(ops))
+
+    def _commit(self, ops: list[Op]) -> list[OpResult]:
+        """One ZooKeeper transaction (on a worker thread). kazoo reports a failed op as an exception
+        object in the results; the first one that is not a roll-back is raised as the store's error."""
+        t = self.client.transaction()
+        for op in ops:
+            if isinstance(op, Create):
+                t.create(op.path, op.data, ephemeral=op.ephemeral)
+            elif isinstance(op, SetData):
+                t.set_data(op.path, op.data, op.version)
+            elif isinstance(op, Delete):
+                t.delete(op.path, op.version)
+            else:
+                t.check(op.path, op.version)
+        results = t.commit()
+        for op, r in zip(ops, results, strict=False):
+            if isinstance(r, Exception) and not isinstance(r, _NOT_THE_CAUSE):
+                error = _OP_ERRORS.get(type(r))
+                if error is not None:
+                    raise error(op.path)
+                raise st.StoreError(f"ZooKeeper transaction failed at {op.path}: {type(r).__name__}")
+        failed = next((r for r in results if isinstance(r, Exception)), None)
+        if failed is not None:
+            raise st.StoreError(f"ZooKeeper transaction failed: {type(failed).__name__}")
+        return [op.path if isinstance(op, Create) else _stat(r) if isinstance(op, SetData) else None
+                for op, r in zip(ops, results, strict=True)]
+
+    async def get_many(self, paths: Sequence[str], watch: Callable[[str], Watcher] | None = None
+                       ) -> list[tuple[bytes, Stat] | None]:
+        return await self._run(self._get_many, list(paths), watch)
+
+    def _get_many(self, paths: list[str], watch: Callable[[str], Watcher] | None) -> list[tuple[bytes, Stat] | None]:
+        """Pipelined: every request is sent before the first answer is awaited. A watch on a get is only
+        left when the znode exists, so a missing one is asked again with an exists watch."""
+        client = self.client
+        watches = [self._wrap(watch(p)) if watch is not None else None for p in paths]
+        asked = [client.get_async(p, w) for p, w in zip(paths, watches, strict=True)]
+        out: list[tuple[bytes, Stat] | None] = []
+        missing: list[int] = []
+        for i, a in enumerate(asked):
+            try:
+                data, stat = a.get()
+                out.append((data or b"", _stat(stat)))
+            except kz.NoNodeError:
+                out.append(None)
+                missing.append(i)
+        probes = [(i, client.exists_async(paths[i], watches[i])) for i in missing]
+        for i, a in probes:
+            if a.get() is not None:  # created meanwhile: its exists watch is set, read it plainly
+                try:
+                    data, stat = client.get(paths[i])
+                    out[i] = (data or b"", _stat(stat))
+                except kz.NoNodeError:
+                    pass
+        return out
 
     async def exists(self, path: str, watch: Watcher | None = None) -> Stat | None:
         stat = await self._run(self.client.exists, path, self._wrap(watch))

@@ -36,6 +36,7 @@ class ReplicaManager:
         self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self._tasks = TaskSet(log, "Replica manager task")
         self.stopping = False
+        metadata.prepare_listeners.append(self._create_logs)
         metadata.partition_listeners.append(self._on_partition_state)
         metadata.topic_removed_listeners.append(self._on_topic_removed)
         metadata.config_listeners.append(self._on_config)
@@ -81,6 +82,15 @@ class ReplicaManager:
             return self.default_min_isr
 
     # ---- reacting to metadata ------------------------------------------------------------------
+    async def _create_logs(self, topic: str, partitions: list[int], meta: TopicMeta) -> None:
+        """Before the states of new partitions are applied: create the logs this broker will need for
+        them in one batch, on a worker thread (creating a log touches the disk)."""
+        wanted = [p for p in partitions if self.broker_id in meta.assignment.get(p, ())
+                  and self.logs.get_log(topic, p) is None]
+        if wanted and not self.stopping:
+            await asyncio.get_running_loop().run_in_executor(
+                None, self.logs.create_logs, topic, wanted, dict(meta.config))
+
     def _on_partition_state(self, topic: str, index: int, meta: TopicMeta) -> None:
         if self.stopping:
             return

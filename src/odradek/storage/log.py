@@ -228,7 +228,9 @@ class Log:
                 self._prefix,
             )
             self._recover_from(len(self._segments) - 1)
-        self._leo = self.active_segment.next_offset
+        leo = self.active_segment.next_offset
+        assert leo is not None, "the active segment's tail is scanned at load"
+        self._leo = leo
         self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
         if self._leo < self.log_start_offset:
             log.warning(
@@ -334,7 +336,7 @@ class Log:
                 break
             seg.close_index_files()
             following = self._segments[i + 1].base_offset
-            if reason is None and seg.next_offset <= following:
+            if reason is None and seg.next_offset is not None and seg.next_offset <= following:
                 continue
             if reason is None:
                 log.warning(
@@ -860,6 +862,7 @@ class Log:
             if seg.next_offset is None and not seg.scan_tail(self._dense):
                 seg.recover(self._dense)
             seg.flush()
+            assert seg.next_offset is not None, "scanned or recovered just above"
             self._leo = seg.next_offset
             self.log_start_offset = min(self.log_start_offset, self._leo)
             self.recovery_point = min(self.recovery_point, self._leo)

@@ -89,6 +89,7 @@ class LogManager:
         self._topic_props: dict[str, dict[str, str]] = {}
         self._logs: dict[TopicPartition, Log] = {}
         self._dir_of: dict[TopicPartition, Path] = {}
+        self._dir_counts: dict[Path, int] = {}  # partitions per log dir, for placing new ones
         self._lock_fds: dict[Path, int] = {}
         self._mutex = threading.Lock()
         self.cleaner = cleaner or CleanerConfig()
@@ -179,6 +180,7 @@ class LogManager:
     def _register(self, key: TopicPartition, d: Path, partition_log: Log) -> None:
         self._logs[key] = partition_log
         self._dir_of[key] = d
+        self._dir_counts[d] = self._dir_counts.get(d, 0) + 1
 
     def _config_for(self, topic: str) -> LogConfig:
         return LogConfig.from_props({**self.default_props, **self._topic_props.get(topic, {})})
@@ -196,21 +198,39 @@ class LogManager:
             existing = self._logs.get(key)
             if existing is not None:
                 return existing
-            if props is not None:
-                config = LogConfig.from_props({**self.default_props, **props})
-                self._topic_props[topic] = dict(props)
-            else:
-                config = self._config_for(topic)
-            counts = {d: 0 for d in self.log_dirs}
-            for d in self._dir_of.values():
-                counts[d] += 1
-            d = min(self.log_dirs, key=lambda x: counts[x])
-            created = Log(d / f"{topic}-{partition}", config, time_ms=self._time)
-            log.info("Created log for partition %s-%d in %s", topic, partition, d)
-            self._register(key, d, created)
-            if config.compact:
+            created = self._create_locked(key, self._topic_config_locked(topic, props))
+            if created.config.compact:
                 self._mark_compacted_locked([created])
             return created
+
+    def create_logs(self, topic: str, partitions: Iterable[int], props: Mapping[str, str] | None = None,
+                    chunk: int = 200) -> None:
+        """Create the logs of these partitions of one topic that do not exist yet (a worker thread's job:
+        it touches the disk). The config is worked out once; each log dir that received new partition
+        directories is fsynced once per chunk, and the manager's mutex is let go between chunks."""
+        todo = sorted(set(partitions))
+        for i in range(0, len(todo), chunk):
+            with self._mutex:
+                config = self._topic_config_locked(topic, props)
+                created = [self._create_locked((topic, p), config)
+                           for p in todo[i:i + chunk] if (topic, p) not in self._logs]
+                if created and config.compact:
+                    self._mark_compacted_locked(created)
+            for d in {lg.dir.parent for lg in created}:
+                fsync_dir(d)
+
+    def _topic_config_locked(self, topic: str, props: Mapping[str, str] | None) -> LogConfig:
+        if props is None:
+            return self._config_for(topic)
+        self._topic_props[topic] = dict(props)
+        return LogConfig.from_props({**self.default_props, **props})
+
+    def _create_locked(self, key: TopicPartition, config: LogConfig) -> Log:
+        d = min(self.log_dirs, key=lambda x: self._dir_counts.get(x, 0))
+        created = Log(d / f"{key[0]}-{key[1]}", config, time_ms=self._time)
+        log.info("Created log for partition %s-%d in %s", key[0], key[1], d)
+        self._register(key, d, created)
+        return created
 
     def logs(self) -> list[Log]:
         with self._mutex:
@@ -228,7 +248,9 @@ class LogManager:
         key = (topic, partition)
         with self._mutex:
             doomed = self._logs.pop(key, None)
-            self._dir_of.pop(key, None)
+            d = self._dir_of.pop(key, None)
+            if d is not None:
+                self._dir_counts[d] -= 1
         if doomed is None:
             return False
         self._uncleanable.discard(key)

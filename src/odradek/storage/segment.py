@@ -133,14 +133,13 @@ class LogSegment:
         self.roll_jitter_ms = 0
         self._index_fd: int | None = None
         self._timeindex_fd: int | None = None
+        self._fd: int | None = None  # each file is opened when first used: idle partitions hold no descriptors
         if create:
-            self._fd: int | None = os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+            os.close(os.open(self.log_path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644))
             self.size = 0
-            append_flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND
-            self._index_fd = os.open(self.index_path, append_flags, 0o644)
-            self._timeindex_fd = os.open(self.timeindex_path, append_flags, 0o644)
+            for path in (self.index_path, self.timeindex_path):
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
         else:
-            self._fd = None
             self.size = self.log_path.stat().st_size
         self._indexes_loaded = create
         self._idx_offsets = array("i")  # offsets relative to base_offset
