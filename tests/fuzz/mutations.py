@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 from hypothesis import strategies as st
 
+from odradek.protocol.framing import write_uvarint
+
 INT32_EXTREMES = (0x7FFFFFFF, -1, -(2**31), 0x7FFFFFFE, 0x10000)
 INT16_EXTREMES = (0x7FFF, -1, -(2**15), -2)
 # unsigned varints: compact lengths/counts are stored +1, so 0 means null and 1 means empty
@@ -70,13 +72,7 @@ def set_int16(data: bytes, pos: int, value: int) -> bytes:
     return overwrite(data, pos, struct.pack(">h", value))
 
 
-def uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+uvarint = write_uvarint
 
 
 def set_uvarint(data: bytes, pos: int, value: int) -> bytes:

@@ -16,6 +16,7 @@ import pytest
 from kafka.protocol.consumer import ListOffsetsRequest
 from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 
+from odradek.protocol.framing import write_uvarint
 from odradek.protocol.validate import MalformedRequest, check_request
 from odradek.server.dispatcher import APIS
 
@@ -98,13 +99,7 @@ def test_null_where_not_nullable_names_the_field(cls: Any, version: int) -> None
         assert _normal(str(err.value).split(" ")[0]) == _normal(path)
 
 
-def _uvarint(n: int) -> bytes:
-    out = bytearray()
-    while n >= 0x80:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+_uvarint = write_uvarint
 
 
 def test_huge_array_count_fails_at_once() -> None:

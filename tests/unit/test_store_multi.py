@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from odradek.cluster.embedded import STORE_FILE, EmbeddedStore
+from odradek.cluster.embedded import STORE_FILE
 from odradek.cluster.store import (
     BadVersionError,
     Check,
@@ -22,16 +22,7 @@ from odradek.cluster.store import (
     WatchEvent,
     batches,
 )
-
-
-def run(coro):  # type: ignore[no-untyped-def]
-    return asyncio.run(coro)
-
-
-async def _opened(path: Path) -> EmbeddedStore:
-    store = EmbeddedStore(path)
-    await store.start()
-    return store
+from tests.unit.test_embedded_store import _opened, run
 
 
 def test_multi_applies_all_ops_in_order_and_persists_them(tmp_path: Path) -> None:

@@ -17,21 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from odradek.cluster.store import (
-    BadVersionError,
-    Create,
-    Delete,
-    MetadataStore,
-    NodeExistsError,
-    NoNodeError,
-    NotEmptyError,
-    Op,
-    OpResult,
-    SetData,
-    Stat,
-    Watcher,
-    WatchEvent,
-)
+from odradek.cluster import store as st
 
 STORE_FILE = "odradek-metadata.db"
 LEGACY_JSON_FILE = "odradek-metadata.json"  # the whole-tree JSON file of earlier versions, imported once
@@ -47,7 +33,7 @@ class _Change:
     """What one operation changed: rows to write, then watch events to fire."""
 
     writes: list[Write] = field(default_factory=list)
-    events: list[tuple[dict[str, list[Watcher]], str, str]] = field(default_factory=list)
+    events: list[tuple[dict[str, list[st.Watcher]], str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -92,28 +78,28 @@ class _Preview:
 
     def _expect(self, path: str, version: int) -> None:
         if not self.has(path):
-            raise NoNodeError(path)
+            raise st.NoNodeError(path)
         if version != -1 and version != self.version(path):
-            raise BadVersionError(f"{path}: expected version {version}, found {self.version(path)}")
+            raise st.BadVersionError(f"{path}: expected version {version}, found {self.version(path)}")
 
-    def apply(self, op: Op) -> None:
+    def apply(self, op: st.Op) -> None:
         _check(op.path)
-        if isinstance(op, Create):
+        if isinstance(op, st.Create):
             if self.has(op.path):
-                raise NodeExistsError(op.path)
+                raise st.NodeExistsError(op.path)
             parent = _parent(op.path)
             if not self.has(parent):
-                raise NoNodeError(parent)
+                raise st.NoNodeError(parent)
             self.present[op.path] = True
             self.versions[op.path] = 0
             self.child_delta[parent] = self.child_delta.get(parent, 0) + 1
-        elif isinstance(op, SetData):
+        elif isinstance(op, st.SetData):
             self._expect(op.path, op.version)
             self.versions[op.path] = self.version(op.path) + 1
-        elif isinstance(op, Delete):
+        elif isinstance(op, st.Delete):
             self._expect(op.path, op.version)
             if self.children(op.path):
-                raise NotEmptyError(op.path)
+                raise st.NotEmptyError(op.path)
             self.present[op.path] = False
             parent = _parent(op.path)
             self.child_delta[parent] = self.child_delta.get(parent, 0) - 1
@@ -164,12 +150,12 @@ class _Database:
             self.db = None
 
 
-class EmbeddedStore(MetadataStore):
+class EmbeddedStore(st.MetadataStore):
     def __init__(self, file: Path | None) -> None:
         self.session_id = 1
         self._nodes: dict[str, _Node] = {"/": _Node(b"")}
-        self._data_watches: dict[str, list[Watcher]] = {}
-        self._child_watches: dict[str, list[Watcher]] = {}
+        self._data_watches: dict[str, list[st.Watcher]] = {}
+        self._child_watches: dict[str, list[st.Watcher]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._db = _Database(file) if file is not None else None
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="metadata-store") if file is not None else None
@@ -200,19 +186,19 @@ class EmbeddedStore(MetadataStore):
         assert self._loop is not None
         for table, path, kind in change.events:
             for w in table.pop(path, ()):
-                self._loop.call_soon(w, WatchEvent(kind, path))
+                self._loop.call_soon(w, st.WatchEvent(kind, path))
 
-    def _stat(self, n: _Node) -> Stat:
-        return Stat(n.version, self.session_id if n.ephemeral else 0, n.ctime, n.mtime, len(n.children))
+    def _stat(self, n: _Node) -> st.Stat:
+        return st.Stat(n.version, self.session_id if n.ephemeral else 0, n.ctime, n.mtime, len(n.children))
 
     def _create(self, path: str, data: bytes, ephemeral: bool, makepath: bool, change: _Change) -> None:
         _check(path)
         if path in self._nodes:
-            raise NodeExistsError(path)
+            raise st.NodeExistsError(path)
         parent = _parent(path)
         if parent not in self._nodes:
             if not makepath:
-                raise NoNodeError(parent)
+                raise st.NoNodeError(parent)
             self._create(parent, b"", False, True, change)
         now = int(time.time() * 1000)
         self._nodes[path] = _Node(bytes(data), 0, ephemeral, now, now)
@@ -227,20 +213,20 @@ class EmbeddedStore(MetadataStore):
         await self._commit(change)
         return path
 
-    async def get(self, path: str, watch: Watcher | None = None) -> tuple[bytes, Stat]:
+    async def get(self, path: str, watch: st.Watcher | None = None) -> tuple[bytes, st.Stat]:
         n = self._nodes.get(path)
         if n is None:
-            raise NoNodeError(path)
+            raise st.NoNodeError(path)
         if watch is not None:
             self._data_watches.setdefault(path, []).append(watch)
         return n.data, self._stat(n)
 
-    def _set(self, path: str, data: bytes, version: int, change: _Change) -> Stat:
+    def _set(self, path: str, data: bytes, version: int, change: _Change) -> st.Stat:
         n = self._nodes.get(path)
         if n is None:
-            raise NoNodeError(path)
+            raise st.NoNodeError(path)
         if version != -1 and version != n.version:
-            raise BadVersionError(f"{path}: expected version {version}, found {n.version}")
+            raise st.BadVersionError(f"{path}: expected version {version}, found {n.version}")
         n.data = bytes(data)
         n.version += 1
         n.mtime = int(time.time() * 1000)
@@ -251,7 +237,7 @@ class EmbeddedStore(MetadataStore):
             )
         return self._stat(n)
 
-    async def set(self, path: str, data: bytes, version: int = -1) -> Stat:
+    async def set(self, path: str, data: bytes, version: int = -1) -> st.Stat:
         change = _Change()
         stat = self._set(path, data, version, change)
         await self._commit(change)
@@ -275,28 +261,28 @@ class EmbeddedStore(MetadataStore):
     async def delete(self, path: str, version: int = -1, recursive: bool = False) -> None:
         n = self._nodes.get(path)
         if n is None:
-            raise NoNodeError(path)
+            raise st.NoNodeError(path)
         if version != -1 and version != n.version:
-            raise BadVersionError(f"{path}: expected version {version}, found {n.version}")
+            raise st.BadVersionError(f"{path}: expected version {version}, found {n.version}")
         if n.children and not recursive:
-            raise NotEmptyError(path)
+            raise st.NotEmptyError(path)
         change = _Change()
         self._remove(path, change)
         await self._commit(change)
 
-    async def multi(self, ops: Sequence[Op]) -> list[OpResult]:
+    async def multi(self, ops: Sequence[st.Op]) -> list[st.OpResult]:
         preview = _Preview(self._nodes)
         for op in ops:
             preview.apply(op)
         change = _Change()
-        results: list[OpResult] = []
+        results: list[st.OpResult] = []
         for op in ops:
-            if isinstance(op, Create):
+            if isinstance(op, st.Create):
                 self._create(op.path, op.data, op.ephemeral, False, change)
                 results.append(op.path)
-            elif isinstance(op, SetData):
+            elif isinstance(op, st.SetData):
                 results.append(self._set(op.path, op.data, op.version, change))
-            elif isinstance(op, Delete):
+            elif isinstance(op, st.Delete):
                 self._remove(op.path, change)
                 results.append(None)
             else:
@@ -304,16 +290,16 @@ class EmbeddedStore(MetadataStore):
         await self._commit(change)
         return results
 
-    async def exists(self, path: str, watch: Watcher | None = None) -> Stat | None:
+    async def exists(self, path: str, watch: st.Watcher | None = None) -> st.Stat | None:
         if watch is not None:
             self._data_watches.setdefault(path, []).append(watch)
         n = self._nodes.get(path)
         return self._stat(n) if n is not None else None
 
-    async def get_children(self, path: str, watch: Watcher | None = None) -> list[str]:
+    async def get_children(self, path: str, watch: st.Watcher | None = None) -> list[str]:
         n = self._nodes.get(path)
         if n is None:
-            raise NoNodeError(path)
+            raise st.NoNodeError(path)
         if watch is not None:
             self._child_watches.setdefault(path, []).append(watch)
         return sorted(n.children)
