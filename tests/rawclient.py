@@ -3,6 +3,8 @@ exactly the bytes a test chooses and reading back a raw frame."""
 
 from __future__ import annotations
 
+from collections import deque
+
 from odradek.protocol.client import DEFAULT_MAX_FRAME_SIZE
 from odradek.protocol.framing import FrameDecoder
 from odradek.protocol.transport import BlockingConnection
@@ -12,19 +14,19 @@ class RawClient(BlockingConnection):
     def __init__(self, port: int, timeout: float = 10.0) -> None:
         super().__init__("127.0.0.1", port, "raw-test", timeout)
         self._raw_frames = FrameDecoder(DEFAULT_MAX_FRAME_SIZE)  # frames read by recv_frame, apart from the codec's
+        self._pending: deque[bytes] = deque()  # frames read along with an earlier one
 
     def send_raw(self, data: bytes) -> None:
         self.sock.sendall(data)
 
     def recv_frame(self) -> bytes:
         """The next frame's payload (size prefix removed), whatever it holds."""
-        while True:
+        while not self._pending:
             data = self.sock.recv(65536)
             if not data:
                 raise ConnectionError("connection closed by broker")
-            frames = self._raw_frames.feed(data)
-            if frames:
-                return bytes(frames[0])
+            self._pending.extend(bytes(f) for f in self._raw_frames.feed(data))
+        return self._pending.popleft()
 
     def is_closed_by_peer(self, timeout: float = 5.0) -> bool:
         self.sock.settimeout(timeout)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable, Coroutine, Sequence
 from functools import partial
 from typing import Any, TypeVar
@@ -76,6 +77,11 @@ class ZooKeeperStore(MetadataStore):
         self._client: KazooClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._lost = False
+        # kazoo forgets every watch when the connection drops, even when the session lives on (it sends
+        # no SetWatches on reconnect): the watches so dropped, re-fired once connected again
+        self._dropped_watches: list[tuple[Watcher, WatchEvent]] = []
+        self._connected = False
+        self._watch_lock = threading.Lock()
         self._listener_tasks = TaskSet(log, "Session listener")
 
     def _new_client(self, hosts: str) -> KazooClient:
@@ -102,6 +108,7 @@ class ZooKeeperStore(MetadataStore):
                 f"Timed out waiting for connection to ZooKeeper at {self.connect} "
                 f"(zookeeper.connection.timeout.ms={self.connection_timeout_ms})"
             ) from None
+        self._connected = True
         client.add_listener(self._on_state)
         self._client = client
         self.session_id = client.client_id[0] if client.client_id else 0
@@ -129,11 +136,22 @@ class ZooKeeperStore(MetadataStore):
         new session is up, the broker re-registers and re-reads everything."""
         if self._client is None:
             return  # our own close
+        with self._watch_lock:
+            self._connected = state == KazooState.CONNECTED
+            refire, self._dropped_watches = self._dropped_watches, []
         if state == KazooState.LOST:
-            self._lost = True
+            self._lost = True  # the session listeners re-read everything and so set every watch anew
             log.warning("ZooKeeper session expired; will re-register once reconnected")
         elif state == KazooState.SUSPENDED:
             log.warning("Disconnected from ZooKeeper; reconnecting")
+            with self._watch_lock:
+                self._dropped_watches = refire
+        elif state == KazooState.CONNECTED and not self._lost and self._loop is not None:
+            if refire:
+                log.info("Reconnected to ZooKeeper (session 0x%x); re-reading %d watched znodes",
+                         self.session_id, len(refire))
+            for watch, event in refire:
+                self._loop.call_soon_threadsafe(watch, event)
         elif state == KazooState.CONNECTED and self._lost and self._loop is not None:
             self._lost = False
             client = self._client
@@ -182,15 +200,28 @@ class ZooKeeperStore(MetadataStore):
             raise st.StoreUnavailableError("not connected to ZooKeeper")
         return self._client
 
-    def _wrap(self, watch: Watcher | None) -> Callable[[WatchedEvent], None] | None:
+    def _wrap(self, watch: Watcher | None, path: str, children: bool = False
+              ) -> Callable[[WatchedEvent], None] | None:
+        """A kazoo watcher calling `watch` on the event loop. A watch kazoo dropped with the connection
+        fires as a change of `path` once connected again, so its owner re-reads and watches anew."""
         if watch is None:
             return None
         loop = self._loop
         assert loop is not None
 
         def fire(ev: WatchedEvent) -> None:
+            if loop.is_closed():
+                return
+            if ev.type == EventType.NONE:
+                event = WatchEvent("CHILD" if children else "CHANGED", path)
+                with self._watch_lock:
+                    if not self._connected:
+                        self._dropped_watches.append((watch, event))
+                        return
+                loop.call_soon_threadsafe(watch, event)
+                return
             kind = _EVENT_TYPES.get(ev.type)
-            if kind is not None and not loop.is_closed():
+            if kind is not None:
                 loop.call_soon_threadsafe(watch, WatchEvent(kind, ev.path))
 
         return fire
@@ -199,7 +230,7 @@ class ZooKeeperStore(MetadataStore):
         return await self._run(self.client.create, path, data, ephemeral=ephemeral, makepath=makepath)
 
     async def get(self, path: str, watch: Watcher | None = None) -> tuple[bytes, Stat]:
-        data, stat = await self._run(self.client.get, path, self._wrap(watch))
+        data, stat = await self._run(self.client.get, path, self._wrap(watch, path))
         return data or b"", _stat(stat)
 
     async def set(self, path: str, data: bytes, version: int = -1) -> Stat:
@@ -245,7 +276,7 @@ class ZooKeeperStore(MetadataStore):
         """Pipelined: every request is sent before the first answer is awaited. A watch on a get is only
         left when the znode exists, so a missing one is asked again with an exists watch."""
         client = self.client
-        watches = [self._wrap(watch(p)) if watch is not None else None for p in paths]
+        watches = [self._wrap(watch(p), p) if watch is not None else None for p in paths]
         asked = [client.get_async(p, w) for p, w in zip(paths, watches, strict=True)]
         out: list[tuple[bytes, Stat] | None] = []
         missing: list[int] = []
@@ -267,8 +298,8 @@ class ZooKeeperStore(MetadataStore):
         return out
 
     async def exists(self, path: str, watch: Watcher | None = None) -> Stat | None:
-        stat = await self._run(self.client.exists, path, self._wrap(watch))
+        stat = await self._run(self.client.exists, path, self._wrap(watch, path))
         return _stat(stat) if stat is not None else None
 
     async def get_children(self, path: str, watch: Watcher | None = None) -> list[str]:
-        return sorted(await self._run(self.client.get_children, path, self._wrap(watch)))
+        return sorted(await self._run(self.client.get_children, path, self._wrap(watch, path, children=True)))
