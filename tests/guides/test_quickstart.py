@@ -15,8 +15,12 @@ from tests.harness import BrokerProcess, free_port, run_cli
 from tests.zkharness import ZooKeeperEnsemble
 
 NO_CLUSTER = (
-    "Error: no Odradek cluster found in ZooKeeper at {} (a single-node broker runs without ZooKeeper): "
-    "use --bootstrap-server instead"
+    "Error: ZooKeeper at {} holds no Odradek cluster (no brokers ever registered there; a single-node "
+    "broker runs without ZooKeeper): use --bootstrap-server instead"
+)
+NO_ZOOKEEPER = (
+    "Error: no ZooKeeper answers at {} (is it started? a single-node broker runs without ZooKeeper: "
+    "use --bootstrap-server instead)"
 )
 # kafka-0.11-three-broker-cluster-guide.txt prints this for the `test` topic of its single-broker article.
 GUIDE_TEST_TOPIC = """\
@@ -110,10 +114,10 @@ def test_single_broker_quickstart(host: GuideHost) -> None:
 
 def test_single_node_broker_runs_without_zookeeper(broker: BrokerProcess, zk_standalone: ZooKeeperEnsemble) -> None:
     """Odradek's default mode keeps the metadata in the broker: the guides' --zookeeper commands say so in
-    one line and name --bootstrap-server, whether nothing answers at the address or a ZooKeeper without
-    any cluster does."""
+    one line and name --bootstrap-server, saying whether nothing answers at the address or a ZooKeeper
+    without any cluster does."""
     nothing = f"127.0.0.1:{free_port()}"
-    for zk in (nothing, zk_standalone.connect_string):
+    for zk, expected in ((nothing, NO_ZOOKEEPER), (zk_standalone.connect_string, NO_CLUSTER)):
         for args in (
             ("topics", "--create", "--zookeeper", zk, "--replication-factor", "1", "--partitions", "1",
              "--topic", "test"),
@@ -122,7 +126,7 @@ def test_single_node_broker_runs_without_zookeeper(broker: BrokerProcess, zk_sta
             ("console-consumer", "--zookeeper", zk, "--topic", "test", "--from-beginning"),
         ):
             r = run_cli(*args)
-            assert (r.returncode, r.stdout, r.stderr) == (1, "", NO_CLUSTER.format(zk) + "\n"), args
+            assert (r.returncode, r.stdout, r.stderr) == (1, "", expected.format(zk) + "\n"), args
     r = run_cli("topics", "--create", "--bootstrap-server", broker.bootstrap, "--replication-factor", "1",
                 "--partitions", "1", "--topic", "test")
     assert (r.returncode, r.stdout) == (0, "Created topic test.\n"), r.stderr

@@ -13,7 +13,7 @@ from kazoo.client import KazooClient
 from odradek.cli import zk_session
 from odradek.cli.cluster import Registry, read_registry
 from odradek.cli.common import CliError
-from odradek.cli.zk_session import NoClusterError, ZkSession
+from odradek.cli.zk_session import NoClusterError, NoZooKeeperError, ZkSession
 from odradek.cluster import znodes as zn
 from tests.zkharness import ZooKeeperEnsemble
 
@@ -35,14 +35,15 @@ def test_nothing_listening(tmp_path: object) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         connect = f"127.0.0.1:{sock.getsockname()[1]}"  # bound, not listening: connections are refused
-        with pytest.raises(NoClusterError, match="no Odradek cluster found in ZooKeeper at"), ZkSession(connect, 5000):
+        with pytest.raises(NoZooKeeperError, match=f"no ZooKeeper answers at {connect}"), ZkSession(connect, 5000):
             pass
         assert read_registry(connect) is None
 
 
 def test_no_cluster_in_the_chroot(zk_standalone: ZooKeeperEnsemble, root: KazooClient) -> None:
     connect = zk_standalone.connect_string + "/no-cluster"
-    with pytest.raises(NoClusterError), ZkSession(connect, 10_000):
+    with pytest.raises(NoClusterError, match=f"ZooKeeper at {connect} holds no Odradek cluster"), \
+            ZkSession(connect, 10_000):
         pass
     assert read_registry(connect) == Registry([], None)  # cluster up asks before brokers register
     assert root.exists("/no-cluster") is None  # looking never creates the chroot

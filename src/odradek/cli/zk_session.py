@@ -8,8 +8,8 @@ They use the brokers' own metadata store (:class:`odradek.cluster.zk.ZooKeeperSt
         names = zk.run(topic_names)
 
 A single-node broker keeps its metadata in process, without ZooKeeper: when nothing answers at the
-address, or ZooKeeper answers without ``/brokers/ids``, the session fails in one line pointing to
-``--bootstrap-server`` (unless asked not to, by a caller that waits for brokers to register). A tool
+address, or ZooKeeper answers without ``/brokers/ids``, the session fails in one line saying which of
+the two it is and pointing to ``--bootstrap-server`` (unless asked not to, by a caller that waits for brokers to register). A tool
 never creates the chroot. Store failures are one-line errors, and kazoo's own logging is kept quiet.
 """
 
@@ -32,8 +32,12 @@ SESSION_TIMEOUT_MS = 10_000
 MAX_CONNECT_TIMEOUT_MS = 15_000
 QUIET_LOGGERS = ("kazoo", "odradek.zookeeper")
 NO_CLUSTER = (
-    "Error: no Odradek cluster found in ZooKeeper at {connect} (a single-node broker runs without ZooKeeper): "
-    "use --bootstrap-server instead"
+    "Error: ZooKeeper at {connect} holds no Odradek cluster (no brokers ever registered there; a single-node "
+    "broker runs without ZooKeeper): use --bootstrap-server instead"
+)
+NO_ZOOKEEPER = (
+    "Error: no ZooKeeper answers at {connect} (is it started? a single-node broker runs without ZooKeeper: "
+    "use --bootstrap-server instead)"
 )
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -42,8 +46,15 @@ P = ParamSpec("P")
 class NoClusterError(CliError):
     """Nothing at the ZooKeeper address, or no Odradek/Kafka cluster registered there."""
 
+    def __init__(self, connect: str, message: str = NO_CLUSTER) -> None:
+        super().__init__(message.format(connect=connect))
+
+
+class NoZooKeeperError(NoClusterError):
+    """Nothing accepts a connection at the ZooKeeper address."""
+
     def __init__(self, connect: str) -> None:
-        super().__init__(NO_CLUSTER.format(connect=connect))
+        super().__init__(connect, NO_ZOOKEEPER)
 
 
 class ZooKeeperUnavailable(CliError):
@@ -124,7 +135,7 @@ class ZkSession:
         quiet_kazoo()
         if not any_answers(zk_hosts(self.connect)):
             if self.require_cluster:
-                raise NoClusterError(self.connect)
+                raise NoZooKeeperError(self.connect)
             raise ZooKeeperUnavailable(self.connect, self.connect_timeout_ms)
         store = ZooKeeperStore(self.connect, session_timeout_ms=SESSION_TIMEOUT_MS,
                                connection_timeout_ms=self.connect_timeout_ms, create_chroot=False)
