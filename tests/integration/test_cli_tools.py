@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness import BrokerProcess, free_port, odradek_cmd, run_cli
+from tests.harness import BrokerPool, BrokerProcess, free_port, odradek_cmd, run_cli
 from tests.waiting import wait_until
 
 TOOLS = {
@@ -314,3 +314,19 @@ def segment_of(broker: BrokerProcess, topic: str) -> Path:
         return logs[0] if logs and logs[0].stat().st_size > 0 else None
 
     return wait_until(first_segment_with_data, 10, f"a segment with data under {directory}")
+
+
+def test_producer_names_a_missing_topic_at_once(brokers: BrokerPool) -> None:
+    """With auto.create.topics.enable=false the console producer fails before reading a line, naming the
+    topic and the reason, instead of every record waiting out its delivery timeout; with auto-create on
+    the topic is created on first use as in Kafka."""
+    strict = brokers.start({"auto.create.topics.enable": "false"})
+    r = run_cli("console-producer", "--bootstrap-server", strict.bootstrap, "--topic", "absent",
+                input="one\n", timeout=60)
+    assert (r.returncode, r.stdout) == (1, "")
+    assert r.stderr.strip() == ("Error: topic 'absent' does not exist and the cluster does not create topics on "
+                                "first use (auto.create.topics.enable=false): create it with "
+                                "`odradek topics --create --topic absent`")
+    assert "absent" not in ok("topics", "--bootstrap-server", strict.bootstrap, "--list").stdout.split()
+
+    ok("console-producer", "--bootstrap-server", brokers.start().bootstrap, "--topic", "made-on-use", input="one\n")

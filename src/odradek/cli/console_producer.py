@@ -286,6 +286,21 @@ def finish(sender: Sender) -> int:
     return 1 if sender.failures else 0
 
 
+def check_topic(producer: Producer, topic: str, timeout_s: float = 10.0) -> None:
+    """Fail at once, naming the topic, when the cluster neither has it nor creates it on first use;
+    otherwise every record would wait out delivery.timeout.ms in silence. A metadata request for the
+    topic asks the broker to create it (allow.auto.create.topics): only a broker with
+    auto.create.topics.enable=false answers UNKNOWN_TOPIC_OR_PARTITION."""
+    try:
+        found = producer.list_topics(topic, timeout=timeout_s).topics.get(topic)
+    except KafkaException:
+        return  # the broker is slow to answer: the records' own delivery reports will tell
+    if found is not None and found.error is not None and found.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+        raise CliError(f"Error: topic '{topic}' does not exist and the cluster does not create topics on first "
+                       f"use (auto.create.topics.enable=false): create it with "
+                       f"`odradek topics --create --topic {topic}`")
+
+
 def check_flags(opts: argparse.Namespace) -> str:
     if not opts.topic:
         raise UsageError('Error: Missing required argument "[topic]"')
@@ -302,6 +317,7 @@ def execute(argv: list[str]) -> int:
     fmt = LineFormat.from_properties(reader_props)
     conf = producer_config(opts)
     producer, _ = open_client(Producer, bootstrap, conf)
+    check_topic(producer, opts.topic)
     sender = Sender(producer, opts.topic, opts.sync, delivery_timeout_ms(conf))
     try:
         produce_all(sender, fmt, sys.stdin.buffer, sys.stdin.isatty())
