@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from tests.clients import consume_all
@@ -25,6 +26,8 @@ def test_generate_backfill(broker: Any) -> None:
                      "--start-time", "2025-11-21T12:00:00Z", "--seed", "3")
     assert result.returncode == 0, result.stderr
     assert "Produced 700 records to gen-test" in result.stdout
+    assert result.stdout.startswith(f"Generating web access events to gen-test at {broker.bootstrap}, as fast as")
+    assert re.search(r"^produced [\d,]+ events in \d+ s \([\d,]+/s\), malformed [\d,]+$", result.stdout, re.M)
     msgs = consume_all(broker.bootstrap, "gen-test", 700, partitions=2)
     assert len(msgs) == 700
     assert min(m.timestamp()[1] for m in msgs) >= 1_763_726_400_000

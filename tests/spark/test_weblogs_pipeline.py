@@ -5,6 +5,7 @@ and a streaming run killed with kill -9 and restarted ends with the same output.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -149,6 +150,10 @@ def test_kill_9_mid_stream_and_restart_gives_the_same_output(fresh_broker: Any, 
     rerun = subprocess.run([*cmd, "--trigger", "available-now"], cwd=ROOT, capture_output=True, text=True,
                            timeout=300)
     assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
+    # progress in one line per batch, with the lag behind the topic's end; Spark's own log in a file
+    assert re.search(r"^batch \d+: [\d,]+ rows in, [\d,]+ rows/s, watermark \S+, lag 0 records$", rerun.stdout, re.M), \
+        rerun.stdout
+    assert "WARN" not in rerun.stdout + rerun.stderr and (ck / "spark.log").stat().st_size > 0
     assert_metrics_equal(parquet_metrics(out / "metrics"), reference_metrics(records))
     bad = [r for r in records if r.malformed]
     dlq = read_whole_topic(bootstrap, DLQ_TOPIC)

@@ -51,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--starting-offsets", default="earliest", help="for a new checkpoint: earliest, latest or JSON")
     run.add_argument("--max-offsets-per-trigger", type=int, default=None)
     run.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
+    run.add_argument("--verbose", action="store_true",
+                     help="show Spark's own log on the terminal (by default it goes to CHECKPOINT/spark.log)")
 
     arc = sub.add_parser("archive", help="run the batch job over a range of the input topic")
     common(arc)

@@ -15,8 +15,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from odradek.cli.progress import ProgressLine
 from odradek.pipelines.weblogs import LOGS_TOPIC
 from odradek.pipelines.weblogs.topics import ensure_topics
+from odradek.spark.offsets import TP
 
 
 def parse_time_ms(text: str) -> int:
@@ -39,7 +41,12 @@ def _stop_on_signals() -> threading.Event:
 
 
 def generate(args: argparse.Namespace) -> int:
-    from odradek.pipelines.weblogs.generator import GeneratorConfig, WeblogGenerator, produce_records
+    from odradek.pipelines.weblogs.generator import (
+        GeneratorConfig,
+        ProduceStats,
+        WeblogGenerator,
+        produce_records,
+    )
 
     live = args.start_time is None
     cfg = GeneratorConfig(seed=args.seed, rate=args.rate, malformed_fraction=args.malformed_fraction,
@@ -49,8 +56,22 @@ def generate(args: argparse.Namespace) -> int:
     gen = WeblogGenerator(cfg)
     records = gen.take(args.count) if args.count else gen.records()
     stop = _stop_on_signals()
+    pace = f"~{args.rate:g} events/s" if live else "as fast as the broker takes them"
+    print(f"Generating web access events to {args.topic} at {args.bootstrap_server}, {pace}"
+          f"{'' if args.count or args.duration else ' (Ctrl-C to stop)'}", flush=True)
+    line = ProgressLine()
     started = time.monotonic()
-    stats = produce_records(args.bootstrap_server, args.topic, records, live=live, stop=stop, duration_s=args.duration)
+
+    def show(s: ProduceStats) -> None:
+        took = max(time.monotonic() - started, 1e-9)
+        line.update(f"produced {s.produced:,} events in {took:.0f} s ({s.produced / took:,.0f}/s), "
+                    f"malformed {sum(s.malformed.values()):,}")
+
+    try:
+        stats = produce_records(args.bootstrap_server, args.topic, records, live=live, stop=stop,
+                                duration_s=args.duration, on_progress=show)
+    finally:
+        line.done()
     took = time.monotonic() - started
     bad = ", ".join(f"{k}: {v}" for k, v in sorted(stats.malformed.items())) or "none"
     print(f"Produced {stats.produced:,} records to {args.topic} in {took:.1f} s (malformed: {bad})")
@@ -59,6 +80,7 @@ def generate(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     from odradek.pipelines.weblogs.stream_job import AVAILABLE_NOW, JobConfig, start
+    from odradek.spark.progress import status_line
     from odradek.spark.session import local_session, stop_session
 
     ensure_topics(args.bootstrap_server)
@@ -66,8 +88,15 @@ def run(args: argparse.Namespace) -> int:
                     trigger=args.trigger, watermark=args.watermark, starting_offsets=args.starting_offsets,
                     max_offsets_per_trigger=args.max_offsets_per_trigger)
     stop = _stop_on_signals()
-    spark = local_session("odradek-weblogs")
+    log_file = None
+    if not args.verbose:  # Spark's own WARN lines go to a file: the terminal shows the job's progress
+        cfg.checkpoint.mkdir(parents=True, exist_ok=True)
+        log_file = cfg.checkpoint / "spark.log"
+        print(f"Starting Spark (its log: {log_file}; --verbose to see it here) ...", flush=True)
+    spark = local_session("odradek-weblogs", log_file=log_file)
     failed = False
+    ends = EndOffsets(args.bootstrap_server, cfg.source_topic)
+    line = ProgressLine()
     try:
         queries = start(spark, cfg)
         print(f"weblogs: running ({cfg.trigger}); metrics in {cfg.metrics_dir}, Ctrl-C to stop", flush=True)
@@ -79,11 +108,12 @@ def run(args: argparse.Namespace) -> int:
             if args.duration is not None and time.monotonic() - started >= args.duration:
                 break
             progress: Any = queries[0].lastProgress
-            if progress and progress["batchId"] != last_batch:
-                last_batch = progress["batchId"]
-                print(f"batch {last_batch}: {progress['numInputRows']} rows in, "
-                      f"{len(progress.get('stateOperators') or [])} stateful operator(s)", flush=True)
-            stop.wait(0.5)
+            batch = progress["batchId"] if progress else -1
+            line.update(status_line(progress, ends.read()), force=batch != last_batch)
+            last_batch = batch
+            stop.wait(1.0)
+        line.update(status_line(queries[0].lastProgress, ends.read()), force=True)
+        line.done()
         for q in queries:
             if cfg.trigger == AVAILABLE_NOW and q.isActive and not stop.is_set():
                 q.awaitTermination()
@@ -91,9 +121,38 @@ def run(args: argparse.Namespace) -> int:
                 failed = True
                 print(f"query {q.name} failed: {q.exception()}", file=sys.stderr)
     finally:
+        line.done()
+        ends.close()
         stop_session(spark)
     print(f"weblogs: stopped; Parquet metrics in {cfg.metrics_dir}")
     return 1 if failed else 0
+
+
+class EndOffsets:
+    """The end offset of every partition of a topic, read with one client kept open (for the lag)."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        from confluent_kafka import Consumer
+
+        self.topic = topic
+        self._consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "odradek-weblogs-lag",
+                                   "enable.auto.commit": False, "log_level": 2})
+
+    def read(self) -> dict[TP, int]:
+        from confluent_kafka import KafkaException, TopicPartition
+
+        out: dict[TP, int] = {}
+        try:
+            md = self._consumer.list_topics(self.topic, timeout=2).topics.get(self.topic)
+            for p in (md.partitions if md is not None else {}):
+                _, high = self._consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=2)
+                out[TP(self.topic, p)] = high
+        except KafkaException:
+            pass  # the lag shows as unknown for a moment
+        return out
+
+    def close(self) -> None:
+        self._consumer.close()
 
 
 def archive(args: argparse.Namespace) -> int:

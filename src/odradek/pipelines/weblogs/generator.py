@@ -221,6 +221,9 @@ class WeblogGenerator:
         return list(itertools.islice(self.records(), n))
 
 
+PROGRESS_INTERVAL_S = 0.25  # how often produce_records reports progress (counts move smoothly)
+
+
 @dataclass
 class ProduceStats:
     """What a producer run sent."""
@@ -246,6 +249,7 @@ def produce_records(bootstrap: str, topic: str, records: Iterable[LogRecord], *,
 
     stats = ProduceStats()
     started = time.monotonic()
+    next_report = started
     for rec in records:
         if (stop is not None and stop.is_set()) or (duration_s is not None and time.monotonic() - started >= duration_s):
             break
@@ -265,11 +269,15 @@ def produce_records(bootstrap: str, topic: str, records: Iterable[LogRecord], *,
         stats.produced += 1
         if rec.malformed:
             stats.malformed[rec.malformed] += 1
-        if stats.produced % 1000 == 0:
+        if stats.produced % 100 == 0:
             producer.poll(0)
-            if on_progress:
+            now = time.monotonic()
+            if on_progress and now >= next_report:
+                next_report = now + PROGRESS_INTERVAL_S
                 on_progress(stats)
     left = producer.flush(30)
+    if on_progress:
+        on_progress(stats)
     if failures or left:
         raise RuntimeError(f"{len(failures)} records failed, {left} unacknowledged: {failures[:1]}")
     return stats

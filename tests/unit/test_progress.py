@@ -1,0 +1,31 @@
+"""ProgressLine: redrawn in place on a terminal, a plain line at most every interval otherwise."""
+
+from __future__ import annotations
+
+import io
+
+from odradek.cli.progress import ProgressLine
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_terminal_redraws_one_line() -> None:
+    out = Terminal()
+    line = ProgressLine(out)
+    line.update("a 1")
+    line.update("a 2")
+    line.done()
+    assert out.getvalue() == "\r\x1b[2Ka 1\r\x1b[2Ka 2\n"
+
+
+def test_pipe_gets_plain_lines_at_most_every_interval() -> None:
+    out = io.StringIO()
+    line = ProgressLine(out, plain_interval_s=3600)
+    line.update("first")
+    line.update("dropped")
+    line.update("forced", force=True)
+    line.done()
+    assert out.getvalue() == "first\nforced\n"
