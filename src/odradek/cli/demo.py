@@ -1,11 +1,13 @@
 """`odradek demo [--duration S]`: the main job. Starts an embedded single-node broker in a temp dir, creates
 the weblogs topics, runs the access-log generator and the Spark streaming job, and shows the live per-minute
-metrics (read back from topic `access-metrics`) as a refreshing table; then stops everything and prints where
-the Parquet output is."""
+metrics (read back from topic `access-metrics`) as a live table with a legend of its columns; the run's
+clock starts with the first metrics, after Spark's start-up. Then it stops everything and prints the
+final table and where the Parquet output is."""
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import shutil
 import signal
@@ -15,10 +17,11 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-CLEAR = "\x1b[H\x1b[2J"
+FIRST_METRICS_TIMEOUT_S = 600.0  # Spark's start-up and first micro-batch, however busy the machine
 
 
 def _free_port() -> int:
@@ -100,7 +103,7 @@ class MetricsView:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="odradek demo", description=__doc__)
-    ap.add_argument("--duration", type=float, default=60.0, help="seconds to run (default 60)")
+    ap.add_argument("--duration", type=float, default=60.0, help="seconds of metrics to show, counted from the first micro-batch (default 60)")
     ap.add_argument("--rate", type=float, default=300.0, help="access events per second (default 300)")
     ap.add_argument("--malformed-fraction", type=float, default=0.01, help="share of damaged lines (default 0.01)")
     ap.add_argument("--trigger", default="5s", help="micro-batch interval of the streaming job (default 5s)")
@@ -109,10 +112,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--output", default=None, help="directory for the Parquet output (default: a new temp dir)")
     args = ap.parse_args(argv)
     try:
+        import rich  # noqa: F401 - the live screen
+
         from odradek.spark.session import local_session, stop_session
     except ImportError as exc:
         print(f"Error: the demo needs the spark extra ({exc}); run: pip install -e '.[spark]'", file=sys.stderr)
         return 1
+    from rich.console import Console
+    from rich.live import Live
+
     from odradek.pipelines.weblogs import DLQ_TOPIC, LOGS_TOPIC, METRICS_TOPIC
     from odradek.pipelines.weblogs.dashboard import render_table
     from odradek.pipelines.weblogs.generator import (
@@ -121,6 +129,7 @@ def main(argv: list[str]) -> int:
         WeblogGenerator,
         produce_records,
     )
+    from odradek.pipelines.weblogs.screen import DemoState, render, status_text
     from odradek.pipelines.weblogs.stream_job import JobConfig, start
     from odradek.pipelines.weblogs.topics import ensure_topics
 
@@ -131,15 +140,17 @@ def main(argv: list[str]) -> int:
     bootstrap = f"127.0.0.1:{port}"
     output = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix="odradek-demo-output-"))
     workdir = Path(tempfile.mkdtemp(prefix="odradek-demo-"))
-    tty = sys.stdout.isatty()
-    started = time.monotonic()
-    broker = _start_broker(workdir, port)
+    console = Console()
+    tty = console.is_terminal
+    broker = None
     spark = None
     view = None
     gen_thread = None
     stats = ProduceStats()
     try:
-        _wait_ready(bootstrap, broker)
+        with console.status("Starting the broker ..."):
+            broker = _start_broker(workdir, port)
+            _wait_ready(bootstrap, broker)
         print(f"Broker running at {bootstrap} (data in {workdir / 'data'})", flush=True)
         ensure_topics(bootstrap)
         print(f"Topics: {LOGS_TOPIC}, {METRICS_TOPIC}, {DLQ_TOPIC}", flush=True)
@@ -151,41 +162,47 @@ def main(argv: list[str]) -> int:
 
         gen_thread = threading.Thread(target=generate, name="generator", daemon=True)
         gen_thread.start()
-        print(f"Generator: ~{args.rate:g} access events/s to {LOGS_TOPIC}; starting Spark (local[2]) ...", flush=True)
-        spark = local_session("odradek-demo", log_file=workdir / "spark.log")
-        job = JobConfig(bootstrap=bootstrap, checkpoint=workdir / "checkpoint", output=output, trigger=args.trigger)
-        queries = start(spark, job)
-        print(f"Streaming job running (trigger {args.trigger}); metrics per 1-minute window:", flush=True)
+        print(f"Generator: ~{args.rate:g} access events/s to {LOGS_TOPIC}", flush=True)
+        with console.status("Starting Spark (local[2]) and the streaming job ..."):
+            spark = local_session("odradek-demo", log_file=workdir / "spark.log")
+            job = JobConfig(bootstrap=bootstrap, checkpoint=workdir / "checkpoint", output=output, trigger=args.trigger)
+            queries = start(spark, job)
+        print(f"Streaming job running (trigger {args.trigger}; Spark's log: {workdir / 'spark.log'}); "
+              f"the {args.duration:g} s run starts with its first metrics", flush=True)
         view = MetricsView(bootstrap, METRICS_TOPIC, DLQ_TOPIC)
-        last_draw = 0.0
-        # Past --duration the demo still waits (a bounded while) for the first metrics: on a busy machine
-        # Spark's start-up alone can take longer than a short run, and an empty table shows nothing.
-        deadline = started + args.duration
-        give_up = deadline + max(60.0, args.duration)
-        waiting_said = False
-        while not stop.is_set():
-            now = time.monotonic()
-            if now >= deadline and (view.windows or now >= give_up):
-                break
-            if now >= deadline and not waiting_said:
-                waiting_said = True
-                print("Duration reached; waiting for the streaming job's first metrics ...", flush=True)
-            changed = view.poll(0.5)
-            failed = [q for q in queries if q.exception() is not None]
-            if failed:
-                print(f"Error: query {failed[0].name} failed: {failed[0].exception()} "
-                      f"(Spark log: {workdir / 'spark.log'})", file=sys.stderr)
-                return 1
-            now = time.monotonic()
-            if (tty and now - last_draw >= 1.0) or (not tty and changed):
-                last_draw = now
-                progress: Any = queries[0].lastProgress or {}
-                status = (f"[{now - started:5.1f}s / {args.duration:g}s] produced {stats.produced:,} events, "
-                          f"dead letters {view.dead_letters:,}; Spark batch {progress.get('batchId', '-')}: "
-                          f"{progress.get('numInputRows', 0):,} rows at "
-                          f"{progress.get('processedRowsPerSecond', 0):,.0f} rows/s")
-                table = render_table(view.windows.values())
-                print(f"{CLEAR if tty else ''}{status}\n{table}\n", flush=True)
+        state = DemoState(bootstrap, f"{LOGS_TOPIC} -> {METRICS_TOPIC}, {DLQ_TOPIC}", str(output), args.duration,
+                          phase="waiting")
+        first_metrics_at: float | None = None
+        give_up = time.monotonic() + FIRST_METRICS_TIMEOUT_S
+        # The clock starts with the first metrics: Spark's start-up and first micro-batch take a while,
+        # longer still on a busy machine, and a run that ends before them shows nothing.
+        live = Live(render(state), console=console, refresh_per_second=4, transient=True) if tty else None
+        with live if live is not None else nullcontext():
+            while not stop.is_set():
+                changed = view.poll(0.25)
+                failed = [q for q in queries if q.exception() is not None]
+                if failed:
+                    print(f"Error: query {failed[0].name} failed: {failed[0].exception()} "
+                          f"(Spark log: {workdir / 'spark.log'})", file=sys.stderr)
+                    return 1
+                now = time.monotonic()
+                if first_metrics_at is None and view.windows:
+                    first_metrics_at = now
+                    state.phase = "running"
+                if first_metrics_at is None and now >= give_up:
+                    print(f"Error: no metrics from the streaming job after {FIRST_METRICS_TIMEOUT_S:g} s "
+                          f"(Spark log: {workdir / 'spark.log'})", file=sys.stderr)
+                    return 1
+                state.clock_s = now - first_metrics_at if first_metrics_at is not None else 0.0
+                state.produced, state.dead_letters = stats.produced, view.dead_letters
+                state.batch = queries[0].lastProgress or {}
+                state.windows = list(view.windows.values())
+                if first_metrics_at is not None and state.clock_s >= args.duration:
+                    break
+                if live is not None:
+                    live.update(render(state))
+                elif changed:
+                    print(status_text(state).plain, flush=True)
         view.poll(0.5)
         print("Stopping ...", flush=True)
     finally:
@@ -196,7 +213,12 @@ def main(argv: list[str]) -> int:
             view.close()
         if spark is not None:
             stop_session(spark)
-        _stop_broker(broker)
+            spark = None
+            # the metrics sink's producer lives on in this process until collected, and would log the
+            # broker's going away below
+            gc.collect()
+        if broker is not None:
+            _stop_broker(broker)
     windows = view.windows.values() if view else []
     print(render_table(windows))
     print(f"\nDone: {stats.produced:,} events produced, {view.dead_letters if view else 0:,} dead letters.")

@@ -1,0 +1,73 @@
+"""The demo's live screen, drawn with rich: a header that stays (where the broker, topics and output
+are, and the run's clock), one status line (events produced, dead letters, the last Spark batch), the
+per-minute metrics table, and a legend of its columns. Pure rendering: the demo feeds it state."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+LEGEND = (
+    "requests: access events in the minute · MB: response bytes served · 4xx/5xx %: share of client/server "
+    "errors · p50/p95/p99: response time percentiles (ms) · clients: distinct client IPs · top paths: most "
+    "requested paths with their counts"
+)
+
+
+@dataclass
+class DemoState:
+    bootstrap: str
+    topics: str
+    output: str
+    duration_s: float
+    phase: str = "starting"  # starting, waiting (for the first metrics), running, stopping
+    clock_s: float = 0.0  # since the first metrics arrived
+    produced: int = 0
+    dead_letters: int = 0
+    batch: Mapping[str, Any] = field(default_factory=dict)
+    windows: Iterable[Mapping[str, Any]] = ()
+
+
+def metrics_table(windows: Iterable[Mapping[str, Any]], limit: int = 10) -> Table:
+    """The latest `limit` windows, oldest first."""
+    table = Table(expand=False, header_style="bold")
+    for name, justify in (("window (UTC)", "left"), ("requests", "right"), ("MB", "right"), ("4xx %", "right"),
+                          ("5xx %", "right"), ("p50", "right"), ("p95", "right"), ("p99", "right"),
+                          ("clients", "right"), ("top paths", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    rows = sorted(windows, key=lambda m: m["window_start"])[-limit:]
+    for m in rows:
+        start = str(m["window_start"])
+        table.add_row(
+            f"{start[:10]} {start[11:16]}", f"{m['requests']:,}", f"{m['bytes'] / 1e6:.1f}",
+            f"{100 * m['error_rate_4xx']:.2f}", f"{100 * m['error_rate_5xx']:.2f}", f"{m['latency_p50_ms']:.0f}",
+            f"{m['latency_p95_ms']:.0f}", f"{m['latency_p99_ms']:.0f}", f"{m['distinct_clients']:,}",
+            ", ".join(f"{p['path']} {p['requests']}" for p in m.get("top_paths", [])[:3]))
+    if not rows:
+        table.add_row("(the first minute's figures appear with the first micro-batch)", *[""] * 9)
+    return table
+
+
+def status_text(state: DemoState) -> Text:
+    if state.phase == "waiting":
+        clock = "waiting for the streaming job's first micro-batch"
+    else:
+        clock = f"{min(state.clock_s, state.duration_s):4.0f} s of {state.duration_s:g} s"
+    batch = state.batch
+    spark = (f"Spark batch {batch.get('batchId', '-')}: {batch.get('numInputRows', 0):,} rows at "
+             f"{batch.get('processedRowsPerSecond', 0) or 0:,.0f} rows/s") if batch else "Spark: no batch yet"
+    return Text(f"[{clock}]  produced {state.produced:,} events · dead letters {state.dead_letters:,} · {spark}")
+
+
+def render(state: DemoState) -> Group:
+    header = Text.assemble(
+        ("Odradek demo", "bold"), f"  broker {state.bootstrap} · topics {state.topics}\n",
+        f"Parquet output {state.output} · Ctrl-C stops early")
+    return Group(Panel(header, expand=False), status_text(state), metrics_table(state.windows),
+                 Text(LEGEND, style="dim"))
