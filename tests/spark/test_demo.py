@@ -1,4 +1,6 @@
-"""`odradek demo --duration 30`: the main job runs short, prints a metrics table, exits 0, leaves nothing."""
+"""`odradek demo --duration 5`: the main job runs short, prints a metrics table, exits 0, leaves nothing.
+The demo's clock starts with its first metrics, so the test waits on that event however long Spark
+takes to start (bounded by the demo's own limit and the test's timeout), not on a wall-clock budget."""
 
 from __future__ import annotations
 
@@ -17,14 +19,14 @@ from tests.spark.conftest import wait_session_gone  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(900)
 def test_demo_runs_shows_metrics_and_cleans_up(tmp_path: Path) -> None:
     out_dir = tmp_path / "out"
-    proc = subprocess.Popen([sys.executable, "-m", "odradek.cli.main", "demo", "--duration", "30", "--rate", "200",
+    proc = subprocess.Popen([sys.executable, "-m", "odradek.cli.main", "demo", "--duration", "5", "--rate", "200",
                              "--trigger", "2s", "--output", str(out_dir)],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        stdout, stderr = proc.communicate(timeout=200)
+        stdout, stderr = proc.communicate(timeout=840)
     finally:
         if proc.poll() is None:
             proc.kill()

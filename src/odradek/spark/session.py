@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
@@ -61,10 +62,27 @@ def register(spark: SparkSession) -> None:
     spark.dataSource.register(OdradekDataSource)
 
 
+def _quiet_accumulator_server(sc: SparkContext) -> None:
+    """PySpark's accumulator server races the JVM's exit: a handler still reading its connection when the
+    JVM closes it gets EOFError, which socketserver prints as a traceback. While stopping, that one is
+    expected and stays quiet; anything else is still reported."""
+    server = getattr(sc, "_accumulatorServer", None)
+    if server is None:
+        return
+    report = server.handle_error
+
+    def handle_error(request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], EOFError | ConnectionError):
+            report(request, client_address)
+
+    server.handle_error = handle_error
+
+
 def stop_session(spark: SparkSession | None, timeout: float = 30.0) -> None:
     """Stop streaming queries, the session, and the JVM this process launched for it."""
     gateway = SparkContext._gateway
     if spark is not None:
+        _quiet_accumulator_server(spark.sparkContext)
         for query in spark.streams.active:
             try:
                 query.stop()
