@@ -279,18 +279,38 @@ class NonEmptyString(Validator):
         return "non-empty string"
 
 
-class VersionString(Validator):
-    """A Kafka release or metadata version such as ``2.8``, ``0.10.1`` or ``3.0-IV1``."""
+# Kafka's releases and how many internal versions (IV0, IV1, ...) each had; 0 for releases before
+# internal versions. This is the table Kafka's MetadataVersion parses version strings against.
+_RELEASES: dict[str, int] = {
+    "0.8.0": 0, "0.8.1": 0, "0.8.2": 0, "0.9.0": 0, "0.10.0": 2, "0.10.1": 3, "0.10.2": 1, "0.11.0": 3,
+    "1.0": 1, "1.1": 1, "2.0": 2, "2.1": 3, "2.2": 2, "2.3": 2, "2.4": 2, "2.5": 1, "2.6": 1, "2.7": 3,
+    "2.8": 2, "3.0": 2, "3.1": 1, "3.2": 1, "3.3": 4, "3.4": 1, "3.5": 3, "3.6": 3, "3.7": 5, "3.8": 1,
+    "3.9": 1, "4.0": 4, "4.1": 2,
+}
+KNOWN_VERSIONS: frozenset[str] = frozenset(
+    [*_RELEASES] + [f"{release}-IV{i}" for release, count in _RELEASES.items() for i in range(count)])
 
-    _FORM = re.compile(r"[0-9]+\.[0-9]+(\.[0-9]+)?(-IV[0-9]+)?")
+
+def known_version(text: str) -> bool:
+    """Whether Kafka's version parser accepts `text`: it keeps the first three dotted parts of a 0.x
+    version and the first two of any other (``0.10.0.1`` is ``0.10.0``, ``2.8.1`` is ``2.8``) and looks
+    the result up among the releases and their internal versions (``0.10.0-IV1``, ``2.1-IV2``)."""
+    parts = text.split(".")
+    keep = 3 if text.startswith("0.") else 2
+    key = text if keep >= len(parts) else ".".join(parts[:keep])
+    return key in KNOWN_VERSIONS
+
+
+class VersionString(Validator):
+    """A Kafka release or internal version such as ``2.8``, ``0.10.0.0``, ``0.10.1`` or ``3.0-IV1``."""
 
     def check(self, value: Any) -> str | None:
-        if value is None or self._FORM.fullmatch(str(value)):
+        if value is None or known_version(str(value)):
             return None
-        return "Version must look like 2.8, 0.10.1 or 3.0-IV1"
+        return f"Version {value} is not a valid version (examples: 2.8, 0.10.0.0, 2.1-IV2, 3.0-IV1)"
 
     def describe(self) -> str:
-        return "[0.8.0, ..., 4.0-IV1]"
+        return "[0.8.0, ..., 4.1-IV1]"
 
 
 class ThrottledReplicas(Validator):

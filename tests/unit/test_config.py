@@ -993,3 +993,21 @@ class TestGuides:
         assert z.data_dir == "/tmp/zookeeper" and z.client_port == 2181
         assert z.props["maxClientCnxns"] == "0" and z.props["admin.enableServer"] == "false"
         assert z.warnings == []
+
+
+# ---------------------------------------------------------------------------------------------
+# version strings (message.format.version, inter.broker.protocol.version, ...)
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", ["0.8.2", "0.10.0", "0.10.0.0", "0.10.0.1", "0.10.0-IV1", "0.11.0.3", "1.0",
+                                     "1.0.2", "1.0-IV0", "2.1-IV2", "2.8.1", "3.0-IV1", "3.9-IV0", "4.0-IV3"])
+def test_versions_kafka_accepts(version: str) -> None:
+    assert validate_topic_configs({"message.format.version": version}) == {"message.format.version": version}
+    assert cfg(inter__broker__protocol__version=version, log__message__format__version=version)
+
+
+@pytest.mark.parametrize("version", ["0.10", "0.10.3", "0.7.0", "2.1-IV3", "3.0-IV", "9.9", "v2.8", "", "2"])
+def test_versions_kafka_refuses(version: str) -> None:
+    with pytest.raises(ConfigError, match=f"Version {version} is not a valid version"):
+        validate_topic_configs({"message.format.version": version})
