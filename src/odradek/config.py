@@ -526,8 +526,8 @@ class BrokerConfig:
             shown = factor if self.is_set("offsets.topic.replication.factor") else f"{factor} (the default)"
             self.warnings.append(
                 f"Configuration offsets.topic.replication.factor = {shown} exceeds the size of a single-node"
-                " cluster (no zookeeper.connect): __consumer_offsets cannot be created with it;"
-                " set offsets.topic.replication.factor=1"
+                " cluster (no zookeeper.connect): __consumer_offsets will be created with replication factor 1"
+                " (Kafka would refuse to create it); set offsets.topic.replication.factor=1 to say so"
             )
 
     @staticmethod

@@ -9,11 +9,11 @@ import subprocess
 import threading
 from pathlib import Path
 
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import NewTopic
 
 from tests.clients import admin, consume_all, create_topic, produce
-from tests.harness import BrokerProcess, free_port, odradek_cmd, run_cli
+from tests.harness import BrokerPool, BrokerProcess, free_port, odradek_cmd, run_cli
 from tests.waiting import wait_until
 
 
@@ -172,3 +172,23 @@ def test_daemon_mode_and_server_stop(tmp_path: Path) -> None:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def test_offsets_topic_factor_beyond_a_single_node_is_said_and_done(brokers: BrokerPool) -> None:
+    """offsets.topic.replication.factor=3 on one broker: start-up says __consumer_offsets will get one
+    replica, and creating it for the first group says so again; the group then works."""
+    b = brokers.start({"offsets.topic.replication.factor": "3"})
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "factor-check", "auto.offset.reset": "earliest"})
+    try:
+        c.subscribe(["factor-topic"])
+        produce(b.bootstrap, "factor-topic", [b"x"])
+        got = wait_until(lambda: [m for m in c.consume(10, 1.0) if not m.error()], 60, "the group's first record")
+        assert got[0].value() == b"x"
+    finally:
+        c.close()
+    out = b.output()
+    assert ("exceeds the size of a single-node cluster (no zookeeper.connect): __consumer_offsets will be created "
+            "with replication factor 1") in out
+    assert ("Creating __consumer_offsets with replication factor 1: offsets.topic.replication.factor is 3 but only "
+            "1 broker(s) are alive") in out
+    assert "cannot be created" not in out

@@ -247,9 +247,16 @@ class OffsetStore:
                 return False
             configs = {"cleanup.policy": "compact", "compression.type": "producer",
                        "segment.bytes": str(self.segment_bytes)}
+            factor = min(self.replication_factor, live)
+            if factor < self.replication_factor:
+                # Kafka refuses to create the topic until enough brokers are alive; Odradek creates it
+                # with the brokers there are, so a small cluster's groups work (docs/DESIGN.md)
+                log.warning("Creating %s with replication factor %d: offsets.topic.replication.factor is %d "
+                            "but only %d broker(s) are alive; add brokers and reassign its partitions for "
+                            "more replicas", OFFSETS_TOPIC, factor, self.replication_factor, live)
             try:
                 await self.broker.topic_admin.create_topic(OFFSETS_TOPIC, self.default_partitions,
-                                               min(self.replication_factor, live), configs, wait_s=CREATE_WAIT_S)
+                                                           factor, configs, wait_s=CREATE_WAIT_S)
             except KafkaError as exc:
                 if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
                     log.warning("Could not create %s: %s", OFFSETS_TOPIC, exc)
