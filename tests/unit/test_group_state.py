@@ -840,7 +840,10 @@ PER_STATE = {  # operation -> error code in Empty, PreparingRebalance, Completin
     "sync_old_generation": (E.UNKNOWN_MEMBER_ID, E.ILLEGAL_GENERATION, E.ILLEGAL_GENERATION,
                             E.ILLEGAL_GENERATION, E.COORDINATOR_NOT_AVAILABLE),
     "commit": (E.UNKNOWN_MEMBER_ID, E.NONE, E.REBALANCE_IN_PROGRESS, E.NONE, E.COORDINATOR_NOT_AVAILABLE),
-    "commit_unmanaged": (E.NONE, E.UNKNOWN_MEMBER_ID, E.REBALANCE_IN_PROGRESS, E.UNKNOWN_MEMBER_ID,
+    # Kafka's GroupCoordinator checks the member, then the generation, then the state
+    "commit_old_generation": (E.UNKNOWN_MEMBER_ID, E.ILLEGAL_GENERATION, E.ILLEGAL_GENERATION,
+                              E.ILLEGAL_GENERATION, E.COORDINATOR_NOT_AVAILABLE),
+    "commit_unmanaged": (E.NONE, E.UNKNOWN_MEMBER_ID, E.UNKNOWN_MEMBER_ID, E.UNKNOWN_MEMBER_ID,
                          E.COORDINATOR_NOT_AVAILABLE),
     "rejoin": (E.UNKNOWN_MEMBER_ID, E.NONE, E.NONE, E.NONE, E.COORDINATOR_NOT_AVAILABLE),
     "leave": (E.UNKNOWN_MEMBER_ID, E.NONE, E.NONE, E.NONE, E.COORDINATOR_NOT_AVAILABLE),
@@ -858,8 +861,8 @@ async def _operate(gc: GroupCoordinator, op: str, member_id: str, generation: in
         if op.startswith("sync"):
             gen = generation - op.endswith("old_generation")
             return (await gc.sync("g", gen, member_id, None, None, None, [(member_id, b"a")])).error
-        if op == "commit":
-            return await gc.commit("g", generation, member_id, None, off)
+        if op.startswith("commit") and op != "commit_unmanaged":
+            return await gc.commit("g", generation - op.endswith("old_generation"), member_id, None, off)
         if op == "commit_unmanaged":
             return await gc.commit("g", -1, "", None, off)
         if op == "rejoin":

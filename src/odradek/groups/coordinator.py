@@ -596,13 +596,15 @@ class GroupCoordinator:
             raise KafkaError(ErrorCode.FENCED_INSTANCE_ID)
         if generation < 0 and group.is_(GroupState.EMPTY):
             return None  # a consumer without group management (assign())
-        if group.is_(GroupState.COMPLETING_REBALANCE):
-            raise KafkaError(ErrorCode.REBALANCE_IN_PROGRESS)
+        # Kafka's order: the member, then its generation, then the state; a stale member learns it is
+        # stale (and rejoins) rather than being told to wait for a rebalance it is not part of
         member = group.members.get(member_id)
         if member is None:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
         if generation != group.generation:
             raise KafkaError(ErrorCode.ILLEGAL_GENERATION)
+        if group.is_(GroupState.COMPLETING_REBALANCE):
+            raise KafkaError(ErrorCode.REBALANCE_IN_PROGRESS)
         return member
 
     async def fetch_offsets(self, group_id: str,
