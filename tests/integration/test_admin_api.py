@@ -162,3 +162,34 @@ def test_read_committed_sees_up_to_high_watermark(broker: BrokerProcess) -> None
     lo, hi = c.get_watermark_offsets(TopicPartition(t, 0), timeout=10)
     c.close()
     assert (lo, hi) == (0, 2)
+
+
+def test_authorized_operations_without_an_authorizer_are_all_supported_ones(broker: BrokerProcess) -> None:
+    """Asked for, Metadata (topics), DescribeCluster and DescribeGroups report every operation the resource
+    supports, as Kafka does with no authorizer; not asked for, none."""
+    from confluent_kafka import TopicCollection
+    from confluent_kafka.admin import AclOperation
+
+    name = _name("ops")
+    create_topic(broker.bootstrap, name, 1)
+    a = admin(broker.bootstrap)
+    topic = a.describe_topics(TopicCollection([name]), include_authorized_operations=True)[name].result(30)
+    assert set(topic.authorized_operations) == {
+        AclOperation.READ, AclOperation.WRITE, AclOperation.CREATE, AclOperation.DELETE, AclOperation.ALTER,
+        AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS}
+    assert not a.describe_topics(TopicCollection([name]))[name].result(30).authorized_operations
+
+    cluster = a.describe_cluster(include_authorized_operations=True).result(30)
+    assert set(cluster.authorized_operations) == {
+        AclOperation.CREATE, AclOperation.CLUSTER_ACTION, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS,
+        AclOperation.IDEMPOTENT_WRITE, AclOperation.ALTER, AclOperation.DESCRIBE}
+    assert not a.describe_cluster().result(30).authorized_operations
+
+    group = "ops-" + name
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    try:
+        c.commit(offsets=[TopicPartition(name, 0, 0)], asynchronous=False)
+    finally:
+        c.close()
+    described = a.describe_consumer_groups([group], include_authorized_operations=True)[group].result(30)
+    assert set(described.authorized_operations) == {AclOperation.READ, AclOperation.DELETE, AclOperation.DESCRIBE}

@@ -39,12 +39,11 @@ from odradek.groups.coordinator import GroupCoordinator
 from odradek.groups.group import JoinRequest, MemberProfile, now_ms
 from odradek.groups.schemas import OffsetValue, TopicPartition
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.server.authorized_operations import GROUP_OPERATIONS, authorized
 from odradek.server.registry import RequestContext, handles
 
 KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION = 0, 1
 # kafka-python encodes authorized operations as a set of bit numbers; None is Kafka's "not requested"
-NO_AUTHORIZED_OPERATIONS = None
-GROUP_OPERATIONS = {3, 6, 8}  # READ, DELETE, DESCRIBE: all a group allows
 
 
 def coordinator(ctx: RequestContext) -> GroupCoordinator:
@@ -312,17 +311,17 @@ def _described(ctx: RequestContext, request: Any, group_id: str, summary: Any,
                err: ErrorCode) -> Any:
     group_cls = DescribeGroupsResponse.DescribedGroup
     member_cls = group_cls.DescribedGroupMember
-    wants_ops = ctx.version >= 3 and request.include_authorized_operations
+    operations = authorized(GROUP_OPERATIONS, ctx.version >= 3 and request.include_authorized_operations)
     if summary is None:
         return group_cls(error_code=err, group_id=group_id, group_state="", protocol_type="", protocol_data="",
-                         members=[], authorized_operations=NO_AUTHORIZED_OPERATIONS)
+                         members=[], authorized_operations=None)
     return group_cls(
         error_code=0, group_id=group_id, group_state=summary.state, protocol_type=summary.protocol_type,
         protocol_data=summary.protocol,
         members=[member_cls(member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
                             client_host=m.client_host, member_metadata=m.metadata, member_assignment=m.assignment)
                  for m in summary.members],
-        authorized_operations=GROUP_OPERATIONS if wants_ops else NO_AUTHORIZED_OPERATIONS,
+        authorized_operations=operations,
     )
 
 

@@ -10,6 +10,7 @@ from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
 from odradek.cluster.assignment import INTERNAL_TOPICS, validate_topic_name
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.server.authorized_operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, authorized
 from odradek.server.registry import RequestContext, handles
 
 log = logging.getLogger("odradek.request")
@@ -42,7 +43,7 @@ def _partition(meta: Any, p: int, live: set[int]) -> Any:
     )
 
 
-def _topic(broker: Any, name: str, live: set[int]) -> Any:
+def _topic(broker: Any, name: str, live: set[int], operations: set[int] | None) -> Any:
     meta = broker.metadata.topics.get(name)
     if meta is None:
         return MetadataResponse.MetadataResponseTopic(
@@ -55,6 +56,7 @@ def _topic(broker: Any, name: str, live: set[int]) -> Any:
         topic_id=_uuid_str(meta.topic_id),
         is_internal=name in INTERNAL_TOPICS,
         partitions=[_partition(meta, p, live) for p in sorted(meta.assignment)],
+        authorized_operations=operations,
     )
 
 
@@ -96,6 +98,7 @@ async def metadata(ctx: RequestContext, request: Any) -> MetadataResponse:
                 if found:
                     names.append(found)
     auto = version < 4 or request.allow_auto_topic_creation
+    topic_ops = authorized(TOPIC_OPERATIONS, version >= 8 and request.include_topic_authorized_operations)
     topics = []
     for name in names:
         if name not in cache.topics and auto and broker.config.get("auto.create.topics.enable"):
@@ -103,7 +106,7 @@ async def metadata(ctx: RequestContext, request: Any) -> MetadataResponse:
             if failed is not None:
                 topics.append(failed)
                 continue
-        topics.append(_topic(broker, name, live))
+        topics.append(_topic(broker, name, live, topic_ops))
     brokers = [
         MetadataResponse.MetadataResponseBroker(node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
         for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)
@@ -114,6 +117,8 @@ async def metadata(ctx: RequestContext, request: Any) -> MetadataResponse:
         cluster_id=broker.cluster_id,
         controller_id=cache.controller_id,
         topics=topics,
+        authorized_operations=authorized(
+            CLUSTER_OPERATIONS, 8 <= version <= 10 and request.include_cluster_authorized_operations),
     )
 
 
@@ -126,6 +131,7 @@ async def describe_cluster(ctx: RequestContext, request: Any) -> DescribeCluster
         error_message=None,
         endpoint_type=1,
         cluster_id=ctx.broker.cluster_id,
+        authorized_operations=authorized(CLUSTER_OPERATIONS, request.include_cluster_authorized_operations),
         controller_id=cache.controller_id,
         brokers=[
             DescribeClusterResponse.DescribeClusterBroker(broker_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
