@@ -193,3 +193,57 @@ def test_random_garbage_frames_do_not_hurt(small_broker: BrokerProcess, seeded: 
     assert any(t.name == seeded for t in resp.topics)
     assert "Unexpected error handling a request" not in small_broker.output()[mark:]  # no handler crashed
     _assert_intact(small_broker, seeded)
+
+
+def _send_batch(bootstrap: str, topic: str, records: list[tuple[bytes | None, bytes, int | None]]) -> list[str]:
+    """Produce `records` (key, value, timestamp) as one batch with librdkafka; each record's delivery error
+    name ("" when delivered)."""
+    from confluent_kafka import Producer
+
+    errors: dict[bytes, str] = {}
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 1000, "retries": 0, "enable.idempotence": False})
+    for key, value, ts in records:
+        p.produce(topic, value, key, timestamp=ts or 0,
+                  on_delivery=lambda err, msg: errors.__setitem__(msg.value(), err.name() if err else ""))
+    assert p.flush(30) == 0
+    return [errors[value] for _, value, _ in records]
+
+
+def test_invalid_records_are_named_in_the_batch(broker: BrokerProcess) -> None:
+    """KIP-467: a batch refused for some of its records names them (batch_index, message); librdkafka
+    fails those with the error and the rest with _INVALID_DIFFERENT_RECORD; nothing of it is written."""
+    import time
+
+    compacted = "kip467-" + uuid.uuid4().hex[:6]
+    create_topic(broker.bootstrap, compacted, config={"cleanup.policy": "compact"})
+    # (librdkafka tells the records apart when the broker names more than one; with one it fails all alike)
+    assert _send_batch(broker.bootstrap, compacted, [(b"k", b"a", None), (None, b"b", None), (None, b"c", None),
+                                                     (b"k", b"d", None)]) == [
+        "_INVALID_DIFFERENT_RECORD", "INVALID_RECORD", "INVALID_RECORD", "_INVALID_DIFFERENT_RECORD"]
+    with RawClient(broker.port) as c:  # the response itself, for one keyless record
+        req = ProduceRequest(transactional_id=None, acks=1, timeout_ms=30000, topic_data=[
+            ProduceRequest.TopicProduceData(name=compacted, partition_data=[
+                ProduceRequest.TopicProduceData.PartitionProduceData(
+                    index=0, records=build_batch([(b"k", b"a"), (None, b"b"), (b"k", b"c")]))])])
+        part = c.request(req, version=9).responses[0].partition_responses[0]
+    message = f"Compacted topic cannot accept message without key in topic partition {compacted}-0."
+    assert (part.error_code, part.error_message) == (87, message)
+    assert [(e.batch_index, e.batch_index_error_message) for e in part.record_errors] == [(1, message)]
+
+    strict = "kip467t-" + uuid.uuid4().hex[:6]
+    create_topic(broker.bootstrap, strict, config={"message.timestamp.before.max.ms": "60000"})
+    now = int(time.time() * 1000)
+    assert _send_batch(broker.bootstrap, strict, [(None, b"x", now), (None, b"y", now - 86_400_000),
+                                                  (None, b"z", now - 86_400_000), (None, b"w", now)]) == [
+        "_INVALID_DIFFERENT_RECORD", "INVALID_RECORD", "INVALID_RECORD", "_INVALID_DIFFERENT_RECORD"]
+    with RawClient(broker.port) as c:  # the partition's error is INVALID_TIMESTAMP, each record named
+        req = ProduceRequest(transactional_id=None, acks=1, timeout_ms=30000, topic_data=[
+            ProduceRequest.TopicProduceData(name=strict, partition_data=[
+                ProduceRequest.TopicProduceData.PartitionProduceData(
+                    index=0, records=build_batch([(None, b"old")], timestamp=now - 86_400_000))])])
+        part = c.request(req, version=9).responses[0].partition_responses[0]
+    assert part.error_code == 32 and [e.batch_index for e in part.record_errors] == [0]
+    assert part.record_errors[0].batch_index_error_message.startswith(
+        f"Timestamp {now - 86_400_000} of message with offset 0 is out of range. The timestamp should be within [")
+    produce(broker.bootstrap, strict, [b"ok"])
+    assert [m.value() for m in consume_all(broker.bootstrap, strict, 1)] == [b"ok"]  # the refused batch left nothing

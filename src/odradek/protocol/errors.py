@@ -166,6 +166,15 @@ class KafkaError(Exception):
         return str(self)
 
 
+class RecordValidationError(KafkaError):
+    """A batch refused for some of its records (KIP-467): `record_errors` names each by its index among
+    the records of the partition's data, with a message, so a client fails just those."""
+
+    def __init__(self, code: ErrorCode, message: str, record_errors: list[tuple[int, str | None]]) -> None:
+        super().__init__(code, message)
+        self.record_errors = record_errors
+
+
 class CorruptRecordError(KafkaError):
     code = ErrorCode.CORRUPT_MESSAGE
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from odradek.protocol.errors import ErrorCode, InvalidRecordError, KafkaError
+from odradek.protocol.errors import ErrorCode, InvalidRecordError, KafkaError, RecordValidationError
 from odradek.protocol.records import (
     COMPRESSION_CODECS,
     CONTROL_MASK,
@@ -380,7 +380,7 @@ class Log:
         with self.lock:
             self._check_open()
             now = self._time()
-            self._check_timestamps(batches, now)
+            self._check_timestamps(data, batches, now)
             duplicate = self._check_producers(batches)
             if duplicate is not None:
                 return duplicate
@@ -462,15 +462,20 @@ class Log:
         """A compacted topic keeps the latest record per key, so every record needs one (Kafka's rule).
         This decodes the records, which only compacted topics pay for."""
         view = memoryview(data)
+        message = (f"Compacted topic cannot accept message without key in topic partition "
+                   f"{self.topic}-{self.partition}.")
+        keyless: list[tuple[int, str | None]] = []
+        index = 0
         for pos, h in batches:
             if h.is_control:
+                index += h.records_count
                 continue
-            if any(record.key is None for record in decode_records(view[pos : pos + h.size])):
-                raise KafkaError(
-                    ErrorCode.INVALID_RECORD,
-                    "Compacted topic cannot accept message without key in topic partition "
-                    f"{self.topic}-{self.partition}.",
-                )
+            for record in decode_records(view[pos : pos + h.size]):
+                if record.key is None:
+                    keyless.append((index, message))
+                index += 1
+        if keyless:
+            raise RecordValidationError(ErrorCode.INVALID_RECORD, message, keyless)
 
     def _check_producers(self, batches: list[tuple[int, BatchHeader]]) -> AppendInfo | None:
         """Reject out-of-order or fenced idempotent batches; a retried batch already in the log is answered
@@ -569,8 +574,10 @@ class Log:
         if self.closed:
             raise StorageError(message=f"Log {self.topic}-{self.partition} is closed")
 
-    def _check_timestamps(self, batches: list[tuple[int, BatchHeader]], now: int) -> None:
-        """CreateTime bounds from message.timestamp.{difference,before,after}.max.ms, at batch level."""
+    def _check_timestamps(self, data: bytearray, batches: list[tuple[int, BatchHeader]], now: int) -> None:
+        """CreateTime bounds from message.timestamp.{difference,before,after}.max.ms. A batch header gives
+        the first and the largest timestamp, not the smallest, so every record is read: only topics
+        that set a bound pay for it. The offending records are named (KIP-467)."""
         cfg = self.config
         if cfg.message_timestamp_type != "CreateTime":
             return
@@ -578,14 +585,22 @@ class Log:
         after = min(cfg.message_timestamp_difference_max_ms, cfg.message_timestamp_after_max_ms)
         if before == LONG_MAX and after == LONG_MAX:
             return
-        for _, h in batches:
-            for ts in (h.base_timestamp, h.max_timestamp):
-                if ts >= 0 and (now - ts > before or ts - now > after):
-                    raise KafkaError(
-                        ErrorCode.INVALID_TIMESTAMP,
-                        f"Timestamp {ts} of a record batch is out of range. "
-                        f"The timestamp should be within [{now - before}, {now + after}]",
-                    )
+        low, high = now - before, min(now + after, LONG_MAX)
+
+        def out_of_range(ts: int) -> bool:
+            return ts >= 0 and (ts < low or ts > high)
+
+        view = memoryview(data)
+        errors: list[tuple[int, str | None]] = []
+        index = 0
+        for pos, h in batches:
+            for record in decode_records(view[pos : pos + h.size]):
+                if out_of_range(record.timestamp):
+                    errors.append((index, f"Timestamp {record.timestamp} of message with offset {index} is out "
+                                          f"of range. The timestamp should be within [{low}, {high}]"))
+                index += 1
+        if errors:
+            raise RecordValidationError(ErrorCode.INVALID_TIMESTAMP, errors[0][1] or "", errors)
 
     def _recompress(
         self, data: bytearray, batches: list[tuple[int, BatchHeader]]

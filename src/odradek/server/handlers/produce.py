@@ -13,7 +13,7 @@ from kafka.protocol.producer import (
     ProduceResponse,
 )
 
-from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.errors import ErrorCode, KafkaError, RecordValidationError
 from odradek.protocol.produce import parse_produce_request
 from odradek.replication.partition import Partition
 from odradek.server.network import CloseConnection
@@ -24,10 +24,15 @@ _TopicResp = ProduceResponse.TopicProduceResponse
 _PartResp = _TopicResp.PartitionProduceResponse
 
 
+_RecordError = _PartResp.BatchIndexAndErrorMessage
+
+
 def _result(index: int, code: int, base_offset: int = -1, append_time: int = -1, log_start: int = -1,
-            message: str | None = None) -> Any:
+            message: str | None = None, record_errors: list[tuple[int, str | None]] | None = None) -> Any:
     return _PartResp(index=index, error_code=code, base_offset=base_offset, log_append_time_ms=append_time,
-                     log_start_offset=log_start, record_errors=[], error_message=message)
+                     log_start_offset=log_start, error_message=message,
+                     record_errors=[_RecordError(batch_index=i, batch_index_error_message=m)
+                                    for i, m in record_errors or ()])
 
 
 @handles(ProduceRequest, ProduceResponse, versions=(3, 12), raw=True)
@@ -53,6 +58,10 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | N
                     raise KafkaError(ErrorCode.INVALID_RECORD, "Produce request has no records")
                 p = replicas.leader_partition(topic.name, part.index)
                 info = p.append_as_leader(part.records, acks)
+            except RecordValidationError as exc:
+                out.append(_result(part.index, exc.code, message=exc.message, record_errors=exc.record_errors))
+                any_error = True
+                continue
             except KafkaError as exc:
                 out.append(_result(part.index, exc.code, message=exc.message))
                 any_error = True
