@@ -21,6 +21,10 @@ TOOLS = {
     "console-consumer": ["--bootstrap-server", "--topic", "--from-beginning", "--max-messages", "--group",
                          "--partition", "--offset", "--property"],
     "dump-log": ["--files", "--print-data-log", "--deep-iteration"],
+    "producer-perf-test": ["--topic", "--num-records", "--record-size", "--payload-file", "--throughput",
+                           "--producer-props", "--producer.config"],
+    "consumer-perf-test": ["--bootstrap-server", "--topic", "--messages", "--group", "--from-latest", "--timeout",
+                           "--show-detailed-stats", "--hide-header"],
 }
 CONSUME_TIMEOUT_MS = "30000"
 TOPIC_LINE = re.compile(
@@ -330,3 +334,42 @@ def test_producer_names_a_missing_topic_at_once(brokers: BrokerPool) -> None:
     assert "absent" not in ok("topics", "--bootstrap-server", strict.bootstrap, "--list").stdout.split()
 
     ok("console-producer", "--bootstrap-server", brokers.start().bootstrap, "--topic", "made-on-use", input="one\n")
+
+
+PRODUCER_SUMMARY = re.compile(
+    r"^(?P<count>\d+) records sent, [\d.]+ records/sec \([\d.]+ MB/sec\), [\d.]+ ms avg latency, [\d.]+ ms max "
+    r"latency, \d+ ms 50th, \d+ ms 95th, \d+ ms 99th, \d+ ms 99.9th\.$")
+
+
+def test_perf_tools_measure_what_they_move(broker: BrokerProcess, tmp_path: Path) -> None:
+    """producer-perf-test then consumer-perf-test, with Kafka's output lines and the numbers adding up."""
+    r = ok("producer-perf-test", "--topic", "perf", "--num-records", "5000", "--record-size", "100",
+           "--throughput", "-1", "--producer-props", f"bootstrap.servers={broker.bootstrap}", "acks=all")
+    summary = PRODUCER_SUMMARY.match(r.stdout.splitlines()[-1])
+    assert summary and summary["count"] == "5000", r.stdout
+    payloads = tmp_path / "payloads.txt"
+    payloads.write_text("alpha\nbeta\n")
+    r = ok("producer-perf-test", "--topic", "perf", "--num-records", "1000", "--payload-file", str(payloads),
+           "--throughput", "5000", "--bootstrap-server", broker.bootstrap)
+    assert r.stdout.splitlines()[:2] == [f"Reading payloads from: {payloads}", "Number of messages read: 2"]
+    assert PRODUCER_SUMMARY.match(r.stdout.splitlines()[-1])
+
+    r = ok("consumer-perf-test", "--bootstrap-server", broker.bootstrap, "--topic", "perf", "--messages", "6000",
+           "--timeout", "60000")
+    header, line = r.stdout.splitlines()
+    assert header == ("start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, "
+                      "rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec")
+    fields = line.split(", ")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d:\d{3}", fields[0])
+    assert int(fields[4]) == 6000
+    low, high = (5000 * 100 + 1000 * len("beta")) / 2**20, (5000 * 100 + 1000 * len("alpha")) / 2**20
+    assert round(low, 4) <= float(fields[2]) <= round(high, 4)  # 5,000 x 100 B and 1,000 of alpha or beta
+
+    bad = run_cli("producer-perf-test", "--topic", "perf", "--num-records", "10", "--record-size", "10",
+                  "--payload-file", str(payloads), "--throughput", "-1", "--bootstrap-server", broker.bootstrap)
+    assert (bad.returncode, bad.stderr.strip()) == (
+        1, "Error: either --record-size or --payload-file must be specified but not both.")
+    late = run_cli("consumer-perf-test", "--bootstrap-server", broker.bootstrap, "--topic", "perf", "--messages",
+                   "10", "--from-latest", "--timeout", "1000", "--hide-header")
+    assert late.returncode == 0 and late.stdout.count("\n") == 1 and ", 0, 0.0000, " in late.stdout
+    assert "WARNING: Exiting before consuming the expected number of messages: timeout (1000 ms)" in late.stderr

@@ -40,6 +40,8 @@ TOOLS: dict[str, Tool] = {
     "preferred-replica-election": Tool("odradek.cli.preferred_replica_election",
                                        "move leadership back to preferred replicas (Kafka 2.x tool)"),
     "reassign-partitions": Tool("odradek.cli.reassign_partitions", "move partition replicas between brokers"),
+    "producer-perf-test": Tool("odradek.cli.producer_perf_test", "measure produce throughput and latency"),
+    "consumer-perf-test": Tool("odradek.cli.consumer_perf_test", "measure consume throughput"),
 }
 
 PROG = "odradek"
