@@ -30,6 +30,7 @@ from odradek.groups.coordinator import GroupCoordinator, GroupSettings
 from odradek.groups.offsets import OffsetStore
 from odradek.replication.manager import ReplicaManager
 from odradek.server.dispatcher import Dispatcher
+from odradek.server.fetch_sessions import FetchSessionCache
 from odradek.server.limits import ConnectionLimits, RequestMemory
 from odradek.server.network import SocketServer
 from odradek.storage.manager import CleanerConfig, LogManager
@@ -53,6 +54,7 @@ class Broker:
         self.controller: Controller
         self.topic_admin: TopicAdmin
         self.replicas: ReplicaManager
+        self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
         self.dispatcher = Dispatcher(self)
         self.server = SocketServer(
             self.dispatcher, config.get("socket.request.max.bytes"),

@@ -18,6 +18,7 @@ from kafka.protocol.consumer import (
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.fetch import FetchPartitionResult, FetchTopicResult, encode_fetch_response
 from odradek.replication.partition import Partition
+from odradek.server.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, Want
 from odradek.server.registry import RequestContext, handles
 
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
@@ -32,10 +33,35 @@ def _check_epoch(p: Partition, current_leader_epoch: int) -> None:
     raise KafkaError(ErrorCode.UNKNOWN_LEADER_EPOCH, f"epoch {current_leader_epoch} is newer than {p.leader_epoch}")
 
 
-class _FetchPlan:
-    """The partitions of one fetch request, resolved once and read as many times as the long poll needs."""
+ZERO_UUID = b"\x00" * 16
 
-    def __init__(self, ctx: RequestContext, request: Any) -> None:
+
+def _wants(ctx: RequestContext, request: Any) -> list[Want]:
+    """The partitions a request names, with what it asks of each."""
+    by_id = ctx.broker.metadata.by_id
+    out: list[Want] = []
+    for t in request.topics:
+        name = t.topic if ctx.version < 13 else by_id.get(t.topic_id.bytes, "")
+        tid = t.topic_id.bytes if ctx.version >= 13 else ZERO_UUID
+        for fp in t.partitions:
+            out.append(Want(name, tid, fp.partition, fp.fetch_offset, fp.partition_max_bytes,
+                            getattr(fp, "current_leader_epoch", -1), getattr(fp, "last_fetched_epoch", -1)))
+    return out
+
+
+def _forgotten(ctx: RequestContext, request: Any) -> list[tuple[str, int]]:
+    by_id = ctx.broker.metadata.by_id
+    out: list[tuple[str, int]] = []
+    for t in getattr(request, "forgotten_topics_data", None) or ():
+        name = t.topic if ctx.version < 13 else by_id.get(t.topic_id.bytes, "")
+        out.extend((name, p) for p in t.partitions)
+    return out
+
+
+class _FetchPlan:
+    """The partitions of one fetch, resolved once and read as many times as the long poll needs."""
+
+    def __init__(self, ctx: RequestContext, request: Any, wants: list[Want]) -> None:
         self.ctx = ctx
         self.version = ctx.version
         replica_id = getattr(request, "replica_id", -1)
@@ -45,41 +71,40 @@ class _FetchPlan:
         self.is_replica = replica_id >= 0
         self.replica_id = replica_id
         self.max_bytes = request.max_bytes if self.version >= 3 else 2**31 - 1
-        self.topics: list[tuple[FetchTopicResult, list[tuple[Any, Partition | None, KafkaError | None]]]] = []
+        self.topics: list[tuple[FetchTopicResult, list[tuple[Want, Partition | None, KafkaError | None]]]] = []
         self.diverging: dict[tuple[str, int], tuple[int, int] | None] = {}
-        cache = ctx.broker.metadata
+        self.read_wants: list[Want] = []  # the partitions of the last read, in its order
         replicas = ctx.broker.replicas
-        for t in request.topics:
-            name = t.topic if self.version < 13 else cache.by_id.get(t.topic_id.bytes, "")
-            tid = t.topic_id.bytes if self.version >= 13 else b"\x00" * 16
-            entries = []
-            for fp in t.partitions:
-                part: Partition | None = None
-                err: KafkaError | None = None
-                if not name:
-                    err = KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, "unknown topic id")
-                else:
-                    try:
-                        part = replicas.leader_partition(name, fp.partition)
-                        _check_epoch(part, getattr(fp, "current_leader_epoch", -1))
-                    except KafkaError as exc:
-                        err, part = exc, None
-                if part is not None and self.is_replica:
-                    self.diverging[(name, fp.partition)] = part.diverging_epoch(
-                        getattr(fp, "last_fetched_epoch", -1), fp.fetch_offset)
-                    replicas.record_follower_fetch(part, replica_id, fp.fetch_offset)
-                entries.append((fp, part, err))
-            self.topics.append((FetchTopicResult(name, tid), entries))
+        for want in wants:
+            part: Partition | None = None
+            err: KafkaError | None = None
+            if not want.topic:
+                err = KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, "unknown topic id")
+            else:
+                try:
+                    part = replicas.leader_partition(want.topic, want.partition)
+                    _check_epoch(part, want.current_leader_epoch)
+                except KafkaError as exc:
+                    err, part = exc, None
+            if part is not None and self.is_replica:
+                self.diverging[(want.topic, want.partition)] = part.diverging_epoch(
+                    want.last_fetched_epoch, want.fetch_offset)
+                replicas.record_follower_fetch(part, replica_id, want.fetch_offset)
+            if not self.topics or self.topics[-1][0].name != want.topic or self.topics[-1][0].topic_id != want.topic_id:
+                self.topics.append((FetchTopicResult(want.topic, want.topic_id), []))
+            self.topics[-1][1].append((want, part, err))
 
     def read(self) -> tuple[list[FetchTopicResult], int, bool]:
+        """Read every partition: the topics with their results, the bytes read, whether any failed."""
         remaining = self.max_bytes
         total = 0
         errors = False
         out: list[FetchTopicResult] = []
+        self.read_wants = []
         for proto, entries in self.topics:
             topic = FetchTopicResult(proto.name, proto.topic_id)
-            for fp, part, err in entries:
-                res = FetchPartitionResult(fp.partition)
+            for want, part, err in entries:
+                res = FetchPartitionResult(want.partition)
                 if err is not None:
                     res.error_code = err.code
                     errors = True
@@ -88,35 +113,74 @@ class _FetchPlan:
                     res.high_watermark = part.high_watermark
                     res.last_stable_offset = part.high_watermark
                     res.log_start_offset = part.log.log_start_offset
-                    div = self.diverging.get((proto.name, fp.partition))
+                    div = self.diverging.get((proto.name, want.partition))
                     if div is not None:
                         res.diverging_epoch = div
                         res.records = b""
-                        topic.partitions.append(res)
-                        continue
-                    try:
-                        data = part.read(
-                            fp.fetch_offset, min(fp.partition_max_bytes, max(remaining, 0)), self.is_replica,
-                            min_one=total == 0,
-                        )
-                        res.records = data.records
-                        n = len(data.records)
-                        total += n
-                        remaining -= n
-                    except KafkaError as exc:
-                        res.error_code = exc.code
-                        errors = True
+                    else:
+                        try:
+                            data = part.read(
+                                want.fetch_offset, min(want.max_bytes, max(remaining, 0)), self.is_replica,
+                                min_one=total == 0,
+                            )
+                            res.records = data.records
+                            n = len(data.records)
+                            total += n
+                            remaining -= n
+                        except KafkaError as exc:
+                            res.error_code = exc.code
+                            errors = True
                 topic.partitions.append(res)
+                self.read_wants.append(want)
             out.append(topic)
         return out, total, errors
 
+    def answer(self, topics: list[FetchTopicResult], session: FetchSession, incremental: bool
+               ) -> list[FetchTopicResult]:
+        """Note what each partition is told; an incremental fetch answers only the partitions with news."""
+        wants = iter(self.read_wants)
+        out: list[FetchTopicResult] = []
+        for topic in topics:
+            kept = []
+            for res in topic.partitions:
+                news = session.must_answer(next(wants), res.error_code, res.high_watermark, res.log_start_offset,
+                                           bool(res.records), res.diverging_epoch is not None)
+                if news or not incremental:
+                    kept.append(res)
+            if kept or not incremental:
+                out.append(FetchTopicResult(topic.name, topic.topic_id, kept))
+        return out
+
     def waiters(self) -> list[asyncio.Future[None]]:
-        return [part.data_waiter() for _proto, entries in self.topics for _fp, part, _e in entries if part is not None]
+        return [part.data_waiter() for _proto, entries in self.topics for _w, part, _e in entries if part is not None]
 
 
 @handles(FetchRequest, FetchResponse, versions=(4, 16))
 async def fetch(ctx: RequestContext, request: Any) -> list[bytes | memoryview]:
-    plan = _FetchPlan(ctx, request)
+    version = ctx.version
+    sessions = ctx.broker.fetch_sessions
+    session: FetchSession | None = None
+    incremental = False
+    wants = _wants(ctx, request)
+    if version >= 7:
+        session_id, epoch = request.session_id, request.session_epoch
+        if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
+            if session_id:
+                sessions.remove(session_id)
+            if epoch == INITIAL_EPOCH:
+                session = sessions.create(wants)
+        else:
+            session = sessions.get(session_id)
+            if session is None:
+                return encode_fetch_response(version, ctx.header.correlation_id, [],
+                                             error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
+            if session.epoch != epoch:
+                return encode_fetch_response(version, ctx.header.correlation_id, [],
+                                             error_code=ErrorCode.INVALID_FETCH_SESSION_EPOCH)
+            sessions.update(session, wants, _forgotten(ctx, request))
+            wants = list(session.wants.values())
+            incremental = True
+    plan = _FetchPlan(ctx, request, wants)
     topics, total, errors = plan.read()
     wait_ms = request.max_wait_ms
     if total < request.min_bytes and wait_ms > 0 and not errors and plan.topics:
@@ -135,8 +199,10 @@ async def fetch(ctx: RequestContext, request: Any) -> list[bytes | memoryview]:
             if not done:
                 break
             topics, total, errors = plan.read()
-    # Fetch sessions (KIP-227) are not kept: session id 0 tells the client to send full fetches.
-    return encode_fetch_response(ctx.version, ctx.header.correlation_id, topics, session_id=0)
+    if session is not None:
+        topics = plan.answer(topics, session, incremental)
+    return encode_fetch_response(version, ctx.header.correlation_id, topics,
+                                 session_id=session.session_id if session is not None else 0)
 
 
 def _list_offset(ctx: RequestContext, name: str, req_p: Any, is_replica: bool) -> Any:
