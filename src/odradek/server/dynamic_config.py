@@ -54,6 +54,8 @@ class DynamicBrokerConfig:
         """Store a layer's new content, and apply it here without waiting for the watch."""
         await write_broker_config(self.broker.store, entity_of(broker_id), config)
         await self.watcher.refresh()
+        async with self._lock:  # the store's watch may have started applying it first: wait for that too
+            pass
 
     async def _on_change(self, per_broker: dict[str, str], cluster_default: dict[str, str]) -> None:
         async with self._lock:
@@ -70,7 +72,8 @@ class DynamicBrokerConfig:
     async def _apply(self) -> None:
         broker, cfg = self.broker, self.broker.config
         defaults = cfg.topic_defaults()
-        broker.logs.update_defaults(defaults)
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(None, broker.logs.update_defaults, defaults)  # every log: off the event loop
         broker.logs.cleaner = CleanerConfig.from_broker(cfg.get)
         if (admin := getattr(broker, "topic_admin", None)) is not None:
             admin.topic_defaults = defaults
@@ -82,6 +85,5 @@ class DynamicBrokerConfig:
         limits = broker.server.limits
         if limits is not None:
             overrides = cfg.max_connections_per_ip_overrides
-            per_ip = await asyncio.get_running_loop().run_in_executor(
-                None, ConnectionLimits.resolve_overrides, overrides)
+            per_ip = await loop.run_in_executor(None, ConnectionLimits.resolve_overrides, overrides)
             limits.reconfigure(cfg.get("max.connections"), cfg.get("max.connections.per.ip"), per_ip)
