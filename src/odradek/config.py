@@ -18,6 +18,7 @@ embedded store, and ``broker.id = -1`` (the default) means broker 0.  In ZooKeep
 
 from __future__ import annotations
 
+import copy
 import difflib
 import enum
 import ipaddress
@@ -30,6 +31,7 @@ from typing import Any, NamedTuple
 
 from odradek.config_keys import (
     BROKER_KEYS,
+    BROKER_SYNONYMS,
     NOT_APPLICABLE_PREFIXES,
     TOPIC_CONFIGS,
     ConfigError,
@@ -51,6 +53,8 @@ __all__ = [
     "ConfigKey",
     "ConfigSource",
     "Listener",
+    "Synonym",
+    "UnknownConfigError",
     "Password",
     "ZooKeeperConfig",
     "parse_listeners",
@@ -309,6 +313,14 @@ class ConfigSource(enum.IntEnum):
     GROUP_CONFIG = 8
 
 
+class Synonym(NamedTuple):
+    """One place a config's value is set (DescribeConfigs ``synonyms``), highest precedence first."""
+
+    name: str
+    value: str | None
+    source: int
+
+
 class BrokerConfigEntry(NamedTuple):
     """One row of a DescribeConfigs answer for a BROKER resource."""
 
@@ -317,6 +329,12 @@ class BrokerConfigEntry(NamedTuple):
     is_default: bool
     is_sensitive: bool
     source: int
+    read_only: bool = True
+    synonyms: tuple[Synonym, ...] = ()
+
+
+class UnknownConfigError(ConfigError):
+    """A dynamic update names a key the catalogue does not know."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -331,16 +349,25 @@ _INLINE_COMMENT_HINT = (
     " beginning of a line, so the text after it is part of the value)"
 )
 
-# Keys whose effective value is computed from a family of keys ("synonyms" in Kafka's terms).
+# Keys whose effective value is computed from a family of keys ("synonyms" in Kafka's terms): Kafka's
+# families, and three of Odradek's where one key falls back on another.
 _SYNONYMS: dict[str, tuple[str, ...]] = {
-    "log.retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
-    "log.roll.ms": ("log.roll.ms", "log.roll.hours"),
-    "log.roll.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
-    "log.flush.interval.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+    **BROKER_SYNONYMS,
     "log.dirs": ("log.dirs", "log.dir"),
     "broker.id": ("broker.id", "node.id"),
     "zookeeper.connection.timeout.ms": ("zookeeper.connection.timeout.ms", "zookeeper.session.timeout.ms"),
 }
+# The synonyms reported for a key: its family from the key itself down (log.retention.hours is no
+# synonym of log.retention.minutes's, but log.retention.minutes is one of log.retention.ms's).
+_FAMILY: dict[str, tuple[str, ...]] = {
+    name: family[i:] for family in _SYNONYMS.values() for i, name in enumerate(family)
+}
+
+
+def _scala_set(names: Iterable[str]) -> str:
+    """How Kafka's error messages print a set of names: ``Set(a, b)`` (``HashSet(...)`` past four)."""
+    items = sorted(names)
+    return f"{'Set' if len(items) <= 4 else 'HashSet'}({', '.join(items)})"
 
 
 def _is_removed(key: ConfigKey) -> bool:
@@ -406,6 +433,12 @@ class BrokerConfig:
     ``broker_id``, ``listeners``, ``advertised_listeners``, ``log_dirs``, ``zookeeper_connect``,
     ``log_retention_ms``, ``log_roll_ms``, ``log_roll_jitter_ms``, ``log_flush_interval_ms``.
     ``warnings`` holds one line per deprecated or not-applicable key that was set.
+
+    Dynamic configs (KIP-226) sit above the static ones: the per-broker layer (``/config/brokers/<id>``)
+    over the cluster default (``/config/brokers/<default>``) over server.properties over the documented
+    defaults. :meth:`check_dynamic` validates an update of a layer, :meth:`set_dynamic` installs both
+    layers as the metadata store holds them, and :meth:`get` and everything built on it (the computed
+    properties, :meth:`topic_defaults`) read through them.
     """
 
     origin: str = "server.properties"
@@ -418,6 +451,9 @@ class BrokerConfig:
     _log_dirs: list[str] = field(default_factory=list, init=False, repr=False)
     _broker_id: int = field(default=-1, init=False)
     _zookeeper_connect: str | None = field(default=None, init=False)
+    # (per-broker, cluster default): typed values, and the strings as stored; replaced whole, never mutated
+    _dynamic: tuple[dict[str, Any], dict[str, Any]] = field(default=({}, {}), init=False, repr=False)
+    _dynamic_raw: tuple[dict[str, str], dict[str, str]] = field(default=({}, {}), init=False, repr=False)
 
     # -- construction --------------------------------------------------------------------------
 
@@ -727,10 +763,10 @@ class BrokerConfig:
     def _check_durations(self) -> None:
         retention = self.log_retention_ms
         if retention == 0:
-            name = next(n for n in _SYNONYMS["log.retention.ms"] if n in self._values)
+            name = next(n for n in _SYNONYMS["log.retention.ms"] if self.get(n) is not None)
             raise invalid_value(
                 name,
-                self._values[name],
+                self.get(name),
                 "log.retention.ms must be unlimited (-1) or, equal or greater than 1",
             )
         if self.log_roll_ms < 1:
@@ -777,6 +813,11 @@ class BrokerConfig:
         Prefixed keys (``listener.name.*``, ``ssl.*``, ...) that are not in the catalogue give
         their raw string, or ``None`` when unset.  An unknown name raises ``KeyError``.
         """
+        per_broker, cluster_default = self._dynamic
+        if name in per_broker:
+            return per_broker[name]
+        if name in cluster_default:
+            return cluster_default[name]
         if name in self._values:
             return self._values[name]
         key = BROKER_KEYS.get(name)
@@ -789,7 +830,7 @@ class BrokerConfig:
         raise KeyError(f"Unknown configuration '{name}'{hint}")
 
     def is_set(self, name: str) -> bool:
-        """Whether ``name`` was given (in the file, an override, or through a deprecated alias)."""
+        """Whether ``name`` was given statically (in the file, an override, or through a deprecated alias)."""
         return name in self._values or name in self._extra
 
     def __getattr__(self, attr: str) -> Any:
@@ -924,16 +965,125 @@ class BrokerConfig:
             "zookeeper.connection.timeout.ms": self.zookeeper_connection_timeout_ms,
         }
 
+    # -- dynamic configs (KIP-226) ---------------------------------------------------------------
+
+    def dynamic_props(self, per_broker: bool) -> dict[str, str]:
+        """The dynamic configs in force: this broker's own layer, or the cluster default."""
+        return dict(self._dynamic_raw[0 if per_broker else 1])
+
+    def check_dynamic(self, props: Mapping[str, str], per_broker: bool) -> dict[str, str]:
+        """Validate ``props`` as the new content of one dynamic layer; returns them trimmed.
+
+        Raises :class:`UnknownConfigError` for names the catalogue does not know, and
+        :class:`ConfigError` in Kafka's wording for keys that cannot change on a running broker
+        (``Cannot update these configs dynamically: Set(broker.id)``), bad values, and rules across
+        keys broken by the configuration the update would produce.
+        """
+        unknown = [name for name in props if name not in BROKER_KEYS and not _prefixed(name)]
+        if unknown:
+            hints = [f"{n} (did you mean {s}?)" if (s := _suggest(n)) else n for n in sorted(unknown)]
+            raise UnknownConfigError(f"Unknown broker config name: {', '.join(hints)}")
+        static = [name for name in props if name not in BROKER_KEYS or not BROKER_KEYS[name].dynamic]
+        if static:
+            raise ConfigError(f"Cannot update these configs dynamically: {_scala_set(static)}")
+        typed = {name: BROKER_KEYS[name].parse(raw) for name, raw in props.items()}
+        raw = {name: value.strip() for name, value in props.items()}
+        candidate = self._layered(typed, raw, per_broker)
+        candidate._check_dynamic_rules()
+        return raw
+
+    def set_dynamic(self, per_broker: Mapping[str, str], cluster_default: Mapping[str, str]) -> list[str]:
+        """Install both dynamic layers as the store holds them; returns one warning per entry ignored.
+
+        As Kafka does with what it reads from ZooKeeper, an entry that is unknown, not dynamic or
+        malformed is dropped (and warned about) rather than refusing the rest; a layer whose values
+        break a rule across keys is not installed and the previous one stays.
+        """
+        warnings: list[str] = []
+        layers: list[tuple[dict[str, Any], dict[str, str]]] = []
+        for label, props in (("broker", per_broker), ("default cluster", cluster_default)):
+            typed: dict[str, Any] = {}
+            raw: dict[str, str] = {}
+            for name, value in props.items():
+                key = BROKER_KEYS.get(name)
+                if key is None or not key.dynamic:
+                    warnings.append(f"Dynamic {label} config {name} cannot be updated dynamically; ignored")
+                    continue
+                try:
+                    typed[name] = key.parse(value)
+                except ConfigError as exc:
+                    warnings.append(f"Dynamic {label} config contains an invalid value, ignored: {exc}")
+                    continue
+                raw[name] = value.strip()
+            layers.append((typed, raw))
+        new = copy.copy(self)
+        new._dynamic = (layers[0][0], layers[1][0])
+        new._dynamic_raw = (layers[0][1], layers[1][1])
+        try:
+            new._check_dynamic_rules()
+        except ConfigError as exc:
+            warnings.append(f"Dynamic broker configs could not be applied, keeping the previous ones: {exc}")
+            return warnings
+        self._dynamic, self._dynamic_raw = new._dynamic, new._dynamic_raw
+        return warnings
+
+    def _layered(self, typed: dict[str, Any], raw: dict[str, str], per_broker: bool) -> BrokerConfig:
+        """A copy of this configuration with one dynamic layer replaced."""
+        new = copy.copy(self)
+        i = 0 if per_broker else 1
+        layers, raws = list(self._dynamic), list(self._dynamic_raw)
+        layers[i], raws[i] = typed, raw
+        new._dynamic = (layers[0], layers[1])
+        new._dynamic_raw = (raws[0], raws[1])
+        return new
+
+    def _check_dynamic_rules(self) -> None:
+        """The rules across keys that dynamic keys take part in (Kafka checks them on the whole new config)."""
+        self._check_durations()
+        self._check_connection_limits()
+        check_topic_configs({name: TOPIC_CONFIGS[name].parse(v) for name, v in self.topic_defaults().items()})
+
     # -- DescribeConfigs -----------------------------------------------------------------------
 
+    def synonyms(self, name: str) -> list[Synonym]:
+        """Where the value of broker key ``name`` is set, highest precedence first, as Kafka lists them:
+        per-broker dynamic, cluster-default dynamic, static, then documented defaults, each over the
+        key's family (``log.retention.ms``, ``log.retention.minutes``, ``log.retention.hours``)."""
+        family = _FAMILY.get(name, (name,))
+        per_broker, cluster_default = self._dynamic_raw
+        out: list[Synonym] = []
+        for layer, source in ((per_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+                              (cluster_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)):
+            out += [Synonym(n, self._secret(n, layer[n]), int(source)) for n in family if n in layer]
+        for n in family:
+            if self.is_set(n):
+                raw = self.props.get(n)
+                text = raw.strip() if raw is not None else self._format(n, self._values.get(n, self._extra.get(n)))
+                out.append(Synonym(n, self._secret(n, text), int(ConfigSource.STATIC_BROKER_CONFIG)))
+        for n in family:
+            key = BROKER_KEYS.get(n)
+            if key is not None and key.default is not None:
+                out.append(Synonym(n, self._secret(n, key.default), int(ConfigSource.DEFAULT_CONFIG)))
+        return out
+
+    @staticmethod
+    def _secret(name: str, value: str | None) -> str | None:
+        return None if _sensitive_name(name) else value
+
+    @staticmethod
+    def _format(name: str, value: Any) -> str | None:
+        key = BROKER_KEYS.get(name)
+        return key.format(value) if key is not None else (None if value is None else str(value))
+
     def describe_broker(self) -> list[BrokerConfigEntry]:
-        """Rows for DescribeConfigs on this broker: (name, value, is_default, is_sensitive, source).
+        """Rows for DescribeConfigs on this broker, with their synonyms.
 
         Every key a Kafka 3.x broker knows is listed, plus removed or prefixed keys that were
         set.  Passwords are sensitive and their value is ``None``.  Keys computed from a family
         (``log.retention.ms``, ``log.roll.ms``, ``log.dirs``, ``broker.id``, ...) show the
-        effective value.  Source is STATIC_BROKER_CONFIG (4) when set in the file or an override,
-        DEFAULT_CONFIG (5) otherwise.
+        effective value.  A row's source is that of its first synonym (DYNAMIC_BROKER_CONFIG,
+        DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG), DEFAULT_CONFIG when it has none;
+        a key that cannot be updated dynamically is read-only.
         """
         computed = self._computed()
         rows: list[BrokerConfigEntry] = []
@@ -941,21 +1091,33 @@ class BrokerConfig:
             key = BROKER_KEYS[name]
             if _is_removed(key) and not self.is_set(name):
                 continue
-            was_set = any(self.is_set(n) for n in _SYNONYMS.get(name, (name,)))
             if name in computed:
                 value: str | None = key.format(computed[name])
             else:
                 value = key.format(self.get(name))
             if key.sensitive:
                 value = None
-            source = ConfigSource.STATIC_BROKER_CONFIG if was_set else ConfigSource.DEFAULT_CONFIG
-            rows.append(BrokerConfigEntry(name, value, not was_set, key.sensitive, int(source)))
+            synonyms = tuple(self.synonyms(name))
+            set_somewhere = synonyms and synonyms[0].source != ConfigSource.DEFAULT_CONFIG
+            source = synonyms[0].source if set_somewhere else int(ConfigSource.DEFAULT_CONFIG)
+            rows.append(BrokerConfigEntry(name, value, not set_somewhere, key.sensitive, source,
+                                          not key.dynamic, synonyms))
         for name in sorted(self._extra):
             sensitive = _sensitive_name(name)
             value = None if sensitive else self._extra[name].strip()
-            rows.append(
-                BrokerConfigEntry(name, value, False, sensitive, int(ConfigSource.STATIC_BROKER_CONFIG))
-            )
+            source = int(ConfigSource.STATIC_BROKER_CONFIG)
+            rows.append(BrokerConfigEntry(name, value, False, sensitive, source, True, (Synonym(name, value, source),)))
+        return rows
+
+    def describe_dynamic_default(self) -> list[BrokerConfigEntry]:
+        """Rows for DescribeConfigs on the cluster default (resource name ""): only the keys set there,
+        with only their cluster-default synonyms, as Kafka answers."""
+        source = int(ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+        rows = []
+        for name, raw in sorted(self._dynamic_raw[1].items()):
+            synonyms = tuple(s for s in self.synonyms(name) if s.source == source)
+            sensitive = _sensitive_name(name)
+            rows.append(BrokerConfigEntry(name, None if sensitive else raw, False, sensitive, source, False, synonyms))
         return rows
 
 

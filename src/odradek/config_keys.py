@@ -3,10 +3,11 @@
 This module is data plus the small amount of code needed to read it: for every broker key that
 Kafka documents (3.x ZooKeeper-mode brokers, the KRaft and 4.x additions, and the keys that
 0.8-2.x brokers accepted and later releases removed) it records the type, the default as Kafka
-documents it (``None`` where Kafka has none), the valid values, the dynamic update mode, whether
-Odradek applies the key, and a deprecation note where Kafka deprecated or removed it.  Two keys
-are Odradek's own, under KIP-578's names (``max.partitions``, ``max.broker.partitions``), and one
-default is Odradek's (``queued.max.request.bytes``); comments at those keys say why.  The topic
+documents it (``None`` where Kafka has none), the valid values, the dynamic update mode (which
+keys AlterConfigs may change on a running broker: ``ConfigKey.dynamic``), whether Odradek applies
+the key, and a deprecation note where Kafka deprecated or removed it.  Two keys are Odradek's own,
+under KIP-578's names (``max.partitions``, ``max.broker.partitions``), and one default is Odradek's
+(``queued.max.request.bytes``); comments at those keys say why.  The topic
 catalogue maps each topic-level config to the broker property that supplies its default.
 
 Values are parsed with Kafka's rules (``ConfigDef.parseType``): surrounding whitespace is
@@ -26,7 +27,9 @@ from typing import Any
 
 __all__ = [
     "BROKER_KEYS",
+    "BROKER_SYNONYMS",
     "NOT_APPLICABLE_PREFIXES",
+    "READ_ONLY_IN_ODRADEK",
     "TOPIC_CONFIGS",
     "ConfigError",
     "ConfigKey",
@@ -79,6 +82,21 @@ CLASS = ConfigType.CLASS
 R = "read-only"
 B = "per-broker"
 C = "cluster-wide"
+
+# Keys Kafka updates dynamically that Odradek keeps read-only: listeners cannot be added or rebound on a
+# running Odradek broker, and the security keys configure protocols it does not speak.
+READ_ONLY_IN_ODRADEK = frozenset({
+    "listeners", "advertised.listeners", "listener.security.protocol.map", "principal.builder.class",
+})
+
+# Kafka's synonyms of a broker key (DynamicBrokerConfig.brokerConfigSynonyms): the keys that set the same
+# value, highest precedence first.
+BROKER_SYNONYMS: dict[str, tuple[str, ...]] = {
+    "log.retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+    "log.roll.ms": ("log.roll.ms", "log.roll.hours"),
+    "log.roll.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    "log.flush.interval.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+}
 
 # Key prefixes that Kafka accepts as families of keys; Odradek accepts and ignores them.
 NOT_APPLICABLE_PREFIXES: tuple[str, ...] = (
@@ -354,6 +372,12 @@ class ConfigKey:
     applied: bool = False
     deprecated: str | None = None
     server_default: str | None = None
+
+    @property
+    def dynamic(self) -> bool:
+        """Whether AlterConfigs may change the key on a running broker (KIP-226): Kafka's per-broker and
+        cluster-wide keys, less the listener and security keys Odradek keeps read-only."""
+        return self.mode != R and self.name not in READ_ONLY_IN_ODRADEK and not self.name.startswith(("ssl.", "sasl."))
 
     @property
     def sensitive(self) -> bool:

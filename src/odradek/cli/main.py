@@ -25,6 +25,8 @@ TOOLS: dict[str, Tool] = {
     "server-start": Tool("odradek.cli.server_start", "start a broker from a server.properties file"),
     "server-stop": Tool("odradek.cli.server_stop", "stop brokers running on this machine"),
     "topics": Tool("odradek.cli.topics", "create, list, describe, alter and delete topics"),
+    "configs": Tool("odradek.cli.configs",
+                    "describe and alter topic, broker (dynamic) and broker-logger configs"),
     "console-producer": Tool("odradek.cli.console_producer", "send lines read from stdin to a topic"),
     "console-consumer": Tool("odradek.cli.console_consumer", "print records of topics to stdout"),
     "consumer-groups": Tool("odradek.cli.consumer_groups",

@@ -285,6 +285,13 @@ class Controller:
                     "%d from live brokers %s. There's potential data loss.",
                     self.prefix, name, p, isr, leader, sorted(self._live))
 
+    def set_unclean_leader_election(self, enabled: bool) -> None:
+        """A new broker default of unclean.leader.election.enable (dynamic config). Turned on, the
+        active controller at once elects leaders for partitions left without one, as Kafka's does."""
+        was, self.unclean_leader_election = self.unclean_leader_election, enabled
+        if enabled and not was and self.active:
+            self._spawn(self._elect_offline_leaders())
+
     def _unclean_allowed(self, name: str) -> bool:
         meta = self.metadata.topics.get(name)
         value = meta.config.get("unclean.leader.election.enable") if meta is not None else None

@@ -44,6 +44,7 @@ class _Node:
     ctime: int = 0
     mtime: int = 0
     children: set[str] = field(default_factory=set)
+    cversion: int = 0  # children created and deleted so far (not persisted; see _next_sequence)
 
 
 def _parent(path: str) -> str:
@@ -203,15 +204,27 @@ class EmbeddedStore(st.MetadataStore):
         now = int(time.time() * 1000)
         self._nodes[path] = _Node(bytes(data), 0, ephemeral, now, now)
         self._nodes[parent].children.add(path.rsplit("/", 1)[1])
+        self._nodes[parent].cversion += 1
         if not ephemeral:
             change.writes.append(("INSERT OR REPLACE INTO znodes VALUES (?, ?, 0, ?, ?)", (path, bytes(data), now, now)))
         change.events += [(self._data_watches, path, "CREATED"), (self._child_watches, parent, "CHILD")]
 
-    async def create(self, path: str, data: bytes = b"", ephemeral: bool = False, makepath: bool = False) -> str:
+    async def create(self, path: str, data: bytes = b"", ephemeral: bool = False, makepath: bool = False,
+                     sequence: bool = False) -> str:
         change = _Change()
+        if sequence:
+            parent = self._nodes.get(_parent(path))
+            path = f"{path}{self._next_sequence(parent, path.rsplit('/', 1)[1]) if parent else 0:010d}"
         self._create(path, data, ephemeral, makepath, change)
         await self._commit(change)
         return path
+
+    @staticmethod
+    def _next_sequence(parent: _Node, prefix: str) -> int:
+        """ZooKeeper numbers a sequential node with its parent's child version. Ours is not persisted, so
+        after a restart the number also stays above every sequential child left, and never goes back."""
+        taken = [int(c[len(prefix):]) for c in parent.children if c.startswith(prefix) and c[len(prefix):].isdigit()]
+        return max(parent.cversion, max(taken, default=-1) + 1)
 
     async def get(self, path: str, watch: st.Watcher | None = None) -> tuple[bytes, st.Stat]:
         n = self._nodes.get(path)
@@ -250,6 +263,7 @@ class EmbeddedStore(st.MetadataStore):
         parent = _parent(path)
         if parent in self._nodes:
             self._nodes[parent].children.discard(path.rsplit("/", 1)[1])
+            self._nodes[parent].cversion += 1
         if not n.ephemeral:
             change.writes.append(("DELETE FROM znodes WHERE path = ?", (path,)))
         change.events += [

@@ -123,7 +123,10 @@ class MetadataStore(ABC):
     async def close(self) -> None: ...
 
     @abstractmethod
-    async def create(self, path: str, data: bytes = b"", ephemeral: bool = False, makepath: bool = False) -> str: ...
+    async def create(self, path: str, data: bytes = b"", ephemeral: bool = False, makepath: bool = False,
+                     sequence: bool = False) -> str:
+        """Create `path`; returns the path created, which with `sequence` is `path` followed by ten digits
+        that grow with every child the parent has had (ZooKeeper's sequential nodes)."""
 
     @abstractmethod
     async def get(self, path: str, watch: Watcher | None = None) -> tuple[bytes, Stat]: ...

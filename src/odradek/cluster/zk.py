@@ -226,8 +226,10 @@ class ZooKeeperStore(MetadataStore):
 
         return fire
 
-    async def create(self, path: str, data: bytes = b"", ephemeral: bool = False, makepath: bool = False) -> str:
-        return await self._run(self.client.create, path, data, ephemeral=ephemeral, makepath=makepath)
+    async def create(self, path: str, data: bytes = b"", ephemeral: bool = False, makepath: bool = False,
+                     sequence: bool = False) -> str:
+        return await self._run(self.client.create, path, data, ephemeral=ephemeral, sequence=sequence,
+                               makepath=makepath)
 
     async def get(self, path: str, watch: Watcher | None = None) -> tuple[bytes, Stat]:
         data, stat = await self._run(self.client.get, path, self._wrap(watch, path))

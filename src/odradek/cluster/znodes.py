@@ -55,6 +55,22 @@ def topic_config_path(topic: str) -> str:
     return f"{CONFIG_TOPICS}/{topic}"
 
 
+# the entity name of the cluster-wide default broker config (ZooKeeperInternals.DEFAULT_STRING)
+DEFAULT_ENTITY = "<default>"
+CONFIG_CHANGE_PREFIX = "config_change_"
+
+
+def broker_config_path(entity: str) -> str:
+    """/config/brokers/<broker id>, or /config/brokers/<default> for the cluster default."""
+    return f"{CONFIG_BROKERS}/{entity}"
+
+
+def config_change_json(entity_path: str) -> dict[str, Any]:
+    """Content of a /config/changes/config_change_NNNNNNNNNN notification (version 2: entity_path such as
+    brokers/0 or brokers/<default>)."""
+    return {"version": 2, "entity_path": entity_path}
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 

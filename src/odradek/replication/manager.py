@@ -149,6 +149,15 @@ class ReplicaManager:
                 log.info("Deleted stray log of %s-%d: not assigned to broker %d", lg.topic, lg.partition,
                          self.broker_id)
 
+    def set_default_min_isr(self, value: int) -> None:
+        """A new broker default of min.insync.replicas (dynamic config): partitions of topics without
+        their own take it at once."""
+        self.default_min_isr = value
+        for (topic, _), part in self.partitions.items():
+            meta = self.metadata.topics.get(topic)
+            if meta is not None:
+                part.min_insync_replicas = self._min_isr(meta)
+
     def _on_config(self, topic: str, meta: TopicMeta) -> None:
         self.logs.update_topic_config(topic, meta.config)
         for (t, _), part in self.partitions.items():

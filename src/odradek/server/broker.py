@@ -30,6 +30,7 @@ from odradek.groups.coordinator import GroupCoordinator, GroupSettings
 from odradek.groups.offsets import OffsetStore
 from odradek.replication.manager import ReplicaManager
 from odradek.server.dispatcher import Dispatcher
+from odradek.server.dynamic_config import DynamicBrokerConfig
 from odradek.server.fetch_sessions import FetchSessionCache
 from odradek.server.limits import ConnectionLimits, RequestMemory
 from odradek.server.network import SocketServer
@@ -55,6 +56,7 @@ class Broker:
         self.topic_admin: TopicAdmin
         self.replicas: ReplicaManager
         self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
+        self.dynamic_config: DynamicBrokerConfig
         self.dispatcher = Dispatcher(self)
         self.server = SocketServer(
             self.dispatcher, config.get("socket.request.max.bytes"),
@@ -93,6 +95,9 @@ class Broker:
             await self.store.ensure_path(path)
         self.cluster_id = await self._cluster_id()
         self._write_meta_properties()
+        # dynamic broker configs first, so that everything built below starts from them (as Kafka's does)
+        self.dynamic_config = DynamicBrokerConfig(self)
+        await self.dynamic_config.start()
         self.metadata = MetadataCache(self.store)
         self.topic_admin = TopicAdmin(self.store, self.metadata, cfg.get("delete.topic.enable"), cfg.topic_defaults(),
                                       PartitionLimits(cfg.get("max.partitions"), cfg.get("max.broker.partitions")))
@@ -137,6 +142,7 @@ class Broker:
         except StartupError as exc:
             log.error("%s %s", self.prefix, exc)
         await self.metadata.start()
+        await self.dynamic_config.start()
         await self.controller.start()
 
     async def _cluster_id(self) -> str:
@@ -224,16 +230,23 @@ class Broker:
 
     def _start_background(self) -> None:
         cfg = self.config
-        self._tasks.spawn(self._every(cfg.get("log.retention.check.interval.ms"), self._retention))
-        if self.logs.cleaner.enabled:
-            self._tasks.spawn(self._every(self.logs.cleaner.backoff_ms, self._clean_logs))
-        self._tasks.spawn(self._every(cfg.log_flush_interval_ms, self._flush))
-        self._tasks.spawn(self._every(cfg.get("log.flush.offset.checkpoint.interval.ms"), self._checkpoint))
+        self._tasks.spawn(self._every(lambda: cfg.get("log.retention.check.interval.ms"), self._retention))
+        if cfg.get("log.cleaner.enable"):  # log.cleaner.threads=0 (dynamic) pauses it: see CleanerConfig.enabled
+            self._tasks.spawn(self._every(lambda: self.logs.cleaner.backoff_ms, self._clean_logs))
+        self._tasks.spawn(self._every(lambda: cfg.log_flush_interval_ms, self._flush))
+        self._tasks.spawn(self._every(lambda: cfg.get("log.flush.offset.checkpoint.interval.ms"), self._checkpoint))
 
-    async def _every(self, interval_ms: int, fn: Callable[[], Awaitable[None]]) -> None:
-        interval = max(interval_ms, 10) / 1000
+    async def _every(self, interval_ms: Callable[[], int], fn: Callable[[], Awaitable[None]]) -> None:
+        """Run `fn` every `interval_ms()` milliseconds. The interval is read at least once a second, so a
+        dynamic config that shortens it takes effect without waiting out the old one."""
+        loop = asyncio.get_running_loop()
+        last = loop.time()
         while not self.stopping:
-            await asyncio.sleep(interval)
+            wait = last + max(interval_ms(), 10) / 1000 - loop.time()
+            if wait > 0:
+                await asyncio.sleep(min(wait, 1.0))
+                continue
+            last = loop.time()
             try:
                 await fn()
             except Exception as exc:
@@ -269,6 +282,8 @@ class Broker:
             self.controller.close()
         if hasattr(self, "metadata"):
             self.metadata.close()
+        if hasattr(self, "dynamic_config"):
+            self.dynamic_config.close()
         if hasattr(self, "store"):
             try:
                 await self.store.close()

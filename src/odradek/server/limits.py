@@ -42,8 +42,16 @@ class ConnectionLimits:
                  resolve: Callable[[str], Iterable[str]] = resolve_host) -> None:
         self.max_total = max_total
         self.max_per_ip = max_per_ip
-        self.per_ip: dict[str, int] = {}
-        for host, limit in (overrides or {}).items():
+        self.per_ip = self.resolve_overrides(overrides or {}, resolve)
+        self.total = 0
+        self.by_ip: dict[str, int] = {}
+
+    @staticmethod
+    def resolve_overrides(overrides: Mapping[str, int],
+                          resolve: Callable[[str], Iterable[str]] = resolve_host) -> dict[str, int]:
+        """{host or address: limit} as {address: limit}; a host that does not resolve is left out."""
+        per_ip: dict[str, int] = {}
+        for host, limit in overrides.items():
             try:
                 addresses = list(resolve(host))
             except OSError as exc:
@@ -51,9 +59,13 @@ class ConnectionLimits:
                             host, exc)
                 continue
             for address in addresses:
-                self.per_ip[address] = limit
-        self.total = 0
-        self.by_ip: dict[str, int] = {}
+                per_ip[address] = limit
+        return per_ip
+
+    def reconfigure(self, max_total: int, max_per_ip: int, per_ip: Mapping[str, int]) -> None:
+        """New limits (a dynamic broker config changed; `per_ip` from resolve_overrides). They apply to
+        connections accepted from now on; open connections are kept, as Kafka keeps them."""
+        self.max_total, self.max_per_ip, self.per_ip = max_total, max_per_ip, dict(per_ip)
 
     def admit(self, address: str) -> str | None:
         """Count a new connection from `address`, or return why it is refused (nothing counted)."""

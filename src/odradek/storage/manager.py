@@ -268,6 +268,23 @@ class LogManager:
         for target in targets:
             target.update_config(config)
 
+    def update_defaults(self, default_props: Mapping[str, str]) -> None:
+        """Replace the broker defaults (a dynamic broker config changed) and apply them to every log
+        whose config they change; a topic's own overrides still win."""
+        LogConfig.from_props(default_props)  # a bad default fails here, before anything changes
+        with self._mutex:
+            self.default_props = dict(default_props)
+            configs: dict[str, LogConfig] = {}
+            changed: list[tuple[Log, LogConfig]] = []
+            for (topic, _), lg in self._logs.items():
+                if topic not in configs:
+                    configs[topic] = self._config_for(topic)
+                if lg.config != configs[topic]:
+                    changed.append((lg, configs[topic]))
+            self._mark_compacted_locked([lg for lg, config in changed if config.compact])
+        for lg, config in changed:
+            lg.update_config(config)
+
     def _mark_compacted_locked(self, targets: list[Log]) -> None:
         """Give compacted logs an entry in cleaner-offset-checkpoint before they act on the policy. Logs
         load before their topic's config is known, and recovery accepts offset gaps (which compaction
