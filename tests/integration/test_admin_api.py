@@ -17,7 +17,7 @@ from confluent_kafka.admin import (
 )
 
 from tests.clients import admin, consume_all, create_topic, produce
-from tests.harness import BrokerProcess
+from tests.harness import BrokerPool, BrokerProcess
 
 
 def _name(p: str) -> str:
@@ -193,3 +193,39 @@ def test_authorized_operations_without_an_authorizer_are_all_supported_ones(brok
         c.close()
     described = a.describe_consumer_groups([group], include_authorized_operations=True)[group].result(30)
     assert set(described.authorized_operations) == {AclOperation.READ, AclOperation.DELETE, AclOperation.DESCRIBE}
+
+
+def test_append_and_subtract_start_from_the_effective_value(broker: BrokerProcess) -> None:
+    """APPEND of compact to a topic's unset cleanup.policy gives delete,compact (the broker's default plus
+    compact), as Kafka's IncrementalAlterConfigs does; SUBTRACT removes from it; a non-list key refuses."""
+    a = admin(broker.bootstrap)
+    t = _name("append")
+    create_topic(broker.bootstrap, t)
+
+    def alter(op: AlterConfigOpType, name: str, value: str) -> None:
+        res = ConfigResource(ConfigResource.Type.TOPIC, t,
+                             incremental_configs=[ConfigEntry(name, value, incremental_operation=op)])
+        a.incremental_alter_configs([res])[res].result(10)
+
+    def policy() -> str:
+        desc = ConfigResource(ConfigResource.Type.TOPIC, t)
+        return a.describe_configs([desc])[desc].result(10)["cleanup.policy"].value
+
+    alter(AlterConfigOpType.APPEND, "cleanup.policy", "compact")
+    assert policy() == "delete,compact"
+    alter(AlterConfigOpType.SUBTRACT, "cleanup.policy", "delete")
+    assert policy() == "compact"
+    with pytest.raises(KafkaException, match="Config value append is not allowed for config key: retention.ms"):
+        alter(AlterConfigOpType.APPEND, "retention.ms", "1000")
+
+
+def test_append_starts_from_the_brokers_default(brokers: BrokerPool) -> None:
+    b = brokers.start({"log.cleanup.policy": "compact"})
+    a = admin(b.bootstrap)
+    t = _name("append-default")
+    create_topic(b.bootstrap, t)
+    res = ConfigResource(ConfigResource.Type.TOPIC, t, incremental_configs=[
+        ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.APPEND)])
+    a.incremental_alter_configs([res])[res].result(10)
+    desc = ConfigResource(ConfigResource.Type.TOPIC, t)
+    assert a.describe_configs([desc])[desc].result(10)["cleanup.policy"].value == "compact,delete"

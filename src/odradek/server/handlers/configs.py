@@ -11,7 +11,7 @@ refuses them in server.properties too, answers INVALID_CONFIG.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kafka.protocol.admin import (
@@ -150,10 +150,11 @@ def _int_or_none(text: str) -> int | None:
 
 
 def _apply_ops(current: dict[str, str], configs: list[Any], incremental: bool,
-               catalogue: dict[str, ConfigKey]) -> dict[str, str]:
+               catalogue: dict[str, ConfigKey], effective: Mapping[str, str] | None = None) -> dict[str, str]:
     """The configs after the request: the given ones (AlterConfigs replaces them all), or the current
     ones with each operation applied in order (Kafka's prepareIncrementalConfigs; APPEND and SUBTRACT
-    start from the key's default when it is not set, and only lists take them)."""
+    start from the key's effective value when it is not set here, e.g. the broker's default of a topic
+    config, and only lists take them)."""
     if not incremental:
         return {c.name: c.value for c in configs if c.value is not None}
     new = dict(current)
@@ -170,7 +171,7 @@ def _apply_ops(current: dict[str, str], configs: list[Any], incremental: bool,
             if key.type is not ConfigType.LIST:
                 verb = "append" if op == OP_APPEND else "subtract"
                 raise KafkaError(ErrorCode.INVALID_CONFIG, f"Config value {verb} is not allowed for config key: {c.name}")
-            old = new.get(c.name, key.default or "")
+            old = new.get(c.name, (effective or {}).get(c.name, key.default or ""))
             items = [x for x in old.split(",") if x]
             values = [x for x in (c.value or "").split(",") if x]
             if op == OP_APPEND:
@@ -200,7 +201,7 @@ async def _alter_topic(ctx: RequestContext, resource: Any, incremental: bool, va
     meta = ctx.broker.metadata.topics.get(name)
     if meta is None:
         raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
-    new = _apply_ops(meta.config, resource.configs, incremental, TOPIC_CONFIGS)
+    new = _apply_ops(meta.config, resource.configs, incremental, TOPIC_CONFIGS, ctx.broker.config.topic_defaults())
     await ctx.broker.topic_admin.alter_topic_config(name, new, validate_only)
 
 
