@@ -229,3 +229,23 @@ def test_append_starts_from_the_brokers_default(brokers: BrokerPool) -> None:
     a.incremental_alter_configs([res])[res].result(10)
     desc = ConfigResource(ConfigResource.Type.TOPIC, t)
     assert a.describe_configs([desc])[desc].result(10)["cleanup.policy"].value == "compact,delete"
+
+
+def test_describe_log_dirs_with_kafka_python(broker: BrokerProcess) -> None:
+    from kafka import KafkaAdminClient
+
+    t = _name("logdirs")
+    create_topic(broker.bootstrap, t, 2)
+    produce(broker.bootstrap, t, [b"y" * 50], partition=0)
+    client = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        result = client.describe_log_dirs()
+    finally:
+        client.close()
+    assert [r["broker"] for r in result] == [0]
+    dirs = result[0]["log_dirs"]
+    assert [d["log_dir"] for d in dirs] == [str(broker.log_dir)] and dirs[0]["error_code"] == 0
+    assert dirs[0]["total_bytes"] > 0 and 0 <= dirs[0]["usable_bytes"] <= dirs[0]["total_bytes"]
+    sizes = {(tp["name"], p["partition_index"]): p["partition_size"] for tp in dirs[0]["topics"]
+             for p in tp["partitions"]}
+    assert sizes[(t, 0)] > 50 and sizes[(t, 1)] == 0

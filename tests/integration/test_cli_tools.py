@@ -21,6 +21,7 @@ TOOLS = {
     "console-consumer": ["--bootstrap-server", "--topic", "--from-beginning", "--max-messages", "--group",
                          "--partition", "--offset", "--property"],
     "dump-log": ["--files", "--print-data-log", "--deep-iteration"],
+    "log-dirs": ["--bootstrap-server", "--describe", "--topic-list", "--broker-list"],
     "producer-perf-test": ["--topic", "--num-records", "--record-size", "--payload-file", "--throughput",
                            "--producer-props", "--producer.config"],
     "consumer-perf-test": ["--bootstrap-server", "--topic", "--messages", "--group", "--from-latest", "--timeout",
@@ -373,3 +374,27 @@ def test_perf_tools_measure_what_they_move(broker: BrokerProcess, tmp_path: Path
                    "10", "--from-latest", "--timeout", "1000", "--hide-header")
     assert late.returncode == 0 and late.stdout.count("\n") == 1 and ", 0, 0.0000, " in late.stdout
     assert "WARNING: Exiting before consuming the expected number of messages: timeout (1000 ms)" in late.stderr
+
+
+def test_log_dirs_describe(broker: BrokerProcess) -> None:
+    """kafka-log-dirs.sh's output: two progress lines and the JSON of every log dir with partition sizes."""
+    import json
+
+    from tests.clients import create_topic, produce
+
+    create_topic(broker.bootstrap, "dirs", 2)
+    produce(broker.bootstrap, "dirs", [b"x" * 100], partition=1)
+    r = ok("log-dirs", "--bootstrap-server", broker.bootstrap, "--describe", "--topic-list", "dirs")
+    lines = r.stdout.splitlines()
+    assert lines[:2] == ["Querying brokers for log directories information",
+                         "Received log directory information from brokers 0"]
+    report = json.loads(lines[2])
+    assert report["version"] == 1 and [b["broker"] for b in report["brokers"]] == [0]
+    (log_dir,) = report["brokers"][0]["logDirs"]
+    assert log_dir["logDir"] == str(broker.log_dir) and log_dir["error"] is None
+    sizes = {p["partition"]: p["size"] for p in log_dir["partitions"]}
+    assert sizes["dirs-0"] == 0 and sizes["dirs-1"] > 100 and set(sizes) == {"dirs-0", "dirs-1"}
+    bad = run_cli("log-dirs", "--bootstrap-server", broker.bootstrap, "--describe", "--broker-list", "7")
+    assert (bad.returncode, bad.stderr.strip()) == (1, "Error: brokers 7 are not in the cluster (brokers: 0)")
+    assert run_cli("log-dirs", "--bootstrap-server", broker.bootstrap).stderr.strip() == (
+        "Error: Command must include option '--describe'")

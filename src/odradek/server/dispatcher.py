@@ -16,7 +16,17 @@ from odradek.protocol.framing import FrameError, frame_chunks, parse_request_hea
 from odradek.protocol.validate import MalformedRequest
 
 # Every handler module, imported for its registrations (the `handles` decorators fill the registry).
-from odradek.server.handlers import admin, api_versions, cluster, configs, fetch, groups, metadata, produce  # noqa: F401
+from odradek.server.handlers import (  # noqa: F401
+    admin,
+    api_versions,
+    cluster,
+    configs,
+    fetch,
+    groups,
+    log_dirs,
+    metadata,
+    produce,
+)
 from odradek.server.network import CloseConnection, Connection, Response
 from odradek.server.registry import APIS, RequestContext
 
