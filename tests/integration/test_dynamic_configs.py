@@ -331,3 +331,44 @@ def test_cluster_default_reaches_every_broker_and_survives_a_restart(zk_standalo
     cluster.wait_registered()
     assert seen(restarted, "log.retention.ms") == ("7200000", 3)
     assert seen(restarted, "log.segment.bytes") == ("1048576", 2)
+
+
+def test_configs_tool_through_zookeeper(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool) -> None:
+    """`configs --zookeeper` (Kafka 2.x): topic and broker-default configs written in ZooKeeper directly,
+    picked up by the running broker; Kafka 2.x's output lines and errors."""
+    cluster = brokers.start_cluster(zk_standalone.connect_string, 1)
+    zk = cluster.brokers[0].overrides["zookeeper.connect"]
+    bootstrap = cluster.bootstrap
+    topic = _name("zkcfg")
+    create_topic(bootstrap, topic)
+
+    def tool(*args: str) -> Any:
+        return run_cli("configs", "--zookeeper", zk, *args)
+
+    r = tool("--entity-type", "topics", "--entity-name", topic, "--alter", "--add-config", "retention.ms=123456")
+    assert (r.returncode, r.stdout) == (0, f"Completed Updating config for entity: topic '{topic}'.\n"), r.stderr
+    r = tool("--entity-type", "topics", "--entity-name", topic, "--describe")
+    assert r.stdout == f"Configs for topic '{topic}' are retention.ms=123456\n"
+    a = admin(bootstrap)
+    res = ConfigResource(ResourceType.TOPIC, topic)
+    wait_until(lambda: a.describe_configs([res])[res].result(10)["retention.ms"].value == "123456", 30,
+               "the broker to apply the topic config written in ZooKeeper")
+
+    r = tool("--entity-type", "brokers", "--entity-default", "--alter", "--add-config", "log.retention.ms=7777777")
+    assert (r.returncode, r.stdout) == (0, "Completed Updating config for entity: default brokers.\n"), r.stderr
+    assert tool("--entity-type", "brokers", "--describe").stdout == "Configs for default brokers are log.retention.ms=7777777\n"
+    broker0 = ConfigResource(ResourceType.BROKER, "0")
+
+    def default_applied() -> bool:
+        entry = a.describe_configs([broker0])[broker0].result(10)["log.retention.ms"]
+        return entry.value == "7777777" and entry.source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
+
+    wait_until(default_applied, 30, "the broker to apply the default written in ZooKeeper")
+
+    assert tool("--entity-type", "topics", "--entity-name", "nosuch", "--alter", "--add-config",
+                "retention.ms=1").stderr.strip() == "Error: Topic 'nosuch' does not exist."
+    assert tool("--entity-type", "brokers", "--entity-name", "0", "--alter", "--add-config",
+                "broker.id=5").stderr.strip() == "Error: Cannot update these configs dynamically: Set(broker.id)"
+    assert tool("--entity-type", "topics", "--entity-name", topic, "--alter", "--delete-config",
+                "segment.ms").stderr.strip() == "Error: Invalid config(s): segment.ms"
+    assert tool("--entity-type", "broker-loggers", "--entity-name", "0", "--describe").returncode == 1

@@ -68,6 +68,8 @@ class Entry:
 def build_parser() -> ArgParser:
     p = ArgParser("configs", DESCRIPTION)
     p.add_argument("--bootstrap-server", metavar="HOST:PORT[,HOST:PORT]", help="REQUIRED: the server(s) to connect to")
+    p.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
+                   help="deprecated (Kafka 2.x): read and write topic and broker configs in ZooKeeper directly")
     p.add_argument("--command-config", metavar="FILE",
                    help="properties of the admin connection (only client.id is used)")
     p.add_argument("--alter", action="store_true", help="alter the configuration of the entity")
@@ -103,6 +105,7 @@ class Command:
     add: tuple[tuple[str, str], ...] = ()
     delete: tuple[str, ...] = ()
     client_id: str = "configs-tool"
+    zookeeper: str | None = None
 
 
 def parse_command(argv: list[str]) -> Command:
@@ -117,8 +120,13 @@ def parse_command(argv: list[str]) -> Command:
     if len(types) != len(set(types)):
         dupes = sorted({t for t in types if types.count(t) > 1})
         raise UsageError(f"Duplicate entity type(s) specified: {','.join(dupes)}")
-    if not opts.bootstrap_server:
+    if opts.zookeeper and opts.bootstrap_server:
+        raise UsageError("Only one of --bootstrap-server or --zookeeper must be specified")
+    if not opts.bootstrap_server and not opts.zookeeper:
         raise UsageError("One of the required --bootstrap-server or --bootstrap-controller arguments must be specified")
+    if opts.zookeeper and any(t not in (TOPICS, BROKERS) for t in types):
+        raise UsageError("With --zookeeper only the topics and brokers entity types are supported; "
+                         "use --bootstrap-server for the others")
     for t in types:
         if t not in KAFKA_TYPES:
             raise UsageError(f"Invalid entity type {t}, the entity type must be one of {', '.join(KAFKA_TYPES)}"
@@ -141,8 +149,8 @@ def parse_command(argv: list[str]) -> Command:
             raise UsageError(f"--entity-default must not be specified with --describe of {entity_type}")
         if entity_type == BROKER_LOGGERS and not name:
             raise UsageError(f"An entity name must be specified with --describe of {entity_type}")
-        return Command(opts.bootstrap_server, "describe", entity_type, name, describe_all=opts.all,
-                       client_id=_client_id(opts))
+        return Command(opts.bootstrap_server or "", "describe", entity_type, name, describe_all=opts.all,
+                       client_id=_client_id(opts), zookeeper=opts.zookeeper)
     if entity_type == BROKERS:
         if name is None:
             raise UsageError("An entity-name or default entity must be specified with --alter of users, clients,"
@@ -161,8 +169,8 @@ def parse_command(argv: list[str]) -> Command:
         if not re.fullmatch(r"[a-zA-Z0-9._-]*", key):
             raise UsageError(f"Invalid character found for config key: {key}")
     delete = tuple(k.strip() for item in opts.delete_config for k in item.split(",") if k.strip())
-    return Command(opts.bootstrap_server, "alter", entity_type, name, add=tuple(add.items()), delete=delete,
-                   client_id=_client_id(opts))
+    return Command(opts.bootstrap_server or "", "alter", entity_type, name, add=tuple(add.items()), delete=delete,
+                   client_id=_client_id(opts), zookeeper=opts.zookeeper)
 
 
 def _client_id(opts: argparse.Namespace) -> str:
@@ -367,6 +375,11 @@ def alter(admin: Admin, cmd: Command) -> None:
 def main(argv: list[str]) -> int:
     def body() -> int:
         cmd = parse_command(argv)
+        if cmd.zookeeper:
+            from odradek.cli.configs_zk import run
+
+            run(cmd)
+            return 0
         admin = Admin(cmd.bootstrap, cmd.client_id)
         try:
             (describe if cmd.action == "describe" else alter)(admin, cmd)

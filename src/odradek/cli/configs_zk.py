@@ -1,0 +1,85 @@
+"""`odradek configs --zookeeper`: the Kafka 2.x way of kafka-configs.sh, reading and writing the config
+znodes of topics and brokers (per broker and the cluster default) directly in ZooKeeper, brokers
+running or not. Output as Kafka 2.x printed it: "Configs for topic 't' are k=v,..." and "Completed
+Updating config for entity: topic 't'."; running brokers pick changes up through their watches."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from odradek.cli.common import CliError
+from odradek.cli.zk_session import ZkSession, children, read_json
+from odradek.cluster import znodes as zn
+from odradek.config import BROKER_KEYS, ConfigError, validate_topic_configs
+
+if TYPE_CHECKING:
+    from odradek.cli.configs import Command
+
+SESSION_TIMEOUT_MS = 30_000
+TOPICS = "topics"
+
+
+def label(entity_type: str, name: str) -> str:
+    """Kafka 2.x's ConfigCommand names: topic 't', brokers '0', default brokers."""
+    kind = "topic" if entity_type == TOPICS else entity_type
+    return f"default {kind}" if name == "" else f"{kind} '{name}'"
+
+
+def _path(entity_type: str, name: str) -> str:
+    if entity_type == TOPICS:
+        return zn.topic_config_path(name)
+    return zn.broker_config_path(zn.DEFAULT_ENTITY if name == "" else name)
+
+
+def _check_broker_configs(config: dict[str, str]) -> None:
+    unknown = sorted(k for k in config if k not in BROKER_KEYS)
+    if unknown:
+        raise CliError(f"Error: Unknown broker config name: {', '.join(unknown)}")
+    static = sorted(k for k in config if not BROKER_KEYS[k].dynamic)
+    if static:
+        raise CliError(f"Error: Cannot update these configs dynamically: Set({', '.join(static)})")
+    for key, value in config.items():
+        try:
+            BROKER_KEYS[key].parse(value)
+        except ConfigError as exc:
+            raise CliError(f"Error: {exc}") from None
+
+
+def run(cmd: Command) -> None:
+    assert cmd.zookeeper is not None
+    with ZkSession(cmd.zookeeper, SESSION_TIMEOUT_MS, require_cluster=False) as zk:
+        if cmd.action == "describe":
+            if cmd.entity_name is not None:
+                names = [cmd.entity_name]
+            else:
+                root = zn.CONFIG_TOPICS if cmd.entity_type == TOPICS else zn.CONFIG_BROKERS
+                names = ["" if n == zn.DEFAULT_ENTITY else n for n in zk.run(children, root)]
+            for name in names:
+                config = zn.config_from_json(zk.run(read_json, _path(cmd.entity_type, name)) or {})
+                shown = ",".join(f"{k}={v}" for k, v in config.items())
+                print(f"Configs for {label(cmd.entity_type, name)} are {shown}")
+            return
+        name = cmd.entity_name or ""
+        if cmd.entity_type == TOPICS and zk.run(read_json, zn.topic_path(name)) is None:
+            raise CliError(f"Error: Topic '{name}' does not exist.")
+        config = zn.config_from_json(zk.run(read_json, _path(cmd.entity_type, name)) or {})
+        missing = [k for k in cmd.delete if k not in config]
+        if missing:
+            raise CliError(f"Error: Invalid config(s): {','.join(missing)}")
+        for key in cmd.delete:
+            config.pop(key, None)
+        config.update(dict(cmd.add))
+        if cmd.entity_type == TOPICS:
+            try:
+                config = validate_topic_configs(config)
+            except ConfigError as exc:
+                raise CliError(f"Error: {exc}") from None
+            from odradek.cluster.admin import set_topic_config
+
+            zk.run(set_topic_config, name, config)
+        else:
+            _check_broker_configs(config)
+            from odradek.cluster.broker_configs import write_broker_config
+
+            zk.run(write_broker_config, zn.DEFAULT_ENTITY if name == "" else name, config)
+        print(f"Completed Updating config for entity: {label(cmd.entity_type, name)}.")
