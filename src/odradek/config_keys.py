@@ -592,10 +592,13 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     # for the 50,000-partition benchmark at under 20 KB of memory each; 200,000 in the cluster is the
     # ceiling commonly quoted for ZooKeeper-mode Kafka.
     _key("max.broker.partitions", INT, "100000", valid=Range(1), mode=C, applied=True),
+    # Odradek's own: HOST:PORT of the broker's HTTP endpoint (GET /metrics in Prometheus' format,
+    # GET /v1/status/ready); off when unset. Kafka exposes JMX instead.
+    _key("http.listener", STRING, None, applied=True),
     _key("max.connections", INT, "2147483647", valid=Range(0), mode=C, applied=True),
     _key("max.connections.per.ip", INT, "2147483647", valid=Range(0), mode=C, applied=True),
     _key("max.connections.per.ip.overrides", STRING, "", mode=C, applied=True),
-    _key("max.incremental.fetch.session.cache.slots", INT, "1000", valid=Range(0)),
+    _key("max.incremental.fetch.session.cache.slots", INT, "1000", valid=Range(0), applied=True),
     _key("max.request.partition.size.limit", INT, "2000", valid=Range(1)),
     _key("max.partitions", INT, "200000", valid=Range(1), mode=C, applied=True),
     _key("message.max.bytes", INT, "1048588", valid=Range(0), mode=C, applied=True),

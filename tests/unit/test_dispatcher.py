@@ -22,6 +22,7 @@ from odradek.cluster.metadata import MetadataCache
 from odradek.cluster.store import to_json
 from odradek.protocol.errors import ErrorCode
 from odradek.server.dispatcher import Dispatcher
+from odradek.server.metrics import BrokerMetrics
 from odradek.server.network import CloseConnection, Connection
 from odradek.server.registry import APIS, handles
 
@@ -29,7 +30,7 @@ from odradek.server.registry import APIS, handles
 EXPECTED_VERSIONS = {
     0: (3, 12), 1: (4, 16), 2: (1, 8), 3: (0, 12), 8: (2, 9), 9: (1, 9), 10: (0, 5), 11: (0, 9), 12: (0, 4),
     13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 4), 18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2), 22: (0, 4),
-    23: (2, 4), 32: (1, 4), 33: (0, 2), 37: (0, 3), 42: (0, 2), 43: (0, 2), 44: (0, 1), 45: (0, 1), 46: (0, 0),
+    23: (2, 4), 32: (1, 4), 33: (0, 2), 35: (1, 4), 37: (0, 3), 42: (0, 2), 43: (0, 2), 44: (0, 1), 45: (0, 1), 46: (0, 0),
     47: (0, 0), 60: (0, 1),
 }
 CORRELATION_ID = 4242
@@ -42,6 +43,9 @@ class MinimalBroker:
 
     metadata: MetadataCache
     cluster_id: str = CLUSTER_ID
+
+    def __post_init__(self) -> None:
+        self.metrics = BrokerMetrics(self)  # type: ignore[arg-type]
 
 
 Scenario = Callable[[Dispatcher, Connection], Awaitable[None]]

@@ -33,6 +33,7 @@ class ReplicaManager:
         self.default_min_isr = config.get("min.insync.replicas")
         self.lag_time_ms = config.get("replica.lag.time.max.ms")
         self.partitions: dict[tuple[str, int], Partition] = {}
+        self.isr_changes = {"shrink": 0, "expand": 0}  # as leader, for the metrics
         self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         self._tasks = TaskSet(log, "Replica manager task")
         self.stopping = False
@@ -227,6 +228,7 @@ class ReplicaManager:
             except StoreError as exc:
                 log.warning("%s Failed to update ISR: %s", part.prefix, exc)
                 return
+            self.isr_changes[why] += 1
             verb = "Expanding" if why == "expand" else "Shrinking"
             log.info("%s %s ISR from %s to %s", part.prefix, verb, ",".join(map(str, part.isr)),
                      ",".join(map(str, new_isr)))

@@ -32,7 +32,9 @@ from odradek.replication.manager import ReplicaManager
 from odradek.server.dispatcher import Dispatcher
 from odradek.server.dynamic_config import DynamicBrokerConfig
 from odradek.server.fetch_sessions import FetchSessionCache
+from odradek.server.http_endpoint import HttpEndpoint
 from odradek.server.limits import ConnectionLimits, RequestMemory
+from odradek.server.metrics import BrokerMetrics
 from odradek.server.network import SocketServer
 from odradek.storage.manager import CleanerConfig, LogManager
 
@@ -55,6 +57,9 @@ class Broker:
         self.controller: Controller
         self.topic_admin: TopicAdmin
         self.replicas: ReplicaManager
+        self.metrics = BrokerMetrics(self)
+        self.http: HttpEndpoint | None = None
+        self.ready = False
         self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
         self.dynamic_config: DynamicBrokerConfig
         self.dispatcher = Dispatcher(self)
@@ -79,6 +84,7 @@ class Broker:
         for line in cfg.warnings:
             log.warning(line)
         log.info("Log directories: %s", ",".join(cfg.log_dirs))
+        await self._start_http()
         logs = LogManager([Path(d) for d in cfg.log_dirs], cfg.topic_defaults(),
                           cleaner=CleanerConfig.from_broker(cfg.get))
         try:
@@ -118,6 +124,7 @@ class Broker:
         await self.controller.start()
         self._start_background()
         await self.server.start_serving()
+        self.ready = True
         log.info("%s started (cluster id %s)", self.prefix, self.cluster_id)
 
     def _make_store(self) -> MetadataStore:
@@ -178,6 +185,20 @@ class Broker:
                         f"broker.id {self.broker_id} does not match the broker.id {existing['broker.id']} stored in {path}"
                     )
             path.write_text(f"#\n#{path.name}\nversion=0\nbroker.id={self.broker_id}\ncluster.id={self.cluster_id}\n")
+
+    async def _start_http(self) -> None:
+        """The HTTP endpoint first, so that readiness says 'starting' while logs load."""
+        address = self.config.get("http.listener")
+        if not address:
+            return
+        host, sep, port = str(address).rpartition(":")
+        if not sep or not port.isdigit():
+            raise StartupError(f"http.listener: '{address}' is not of the form HOST:PORT")
+        self.http = HttpEndpoint(host.strip("[]"), int(port), self.metrics.render, lambda: self.ready)
+        try:
+            await self.http.start()
+        except OSError as exc:
+            raise StartupError(f"http.listener: cannot bind {address}: {exc.strerror or exc}") from None
 
     async def _listen(self) -> None:
         for listener in self.config.listeners:
@@ -275,6 +296,8 @@ class Broker:
         if hasattr(self, "replicas") and self.config.zookeeper_connect and self.config.get("controlled.shutdown.enable"):
             await self._controlled_shutdown()
         await self.server.close()
+        if self.http is not None:
+            await self.http.close()
         if hasattr(self, "replicas"):
             await self.replicas.shutdown()
         self._tasks.close()

@@ -5,6 +5,7 @@ with a reason."""
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from kafka.protocol.api_message import ApiMessage
@@ -62,6 +63,7 @@ class Dispatcher:
         except (FrameError, KafkaError) as exc:
             raise CloseConnection(f"malformed request header: {exc}") from None
         ctx = RequestContext(header, self.broker, conn, frame)
+        started = time.perf_counter()
         try:
             if api.raw:
                 result = await api.handler(ctx, frame)
@@ -80,6 +82,7 @@ class Dispatcher:
             # as it would against Kafka; the reason is logged once here.
             log.warning("%s request from %s failed: metadata store unavailable: %s", api.name, conn.peer, exc)
             raise CloseConnection(f"metadata store unavailable during {api.name}") from None
+        self.broker.metrics.request_done(api.name, started)
         if result is None:
             return None
         if isinstance(result, ApiMessage):

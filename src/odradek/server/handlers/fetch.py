@@ -201,6 +201,11 @@ async def fetch(ctx: RequestContext, request: Any) -> list[bytes | memoryview]:
             topics, total, errors = plan.read()
     if session is not None:
         topics = plan.answer(topics, session, incremental)
+    if not plan.is_replica:
+        for t in topics:
+            size = sum(len(p.records) for p in t.partitions if p.records)
+            if size:
+                ctx.broker.metrics.fetched(t.name, size)
     return encode_fetch_response(version, ctx.header.correlation_id, topics,
                                  session_id=session.session_id if session is not None else 0)
 

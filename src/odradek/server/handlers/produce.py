@@ -42,6 +42,7 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | N
     except KafkaError as exc:
         raise CloseConnection(str(exc)) from None
     replicas = ctx.broker.replicas
+    metrics = ctx.broker.metrics
     acks = req.acks
     results: dict[str, list[Any]] = {}
     waits: list[tuple[Partition, asyncio.Future[None], Any]] = []
@@ -66,6 +67,7 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | N
                 out.append(_result(part.index, exc.code, message=exc.message))
                 any_error = True
                 continue
+            metrics.produced(topic.name, info.num_records, info.valid_bytes)
             res = _result(part.index, 0, info.first_offset, info.log_append_time, p.log.log_start_offset)
             out.append(res)
             if acks == -1:

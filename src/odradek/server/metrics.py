@@ -1,0 +1,166 @@
+"""Broker metrics in Prometheus' text format, named as the Prometheus JMX exporter names Kafka's MBeans
+(lower-cased), so Kafka dashboards work. The request path only bumps plain counters (per batch and per
+request, never per record); everything else is read from the broker's state when Prometheus scrapes,
+by a prometheus-client collector on a registry of the broker's own."""
+
+from __future__ import annotations
+
+import bisect
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from odradek.server.broker import Broker
+
+# request time buckets (ms), as Kafka's request metrics are usually bucketed by the JMX exporter
+TIME_BUCKETS_MS = (1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0)
+
+
+class RequestTimes:
+    """Count, sum and bucket counts of one API's request times."""
+
+    __slots__ = ("buckets", "count", "total_ms")
+
+    def __init__(self) -> None:
+        self.buckets = [0] * (len(TIME_BUCKETS_MS) + 1)
+        self.count = 0
+        self.total_ms = 0.0
+
+    def observe(self, ms: float) -> None:
+        self.buckets[bisect.bisect_left(TIME_BUCKETS_MS, ms)] += 1
+        self.count += 1
+        self.total_ms += ms
+
+
+class BrokerMetrics:
+    """The counters the request path bumps; `render` gives the Prometheus text of everything."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self.messages_in: defaultdict[str, int] = defaultdict(int)
+        self.bytes_in: defaultdict[str, int] = defaultdict(int)
+        self.bytes_out: defaultdict[str, int] = defaultdict(int)
+        self.requests: defaultdict[str, RequestTimes] = defaultdict(RequestTimes)
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(_Collector(self))
+
+    def produced(self, topic: str, records: int, size: int) -> None:
+        self.messages_in[topic] += records
+        self.bytes_in[topic] += size
+
+    def fetched(self, topic: str, size: int) -> None:
+        self.bytes_out[topic] += size
+
+    def request_done(self, api: str, started: float) -> None:
+        self.requests[api].observe((time.perf_counter() - started) * 1000)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+def _per_topic(name: str, doc: str, counts: dict[str, int]) -> Metric:
+    """A counter per topic plus the all-topics series without a topic label, as Kafka's MBeans have it."""
+    family = Metric(name, doc, "counter")
+    family.add_sample(name + "_total", {}, float(sum(counts.values())))
+    for topic, value in sorted(counts.items()):
+        family.add_sample(name + "_total", {"topic": topic}, float(value))
+    return family
+
+
+class _Collector(Collector):
+    def __init__(self, metrics: BrokerMetrics) -> None:
+        self.metrics = metrics
+
+    def collect(self) -> Iterator[Metric]:
+        m = self.metrics
+        broker = m.broker
+        yield _per_topic("kafka_server_brokertopicmetrics_messages_in", "Records appended as leader", m.messages_in)
+        yield _per_topic("kafka_server_brokertopicmetrics_bytes_in", "Record bytes appended as leader", m.bytes_in)
+        yield _per_topic("kafka_server_brokertopicmetrics_bytes_out", "Record bytes sent to consumers", m.bytes_out)
+        yield from _requests(m)
+        if not hasattr(broker, "replicas"):
+            return  # not started yet
+        yield from _replicas(broker)
+        yield from _controller(broker)
+        yield from _logs(broker)
+        yield from _lag(broker)
+
+
+def _requests(m: BrokerMetrics) -> Iterator[Metric]:
+    totals = CounterMetricFamily("kafka_network_requestmetrics_requests", "Requests handled", labels=["request"])
+    times = HistogramMetricFamily("kafka_network_requestmetrics_totaltimems", "Request total time (ms)",
+                                  labels=["request"])
+    for api, t in sorted(m.requests.items()):
+        totals.add_metric([api], t.count)
+        cumulative, buckets = 0, []
+        for bound, n in zip((*TIME_BUCKETS_MS, float("inf")), t.buckets, strict=True):
+            cumulative += n
+            buckets.append(("+Inf" if bound == float("inf") else str(bound), cumulative))
+        times.add_metric([api], buckets, t.total_ms)
+    yield totals
+    yield times
+
+
+def _replicas(broker: Any) -> Iterator[Metric]:
+    replicas = broker.replicas
+    partitions = list(replicas.partitions.values())
+    leaders = [p for p in partitions if p.is_leader]
+    under = sum(1 for p in leaders if len(p.isr) < len(p.replicas))
+    below_min = sum(1 for p in leaders if len(p.isr) < p.min_insync_replicas)
+    for name, doc, value in (
+        ("kafka_server_replicamanager_partitioncount", "Partitions with a replica here", len(partitions)),
+        ("kafka_server_replicamanager_leadercount", "Partitions led here", len(leaders)),
+        ("kafka_server_replicamanager_underreplicatedpartitions", "Led partitions with replicas out of the ISR",
+         under),
+        ("kafka_server_replicamanager_underminisrpartitioncount", "Led partitions below min.insync.replicas",
+         below_min),
+    ):
+        yield GaugeMetricFamily(name, doc, value=value)
+    for name, key in (("kafka_server_replicamanager_isrshrinks", "shrink"),
+                      ("kafka_server_replicamanager_isrexpands", "expand")):
+        yield CounterMetricFamily(name, f"ISR {key}s by this broker as leader", value=replicas.isr_changes[key])
+
+
+def _controller(broker: Any) -> Iterator[Metric]:
+    active = broker.metadata.controller_id == broker.broker_id
+    yield GaugeMetricFamily("kafka_controller_kafkacontroller_activecontrollercount",
+                            "1 on the active controller", value=1 if active else 0)
+    offline = 0
+    if active:
+        live = set(broker.metadata.brokers)
+        offline = sum(1 for meta in broker.metadata.topics.values() for st in meta.states.values()
+                      if st.leader not in live)
+    yield GaugeMetricFamily("kafka_controller_kafkacontroller_offlinepartitionscount",
+                            "Partitions without a live leader (on the active controller)", value=offline)
+
+
+def _logs(broker: Any) -> Iterator[Metric]:
+    sizes = GaugeMetricFamily("kafka_log_log_size", "Bytes of a partition's log", labels=["topic", "partition"])
+    ends = GaugeMetricFamily("kafka_log_log_logendoffset", "Log end offset", labels=["topic", "partition"])
+    for log in broker.logs.logs():
+        labels = [log.topic, str(log.partition)]
+        sizes.add_metric(labels, log.size_in_bytes)
+        ends.add_metric(labels, log.log_end_offset)
+    yield sizes
+    yield ends
+
+
+def _lag(broker: Any) -> Iterator[Metric]:
+    """Committed offsets of the groups this broker coordinates against the high watermarks of the
+    partitions it leads (kafka-exporter's metric)."""
+    lag = GaugeMetricFamily("kafka_consumergroup_lag", "High watermark minus the committed offset",
+                            labels=["consumergroup", "topic", "partition"])
+    coordinator = getattr(broker, "groups", None)
+    if coordinator is not None:
+        for group_id, group in sorted(coordinator.groups.items()):
+            for (topic, partition), committed in sorted(group.offsets.items()):
+                part = broker.replicas.get(topic, partition)
+                if part is not None and part.is_leader:
+                    lag.add_metric([group_id, topic, str(partition)], max(part.high_watermark - committed.offset, 0))
+    yield lag

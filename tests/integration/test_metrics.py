@@ -1,0 +1,86 @@
+"""The broker's Prometheus endpoint (`http.listener`): the metrics match what clients did (records and
+bytes in and out per topic, partitions and leaders, the controller, consumer lag = high watermark minus
+the committed offset, request counts and times), readiness, and bad requests to the endpoint."""
+
+from __future__ import annotations
+
+import socket
+import urllib.error
+import urllib.request
+from typing import Any
+
+from confluent_kafka import Consumer, TopicPartition
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.clients import consume_all, create_topic, produce
+from tests.harness import BrokerPool, free_port
+
+
+def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+        assert resp.status == 200 and resp.headers["Content-Type"].startswith("text/plain")
+        text = resp.read().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def test_metrics_match_what_clients_did(brokers: BrokerPool) -> None:
+    http_port = free_port()
+    b = brokers.start({"http.listener": f"127.0.0.1:{http_port}"})
+    with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/v1/status/ready", timeout=10) as resp:
+        assert (resp.status, resp.read()) == (200, b"ready\n")
+    create_topic(b.bootstrap, "m1", 2)
+    create_topic(b.bootstrap, "m2", 1)
+    produce(b.bootstrap, "m1", [b"x" * 100] * 30, partition=0)
+    produce(b.bootstrap, "m1", [b"y" * 100] * 10, partition=1)
+    produce(b.bootstrap, "m2", [b"z" * 50] * 5)
+    consume_all(b.bootstrap, "m1", 30, partitions=1)
+    c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "lagging", "enable.auto.commit": False})
+    try:
+        c.commit(offsets=[TopicPartition("m1", 0, 12), TopicPartition("m1", 1, 10)], asynchronous=False)
+    finally:
+        c.close()
+
+    m = scrape(http_port)
+
+    def value(name: str, **labels: str) -> float:
+        return m[(name, tuple(sorted(labels.items())))]
+
+    assert value("kafka_server_brokertopicmetrics_messages_in_total", topic="m1") == 40
+    assert value("kafka_server_brokertopicmetrics_messages_in_total", topic="m2") == 5
+    assert value("kafka_server_brokertopicmetrics_messages_in_total") >= 45  # all topics (offsets included)
+    bytes_in = value("kafka_server_brokertopicmetrics_bytes_in_total", topic="m1")
+    assert 4000 < bytes_in < 4000 + 40 * 100  # record bytes plus batch overhead
+    assert value("kafka_server_brokertopicmetrics_bytes_out_total", topic="m1") >= 3000
+    assert ("kafka_server_brokertopicmetrics_bytes_out_total", (("topic", "m2"),)) not in m  # never read
+    assert value("kafka_server_replicamanager_partitioncount") >= 3
+    assert value("kafka_server_replicamanager_leadercount") == value("kafka_server_replicamanager_partitioncount")
+    assert value("kafka_server_replicamanager_underreplicatedpartitions") == 0
+    assert value("kafka_controller_kafkacontroller_activecontrollercount") == 1
+    assert value("kafka_controller_kafkacontroller_offlinepartitionscount") == 0
+    assert value("kafka_consumergroup_lag", consumergroup="lagging", topic="m1", partition="0") == 30 - 12
+    assert value("kafka_consumergroup_lag", consumergroup="lagging", topic="m1", partition="1") == 0
+    assert value("kafka_log_log_logendoffset", topic="m1", partition="0") == 30
+    assert value("kafka_log_log_size", topic="m2", partition="0") > 5 * 50
+    assert value("kafka_network_requestmetrics_requests_total", request="Produce") >= 3
+    assert value("kafka_network_requestmetrics_totaltimems_count", request="Produce") >= 3
+    assert value("kafka_network_requestmetrics_totaltimems_bucket", request="Produce", le="+Inf") >= 3
+
+
+def test_the_endpoint_refuses_what_it_does_not_serve(brokers: BrokerPool) -> None:
+    http_port = free_port()
+    b = brokers.start({"http.listener": f"127.0.0.1:{http_port}"})
+
+    def status(path: str, method: str = "GET") -> Any:
+        try:
+            with urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{http_port}{path}", method=method),
+                                        timeout=10) as resp:
+                return resp.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    assert status("/nope") == 404 and status("/metrics", "POST") == 405
+    with socket.create_connection(("127.0.0.1", http_port), timeout=10) as s:
+        s.sendall(b"x" * 20000)  # no end of head within the limit
+        assert s.recv(100).startswith(b"HTTP/1.1 400")
+    assert status("/metrics") == 200 and b.alive()
