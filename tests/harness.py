@@ -147,6 +147,7 @@ class BrokerCluster:
     zookeeper_connect: str
     size: int = 3
     overrides: dict[str, str] = field(default_factory=dict)
+    per_broker: list[dict[str, str]] = field(default_factory=list)  # overrides of broker i, over `overrides`
     brokers: list[BrokerProcess] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -160,6 +161,7 @@ class BrokerCluster:
                 "replica.fetch.wait.max.ms": "200",
                 **NO_REBALANCE_DELAY,
                 **self.overrides,
+                **(self.per_broker[i] if i < len(self.per_broker) else {}),
             }
             self.brokers.append(BrokerProcess(self.workdir / f"broker{i}", broker_id=i, overrides=props))
 
@@ -222,9 +224,10 @@ class BrokerPool:
         return broker.start()
 
     def start_cluster(self, zookeeper_connect: str, size: int = 3, overrides: Mapping[str, str] | None = None,
-                      name: str = "cluster") -> BrokerCluster:
+                      name: str = "cluster", per_broker: list[dict[str, str]] | None = None) -> BrokerCluster:
         """`size` started brokers registered in ZooKeeper at `zookeeper_connect`, each seeing all the others."""
-        cluster = BrokerCluster(self._mktemp(name), zookeeper_connect, size=size, overrides=dict(overrides or {}))
+        cluster = BrokerCluster(self._mktemp(name), zookeeper_connect, size=size, overrides=dict(overrides or {}),
+                                per_broker=list(per_broker or []))
         self._started.append(cluster)
         return cluster.start()
 

@@ -10,10 +10,13 @@ import urllib.request
 from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import NewTopic
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.clients import consume_all, create_topic, produce
+from tests.clients import admin, consume_all, create_topic, produce
 from tests.harness import BrokerPool, free_port
+from tests.waiting import wait_until
+from tests.zkharness import ZooKeeperEnsemble
 
 
 def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -84,3 +87,28 @@ def test_the_endpoint_refuses_what_it_does_not_serve(brokers: BrokerPool) -> Non
         s.sendall(b"x" * 20000)  # no end of head within the limit
         assert s.recv(100).startswith(b"HTTP/1.1 400")
     assert status("/metrics") == 200 and b.alive()
+
+
+def test_cluster_metrics_add_up(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool) -> None:
+    """Three brokers, each with its endpoint: one active controller, leaders and records spread, sums right."""
+    ports = [free_port() for _ in range(3)]
+    cluster = brokers.start_cluster(zk_standalone.connect_string, 3,
+                                    per_broker=[{"http.listener": f"127.0.0.1:{p}"} for p in ports])
+    a = admin(cluster.bootstrap)
+    a.create_topics([NewTopic("spread-m", 6, 2)])["spread-m"].result(30)
+    wait_until(lambda: all(len(p.isrs) == 2 for p in a.list_topics("spread-m", timeout=10)
+                           .topics["spread-m"].partitions.values()), 60, "every replica in sync")
+    for part in range(6):
+        produce(cluster.bootstrap, "spread-m", [b"v" * 10] * (part + 1), partition=part, acks="all")
+    scraped = [scrape(p) for p in ports]
+
+    def total(name: str, **labels: str) -> float:
+        key = (name, tuple(sorted(labels.items())))
+        return sum(m.get(key, 0.0) for m in scraped)
+
+    assert total("kafka_controller_kafkacontroller_activecontrollercount") == 1
+    assert total("kafka_server_brokertopicmetrics_messages_in_total", topic="spread-m") == sum(range(1, 7))
+    assert total("kafka_server_replicamanager_leadercount") >= 6
+    assert total("kafka_server_replicamanager_partitioncount") >= 12  # 6 partitions x 2 replicas
+    wait_until(lambda: sum(scrape(p)[("kafka_server_replicamanager_underreplicatedpartitions", ())] for p in ports)
+               == 0, 60, "no under-replicated partitions")
