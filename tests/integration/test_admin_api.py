@@ -249,3 +249,36 @@ def test_describe_log_dirs_with_kafka_python(broker: BrokerProcess) -> None:
     sizes = {(tp["name"], p["partition_index"]): p["partition_size"] for tp in dirs[0]["topics"]
              for p in tp["partitions"]}
     assert sizes[(t, 0)] > 50 and sizes[(t, 1)] == 0
+
+
+def test_describe_producers_topic_partitions_and_config_resources(broker: BrokerProcess) -> None:
+    """Kafka 4.x admin APIs through kafka-python's admin: DescribeProducers (the idempotent producer that
+    wrote), DescribeTopicPartitions paged by a cursor (KIP-966), ListConfigResources (KIP-1142)."""
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KpTopicPartition
+
+    t1, t2 = _name("dp-a"), _name("dp-b")
+    create_topic(broker.bootstrap, t1, 3)
+    create_topic(broker.bootstrap, t2, 2)
+    produce(broker.bootstrap, t1, [b"a", b"b", b"c"], partition=0, **{"enable.idempotence": True})
+    client = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        states = client.describe_producers([KpTopicPartition(t1, 0), KpTopicPartition(t1, 1)])
+        (producer,) = states[KpTopicPartition(t1, 0)].active_producers
+        assert producer.producer_id >= 0 and producer.last_sequence == 2 and producer.last_timestamp > 0
+        assert states[KpTopicPartition(t1, 1)].active_producers == []
+
+        first = client.describe_topic_partitions([t1, t2], response_partition_limit=2)
+        assert [(t["name"], [p["partition_index"] for p in t["partitions"]]) for t in first["topics"]] == [(t1, [0, 1])]
+        assert first["next_cursor"] == {"topic_name": t1, "partition_index": 2}
+        second = client.describe_topic_partitions([t1, t2], response_partition_limit=2, cursor=first["next_cursor"])
+        assert [(t["name"], [p["partition_index"] for p in t["partitions"]]) for t in second["topics"]] == [
+            (t1, [2]), (t2, [0])]
+        third = client.describe_topic_partitions([t1, t2], response_partition_limit=2, cursor=second["next_cursor"])
+        assert [(t["name"], [p["partition_index"] for p in t["partitions"]]) for t in third["topics"]] == [(t2, [1])]
+        assert third["next_cursor"] is None and third["topics"][0]["partitions"][0]["leader_id"] == 0
+
+        resources = client.list_config_resources()
+        assert {t1, t2} <= set(resources["topic"]) and resources["broker"] == ["0"]
+    finally:
+        client.close()

@@ -26,12 +26,12 @@ from odradek.server.metrics import BrokerMetrics
 from odradek.server.network import CloseConnection, Connection
 from odradek.server.registry import APIS, handles
 
-# What ApiVersions advertised before the registry existed: api key -> (min, max). Users must see no change.
+# What ApiVersions advertises: api key -> (min, max); a change here must be deliberate.
 EXPECTED_VERSIONS = {
     0: (3, 12), 1: (4, 16), 2: (1, 8), 3: (0, 12), 8: (2, 9), 9: (1, 9), 10: (0, 5), 11: (0, 9), 12: (0, 4),
     13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 4), 18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2), 22: (0, 4),
     23: (2, 4), 32: (1, 4), 33: (0, 2), 35: (1, 4), 37: (0, 3), 42: (0, 2), 43: (0, 2), 44: (0, 1), 45: (0, 1), 46: (0, 0),
-    47: (0, 0), 60: (0, 1),
+    47: (0, 0), 60: (0, 1), 61: (0, 0), 74: (0, 1), 75: (0, 0),
 }
 CORRELATION_ID = 4242
 CLUSTER_ID = "dispatcher-test-cluster"

@@ -37,3 +37,8 @@ CLUSTER_OPERATIONS = frozenset({Op.CREATE, Op.CLUSTER_ACTION, Op.DESCRIBE_CONFIG
 def authorized(supported: frozenset[AclOperation], requested: bool) -> set[int] | None:
     """The operation codes to report (every supported one: no authorizer), or None when not asked."""
     return {int(op) for op in supported} if requested else None
+
+
+def bits(operations: set[int] | None) -> int:
+    """The int32 bit set of `operations`, for schemas that carry it as a plain integer (INT32_MIN: none)."""
+    return -(2**31) if operations is None else sum(1 << op for op in operations)

@@ -27,6 +27,7 @@ from odradek.server.handlers import (  # noqa: F401
     log_dirs,
     metadata,
     produce,
+    producers,
 )
 from odradek.server.network import CloseConnection, Connection, Response
 from odradek.server.registry import APIS, RequestContext

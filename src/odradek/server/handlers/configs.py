@@ -21,6 +21,8 @@ from kafka.protocol.admin import (
     DescribeConfigsResponse,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
+    ListConfigResourcesRequest,
+    ListConfigResourcesResponse,
 )
 
 from odradek.config import BrokerConfigEntry, ConfigError, ConfigSource, Synonym, UnknownConfigError
@@ -30,6 +32,7 @@ from odradek.server import loggers
 from odradek.server.registry import RequestContext, handles
 
 RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER = 2, 4, 8
+CLIENT_METRICS, GROUP = 16, 32  # config resource types Odradek has none of
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 # DescribeConfigs config_type (Kafka's DescribeConfigsResponse.ConfigType)
 CONFIG_TYPE_IDS = {
@@ -39,6 +42,7 @@ CONFIG_TYPE_IDS = {
 
 Result = DescribeConfigsResponse.DescribeConfigsResult
 Entry = Result.DescribeConfigsResourceResult
+_Resource = ListConfigResourcesResponse.ConfigResource
 
 log = logging.getLogger("odradek.server")
 
@@ -285,3 +289,24 @@ async def alter_configs(ctx: RequestContext, request: Any) -> AlterConfigsRespon
 @handles(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, versions=(0, 1))
 async def incremental_alter_configs(ctx: RequestContext, request: Any) -> IncrementalAlterConfigsResponse:
     return await _alter(ctx, request, IncrementalAlterConfigsResponse, incremental=True)
+
+
+@handles(ListConfigResourcesRequest, ListConfigResourcesResponse, versions=(0, 1))
+async def list_config_resources(ctx: RequestContext, request: Any) -> ListConfigResourcesResponse:
+    """KIP-1142: the config resources there are (v0 knows only client-metrics ones, of which Odradek has
+    none). v1 lists topics, this broker and its loggers for the types asked (all when none is named)."""
+    wanted = set(request.resource_types or ()) if ctx.version >= 1 else {CLIENT_METRICS}
+    out: list[Any] = []
+    if ctx.version >= 1:
+        if not wanted or RESOURCE_TOPIC in wanted:
+            out += [_Resource(resource_name=name, resource_type=RESOURCE_TOPIC)
+                    for name in sorted(ctx.broker.metadata.topics)]
+        if not wanted or RESOURCE_BROKER in wanted:
+            out.append(_Resource(resource_name=str(ctx.broker.broker_id), resource_type=RESOURCE_BROKER))
+        if not wanted or RESOURCE_BROKER_LOGGER in wanted:
+            out.append(_Resource(resource_name=str(ctx.broker.broker_id), resource_type=RESOURCE_BROKER_LOGGER))
+    unknown = wanted - {RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, CLIENT_METRICS, GROUP}
+    if unknown:
+        return ListConfigResourcesResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,
+                                           config_resources=[])
+    return ListConfigResourcesResponse(throttle_time_ms=0, error_code=0, config_resources=out)

@@ -1,16 +1,22 @@
-"""Metadata (with topic auto-creation) and DescribeCluster: the cluster as this broker's cache sees it."""
+"""Metadata (with topic auto-creation), DescribeCluster and DescribeTopicPartitions: the cluster as this
+broker's cache sees it."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
-from kafka.protocol.admin import DescribeClusterRequest, DescribeClusterResponse
+from kafka.protocol.admin import (
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse,
+)
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
 from odradek.cluster.assignment import INTERNAL_TOPICS, validate_topic_name
 from odradek.protocol.errors import ErrorCode, KafkaError
-from odradek.server.authorized_operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, authorized
+from odradek.server.authorized_operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, authorized, bits
 from odradek.server.registry import RequestContext, handles
 
 log = logging.getLogger("odradek.request")
@@ -138,3 +144,52 @@ async def describe_cluster(ctx: RequestContext, request: Any) -> DescribeCluster
             for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)
         ],
     )
+
+
+_DTP = DescribeTopicPartitionsResponse
+_DTPTopic = _DTP.DescribeTopicPartitionsResponseTopic
+_DTPPartition = _DTPTopic.DescribeTopicPartitionsResponsePartition
+MAX_PARTITION_LIMIT = 2000  # Kafka's max.request.partition.size.limit default
+
+
+@handles(DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, versions=(0, 0))
+async def describe_topic_partitions(ctx: RequestContext, request: Any) -> DescribeTopicPartitionsResponse:
+    """KIP-966's paginated topic description: topics in name order (all, or those named), at most
+    `response_partition_limit` partitions per response, and a cursor where the next response starts."""
+    cache = ctx.broker.metadata
+    live = set(cache.brokers)
+    limit = max(1, min(request.response_partition_limit, ctx.broker.config.get("max.request.partition.size.limit")))
+    names = sorted({t.name for t in request.topics}) if request.topics else sorted(cache.topics)
+    cursor = request.cursor
+    if cursor is not None:
+        names = [n for n in names if n >= cursor.topic_name]
+    topics: list[Any] = []
+    budget = limit
+    next_cursor = None
+    for name in names:
+        meta = cache.topics.get(name)
+        if meta is None:
+            topics.append(_DTPTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name,
+                                    topic_id=_uuid_str(ZERO_UUID), is_internal=False, partitions=[]))
+            continue
+        first = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
+        indexes = [p for p in sorted(meta.assignment) if p >= first]
+        if budget == 0 and indexes:
+            next_cursor = _DTP.Cursor(topic_name=name, partition_index=indexes[0])
+            break
+        shown, rest = indexes[:budget], indexes[budget:]
+        budget -= len(shown)
+        parts = []
+        for p in shown:
+            m = _partition(meta, p, live)
+            parts.append(_DTPPartition(
+                error_code=m.error_code, partition_index=p, leader_id=m.leader_id, leader_epoch=m.leader_epoch,
+                replica_nodes=m.replica_nodes, isr_nodes=m.isr_nodes, eligible_leader_replicas=None,
+                last_known_elr=None, offline_replicas=m.offline_replicas))
+        topics.append(_DTPTopic(error_code=0, name=name, topic_id=_uuid_str(meta.topic_id),
+                                is_internal=name in INTERNAL_TOPICS, partitions=parts,
+                                topic_authorized_operations=bits(authorized(TOPIC_OPERATIONS, True))))
+        if rest:
+            next_cursor = _DTP.Cursor(topic_name=name, partition_index=rest[0])
+            break
+    return DescribeTopicPartitionsResponse(throttle_time_ms=0, topics=topics, next_cursor=next_cursor)
