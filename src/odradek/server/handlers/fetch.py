@@ -50,8 +50,9 @@ class _FetchPlan:
         cache = ctx.broker.metadata
         replicas = ctx.broker.replicas
         for t in request.topics:
-            name = t.topic if self.version < 13 else cache.by_id.get(t.topic_id.bytes, "")
-            tid = t.topic_id.bytes if self.version >= 13 else b"\x00" * 16
+            # the zero topic id (no id) decodes as None; it names no topic: UNKNOWN_TOPIC_ID, as any unknown id
+            tid = t.topic_id.bytes if self.version >= 13 and t.topic_id is not None else b"\x00" * 16
+            name = t.topic if self.version < 13 else cache.by_id.get(tid, "")
             entries = []
             for fp in t.partitions:
                 part: Partition | None = None

@@ -95,6 +95,7 @@ async def metadata(ctx: RequestContext, request: Any) -> MetadataResponse:
                 found = cache.by_id.get(t.topic_id.bytes)
                 if found:
                     names.append(found)
+        names = list(dict.fromkeys(names))  # each topic once, as Kafka (a topic named twice is described once)
     auto = version < 4 or request.allow_auto_topic_creation
     topics = []
     for name in names:
