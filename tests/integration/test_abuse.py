@@ -23,9 +23,16 @@ from kafka.protocol.admin import (
     DeleteTopicsRequest,
     DescribeConfigsRequest,
     DescribeGroupsRequest,
+    ListGroupsRequest,
 )
 from kafka.protocol.api_message import ApiMessage
-from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest, OffsetCommitRequest, OffsetFetchRequest
+from kafka.protocol.consumer import (
+    FetchRequest,
+    JoinGroupRequest,
+    ListOffsetsRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+)
 from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer import ProduceRequest
 
@@ -458,4 +465,19 @@ def test_a_resource_named_many_times_is_described_once(broker: BrokerProcess, kn
     with RawClient(broker.port, timeout=30) as c:
         response = c.request(request, version)
     assert len(_entries(api, response)) == 1
+    _no_unexpected_error(broker)
+
+
+def test_a_group_id_longer_than_a_string_may_be_is_refused(broker: BrokerProcess) -> None:
+    # A compact string can say 40,000 bytes; Kafka refuses strings over 32,767, and a group so named
+    # could not be listed by ListGroups v0-2 (int16 lengths).
+    join = JoinGroupRequest(group_id="g" * 40_000, session_timeout_ms=10000, rebalance_timeout_ms=10000,
+                            member_id="", group_instance_id=None, protocol_type="consumer", protocols=[
+                                JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"")], reason=None)
+    with RawClient(broker.port) as c:
+        c.send_raw(_framed(join, 7))
+        assert c.is_closed_by_peer()
+    assert "longer than a string may be" in _wait_for_line(broker, "malformed JoinGroup v7 request")
+    with RawClient(broker.port) as c:
+        assert c.request(ListGroupsRequest(), 2).error_code == 0
     _no_unexpected_error(broker)

@@ -147,3 +147,12 @@ def test_more_partitions_than_the_object_budget_is_an_invalid_request(version: i
     with pytest.raises(KafkaError, match="would decode into more than") as info:
         parse_produce_request(memoryview(body), 0, version)
     assert info.value.code == ErrorCode.INVALID_REQUEST
+
+
+def test_a_topic_name_longer_than_32767_bytes_is_an_invalid_request() -> None:
+    name = b"t" * 32768
+    body = (b"\x00" + struct.pack(">hi", 1, 1000) + write_uvarint(2) + write_uvarint(len(name) + 1) + name
+            + write_uvarint(1) + b"\x00\x00")
+    with pytest.raises(KafkaError, match="longer than 32767") as info:
+        parse_produce_request(memoryview(body), 0, 9)
+    assert info.value.code == ErrorCode.INVALID_REQUEST

@@ -241,3 +241,13 @@ def test_realistic_large_requests_are_accepted(name: str) -> None:
     body = memoryview(bytes(request.encode(version=version)))
     check_request(type(request), version, body)
     assert decoded_objects(type(request), version, body) < MAX_DECODED_OBJECTS
+
+
+def test_a_compact_string_longer_than_32767_bytes_is_refused() -> None:
+    # FindCoordinator v4 (flexible): key_type int8, coordinator_keys compact array of compact strings
+    def body(size: int) -> memoryview:
+        return memoryview(b"\x00" + _uvarint(2) + _uvarint(size + 1) + b"g" * size + b"\x00")
+
+    check_request(FindCoordinatorRequest, 4, body(32767))
+    with pytest.raises(MalformedRequest, match=r"^coordinator_keys\[0\] has length 32768, longer than a string"):
+        check_request(FindCoordinatorRequest, 4, body(32768))

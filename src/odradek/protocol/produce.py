@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.framing import read_uvarint, skip_tagged_fields
-from odradek.protocol.validate import MAX_DECODED_OBJECTS
+from odradek.protocol.validate import MAX_DECODED_OBJECTS, MAX_STRING_BYTES
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -74,6 +74,8 @@ class _Reader:
             if nullable:
                 return None
             raise KafkaError(ErrorCode.INVALID_REQUEST, "null string where a string is required")
+        if n > MAX_STRING_BYTES:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"string of {n} bytes, longer than {MAX_STRING_BYTES}")
         self.need(n)
         s = bytes(self.buf[self.pos : self.pos + n]).decode("utf-8", "replace")
         self.pos += n

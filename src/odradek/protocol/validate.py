@@ -37,6 +37,9 @@ FIXED_SIZES = {"int8": 1, "bool": 1, "int16": 2, "uint16": 2, "int32": 4, "bitfi
 # 3.0); a request may cost at most this much copying plus eight times its size. Real clients send
 # tagged fields in a handful of structs per request, far below it.
 TAGGED_COPY_BUDGET = 64 << 20
+# A string has at most 32,767 bytes, even where a compact (varint) length could say more: Kafka refuses
+# longer ones, and a longer name could not be written back in a response with int16 lengths (ListGroups v0-2).
+MAX_STRING_BYTES = 0x7FFF
 # At most about 110 bytes an object (a UUID; 45-70 on average measured on real requests), a million objects
 # cost at most ~100 MiB, no more than one maximum-size request's own bytes. Real requests stay well below:
 # Metadata naming 20,000 topics decodes into 60,000 objects; OffsetCommit of 10,000 partitions 80,000; the
@@ -154,12 +157,15 @@ class _Compiler:
 
     def blob(self, wide: bool, nullable: bool) -> Step:
         compact = self.flexible
+        longest = MAX_STRING_BYTES if not wide else None
 
         def step(buf: memoryview, pos: int, budget: _Budget) -> int:
             n, pos = _length(buf, pos, wide, compact)
             if n < 0:
                 _null(nullable)
                 return pos
+            if longest is not None and n > longest:
+                raise MalformedRequest(f"has length {n}, longer than a string may be ({longest} bytes)")
             if pos + n > len(buf):
                 raise MalformedRequest(f"has length {n} but only {len(buf) - pos} bytes are left in the request")
             return pos + n
