@@ -3,11 +3,15 @@
 A mutation is data (kind, position, argument) so that hypothesis can shrink it and print it; `apply` turns
 it into new bytes and never fails, whatever the input length. Positions are taken modulo the input length
 (and rounded down to a multiple of 4 for the aligned kinds) so one drawn mutation fits any input.
+`random_mutations` draws the same mutations from a seeded `random.Random`, for runs too long for
+hypothesis (the live-broker fuzz run).
 """
 
 from __future__ import annotations
 
+import random
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from hypothesis import strategies as st
@@ -18,7 +22,8 @@ INT32_EXTREMES = (0x7FFFFFFF, -1, -(2**31), 0x7FFFFFFE, 0x10000)
 INT16_EXTREMES = (0x7FFF, -1, -(2**15), -2)
 # unsigned varints: compact lengths/counts are stored +1, so 0 means null and 1 means empty
 UVARINT_EXTREMES = (0, 2**31 - 1, 2**32 - 1, 2**35 - 1, 2**63)
-HEADER_API_VERSION_AT = 2  # request header: int16 api_key, int16 api_version, ...
+HEADER_API_KEY_AT = 0  # request header: int16 api_key, int16 api_version, ...
+HEADER_API_VERSION_AT = 2
 
 KINDS = (
     "flip_bit",
@@ -33,8 +38,10 @@ KINDS = (
     "delete",
     "duplicate",
     "api_version",
+    "api_key",
 )
-BODY_KINDS = tuple(k for k in KINDS if k != "api_version")
+HEADER_KINDS = ("api_version", "api_key")
+BODY_KINDS = tuple(k for k in KINDS if k not in HEADER_KINDS)
 
 
 def flip_bit(data: bytes, bit: int) -> bytes:
@@ -112,6 +119,11 @@ def set_api_version(frame: bytes, version: int) -> bytes:
     return frame[:HEADER_API_VERSION_AT] + struct.pack(">h", version) + frame[HEADER_API_VERSION_AT + 2 :]
 
 
+def set_api_key(frame: bytes, key: int) -> bytes:
+    """A frame claiming another API: its body is then read as that API's request."""
+    return frame[:HEADER_API_KEY_AT] + struct.pack(">h", key) + frame[HEADER_API_KEY_AT + 2 :]
+
+
 @dataclass(frozen=True)
 class Mutation:
     kind: str
@@ -144,6 +156,8 @@ class Mutation:
             return duplicate(data, pos, arg)
         if k == "api_version":
             return set_api_version(data, arg)
+        if k == "api_key":
+            return set_api_key(data, arg)
         raise ValueError(f"unknown mutation {k}")
 
 
@@ -161,6 +175,7 @@ _KIND_ARGS: dict[str, st.SearchStrategy[int | bytes]] = {
     "delete": st.integers(1, 8),
     "duplicate": st.integers(1, 8),
     "api_version": st.integers(-(2**15), 2**15 - 1),
+    "api_key": st.integers(-(2**15), 2**15 - 1),
 }
 HUGE_COUNT_KINDS = ("int32", "int32_aligned", "int16", "uvarint", "long_varint")
 
@@ -178,3 +193,30 @@ def apply_all(data: bytes, muts: list[Mutation]) -> bytes:
     for m in muts:
         data = m.apply(data)
     return data
+
+
+# random.Random counterparts of _KIND_ARGS; header values favour the small ones a broker serves, so that
+# most re-versioned or re-keyed frames reach a decoder instead of being refused by the dispatcher
+_RANDOM_ARGS: dict[str, Callable[[random.Random], int | bytes]] = {
+    "flip_bit": lambda r: 0,
+    "set_byte": lambda r: r.randrange(256),
+    "int32": lambda r: r.choice(INT32_EXTREMES),
+    "int32_aligned": lambda r: r.choice(INT32_EXTREMES),
+    "int16": lambda r: r.choice(INT16_EXTREMES),
+    "uvarint": lambda r: r.choice(UVARINT_EXTREMES),
+    "long_varint": lambda r: r.randint(1, 12),
+    "truncate": lambda r: 0,
+    "append": lambda r: r.randbytes(r.randint(1, 16)),
+    "delete": lambda r: r.randint(1, 8),
+    "duplicate": lambda r: r.randint(1, 8),
+    "api_version": lambda r: r.randint(-1, 17) if r.random() < 0.9 else r.randint(-(2**15), 2**15 - 1),
+    "api_key": lambda r: r.randint(-1, 70) if r.random() < 0.9 else r.randint(-(2**15), 2**15 - 1),
+}
+
+
+def random_mutations(rng: random.Random, kinds: tuple[str, ...] = KINDS, max_size: int = 3) -> list[Mutation]:
+    """One to `max_size` mutations drawn from `rng`, as `mutations()` draws them from hypothesis."""
+    return [
+        Mutation(kind, rng.randint(0, 2**16), _RANDOM_ARGS[kind](rng))
+        for kind in (rng.choice(kinds) for _ in range(rng.randint(1, max_size)))
+    ]

@@ -2,20 +2,23 @@
 request header parsing of `framing`, and the Produce fast path.
 
 Hostile input may only ever produce the decoder's own clean error (KafkaError, or FrameError for framing),
-in bounded memory and time; valid input must round-trip. Cases that fail today are xfail (non-strict) with
-the reason, until the decoding boundary is fixed.
+in bounded memory and time; valid input must round-trip.
 """
 
 from __future__ import annotations
 
 import time
 import tracemalloc
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from kafka.protocol.api_message import ApiMessage
 
+from odradek.protocol import produce as produce_module
+from odradek.protocol import validate
+from odradek.protocol.errors import KafkaError
 from odradek.protocol.framing import FrameDecoder, FrameError, parse_request_header, peek_api
 from odradek.protocol.produce import parse_produce_request
 from tests.fuzz import mutations, samples
@@ -129,60 +132,72 @@ def test_null_in_non_nullable_field_is_rejected(spec: ApiSpec, version: int, pat
 
 
 ARRAY_LENGTH = 5000
-AMPLIFICATION_LIMIT = 16  # bytes of memory per byte of request
+# Bytes of memory per object the decoding boundary counts (check_request): with MAX_DECODED_OBJECTS objects
+# at most, one request decodes into at most this many times that, whatever its size. Measured: 45-70 bytes.
+OBJECT_COST_LIMIT = 128
 BASELINE = 16 * 1024  # allowance for what one decode allocates besides the message itself
-AMPLIFICATION_REASON = (
-    "kafka-python builds 20-50 bytes of objects per byte of a long array of small elements: with "
-    "socket.request.max.bytes at 100 MiB one request can ask for GBs; the boundary must cap counts/sizes"
-)
-# Measured today at the max version (bytes of memory per request byte): above AMPLIFICATION_LIMIT
-AMPLIFIED_ARRAYS = {
-    "Produce": "topic_data",  # 47x
-    "ListOffsets": "topics",  # 45x
-    "OffsetCommit": "topics",  # 47x
-    "OffsetFetch": "groups",  # 19x
-    "JoinGroup": "protocols",  # 27x
-    "LeaveGroup": "members",  # 22x
-    "SyncGroup": "assignments",  # 27x
-    "CreateTopics": "topics",  # 21x
-    "DeleteRecords": "topics",  # 45x
-    "OffsetForLeaderEpoch": "topics",  # 45x
-    "DescribeConfigs": "resources",  # 36x
-    "AlterConfigs": "resources",  # 36x
-    "CreatePartitions": "topics",  # 20x
-    "ElectLeaders": "topic_partitions",  # 45x
-    "IncrementalAlterConfigs": "resources",  # 36x
-    "AlterPartitionReassignments": "topics",  # 45x
-    "ListPartitionReassignments": "topics",  # 45x
-    "OffsetDelete": "topics",  # 22x
-}
 
 
 def _array_cases() -> list[object]:
     """Each top-level array of each API at its max version."""
-    cases = []
-    for spec in KNOWN_APIS.values():
-        v = spec.max_version
-        for f in samples.top_level_arrays(spec, v):
-            marks = []
-            if AMPLIFIED_ARRAYS.get(spec.name) == f.name:
-                marks.append(pytest.mark.xfail(strict=False, reason=AMPLIFICATION_REASON))
-            cases.append(pytest.param(spec, v, f.name, id=f"{spec.name}-v{v}-{f.name}", marks=marks))
-    return cases
+    return [
+        pytest.param(spec, spec.max_version, f.name, id=f"{spec.name}-v{spec.max_version}-{f.name}")
+        for spec in KNOWN_APIS.values()
+        for f in samples.top_level_arrays(spec, spec.max_version)
+    ]
+
+
+def _peak(fn: Callable[[], object]) -> int:
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
 
 
 @pytest.mark.parametrize(("spec", "version", "field"), _array_cases())
-def test_decoding_memory_is_proportionate(spec: ApiSpec, version: int, field: str) -> None:
+def test_decoding_memory_is_bounded_by_the_object_budget(
+    spec: ApiSpec, version: int, field: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long array of the smallest elements (1-3 bytes each on the wire) costs kafka-python 20-50 bytes
+    per byte: the boundary bounds the objects instead. Their count bounds the memory, and a body over the
+    budget is refused before anything is built."""
     array = spec.request._struct.fields[field]
-    body = bytes(samples.request_with_long_array(spec, version, array, ARRAY_LENGTH).encode(version=version))
-    decode_request(spec, version, memoryview(body))  # the first decode compiles kafka-python's decoder
-    tracemalloc.start()
-    try:
-        decode_request(spec, version, memoryview(body))
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak <= AMPLIFICATION_LIMIT * len(body) + BASELINE, f"{peak} bytes to decode {len(body)}"
+    body = memoryview(bytes(samples.request_with_long_array(spec, version, array, ARRAY_LENGTH).encode(version=version)))
+    decode_request(spec, version, body)  # the first decode compiles kafka-python's decoder
+    objects = validate.decoded_objects(spec.request, version, body)
+    peak = _peak(lambda: decode_request(spec, version, body))
+    assert peak <= OBJECT_COST_LIMIT * objects + BASELINE, f"{peak} bytes for {objects} objects"
+
+    monkeypatch.setattr(validate, "MAX_DECODED_OBJECTS", objects - 1)
+
+    def refused() -> None:
+        with pytest.raises(validate.MalformedRequest, match="would decode into more than"):
+            decode_request(spec, version, body)
+
+    assert _peak(refused) <= BASELINE
+
+
+def test_produce_fast_path_memory_is_bounded_by_the_object_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Produce fast path builds a partition, its index and a records view per partition (an empty
+    records field is a few bytes on the wire): the same budget bounds it."""
+    topic = mutations.uvarint(2) + b"t" + mutations.uvarint(ARRAY_LENGTH + 1)
+    partition = b"\x00\x00\x00\x07" + b"\x01" + b"\x00"  # index 7, empty records, no tags
+    frame = memoryview(b"\x00" + b"\xff\xff\x00\x00\x05\xdc" + mutations.uvarint(2) + topic
+                       + partition * ARRAY_LENGTH + b"\x00\x00")  # null transactional id, acks=-1, 1500 ms
+    parse_produce_request(frame, 0, 12)  # the body is valid
+    objects = 3 + 3 * ARRAY_LENGTH
+    peak = _peak(lambda: parse_produce_request(frame, 0, 12))
+    assert peak <= OBJECT_COST_LIMIT * objects + BASELINE, f"{peak} bytes for {objects} objects"
+
+    monkeypatch.setattr(produce_module, "MAX_DECODED_OBJECTS", objects - 1)
+
+    def refused() -> None:
+        with pytest.raises(KafkaError, match="would decode into more than"):
+            parse_produce_request(frame, 0, 12)
+
+    assert _peak(refused) <= BASELINE
 
 
 # Linear decoding of these sizes takes a small fraction of the time limit; quadratic decoding takes seconds.
@@ -200,18 +215,19 @@ def test_long_varint_run_decodes_quickly() -> None:
     assert _timed_decode(spec, 12, b"\xff" * 256 * 1024) < SLOW_INPUT_SECONDS
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="kafka-python copies the rest of the body (bytes(data[pos:])) for every struct that carries "
-    "tagged fields: the boundary refuses such a body past a copy budget instead of decoding it quickly",
-)
-def test_many_tagged_fields_decode_quickly() -> None:
+def test_many_tagged_fields_are_refused_quickly() -> None:
+    """kafka-python copies the rest of the body (bytes(data[pos:])) for every struct that carries tagged
+    fields: a valid body with a tagged field in each of its 47,000 topics would copy 25 GB. The boundary
+    refuses it past a copy budget, in linear time."""
     spec = KNOWN_APIS[3]
     # Metadata v12 topic: uuid, compact name "a", one unknown tagged field (tag 99, empty)
     topic = b"\x01" * 16 + b"\x02a" + b"\x01" + mutations.uvarint(99) + b"\x00"
     count = 1024 * 1024 // len(topic)
     body = mutations.uvarint(count + 1) + topic * count + b"\x00\x00\x00"
-    assert _decode(spec, 12, body) is not None  # it is a valid request
+    with pytest.raises(validate.MalformedRequest, match="too many tagged-field sections"):
+        decode_request(spec, 12, memoryview(body))
+    few = mutations.uvarint(4) + topic * 3 + b"\x00\x00\x00"
+    assert _decode(spec, 12, few) is not None  # a few tagged fields are decoded
     assert _timed_decode(spec, 12, body) < SLOW_INPUT_SECONDS
 
 

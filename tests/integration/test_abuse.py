@@ -2,7 +2,8 @@
 warning naming the API, version, client and problem; the connection closed), absurd partition counts
 are refused in milliseconds, connection limits close only the newcomers, and the request memory bound
 slows readers down without dropping anything. Every case checks that other clients are still served
-and that no request ended in an unexpected error."""
+and that no request ended in an unexpected error. The last section holds what the live fuzz run found:
+well-formed requests with hostile values."""
 
 from __future__ import annotations
 
@@ -19,10 +20,19 @@ from confluent_kafka.admin import AdminClient
 from kafka.protocol.admin import (
     CreatePartitionsRequest,
     CreateTopicsRequest,
+    DeleteTopicsRequest,
     DescribeConfigsRequest,
+    DescribeGroupsRequest,
+    ListGroupsRequest,
 )
 from kafka.protocol.api_message import ApiMessage
-from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest, OffsetCommitRequest, OffsetFetchRequest
+from kafka.protocol.consumer import (
+    FetchRequest,
+    JoinGroupRequest,
+    ListOffsetsRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+)
 from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer import ProduceRequest
 
@@ -30,6 +40,7 @@ from odradek.protocol.records import build_batch
 from tests.clients import consume_all, create_topic
 from tests.harness import BrokerProcess
 from tests.rawclient import RawClient
+from tests.waiting import wait_until
 
 INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, POLICY_VIOLATION = 37, 38, 44
 
@@ -361,3 +372,112 @@ def test_request_memory_bound_slows_readers_but_drops_nothing(small: BrokerProce
     got = consume_all(small.bootstrap, topic, 4 * per_client, timeout=60)
     assert sorted(m.value()[len(value):] for m in got) == sorted(
         b"%d-%d" % (n, i) for n in range(4) for i in range(per_client))
+
+
+# ---- hostile values in well-formed requests (found by the live fuzz run, tests/fuzz/test_live_broker.py) ----
+
+UNKNOWN_TOPIC_ID, INVALID_REQUEST, INVALID_TOPIC_EXCEPTION = 100, 42, 17
+
+
+def _no_unexpected_error(broker: BrokerProcess) -> None:
+    out = broker.output()
+    assert "Unexpected error" not in out and "Traceback" not in out, out[-3000:]
+
+
+def test_fetch_with_the_zero_topic_id_is_unknown_topic_id(broker: BrokerProcess) -> None:
+    # From v13 Fetch names topics by id; the zero id (kafka-python decodes it as None) names none.
+    part = FetchRequest.FetchTopic.FetchPartition(partition=0, current_leader_epoch=-1, fetch_offset=0,
+                                                  last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=1024)
+    request = _fetch([FetchRequest.FetchTopic(topic="", topic_id=None, partitions=[part])])
+    with RawClient(broker.port) as c:
+        response = c.request(request, 13)
+    assert [p.error_code for t in response.responses for p in t.partitions] == [UNKNOWN_TOPIC_ID]
+    _no_unexpected_error(broker)
+
+
+def test_delete_topics_naming_nothing_is_an_invalid_request(broker: BrokerProcess, known_topic: str) -> None:
+    topic = DeleteTopicsRequest.DeleteTopicState
+    request = DeleteTopicsRequest(topics=[topic(name=None, topic_id=None)], timeout_ms=5000)
+    with RawClient(broker.port) as c:
+        response = c.request(request, 6)
+    assert [(r.name, r.error_code) for r in response.responses] == [(None, INVALID_REQUEST)]
+    assert known_topic in _list_topics(broker.bootstrap)
+    _no_unexpected_error(broker)
+
+
+@pytest.mark.parametrize(("api", "version"), [("CreateTopics", 4), ("DescribeConfigs", 1)])
+def test_a_name_of_32767_bytes_gets_an_error_message_that_fits_a_response(
+    broker: BrokerProcess, api: str, version: int
+) -> None:
+    # The error message quotes the name: past 32,767 bytes it could not be encoded (int16 length).
+    name = "x" * 32767
+    if api == "CreateTopics":
+        request: Any = CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+            name=name, num_partitions=1, replication_factor=1, assignments=[], configs=[])],
+            timeout_ms=5000, validate_only=False)
+    else:
+        request = DescribeConfigsRequest(resources=[DescribeConfigsRequest.DescribeConfigsResource(
+            resource_type=2, resource_name=name, configuration_keys=None)], include_synonyms=False)
+    with RawClient(broker.port) as c:
+        response = c.request(request, version)
+    result = response.topics[0] if api == "CreateTopics" else response.results[0]
+    assert result.error_code != 0 and 0 < len(result.error_message) <= 1000
+    _no_unexpected_error(broker)
+
+
+def test_a_topic_with_the_longest_name_can_be_deleted(broker: BrokerProcess) -> None:
+    # 249 characters is a legal topic name; `<topic>-<partition>.<uuid>-delete` would pass 255 bytes
+    name = "d" * 249
+    assert _create_topics(broker.port, name, 2).error_code == 0
+    data = broker.log_dir
+    assert (data / f"{name}-1").is_dir()
+    with RawClient(broker.port) as c:
+        response = c.request(DeleteTopicsRequest(topic_names=[name], timeout_ms=30000), 4)
+    assert [r.error_code for r in response.responses] == [0]
+    wait_until(lambda: not any(p.name.startswith("ddd") for p in data.iterdir()), 30, "the log directories to go")
+    assert name not in _list_topics(broker.bootstrap)
+    _no_unexpected_error(broker)
+
+
+def _duplicates(api: str, name: str, n: int) -> tuple[Any, int]:
+    if api == "Metadata":
+        t = MetadataRequest.MetadataRequestTopic
+        return MetadataRequest(topics=[t(name=name)] * n, allow_auto_topic_creation=False), 9
+    if api == "DescribeGroups":
+        return DescribeGroupsRequest(groups=[name] * n, include_authorized_operations=False), 5
+    if api == "DescribeConfigs":
+        r = DescribeConfigsRequest.DescribeConfigsResource(resource_type=2, resource_name=name, configuration_keys=None)
+        return DescribeConfigsRequest(resources=[r] * n, include_synonyms=True, include_documentation=True), 4
+    g = OffsetFetchRequest.OffsetFetchRequestGroup(group_id=name, member_id=None, member_epoch=-1, topics=None)
+    return OffsetFetchRequest(groups=[g] * n, require_stable=False), 8
+
+
+def _entries(api: str, response: Any) -> list[Any]:
+    return {"Metadata": lambda: response.topics, "DescribeGroups": lambda: response.groups,
+            "DescribeConfigs": lambda: response.results, "OffsetFetch": lambda: response.groups}[api]()
+
+
+@pytest.mark.parametrize("api", ["Metadata", "DescribeGroups", "DescribeConfigs", "OffsetFetch"])
+def test_a_resource_named_many_times_is_described_once(broker: BrokerProcess, known_topic: str, api: str) -> None:
+    # 100,000 names in a request of about 1 MB, each description up to kilobytes (a topic's partitions or
+    # configs, a group's members or offsets): answered once each, the response stays small
+    request, version = _duplicates(api, known_topic, 100_000)
+    with RawClient(broker.port, timeout=30) as c:
+        response = c.request(request, version)
+    assert len(_entries(api, response)) == 1
+    _no_unexpected_error(broker)
+
+
+def test_a_group_id_longer_than_a_string_may_be_is_refused(broker: BrokerProcess) -> None:
+    # A compact string can say 40,000 bytes; Kafka refuses strings over 32,767, and a group so named
+    # could not be listed by ListGroups v0-2 (int16 lengths).
+    join = JoinGroupRequest(group_id="g" * 40_000, session_timeout_ms=10000, rebalance_timeout_ms=10000,
+                            member_id="", group_instance_id=None, protocol_type="consumer", protocols=[
+                                JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=b"")], reason=None)
+    with RawClient(broker.port) as c:
+        c.send_raw(_framed(join, 7))
+        assert c.is_closed_by_peer()
+    assert "longer than a string may be" in _wait_for_line(broker, "malformed JoinGroup v7 request")
+    with RawClient(broker.port) as c:
+        assert c.request(ListGroupsRequest(), 2).error_code == 0
+    _no_unexpected_error(broker)

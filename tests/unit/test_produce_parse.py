@@ -1,6 +1,7 @@
 """The Produce fast path: requests encoded by kafka-python at v3, v8, v9 (the first flexible one) and v12
 parse into topics and partitions whose records are views into the frame, never copies; malformed bodies
-(truncated anywhere, negative or huge counts) are INVALID_REQUEST, not a crash or a huge allocation."""
+(truncated anywhere, negative or huge counts, more partitions than the decoded-object budget) are
+INVALID_REQUEST, not a crash or a huge allocation."""
 
 from __future__ import annotations
 
@@ -121,4 +122,37 @@ def test_negative_counts_are_invalid_requests(body: memoryview) -> None:
 def test_huge_counts_are_invalid_requests_without_allocating(version: int, body: memoryview) -> None:
     with pytest.raises(KafkaError) as info:
         parse_produce_request(body, 0, version)
+    assert info.value.code == ErrorCode.INVALID_REQUEST
+
+
+@pytest.mark.parametrize("version", [8, 12])
+def test_thousands_of_partitions_parse(version: int) -> None:
+    topics = [(f"topic-{t}", [(p, BATCH_C) for p in range(50)]) for t in range(100)]
+    frame, body = request_frame(version, topics=topics)
+    parsed = parse_produce_request(frame, body, version)
+    assert sum(len(t.partitions) for t in parsed.topics) == 5000
+    assert parsed.topics[-1].partitions[-1].index == 49
+
+
+@pytest.mark.parametrize("version", [8, 12])
+def test_more_partitions_than_the_object_budget_is_an_invalid_request(version: int) -> None:
+    # 400,000 partitions with null records (8 or 6 bytes each): 1.2 million objects, refused before any is built
+    count = 400_000
+    if version >= 9:
+        body = (b"\x00" + struct.pack(">hi", 1, 1000) + write_uvarint(2) + write_uvarint(2) + b"t"
+                + write_uvarint(count + 1) + (struct.pack(">i", 0) + b"\x00\x00") * count + b"\x00\x00")
+    else:
+        body = (struct.pack(">hhi", -1, 1, 1000) + struct.pack(">ih", 1, 1) + b"t" + struct.pack(">i", count)
+                + struct.pack(">ii", 0, -1) * count)
+    with pytest.raises(KafkaError, match="would decode into more than") as info:
+        parse_produce_request(memoryview(body), 0, version)
+    assert info.value.code == ErrorCode.INVALID_REQUEST
+
+
+def test_a_topic_name_longer_than_32767_bytes_is_an_invalid_request() -> None:
+    name = b"t" * 32768
+    body = (b"\x00" + struct.pack(">hi", 1, 1000) + write_uvarint(2) + write_uvarint(len(name) + 1) + name
+            + write_uvarint(1) + b"\x00\x00")
+    with pytest.raises(KafkaError, match="longer than 32767") as info:
+        parse_produce_request(memoryview(body), 0, 9)
     assert info.value.code == ErrorCode.INVALID_REQUEST

@@ -9,15 +9,17 @@ import random
 import string
 import struct
 import time
+import tracemalloc
 import uuid
 from typing import Any
 
 import pytest
-from kafka.protocol.consumer import ListOffsetsRequest
+from kafka.protocol.admin import AlterPartitionReassignmentsRequest
+from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest, OffsetCommitRequest, OffsetFetchRequest
 from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 
 from odradek.protocol.framing import write_uvarint
-from odradek.protocol.validate import MalformedRequest, check_request
+from odradek.protocol.validate import MAX_DECODED_OBJECTS, MalformedRequest, check_request, decoded_objects
 from odradek.server.dispatcher import APIS
 
 CASES = [(api.request, v) for api in APIS.values() if not api.raw for v in range(api.min_version, api.max_version + 1)]
@@ -124,7 +126,7 @@ def test_string_past_the_end_of_the_frame() -> None:
 def test_tagged_field_flood_is_refused_in_linear_time() -> None:
     # Metadata v12: each topic carries a tagged field; kafka-python would copy the rest of the frame for
     # each one (quadratic: minutes for a few MB).
-    n = 400_000
+    n = 300_000  # 900,000 objects decoded: within MAX_DECODED_OBJECTS, so the copy budget is what refuses it
     item = b"\x00" * 16 + b"\x01" + b"\x01\x05\x01\x00"
     body = memoryview(_uvarint(n + 1) + item * n + b"\x00\x00\x00")
     started = time.monotonic()
@@ -143,3 +145,109 @@ def test_a_few_tagged_fields_pass() -> None:
 def test_overlong_varint() -> None:
     with pytest.raises(MalformedRequest, match="varint longer than 5 bytes"):
         check_request(MetadataRequest, 12, memoryview(b"\xff" * 50))
+
+
+# -- the decoded-object budget ------------------------------------------------------------------------
+
+
+def test_a_body_decoding_into_too_many_objects_is_refused_before_anything_is_built() -> None:
+    # Metadata v12: 400,000 topics of 18 bytes (null id, empty name, no tags), 3 objects each: 7 MB that
+    # kafka-python would turn into 1.2 million objects
+    n = 400_000
+    body = memoryview(_uvarint(n + 1) + (b"\x00" * 16 + b"\x01\x00") * n + b"\x00\x00\x00")
+    tracemalloc.start()
+    try:
+        with pytest.raises(MalformedRequest, match=f"^topics has {n} elements: .* more than {MAX_DECODED_OBJECTS}"):
+            check_request(MetadataRequest, 12, body)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 10
+    small = memoryview(_uvarint(11) + (b"\x00" * 16 + b"\x01\x00") * 10 + b"\x00\x00\x00")
+    assert decoded_objects(MetadataRequest, 12, small) == 4 + 3 * 10  # the request and its 3 fields, 3 a topic
+
+
+def _metadata(version: int, topics: int) -> Any:
+    t = MetadataRequest.MetadataRequestTopic
+    return MetadataRequest(version=version, allow_auto_topic_creation=False,
+                           include_topic_authorized_operations=False,
+                           topics=[t(version=version, topic_id=None, name=f"t{i}") for i in range(topics)])
+
+
+def _offset_fetch(version: int, topics: int, partitions: int) -> Any:
+    names = [f"topic-{i}" for i in range(topics)]
+    if version >= 8:
+        group = OffsetFetchRequest.OffsetFetchRequestGroup
+        ts = [group.OffsetFetchRequestTopics(version=version, name=n, partition_indexes=list(range(partitions)))
+              for n in names]
+        return OffsetFetchRequest(version=version, require_stable=False, groups=[
+            group(version=version, group_id="g", member_id=None, member_epoch=-1, topics=ts)])
+    topic = OffsetFetchRequest.OffsetFetchRequestTopic
+    return OffsetFetchRequest(version=version, group_id="g", require_stable=False, topics=[
+        topic(version=version, name=n, partition_indexes=list(range(partitions))) for n in names])
+
+
+def _offset_commit(version: int, topics: int, partitions: int) -> Any:
+    topic = OffsetCommitRequest.OffsetCommitRequestTopic
+    part = topic.OffsetCommitRequestPartition
+    return OffsetCommitRequest(
+        version=version, group_id="g", generation_id_or_member_epoch=3, member_id="m", group_instance_id=None,
+        retention_time_ms=-1, topics=[
+            topic(version=version, name=f"topic-{t}", partitions=[
+                part(version=version, partition_index=p, committed_offset=1_000_000 + p, committed_leader_epoch=7,
+                     commit_timestamp=-1, committed_metadata="") for p in range(partitions)])
+            for t in range(topics)])
+
+
+def _follower_fetch(version: int, topics: int, partitions: int) -> Any:
+    topic = FetchRequest.FetchTopic
+    part = topic.FetchPartition
+    return FetchRequest(
+        version=version, replica_id=1, max_wait_ms=500, min_bytes=1, max_bytes=50 << 20, isolation_level=0,
+        session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=[], topics=[
+            topic(version=version, topic=f"topic-{t}", topic_id=None, partitions=[
+                part(version=version, partition=p, current_leader_epoch=5, fetch_offset=123_456_789,
+                     last_fetched_epoch=5, log_start_offset=0, partition_max_bytes=1 << 20)
+                for p in range(partitions)])
+            for t in range(topics)])
+
+
+def _reassignment(topics: int, partitions: int, rf: int) -> Any:
+    topic = AlterPartitionReassignmentsRequest.ReassignableTopic
+    part = topic.ReassignablePartition
+    return AlterPartitionReassignmentsRequest(version=0, timeout_ms=30000, topics=[
+        topic(version=0, name=f"topic-{t}", partitions=[
+            part(version=0, partition_index=p, replicas=[(p + r) % 12 for r in range(rf)]) for p in range(partitions)])
+        for t in range(topics)])
+
+
+REALISTIC = {
+    "Metadata-v1-20000-topics": (lambda: _metadata(1, 20_000), 1),
+    "Metadata-v12-20000-topics": (lambda: _metadata(12, 20_000), 12),
+    "OffsetFetch-v7-10000-partitions": (lambda: _offset_fetch(7, 100, 100), 7),
+    "OffsetFetch-v9-10000-topics": (lambda: _offset_fetch(9, 10_000, 1), 9),
+    "OffsetCommit-v2-10000-partitions": (lambda: _offset_commit(2, 100, 100), 2),
+    "OffsetCommit-v9-10000-topics": (lambda: _offset_commit(9, 10_000, 1), 9),
+    # the largest under the default limits: every partition one broker may host (max.broker.partitions)
+    "Fetch-v12-follower-100000-partitions": (lambda: _follower_fetch(12, 1_000, 100), 12),
+    "AlterPartitionReassignments-50000-partitions-rf3": (lambda: _reassignment(500, 100, 3), 0),
+}
+
+
+@pytest.mark.parametrize("name", REALISTIC)
+def test_realistic_large_requests_are_accepted(name: str) -> None:
+    make, version = REALISTIC[name]
+    request = make()
+    body = memoryview(bytes(request.encode(version=version)))
+    check_request(type(request), version, body)
+    assert decoded_objects(type(request), version, body) < MAX_DECODED_OBJECTS
+
+
+def test_a_compact_string_longer_than_32767_bytes_is_refused() -> None:
+    # FindCoordinator v4 (flexible): key_type int8, coordinator_keys compact array of compact strings
+    def body(size: int) -> memoryview:
+        return memoryview(b"\x00" + _uvarint(2) + _uvarint(size + 1) + b"g" * size + b"\x00")
+
+    check_request(FindCoordinatorRequest, 4, body(32767))
+    with pytest.raises(MalformedRequest, match=r"^coordinator_keys\[0\] has length 32768, longer than a string"):
+        check_request(FindCoordinatorRequest, 4, body(32768))

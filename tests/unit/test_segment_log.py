@@ -17,7 +17,7 @@ from odradek.protocol.records import (
     read_header,
 )
 from odradek.storage.cleaner import run_cleanup
-from odradek.storage.log import Log, parse_topic_partition
+from odradek.storage.log import Log, delete_dir_name, parse_topic_partition
 from odradek.storage.log_config import LogConfig
 from tests.unit.background import repeatedly_in_background
 
@@ -456,3 +456,10 @@ def test_corrupt_header_in_segment_read_is_reported(tmp_path: Path) -> None:
     os.pwrite(seg.fd, b"\x00\x00\x00\x01", 8)  # batch_length of the first batch
     with pytest.raises(CorruptRecordError):
         log.read(3, 100)
+
+
+def test_delete_dir_name_fits_a_file_name_for_the_longest_topic() -> None:
+    name = delete_dir_name("t" * 249, 12345)
+    assert len(name.encode()) <= 255 and name.endswith("-delete") and "-12345." in name
+    short = delete_dir_name("orders", 3)
+    assert short.startswith("orders-3.") and short.endswith("-delete")

@@ -151,6 +151,11 @@ _RETRIABLE_CODES = frozenset(
 )
 
 
+# Messages quote what clients sent (a topic name may be 32,767 bytes long), and a response carries a message
+# as a string of at most 32,767 bytes: longer ones are cut to this many characters (4 bytes each at most).
+MAX_MESSAGE_CHARS = 1000
+
+
 class KafkaError(Exception):
     """An error that maps to one Kafka error code; handlers turn it into a response field."""
 
@@ -159,6 +164,8 @@ class KafkaError(Exception):
     def __init__(self, code: ErrorCode | None = None, message: str = "") -> None:
         if code is not None:
             self.code = code
+        if len(message) > MAX_MESSAGE_CHARS:
+            message = message[: MAX_MESSAGE_CHARS - 3] + "..."
         super().__init__(message or self.code.name)
 
     @property

@@ -47,7 +47,9 @@ class FrameDecoder:
                 )
             if n - pos - 4 < size:
                 break
-            frames.append(memoryview(bytes(buf[pos + 4 : pos + 4 + size])))
+            # one copy out of the buffer (slicing the bytearray itself would make a second one)
+            with memoryview(buf) as view:
+                frames.append(memoryview(bytes(view[pos + 4 : pos + 4 + size])))
             pos += 4 + size
         if pos:
             del buf[:pos]

@@ -11,10 +11,15 @@ from dataclasses import dataclass
 
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.framing import read_uvarint, skip_tagged_fields
+from odradek.protocol.validate import MAX_DECODED_OBJECTS, MAX_STRING_BYTES
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _ACKS_TIMEOUT = struct.Struct(">hi")
+# Objects built per topic (ProduceTopic, its name, its partition list) and per partition (ProducePartition,
+# its index, its records view): counted against the same bound as kafka-python's decoding (validate.py).
+_TOPIC_OBJECTS = 3
+_PARTITION_OBJECTS = 3
 
 
 @dataclass(slots=True)
@@ -38,12 +43,13 @@ class ProduceRequestView:
 
 
 class _Reader:
-    __slots__ = ("buf", "pos", "flexible")
+    __slots__ = ("buf", "pos", "flexible", "objects")
 
     def __init__(self, buf: memoryview, pos: int, flexible: bool) -> None:
         self.buf = buf
         self.pos = pos
         self.flexible = flexible
+        self.objects = MAX_DECODED_OBJECTS
 
     def need(self, n: int) -> None:
         if n < 0 or self.pos + n > len(self.buf):
@@ -68,12 +74,15 @@ class _Reader:
             if nullable:
                 return None
             raise KafkaError(ErrorCode.INVALID_REQUEST, "null string where a string is required")
+        if n > MAX_STRING_BYTES:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"string of {n} bytes, longer than {MAX_STRING_BYTES}")
         self.need(n)
         s = bytes(self.buf[self.pos : self.pos + n]).decode("utf-8", "replace")
         self.pos += n
         return s
 
-    def array_len(self) -> int:
+    def array_len(self, objects_each: int) -> int:
+        """An array's length, charging `objects_each` objects per element to the request's budget."""
         if self.flexible:
             n, self.pos = read_uvarint(self.buf, self.pos)
             n -= 1
@@ -83,6 +92,10 @@ class _Reader:
             raise KafkaError(ErrorCode.INVALID_REQUEST, f"array length {n} where an array is required")
         if n > len(self.buf):
             raise KafkaError(ErrorCode.INVALID_REQUEST, f"array length {n} exceeds request size")
+        self.objects -= n * objects_each
+        if self.objects < 0:
+            raise KafkaError(ErrorCode.INVALID_REQUEST, f"array length {n}: the request would decode into "
+                                                        f"more than {MAX_DECODED_OBJECTS} objects")
         return n
 
     def nullable_bytes(self) -> memoryview | None:
@@ -111,10 +124,10 @@ def parse_produce_request(frame: memoryview, body_offset: int, version: int) -> 
     acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(frame, r.pos)
     r.pos += 6
     topics: list[ProduceTopic] = []
-    for _ in range(r.array_len()):
+    for _ in range(r.array_len(_TOPIC_OBJECTS)):
         name = r.string() or ""
         parts: list[ProducePartition] = []
-        for _ in range(r.array_len()):
+        for _ in range(r.array_len(_PARTITION_OBJECTS)):
             index = r.int32()
             records = r.nullable_bytes()
             r.tagged()

@@ -7,6 +7,12 @@ tagged fields copies the rest of the frame (quadratic work on hostile input). `c
 the body once against the message's JSON schema, in linear time and without building anything, and
 raises `MalformedRequest` naming the field (``topics[2].partitions``) and the problem. Sans-io.
 
+It also bounds what decoding costs. Kafka bounds a request by its size only, but kafka-python builds a
+Python object for every struct, list, string and number it reads, 30-110 bytes each, from as little as
+one byte of wire: a 100 MiB request (``socket.request.max.bytes``) of three-byte array elements decodes
+into 35 million structs, several GB. So the walk counts the objects the body will decode into and
+refuses a body over ``MAX_DECODED_OBJECTS``.
+
 The schema is the message's own JSON (``request_class.json``), with Kafka's rules: a field is on the
 wire when the version is in its ``versions`` and it is not tagged at that version; a null is a
 negative length (a zero compact length) or, for a nested struct, a 0xff marker byte; flexible
@@ -22,6 +28,8 @@ from typing import Any
 
 # A step checks one piece of the body starting at `pos` and returns the position after it.
 Step = Callable[[memoryview, int, "_Budget"], int]
+# What compiling a field gives: (fixed size or None, minimum size, step, objects built apart from array items)
+_Compiled = tuple[int | None, int, Step, int]
 
 FIXED_SIZES = {"int8": 1, "bool": 1, "int16": 2, "uint16": 2, "int32": 4, "bitfield": 4, "uint32": 4,
                "int64": 8, "float64": 8, "uuid": 16}
@@ -29,6 +37,15 @@ FIXED_SIZES = {"int8": 1, "bool": 1, "int16": 2, "uint16": 2, "int32": 4, "bitfi
 # 3.0); a request may cost at most this much copying plus eight times its size. Real clients send
 # tagged fields in a handful of structs per request, far below it.
 TAGGED_COPY_BUDGET = 64 << 20
+# A string has at most 32,767 bytes, even where a compact (varint) length could say more: Kafka refuses
+# longer ones, and a longer name could not be written back in a response with int16 lengths (ListGroups v0-2).
+MAX_STRING_BYTES = 0x7FFF
+# At most about 110 bytes an object (a UUID; 45-70 on average measured on real requests), a million objects
+# cost at most ~100 MiB, no more than one maximum-size request's own bytes. Real requests stay well below:
+# Metadata naming 20,000 topics decodes into 60,000 objects; OffsetCommit of 10,000 partitions 80,000; the
+# largest under the default limits, a follower's Fetch for every partition a broker may host
+# (max.broker.partitions = 100,000, seven objects a partition), about 700,000.
+MAX_DECODED_OBJECTS = 1_000_000
 
 _CAPITAL = re.compile(r"(?<!^)(?=[A-Z])")
 _INT16 = struct.Struct(">h")
@@ -54,10 +71,11 @@ class MalformedRequest(Exception):
 
 
 class _Budget:
-    __slots__ = ("copy",)
+    __slots__ = ("copy", "objects")
 
-    def __init__(self, body_size: int) -> None:
+    def __init__(self, body_size: int, objects: int) -> None:
         self.copy = TAGGED_COPY_BUDGET + 8 * body_size
+        self.objects = objects
 
 
 def _versions(text: str | None) -> tuple[int, int] | None:
@@ -120,8 +138,9 @@ class _Compiler:
         self.version = version
         self.flexible = flexible
 
-    def field(self, spec: dict[str, Any]) -> tuple[int | None, int, Step]:
-        """(fixed size or None, minimum size, step) of one field."""
+    def field(self, spec: dict[str, Any]) -> _Compiled:
+        """(fixed size or None, minimum size, step, objects) of one field: `objects` is how many Python
+        objects decoding it builds, apart from the elements of its arrays (counted as they are read)."""
         ftype: str = spec["type"]
         nullable = _in(spec.get("nullableVersions"), self.version)
         if ftype.startswith("[]"):
@@ -130,33 +149,38 @@ class _Compiler:
             return self.struct(spec["fields"], nested_nullable=nullable)
         if ftype in FIXED_SIZES:
             size = FIXED_SIZES[ftype]
-            return size, size, lambda buf, pos, budget: _need(buf, pos, size)
+            return size, size, lambda buf, pos, budget: _need(buf, pos, size), 1
         if ftype in ("string", "bytes", "records"):
-            return None, 1 if self.flexible else (2 if ftype == "string" else 4), self.blob(ftype != "string", nullable)
+            minimum = 1 if self.flexible else (2 if ftype == "string" else 4)
+            return None, minimum, self.blob(ftype != "string", nullable), 1
         raise ValueError(f"unknown type {ftype} of field {spec['name']}")
 
     def blob(self, wide: bool, nullable: bool) -> Step:
         compact = self.flexible
+        longest = MAX_STRING_BYTES if not wide else None
 
         def step(buf: memoryview, pos: int, budget: _Budget) -> int:
             n, pos = _length(buf, pos, wide, compact)
             if n < 0:
                 _null(nullable)
                 return pos
+            if longest is not None and n > longest:
+                raise MalformedRequest(f"has length {n}, longer than a string may be ({longest} bytes)")
             if pos + n > len(buf):
                 raise MalformedRequest(f"has length {n} but only {len(buf) - pos} bytes are left in the request")
             return pos + n
 
         return step
 
-    def array(self, spec: dict[str, Any], item_type: str, nullable: bool) -> tuple[None, int, Step]:
+    def array(self, spec: dict[str, Any], item_type: str, nullable: bool) -> _Compiled:
+        item: Step | None
         if "fields" in spec:
-            item_fixed, item_min, item = self.struct(spec["fields"], nested_nullable=False)
+            item_fixed, item_min, item, item_objects = self.struct(spec["fields"], nested_nullable=False)
         elif item_type in FIXED_SIZES:
             item_fixed = item_min = FIXED_SIZES[item_type]
-            item = None
+            item, item_objects = None, 1
         else:
-            item_fixed, item_min, item = self.field({"name": spec["name"], "type": item_type})
+            item_fixed, item_min, item, item_objects = self.field({"name": spec["name"], "type": item_type})
         compact = self.flexible
         item_min = max(item_min, 1)
 
@@ -167,6 +191,10 @@ class _Compiler:
                 return pos
             if count * item_min > len(buf) - pos:
                 raise MalformedRequest(f"has {count} elements but only {len(buf) - pos} bytes are left in the request")
+            budget.objects -= count * item_objects
+            if budget.objects < 0:
+                raise MalformedRequest(f"has {count} elements: the request would decode into more than "
+                                       f"{MAX_DECODED_OBJECTS} objects")
             if item_fixed is not None:
                 return _need(buf, pos, count * item_fixed)
             assert item is not None
@@ -177,9 +205,9 @@ class _Compiler:
                     raise exc.within(f"[{i}]") from None
             return pos
 
-        return None, 1 if compact else 4, step
+        return None, 1 if compact else 4, step, 1
 
-    def struct(self, fields: list[dict[str, Any]], nested_nullable: bool = False) -> tuple[int | None, int, Step]:
+    def struct(self, fields: list[dict[str, Any]], nested_nullable: bool = False) -> _Compiled:
         v = self.version
         present = [f for f in fields if _in(f.get("versions"), v) and not _in(f.get("taggedVersions"), v)]
         # Consecutive fixed-size fields become one number of bytes to skip, named after the first of them.
@@ -187,9 +215,11 @@ class _Compiler:
         steps: list[int | Step] = []
         fixed_total: int | None = 0
         min_total = 0
+        objects = 1  # the struct itself
         for spec in present:
-            fixed, minimum, sub = self.field(spec)
+            fixed, minimum, sub, sub_objects = self.field(spec)
             min_total += minimum
+            objects += sub_objects
             if fixed is not None and steps and isinstance(steps[-1], int):
                 steps[-1] += fixed
             else:
@@ -224,7 +254,7 @@ class _Compiler:
                 pos = _tagged(buf, pos, budget)
             return pos
 
-        return fixed_total, min_total, step
+        return fixed_total, min_total, step, objects
 
 
 def _snake(name: str) -> str:
@@ -251,21 +281,34 @@ def _tagged(buf: memoryview, pos: int, budget: _Budget) -> int:
     return pos
 
 
-_PLANS: dict[tuple[Any, int], Step] = {}
+_PLANS: dict[tuple[Any, int], tuple[Step, int]] = {}
 
 
-def plan(request_class: Any, version: int) -> Step:
-    """The compiled check of `request_class` (a kafka-python message class) at `version`, cached."""
+def plan(request_class: Any, version: int) -> tuple[Step, int]:
+    """The compiled check of `request_class` (a kafka-python message class) at `version`, and the objects
+    its top level decodes into; cached."""
     key = (request_class, version)
     found = _PLANS.get(key)
     if found is None:
         compiler = _Compiler(version, request_class.flexible_version_q(version))
-        found = _PLANS[key] = compiler.struct(request_class.json["fields"])[2]
+        _fixed, _min, step, objects = compiler.struct(request_class.json["fields"])
+        found = _PLANS[key] = step, objects
     return found
 
 
 def check_request(request_class: Any, version: int, body: memoryview) -> None:
-    """Raise `MalformedRequest` unless `body` is a well-formed `request_class` body at `version`.
+    """Raise `MalformedRequest` unless `body` is a well-formed `request_class` body at `version` that
+    decodes into at most MAX_DECODED_OBJECTS objects.
 
     Bytes after the end of the body are not an error (kafka-python's decoder ignores them too)."""
-    plan(request_class, version)(body, 0, _Budget(len(body)))
+    step, objects = plan(request_class, version)
+    step(body, 0, _Budget(len(body), MAX_DECODED_OBJECTS - objects))
+
+
+def decoded_objects(request_class: Any, version: int, body: memoryview) -> int:
+    """How many objects decoding `body` builds, as `check_request` counts them (an upper bound: small ints,
+    empty strings and None are shared); raises `MalformedRequest` as `check_request` does."""
+    step, objects = plan(request_class, version)
+    budget = _Budget(len(body), 1 << 62)
+    step(body, 0, budget)
+    return objects + (1 << 62) - budget.objects

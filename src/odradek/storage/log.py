@@ -83,6 +83,17 @@ class FetchDataInfo:
     records: bytes
 
 
+MAX_FILE_NAME = 255  # bytes in one path component (ext4, xfs, ...)
+
+
+def delete_dir_name(topic: str, partition: int) -> str:
+    """`<topic>-<partition>.<uuid>-delete`, the topic cut short (as Kafka does) so that the name stays within
+    MAX_FILE_NAME: a topic name may have 249 characters, and `<topic>-<partition>` alone fits."""
+    suffix = f"-{partition}.{uuid.uuid4().hex}-delete"
+    prefix = topic.encode()[: MAX_FILE_NAME - len(suffix)].decode(errors="ignore")
+    return prefix + suffix
+
+
 def parse_topic_partition(name: str) -> tuple[str, int]:
     """'my-topic-3' -> ('my-topic', 3): the partition follows the LAST dash."""
     topic, sep, partition = name.rpartition("-")
@@ -951,7 +962,7 @@ class Log:
             for seg in self._segments:
                 seg.close()
             self.closed = True
-            doomed = self.dir.with_name(f"{self.dir.name}.{uuid.uuid4().hex}-delete")
+            doomed = self.dir.with_name(delete_dir_name(self.topic, self.partition))
             try:
                 os.rename(self.dir, doomed)
             except FileNotFoundError:

@@ -68,13 +68,17 @@ async def delete_topics(ctx: RequestContext, request: Any) -> DeleteTopicsRespon
     broker = ctx.broker
     cache = broker.metadata
     if ctx.version >= 6:
-        wanted = [(t.name or cache.by_id.get(t.topic_id.bytes), t.topic_id) for t in request.topics]
+        # a null name with the zero id (which decodes as None) names nothing: INVALID_REQUEST
+        wanted = [(t.name or (cache.by_id.get(t.topic_id.bytes) if t.topic_id else None), t.topic_id or ZERO_UUID)
+                  for t in request.topics]
     else:
         wanted = [(name, ZERO_UUID) for name in request.topic_names]
     results = []
     for name, tid in wanted:
         res = DeleteTopicsResponse.DeletableTopicResult(name=name, topic_id=tid, error_code=0, error_message=None)
         try:
+            if name is None and tid == ZERO_UUID:
+                raise KafkaError(ErrorCode.INVALID_REQUEST, "Neither a topic name nor a topic id was given")
             if name is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, "Topic id is unknown")
             meta = cache.topics.get(name)

@@ -125,7 +125,13 @@ def _describe_loggers(ctx: RequestContext, name: str, keys: list[str] | None) ->
 async def describe_configs(ctx: RequestContext, request: Any) -> DescribeConfigsResponse:
     results = []
     synonyms = bool(getattr(request, "include_synonyms", False))
+    seen: set[tuple[Any, ...]] = set()
     for r in request.resources:
+        # each resource (with its keys) once: described many times it would multiply the response
+        key = (r.resource_type, r.resource_name, None if r.configuration_keys is None else tuple(r.configuration_keys))
+        if key in seen:
+            continue
+        seen.add(key)
         res = Result(error_code=0, error_message=None, resource_type=r.resource_type,
                      resource_name=r.resource_name, configs=[])
         keys = list(r.configuration_keys) if r.configuration_keys is not None else None

@@ -41,8 +41,9 @@ def _wants(ctx: RequestContext, request: Any) -> list[Want]:
     by_id = ctx.broker.metadata.by_id
     out: list[Want] = []
     for t in request.topics:
-        name = t.topic if ctx.version < 13 else by_id.get(t.topic_id.bytes, "")
-        tid = t.topic_id.bytes if ctx.version >= 13 else ZERO_UUID
+        # the zero topic id (no id) decodes as None; it names no topic: UNKNOWN_TOPIC_ID, as any unknown id
+        tid = t.topic_id.bytes if ctx.version >= 13 and t.topic_id is not None else ZERO_UUID
+        name = t.topic if ctx.version < 13 else by_id.get(tid, "")
         for fp in t.partitions:
             out.append(Want(name, tid, fp.partition, fp.fetch_offset, fp.partition_max_bytes,
                             getattr(fp, "current_leader_epoch", -1), getattr(fp, "last_fetched_epoch", -1)))
@@ -53,7 +54,8 @@ def _forgotten(ctx: RequestContext, request: Any) -> list[tuple[str, int]]:
     by_id = ctx.broker.metadata.by_id
     out: list[tuple[str, int]] = []
     for t in getattr(request, "forgotten_topics_data", None) or ():
-        name = t.topic if ctx.version < 13 else by_id.get(t.topic_id.bytes, "")
+        tid = t.topic_id.bytes if ctx.version >= 13 and t.topic_id is not None else ZERO_UUID
+        name = t.topic if ctx.version < 13 else by_id.get(tid, "")
         out.extend((name, p) for p in t.partitions)
     return out
 

@@ -271,7 +271,13 @@ async def _offset_fetch_groups(gc: GroupCoordinator, request: Any) -> OffsetFetc
     topic_cls = group_cls.OffsetFetchResponseTopics
     part_cls = topic_cls.OffsetFetchResponsePartitions
     groups = []
+    seen: set[tuple[Any, ...]] = set()
     for g in request.groups:
+        # each (group, topics) once: a group's offsets, named many times, must not multiply the response
+        key = (g.group_id, None if g.topics is None else tuple((t.name, tuple(t.partition_indexes)) for t in g.topics))
+        if key in seen:
+            continue
+        seen.add(key)
         err, entries = await _fetch_group(gc, g.group_id or "", _requested(g.topics))
         groups.append(group_cls(group_id=g.group_id, error_code=err, topics=[
             topic_cls(name=topic, partitions=[part_cls(**_partition_fields(p, value, err)) for p, value in parts])
@@ -329,7 +335,9 @@ def _described(ctx: RequestContext, request: Any, group_id: str, summary: Any,
 async def describe_groups(ctx: RequestContext, request: Any) -> DescribeGroupsResponse:
     gc = coordinator(ctx)
     out = []
-    for group_id in request.groups:
+    # Each group once: a group's description can be large (its members' metadata and assignments), and
+    # naming it many times in one small request must not multiply the response.
+    for group_id in dict.fromkeys(request.groups):
         try:
             summary, err = await gc.describe(group_id or ""), ErrorCode.NONE
         except KafkaError as exc:

@@ -103,6 +103,7 @@ async def metadata(ctx: RequestContext, request: Any) -> MetadataResponse:
                 found = cache.by_id.get(t.topic_id.bytes)
                 if found:
                     names.append(found)
+        names = list(dict.fromkeys(names))  # each topic once, as Kafka (a topic named twice is described once)
     auto = version < 4 or request.allow_auto_topic_creation
     topic_ops = authorized(TOPIC_OPERATIONS, version >= 8 and request.include_topic_authorized_operations)
     topics = []
