@@ -11,6 +11,7 @@ import trustme
 from odradek.config import BrokerConfig
 from odradek.config_keys import ConfigError
 from odradek.server import tls
+from odradek.server.security import listener_lookup
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +21,7 @@ def ca() -> trustme.CA:
 
 def _context(props: dict[str, str], listener: str = "SSL") -> ssl.SSLContext:
     cfg = BrokerConfig.from_props({"listeners": f"{listener}://127.0.0.1:9093", "log.dirs": "/tmp/x", **props})
-    return tls.server_context(tls.listener_lookup(cfg.get, cfg.is_set, listener))
+    return tls.server_context(listener_lookup(cfg.get, cfg.is_set, listener))
 
 
 def test_inline_pem_joined_on_one_line(ca: trustme.CA) -> None:

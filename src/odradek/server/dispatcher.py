@@ -16,9 +16,20 @@ from odradek.protocol.framing import FrameError, frame_chunks, parse_request_hea
 from odradek.protocol.validate import MalformedRequest
 
 # Every handler module, imported for its registrations (the `handles` decorators fill the registry).
-from odradek.server.handlers import admin, api_versions, cluster, configs, fetch, groups, metadata, produce  # noqa: F401
+from odradek.server.handlers import (  # noqa: F401
+    admin,
+    api_versions,
+    cluster,
+    configs,
+    fetch,
+    groups,
+    metadata,
+    produce,
+)
+from odradek.server.handlers import sasl as sasl_handlers
 from odradek.server.network import CloseConnection, Connection, Response
 from odradek.server.registry import APIS, RequestContext
+from odradek.server.sasl import PRE_AUTH_APIS, State
 
 if TYPE_CHECKING:
     from odradek.server.broker import Broker
@@ -32,10 +43,21 @@ class Dispatcher:
         self.broker = broker
 
     async def __call__(self, conn: Connection, frame: memoryview) -> Response:
+        sasl = conn.sasl
+        if sasl is not None and not sasl.complete:
+            if sasl.state is State.RAW_TOKEN:
+                return sasl_handlers.raw_token(conn, sasl, frame)
+            if sasl.state is State.FAILED:
+                return None  # the connection closes after connection.failed.authentication.delay.ms
         try:
             api_key, api_version, correlation_id = peek_api(frame)
         except FrameError as exc:
             raise CloseConnection(str(exc)) from None
+        if sasl is not None and not sasl.complete and api_key not in PRE_AUTH_APIS:
+            # Kafka closes such a connection too: nothing but ApiVersions and the SASL exchange before authentication.
+            name = APIS[api_key].name if api_key in APIS else f"API key {api_key}"
+            raise CloseConnection(f"unexpected {name} request before SASL authentication completed "
+                                  f"(listener {conn.security.name})")
         api = APIS.get(api_key)
         if api is None:
             raise CloseConnection(f"unknown API key {api_key} (correlation id {correlation_id})")

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from odradek.protocol.framing import FrameDecoder, FrameError
 from odradek.server import tls
 from odradek.server.limits import ConnectionLimits, RequestMemory
+from odradek.server.sasl import SaslServer
 from odradek.server.security import ListenerSecurity
 
 log = logging.getLogger("odradek.network")
@@ -43,6 +44,9 @@ class Connection(asyncio.Protocol):
         self.security = security or _PLAINTEXT
         # Kafka's principal of the client: User:ANONYMOUS, the TLS subject, or the SASL user.
         self.principal = "User:ANONYMOUS"
+        # On SASL listeners, the authentication state; the dispatcher admits only the SASL requests until
+        # it completes. None elsewhere, so plaintext and TLS requests pay one attribute test.
+        self.sasl = SaslServer(self.security.sasl) if self.security.sasl is not None else None
         self._decoder = FrameDecoder(max_frame_size)
         self._registry = registry
         self._limits = limits
@@ -210,10 +214,12 @@ class Connection(asyncio.Protocol):
         if self._queue and not self.closed:
             self._worker = asyncio.get_running_loop().create_task(self._work())
 
-    def close(self, reason: str) -> None:
+    def close(self, reason: str, quiet: bool = False) -> None:
+        """Close the socket (after what was written is sent); `quiet` when the reason was logged already."""
         if self.closed:
             return
-        log.warning("Closing connection from %s: %s", self.peer, reason)
+        if not quiet:
+            log.warning("Closing connection from %s: %s", self.peer, reason)
         self.closed = True
         if self.transport is not None:
             self.transport.close()

@@ -10,9 +10,9 @@ import ssl
 import tempfile
 from collections.abc import Callable
 
-from odradek.config_keys import ConfigError, Password
+from odradek.config_keys import ConfigError
 
-# Reads one ssl.* key for the listener: its raw value, or None when unset at both levels.
+# Reads one key for the listener: its raw value, or None when unset (security.listener_lookup).
 Lookup = Callable[[str], str | None]
 
 _PROTOCOLS = {
@@ -23,31 +23,6 @@ _PROTOCOLS = {
 }
 _CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
 _TLS13_SUITES = ("TLS_AES_", "TLS_CHACHA20_")
-
-
-def listener_lookup(get: Callable[[str], object], is_set: Callable[[str], bool], listener: str) -> Lookup:
-    """A Lookup over a BrokerConfig's `get`/`is_set` for `listener`: `listener.name.<listener>.<key>`
-    (listener name in lower case, as Kafka writes it, or as spelled) over `<key>`; only keys actually
-    configured count (the caller applies the defaults). Passwords give their text."""
-    prefixes = (f"listener.name.{listener.lower()}.", f"listener.name.{listener}.")
-
-    def lookup(key: str) -> str | None:
-        for name in (prefixes[0] + key, prefixes[1] + key, key):
-            if is_set(name):
-                value = get(name)
-                if value is not None:
-                    return _text(value)
-        return None
-
-    return lookup
-
-
-def _text(value: object) -> str:
-    if isinstance(value, Password):
-        return value.value
-    if isinstance(value, list):
-        return ",".join(str(v) for v in value)
-    return str(value)
 
 
 def _store_type(lookup: Lookup, kind: str) -> str:
