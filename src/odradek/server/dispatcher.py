@@ -25,6 +25,7 @@ from odradek.server.handlers import (  # noqa: F401
     groups,
     metadata,
     produce,
+    scram_credentials,
 )
 from odradek.server.handlers import sasl as sasl_handlers
 from odradek.server.network import CloseConnection, Connection, Response
@@ -46,7 +47,7 @@ class Dispatcher:
         sasl = conn.sasl
         if sasl is not None and not sasl.complete:
             if sasl.state is State.RAW_TOKEN:
-                return sasl_handlers.raw_token(conn, sasl, frame)
+                return await sasl_handlers.raw_token(self.broker, conn, sasl, frame)
             if sasl.state is State.FAILED:
                 return None  # the connection closes after connection.failed.authentication.delay.ms
         try:

@@ -8,15 +8,17 @@ from __future__ import annotations
 import enum
 import hmac
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from kafka.protocol.metadata import ApiVersionsRequest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
 from odradek.config_keys import ConfigError
+from odradek.server import scram
 
-SUPPORTED_MECHANISMS = ("PLAIN",)
+SUPPORTED_MECHANISMS = ("PLAIN", *scram.MECHANISMS)
 PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 INVALID_CREDENTIALS = "Authentication failed: Invalid username or password"
 # What a client may send before authentication completes.
@@ -107,16 +109,28 @@ def plain_users(jaas: str, key: str) -> dict[str, str]:
 # ---- mechanisms -----------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class NeedCredential:
+    """What a SCRAM step returns when the server must look the user's credential up before answering."""
+
+    user: str
+    mechanism: str
+
+
 class Mechanism:
-    """One authentication exchange: `step` takes the client's token and returns the server's, raising
-    AuthenticationFailed; `user` is set once it completes."""
+    """One authentication exchange: `step` takes the client's token and returns the server's (or asks for
+    a credential, then `provide` answers), raising AuthenticationFailed; `user` is set once it completes."""
 
     name = ""
     user: str | None = None
+    attempted_user: str | None = None
     complete = False
 
-    def step(self, token: bytes) -> bytes:
+    def step(self, token: bytes) -> bytes | NeedCredential:
         raise NotImplementedError
+
+    def provide(self, credential: scram.ScramCredential | None) -> bytes:
+        raise AuthenticationFailed("no credential was asked for")
 
 
 class Plain(Mechanism):
@@ -126,7 +140,6 @@ class Plain(Mechanism):
 
     def __init__(self, users: Mapping[str, str]) -> None:
         self._users = users
-        self.attempted_user: str | None = None
 
     def step(self, token: bytes) -> bytes:
         parts = token.split(b"\0")
@@ -154,6 +167,37 @@ class Plain(Mechanism):
         return b""
 
 
+class Scram(Mechanism):
+    """SCRAM-SHA-256/512: client-first (-> the user's credential is looked up) then server-first, then
+    client-final (-> proof checked) and server-final."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._server = scram.ScramServer(name)
+        self._failure = scram.INVALID_CREDENTIALS.format(name)
+        self._stage = 0
+
+    def step(self, token: bytes) -> bytes | NeedCredential:
+        try:
+            if self._stage == 0:
+                self.attempted_user = self._server.client_first(token)
+                self._stage = 1
+                return NeedCredential(self.attempted_user, self.name)
+            if self._stage == 2:
+                final = self._server.client_final(token)
+                self.user, self.complete = self.attempted_user, True
+                return final
+        except (scram.ScramError, UnicodeDecodeError, ValueError) as exc:
+            raise AuthenticationFailed(self._failure, self.attempted_user) from exc
+        raise AuthenticationFailed(self._failure, self.attempted_user)
+
+    def provide(self, credential: scram.ScramCredential | None) -> bytes:
+        if self._stage != 1 or credential is None:
+            raise AuthenticationFailed(self._failure, self.attempted_user)
+        self._stage = 2
+        return self._server.server_first(credential)
+
+
 # ---- one connection ---------------------------------------------------------------------------------
 
 
@@ -168,6 +212,8 @@ class SaslSettings:
     def mechanism(self, name: str) -> Mechanism:
         if name == "PLAIN":
             return Plain(self.plain_users)
+        if name in scram.MECHANISMS:
+            return Scram(name)
         raise ValueError(name)
 
 
@@ -205,13 +251,25 @@ class SaslServer:
         self.state = State.AUTHENTICATE if version >= 1 else State.RAW_TOKEN
         return True
 
-    def authenticate(self, token: bytes) -> bytes:
-        """A SaslAuthenticate token (or a raw one after handshake v0): the server's answer; raises
-        AuthenticationFailed (the connection is then to be closed after the configured delay)."""
+    def authenticate(self, token: bytes) -> bytes | NeedCredential:
+        """A SaslAuthenticate token (or a raw one after handshake v0): the server's answer, or a request for
+        a credential (answer it with `provide`); raises AuthenticationFailed (the connection is then to be
+        closed after the configured delay)."""
         if self.state not in (State.AUTHENTICATE, State.RAW_TOKEN) or self.mechanism is None:
             raise IllegalState(f"Unexpected SaslAuthenticate in state {self.state.value}")
+        return self._run(self.mechanism.step, token)
+
+    def provide(self, credential: scram.ScramCredential | None) -> bytes:
+        """The credential asked for (None: no such user): the server's answer."""
+        assert self.mechanism is not None
+        answer = self._run(self.mechanism.provide, credential)
+        assert isinstance(answer, bytes)
+        return answer
+
+    def _run(self, fn: Callable[[Any], bytes | NeedCredential], arg: Any) -> bytes | NeedCredential:
+        assert self.mechanism is not None
         try:
-            answer = self.mechanism.step(token)
+            answer = fn(arg)
         except AuthenticationFailed:
             self.state = State.FAILED
             raise
@@ -222,7 +280,7 @@ class SaslServer:
 
     def attempted_principal(self) -> str:
         """For the failure log line: User:<name the client gave>, or User:? before one was given."""
-        user = getattr(self.mechanism, "attempted_user", None) or (self.mechanism.user if self.mechanism else None)
+        user = self.mechanism.attempted_user or self.mechanism.user if self.mechanism else None
         return f"User:{user or '?'}"
 
 

@@ -66,6 +66,8 @@ class ListenerSecurity:
 def _sasl_settings(lookup: tls.Lookup, listener: str, delay_ms: int) -> SaslSettings:
     raw = lookup("sasl.enabled.mechanisms") or "GSSAPI"  # Kafka's default
     mechanisms = tuple(m.strip().upper() for m in raw.split(",") if m.strip())
+    # SCRAM credentials live in the metadata store (/config/users/<user>); Kafka also wants a
+    # ScramLoginModule JAAS entry per listener, which Odradek does not require.
     unsupported = [m for m in mechanisms if m not in SUPPORTED_MECHANISMS]
     if unsupported or not mechanisms:
         raise ConfigError(

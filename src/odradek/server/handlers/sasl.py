@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafka.protocol.sasl import (
     SaslAuthenticateRequest,
@@ -17,10 +17,14 @@ from kafka.protocol.sasl import (
     SaslHandshakeResponse,
 )
 
+from odradek.cluster.user_scram import read_credential
 from odradek.protocol.errors import ErrorCode
 from odradek.server.network import Connection, Response
 from odradek.server.registry import RequestContext, handles
-from odradek.server.sasl import AuthenticationFailed, IllegalState, SaslServer
+from odradek.server.sasl import AuthenticationFailed, IllegalState, NeedCredential, SaslServer
+
+if TYPE_CHECKING:
+    from odradek.server.broker import Broker
 
 log = logging.getLogger("odradek.network")
 
@@ -68,7 +72,7 @@ async def sasl_authenticate(ctx: RequestContext, request: Any) -> SaslAuthentica
                                                       "authentication" if sasl else "not a SASL listener",
                                         session_lifetime_ms=0)
     try:
-        answer = sasl.authenticate(bytes(request.auth_bytes or b""))
+        answer = await _exchange(ctx.broker, sasl, bytes(request.auth_bytes or b""))
     except IllegalState as exc:
         return SaslAuthenticateResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, error_message=str(exc),
                                         auth_bytes=b"", session_lifetime_ms=0)
@@ -82,11 +86,19 @@ async def sasl_authenticate(ctx: RequestContext, request: Any) -> SaslAuthentica
                                     session_lifetime_ms=0)
 
 
-def raw_token(conn: Connection, sasl: SaslServer, frame: memoryview) -> Response:
+async def _exchange(broker: Broker, sasl: SaslServer, token: bytes) -> bytes:
+    answer = sasl.authenticate(token)
+    if isinstance(answer, NeedCredential):
+        credential = await read_credential(broker.store, answer.user, answer.mechanism)
+        return sasl.provide(credential)
+    return answer
+
+
+async def raw_token(broker: Broker, conn: Connection, sasl: SaslServer, frame: memoryview) -> Response:
     """A bare token after SaslHandshake v0: answered with a bare (size-prefixed) token; a failure just
     closes the connection, as the protocol has no error to send."""
     try:
-        answer = sasl.authenticate(bytes(frame))
+        answer = await _exchange(broker, sasl, bytes(frame))
     except AuthenticationFailed as exc:
         _failed(conn, sasl, exc)
         return None
