@@ -18,7 +18,7 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from tests.harness import BrokerPool, BrokerProcess, free_port
+from tests.harness import BrokerPool, BrokerProcess, free_port, run_cli
 from tests.waiting import wait_until
 
 JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret";'
@@ -108,3 +108,20 @@ def test_kafka_python_scram_sha_512_and_deletion(scram_broker: tuple[BrokerProce
     admin.alter_user_scram_credentials([deletion])["bob"].result(timeout=30)
     with pytest.raises(KafkaException, match="does not exist"):
         admin.describe_user_scram_credentials(["bob"])["bob"].result(timeout=30)
+
+
+def test_configs_tool_sets_describes_and_deletes_scram_credentials(scram_broker: tuple[BrokerProcess, int]) -> None:
+    broker, port = scram_broker
+    base = ["configs", "--bootstrap-server", broker.bootstrap, "--entity-type", "users", "--entity-name", "carol"]
+    r = run_cli(*base, "--alter", "--add-config", "SCRAM-SHA-256=[iterations=8192,password=carol-secret]")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "Completed updating config for user carol."
+    r = run_cli(*base, "--describe")
+    assert r.stdout.strip() == "SCRAM credential configs for user-principal 'carol' are SCRAM-SHA-256=iterations=8192"
+    producer = Producer(_conf(port, "SCRAM-SHA-256", "carol", "carol-secret"))
+    producer.produce("scram-cli", value=b"c")
+    assert producer.flush(30) == 0
+    assert run_cli(*base, "--alter", "--delete-config", "SCRAM-SHA-256").returncode == 0
+    assert run_cli(*base, "--describe").stdout.strip() == ""
+    bad = run_cli(*base, "--alter", "--add-config", "producer_byte_rate=1024")
+    assert bad.returncode != 0 and "quotas are not supported" in bad.stderr + bad.stdout
