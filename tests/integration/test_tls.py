@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 import trustme
 from confluent_kafka import Consumer, KafkaException, Producer
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.harness import BrokerPool, BrokerProcess, free_port, odradek_cmd
+from tests.harness import BrokerCluster, BrokerPool, BrokerProcess, free_port, odradek_cmd
 from tests.waiting import wait_until
+from tests.zkharness import ZooKeeperEnsemble
 
 
 @pytest.fixture(scope="module")
@@ -180,3 +181,26 @@ def test_bad_keystores_stop_startup_with_one_line(brokers: BrokerPool, props: di
     assert out.returncode != 0
     assert needle in out.stdout + out.stderr
     assert "Traceback" not in out.stdout + out.stderr
+
+
+def test_cluster_metadata_over_tls_lists_every_brokers_tls_endpoint(zk_standalone: ZooKeeperEnsemble,
+                                                                    brokers: BrokerPool, pki: dict[str, Path]) -> None:
+    cluster = BrokerCluster(brokers.directory("tls-cluster"), zk_standalone.connect_string, size=2,
+                            overrides={"ssl.keystore.location": str(pki["server"])})
+    tls_ports = {}
+    for b in cluster.brokers:
+        tls_ports[b.broker_id] = free_port()
+        b.overrides["listeners"] = f"PLAINTEXT://127.0.0.1:{b.port},SSL://127.0.0.1:{tls_ports[b.broker_id]}"
+    try:
+        cluster.start()
+        md = AdminClient(_ssl_conf(tls_ports[1], pki)).list_topics(timeout=20)
+        assert {b.id: (b.host, b.port) for b in md.brokers.values()} == {
+            i: ("127.0.0.1", p) for i, p in tls_ports.items()}
+        # replication between the brokers stays on the PLAINTEXT inter-broker listener
+        admin = AdminClient(_ssl_conf(tls_ports[0], pki))
+        for f in admin.create_topics([NewTopic("tls-replicated", 1, 2)]).values():
+            f.result(30)
+        got = _round_trip({**_ssl_conf(tls_ports[0], pki), "acks": "all"}, "tls-replicated", count=3)
+        assert len(got) == 3
+    finally:
+        cluster.stop()
