@@ -217,11 +217,16 @@ class BrokerPool:
         self._mktemp = mktemp
         self._started: list[BrokerProcess | BrokerCluster] = []
 
-    def start(self, overrides: Mapping[str, str] | None = None, name: str = "broker") -> BrokerProcess:
-        """A started single-node broker with these server.properties overrides."""
-        broker = BrokerProcess(self._mktemp(name), overrides=dict(overrides or {}))
+    def start(self, overrides: Mapping[str, str] | None = None, name: str = "broker", port: int = 0) -> BrokerProcess:
+        """A started single-node broker with these server.properties overrides; `port` (default: a free one)
+        is the PLAINTEXT port the harness waits on, for overrides that name it in `listeners`."""
+        broker = BrokerProcess(self._mktemp(name), port=port, overrides=dict(overrides or {}))
         self._started.append(broker)
         return broker.start()
+
+    def directory(self, name: str) -> Path:
+        """A fresh directory for a broker the test runs itself."""
+        return self._mktemp(name)
 
     def start_cluster(self, zookeeper_connect: str, size: int = 3, overrides: Mapping[str, str] | None = None,
                       name: str = "cluster", per_broker: list[dict[str, str]] | None = None) -> BrokerCluster:

@@ -184,7 +184,9 @@ def read_properties_file(path: str | Path) -> dict[str, str]:
 # ---------------------------------------------------------------------------------------------
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SUPPORTED_SECURITY_PROTOCOLS = ("PLAINTEXT",)
+SUPPORTED_SECURITY_PROTOCOLS = SECURITY_PROTOCOLS
+# What the replica fetchers and controller forwarding speak between brokers.
+INTER_BROKER_PROTOCOLS = ("PLAINTEXT",)
 _ENDPOINT = re.compile(r"(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)")
 _ANY_ADDRESSES = ("0.0.0.0", "::")
 
@@ -403,6 +405,18 @@ def _sensitive_name(name: str) -> bool:
     return name.endswith(_PASSWORD_KEYS) or any(w in name for w in ("password", "secret", "jaas.config"))
 
 
+def _applied_listener_key(name: str) -> bool:
+    """Whether a per-listener key (``listener.name.<l>.<key>``) overrides a key Odradek applies, including
+    ``listener.name.<l>.<mechanism>.sasl.jaas.config``."""
+    if not name.startswith("listener.name."):
+        return False
+    rest = name[len("listener.name."):].partition(".")[2]
+    key = BROKER_KEYS.get(rest)
+    if key is not None:
+        return key.applied and rest.startswith(("ssl.", "sasl."))
+    return rest.partition(".")[2] == "sasl.jaas.config"
+
+
 def _shown(key: ConfigKey | None, raw: str) -> str:
     return "[hidden]" if key is not None and key.sensitive else raw.strip()
 
@@ -448,6 +462,7 @@ class BrokerConfig:
     _extra: dict[str, str] = field(default_factory=dict, init=False, repr=False)
     _listeners: list[Listener] = field(default_factory=list, init=False, repr=False)
     _advertised: list[Listener] = field(default_factory=list, init=False, repr=False)
+    _inter_broker: Listener | None = field(default=None, init=False, repr=False)
     _log_dirs: list[str] = field(default_factory=list, init=False, repr=False)
     _broker_id: int = field(default=-1, init=False)
     _zookeeper_connect: str | None = field(default=None, init=False)
@@ -498,7 +513,8 @@ class BrokerConfig:
             key = BROKER_KEYS.get(name)
             if key is None:
                 self._extra[name] = raw
-                self._warn_not_applicable(name, None, raw)
+                if not _applied_listener_key(name):
+                    self._warn_not_applicable(name, None, raw)
                 continue
             try:
                 self._values[name] = key.parse(raw)
@@ -629,14 +645,6 @@ class BrokerConfig:
         listeners = parse_listeners(raw_listeners, protocol_map)
         if not listeners:
             raise invalid_value("listeners", raw_listeners, "at least one listener is required")
-        for lst in listeners:
-            if lst.security_protocol not in SUPPORTED_SECURITY_PROTOCOLS:
-                raise invalid_value(
-                    "listeners",
-                    raw_listeners,
-                    f"listener {lst.name} uses security protocol {lst.security_protocol},"
-                    " which Odradek does not support (only PLAINTEXT)",
-                )
         self._listeners = listeners
 
         # advertised.listeners, or the aliases advertised.host.name / advertised.port
@@ -699,12 +707,28 @@ class BrokerConfig:
                     inter_name,
                     "inter.broker.listener.name must be a listener name defined in advertised.listeners",
                 )
-        elif self.get("security.inter.broker.protocol") not in SUPPORTED_SECURITY_PROTOCOLS:
-            raise invalid_value(
-                "security.inter.broker.protocol",
-                self.get("security.inter.broker.protocol"),
-                "Odradek supports only PLAINTEXT",
-            )
+            inter = next(lst for lst in self._advertised if lst.name == inter_name.upper())
+            if inter.security_protocol not in INTER_BROKER_PROTOCOLS:
+                raise invalid_value(
+                    "inter.broker.listener.name", inter_name,
+                    f"listener {inter.name} uses {inter.security_protocol}; Odradek's brokers talk to each other"
+                    " over PLAINTEXT only",
+                )
+        else:
+            protocol = self.get("security.inter.broker.protocol")
+            if protocol not in INTER_BROKER_PROTOCOLS:
+                raise invalid_value("security.inter.broker.protocol", protocol, "Odradek supports only PLAINTEXT")
+            found = next((lst for lst in self._advertised if lst.name == protocol), None)
+            if found is not None:
+                inter = found
+            else:
+                if not self.single_node:
+                    raise invalid_value(
+                        "security.inter.broker.protocol", protocol,
+                        f"the inter-broker listener {protocol} must be defined in advertised.listeners",
+                    )
+                inter = self._advertised[0]  # a single node has no other broker to talk to
+        self._inter_broker = inter
 
     def _advertisable(self, lst: Listener) -> Listener:
         """Replace an empty or wildcard host by this machine's host name, and check it resolves."""
@@ -864,6 +888,12 @@ class BrokerConfig:
     def advertised_listeners(self) -> list[Listener]:
         """The endpoints published to clients; empty and wildcard hosts become the host name."""
         return list(self._advertised)
+
+    @property
+    def inter_broker_listener(self) -> Listener:
+        """The advertised listener other brokers reach this one on (registered first in /brokers/ids)."""
+        assert self._inter_broker is not None
+        return self._inter_broker
 
     @property
     def log_dirs(self) -> list[str]:

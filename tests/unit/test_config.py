@@ -388,7 +388,6 @@ class TestValidation:
             ("FOO://:9092", "No security protocol defined for listener FOO"),
             ("PLAINTEXT://:9092,PLAINTEXT://:9093", "different name"),
             ("PLAINTEXT://:9092,SSL://:9092", "different port"),
-            ("SSL://:9093", "only PLAINTEXT"),
             ("", "at least one listener is required"),
         ],
     )

@@ -25,8 +25,9 @@ from typing import Any
 
 from odradek.cli.common import ArgParser, CliError, UsageError, read_properties_file, run_tool
 
-TOPICS, BROKERS, BROKER_LOGGERS = "topics", "brokers", "broker-loggers"
-SUPPORTED_TYPES = (TOPICS, BROKERS, BROKER_LOGGERS)
+TOPICS, BROKERS, BROKER_LOGGERS, USERS = "topics", "brokers", "broker-loggers", "users"
+SUPPORTED_TYPES = (TOPICS, BROKERS, BROKER_LOGGERS, USERS)
+SCRAM_MECHANISMS = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 KAFKA_TYPES = ("topics", "clients", "users", "brokers", "ips", "broker-loggers", "client-metrics", "groups")
 RESOURCE_TYPES = {TOPICS: 2, BROKERS: 4, BROKER_LOGGERS: 8}
 # the Java client's ConfigEntry.ConfigSource names of DescribeConfigs' source ids
@@ -41,7 +42,8 @@ REQUEST_TIMEOUT_S = 30.0
 DESCRIBE_VERSION, ALTER_VERSION, INCREMENTAL_VERSION = 2, 1, 1
 
 DESCRIPTION = """\
-Describe and alter the configs of topics, brokers and broker loggers, as kafka-configs.sh does.
+Describe and alter the configs of topics, brokers and broker loggers, and users' SCRAM credentials, as
+kafka-configs.sh does.
 
   odradek configs --bootstrap-server HOST:PORT --entity-type brokers --entity-name 0 --describe [--all]
   odradek configs --bootstrap-server HOST:PORT --entity-type brokers --entity-default \\
@@ -49,7 +51,9 @@ Describe and alter the configs of topics, brokers and broker loggers, as kafka-c
   odradek configs --bootstrap-server HOST:PORT --entity-type topics --entity-name t \\
       --alter --delete-config retention.ms
   odradek configs --bootstrap-server HOST:PORT --entity-type broker-loggers --entity-name 0 \\
-      --alter --add-config odradek.server=DEBUG"""
+      --alter --add-config odradek.server=DEBUG
+  odradek configs --bootstrap-server HOST:PORT --entity-type users --entity-name alice \\
+      --alter --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'"""
 
 
 @dataclass(frozen=True)
@@ -132,8 +136,8 @@ def parse_command(argv: list[str]) -> Command:
             raise UsageError(f"Invalid entity type {t}, the entity type must be one of {', '.join(KAFKA_TYPES)}"
                              " with a --bootstrap-server argument")
         if t not in SUPPORTED_TYPES:
-            raise UsageError(f"Entity type {t} is not supported by Odradek (it has no quotas, SCRAM credentials,"
-                             " client metrics or group configs); use one of topics, brokers, broker-loggers")
+            raise UsageError(f"Entity type {t} is not supported by Odradek (it has no quotas, client metrics or"
+                             " group configs); use one of topics, brokers, broker-loggers, users")
     if not types:
         raise UsageError("At least one entity type must be specified")
     if len(types) > 1:
@@ -144,6 +148,9 @@ def parse_command(argv: list[str]) -> Command:
     name = names[0] if names else None
     if name and entity_type in (BROKERS, BROKER_LOGGERS) and not re.fullmatch(r"[+-]?[0-9]+", name):
         raise UsageError(f"The entity name for {entity_type} must be a valid integer broker id, but it is: {name}")
+    if entity_type == USERS and name == "":
+        raise UsageError("SCRAM credentials are only for named users: --entity-default is not allowed with users"
+                         " (Odradek has no quotas)")
     if opts.describe:
         if entity_type != BROKERS and name == "":
             raise UsageError(f"--entity-default must not be specified with --describe of {entity_type}")
@@ -169,8 +176,32 @@ def parse_command(argv: list[str]) -> Command:
         if not re.fullmatch(r"[a-zA-Z0-9._-]*", key):
             raise UsageError(f"Invalid character found for config key: {key}")
     delete = tuple(k.strip() for item in opts.delete_config for k in item.split(",") if k.strip())
+    if entity_type == USERS:
+        for key in [*add, *delete]:
+            if key not in SCRAM_MECHANISMS:
+                raise UsageError(f"Invalid config {key} for users: Odradek keeps only SCRAM credentials"
+                                 f" ({', '.join(SCRAM_MECHANISMS)}) for users; quotas are not supported")
+        for key, value in add.items():
+            scram_settings(key, value)
     return Command(opts.bootstrap_server or "", "alter", entity_type, name, add=tuple(add.items()), delete=delete,
                    client_id=_client_id(opts), zookeeper=opts.zookeeper)
+
+
+def scram_settings(mechanism: str, value: str) -> tuple[int, str]:
+    """(iterations, password) of `SCRAM-SHA-256=[iterations=8192,password=secret]` (iterations 4096 if not
+    given, as kafka-configs.sh)."""
+    fields: dict[str, str] = {}
+    for part in value.split(","):
+        key, eq, val = part.partition("=")
+        if not eq:
+            raise UsageError(f"Invalid {mechanism} value: expected [iterations=N,password=...]")
+        fields[key.strip()] = val.strip()
+    if "password" not in fields:
+        raise UsageError(f"Invalid {mechanism} value: a password must be given, e.g. [password=secret]")
+    iterations = fields.get("iterations", "4096")
+    if not iterations.isdigit():
+        raise UsageError(f"Invalid {mechanism} value: iterations must be a number")
+    return int(iterations), fields["password"]
 
 
 def _client_id(opts: argparse.Namespace) -> str:
@@ -312,6 +343,33 @@ class Admin:
         _raise(answer.error_code, answer.error_message)
 
 
+    def describe_scram(self, users: list[str] | None) -> list[Any]:
+        from kafka.protocol.admin import DescribeUserScramCredentialsRequest as Req
+
+        names = None if users is None else [Req.UserName(name=u) for u in users]
+        answer = self.conn.any_broker().request(Req(users=names), 0)
+        _raise(answer.error_code, answer.error_message)
+        return list(answer.results)
+
+    def alter_scram(self, user: str, upsert: dict[str, tuple[int, str]], delete: Sequence[str]) -> None:
+        import hashlib
+        import os
+
+        from kafka.protocol.admin import AlterUserScramCredentialsRequest as Req
+
+        upsertions = []
+        for mechanism, (iterations, password) in upsert.items():
+            salt = os.urandom(32)
+            digest = "sha256" if mechanism == "SCRAM-SHA-256" else "sha512"
+            salted = hashlib.pbkdf2_hmac(digest, password.encode(), salt, iterations)
+            upsertions.append(Req.ScramCredentialUpsertion(name=user, mechanism=SCRAM_MECHANISMS[mechanism],
+                                                           iterations=iterations, salt=salt, salted_password=salted))
+        deletions = [Req.ScramCredentialDeletion(name=user, mechanism=SCRAM_MECHANISMS[m]) for m in delete]
+        answer = self.conn.any_broker().request(Req(deletions=deletions, upsertions=upsertions), 0)
+        for result in answer.results:
+            _raise(result.error_code, result.error_message)
+
+
 def _raise(code: int, message: str | None) -> None:
     if code:
         from odradek.protocol.errors import ErrorCode
@@ -325,7 +383,24 @@ def _raise(code: int, message: str | None) -> None:
 
 # ---- actions ---------------------------------------------------------------------------------------
 
+def describe_users(admin: Admin, cmd: Command) -> None:
+    """kafka-configs.sh's lines for users' SCRAM credentials (Odradek has no quotas to list)."""
+    from odradek.protocol.errors import ErrorCode
+
+    names = {v: k for k, v in SCRAM_MECHANISMS.items()}
+    for result in admin.describe_scram(None if cmd.entity_name is None else [cmd.entity_name]):
+        if result.error_code == ErrorCode.RESOURCE_NOT_FOUND:
+            continue
+        _raise(result.error_code, result.error_message)
+        creds = ", ".join(f"{names.get(c.mechanism, c.mechanism)}=iterations={c.iterations}"
+                          for c in result.credential_infos)
+        print(f"SCRAM credential configs for user-principal '{result.user}' are {creds}")
+
+
 def describe(admin: Admin, cmd: Command) -> None:
+    if cmd.entity_type == USERS:
+        describe_users(admin, cmd)
+        return
     if cmd.entity_name is not None:
         names = [cmd.entity_name]
     elif cmd.entity_type == TOPICS:
@@ -343,7 +418,9 @@ def describe(admin: Admin, cmd: Command) -> None:
 def alter(admin: Admin, cmd: Command) -> None:
     name = cmd.entity_name or ""
     added = dict(cmd.add)
-    if cmd.entity_type == BROKER_LOGGERS:
+    if cmd.entity_type == USERS:
+        admin.alter_scram(name, {k: scram_settings(k, v) for k, v in added.items()}, cmd.delete)
+    elif cmd.entity_type == BROKER_LOGGERS:
         loggers = {e.name for e in admin.describe(cmd.entity_type, name, synonyms=True)}
         invalid = [k for k in cmd.delete if k not in loggers] + [k for k in added if k not in loggers]
         if invalid:

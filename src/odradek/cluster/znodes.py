@@ -16,6 +16,7 @@ CONTROLLER_EPOCH = "/controller_epoch"
 CONFIG_TOPICS = "/config/topics"
 CONFIG_BROKERS = "/config/brokers"
 CONFIG_CHANGES = "/config/changes"
+CONFIG_USERS = "/config/users"
 DELETE_TOPICS = "/admin/delete_topics"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 REASSIGN_PARTITIONS = "/admin/reassign_partitions"
@@ -90,16 +91,29 @@ def new_uuid() -> bytes:
 
 @dataclass(slots=True)
 class BrokerInfo:
+    """/brokers/ids/<id>. host/port are the first endpoint, the inter-broker one; `endpoints` holds every
+    advertised listener by name with its security protocol in `protocols`."""
+
     broker_id: int
     host: str
     port: int
     rack: str | None = None
     listener_name: str = "PLAINTEXT"
+    endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
+    protocols: dict[str, str] = field(default_factory=dict)
+
+    def endpoint(self, listener: str) -> tuple[str, int] | None:
+        """(host, port) of `listener`; a registration without listener names has one endpoint for all."""
+        if not self.endpoints:
+            return self.host, self.port
+        return self.endpoints.get(listener)
 
     def to_json(self) -> dict[str, Any]:
+        endpoints = self.endpoints or {self.listener_name: (self.host, self.port)}
+        protocols = {name: self.protocols.get(name, "PLAINTEXT") for name in endpoints}
         return {
-            "listener_security_protocol_map": {self.listener_name: "PLAINTEXT"},
-            "endpoints": [f"{self.listener_name}://{self.host}:{self.port}"],
+            "listener_security_protocol_map": protocols,
+            "endpoints": [f"{name}://{_host(h)}:{p}" for name, (h, p) in endpoints.items()],
             "jmx_port": -1,
             "features": {},
             "host": self.host,
@@ -112,15 +126,22 @@ class BrokerInfo:
     @classmethod
     def from_json(cls, broker_id: int, d: dict[str, Any]) -> BrokerInfo:
         host, port = d.get("host"), d.get("port")
-        endpoints = d.get("endpoints") or []
-        if endpoints:
-            ep = endpoints[0]
+        endpoints: dict[str, tuple[str, int]] = {}
+        for ep in d.get("endpoints") or []:
             name, _, hp = ep.partition("://")
             h, _, p = hp.rpartition(":")
-            host, port = h.strip("[]"), int(p)
+            endpoints[name] = (h.strip("[]"), int(p))
+        listener_name = "PLAINTEXT"
+        if endpoints:
+            listener_name, (host, port) = next(iter(endpoints.items()))
         if not isinstance(host, str) or not isinstance(port, int):
             raise ValueError(f"broker {broker_id} registration has no usable endpoint")
-        return cls(broker_id, host, port, d.get("rack"))
+        protocols = {str(k): str(v) for k, v in (d.get("listener_security_protocol_map") or {}).items()}
+        return cls(broker_id, host, port, d.get("rack"), listener_name, endpoints, protocols)
+
+
+def _host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 @dataclass(slots=True)

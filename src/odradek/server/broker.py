@@ -25,7 +25,8 @@ from odradek.cluster.store import (
     to_json,
 )
 from odradek.cluster.topic_admin import TopicAdmin
-from odradek.config import BrokerConfig
+from odradek.config import BrokerConfig, Listener
+from odradek.config_keys import ConfigError
 from odradek.groups.coordinator import GroupCoordinator, GroupSettings
 from odradek.groups.offsets import OffsetStore
 from odradek.replication.manager import ReplicaManager
@@ -36,6 +37,7 @@ from odradek.server.http_endpoint import HttpEndpoint
 from odradek.server.limits import ConnectionLimits, RequestMemory
 from odradek.server.metrics import BrokerMetrics
 from odradek.server.network import SocketServer
+from odradek.server.security import ListenerSecurity
 from odradek.storage.manager import CleanerConfig, LogManager
 
 log = logging.getLogger("odradek.server")
@@ -69,7 +71,7 @@ class Broker:
                              config.max_connections_per_ip_overrides),
             RequestMemory(config.get("queued.max.request.bytes")),
         )
-        self.bound_ports: list[int] = []
+        self.bound_ports: dict[str, int] = {}
         self._tasks = TaskSet(log, "Background task")
         self._stopped = asyncio.Event()
 
@@ -203,24 +205,38 @@ class Broker:
     async def _listen(self) -> None:
         for listener in self.config.listeners:
             try:
-                port = await self.server.listen(listener.host, listener.port)
+                security = ListenerSecurity.for_listener(self.config, listener)
+            except ConfigError as exc:
+                raise StartupError(f"listener {listener.name}: {exc}") from None
+            try:
+                port = await self.server.listen(listener.host, listener.port, security)
             except OSError as exc:
                 raise StartupError(
                     f"listeners: cannot bind {listener.name}://{listener.host}:{listener.port}: "
                     f"{exc.strerror or exc}"
                 ) from None
-            self.bound_ports.append(port)
-            log.info("%s Awaiting socket connections on %s:%d.", self.prefix, listener.host or "0.0.0.0", port)
+            self.bound_ports[listener.name] = port
+            log.info("%s Awaiting socket connections on %s:%d (%s).", self.prefix, listener.host or "0.0.0.0",
+                     port, listener.security_protocol)
+
+    def _advertised_endpoint(self, adv: Listener) -> tuple[str, int]:
+        port = adv.port or self.bound_ports.get(adv.name, 9092)
+        return adv.host or socket.gethostname(), port
 
     def advertised(self) -> tuple[str, int]:
-        adv = self.config.advertised_listeners[0]
-        port = adv.port or (self.bound_ports[0] if self.bound_ports else 9092)
-        return adv.host or socket.gethostname(), port
+        """The inter-broker endpoint."""
+        return self._advertised_endpoint(self.config.inter_broker_listener)
 
     async def _register(self) -> None:
         host, port = self.advertised()
-        info = zn.BrokerInfo(self.broker_id, host, port, self.config.get("broker.rack"),
-                             self.config.advertised_listeners[0].name)
+        inter = self.config.inter_broker_listener
+        endpoints = {inter.name: (host, port)}
+        protocols = {inter.name: inter.security_protocol}
+        for adv in self.config.advertised_listeners:
+            endpoints.setdefault(adv.name, self._advertised_endpoint(adv))
+            protocols.setdefault(adv.name, adv.security_protocol)
+        info = zn.BrokerInfo(self.broker_id, host, port, self.config.get("broker.rack"), inter.name, endpoints,
+                             protocols)
         path = zn.broker_path(self.broker_id)
         loop = asyncio.get_running_loop()
         # A znode holding our own endpoint is our previous incarnation (killed before its session expired):
@@ -246,8 +262,8 @@ class Broker:
                 log.info("%s %s still holds the registration of a previous session; waiting for it to expire",
                          self.prefix, path)
                 await asyncio.sleep(1.0)
-        log.info("Registered broker %d at path %s with addresses: %s://%s:%d", self.broker_id, path,
-                 info.listener_name, host, port)
+        log.info("Registered broker %d at path %s with addresses: %s", self.broker_id, path,
+                 ",".join(f"{n}://{h}:{p}" for n, (h, p) in endpoints.items()))
 
     def _start_background(self) -> None:
         cfg = self.config

@@ -28,9 +28,12 @@ from odradek.server.handlers import (  # noqa: F401
     metadata,
     produce,
     producers,
+    scram_credentials,
 )
+from odradek.server.handlers import sasl as sasl_handlers
 from odradek.server.network import CloseConnection, Connection, Response
 from odradek.server.registry import APIS, RequestContext
+from odradek.server.sasl import PRE_AUTH_APIS, State
 
 if TYPE_CHECKING:
     from odradek.server.broker import Broker
@@ -44,10 +47,21 @@ class Dispatcher:
         self.broker = broker
 
     async def __call__(self, conn: Connection, frame: memoryview) -> Response:
+        sasl = conn.sasl
+        if sasl is not None and not sasl.complete:
+            if sasl.state is State.RAW_TOKEN:
+                return await sasl_handlers.raw_token(self.broker, conn, sasl, frame)
+            if sasl.state is State.FAILED:
+                return None  # the connection closes after connection.failed.authentication.delay.ms
         try:
             api_key, api_version, correlation_id = peek_api(frame)
         except FrameError as exc:
             raise CloseConnection(str(exc)) from None
+        if sasl is not None and not sasl.complete and api_key not in PRE_AUTH_APIS:
+            # Kafka closes such a connection too: nothing but ApiVersions and the SASL exchange before authentication.
+            name = APIS[api_key].name if api_key in APIS else f"API key {api_key}"
+            raise CloseConnection(f"unexpected {name} request before SASL authentication completed "
+                                  f"(listener {conn.security.name})")
         api = APIS.get(api_key)
         if api is None:
             raise CloseConnection(f"unknown API key {api_key} (correlation id {correlation_id})")

@@ -10,9 +10,13 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 
 from odradek.protocol.framing import FrameDecoder, FrameError
+from odradek.server import tls
 from odradek.server.limits import ConnectionLimits, RequestMemory
+from odradek.server.sasl import SaslServer
+from odradek.server.security import ListenerSecurity
 
 log = logging.getLogger("odradek.network")
+_PLAINTEXT = ListenerSecurity.plaintext()
 
 # What a dispatcher returns: chunks to send (already size-framed), or None for no response.
 Response = Sequence[bytes | memoryview] | None
@@ -34,8 +38,15 @@ class Connection(asyncio.Protocol):
     pool has room, else the connection stops reading until memory frees (nothing is dropped)."""
 
     def __init__(self, dispatch: Dispatcher, max_frame_size: int, registry: set[Connection],
-                 limits: ConnectionLimits | None = None, memory: RequestMemory | None = None) -> None:
+                 limits: ConnectionLimits | None = None, memory: RequestMemory | None = None,
+                 security: ListenerSecurity | None = None) -> None:
         self._dispatch = dispatch
+        self.security = security or _PLAINTEXT
+        # Kafka's principal of the client: User:ANONYMOUS, the TLS subject, or the SASL user.
+        self.principal = "User:ANONYMOUS"
+        # On SASL listeners, the authentication state; the dispatcher admits only the SASL requests until
+        # it completes. None elsewhere, so plaintext and TLS requests pay one attribute test.
+        self.sasl = SaslServer(self.security.sasl) if self.security.sasl is not None else None
         self._decoder = FrameDecoder(max_frame_size)
         self._registry = registry
         self._limits = limits
@@ -72,6 +83,8 @@ class Connection(asyncio.Protocol):
                 transport.close()
                 return
         self._admitted = True
+        if self.security.ssl_context is not None:
+            self.principal = tls.peer_principal(transport.get_extra_info("ssl_object"))
         sock = transport.get_extra_info("socket")
         if sock is not None:
             try:
@@ -201,10 +214,12 @@ class Connection(asyncio.Protocol):
         if self._queue and not self.closed:
             self._worker = asyncio.get_running_loop().create_task(self._work())
 
-    def close(self, reason: str) -> None:
+    def close(self, reason: str, quiet: bool = False) -> None:
+        """Close the socket (after what was written is sent); `quiet` when the reason was logged already."""
         if self.closed:
             return
-        log.warning("Closing connection from %s: %s", self.peer, reason)
+        if not quiet:
+            log.warning("Closing connection from %s: %s", self.peer, reason)
         self.closed = True
         if self.transport is not None:
             self.transport.close()
@@ -222,15 +237,19 @@ class SocketServer:
         self._servers: list[asyncio.base_events.Server] = []
         self.connections: set[Connection] = set()
 
-    async def listen(self, host: str, port: int) -> int:
+    async def listen(self, host: str, port: int, security: ListenerSecurity | None = None) -> int:
         loop = asyncio.get_running_loop()
+        # A TLS handshake that fails (a plaintext client, an untrusted certificate) closes the socket before
+        # any Connection exists; asyncio logs it at debug level only.
         server = await loop.create_server(
-            lambda: Connection(self._dispatch, self._max_frame_size, self.connections, self.limits, self.memory),
+            lambda: Connection(self._dispatch, self._max_frame_size, self.connections, self.limits, self.memory,
+                               security),
             host or None,
             port,
             reuse_address=True,
             backlog=1024,
             start_serving=False,
+            ssl=security.ssl_context if security is not None else None,
         )
         self._servers.append(server)
         return server.sockets[0].getsockname()[1]

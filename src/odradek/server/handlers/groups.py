@@ -64,7 +64,8 @@ def _topic_partition_known(ctx: RequestContext, topic: str, partition: int) -> b
 # ---- FindCoordinator ----------------------------------------------------------------------------
 
 
-async def _find_one(gc: GroupCoordinator, key: str | None, key_type: int) -> tuple[int, str | None, int, str, int]:
+async def _find_one(gc: GroupCoordinator, key: str | None, key_type: int,
+                    listener: str) -> tuple[int, str | None, int, str, int]:
     """-> (error, message, node id, host, port)"""
     if key_type == KEY_TYPE_TRANSACTION:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, "Transactions are not supported", -1, "", -1
@@ -74,7 +75,10 @@ async def _find_one(gc: GroupCoordinator, key: str | None, key_type: int) -> tup
         info = await gc.coordinator_node(key)
     except KafkaError as exc:
         return exc.code, exc.message, -1, "", -1
-    return ErrorCode.NONE, None, info.broker_id, info.host, info.port
+    endpoint = info.endpoint(listener)
+    if endpoint is None:  # as Kafka: the coordinator has no endpoint on the listener the client uses
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, -1, "", -1
+    return ErrorCode.NONE, None, info.broker_id, endpoint[0], endpoint[1]
 
 
 @handles(FindCoordinatorRequest, FindCoordinatorResponse, versions=(0, 5))
@@ -84,11 +88,11 @@ async def find_coordinator(ctx: RequestContext, request: Any) -> FindCoordinator
     if ctx.version >= 4:
         coordinators = []
         for key in request.coordinator_keys:
-            err, msg, node, host, port = await _find_one(gc, key, key_type)
+            err, msg, node, host, port = await _find_one(gc, key, key_type, ctx.connection.security.name)
             coordinators.append(FindCoordinatorResponse.Coordinator(
                 key=key, node_id=node, host=host, port=port, error_code=err, error_message=msg))
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
-    err, msg, node, host, port = await _find_one(gc, request.key, key_type)
+    err, msg, node, host, port = await _find_one(gc, request.key, key_type, ctx.connection.security.name)
     return FindCoordinatorResponse(throttle_time_ms=0, error_code=err, error_message=msg, node_id=node, host=host,
                                    port=port)
 

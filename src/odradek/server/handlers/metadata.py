@@ -4,6 +4,7 @@ broker's cache sees it."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from kafka.protocol.admin import (
@@ -15,6 +16,7 @@ from kafka.protocol.admin import (
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
 from odradek.cluster.assignment import INTERNAL_TOPICS, validate_topic_name
+from odradek.cluster.znodes import BrokerInfo
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.server.authorized_operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, authorized, bits
 from odradek.server.registry import RequestContext, handles
@@ -115,8 +117,8 @@ async def metadata(ctx: RequestContext, request: Any) -> MetadataResponse:
                 continue
         topics.append(_topic(broker, name, live, topic_ops))
     brokers = [
-        MetadataResponse.MetadataResponseBroker(node_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
-        for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)
+        MetadataResponse.MetadataResponseBroker(node_id=b.broker_id, host=host, port=port, rack=b.rack)
+        for b, host, port in listener_endpoints(cache.brokers.values(), ctx.connection.security.name)
     ]
     return MetadataResponse(
         throttle_time_ms=0,
@@ -127,6 +129,17 @@ async def metadata(ctx: RequestContext, request: Any) -> MetadataResponse:
         authorized_operations=authorized(
             CLUSTER_OPERATIONS, 8 <= version <= 10 and request.include_cluster_authorized_operations),
     )
+
+
+def listener_endpoints(brokers: Iterable[BrokerInfo], listener: str) -> list[tuple[BrokerInfo, str, int]]:
+    """The live brokers with their endpoints on `listener`, by id; as Kafka, a broker without that
+    listener is left out."""
+    out = []
+    for b in sorted(brokers, key=lambda b: b.broker_id):
+        endpoint = b.endpoint(listener)
+        if endpoint is not None:
+            out.append((b, endpoint[0], endpoint[1]))
+    return out
 
 
 @handles(DescribeClusterRequest, DescribeClusterResponse, versions=(0, 1))
@@ -141,8 +154,8 @@ async def describe_cluster(ctx: RequestContext, request: Any) -> DescribeCluster
         authorized_operations=authorized(CLUSTER_OPERATIONS, request.include_cluster_authorized_operations),
         controller_id=cache.controller_id,
         brokers=[
-            DescribeClusterResponse.DescribeClusterBroker(broker_id=b.broker_id, host=b.host, port=b.port, rack=b.rack)
-            for b in sorted(cache.brokers.values(), key=lambda b: b.broker_id)
+            DescribeClusterResponse.DescribeClusterBroker(broker_id=b.broker_id, host=host, port=port, rack=b.rack)
+            for b, host, port in listener_endpoints(cache.brokers.values(), ctx.connection.security.name)
         ],
     )
 

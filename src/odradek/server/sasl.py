@@ -1,0 +1,288 @@
+"""SASL authentication of one connection, sans-io: the handshake and token exchanges of Kafka's
+SaslHandshake/SaslAuthenticate (or raw tokens after SaslHandshake v0), the mechanisms (PLAIN, with users
+from Kafka's JAAS syntax), and which requests a connection may send before it is authenticated. The
+network layer and the handlers feed it requests; it never touches sockets or the clock."""
+
+from __future__ import annotations
+
+import enum
+import hmac
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka.protocol.metadata import ApiVersionsRequest
+from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
+
+from odradek.config_keys import ConfigError
+from odradek.server import scram
+
+SUPPORTED_MECHANISMS = ("PLAIN", *scram.MECHANISMS)
+PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+INVALID_CREDENTIALS = "Authentication failed: Invalid username or password"
+# What a client may send before authentication completes.
+PRE_AUTH_APIS = frozenset((ApiVersionsRequest.API_KEY, SaslHandshakeRequest.API_KEY, SaslAuthenticateRequest.API_KEY))
+
+
+class AuthenticationFailed(Exception):
+    """The client's credentials were refused; str() is the message the client receives."""
+
+    def __init__(self, message: str, user: str | None = None) -> None:
+        super().__init__(message)
+        self.user = user
+
+
+# ---- JAAS ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LoginModule:
+    name: str
+    flag: str
+    options: dict[str, str]
+
+
+_JAAS_SECTION = re.compile(r"^\w+\s*\{(.*)\}\s*;?$", re.S)  # a JAAS file section: KafkaServer { ... };
+_JAAS_TOKEN = re.compile(r'\s*(?:(?P<q>"(?:[^"\\]|\\.)*")|(?P<sym>[;=])|(?P<word>[^\s;="]+))', re.S)
+
+
+def parse_jaas(text: str, key: str = "sasl.jaas.config") -> list[LoginModule]:
+    """Kafka's JAAS configuration syntax: `<LoginModule class> <flag> key=value ... ;`, one or more,
+    values quoted or bare (a whole JAAS file's `Name { ... };` wrapper is accepted too)."""
+    text = text.strip()
+    section = _JAAS_SECTION.match(text)
+    if section is not None:
+        text = section.group(1).strip()
+    tokens: list[tuple[str, str]] = []
+    pos = 0
+    while pos < len(text):
+        m = _JAAS_TOKEN.match(text, pos)
+        if m is None or m.end() == pos:
+            if text[pos:].strip() == "":
+                break
+            raise ConfigError(f"Invalid value [hidden] for configuration {key}: unexpected text at character {pos}")
+        pos = m.end()
+        if m.group("q") is not None:
+            tokens.append(("value", re.sub(r"\\(.)", r"\1", m.group("q")[1:-1])))
+        elif m.group("sym") is not None:
+            tokens.append((m.group("sym"), m.group("sym")))
+        else:
+            tokens.append(("word", m.group("word")))
+    modules: list[LoginModule] = []
+    i = 0
+    flags = ("required", "requisite", "sufficient", "optional")
+    while i < len(tokens):
+        if tokens[i][0] == ";":
+            i += 1
+            continue
+        if i + 1 >= len(tokens) or tokens[i][0] != "word" or tokens[i + 1][1].lower() not in flags:
+            raise ConfigError(f"Invalid value [hidden] for configuration {key}: expected "
+                              "'<LoginModule class> <required|requisite|sufficient|optional> key=value ... ;'")
+        name, flag = tokens[i][1], tokens[i + 1][1].lower()
+        i += 2
+        options: dict[str, str] = {}
+        while i < len(tokens) and tokens[i][0] != ";":
+            if i + 2 >= len(tokens) or tokens[i][0] != "word" or tokens[i + 1][0] != "=" \
+                    or tokens[i + 2][0] not in ("word", "value"):
+                raise ConfigError(f"Invalid value [hidden] for configuration {key}: "
+                                  f"options of {name} must be key=value")
+            options[tokens[i][1]] = tokens[i + 2][1]
+            i += 3
+        if i >= len(tokens):
+            raise ConfigError(f"Invalid value [hidden] for configuration {key}: "
+                              "a login module entry must end with ';'")
+        modules.append(LoginModule(name, flag, options))
+    if not modules:
+        raise ConfigError(f"Invalid value [hidden] for configuration {key}: no login module")
+    return modules
+
+
+def plain_users(jaas: str, key: str) -> dict[str, str]:
+    """user -> password from PlainLoginModule's `user_<name>="<password>"` options."""
+    modules = [m for m in parse_jaas(jaas, key) if m.name == PLAIN_LOGIN_MODULE]
+    if not modules:
+        raise ConfigError(f"Invalid value [hidden] for configuration {key}: PLAIN needs {PLAIN_LOGIN_MODULE}")
+    return {k[len("user_"):]: v for m in modules for k, v in m.options.items() if k.startswith("user_")}
+
+
+# ---- mechanisms -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NeedCredential:
+    """What a SCRAM step returns when the server must look the user's credential up before answering."""
+
+    user: str
+    mechanism: str
+
+
+class Mechanism:
+    """One authentication exchange: `step` takes the client's token and returns the server's (or asks for
+    a credential, then `provide` answers), raising AuthenticationFailed; `user` is set once it completes."""
+
+    name = ""
+    user: str | None = None
+    attempted_user: str | None = None
+    complete = False
+
+    def step(self, token: bytes) -> bytes | NeedCredential:
+        raise NotImplementedError
+
+    def provide(self, credential: scram.ScramCredential | None) -> bytes:
+        raise AuthenticationFailed("no credential was asked for")
+
+
+class Plain(Mechanism):
+    """RFC 4616: one message `authzid NUL authcid NUL password`."""
+
+    name = "PLAIN"
+
+    def __init__(self, users: Mapping[str, str]) -> None:
+        self._users = users
+
+    def step(self, token: bytes) -> bytes:
+        parts = token.split(b"\0")
+        if len(parts) != 3:
+            raise AuthenticationFailed("Invalid SASL/PLAIN response: expected 3 tokens, got " + str(len(parts)))
+        try:
+            authzid, user, password = (p.decode() for p in parts)
+        except UnicodeDecodeError:
+            raise AuthenticationFailed("Invalid SASL/PLAIN response: not UTF-8") from None
+        self.attempted_user = user or None
+        if not user:
+            raise AuthenticationFailed("Authentication failed: username not specified")
+        if not password:
+            raise AuthenticationFailed("Authentication failed: password not specified", user)
+        expected = self._users.get(user)
+        # compare even for an unknown user, so that timing does not tell which users exist
+        matches = hmac.compare_digest(password.encode(), (expected or "\0" + password).encode())
+        if expected is None or not matches:
+            raise AuthenticationFailed(INVALID_CREDENTIALS, user)
+        if authzid and authzid != user:
+            raise AuthenticationFailed(
+                "Authentication failed: Client requested an authorization id that is different from username", user)
+        self.user = user
+        self.complete = True
+        return b""
+
+
+class Scram(Mechanism):
+    """SCRAM-SHA-256/512: client-first (-> the user's credential is looked up) then server-first, then
+    client-final (-> proof checked) and server-final."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._server = scram.ScramServer(name)
+        self._failure = scram.INVALID_CREDENTIALS.format(name)
+        self._stage = 0
+
+    def step(self, token: bytes) -> bytes | NeedCredential:
+        try:
+            if self._stage == 0:
+                self.attempted_user = self._server.client_first(token)
+                self._stage = 1
+                return NeedCredential(self.attempted_user, self.name)
+            if self._stage == 2:
+                final = self._server.client_final(token)
+                self.user, self.complete = self.attempted_user, True
+                return final
+        except (scram.ScramError, UnicodeDecodeError, ValueError) as exc:
+            raise AuthenticationFailed(self._failure, self.attempted_user) from exc
+        raise AuthenticationFailed(self._failure, self.attempted_user)
+
+    def provide(self, credential: scram.ScramCredential | None) -> bytes:
+        if self._stage != 1 or credential is None:
+            raise AuthenticationFailed(self._failure, self.attempted_user)
+        self._stage = 2
+        return self._server.server_first(credential)
+
+
+# ---- one connection ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SaslSettings:
+    """A listener's SASL configuration."""
+
+    mechanisms: tuple[str, ...]
+    plain_users: Mapping[str, str] = field(default_factory=dict)
+    failed_delay_ms: int = 100
+
+    def mechanism(self, name: str) -> Mechanism:
+        if name == "PLAIN":
+            return Plain(self.plain_users)
+        if name in scram.MECHANISMS:
+            return Scram(name)
+        raise ValueError(name)
+
+
+class State(enum.Enum):
+    HANDSHAKE = "handshake"  # waiting for SaslHandshake
+    AUTHENTICATE = "authenticate"  # waiting for SaslAuthenticate
+    RAW_TOKEN = "raw token"  # after SaslHandshake v0: the next frame is a bare token
+    COMPLETE = "complete"
+    FAILED = "failed"
+
+
+class SaslServer:
+    """The SASL state of one connection."""
+
+    __slots__ = ("settings", "state", "mechanism", "principal")
+
+    def __init__(self, settings: SaslSettings) -> None:
+        self.settings = settings
+        self.state = State.HANDSHAKE
+        self.mechanism: Mechanism | None = None
+        self.principal: str | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.state is State.COMPLETE
+
+    def handshake(self, mechanism: str, version: int) -> bool:
+        """SaslHandshake: whether the mechanism is enabled (if not, the connection is to be closed)."""
+        if self.state is not State.HANDSHAKE:
+            raise IllegalState(f"Unexpected SaslHandshake in state {self.state.value}")
+        if mechanism not in self.settings.mechanisms:
+            self.state = State.FAILED
+            return False
+        self.mechanism = self.settings.mechanism(mechanism)
+        self.state = State.AUTHENTICATE if version >= 1 else State.RAW_TOKEN
+        return True
+
+    def authenticate(self, token: bytes) -> bytes | NeedCredential:
+        """A SaslAuthenticate token (or a raw one after handshake v0): the server's answer, or a request for
+        a credential (answer it with `provide`); raises AuthenticationFailed (the connection is then to be
+        closed after the configured delay)."""
+        if self.state not in (State.AUTHENTICATE, State.RAW_TOKEN) or self.mechanism is None:
+            raise IllegalState(f"Unexpected SaslAuthenticate in state {self.state.value}")
+        return self._run(self.mechanism.step, token)
+
+    def provide(self, credential: scram.ScramCredential | None) -> bytes:
+        """The credential asked for (None: no such user): the server's answer."""
+        assert self.mechanism is not None
+        answer = self._run(self.mechanism.provide, credential)
+        assert isinstance(answer, bytes)
+        return answer
+
+    def _run(self, fn: Callable[[Any], bytes | NeedCredential], arg: Any) -> bytes | NeedCredential:
+        assert self.mechanism is not None
+        try:
+            answer = fn(arg)
+        except AuthenticationFailed:
+            self.state = State.FAILED
+            raise
+        if self.mechanism.complete:
+            self.state = State.COMPLETE
+            self.principal = f"User:{self.mechanism.user}"
+        return answer
+
+    def attempted_principal(self) -> str:
+        """For the failure log line: User:<name the client gave>, or User:? before one was given."""
+        user = self.mechanism.attempted_user or self.mechanism.user if self.mechanism else None
+        return f"User:{user or '?'}"
+
+
+class IllegalState(Exception):
+    """A SASL request out of order (Kafka's ILLEGAL_SASL_STATE)."""

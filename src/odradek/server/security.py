@@ -1,0 +1,85 @@
+"""What one listener requires of its connections, built once at start-up from the broker's config: the
+TLS context of SSL and SASL_SSL listeners (`tls.py`) and the SASL settings of SASL_PLAINTEXT and
+SASL_SSL listeners (`sasl.py`). Per-listener keys (`listener.name.<listener>.<key>`) win over the
+broker-wide ones, as in Kafka."""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from odradek.config import BrokerConfig, Listener
+from odradek.config_keys import ConfigError, Password
+from odradek.server import tls
+from odradek.server.sasl import SUPPORTED_MECHANISMS, SaslSettings, plain_users
+
+
+def listener_lookup(get: Callable[[str], object], is_set: Callable[[str], bool], listener: str) -> tls.Lookup:
+    """A lookup over a BrokerConfig's `get`/`is_set` for `listener`: `listener.name.<listener>.<key>`
+    (listener name in lower case, as Kafka writes it, or as spelled) over `<key>`; only keys actually
+    configured count (the caller applies the defaults). Passwords give their text."""
+    prefixes = (f"listener.name.{listener.lower()}.", f"listener.name.{listener}.")
+
+    def lookup(key: str) -> str | None:
+        for name in (prefixes[0] + key, prefixes[1] + key, key):
+            if is_set(name):
+                value = get(name)
+                if value is not None:
+                    return _text(value)
+        return None
+
+    return lookup
+
+
+def _text(value: object) -> str:
+    if isinstance(value, Password):
+        return value.value
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerSecurity:
+    name: str
+    protocol: str
+    ssl_context: ssl.SSLContext | None = None
+    sasl: SaslSettings | None = None
+
+    @classmethod
+    def plaintext(cls, name: str = "PLAINTEXT") -> ListenerSecurity:
+        return cls(name, "PLAINTEXT")
+
+    @classmethod
+    def for_listener(cls, config: BrokerConfig, listener: Listener) -> ListenerSecurity:
+        """Raises ConfigError (one line) on a setting this listener cannot use."""
+        protocol = listener.security_protocol
+        lookup = listener_lookup(config.get, config.is_set, listener.name)
+        context = tls.server_context(lookup) if protocol in ("SSL", "SASL_SSL") else None
+        sasl = None
+        if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
+            sasl = _sasl_settings(lookup, listener.name, config.get("connection.failed.authentication.delay.ms"))
+        return cls(listener.name, protocol, context, sasl)
+
+
+def _sasl_settings(lookup: tls.Lookup, listener: str, delay_ms: int) -> SaslSettings:
+    raw = lookup("sasl.enabled.mechanisms") or "GSSAPI"  # Kafka's default
+    mechanisms = tuple(m.strip().upper() for m in raw.split(",") if m.strip())
+    # SCRAM credentials live in the metadata store (/config/users/<user>); Kafka also wants a
+    # ScramLoginModule JAAS entry per listener, which Odradek does not require.
+    unsupported = [m for m in mechanisms if m not in SUPPORTED_MECHANISMS]
+    if unsupported or not mechanisms:
+        raise ConfigError(
+            f"sasl.enabled.mechanisms={raw}: Odradek supports {', '.join(SUPPORTED_MECHANISMS)}"
+            f" (set listener.name.{listener.lower()}.sasl.enabled.mechanisms)"
+        )
+    users: dict[str, str] = {}
+    if "PLAIN" in mechanisms:
+        key = f"listener.name.{listener.lower()}.plain.sasl.jaas.config"
+        jaas = lookup("plain.sasl.jaas.config") or lookup("sasl.jaas.config")
+        if jaas is None:
+            raise ConfigError(f"PLAIN needs the users in {key} (or sasl.jaas.config), e.g. "
+                              'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="..."; ')
+        users = plain_users(jaas, key)
+    return SaslSettings(mechanisms, users, delay_ms)
