@@ -324,7 +324,9 @@ def test_cluster_default_reaches_every_broker_and_survives_a_restart(zk_standalo
     t = _name("defaults")
     create_topic(cluster.bootstrap, t, partitions=3, rf=3)
     res = ConfigResource(ResourceType.TOPIC, t)
-    entry = admin(cluster.brokers[1].bootstrap).describe_configs([res])[res].result(20)["min.insync.replicas"]
+    # broker 1 may learn of the topic a moment after the broker that created it
+    entry = wait_until(lambda: admin(cluster.brokers[1].bootstrap).describe_configs([res])[res].result(20)
+                       ["min.insync.replicas"], 30, "broker 1 to know the new topic", ignoring=(KafkaException,))
     assert (entry.value, entry.source) == ("2", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
     restarted = cluster.brokers[2]
     restarted.restart()
