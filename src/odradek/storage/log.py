@@ -982,7 +982,12 @@ class Log:
             if self.closed:
                 return
             sync = self._plan_sync(self._leo)
-        self._run_sync(sync)
+        try:
+            self._run_sync(sync)
+        except OSError:
+            if self.closed:  # deleted meanwhile (its directory renamed away)
+                return
+            raise
         with self.lock:
             self._complete_sync(sync)
 
