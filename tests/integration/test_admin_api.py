@@ -18,6 +18,7 @@ from confluent_kafka.admin import (
 
 from tests.clients import admin, consume_all, create_topic, produce
 from tests.harness import BrokerPool, BrokerProcess
+from tests.waiting import wait_until
 
 
 def _name(p: str) -> str:
@@ -37,7 +38,9 @@ def test_create_describe_delete_topic(broker: BrokerProcess) -> None:
     assert cfg["cleanup.policy"].value == "delete" and cfg["cleanup.policy"].is_default
     a.delete_topics([t], operation_timeout=10)[t].result(20)
     assert t not in a.list_topics(timeout=10).topics
-    assert not any(p.name.startswith(t + "-") for p in broker.log_dir.iterdir())
+    # renamed to <name>.<id>-delete at once, removed by the storage's disk worker
+    wait_until(lambda: not any(p.name.startswith(t + "-") for p in broker.log_dir.iterdir()), 10,
+               "the topic's partition directories to go")
 
 
 def test_create_existing_topic_and_validate_only(broker: BrokerProcess) -> None:

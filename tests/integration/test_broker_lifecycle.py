@@ -9,12 +9,19 @@ import subprocess
 import threading
 from pathlib import Path
 
+import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import NewTopic
 
 from tests.clients import admin, consume_all, create_topic, produce
 from tests.harness import BrokerPool, BrokerProcess, free_port, odradek_cmd, run_cli
 from tests.waiting import wait_until
+
+
+@pytest.fixture
+def broker_config() -> dict[str, str]:
+    """Recovery points checkpointed often, so a kill -9 lands between checkpoints of advancing ones."""
+    return {"log.flush.offset.checkpoint.interval.ms": "300"}
 
 
 def _start_fails(tmp_path: Path, text: str, timeout: float = 30) -> subprocess.CompletedProcess:
@@ -85,9 +92,15 @@ def test_start_up_logs_and_clean_shutdown_checkpoints(fresh_broker: BrokerProces
     assert [m.offset() for m in consume_all(b.bootstrap, "keep", 4)] == [0, 1, 2, 3]
 
 
-def test_kill_9_during_writes_loses_no_acknowledged_record(fresh_broker: BrokerProcess) -> None:
+@pytest.mark.parametrize("config", [
+    {},
+    # a flush per message (on the disk worker, the answer waits for it) and a roll every few KB (each
+    # rolled segment flushed in the background): the recovery points checkpointed meanwhile must hold
+    {"flush.messages": "1", "segment.bytes": "4096"},
+], ids=["defaults", "flush-every-message-small-segments"])
+def test_kill_9_during_writes_loses_no_acknowledged_record(fresh_broker: BrokerProcess, config: dict[str, str]) -> None:
     b = fresh_broker
-    create_topic(b.bootstrap, "crash", partitions=2)
+    create_topic(b.bootstrap, "crash", partitions=2, config=config)
     acked: list[tuple[int, int, bytes]] = []
     stop = threading.Event()
 

@@ -24,7 +24,7 @@ from odradek.storage import log as log_module
 from odradek.storage.cleaner import CleanerConfig, CleaningAborted, compact, run_cleanup
 from odradek.storage.log import Log, LogConfig
 from odradek.storage.manager import CLEANER_OFFSET_CHECKPOINT, LogManager, read_checkpoint
-from odradek.storage.segment import LogSegment
+from odradek.storage.segment import DELETED_SUFFIX, LogSegment
 from tests.unit.background import repeatedly_in_background
 
 T0 = 1_700_000_000_000
@@ -369,17 +369,20 @@ class Crash(Exception):
     pass
 
 
-def crash_on_nth_delete(monkeypatch: pytest.MonkeyPatch, n: int) -> None:
-    real = LogSegment.delete
+def crash_on_nth_rename_after_commit(monkeypatch: pytest.MonkeyPatch, n: int) -> None:
+    """After the swap's commit (the rename to .swap), the swap renames each old segment to .deleted and
+    then the cleaned one to its final name: crash at the nth of those renames."""
+    real = LogSegment.change_suffix
     calls = {"n": 0}
 
-    def delete(self: LogSegment) -> None:
-        calls["n"] += 1
-        if calls["n"] == n:
-            raise Crash
-        real(self)
+    def change_suffix(self: LogSegment, suffix: str) -> None:
+        if suffix in (DELETED_SUFFIX, ""):
+            calls["n"] += 1
+            if calls["n"] == n:
+                raise Crash
+        real(self, suffix)
 
-    monkeypatch.setattr(LogSegment, "delete", delete)
+    monkeypatch.setattr(LogSegment, "change_suffix", change_suffix)
 
 
 @pytest.mark.parametrize("crash_at", [1, 2, 3])
@@ -396,10 +399,11 @@ def test_crash_during_swap_is_completed_at_load(
     compact(expected_log, clock.now)
     expected = [(r.offset, r.key, r.value) for r in records_of(expected_log)]
 
-    crash_on_nth_delete(monkeypatch, crash_at)  # the swap deletes old segments after the .swap rename
+    crash_on_nth_rename_after_commit(monkeypatch, crash_at)
     with pytest.raises(Crash):
         compact(log, clock.now)
     monkeypatch.undo()
+    log.wait_for_background()  # the unlinking of .deleted files (load would sweep them as well)
     assert list(log.dir.glob("*.log.swap"))
     crashed = tmp_path / "crashed" / "t-0"
     shutil.copytree(log.dir, crashed)
@@ -549,6 +553,7 @@ def test_compacted_log_recovers_before_its_topic_config_is_known(tmp_path: Path,
     append(log, updates(4, 10))
     assert compact(log, clock.now) is not None  # not through the manager: the file still says 0
     expected = [(r.offset, r.key, r.value) for r in records_of(log)]
+    log.wait_for_background()  # no file vanishes under the copy
     shutil.copytree(tmp_path / "d", tmp_path / "crashed")  # a kill -9 image: no clean shutdown marker
     manager.shutdown()
     crashed = LogManager([tmp_path / "crashed"], {"segment.bytes": "600"}, time_ms=clock)

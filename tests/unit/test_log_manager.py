@@ -160,8 +160,11 @@ def test_topic_overrides_and_config_updates(tmp_path: Path) -> None:
 def test_delete_log(tmp_path: Path) -> None:
     manager = started([tmp_path], {})
     fill(manager, "t", 0, 3)
-    path = manager.get_log("t", 0).dir  # type: ignore[union-attr]
+    lg = manager.get_log("t", 0)
+    assert lg is not None
+    path = lg.dir
     assert manager.delete_log("t", 0)
+    lg.wait_for_background()  # the directory is removed by the disk worker
     assert not path.exists() and not list(tmp_path.glob("t-0*"))
     assert manager.get_log("t", 0) is None and not manager.delete_log("t", 0)
     manager.checkpoint()

@@ -92,6 +92,7 @@ def crashed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, int, list[W
     """A log image as a crash would leave it: files written, never closed or flushed by shutdown."""
     root = tmp_path_factory.mktemp("crash")
     log, written = write_log(root / "events-0")
+    log.wait_for_background()  # the rolled segments' flushes
     image = root / "image" / "events-0"
     shutil.copytree(log.dir, image)
     recovery_point = log.recovery_point

@@ -175,6 +175,7 @@ def test_explicit_roll_and_empty_roll_is_noop(tmp_path: Path) -> None:
     log.append_as_leader(batch(0), 0)
     seg = log.roll()
     assert seg.base_offset == 3 and log.roll() is seg
+    log.wait_for_background()  # the rolled segment is flushed by the disk worker
     assert log.recovery_point == 3
 
 
@@ -248,7 +249,9 @@ def test_flush_messages_advances_recovery_point(tmp_path: Path) -> None:
     log = open_log(tmp_path / "t-0", {"flush.messages": "5"})
     log.append_as_leader(batch(0), 0)
     assert log.recovery_point == 0
-    log.append_as_leader(batch(1), 0)
+    info = log.append_as_leader(batch(1), 0)
+    assert info.durable is not None
+    info.durable.result()  # flushed by the disk worker; the recovery point moves once it is done
     assert log.recovery_point == 6
 
 

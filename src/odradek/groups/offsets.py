@@ -283,8 +283,10 @@ class OffsetStore:
             raise KafkaError(ErrorCode.NOT_COORDINATOR, f"This broker is not the coordinator of group {group_id}")
         try:
             part = self.broker.replicas.leader_partition(OFFSETS_TOPIC, index)
-            part.append_as_leader(memoryview(build_batch(records)), -1)
+            info = part.append_as_leader(memoryview(build_batch(records)), -1)
             target = part.log.log_end_offset
+            if info.durable is not None:
+                await asyncio.wrap_future(info.durable)
             await asyncio.wait_for(part.hw_waiter(target), self.commit_timeout_s)
         except KafkaError as exc:
             raise KafkaError(_WRITE_ERRORS.get(exc.code, exc.code), str(exc)) from None

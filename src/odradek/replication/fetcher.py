@@ -157,8 +157,10 @@ class ReplicaFetcher:
                 if part.log.log_end_offset != offset:
                     return
                 try:
-                    part.log.append_as_follower(records)
-                except KafkaError as exc:
+                    info = part.log.append_as_follower(records)
+                    if info.durable is not None:  # flush.messages / flush.ms: on disk before the next fetch
+                        await asyncio.wrap_future(info.durable)
+                except (KafkaError, OSError) as exc:
                     log.error("[%s] Cannot append to %s at offset %d: %s", self.name, part.name, offset, exc)
                     self._delay(part)
                     return

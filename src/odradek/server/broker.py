@@ -9,6 +9,7 @@ import socket
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from odradek.aio import TaskSet
 from odradek.cluster import znodes as zn
@@ -73,6 +74,7 @@ class Broker:
         )
         self.bound_ports: dict[str, int] = {}
         self._tasks = TaskSet(log, "Background task")
+        self._disk_jobs: set[asyncio.Future[Any]] = set()  # storage work running on worker threads
         self._stopped = asyncio.Event()
 
     @property
@@ -289,17 +291,26 @@ class Broker:
             except Exception as exc:
                 log.error("%s background task %s failed: %s", self.prefix, fn.__name__, exc, exc_info=exc)
 
+    async def _on_disk_worker(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run storage work on a worker thread, never on the event loop. Each periodic task awaits its
+        previous run before the next, so runs of one kind never overlap; a run cancelled with its task
+        (at shutdown) still finishes, and shutdown waits for it before closing the logs."""
+        job = asyncio.get_running_loop().run_in_executor(None, fn, *args)
+        self._disk_jobs.add(job)
+        job.add_done_callback(self._disk_jobs.discard)
+        return await asyncio.shield(job)
+
     async def _retention(self) -> None:
-        await asyncio.get_running_loop().run_in_executor(None, self.logs.run_retention)
+        await self._on_disk_worker(self.logs.run_retention)
 
     async def _clean_logs(self) -> None:
-        await asyncio.get_running_loop().run_in_executor(None, self.logs.run_cleaner)
+        await self._on_disk_worker(self.logs.run_cleaner)
 
     async def _flush(self) -> None:
-        self.logs.flush_dirty(zn.now_ms())
+        await self._on_disk_worker(self.logs.flush_dirty, zn.now_ms())
 
     async def _checkpoint(self) -> None:
-        self.logs.checkpoint()
+        await self._on_disk_worker(self.logs.checkpoint)
 
     # ---- shut-down -----------------------------------------------------------------------------
     async def shutdown(self) -> None:
@@ -317,6 +328,10 @@ class Broker:
         if hasattr(self, "replicas"):
             await self.replicas.shutdown()
         self._tasks.close()
+        if hasattr(self, "logs"):
+            self.logs.stop_cleaning()
+        if self._disk_jobs:
+            await asyncio.gather(*self._disk_jobs, return_exceptions=True)
         if hasattr(self, "controller"):
             self.controller.close()
         if hasattr(self, "metadata"):
@@ -330,7 +345,7 @@ class Broker:
                 log.warning("%s closing the metadata store failed: %s", self.prefix, exc)
         if hasattr(self, "logs"):
             try:
-                self.logs.shutdown()
+                await asyncio.get_running_loop().run_in_executor(None, self.logs.shutdown)
             except Exception as exc:
                 log.error("%s shutting down the log manager failed: %s", self.prefix, exc)
         log.info("%s shut down completed", self.prefix)

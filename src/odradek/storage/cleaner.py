@@ -30,6 +30,8 @@ Compaction (`compact`) keeps the latest record of every key, with Kafka's LogCle
 The heavy work runs without the log's lock, reading the segments through descriptors of its own (so
 retention deleting a segment meanwhile cannot pull the file away); the lock is taken only to plan and to
 swap each cleaned segment in (`Log.replace_segments`), which fails harmlessly if the segments changed.
+A cleaned segment is fsynced before the swap, and the swap fsyncs the directory without holding the lock
+(it holds the log's `swap_lock`), so producers to the log never wait for the cleaner's fsyncs.
 """
 
 from __future__ import annotations

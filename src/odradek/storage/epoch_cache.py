@@ -1,11 +1,17 @@
 """Leader epoch cache of one partition: the start offset of each leader epoch seen in the log, kept in
 the partition's `leader-epoch-checkpoint` file (Kafka's format). It answers "where does epoch E end?",
-which is how a follower finds the point where its log diverges from a new leader's (KIP-101/279)."""
+which is how a follower finds the point where its log diverges from a new leader's (KIP-101/279).
+
+A log hands the writes of the file to its disk worker (`schedule`), since a leader change or a truncation
+on the event loop must not wait for fsyncs: the file only has to be current after a clean shutdown (the
+log writes it at close, `flush_if_changed`), as a log that was not shut down cleanly rebuilds the cache
+from its batch headers anyway."""
 
 from __future__ import annotations
 
 import logging
 from bisect import bisect_right
+from collections.abc import Callable
 from pathlib import Path
 
 from odradek.fsutil import atomic_write
@@ -15,10 +21,14 @@ CHECKPOINT_FILE = "leader-epoch-checkpoint"
 
 
 class LeaderEpochCache:
-    def __init__(self, partition_dir: Path) -> None:
+    def __init__(self, partition_dir: Path, schedule: Callable[[Callable[[], None]], object] | None = None) -> None:
         self.path = partition_dir / CHECKPOINT_FILE
         self.entries: list[tuple[int, int]] = []  # (epoch, start offset), both increasing
         self.loaded = self._read()
+        self._schedule = schedule  # None: write the file at each change, on the calling thread
+        self._write_pending = False
+        self._changes = 0  # changes of the entries, and how many of them the file holds
+        self._written = 0
 
     def _read(self) -> bool:
         try:
@@ -36,14 +46,35 @@ class LeaderEpochCache:
             return False
 
     def flush(self) -> None:
-        body = f"0\n{len(self.entries)}\n" + "".join(f"{e} {o}\n" for e, o in self.entries)
+        """Write the file now, on the calling thread."""
+        changes = self._changes
+        entries = list(self.entries)
+        body = f"0\n{len(entries)}\n" + "".join(f"{e} {o}\n" for e, o in entries)
         if self.loaded:
             atomic_write(self.path, body)
-            return
-        # No file yet (a new log): written without fsyncs, as a crash can only leave it missing or torn,
-        # and then the log's load rebuilds the cache from its batches. Saves a new partition two fsyncs.
-        self.path.write_text(body)
-        self.loaded = True
+        else:
+            # No file yet (a new log): written without fsyncs, as a crash can only leave it missing or torn,
+            # and then the log's load rebuilds the cache from its batches. Saves a new partition two fsyncs.
+            self.path.write_text(body)
+            self.loaded = True
+        self._written = max(self._written, changes)
+
+    def flush_if_changed(self) -> None:
+        if self._written != self._changes:
+            self.flush()
+
+    def _changed(self) -> None:
+        self._changes += 1
+        if self._schedule is None:
+            self.flush()
+        elif not self._write_pending:
+            self._write_pending = True
+            self._schedule(self._scheduled_flush)
+
+    def _scheduled_flush(self) -> None:
+        # cleared before the entries are read: a change after this point schedules another write
+        self._write_pending = False
+        self.flush()
 
     @property
     def latest_epoch(self) -> int:
@@ -57,7 +88,7 @@ class LeaderEpochCache:
         while self.entries and self.entries[-1][1] >= start_offset and self.entries[-1][0] < epoch:
             self.entries.pop()
         self.entries.append((epoch, start_offset))
-        self.flush()
+        self._changed()
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
         """(largest epoch <= `epoch`, the offset where it ends), or (-1, -1) if there is none."""
@@ -78,7 +109,7 @@ class LeaderEpochCache:
         before = len(self.entries)
         self.entries = [(e, o) for e, o in self.entries if o < end_offset]
         if len(self.entries) != before:
-            self.flush()
+            self._changed()
 
     def truncate_from_start(self, start_offset: int) -> None:
         """The log now starts at `start_offset`: the epoch covering it starts there."""
@@ -88,8 +119,8 @@ class LeaderEpochCache:
             keep.insert(0, (covering[-1][0], start_offset))
         if keep != self.entries:
             self.entries = keep
-            self.flush()
+            self._changed()
 
     def clear(self) -> None:
         self.entries = []
-        self.flush()
+        self._changed()

@@ -4,6 +4,16 @@ Every public method takes the log's lock: the broker's event loop thread appends
 retention and the log cleaner run in worker threads. The cleaner (storage/cleaner.py) builds cleaned
 segments without the lock and takes it only to swap them in (`replace_segments`); a swap interrupted by a
 crash is completed when the log is next loaded.
+
+No fsync happens under the lock on the append path (anyone holding the lock stalls the event loop):
+a roll only opens the new segment's files and hands the flush of the old one, and of the directory,
+to the disk worker (storage/background.py); flushes asked for by flush.messages / flush.ms go there
+too, and the appender learns from `AppendInfo.durable` when its records are on disk. A flush takes
+duplicates of the descriptors under the lock, fsyncs them without it, and only then, under the lock
+again, moves the recovery point up to what it covered (unless the log was truncated meanwhile), so the
+recovery point never passes data that is not on disk. Changes to non-active segments (retention,
+truncation, the cleaner's swap, close) also take `swap_lock`, before the lock, which lets the cleaner
+fsync the directory between the steps of a swap without holding the lock.
 """
 
 from __future__ import annotations
@@ -17,7 +27,8 @@ import time
 import uuid
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from odradek.protocol.errors import ErrorCode, InvalidRecordError, KafkaError, RecordValidationError
@@ -33,6 +44,7 @@ from odradek.protocol.records import (
     set_partition_leader_epoch,
     validate_batches,
 )
+from odradek.storage.background import disk_worker
 from odradek.storage.epoch_cache import LeaderEpochCache
 from odradek.storage.log_config import LogConfig
 from odradek.storage.producer_state import ProducerStateManager, last_sequence
@@ -75,6 +87,9 @@ class AppendInfo:
     num_batches: int
     valid_bytes: int
     num_records: int = 0
+    # set when the append asked for a flush (flush.messages / flush.ms): done once the records are on
+    # disk (with the error, if the flush failed); an acknowledgement must wait for it
+    durable: Future[None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +121,19 @@ def _out_of_range(message: str) -> KafkaError:
     return KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, message)
 
 
+@dataclass
+class _Sync:
+    """One flush, planned under the log's lock, run without it, completed under it again."""
+
+    first: int  # base offset of the first segment it considered
+    upto: int  # it covers the segments with a base offset below this
+    target: int  # the recovery point it earns
+    truncations: int  # the log's truncation count when planned
+    segments: list[tuple[LogSegment, int]] = field(default_factory=list)  # with their write counts
+    fds: list[int] = field(default_factory=list)  # duplicated descriptors to fsync (and close)
+    dir_changes: int | None = None  # the directory change count to fsync up to, if any
+
+
 # --- the log -------------------------------------------------------------------------------------
 
 
@@ -123,6 +151,7 @@ class Log:
         clean_shutdown: bool = True,
         time_ms: Callable[[], int] = now_ms,
         cleaner_checkpoint: int | None = None,
+        background: Executor | None = None,
     ) -> None:
         self.dir = Path(dir)
         self.topic, self.partition = parse_topic_partition(self.dir.name)
@@ -135,6 +164,13 @@ class Log:
         self._boundaries: dict[int, tuple[LogSegment, int]] = {}
         self._unflushed_messages = 0
         self._last_flush_ms = time_ms()
+        self.swap_lock = threading.RLock()  # taken before `lock` (see the module docstring)
+        self._worker = background or disk_worker()
+        self._jobs: set[Future[None]] = set()
+        self._flush_request: Future[None] | None = None  # a flush queued that has not planned yet
+        self._truncations = 0
+        self._dir_changes = 0  # entries created or renamed in the directory, and how many are fsynced
+        self._dir_synced = 0
         self._prefix = f"[Log partition={self.topic}-{self.partition}, dir={self.dir.parent}]"
         self.log_start_offset = log_start_offset
         self.recovery_point = recovery_point
@@ -146,7 +182,7 @@ class Log:
         self.producer_state = ProducerStateManager()
         self.dir.mkdir(parents=True, exist_ok=True)
         self._load(clean_shutdown)
-        self.epochs = LeaderEpochCache(self.dir)
+        self.epochs = LeaderEpochCache(self.dir, self._submit)
         if not self.epochs.loaded or not clean_shutdown:
             self._rebuild_epochs()
         self._rebuild_producer_state()
@@ -205,6 +241,7 @@ class Log:
             if stale.exists():
                 log.warning("%s Deleting stale file %s before creating a segment", self._prefix, stale.name)
                 stale.unlink()
+        self._dir_changes += 1
         return self.open_segment(base_offset, self._time(), create=True)
 
     def open_segment(self, base_offset: int, now_ms: int, *, create: bool = False, suffix: str = "") -> LogSegment:
@@ -416,7 +453,7 @@ class Log:
                 offset = last + 1
             if log_append:
                 off_max = first  # every record carries the same append time: the first one is the earliest
-            self._append(data, entries, max_ts, n_records)
+            durable = self._append(data, entries, max_ts, n_records)
             self.epochs.assign(leader_epoch, first)
             return AppendInfo(
                 first,
@@ -427,6 +464,7 @@ class Log:
                 len(batches),
                 len(data),
                 n_records,
+                durable,
             )
 
     def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
@@ -445,6 +483,7 @@ class Log:
             max_ts = off_max = -1
             n_records = 0
             runs = self._dense_runs(batches) if self._dense else [(0, len(data), self._increasing(batches))]
+            durable: Future[None] | None = None
             for start, end, run in runs:
                 entries = [BatchEntry(pos - start, h.size, h.last_offset, h.max_timestamp) for pos, h in run]
                 for _, h in run:
@@ -457,7 +496,9 @@ class Log:
                 first = run[0][1].base_offset
                 if first != self._leo and (self._dense or self.active_segment.size == 0):
                     self._roll_locked(first)
-                self._append(view[start:end], entries, max(e.max_timestamp for e in entries), run_records, first)
+                durable = self._append(
+                    view[start:end], entries, max(e.max_timestamp for e in entries), run_records, first
+                ) or durable
             return AppendInfo(
                 batches[0][1].base_offset,
                 batches[-1][1].last_offset,
@@ -467,6 +508,7 @@ class Log:
                 len(batches),
                 len(data),
                 n_records,
+                durable,
             )
 
     def _check_keys(self, data: bytearray, batches: list[tuple[int, BatchHeader]]) -> None:
@@ -552,9 +594,10 @@ class Log:
         max_ts: int,
         n_records: int,
         first_offset: int | None = None,
-    ) -> None:
+    ) -> Future[None] | None:
         """Write whole batches at the end; `first_offset` (default: the log end offset) is the first
-        batch's base offset, above the log end offset when a follower copies a compacted gap."""
+        batch's base offset, above the log end offset when a follower copies a compacted gap. Returns
+        the flush that flush.messages / flush.ms asked for, if they did."""
         if len(data) > self.config.segment_bytes:
             raise KafkaError(
                 ErrorCode.RECORD_LIST_TOO_LARGE,
@@ -571,15 +614,17 @@ class Log:
         self._remember_boundary(first, seg, position)
         if n_records:
             self._unflushed_messages += n_records
-            self._maybe_flush()
+            return self._maybe_flush()
+        return None
 
-    def _maybe_flush(self) -> None:
+    def _maybe_flush(self) -> Future[None] | None:
         now = self._time()
         if (
             self._unflushed_messages >= self.config.flush_messages
             or now - self._last_flush_ms >= self.config.flush_ms
         ):
-            self._flush_locked()
+            return self._request_flush()
+        return None
 
     def _check_open(self) -> None:
         if self.closed:
@@ -681,14 +726,13 @@ class Log:
             self._bases.pop()
         else:
             old.on_become_inactive()
-            old.flush()
-            old.close_index_files()
         seg = self._new_segment(base_offset)
         self._add_segment(seg)
-        self._fsync_dir()
         self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
-        # everything below the new segment is on disk now: older segments were flushed when they rolled
-        self.recovery_point = max(self.recovery_point, base_offset)
+        # The old segment and the directory are fsynced by the disk worker, which then moves the recovery
+        # point up to the new segment (Kafka's roll does the same). The old segment's index descriptors
+        # stay open until then: what was written through them must be fsynced through them.
+        self._submit(self._flush_rolled, base_offset)
         log.info(
             "%s Rolled new log segment at offset %d in %d ms.",
             self._prefix,
@@ -806,15 +850,21 @@ class Log:
                 )
                 self.log_start_offset = offset
                 self.epochs.truncate_from_start(offset)
-                self.delete_old_segments(
-                    lambda seg, nxt: nxt.base_offset <= offset, "log start offset breach"
-                )
+                # Not when the cleaner is swapping segments (waiting for it here could stall the event
+                # loop): retention deletes what lies below the log start offset at its next pass.
+                if self.swap_lock.acquire(blocking=False):
+                    try:
+                        self.delete_old_segments(
+                            lambda seg, nxt: nxt.base_offset <= offset, "log start offset breach"
+                        )
+                    finally:
+                        self.swap_lock.release()
             return self.log_start_offset
 
     def delete_old_segments(self, predicate: Callable[[LogSegment, LogSegment], bool], reason: str) -> int:
         """Delete the oldest non-active segments while `predicate(segment, next_segment)` holds and the
         segment lies wholly below the high watermark. Returns how many were deleted."""
-        with self.lock:
+        with self.swap_lock, self.lock:
             if self.closed:
                 return 0
             doomed: list[LogSegment] = []
@@ -824,7 +874,7 @@ class Log:
                 doomed.append(seg)
             for seg in doomed:
                 log.info("%s Deleting segment %s due to %s", self._prefix, seg.log_path.name, reason)
-                seg.delete()
+                self._retire(seg)
             if doomed:
                 del self._segments[: len(doomed)]
                 del self._bases[: len(doomed)]
@@ -832,28 +882,51 @@ class Log:
                 self._boundaries.clear()
             return len(doomed)
 
+    def _retire(self, seg: LogSegment) -> None:
+        """Delete a segment that left the log: renamed to `.deleted` under the lock (cheap; load sweeps
+        such names), unlinked by the disk worker (freeing a large file's blocks can take a while)."""
+        seg.close()
+        seg.change_suffix(DELETED_SUFFIX)
+        self._dir_changes += 1
+        self._submit(seg.delete)
+
     def replace_segments(self, old: Sequence[LogSegment], sizes: Sequence[int], cleaned: LogSegment) -> bool:
         """Swap in `cleaned` (a segment the cleaner wrote and fsynced as `<base>.log.cleaned`, base offset
         that of old[0]) for the consecutive non-active segments `old`, which must still be in the log with
         the given sizes; False, changing nothing, when they are not (retention or truncation got there
         first). Kafka's order: rename to `.swap` (the commit), delete the old segments, rename to the final
-        names; a crash after the commit is completed at load by `_complete_swaps`."""
-        with self.lock:
-            i = self._position_of(old, sizes)
-            if i is None:
-                return False
+        names; a crash after the commit is completed at load by `_complete_swaps`.
+
+        The directory fsyncs happen outside the log's lock (appends go on meanwhile); `swap_lock`, held
+        throughout, keeps retention, truncation and close away from the segments being swapped, and appends
+        only touch the active segment, so the checked position still holds at each step:
+        1. rename to `.swap`, fsync: the commit is on disk before any old segment goes. A crash before the
+           fsync leaves `.cleaned` (swept at load: the old segments are all there) or `.swap` (completed).
+        2. under the lock: the old segments' files renamed to `.deleted`, `cleaned` takes their place in
+           memory (still named `.swap`). Then fsync: those renames are on disk before the final one, so no
+           crash can leave a final `<base>.log` beside an old segment it overlaps (without relying on the
+           file system to journal renames in order).
+        3. under the lock: rename `cleaned` to its final names. Then fsync (a crash before it just leaves
+           the `.swap` for the next load to complete). The `.deleted` files are unlinked by the disk worker.
+        """
+        with self.swap_lock:
+            with self.lock:
+                if self._position_of(old, sizes) is None:
+                    return False
             cleaned.change_suffix(SWAP_SUFFIX)
             self._fsync_dir()
-            for seg in old[1:]:
-                seg.delete()
-            old[0].close()
-            old[0].index_path.unlink(missing_ok=True)
-            old[0].timeindex_path.unlink(missing_ok=True)
-            cleaned.change_suffix("")
+            with self.lock:
+                i = self._position_of(old, sizes)
+                assert i is not None, "swap_lock keeps the segments in place"
+                for seg in old:
+                    self._retire(seg)
+                self._segments[i : i + len(old)] = [cleaned]
+                self._bases[i : i + len(old)] = [cleaned.base_offset]
+                self._boundaries.clear()
             self._fsync_dir()
-            self._segments[i : i + len(old)] = [cleaned]
-            self._bases[i : i + len(old)] = [cleaned.base_offset]
-            self._boundaries.clear()
+            with self.lock:
+                cleaned.change_suffix("")
+            self._fsync_dir()
             return True
 
     def _position_of(self, old: Sequence[LogSegment], sizes: Sequence[int]) -> int | None:
@@ -870,7 +943,7 @@ class Log:
     def truncate_to(self, offset: int) -> None:
         """Remove everything at or above `offset`; a batch straddling it goes entirely, so the log end
         offset becomes that batch's base offset."""
-        with self.lock:
+        with self.swap_lock, self.lock:
             self._check_open()
             if offset < 0:
                 raise ValueError(f"Cannot truncate to negative offset {offset}")
@@ -880,13 +953,17 @@ class Log:
             if offset < self._segments[0].base_offset:
                 self._truncate_fully_locked(offset)
                 return
+            self._truncations += 1
             while len(self._segments) > 1 and self._segments[-1].base_offset > offset:
-                self._segments.pop().delete()
+                self._retire(self._segments.pop())
                 self._bases.pop()
             seg = self.active_segment
             seg.truncate_to(offset)
             if seg.next_offset is None and not seg.scan_tail(self._dense):
                 seg.recover(self._dense)
+            # On the caller's thread (a follower's fetcher, on the event loop), unlike other fsyncs: the
+            # shorter file must be on disk before records the leader sends next land at the same offsets,
+            # or a crash could bring back the divergent tail behind them. Truncations are rare.
             seg.flush()
             assert seg.next_offset is not None, "scanned or recovered just above"
             self._leo = seg.next_offset
@@ -901,18 +978,19 @@ class Log:
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete every segment and restart the (empty) log at `offset`."""
-        with self.lock:
+        with self.swap_lock, self.lock:
             self._check_open()
             self._truncate_fully_locked(offset)
+            self._request_flush()  # the directory, on disk
 
     def _truncate_fully_locked(self, offset: int) -> None:
         log.info("%s Truncating fully and starting at offset %d", self._prefix, offset)
+        self._truncations += 1
         for seg in self._segments:
-            seg.delete()
+            self._retire(seg)
         self._segments.clear()
         self._bases.clear()
         self._add_segment(self._new_segment(offset))
-        self._fsync_dir()
         self._leo = self.log_start_offset = self.recovery_point = self._high_watermark = offset
         if self.cleaner_checkpoint is not None:
             self.cleaner_checkpoint = offset
@@ -924,18 +1002,142 @@ class Log:
     # --- lifecycle ---------------------------------------------------------------------------
 
     def flush(self) -> None:
-        """fsync every segment written since the recovery point; the recovery point becomes the LEO."""
+        """fsync every segment written since the recovery point (without holding the lock while the
+        fsyncs run); the recovery point becomes the log end offset the flush started from."""
         with self.lock:
-            if not self.closed:
-                self._flush_locked()
+            if self.closed:
+                return
+            sync = self._plan_sync(self._leo)
+        try:
+            self._run_sync(sync)
+        except OSError:
+            if self.closed:  # deleted meanwhile (its directory renamed away)
+                return
+            raise
+        with self.lock:
+            self._complete_sync(sync)
 
     def _flush_locked(self) -> None:
-        first = max(bisect_right(self._bases, self.recovery_point) - 1, 0)
-        for seg in self._segments[first:]:
-            seg.flush()
-        self.recovery_point = self._leo
-        self._unflushed_messages = 0
-        self._last_flush_ms = self._time()
+        """flush(), all under the lock (at close)."""
+        sync = self._plan_sync(self._leo)
+        self._run_sync(sync)
+        self._complete_sync(sync)
+
+    def _request_flush(self) -> Future[None]:
+        """A flush on the disk worker that will cover everything written so far (call under the lock):
+        the queued one, if it has not planned yet, else a new one."""
+        if self._flush_request is None:
+            self._flush_request = self._submit(self._requested_flush)
+        return self._flush_request
+
+    def _requested_flush(self) -> None:
+        with self.lock:
+            self._flush_request = None  # appends from now on are not covered: they queue another flush
+            if self.closed:
+                return
+            sync = self._plan_sync(self._leo)
+        self._run_sync(sync)
+        with self.lock:
+            self._complete_sync(sync)
+
+    def _flush_rolled(self, upto: int) -> None:
+        """The disk worker's part of a roll: fsync the segments below the new one and the directory."""
+        with self.lock:
+            if self.closed:
+                return
+            sync = self._plan_sync(upto)
+        self._run_sync(sync)
+        with self.lock:
+            self._complete_sync(sync)
+
+    def _plan_sync(self, upto: int) -> _Sync:
+        """Under the lock: what a flush of the segments below `upto` must fsync. Segments below the
+        recovery point's segment are all on disk already."""
+        i = max(bisect_right(self._bases, self.recovery_point) - 1, 0)
+        sync = _Sync(self._bases[i], upto, min(upto, self._leo), self._truncations)
+        try:
+            for seg in self._segments[i:]:
+                if seg.base_offset >= upto:
+                    break
+                if seg.dirty:
+                    writes, fds = seg.sync_handles()
+                    sync.segments.append((seg, writes))
+                    sync.fds += fds
+        except OSError:
+            self._close_fds(sync)
+            raise
+        # the directory too when there is data to make durable: a segment holding records must not be
+        # lost with its directory entry (an empty one lost is harmless: load creates the first segment)
+        if self._dir_changes != self._dir_synced and sync.fds:
+            sync.dir_changes = self._dir_changes
+        if upto >= self._leo:
+            self._unflushed_messages = 0
+            self._last_flush_ms = self._time()
+        return sync
+
+    def _run_sync(self, sync: _Sync) -> None:
+        """The fsyncs of a planned flush, without the lock: segment files, then the directory."""
+        try:
+            for fd in sync.fds:
+                os.fsync(fd)
+        finally:
+            self._close_fds(sync)
+        if sync.dir_changes is not None:
+            self._fsync_dir()
+
+    @staticmethod
+    def _close_fds(sync: _Sync) -> None:
+        fds, sync.fds = sync.fds, []
+        for fd in fds:
+            os.close(fd)
+
+    def _complete_sync(self, sync: _Sync) -> None:
+        """Under the lock, after the fsyncs: record them and move the recovery point up, unless the log
+        was truncated since the flush was planned (what it covered may be gone, or rewritten)."""
+        for seg, writes in sync.segments:
+            seg.mark_synced(writes)
+        if sync.dir_changes is not None:
+            self._dir_synced = max(self._dir_synced, sync.dir_changes)
+        if self.closed or sync.truncations != self._truncations:
+            return
+        self.recovery_point = max(self.recovery_point, min(sync.target, self._leo))
+        # inactive segments on disk need no index descriptors any more (fewer open files)
+        last = len(self._segments) - 1
+        for k in range(max(bisect_right(self._bases, sync.first) - 1, 0), last):
+            seg = self._segments[k]
+            if seg.base_offset >= sync.upto:
+                break
+            if not seg.dirty:
+                seg.close_index_files()
+
+    # --- the disk worker ---------------------------------------------------------------------
+
+    def _submit(self, fn: Callable[..., object], *args: object) -> Future[None]:
+        """Run `fn(*args)` on the disk worker. Its failure is logged (and set on the future), unless the
+        log was closed or deleted under it."""
+        job = self._worker.submit(self._run_job, fn, args)
+        self._jobs.add(job)
+        job.add_done_callback(self._jobs.discard)
+        return job
+
+    def _run_job(self, fn: Callable[..., object], args: tuple[object, ...]) -> None:
+        try:
+            fn(*args)
+        except Exception:
+            if self.closed:
+                return
+            log.exception("%s Background disk work %s failed", self._prefix, getattr(fn, "__name__", fn))
+            raise
+
+    def wait_for_background(self) -> None:
+        """Wait until the disk worker has done every job this log gave it so far. Never call it holding
+        the log's lock (the jobs take it)."""
+        while self._jobs:
+            for job in list(self._jobs):
+                try:
+                    job.result()
+                except Exception:  # logged by the job
+                    pass
 
     def update_config(self, config: LogConfig) -> None:
         with self.lock:
@@ -945,20 +1147,24 @@ class Log:
                 seg.max_index_bytes = config.segment_index_bytes
 
     def close(self) -> None:
-        """Record the active segment's final max timestamp, fsync, close every file."""
-        with self.lock:
+        """Finish the disk worker's jobs, record the active segment's final max timestamp, fsync, write
+        the leader epoch checkpoint, close every file."""
+        self.wait_for_background()
+        with self.swap_lock, self.lock:
             if self.closed:
                 return
             self.active_segment.on_become_inactive()
             self._flush_locked()
+            self.epochs.flush_if_changed()
             for seg in self._segments:
                 seg.close()
             self.closed = True
 
     def delete(self) -> None:
         """Close the files and remove the partition directory: first renamed to
-        `<topic>-<partition>.<uuid>-delete` (so a crash mid-way leaves a name startup sweeps), then removed."""
-        with self.lock:
+        `<topic>-<partition>.<uuid>-delete` (so a crash mid-way leaves a name startup sweeps), then removed
+        by the disk worker."""
+        with self.swap_lock, self.lock:
             for seg in self._segments:
                 seg.close()
             self.closed = True
@@ -968,7 +1174,7 @@ class Log:
             except FileNotFoundError:
                 return
             log.info("%s Deleting log directory (renamed to %s)", self._prefix, doomed.name)
-            shutil.rmtree(doomed, ignore_errors=True)
+            self._submit(shutil.rmtree, doomed, True)
 
     def batch_header_at(self, offset: int) -> BatchHeader | None:
         """Header of the batch containing `offset` (for tools and tests)."""

@@ -94,7 +94,11 @@ class LogManager:
         self._mutex = threading.Lock()
         self.cleaner = cleaner or CleanerConfig()
         self._cleaner_lock = threading.Lock()  # one cleaner pass at a time; shutdown waits for it
-        self._checkpoint_lock = threading.Lock()  # checkpoint files are written from two threads
+        # checkpoint files are written from several threads (periodic checkpoints, the cleaner, shutdown,
+        # a topic turning compacted): one writer at a time, each reading the logs and their offsets once it
+        # holds this lock, so the last file written never holds older ones than a file before it. Taken
+        # after `_mutex` by those holding it, never the other way round.
+        self._checkpoint_lock = threading.Lock()
         self._cleaner_stopping = False
         self._uncleanable: set[TopicPartition] = set()  # logs whose cleaning failed (Kafka skips them too)
 
@@ -297,27 +301,33 @@ class LogManager:
             lg.cleaner_checkpoint = lg.log_start_offset  # the first dirty offset it stands for anyway
         keys = {id(lg): key for key, lg in self._logs.items()}
         for d in {self._dir_of[keys[id(lg)]] for lg in marked}:
-            mine = [(key, lg) for key, lg in self._logs.items() if self._dir_of[key] == d]
-            self._write_cleaner_checkpoint(d, mine)
+            self._write_cleaner_checkpoint(d)
 
     # --- background work ---------------------------------------------------------------------
 
     def checkpoint(self) -> None:
         """Write the checkpoint files (recovery points, log start offsets, high watermarks, cleaner
-        offsets) in every log dir."""
-        with self._mutex:
-            items = [(key, self._dir_of[key], lg) for key, lg in self._logs.items()]
-        for d in self.log_dirs:
-            mine = [(key, lg) for key, owner, lg in items if owner == d]
-            write_checkpoint(d / RECOVERY_POINT_CHECKPOINT, {key: lg.recovery_point for key, lg in mine})
-            write_checkpoint(d / LOG_START_OFFSET_CHECKPOINT, {key: lg.log_start_offset for key, lg in mine})
-            write_checkpoint(d / REPLICATION_OFFSET_CHECKPOINT, {key: lg.high_watermark for key, lg in mine})
-            self._write_cleaner_checkpoint(d, mine)
-
-    def _write_cleaner_checkpoint(self, d: Path, mine: list[tuple[TopicPartition, Log]]) -> None:
-        offsets = {key: lg.cleaner_checkpoint for key, lg in mine if lg.cleaner_checkpoint is not None}
+        offsets) in every log dir. A worker thread's job: each file is fsynced."""
         with self._checkpoint_lock:
-            write_checkpoint(d / CLEANER_OFFSET_CHECKPOINT, offsets)
+            for d in self.log_dirs:
+                mine = self._logs_in(d)
+                write_checkpoint(d / RECOVERY_POINT_CHECKPOINT, {key: lg.recovery_point for key, lg in mine})
+                write_checkpoint(d / LOG_START_OFFSET_CHECKPOINT, {key: lg.log_start_offset for key, lg in mine})
+                write_checkpoint(d / REPLICATION_OFFSET_CHECKPOINT, {key: lg.high_watermark for key, lg in mine})
+                self._write_cleaner_checkpoint_locked(d)
+
+    def _logs_in(self, d: Path) -> list[tuple[TopicPartition, Log]]:
+        # Copies taken in one step each (atomic under the GIL), not under `_mutex`: see `_checkpoint_lock`.
+        dir_of = dict(self._dir_of)
+        return [(key, lg) for key, lg in list(self._logs.items()) if dir_of.get(key) == d]
+
+    def _write_cleaner_checkpoint(self, d: Path) -> None:
+        with self._checkpoint_lock:
+            self._write_cleaner_checkpoint_locked(d)
+
+    def _write_cleaner_checkpoint_locked(self, d: Path) -> None:
+        offsets = {key: lg.cleaner_checkpoint for key, lg in self._logs_in(d) if lg.cleaner_checkpoint is not None}
+        write_checkpoint(d / CLEANER_OFFSET_CHECKPOINT, offsets)
 
     def run_retention(self) -> int:
         """One retention pass over every log; returns how many segments were deleted."""
@@ -340,7 +350,7 @@ class LogManager:
                 items = [(key, self._dir_of[key], lg) for key, lg in self._logs.items()]
             cleaned = [(key, d) for key, d, lg in items if self._clean_one(key, lg)]
             for d in {d for _, d in cleaned}:
-                self._write_cleaner_checkpoint(d, [(key, lg) for key, owner, lg in items if owner == d])
+                self._write_cleaner_checkpoint(d)
             return len(cleaned)
         finally:
             self._cleaner_lock.release()
@@ -360,7 +370,8 @@ class LogManager:
         return False
 
     def flush_dirty(self, now_ms: int) -> int:
-        """fsync logs whose flush.ms has elapsed since their last flush; returns how many."""
+        """fsync logs whose flush.ms has elapsed since their last flush; returns how many. A worker
+        thread's job (a log's lock is not held while its files are fsynced)."""
         flushed = 0
         for target in self.logs():
             if (
@@ -371,10 +382,14 @@ class LogManager:
                 flushed += 1
         return flushed
 
+    def stop_cleaning(self) -> None:
+        """Make a running cleaner pass stop at its next batch, and later ones do nothing."""
+        self._cleaner_stopping = True
+
     def shutdown(self) -> None:
         """Flush and close every log, checkpoint, then mark each dir cleanly shut down and unlock it."""
         log.info("Shutting down the log manager")
-        self._cleaner_stopping = True
+        self.stop_cleaning()
         with self._cleaner_lock:  # a running cleaner pass notices the flag at its next batch
             pass
         failed: set[Path] = set()

@@ -110,7 +110,8 @@ def _write_all(fd: int, data: bytes | bytearray | memoryview, position: int) -> 
 
 
 class LogSegment:
-    """One segment. Not thread-safe: the owning Log serialises access."""
+    """One segment. Not thread-safe: the owning Log serialises access (a flush on another thread works
+    on duplicated descriptors, see `sync_handles`)."""
 
     def __init__(
         self,
@@ -151,7 +152,10 @@ class LogSegment:
         self.offset_of_max_timestamp = -1
         self._rolling_ts: int | None = None
         self._rolling_ts_known = create
-        self._dirty = create
+        # writes since creation, and how many of them an fsync has covered (a flush may run on another
+        # thread while appends go on: it covers the writes counted when it took its descriptors)
+        self._writes = 1 if create else 0
+        self._synced = 0
         self.next_offset: int | None = base_offset if create else None
 
     def __repr__(self) -> str:
@@ -334,6 +338,8 @@ class LogSegment:
             ti_out += struct.pack(">qi", ts, rel)
 
     def _append_index_bytes(self, idx: bytes | bytearray, ti: bytes | bytearray) -> None:
+        if idx or ti:
+            self._writes += 1
         if idx:
             if self._index_fd is None:
                 self._index_fd = os.open(self.index_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -391,7 +397,7 @@ class LogSegment:
             self._track(start + b.position, b.last_offset, b.max_timestamp, b.size, idx, ti)
         self.size = start + len(data)
         self.next_offset = batches[-1].last_offset + 1
-        self._dirty = True
+        self._writes += 1
         self._append_index_bytes(idx, ti)
 
     def _undo_partial_write(self, size: int) -> None:
@@ -558,7 +564,7 @@ class LogSegment:
             self._index_scanned(pending[0], pending[1], idx, ti)
         self.next_offset = expected
         self._write_index_files()
-        self._dirty = True
+        self._writes += 1
         return pos, reason
 
     def _index_scanned(self, pos: int, header: BatchHeader, idx: bytearray, ti: bytearray) -> None:
@@ -595,7 +601,7 @@ class LogSegment:
     def truncate_file(self, size: int) -> None:
         os.ftruncate(self.fd, size)
         self.size = size
-        self._dirty = True
+        self._writes += 1
 
     def scan_tail(self, dense: bool = True) -> bool:
         """After a clean open: find next_offset (and the max timestamp) by scanning headers from the
@@ -688,13 +694,38 @@ class LogSegment:
         self._maybe_append_time_entry(ti)
         self._append_index_bytes(b"", ti)
 
+    @property
+    def dirty(self) -> bool:
+        """Whether something was written since the last fsync that covered it."""
+        return self._writes != self._synced
+
     def flush(self) -> None:
-        if not self._dirty:
+        """fsync the segment's open files, here and now."""
+        if not self.dirty:
             return
+        writes = self._writes
         for fd in (self._fd, self._index_fd, self._timeindex_fd):
             if fd is not None:
                 os.fsync(fd)
-        self._dirty = False
+        self.mark_synced(writes)
+
+    def sync_handles(self) -> tuple[int, list[int]]:
+        """For an fsync on another thread: the write count now and duplicates of the open descriptors
+        (the caller fsyncs and closes them; the segment may close its own meanwhile). Call under the
+        owning log's lock; then `mark_synced` with that count once the fsyncs are done."""
+        fds: list[int] = []
+        try:
+            for fd in (self._fd, self._index_fd, self._timeindex_fd):
+                if fd is not None:
+                    fds.append(os.dup(fd))
+        except OSError:
+            for fd in fds:
+                os.close(fd)
+            raise
+        return self._writes, fds
+
+    def mark_synced(self, writes: int) -> None:
+        self._synced = max(self._synced, writes)
 
     def close_index_files(self) -> None:
         for name in ("_index_fd", "_timeindex_fd"):

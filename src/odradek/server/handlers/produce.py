@@ -1,5 +1,7 @@
 """Produce: append each partition's record batches to its log as leader; answer at once for acks=0/1,
-and for acks=all once the high watermark has passed the batches (or the request times out)."""
+and for acks=all once the high watermark has passed the batches (or the request times out). Where the
+topic's flush.messages / flush.ms made the append ask for a flush, the answer also waits for it (it runs
+on the storage's disk worker, not here)."""
 
 from __future__ import annotations
 
@@ -46,6 +48,7 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | N
     acks = req.acks
     results: dict[str, list[Any]] = {}
     waits: list[tuple[Partition, asyncio.Future[None], Any]] = []
+    flushes: list[tuple[asyncio.Future[None], Any]] = []
     any_error = False
     for topic in req.topics:
         out = results.setdefault(topic.name, [])
@@ -70,6 +73,8 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | N
             metrics.produced(topic.name, info.num_records, info.valid_bytes)
             res = _result(part.index, 0, info.first_offset, info.log_append_time, p.log.log_start_offset)
             out.append(res)
+            if info.durable is not None and acks != 0:
+                flushes.append((asyncio.wrap_future(info.durable), res))
             if acks == -1:
                 waits.append((p, p.hw_waiter(info.last_offset + 1), res))
     if acks == 0:
@@ -77,6 +82,11 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | N
             # acks=0 has no response to carry the error: close so the client notices (as Kafka does).
             raise CloseConnection("error while handling an acks=0 produce request")
         return None
+    if flushes:
+        await asyncio.wait([f for f, _ in flushes])
+        for fut, res in flushes:
+            if fut.exception() is not None:
+                res.error_code, res.base_offset = ErrorCode.KAFKA_STORAGE_ERROR, -1
     if waits:
         futures = [w[1] for w in waits]
         _done, pending = await asyncio.wait(futures, timeout=max(req.timeout_ms, 0) / 1000)
