@@ -40,7 +40,12 @@ async def read_broker_config(store: MetadataStore, entity: str) -> dict[str, str
 
 async def write_broker_config(store: MetadataStore, entity: str, config: dict[str, str]) -> None:
     """Replace the stored configs of `entity`, then announce the change under /config/changes."""
-    path = zn.broker_config_path(entity)
+    await write_entity_config(store, zn.broker_config_path(entity), f"brokers/{entity}", config)
+
+
+async def write_entity_config(store: MetadataStore, path: str, entity_path: str, config: dict[str, str]) -> None:
+    """Replace the config znode at `path` (created if missing), then announce the change of
+    `entity_path` ("brokers/0", "users/alice") under /config/changes, as Kafka does."""
     data = to_json(zn.config_json(config))
     try:
         await store.set(path, data)
@@ -49,7 +54,7 @@ async def write_broker_config(store: MetadataStore, entity: str, config: dict[st
             await store.create(path, data, makepath=True)
         except NodeExistsError:
             await store.set(path, data)
-    notice = to_json(zn.config_change_json(f"brokers/{entity}"))
+    notice = to_json(zn.config_change_json(entity_path))
     await store.create(f"{zn.CONFIG_CHANGES}/{zn.CONFIG_CHANGE_PREFIX}", notice, makepath=True, sequence=True)
     await purge_changes(store, zn.now_ms())
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from urllib.parse import quote, unquote
 
 from odradek.cluster import znodes as zn
-from odradek.cluster.broker_configs import purge_changes
-from odradek.cluster.store import MetadataStore, NodeExistsError, NoNodeError, to_json
+from odradek.cluster.broker_configs import write_entity_config
+from odradek.cluster.store import MetadataStore, NoNodeError
 from odradek.server.scram import MECHANISMS, ScramCredential
 
 
@@ -27,18 +27,7 @@ async def read_user_config(store: MetadataStore, user: str) -> dict[str, str]:
 
 
 async def write_user_config(store: MetadataStore, user: str, config: dict[str, str]) -> None:
-    path = user_path(user)
-    data = to_json(zn.config_json(config))
-    try:
-        await store.set(path, data)
-    except NoNodeError:
-        try:
-            await store.create(path, data, makepath=True)
-        except NodeExistsError:
-            await store.set(path, data)
-    notice = to_json(zn.config_change_json(f"users/{quote(user, safe='')}"))
-    await store.create(f"{zn.CONFIG_CHANGES}/{zn.CONFIG_CHANGE_PREFIX}", notice, makepath=True, sequence=True)
-    await purge_changes(store, zn.now_ms())
+    await write_entity_config(store, user_path(user), f"users/{quote(user, safe='')}", config)
 
 
 async def read_credential(store: MetadataStore, user: str, mechanism: str) -> ScramCredential | None:
