@@ -87,3 +87,29 @@ def consume_to_end(bootstrap: str, topic: str, partitions: int, timeout: float =
     finally:
         c.close()
     return out
+
+
+def round_trip(conf: dict[str, object], topic: str, count: int, prefix: str) -> list[bytes]:
+    """Produce `prefix`0..`prefix`<count-1> with a client of config `conf`, then read them back through a
+    new consumer group of the same config (used to prove a security setting end to end)."""
+    import uuid
+
+    from tests.waiting import wait_until
+
+    producer = Producer(conf)
+    for i in range(count):
+        producer.produce(topic, value=f"{prefix}{i}".encode())
+    assert producer.flush(30) == 0
+    consumer = Consumer({**conf, "group.id": f"g-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest"})
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    try:
+        def drained() -> bool:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                got.append(msg.value())
+            return len(got) >= count
+        wait_until(drained, 60, f"{count} records from {topic}")
+    finally:
+        consumer.close()
+    return got

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import uuid
 from pathlib import Path
 
 import pytest
 import trustme
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
+from tests.clients import round_trip
 from tests.harness import BrokerPool, BrokerProcess, free_port
 from tests.rawclient import RawClient
 from tests.waiting import wait_until
@@ -60,23 +60,7 @@ def _conf(port: int, user: str, password: str, protocol: str = "SASL_PLAINTEXT")
 
 
 def _round_trip(conf: dict[str, object], topic: str, count: int = 5) -> list[bytes]:
-    producer = Producer(conf)
-    for i in range(count):
-        producer.produce(topic, value=f"s{i}".encode())
-    assert producer.flush(30) == 0
-    consumer = Consumer({**conf, "group.id": f"g-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest"})
-    consumer.subscribe([topic])
-    got: list[bytes] = []
-    try:
-        def drained() -> bool:
-            msg = consumer.poll(0.5)
-            if msg is not None and msg.error() is None:
-                got.append(msg.value())
-            return len(got) >= count
-        wait_until(drained, 60, f"{count} records from {topic}")
-    finally:
-        consumer.close()
-    return got
+    return round_trip(conf, topic, count, "s")
 
 
 def test_confluent_kafka_sasl_plaintext(sasl_broker: tuple[BrokerProcess, Ports]) -> None:

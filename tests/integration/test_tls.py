@@ -7,16 +7,15 @@ from __future__ import annotations
 import shutil
 import socket
 import subprocess
-import uuid
 from pathlib import Path
 
 import pytest
 import trustme
-from confluent_kafka import Consumer, KafkaException, Producer
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.clients import round_trip
 from tests.harness import BrokerCluster, BrokerPool, BrokerProcess, free_port, odradek_cmd
-from tests.waiting import wait_until
 from tests.zkharness import ZooKeeperEnsemble
 
 
@@ -58,23 +57,7 @@ def _ssl_conf(port: int, pki: dict[str, Path]) -> dict[str, object]:
 
 
 def _round_trip(conf: dict[str, object], topic: str, count: int = 20) -> list[bytes]:
-    producer = Producer(conf)
-    for i in range(count):
-        producer.produce(topic, value=f"m{i}".encode())
-    assert producer.flush(30) == 0
-    consumer = Consumer({**conf, "group.id": f"g-{uuid.uuid4().hex[:6]}", "auto.offset.reset": "earliest"})
-    consumer.subscribe([topic])
-    got: list[bytes] = []
-    try:
-        def drained() -> bool:
-            msg = consumer.poll(0.5)
-            if msg is not None and msg.error() is None:
-                got.append(msg.value())
-            return len(got) >= count
-        wait_until(drained, 60, f"{count} records from {topic}")
-    finally:
-        consumer.close()
-    return got
+    return round_trip(conf, topic, count, "m")
 
 
 def test_confluent_kafka_over_tls(tls_broker: tuple[BrokerProcess, int], pki: dict[str, Path]) -> None:
