@@ -607,13 +607,15 @@ def test_offset_store_loads_a_partition_then_serves_and_writes_it(tmp_path: Any,
     slow = asyncio.Event()
     real_read = store_mod.read_partition
 
-    def gated_read(log_: Any, size: int) -> Any:
+    def gated_read(log_: Any, size: int, topic: str) -> Any:
         while not slow.is_set():
             time.sleep(0.01)
-        return real_read(log_, size)
+        return real_read(log_, size, topic)
 
-    monkeypatch.setattr(store_mod, "read_partition", gated_read)
-    monkeypatch.setattr(store_mod, "LOAD_WAIT_S", 0.05)
+    from odradek.server import internal_topic
+
+    monkeypatch.setattr(internal_topic, "read_partition", gated_read)
+    monkeypatch.setattr(internal_topic, "LOAD_WAIT_S", 0.05)
 
     async def main() -> None:
         gc = GroupCoordinator(GroupSettings.from_config(broker.config), OffsetStore(broker))
