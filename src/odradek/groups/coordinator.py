@@ -84,6 +84,8 @@ class GroupCoordinator:
         self.settings = settings
         self.store = store
         self.groups: dict[str, Group] = {}
+        # TxnOffsetCommit offsets of transactions still open: group -> producer id -> offsets
+        self.txn_offsets: dict[str, dict[int, dict[TopicPartition, OffsetValue]]] = {}
         self._tasks = TaskSet(log, "Group coordinator task")
         self._started: asyncio.Future[None] | None = None
 
@@ -118,6 +120,8 @@ class GroupCoordinator:
             if old is not None:
                 self._unload(old, ErrorCode.NOT_COORDINATOR)
             self.groups[group_id] = group
+            if entry.pending_txn:
+                self.txn_offsets[group_id] = {pid: dict(o) for pid, o in entry.pending_txn.items()}
             for member in group.members.values():
                 self._touch(group, member)
             log.debug("Loaded group %s (%s, generation %d, %d members, %d offsets)", group_id,
@@ -126,6 +130,8 @@ class GroupCoordinator:
     def unload_partition(self, partition: int) -> None:
         for gid in [g for g in self.groups if self.store.partition_for(g) == partition]:
             self._unload(self.groups.pop(gid), ErrorCode.NOT_COORDINATOR)
+        for gid in [g for g in self.txn_offsets if self.store.partition_for(g) == partition]:
+            del self.txn_offsets[gid]
 
     def _unload(self, group: Group, error: ErrorCode) -> None:
         for t in (group.join_timer, group.sync_timer):
@@ -588,6 +594,41 @@ class GroupCoordinator:
         if self.groups.get(group_id) is group and not group.is_(GroupState.DEAD):
             group.offsets.update(offsets)
         return ErrorCode.NONE
+
+    async def txn_commit(self, group_id: str, producer_id: int, producer_epoch: int, generation: int,
+                         member_id: str, instance_id: str | None,
+                         offsets: dict[TopicPartition, OffsetValue]) -> ErrorCode:
+        """TxnOffsetCommit: the offsets are written as part of the producer's transaction and become the
+        group's committed offsets only when its commit marker reaches the group's partition."""
+        try:
+            await self._ready(group_id, create=True, allow_empty=True)
+            group = self.groups.get(group_id)
+            if group is None:
+                group = self.groups[group_id] = Group(group_id)
+            if generation >= 0 or member_id:  # KIP-447: a group member's commit is fenced like OffsetCommit
+                self._commit_check(group, generation, member_id, instance_id)
+            if offsets:
+                await self.store.write_transactional(group_id, offset_records(group_id, dict(offsets)), producer_id,
+                                                     producer_epoch)
+        except KafkaError as exc:
+            return exc.code
+        self.txn_offsets.setdefault(group_id, {}).setdefault(producer_id, {}).update(offsets)
+        return ErrorCode.NONE
+
+    def complete_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
+        """A marker of the producer's transaction reached `__consumer_offsets` partition `partition`."""
+        for gid in [g for g, by_pid in self.txn_offsets.items()
+                    if producer_id in by_pid and self.store.partition_for(g) == partition]:
+            pending = self.txn_offsets[gid].pop(producer_id)
+            if not self.txn_offsets[gid]:
+                del self.txn_offsets[gid]
+            group = self.groups.get(gid)
+            if commit and group is not None and not group.is_(GroupState.DEAD):
+                group.offsets.update(pending)
+
+    def unstable(self, group_id: str, tp: TopicPartition) -> bool:
+        """Whether an open transaction holds an offset of the partition (OffsetFetch require_stable)."""
+        return any(tp in offsets for offsets in self.txn_offsets.get(group_id, {}).values())
 
     def _commit_check(self, group: Group, generation: int, member_id: str, instance_id: str | None) -> Member | None:
         if group.is_(GroupState.DEAD):

@@ -82,8 +82,13 @@ class OffsetStore(InternalTopicStore):
         return self.settings.num_partitions
 
     # ---- the InternalTopicStore hooks ----
-    def replay(self, records: Iterable[tuple[bytes | None, bytes | None]]) -> dict[str, LoadedGroup]:
-        return replay(records)
+    def replay(self, records: Iterable[tuple[bytes | None, bytes | None]],
+               open_txns: dict[int, list[tuple[bytes | None, bytes | None]]]) -> dict[str, LoadedGroup]:
+        groups = replay(records)
+        for pid, txn_records in open_txns.items():
+            for gid, g in replay(txn_records).items():
+                groups.setdefault(gid, LoadedGroup()).pending_txn[pid] = g.offsets
+        return groups
 
     def installed(self, index: int, loaded: Any) -> None:
         self._group_owner.install(loaded)
@@ -119,6 +124,10 @@ class OffsetStore(InternalTopicStore):
 
     async def write(self, group_id: str, records: schemas.Records) -> None:  # type: ignore[override]
         await super().write(group_id, records, "group")
+
+    async def write_transactional(self, group_id: str, records: schemas.Records, producer_id: int,
+                                  producer_epoch: int) -> None:
+        await self.write_to(self.partition_for(group_id), records, "group", group_id, (producer_id, producer_epoch))
 
     async def coordinator_node(self, group_id: str) -> BrokerInfo:
         return await super().coordinator_node(group_id)

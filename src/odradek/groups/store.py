@@ -21,6 +21,8 @@ class LoadedGroup:
 
     metadata: GroupValue | None = None
     offsets: dict[TopicPartition, OffsetValue] = field(default_factory=dict)
+    # offsets of transactions not yet committed or aborted, by producer id (TxnOffsetCommit)
+    pending_txn: dict[int, dict[TopicPartition, OffsetValue]] = field(default_factory=dict)
 
 
 class GroupOwner(Protocol):
@@ -66,4 +68,9 @@ class GroupStore(Protocol):
 
     async def coordinator_node(self, group_id: str) -> BrokerInfo:
         """The broker that coordinates the group (creating `__consumer_offsets` on first use)."""
+        ...
+
+    async def write_transactional(self, group_id: str, records: Records, producer_id: int,
+                                  producer_epoch: int) -> None:
+        """Like `write`, as a batch of the producer's transaction (visible once its commit marker is)."""
         ...

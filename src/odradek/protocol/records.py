@@ -615,3 +615,13 @@ def rebuild_batch(header: BatchHeader, records: Sequence[Record], *, delete_hori
         crc32c(body),
     )
     return prefix + body
+
+
+def build_marker(producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                 timestamp: int | None = None) -> bytes:
+    """A commit/abort marker: a control batch of one record (key: version 0, type 1 commit / 0 abort;
+    value: version 0, coordinator epoch)."""
+    key = struct.pack(">hh", 0, 1 if commit else 0)
+    value = struct.pack(">hi", 0, coordinator_epoch)
+    return build_batch([(key, value)], timestamp=timestamp, producer_id=producer_id, producer_epoch=producer_epoch,
+                       is_control=True, is_transactional=True)

@@ -110,7 +110,9 @@ class Partition:
         return changed
 
     # ---- leader side ---------------------------------------------------------------------------
-    def append_as_leader(self, records: memoryview, required_acks: int) -> AppendInfo:
+    def append_as_leader(self, records: memoryview, required_acks: int, origin: str = "client") -> AppendInfo:
+        """Append as leader; `origin` "coordinator" (transaction markers, transactional offset commits) may
+        write control batches, which clients may not."""
         if not self.is_leader:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"This broker is not the leader of {self.name}")
         if required_acks == -1 and len(self.isr) < self.min_insync_replicas:
@@ -119,7 +121,7 @@ class Partition:
                 f"The size of the current ISR {self.isr} is insufficient to satisfy the min.isr requirement "
                 f"of {self.min_insync_replicas} for partition {self.name}",
             )
-        info = self.log.append_as_leader(records, self.leader_epoch)
+        info = self.log.append_as_leader(records, self.leader_epoch, origin=origin)
         self._maybe_advance_hw()
         self._wake_data()
         return info

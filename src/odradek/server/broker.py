@@ -40,6 +40,7 @@ from odradek.server.metrics import BrokerMetrics
 from odradek.server.network import SocketServer
 from odradek.server.security import ListenerSecurity
 from odradek.storage.manager import CleanerConfig, LogManager
+from odradek.txn.coordinator import TransactionCoordinator
 
 log = logging.getLogger("odradek.server")
 
@@ -119,6 +120,8 @@ class Broker:
         self.replicas.start()
         self.groups = GroupCoordinator(GroupSettings.from_config(cfg), OffsetStore(self))
         await self.groups.start()
+        self.transactions = TransactionCoordinator(self)
+        self.transactions.start()
         self.controller = Controller(
             self.broker_id, self.store, self.metadata,
             delete_topic_enable=cfg.get("delete.topic.enable"),
@@ -318,6 +321,8 @@ class Broker:
             return
         self.stopping = True
         log.info("%s shutting down", self.prefix)
+        if getattr(self, "transactions", None) is not None:
+            await self.transactions.shutdown()
         if getattr(self, "groups", None) is not None:
             await self.groups.shutdown()
         if hasattr(self, "replicas") and self.config.zookeeper_connect and self.config.get("controlled.shutdown.enable"):

@@ -29,6 +29,7 @@ from odradek.server.handlers import (  # noqa: F401
     produce,
     producers,
     scram_credentials,
+    transactions,
 )
 from odradek.server.handlers import sasl as sasl_handlers
 from odradek.server.network import CloseConnection, Connection, Response

@@ -88,15 +88,20 @@ def _as_bytes(records: Any) -> bytes | memoryview:
     return bytes(records)
 
 
-def read_partition(log_: Any, buffer_size: int, topic: str = "") -> list[tuple[bytes | None, bytes | None]]:
-    """Every (key, value) of a log from its start to its end, skipping control batches. Blocking: run it
-    in a worker thread."""
+def read_partition(log_: Any, buffer_size: int, topic: str = "",
+                   open_txns: dict[int, list[tuple[bytes | None, bytes | None]]] | None = None,
+                   ) -> list[tuple[bytes | None, bytes | None]]:
+    """Every (key, value) of a log from its start to its end as a reader of committed data sees them:
+    records of a transaction (transactional offset commits) appear where its commit marker is and not
+    at all if it aborted; those of transactions still open at the end go to `open_txns` by producer id.
+    Blocking: run it in a worker thread."""
     end = log_.log_end_offset
     offset = log_.log_start_offset
     out: list[tuple[bytes | None, bytes | None]] = []
+    pending: dict[int, list[tuple[bytes | None, bytes | None]]] = {}
     while offset < end:
         buf = _as_bytes(log_.read(offset, buffer_size, max_offset=end).records)
-        nxt = _collect(buf, offset, out)
+        nxt = _collect(buf, offset, out, pending)
         if nxt > offset:
             offset = nxt
         elif len(buf) == 0:
@@ -106,18 +111,36 @@ def read_partition(log_: Any, buffer_size: int, topic: str = "") -> list[tuple[b
         else:
             log.warning("Loading %s stopped at offset %d of %d: no readable batch", topic, offset, end)
             break
+    if open_txns is not None:
+        open_txns.update(pending)
     return out
 
 
-def _collect(buf: bytes | memoryview, offset: int, out: list[tuple[bytes | None, bytes | None]]) -> int:
+def _marker_is_commit(view: memoryview) -> bool | None:
+    records = decode_records(view)
+    key = records[0].key if records else None
+    if key is None or len(key) < 4:
+        return None
+    return int.from_bytes(key[2:4], "big", signed=True) == 1
+
+
+def _collect(buf: bytes | memoryview, offset: int, out: list[tuple[bytes | None, bytes | None]],
+             pending: dict[int, list[tuple[bytes | None, bytes | None]]]) -> int:
     view = memoryview(buf)
     for pos, header in iter_batches(view):
         if header.next_offset <= offset:
             continue
-        if not header.is_control:
-            for rec in decode_records(view[pos : pos + header.size]):
+        batch = view[pos : pos + header.size]
+        if header.is_control:
+            commit = _marker_is_commit(batch)
+            records = pending.pop(header.producer_id, [])
+            if commit:
+                out.extend(records)
+        else:
+            target = pending.setdefault(header.producer_id, []) if header.is_transactional else out
+            for rec in decode_records(batch):
                 if rec.offset >= offset:
-                    out.append((rec.key, rec.value))
+                    target.append((rec.key, rec.value))
         offset = header.next_offset
     return offset
 
@@ -162,8 +185,10 @@ class InternalTopicStore:
         self._started = False
 
     # ---- what a subclass provides ----
-    def replay(self, records: Iterable[tuple[bytes | None, bytes | None]]) -> Any:
-        """Fold a partition's records, oldest first, into what `installed` gets."""
+    def replay(self, records: Iterable[tuple[bytes | None, bytes | None]],
+               open_txns: dict[int, list[tuple[bytes | None, bytes | None]]]) -> Any:
+        """Fold a partition's records, oldest first, into what `installed` gets; `open_txns` holds the
+        records of transactions not yet committed or aborted, by producer id."""
         raise NotImplementedError
 
     def installed(self, index: int, loaded: Any) -> None:
@@ -287,13 +312,21 @@ class InternalTopicStore:
         """Append records to the key's partition; returns once they are committed, else KafkaError."""
         await self.write_to(self.partition_for(key), records, kind, key)
 
-    async def write_to(self, index: int, records: Records, kind: str = "group", key: str = "") -> None:
+    async def write_to(self, index: int, records: Records, kind: str = "group", key: str = "",
+                       producer: tuple[int, int] | None = None) -> None:
+        """Append to partition `index`; with `producer` (id, epoch) as a transactional batch of it."""
         st = self._partitions.get(index)
         if st is None or not st.loaded:
             raise KafkaError(ErrorCode.NOT_COORDINATOR, f"This broker is not the coordinator of {kind} {key}")
         try:
             part = self.broker.replicas.leader_partition(self.topic, index)
-            info = part.append_as_leader(memoryview(build_batch(records)), -1)
+            if producer is None:
+                batch = build_batch(records)
+                info = part.append_as_leader(memoryview(batch), -1)
+            else:
+                batch = build_batch(records, producer_id=producer[0], producer_epoch=producer[1],
+                                    is_transactional=True)
+                info = part.append_as_leader(memoryview(batch), -1, origin="coordinator")
             target = part.log.log_end_offset
             if info.durable is not None:
                 await asyncio.wrap_future(info.durable)
@@ -365,9 +398,10 @@ class InternalTopicStore:
         part = self.broker.replicas.get(self.topic, index)
         started = time.monotonic()
         try:
+            open_txns: dict[int, list[tuple[bytes | None, bytes | None]]] = {}
             records = await asyncio.get_running_loop().run_in_executor(
-                None, read_partition, part.log, self.settings.load_buffer, self.topic)
-            loaded = self.replay(records)
+                None, read_partition, part.log, self.settings.load_buffer, self.topic, open_txns)
+            loaded = self.replay(records, open_txns)
         except asyncio.CancelledError:
             raise
         except Exception as exc:

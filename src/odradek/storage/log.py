@@ -417,7 +417,8 @@ class Log:
 
     # --- append ------------------------------------------------------------------------------
 
-    def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int) -> AppendInfo:
+    def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int,
+                         origin: str = "client") -> AppendInfo:
         """Validate, assign offsets from the log end offset, stamp the leader epoch, write."""
         data = bytearray(records)
         batches = validate_batches(data, self.config.max_message_bytes)

@@ -73,6 +73,8 @@ class ProducerStateManager:
                 ErrorCode.INVALID_PRODUCER_EPOCH,
                 f"Epoch {h.producer_epoch} of producer {h.producer_id} is older than current epoch {entry.epoch}",
             )
+        if h.base_sequence < 0:
+            return  # markers and coordinator-written batches carry no sequence
         if h.producer_epoch > entry.epoch:
             if h.base_sequence != 0:
                 raise KafkaError(
@@ -97,6 +99,8 @@ class ProducerStateManager:
         if entry is None or h.producer_epoch != entry.epoch:
             entry = ProducerEntry(h.producer_epoch)
             self.producers[h.producer_id] = entry
+        if h.base_sequence < 0:
+            return
         entry.batches.append(
             BatchMeta(
                 h.base_sequence,

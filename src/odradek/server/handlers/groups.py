@@ -34,6 +34,7 @@ from kafka.protocol.consumer import (
 )
 from kafka.protocol.consumer.group import OffsetDeleteRequest, OffsetDeleteResponse
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
+from kafka.protocol.producer import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
 from odradek.groups.coordinator import GroupCoordinator
 from odradek.groups.group import JoinRequest, MemberProfile, now_ms
@@ -64,15 +65,18 @@ def _topic_partition_known(ctx: RequestContext, topic: str, partition: int) -> b
 # ---- FindCoordinator ----------------------------------------------------------------------------
 
 
-async def _find_one(gc: GroupCoordinator, key: str | None, key_type: int,
+async def _find_one(ctx: RequestContext, key: str | None, key_type: int,
                     listener: str) -> tuple[int, str | None, int, str, int]:
     """-> (error, message, node id, host, port)"""
-    if key_type == KEY_TYPE_TRANSACTION:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE, "Transactions are not supported", -1, "", -1
-    if key_type != KEY_TYPE_GROUP or key is None:
+    if key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION) or key is None:
         return ErrorCode.INVALID_REQUEST, f"Unsupported coordinator key type {key_type}", -1, "", -1
     try:
-        info = await gc.coordinator_node(key)
+        if key_type == KEY_TYPE_TRANSACTION:
+            if not key:
+                return ErrorCode.INVALID_REQUEST, "The transactional id must not be empty", -1, "", -1
+            info = await ctx.broker.transactions.coordinator_node(key)
+        else:
+            info = await coordinator(ctx).coordinator_node(key)
     except KafkaError as exc:
         return exc.code, exc.message, -1, "", -1
     endpoint = info.endpoint(listener)
@@ -83,16 +87,15 @@ async def _find_one(gc: GroupCoordinator, key: str | None, key_type: int,
 
 @handles(FindCoordinatorRequest, FindCoordinatorResponse, versions=(0, 5))
 async def find_coordinator(ctx: RequestContext, request: Any) -> FindCoordinatorResponse:
-    gc = coordinator(ctx)
     key_type = request.key_type if ctx.version >= 1 else KEY_TYPE_GROUP
     if ctx.version >= 4:
         coordinators = []
         for key in request.coordinator_keys:
-            err, msg, node, host, port = await _find_one(gc, key, key_type, ctx.connection.security.name)
+            err, msg, node, host, port = await _find_one(ctx, key, key_type, ctx.connection.security.name)
             coordinators.append(FindCoordinatorResponse.Coordinator(
                 key=key, node_id=node, host=host, port=port, error_code=err, error_message=msg))
         return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
-    err, msg, node, host, port = await _find_one(gc, request.key, key_type, ctx.connection.security.name)
+    err, msg, node, host, port = await _find_one(ctx, request.key, key_type, ctx.connection.security.name)
     return FindCoordinatorResponse(throttle_time_ms=0, error_code=err, error_message=msg, node_id=node, host=host,
                                    port=port)
 
@@ -225,6 +228,38 @@ async def offset_commit(ctx: RequestContext, request: Any) -> OffsetCommitRespon
     ])
 
 
+@handles(TxnOffsetCommitRequest, TxnOffsetCommitResponse, versions=(0, 3))
+async def txn_offset_commit(ctx: RequestContext, request: Any) -> TxnOffsetCommitResponse:
+    gc = coordinator(ctx)
+    v = ctx.version
+    now = now_ms()
+    errors: dict[TopicPartition, ErrorCode] = {}
+    valid: dict[TopicPartition, OffsetValue] = {}
+    for t in request.topics:
+        for p in t.partitions:
+            tp = (t.name, p.partition_index)
+            if not _topic_partition_known(ctx, t.name, p.partition_index):
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif gc.metadata_too_large(p.committed_metadata):
+                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                epoch = p.committed_leader_epoch if v >= 2 else -1
+                valid[tp] = OffsetValue(p.committed_offset, p.committed_metadata or "", now, -1, epoch)
+    if valid:
+        err = await gc.txn_commit(request.group_id or "", request.producer_id, request.producer_epoch,
+                                  request.generation_id if v >= 3 else -1, request.member_id if v >= 3 else "",
+                                  request.group_instance_id if v >= 3 else None, valid)
+        errors.update(dict.fromkeys(valid, err))
+    topic_cls = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
+    part_cls = topic_cls.TxnOffsetCommitResponsePartition
+    return TxnOffsetCommitResponse(throttle_time_ms=0, topics=[
+        topic_cls(name=t.name, partitions=[
+            part_cls(partition_index=p.partition_index, error_code=errors[(t.name, p.partition_index)])
+            for p in t.partitions])
+        for t in request.topics
+    ])
+
+
 def _requested(topics: Any) -> list[TopicPartition] | None:
     if topics is None:
         return None
@@ -239,11 +274,20 @@ async def _fetch_group(gc: GroupCoordinator, group_id: str, wanted: list[TopicPa
         return exc.code, [(tp, None) for tp in wanted or []]
 
 
-def _by_topic(entries: list[tuple[TopicPartition, OffsetValue | None]]) -> dict[str, list[tuple[int, OffsetValue | None]]]:
-    out: dict[str, list[tuple[int, OffsetValue | None]]] = {}
-    for (topic, partition), value in entries:
-        out.setdefault(topic, []).append((partition, value))
+def _by_topic(entries: list[tuple[TopicPartition, OffsetValue | None, ErrorCode]],
+              ) -> dict[str, list[tuple[int, OffsetValue | None, ErrorCode]]]:
+    out: dict[str, list[tuple[int, OffsetValue | None, ErrorCode]]] = {}
+    for (topic, partition), value, err in entries:
+        out.setdefault(topic, []).append((partition, value, err))
     return out
+
+
+def _stable(gc: GroupCoordinator, group_id: str, entries: list[tuple[TopicPartition, OffsetValue | None]],
+            require_stable: bool) -> list[tuple[TopicPartition, OffsetValue | None, ErrorCode]]:
+    """KIP-447: with require_stable, a partition with an offset in an open transaction answers
+    UNSTABLE_OFFSET_COMMIT (the consumer retries) instead of an offset about to change."""
+    return [(tp, None, ErrorCode.UNSTABLE_OFFSET_COMMIT) if require_stable and gc.unstable(group_id, tp)
+            else (tp, v, ErrorCode.NONE) for tp, v in entries]
 
 
 def _partition_fields(partition: int, value: OffsetValue | None, err: ErrorCode) -> dict[str, Any]:
@@ -261,12 +305,15 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> OffsetFetchResponse
     gc = coordinator(ctx)
     if ctx.version >= 8:
         return await _offset_fetch_groups(gc, request)
-    err, entries = await _fetch_group(gc, request.group_id or "", _requested(request.topics))
+    group_id = request.group_id or ""
+    err, entries = await _fetch_group(gc, group_id, _requested(request.topics))
+    stable = _stable(gc, group_id, entries, ctx.version >= 7 and request.require_stable)
     topic_cls = OffsetFetchResponse.OffsetFetchResponseTopic
     part_cls = topic_cls.OffsetFetchResponsePartition
     return OffsetFetchResponse(throttle_time_ms=0, error_code=err, topics=[
-        topic_cls(name=topic, partitions=[part_cls(**_partition_fields(p, value, err)) for p, value in parts])
-        for topic, parts in _by_topic(entries).items()
+        topic_cls(name=topic, partitions=[part_cls(**_partition_fields(p, value, err or perr))
+                                          for p, value, perr in parts])
+        for topic, parts in _by_topic(stable).items()
     ])
 
 
@@ -283,9 +330,11 @@ async def _offset_fetch_groups(gc: GroupCoordinator, request: Any) -> OffsetFetc
             continue
         seen.add(key)
         err, entries = await _fetch_group(gc, g.group_id or "", _requested(g.topics))
+        stable = _stable(gc, g.group_id or "", entries, request.require_stable)
         groups.append(group_cls(group_id=g.group_id, error_code=err, topics=[
-            topic_cls(name=topic, partitions=[part_cls(**_partition_fields(p, value, err)) for p, value in parts])
-            for topic, parts in _by_topic(entries).items()
+            topic_cls(name=topic, partitions=[part_cls(**_partition_fields(p, value, err or perr))
+                                              for p, value, perr in parts])
+            for topic, parts in _by_topic(stable).items()
         ]))
     return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
 

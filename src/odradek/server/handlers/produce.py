@@ -8,12 +8,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kafka.protocol.producer import (
-    InitProducerIdRequest,
-    InitProducerIdResponse,
-    ProduceRequest,
-    ProduceResponse,
-)
+from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
 from odradek.protocol.errors import ErrorCode, KafkaError, RecordValidationError
 from odradek.protocol.produce import parse_produce_request
@@ -21,7 +16,6 @@ from odradek.replication.partition import Partition
 from odradek.server.network import CloseConnection
 from odradek.server.registry import RequestContext, handles
 
-MAX_PRODUCER_EPOCH = 32767
 _TopicResp = ProduceResponse.TopicProduceResponse
 _PartResp = _TopicResp.PartitionProduceResponse
 
@@ -104,17 +98,3 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | N
         responses=[_TopicResp(name=name, partition_responses=parts) for name, parts in results.items()],
         throttle_time_ms=0,
     )
-
-
-@handles(InitProducerIdRequest, InitProducerIdResponse, versions=(0, 4))
-async def init_producer_id(ctx: RequestContext, request: Any) -> InitProducerIdResponse:
-    """Idempotent producers only: a fresh producer id, or the same id with a bumped epoch (KIP-360)."""
-    if request.transactional_id is not None:
-        return InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.UNSUPPORTED_VERSION,
-                                      producer_id=-1, producer_epoch=-1)
-    pid = getattr(request, "producer_id", -1)
-    epoch = getattr(request, "producer_epoch", -1)
-    if pid >= 0 and 0 <= epoch < MAX_PRODUCER_EPOCH:
-        return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=epoch + 1)
-    new_id = await ctx.broker.producer_ids.next_id()
-    return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=new_id, producer_epoch=0)

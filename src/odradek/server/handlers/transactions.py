@@ -1,0 +1,195 @@
+"""Producer ids and transactions: InitProducerId (idempotent and transactional), AddPartitionsToTxn,
+AddOffsetsToTxn, EndTxn, WriteTxnMarkers (broker to broker), DescribeTransactions, ListTransactions.
+TxnOffsetCommit is with the other offset APIs in `groups`."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kafka.protocol.admin.transactions import (
+    DescribeTransactionsRequest,
+    DescribeTransactionsResponse,
+    ListTransactionsRequest,
+    ListTransactionsResponse,
+)
+from kafka.protocol.producer import (
+    AddOffsetsToTxnRequest,
+    AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnResponse,
+    EndTxnRequest,
+    EndTxnResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    WriteTxnMarkersRequest,
+    WriteTxnMarkersResponse,
+)
+
+from odradek.groups import OFFSETS_TOPIC
+from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.server.registry import RequestContext, handles
+from odradek.txn.markers import append_marker
+from odradek.txn.state import MAX_EPOCH, TxnState, now_ms
+
+log = logging.getLogger("odradek.txn")
+
+
+# ---- InitProducerId -----------------------------------------------------------------------------
+
+
+@handles(InitProducerIdRequest, InitProducerIdResponse, versions=(0, 4))
+async def init_producer_id(ctx: RequestContext, request: Any) -> InitProducerIdResponse:
+    """A transactional id's producer id and next epoch (from its coordinator); for an idempotent producer
+    a fresh id, or its id with the epoch bumped (KIP-360)."""
+    pid = request.producer_id if ctx.version >= 3 else -1
+    epoch = request.producer_epoch if ctx.version >= 3 else -1
+    if request.transactional_id is not None:
+        try:
+            pid, epoch = await ctx.broker.transactions.init_producer_id(
+                request.transactional_id, request.transaction_timeout_ms, pid, epoch)
+        except KafkaError as exc:
+            return InitProducerIdResponse(throttle_time_ms=0, error_code=exc.code, producer_id=-1, producer_epoch=-1)
+        return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=epoch)
+    if pid >= 0 and 0 <= epoch < MAX_EPOCH:
+        return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=epoch + 1)
+    new_id = await ctx.broker.producer_ids.next_id()
+    return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=new_id, producer_epoch=0)
+
+
+# ---- AddPartitionsToTxn / AddOffsetsToTxn -------------------------------------------------------
+
+_TopicResult = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
+_PartResult = _TopicResult.AddPartitionsToTxnPartitionResult
+
+
+def _topic_results(errors: dict[tuple[str, int], int]) -> list[Any]:
+    by_topic: dict[str, list[Any]] = {}
+    for (topic, p), err in errors.items():
+        by_topic.setdefault(topic, []).append(_PartResult(partition_index=p, partition_error_code=err))
+    return [_TopicResult(name=t, results_by_partition=ps) for t, ps in by_topic.items()]
+
+
+async def _add_partitions(ctx: RequestContext, tid: str, pid: int, epoch: int, topics: Any) -> dict[tuple[str, int], int]:
+    wanted = [(t.name, p) for t in topics for p in t.partitions]
+    meta = ctx.broker.metadata.topics
+    unknown = {tp for tp in wanted if tp[0] not in meta or tp[1] not in meta[tp[0]].assignment}
+    if unknown:
+        # as Kafka: the unknown partitions fail, the rest are not attempted
+        return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
+                for tp in wanted}
+    try:
+        await ctx.broker.transactions.add_partitions(tid, pid, epoch, set(wanted))
+        code = ErrorCode.NONE
+    except KafkaError as exc:
+        code = exc.code
+    return dict.fromkeys(wanted, code)
+
+
+@handles(AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, versions=(0, 3))
+async def add_partitions_to_txn(ctx: RequestContext, request: Any) -> AddPartitionsToTxnResponse:
+    errors = await _add_partitions(ctx, request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
+                                   request.v3_and_below_producer_epoch, request.v3_and_below_topics)
+    return AddPartitionsToTxnResponse(throttle_time_ms=0, results_by_topic_v3_and_below=_topic_results(errors))
+
+
+@handles(AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, versions=(0, 3))
+async def add_offsets_to_txn(ctx: RequestContext, request: Any) -> AddOffsetsToTxnResponse:
+    try:
+        gc = ctx.broker.groups
+        await gc.coordinator_node(request.group_id)  # creates __consumer_offsets on first use
+        tp = (OFFSETS_TOPIC, gc.store.partition_for(request.group_id))
+        await ctx.broker.transactions.add_partitions(request.transactional_id, request.producer_id,
+                                                     request.producer_epoch, {tp})
+        code = ErrorCode.NONE
+    except KafkaError as exc:
+        code = exc.code
+    return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=code)
+
+
+# ---- EndTxn ---------------------------------------------------------------------------------------
+
+
+@handles(EndTxnRequest, EndTxnResponse, versions=(0, 3))
+async def end_txn(ctx: RequestContext, request: Any) -> EndTxnResponse:
+    try:
+        await ctx.broker.transactions.end_txn(request.transactional_id, request.producer_id, request.producer_epoch,
+                                              request.committed)
+        code = ErrorCode.NONE
+    except KafkaError as exc:
+        code = exc.code
+    return EndTxnResponse(throttle_time_ms=0, error_code=code)
+
+
+# ---- WriteTxnMarkers (from a transaction coordinator) ---------------------------------------------
+
+
+@handles(WriteTxnMarkersRequest, WriteTxnMarkersResponse, versions=(1, 1))
+async def write_txn_markers(ctx: RequestContext, request: Any) -> WriteTxnMarkersResponse:
+    timeout_s = int(ctx.broker.config.get("request.timeout.ms")) / 1000
+    result_cls = WriteTxnMarkersResponse.WritableTxnMarkerResult
+    topic_cls = result_cls.WritableTxnMarkerTopicResult
+    part_cls = topic_cls.WritableTxnMarkerPartitionResult
+    markers = []
+    for m in request.markers:
+        topics = []
+        for t in m.topics:
+            parts = []
+            for p in t.partition_indexes:
+                err = await append_marker(ctx.broker, t.name, p, m.producer_id, m.producer_epoch,
+                                          m.transaction_result, m.coordinator_epoch, timeout_s)
+                parts.append(part_cls(partition_index=p, error_code=err))
+            topics.append(topic_cls(name=t.name, partitions=parts))
+        markers.append(result_cls(producer_id=m.producer_id, topics=topics))
+    return WriteTxnMarkersResponse(markers=markers)
+
+
+# ---- DescribeTransactions / ListTransactions ------------------------------------------------------
+
+
+@handles(DescribeTransactionsRequest, DescribeTransactionsResponse, versions=(0, 0))
+async def describe_transactions(ctx: RequestContext, request: Any) -> DescribeTransactionsResponse:
+    state_cls = DescribeTransactionsResponse.TransactionState
+    topic_cls = state_cls.TopicData
+    out = []
+    for tid in dict.fromkeys(request.transactional_ids):
+        try:
+            md = await ctx.broker.transactions.describe(tid)
+        except KafkaError as exc:
+            out.append(state_cls(error_code=exc.code, transactional_id=tid, transaction_state="",
+                                 transaction_timeout_ms=0, transaction_start_time_ms=-1, producer_id=-1,
+                                 producer_epoch=-1, topics=[]))
+            continue
+        by_topic: dict[str, list[int]] = {}
+        for t, p in sorted(md.partitions):
+            by_topic.setdefault(t, []).append(p)
+        out.append(state_cls(error_code=0, transactional_id=tid, transaction_state=md.state.label,
+                             transaction_timeout_ms=md.timeout_ms, transaction_start_time_ms=md.start_ms,
+                             producer_id=md.producer_id, producer_epoch=md.producer_epoch,
+                             topics=[topic_cls(topic=t, partitions=ps) for t, ps in by_topic.items()]))
+    return DescribeTransactionsResponse(throttle_time_ms=0, transaction_states=out)
+
+
+_STATES = {s.label: s for s in TxnState}
+
+
+@handles(ListTransactionsRequest, ListTransactionsResponse, versions=(0, 1))
+async def list_transactions(ctx: RequestContext, request: Any) -> ListTransactionsResponse:
+    state_cls = ListTransactionsResponse.TransactionState
+    unknown = [s for s in request.state_filters or () if s not in _STATES]
+    states = {_STATES[s] for s in request.state_filters or () if s in _STATES}
+    pids = set(request.producer_id_filters or ())
+    min_duration = request.duration_filter if ctx.version >= 1 else -1
+    try:
+        txns = ctx.broker.transactions.listing()
+    except KafkaError as exc:
+        return ListTransactionsResponse(throttle_time_ms=0, error_code=exc.code, unknown_state_filters=unknown,
+                                        transaction_states=[])
+    now = now_ms()
+    out = [state_cls(transactional_id=md.transactional_id, producer_id=md.producer_id,
+                     transaction_state=md.state.label)
+           for md in sorted(txns, key=lambda m: m.transactional_id)
+           if (not states or md.state in states) and (not pids or md.producer_id in pids)
+           and (min_duration < 0 or (md.state is TxnState.ONGOING and now - md.start_ms >= min_duration))]
+    return ListTransactionsResponse(throttle_time_ms=0, error_code=0, unknown_state_filters=unknown,
+                                    transaction_states=out)

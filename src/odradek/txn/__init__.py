@@ -1,0 +1,16 @@
+"""Transactions (KIP-98): the transaction coordinator and its state in `__transaction_state`.
+
+- `schemas`: Kafka's key/value formats of the records in `__transaction_state`.
+- `state`: one transactional id's metadata and its state machine (Empty -> Ongoing -> PrepareCommit /
+  PrepareAbort -> CompleteCommit / CompleteAbort); pure state, no I/O.
+- `markers`: writing commit/abort markers to the partitions of a transaction, locally or through
+  WriteTxnMarkers to their leaders, retried until written.
+- `coordinator`: `TransactionCoordinator`, what the request handlers call; its `TxnStateStore` keeps the
+  metadata in `__transaction_state` on the shared internal-topic machinery.
+
+Markers, the last stable offset and the aborted-transaction index live in `odradek.storage`.
+"""
+
+from __future__ import annotations
+
+TRANSACTION_STATE_TOPIC = "__transaction_state"
