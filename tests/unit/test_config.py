@@ -147,6 +147,12 @@ class TestParseProperties:
 
 APPLIED = [
     "broker.id",
+    "transaction.state.log.replication.factor",
+    "transaction.state.log.min.isr",
+    "transaction.state.log.num.partitions",
+    "transaction.state.log.segment.bytes",
+    "transaction.max.timeout.ms",
+    "transactional.id.expiration.ms",
     "node.id",
     "listeners",
     "advertised.listeners",
@@ -219,10 +225,6 @@ NOT_APPLIED = [
     "socket.receive.buffer.bytes",
     "num.recovery.threads.per.data.dir",
     "background.threads",
-    "transaction.state.log.replication.factor",
-    "transaction.state.log.min.isr",
-    "transaction.state.log.num.partitions",
-    "transaction.state.log.segment.bytes",
     "log.segment.delete.delay.ms",  # Odradek reads copy under the log's lock: no reader needs the delay
     "process.roles",
     "controller.quorum.voters",
@@ -937,8 +939,6 @@ class TestGuides:
             "socket.send.buffer.bytes",
             "socket.receive.buffer.bytes",
             "num.recovery.threads.per.data.dir",
-            "transaction.state.log.replication.factor",
-            "transaction.state.log.min.isr",
         }
 
     def test_in_practice_guide_uses_log_dir(self, hostname: dict[str, Any]) -> None:
