@@ -248,3 +248,38 @@ def test_list_and_describe_transactions(broker: BrokerProcess) -> None:
     assert ours.transaction_state == "Ongoing" and [(t.topic, t.partitions) for t in ours.topics] == [(topic, [2])]
     assert missing.error_code == 105  # TRANSACTIONAL_ID_NOT_FOUND
     p.commit_transaction(30)
+
+
+def _describe(port: int, tid: str) -> Any:
+    from kafka.protocol.admin.transactions import DescribeTransactionsRequest
+
+    from odradek.protocol.transport import BlockingConnection
+
+    with BlockingConnection("127.0.0.1", port, "test", 10) as conn:
+        return conn.request(DescribeTransactionsRequest(transactional_ids=[tid]), 0).transaction_states[0]
+
+
+def test_state_survives_a_restart_and_idle_ids_expire(brokers: Any) -> None:
+    b = brokers.start({"transactional.id.expiration.ms": "8000",
+                       "transaction.remove.expired.transaction.cleanup.interval.ms": "200"})
+    topic, tid = _name("exp"), _name("tid")
+    create_topic(b.bootstrap, topic)
+    p = _producer(b.bootstrap, tid)
+    p.begin_transaction()
+    p.produce(topic, value=b"x")
+    p.commit_transaction(30)
+    before = _describe(b.port, tid)
+    assert before.transaction_state == "CompleteCommit"
+    b.stop()
+    b.start()
+    after = wait_until(lambda: (d := _describe(b.port, tid)).error_code in (0, 105) and d, timeout=60,
+                       message="the coordinator loaded again", ignoring=(ConnectionError, OSError))
+    assert (after.error_code, after.transaction_state, after.producer_id, after.producer_epoch) == \
+        (0, "CompleteCommit", before.producer_id, before.producer_epoch)
+    wait_until(lambda: _describe(b.port, tid).error_code == 105, timeout=60,
+               message="the idle transactional id expiring (TRANSACTIONAL_ID_NOT_FOUND)")
+    b.stop()
+    b.start()
+    again = wait_until(lambda: (d := _describe(b.port, tid)).error_code in (0, 105) and d, timeout=60,
+                       message="a describe after the restart", ignoring=(ConnectionError, OSError))
+    assert again.error_code == 105  # the tombstone replays
