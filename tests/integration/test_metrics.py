@@ -9,10 +9,13 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
+from kafka.protocol.producer import ProduceRequest
 from prometheus_client.parser import text_string_to_metric_families
 
+from odradek.protocol.records import build_batch
+from odradek.protocol.transport import BlockingConnection
 from tests.clients import admin, consume_all, create_topic, produce
 from tests.harness import BrokerPool, free_port
 from tests.waiting import wait_until
@@ -43,6 +46,18 @@ def test_metrics_match_what_clients_did(brokers: BrokerPool) -> None:
         c.commit(offsets=[TopicPartition("m1", 0, 12), TopicPartition("m1", 1, 10)], asynchronous=False)
     finally:
         c.close()
+    tp = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "metered"})
+    tp.init_transactions(30)
+    tp.begin_transaction()
+    create_topic(b.bootstrap, "m3", 1)
+    tp.produce("m3", b"t")
+    tp.flush(30)  # left open: one Ongoing transactional id
+    with BlockingConnection("127.0.0.1", b.port, "metrics-test", 10) as conn:  # a produce the broker refuses
+        resp = conn.request(ProduceRequest(transactional_id=None, acks=1, timeout_ms=1000, topic_data=[
+            ProduceRequest.TopicProduceData(name="m2", partition_data=[
+                ProduceRequest.TopicProduceData.PartitionProduceData(index=7, records=build_batch([(None, b"v")]))])]),
+            8)
+    assert resp.responses[0].partition_responses[0].error_code == 3  # UNKNOWN_TOPIC_OR_PARTITION
 
     m = scrape(http_port)
 
@@ -68,6 +83,14 @@ def test_metrics_match_what_clients_did(brokers: BrokerPool) -> None:
     assert value("kafka_network_requestmetrics_requests_total", request="Produce") >= 3
     assert value("kafka_network_requestmetrics_totaltimems_count", request="Produce") >= 3
     assert value("kafka_network_requestmetrics_totaltimems_bucket", request="Produce", le="+Inf") >= 3
+    assert value("kafka_network_requestmetrics_errors_total", request="Produce", error="NONE") >= 3
+    assert value("kafka_network_requestmetrics_errors_total", request="Produce",
+                 error="UNKNOWN_TOPIC_OR_PARTITION") == 1
+    assert value("kafka_network_requestmetrics_errors_total", request="Fetch", error="NONE") >= 1
+    assert value("kafka_coordinator_group_groupmetadatamanager_numgroups") >= 1
+    assert value("kafka_coordinator_group_groupmetadatamanager_numgroupsempty") >= 1
+    assert value("kafka_coordinator_transaction_transactionstatemanager_transactionalids", state="Ongoing") == 1
+    tp.abort_transaction(30)
 
 
 def test_the_endpoint_refuses_what_it_does_not_serve(brokers: BrokerPool) -> None:

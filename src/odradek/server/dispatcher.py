@@ -102,6 +102,7 @@ class Dispatcher:
         if result is None:
             return None
         if isinstance(result, ApiMessage):
+            self.broker.metrics.response_errors(api.name, result)
             # ApiVersions responses always use header v0, whatever the version (KIP-511).
             resp_flexible = api_key != API_VERSIONS_KEY and api.response.flexible_version_q(api_version)
             body = result.encode(version=api_version)

@@ -15,6 +15,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from odradek.protocol.errors import ErrorCode
+
 if TYPE_CHECKING:
     from odradek.server.broker import Broker
 
@@ -47,6 +49,7 @@ class BrokerMetrics:
         self.bytes_in: defaultdict[str, int] = defaultdict(int)
         self.bytes_out: defaultdict[str, int] = defaultdict(int)
         self.requests: defaultdict[str, RequestTimes] = defaultdict(RequestTimes)
+        self.errors: defaultdict[tuple[str, int], int] = defaultdict(int)  # (api, error code) -> responses
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_Collector(self))
 
@@ -60,8 +63,42 @@ class BrokerMetrics:
     def request_done(self, api: str, started: float) -> None:
         self.requests[api].observe((time.perf_counter() - started) * 1000)
 
+    def response_errors(self, api: str, response: Any) -> None:
+        """Count the error codes of a response (every `error_code` in it, NONE included), as Kafka's
+        RequestMetrics ErrorsPerSec does."""
+        _count_errors(response, api, self.errors)
+
+    def error_codes(self, api: str, codes: Iterator[int] | list[int]) -> None:
+        for code in codes:
+            self.errors[(api, code)] += 1
+
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+def _count_errors(message: Any, api: str, out: defaultdict[tuple[str, int], int]) -> None:
+    fields = getattr(message, "fields", None)
+    if not isinstance(fields, dict):
+        return
+    for name in fields:
+        if not isinstance(name, str):
+            continue
+        value = getattr(message, name, None)
+        if name == "error_code" or name.endswith("_error_code"):
+            if isinstance(value, int):
+                out[(api, value)] += 1
+        elif isinstance(value, list):
+            for item in value:
+                _count_errors(item, api, out)
+        else:
+            _count_errors(value, api, out)
+
+
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
 
 
 def _per_topic(name: str, doc: str, counts: dict[str, int]) -> Metric:
@@ -90,6 +127,7 @@ class _Collector(Collector):
         yield from _controller(broker)
         yield from _logs(broker)
         yield from _lag(broker)
+        yield from _coordinators(broker)
 
 
 def _requests(m: BrokerMetrics) -> Iterator[Metric]:
@@ -105,6 +143,11 @@ def _requests(m: BrokerMetrics) -> Iterator[Metric]:
         times.add_metric([api], buckets, t.total_ms)
     yield totals
     yield times
+    errors = CounterMetricFamily("kafka_network_requestmetrics_errors", "Responses' error codes (NONE included)",
+                                 labels=["request", "error"])
+    for (api, code), n in sorted(m.errors.items()):
+        errors.add_metric([api, _error_name(code)], n)
+    yield errors
 
 
 def _replicas(broker: Any) -> Iterator[Metric]:
@@ -164,3 +207,28 @@ def _lag(broker: Any) -> Iterator[Metric]:
                 if part is not None and part.is_leader:
                     lag.add_metric([group_id, topic, str(partition)], max(part.high_watermark - committed.offset, 0))
     yield lag
+
+
+def _coordinators(broker: Any) -> Iterator[Metric]:
+    """Groups by state (Kafka's GroupMetadataManager gauges) and transactional ids by state on this
+    broker's coordinators."""
+    groups = getattr(broker, "groups", None)
+    if groups is not None:
+        by_state: defaultdict[str, int] = defaultdict(int)
+        for group in groups.groups.values():
+            by_state[group.state.name.replace("_", "").lower()] += 1
+        yield GaugeMetricFamily("kafka_coordinator_group_groupmetadatamanager_numgroups",
+                                "Groups this broker coordinates", value=len(groups.groups))
+        for state in ("preparingrebalance", "completingrebalance", "stable", "dead", "empty"):
+            yield GaugeMetricFamily(f"kafka_coordinator_group_groupmetadatamanager_numgroups{state}",
+                                    f"Groups in state {state}", value=by_state.get(state, 0))
+    txns = getattr(broker, "transactions", None)
+    if txns is not None:
+        family = GaugeMetricFamily("kafka_coordinator_transaction_transactionstatemanager_transactionalids",
+                                   "Transactional ids this broker coordinates, by state", labels=["state"])
+        counts: defaultdict[str, int] = defaultdict(int)
+        for md in txns.txns.values():
+            counts[md.state.label] += 1
+        for state, n in sorted(counts.items()):
+            family.add_metric([state], n)
+        yield family

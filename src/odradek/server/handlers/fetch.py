@@ -203,6 +203,7 @@ async def fetch(ctx: RequestContext, request: Any) -> list[bytes | memoryview]:
             topics, total, errors = plan.read()
     if session is not None:
         topics = plan.answer(topics, session, incremental)
+    ctx.broker.metrics.error_codes("Fetch", [p.error_code for t in topics for p in t.partitions])
     if not plan.is_replica:
         for t in topics:
             size = sum(len(p.records) for p in t.partitions if p.records)
