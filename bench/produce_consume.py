@@ -3,6 +3,8 @@ asyncio loopback pair moving the same bytes in the same run.
 
     python bench/produce_consume.py            # full: 1,000,000 x 100 B and 200,000 x 1 KiB
     python bench/produce_consume.py --quick    # CI-sized
+    python bench/produce_consume.py --metrics  # cost of metrics: a broker with its Prometheus endpoint
+                                               # scraped every 100 ms beside one without, same run
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
-from tests.harness import BrokerProcess  # noqa: E402
+from tests.harness import BrokerProcess, free_port  # noqa: E402
 
 
 def loopback_ceiling(total_bytes: int, chunk: int = 1 << 20) -> float:
@@ -107,10 +109,53 @@ def consume(bootstrap: str, topic: str, n: int, partitions: int) -> float:
     return elapsed
 
 
+def metrics_cost(n: int, rounds: int = 3) -> None:
+    """Produce + consume n x 100 B on a broker without an HTTP endpoint and on one whose /metrics is
+    scraped every 100 ms; rounds alternate, best of each is compared."""
+    import threading
+    import urllib.request
+
+    best: dict[bool, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(rounds):
+            for scraped in (False, True):
+                http = free_port()
+                overrides = {"http.listener": f"127.0.0.1:{http}"} if scraped else {}
+                broker = BrokerProcess(Path(tmp) / f"b{r}{int(scraped)}", overrides=overrides)
+                broker.start()
+                stop = threading.Event()
+
+                def scrape(port: int = http, stop: threading.Event = stop) -> None:
+                    while not stop.wait(0.1):
+                        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+                            resp.read()
+
+                scraper = threading.Thread(target=scrape, daemon=True)
+                try:
+                    if scraped:
+                        scraper.start()
+                    topic = "bench-" + uuid.uuid4().hex[:6]
+                    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+                    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+                    t = produce(broker.bootstrap, topic, n, 100, "1", 1) + consume(broker.bootstrap, topic, n, 1)
+                    best[scraped] = min(best.get(scraped, float("inf")), t)
+                finally:
+                    stop.set()
+                    broker.stop()
+                    broker.kill()
+    off, on = n / best[False], n / best[True]
+    print(f"metrics off: {off:.0f} msgs/s (produce+consume), scraped every 100 ms: {on:.0f} msgs/s, "
+          f"ratio {on / off:.3f}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small run for CI")
+    ap.add_argument("--metrics", action="store_true", help="only compare metrics scraped vs no endpoint")
     args = ap.parse_args()
+    if args.metrics:
+        metrics_cost(50_000 if args.quick else 500_000)
+        return 0
     scale = 0.05 if args.quick else 1.0
     cases = [(int(1_000_000 * scale), 100), (int(200_000 * scale), 1024)]
     with tempfile.TemporaryDirectory() as tmp:
