@@ -11,6 +11,7 @@ import re
 import signal
 import socket
 import subprocess
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -120,8 +121,14 @@ def test_up_status_down(cluster_dir: Path) -> None:
     status = cluster("status", "--dir", str(cluster_dir), timeout=60)
     assert status.returncode == 0, status.stdout + status.stderr
     assert status.stdout.count("Mode: leader") == 1 and status.stdout.count("Mode: follower") == 2
-    registered = [ln for ln in status.stdout.splitlines() if re.search(r"broker \d .* registered$", ln)]
+    registered = [ln for ln in status.stdout.splitlines() if re.search(r"broker \d .* registered  http://", ln)]
     assert len(registered) == 2 and not any("not registered" in ln for ln in registered)
+    # every broker serves its metrics where `up` and `status` say (--http-base-port: base + 10000)
+    for i in range(2):
+        url = f"http://127.0.0.1:{base + 10000 + i}/metrics"
+        assert url in up.stdout and url in status.stdout
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            assert b"kafka_server_replicamanager_partitioncount" in resp.read()
     assert re.search(r"^Controller: broker [01]$", status.stdout, re.MULTILINE)
 
     down = cluster("down", "--dir", str(cluster_dir), timeout=120)

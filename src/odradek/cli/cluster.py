@@ -94,6 +94,7 @@ class BrokerNode(Node):
     port: int
     config: str
     pid: int | None = None
+    http_port: int = 0  # the broker's http.listener (metrics), 0: none
 
 
 @dataclass
@@ -139,9 +140,11 @@ class Cluster:
             raise CliError(f"Error: {path} is not a cluster record: {exc}") from None
 
 
-def plan(directory: Path, host: str, zookeepers: int, brokers: int, zk_base: int, base: int) -> Cluster:
-    """The layout for `zookeepers` servers and `brokers` brokers (nothing is written)."""
-    highest = max(zk_base + ELECTION_OFFSET + zookeepers - 1, base + brokers - 1)
+def plan(directory: Path, host: str, zookeepers: int, brokers: int, zk_base: int, base: int,
+         http_base: int = 0) -> Cluster:
+    """The layout for `zookeepers` servers and `brokers` brokers (nothing is written); with `http_base`
+    each broker's metrics endpoint listens on http_base + N - 1."""
+    highest = max(zk_base + ELECTION_OFFSET + zookeepers - 1, base + brokers - 1, http_base + brokers - 1)
     if highest > 65535:
         raise UsageError(f"Error: ports would go up to {highest}; choose lower --zk-base-port/--base-port")
     cluster = Cluster(str(directory), host)
@@ -150,13 +153,14 @@ def plan(directory: Path, host: str, zookeepers: int, brokers: int, zk_base: int
         cluster.zookeepers.append(ZkNode(n, *ports, config=str(directory / f"zk{n}" / "zoo.cfg")))
     for n in range(1, brokers + 1):
         config = str(directory / f"broker{n}" / "server.properties")
-        cluster.brokers.append(BrokerNode(n - 1, base + n - 1, config))
+        cluster.brokers.append(BrokerNode(n - 1, base + n - 1, config,
+                                          http_port=http_base + n - 1 if http_base else 0))
     return cluster
 
 
 def cluster_ports(cluster: Cluster) -> list[int]:
     zk = [p for z in cluster.zookeepers for p in (z.client_port, z.quorum_port, z.election_port)]
-    return zk + [b.port for b in cluster.brokers]
+    return zk + [b.port for b in cluster.brokers] + [b.http_port for b in cluster.brokers if b.http_port]
 
 
 def port_is_free(host: str, port: int) -> bool:
@@ -173,7 +177,8 @@ def port_is_free(host: str, port: int) -> bool:
 def check_ports(cluster: Cluster) -> None:
     ports = cluster_ports(cluster)
     if len(set(ports)) != len(ports):
-        raise UsageError("Error: the ZooKeeper and broker port ranges overlap; change --base-port or --zk-base-port")
+        raise UsageError("Error: the ZooKeeper, broker and HTTP port ranges overlap; change --base-port, "
+                         "--zk-base-port or --http-base-port")
     busy = [p for p in ports if not port_is_free(cluster.host, p)]
     if busy:
         raise CliError(f"Error: port(s) {', '.join(map(str, busy))} on {cluster.host} are already in use")
@@ -210,7 +215,12 @@ def broker_properties(cluster: Cluster, broker: BrokerNode) -> dict[str, str]:
         "default.replication.factor": "1",
         "num.partitions": "1",
         "group.initial.rebalance.delay.ms": "0",
-    }
+    } | ({"http.listener": f"{cluster.host}:{broker.http_port}"} if broker.http_port else {})
+
+
+def metrics_url(cluster: Cluster, broker: BrokerNode) -> str:
+    host = f"[{cluster.host}]" if ":" in cluster.host else cluster.host
+    return f"http://{host}:{broker.http_port}/metrics"
 
 
 def write_broker_config(cluster: Cluster, broker: BrokerNode) -> None:
@@ -325,11 +335,20 @@ def up_parser() -> ArgParser:
     parser.add_argument("--brokers", default="3", metavar="N", help="brokers (default 3)")
     parser.add_argument("--dir", default=DEFAULT_DIR, metavar="DIR", help=f"where it lives (default ./{DEFAULT_DIR})")
     parser.add_argument("--base-port", default="9092", metavar="PORT", help="port of broker 0 (default 9092)")
+    parser.add_argument("--http-base-port", default=None, metavar="PORT",
+                        help="metrics endpoint (http.listener) of broker 0, the next brokers on the following "
+                             "ports (default: --base-port + 10000; 0 for none)")
     parser.add_argument("--zk-base-port", default="2181", metavar="PORT",
                         help="client port of ZooKeeper 1 (default 2181; quorum/election ports +707/+1707)")
     parser.add_argument("--host", default="127.0.0.1", metavar="HOST", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--timeout", default="120", metavar="SECONDS", help="how long to wait for each stage")
     return parser
+
+
+def http_base(args: Any) -> int:
+    if args.http_base_port is None:
+        return parse_int(args.base_port, "--base-port", minimum=1) + 10000
+    return parse_int(args.http_base_port, "--http-base-port", minimum=0)
 
 
 def up(argv: list[str]) -> int:
@@ -342,6 +361,7 @@ def up(argv: list[str]) -> int:
         parse_int(args.brokers, "--brokers", minimum=1),
         parse_int(args.zk_base_port, "--zk-base-port", minimum=1),
         parse_int(args.base_port, "--base-port", minimum=1),
+        http_base(args),
     )
     timeout = float(parse_int(args.timeout, "--timeout", minimum=1))
     refuse_if_running(directory)
@@ -417,7 +437,8 @@ def start_broker(cluster: Cluster, broker: BrokerNode, timeout: float) -> None:
         print("FAILED", flush=True)
         detail = broker_error(out, offset) or failure_line(result)
         raise CliError(f"Error: broker {broker.id} did not start: {detail} (log: {out})")
-    print(f"STARTED (pid {broker.pid})", flush=True)
+    metrics = f", metrics {metrics_url(cluster, broker)}" if broker.http_port else ""
+    print(f"STARTED (pid {broker.pid}{metrics})", flush=True)
 
 
 def wait_for_registration(cluster: Cluster, timeout: float) -> None:
@@ -501,7 +522,8 @@ def broker_status(cluster: Cluster) -> bool:
         pids = broker_pids(broker)
         state = "registered" if broker.id in registered else "not registered"
         healthy = healthy and bool(pids) and broker.id in registered
-        print(f"  broker {broker.id}  {cluster.host}:{broker.port}  {describe_pid(pids)}  {state}")
+        metrics = f"  {metrics_url(cluster, broker)}" if broker.http_port else ""
+        print(f"  broker {broker.id}  {cluster.host}:{broker.port}  {describe_pid(pids)}  {state}{metrics}")
     if registry is None:
         print("Controller: unknown (ZooKeeper is unreachable)")
         return False
@@ -558,7 +580,7 @@ USAGE = f"""usage: odradek cluster {{up,status,down}} [--dir DIR] [options]
 
 A local pseudo-cluster: a ZooKeeper ensemble and brokers on one host, under ./{DEFAULT_DIR}.
   up      start it: odradek cluster up [--zookeepers 3] [--brokers 3] [--dir DIR]
-          [--base-port 9092] [--zk-base-port 2181] [--host 127.0.0.1]
+          [--base-port 9092] [--zk-base-port 2181] [--http-base-port 19092] [--host 127.0.0.1]
   status  each ZooKeeper server's mode, each broker's registration, the controller
   down    stop the brokers, then the ZooKeeper servers (idempotent)
 Run 'odradek cluster <command> --help' for its flags."""
