@@ -58,6 +58,7 @@ class MetadataCache:
         self._drain_lock = asyncio.Lock()
         self._drain_scheduled = False
         self._changed = asyncio.Event()
+        self._loads: dict[str, int] = {}  # reload generation per watched path (see _begin)
         self._tasks = TaskSet(log, "Metadata refresh", expected=(StoreError,))
 
     # ---- waiting for propagation -------------------------------------------------------------
@@ -78,6 +79,16 @@ class MetadataCache:
     def _notify(self) -> None:
         self._changed.set()
 
+    def _begin(self, key: str) -> int:
+        """Number a reload of `key`. Reloads run as tasks and may overlap when a watch fires during one;
+        only the latest may apply what it read, or an older, slower read would overwrite a newer one
+        (and the watch that would correct it has already fired)."""
+        n = self._loads[key] = self._loads.get(key, 0) + 1
+        return n
+
+    def _latest(self, key: str, n: int) -> bool:
+        return self._loads.get(key) == n
+
     # ---- loading -------------------------------------------------------------------------------
     async def start(self) -> None:
         await self._load_brokers()
@@ -94,6 +105,7 @@ class MetadataCache:
         return reload
 
     async def _load_brokers(self) -> None:
+        gen = self._begin(zn.BROKER_IDS)
         ids = await self.store.get_children(zn.BROKER_IDS, watch=self._watch(self._load_brokers))
         brokers: dict[int, zn.BrokerInfo] = {}
         for child in ids:
@@ -105,10 +117,12 @@ class MetadataCache:
                 continue
             except (StoreError, ValueError, KeyError, TypeError) as exc:
                 log.warning("Ignoring malformed broker registration %s/%s: %s", zn.BROKER_IDS, child, exc)
-        self.brokers = brokers
-        self._notify()
+        if self._latest(zn.BROKER_IDS, gen):
+            self.brokers = brokers
+            self._notify()
 
     async def _load_controller(self) -> None:
+        gen = self._begin(zn.CONTROLLER)
         stat = await self.store.exists(zn.CONTROLLER, watch=self._watch(self._load_controller))
         cid = -1
         if stat is not None:
@@ -117,14 +131,18 @@ class MetadataCache:
                 cid = int(data["brokerid"])
             except (NoNodeError, StoreError, KeyError, TypeError, ValueError) as exc:
                 log.warning("Ignoring malformed %s: %s", zn.CONTROLLER, exc)
-        self.controller_id = cid
-        self._notify()
+        if self._latest(zn.CONTROLLER, gen):
+            self.controller_id = cid
+            self._notify()
 
     async def _load_topics(self) -> None:
+        gen = self._begin(zn.BROKER_TOPICS)
         names = await self.store.get_children(zn.BROKER_TOPICS, watch=self._watch(self._load_topics))
         for name in names:
             if name not in self.topics:
                 await self._load_topic(name)
+        if not self._latest(zn.BROKER_TOPICS, gen):
+            return  # a newer listing removes what is gone (this one may predate a topic's creation)
         for name in [n for n in self.topics if n not in names]:
             meta = self.topics.pop(name)
             self.by_id.pop(meta.topic_id, None)
@@ -133,8 +151,11 @@ class MetadataCache:
         self._notify()
 
     async def _load_topic(self, name: str) -> None:
+        gen = self._begin(zn.topic_path(name))
         try:
             data, _ = await self.store.get_json(zn.topic_path(name), watch=self._watch(self._reload_topic, name))
+            if not self._latest(zn.topic_path(name), gen):
+                return
             assignment = zn.TopicAssignment.from_json(data)
         except NoNodeError:
             return
@@ -167,6 +188,7 @@ class MetadataCache:
 
     async def _load_config(self, name: str) -> None:
         path = zn.topic_config_path(name)
+        gen = self._begin(path)
         stat = await self.store.exists(path, watch=self._watch(self._reload_config, name))
         config: dict[str, str] = {}
         if stat is not None:
@@ -178,7 +200,7 @@ class MetadataCache:
             except (StoreError, AttributeError) as exc:
                 log.warning("Ignoring malformed topic config %s: %s", path, exc)
         meta = self.topics.get(name)
-        if meta is not None and meta.config != config:
+        if meta is not None and meta.config != config and self._latest(path, gen):
             meta.config = config
             for fn in self.config_listeners:
                 fn(name, meta)
