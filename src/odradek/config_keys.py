@@ -461,7 +461,7 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("config.providers", LIST, ""),
     _key("connection.failed.authentication.delay.ms", INT, "100", valid=Range(0), applied=True),
     _key("connections.max.idle.ms", LONG, "600000", applied=True),
-    _key("connections.max.reauth.ms", LONG, "0"),
+    _key("connections.max.reauth.ms", LONG, "0", applied=True),
     _key("control.plane.listener.name", STRING, None),
     _key("controlled.shutdown.enable", BOOLEAN, "true", applied=True),
     _key("controlled.shutdown.max.retries", INT, "3", deprecated="ZooKeeper-mode only; removed in Kafka 4.0"),

@@ -58,6 +58,10 @@ class Dispatcher:
             api_key, api_version, correlation_id = peek_api(frame)
         except FrameError as exc:
             raise CloseConnection(str(exc)) from None
+        if sasl is not None and sasl.complete and api_key not in PRE_AUTH_APIS and sasl.expired(time.monotonic()):
+            # KIP-368: past connections.max.reauth.ms without re-authenticating, as Kafka does
+            raise CloseConnection(f"SASL session of {conn.principal} expired (connections.max.reauth.ms) "
+                                  f"before re-authentication")
         if sasl is not None and not sasl.complete and api_key not in PRE_AUTH_APIS:
             # Kafka closes such a connection too: nothing but ApiVersions and the SASL exchange before authentication.
             name = APIS[api_key].name if api_key in APIS else f"API key {api_key}"

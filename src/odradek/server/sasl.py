@@ -208,6 +208,7 @@ class SaslSettings:
     mechanisms: tuple[str, ...]
     plain_users: Mapping[str, str] = field(default_factory=dict)
     failed_delay_ms: int = 100
+    max_reauth_ms: int = 0  # connections.max.reauth.ms (KIP-368): 0 = sessions never expire
 
     def mechanism(self, name: str) -> Mechanism:
         if name == "PLAIN":
@@ -228,13 +229,26 @@ class State(enum.Enum):
 class SaslServer:
     """The SASL state of one connection."""
 
-    __slots__ = ("settings", "state", "mechanism", "principal")
+    __slots__ = ("settings", "state", "mechanism", "principal", "expires_at", "reauthenticating")
 
     def __init__(self, settings: SaslSettings) -> None:
         self.settings = settings
         self.state = State.HANDSHAKE
         self.mechanism: Mechanism | None = None
         self.principal: str | None = None
+        self.expires_at: float | None = None  # monotonic time the session ends (KIP-368), None: never
+        self.reauthenticating = False
+
+    def start_session(self, now: float) -> int:
+        """Authentication completed through SaslAuthenticate v1+: the session lifetime to tell the client
+        (ms; 0 when sessions do not expire)."""
+        if self.settings.max_reauth_ms <= 0:
+            return 0
+        self.expires_at = now + self.settings.max_reauth_ms / 1000
+        return self.settings.max_reauth_ms
+
+    def expired(self, now: float) -> bool:
+        return self.expires_at is not None and now >= self.expires_at
 
     @property
     def complete(self) -> bool:
@@ -242,6 +256,9 @@ class SaslServer:
 
     def handshake(self, mechanism: str, version: int) -> bool:
         """SaslHandshake: whether the mechanism is enabled (if not, the connection is to be closed)."""
+        if self.state is State.COMPLETE and self.settings.max_reauth_ms > 0 and version >= 1:
+            self.reauthenticating = True  # KIP-368: the same principal authenticates again
+            self.state = State.HANDSHAKE
         if self.state is not State.HANDSHAKE:
             raise IllegalState(f"Unexpected SaslHandshake in state {self.state.value}")
         if mechanism not in self.settings.mechanisms:
@@ -274,8 +291,14 @@ class SaslServer:
             self.state = State.FAILED
             raise
         if self.mechanism.complete:
+            principal = f"User:{self.mechanism.user}"
+            if self.reauthenticating and principal != self.principal:
+                self.state = State.FAILED
+                raise AuthenticationFailed(f"re-authentication as {principal} on a connection of {self.principal}",
+                                           self.mechanism.user)
             self.state = State.COMPLETE
-            self.principal = f"User:{self.mechanism.user}"
+            self.principal = principal
+            self.reauthenticating = False
         return answer
 
     def attempted_principal(self) -> str:

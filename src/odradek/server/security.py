@@ -82,4 +82,5 @@ def _sasl_settings(lookup: tls.Lookup, listener: str, delay_ms: int) -> SaslSett
             raise ConfigError(f"PLAIN needs the users in {key} (or sasl.jaas.config), e.g. "
                               'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="..."; ')
         users = plain_users(jaas, key)
-    return SaslSettings(mechanisms, users, delay_ms)
+    reauth_ms = int(lookup("connections.max.reauth.ms") or 0)
+    return SaslSettings(mechanisms, users, delay_ms, reauth_ms)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+import time
 from typing import TYPE_CHECKING, Any
 
 from kafka.protocol.sasl import (
@@ -80,10 +81,13 @@ async def sasl_authenticate(ctx: RequestContext, request: Any) -> SaslAuthentica
         _failed(conn, sasl, exc)
         return SaslAuthenticateResponse(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=str(exc),
                                         auth_bytes=b"", session_lifetime_ms=0)
+    lifetime = 0
     if sasl.complete:
         _succeeded(conn, sasl)
+        if ctx.version >= 1:
+            lifetime = sasl.start_session(time.monotonic())
     return SaslAuthenticateResponse(error_code=ErrorCode.NONE, error_message=None, auth_bytes=answer,
-                                    session_lifetime_ms=0)
+                                    session_lifetime_ms=lifetime)
 
 
 async def _exchange(broker: Broker, sasl: SaslServer, token: bytes) -> bytes:
