@@ -40,7 +40,8 @@ def test_demo_runs_shows_metrics_and_cleans_up(tmp_path: Path) -> None:
     assert f"Parquet metrics (one file per window, partitioned by date and hour): {out_dir / 'metrics'}" in stdout
     assert list((out_dir / "metrics").glob("date=*/hour=*/window-*.parquet"))
     wait_session_gone(proc.pid, "the demo's processes (JVM, Python workers)")
-    started = re.search(r"Broker running at 127\.0\.0\.1:(\d+) \(data in (\S+)/data\)", stdout)
+    started = re.search(r"Broker running at 127\.0\.0\.1:(\d+) \(data in (\S+)/data\); "
+                        r"metrics at http://127\.0\.0\.1:\d+/metrics", stdout)
     assert started, stdout
     port, workdir = int(started.group(1)), started.group(2)
     ps = subprocess.run(["ps", "-e", "-o", "args="], capture_output=True, text=True).stdout

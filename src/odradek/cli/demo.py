@@ -30,11 +30,12 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _start_broker(workdir: Path, port: int) -> subprocess.Popen:
+def _start_broker(workdir: Path, port: int, http_port: int) -> subprocess.Popen:
     cfg = workdir / "server.properties"
     cfg.write_text(
         f"broker.id=0\nlisteners=PLAINTEXT://127.0.0.1:{port}\nlog.dirs={workdir / 'data'}\n"
         "num.partitions=3\noffsets.topic.replication.factor=1\ngroup.initial.rebalance.delay.ms=0\n"
+        f"http.listener=127.0.0.1:{http_port}\n"
     )
     out = open(workdir / "broker.out", "wb")  # noqa: SIM115 - handed to the child process
     return subprocess.Popen([sys.executable, "-m", "odradek.cli.main", "server-start", str(cfg)],
@@ -138,6 +139,9 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     port = args.port or _free_port()
     bootstrap = f"127.0.0.1:{port}"
+    http_port = _free_port()
+    metrics_url = f"http://127.0.0.1:{http_port}/metrics"
+    links = {"broker metrics (Prometheus)": metrics_url}
     output = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix="odradek-demo-output-"))
     workdir = Path(tempfile.mkdtemp(prefix="odradek-demo-"))
     console = Console()
@@ -149,9 +153,9 @@ def main(argv: list[str]) -> int:
     stats = ProduceStats()
     try:
         with console.status("Starting the broker ..."):
-            broker = _start_broker(workdir, port)
+            broker = _start_broker(workdir, port, http_port)
             _wait_ready(bootstrap, broker)
-        print(f"Broker running at {bootstrap} (data in {workdir / 'data'})", flush=True)
+        print(f"Broker running at {bootstrap} (data in {workdir / 'data'}); metrics at {metrics_url}", flush=True)
         ensure_topics(bootstrap)
         print(f"Topics: {LOGS_TOPIC}, {METRICS_TOPIC}, {DLQ_TOPIC}", flush=True)
 
@@ -171,7 +175,7 @@ def main(argv: list[str]) -> int:
               f"the {args.duration:g} s run starts with its first metrics", flush=True)
         view = MetricsView(bootstrap, METRICS_TOPIC, DLQ_TOPIC)
         state = DemoState(bootstrap, f"{LOGS_TOPIC} -> {METRICS_TOPIC}, {DLQ_TOPIC}", str(output), args.duration,
-                          phase="waiting")
+                          phase="waiting", links=links)
         first_metrics_at: float | None = None
         give_up = time.monotonic() + FIRST_METRICS_TIMEOUT_S
         # The clock starts with the first metrics: Spark's start-up and first micro-batch take a while,

@@ -32,6 +32,7 @@ class DemoState:
     dead_letters: int = 0
     batch: Mapping[str, Any] = field(default_factory=dict)
     windows: Iterable[Mapping[str, Any]] = ()
+    links: Mapping[str, str] = field(default_factory=dict)  # e.g. "metrics" -> the broker's /metrics URL
 
 
 def metrics_table(windows: Iterable[Mapping[str, Any]], limit: int = 10) -> Table:
@@ -68,6 +69,7 @@ def status_text(state: DemoState) -> Text:
 def render(state: DemoState) -> Group:
     header = Text.assemble(
         ("Odradek demo", "bold"), f"  broker {state.bootstrap} · topics {state.topics}\n",
-        f"Parquet output {state.output} · Ctrl-C stops early")
+        f"Parquet output {state.output} · Ctrl-C stops early",
+        *(f"\n{name} {url}" for name, url in state.links.items()))
     return Group(Panel(header, expand=False), status_text(state), metrics_table(state.windows),
                  Text(LEGEND, style="dim"))
