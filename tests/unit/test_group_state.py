@@ -45,6 +45,7 @@ class FakeStore:
         self.fail: ErrorCode | None = None
         self.owned = True
         self.owner: GroupOwner | None = None
+        self.transactional: list[tuple[int, int]] = []
 
     async def start(self, owner: GroupOwner) -> None:
         self.owner = owner
@@ -67,6 +68,11 @@ class FakeStore:
         if self.fail is not None:
             raise KafkaError(self.fail)
         self.writes.append((group_id, records))
+
+    async def write_transactional(self, group_id: str, records: list[tuple[bytes, bytes | None]], producer_id: int,
+                                  producer_epoch: int) -> None:
+        await self.write(group_id, records)
+        self.transactional.append((producer_id, producer_epoch))
 
     def partition_for(self, group_id: str) -> int:
         return 0
@@ -607,10 +613,10 @@ def test_offset_store_loads_a_partition_then_serves_and_writes_it(tmp_path: Any,
     slow = asyncio.Event()
     real_read = store_mod.read_partition
 
-    def gated_read(log_: Any, size: int, topic: str) -> Any:
+    def gated_read(log_: Any, size: int, topic: str, open_txns: Any = None) -> Any:
         while not slow.is_set():
             time.sleep(0.01)
-        return real_read(log_, size, topic)
+        return real_read(log_, size, topic, open_txns)
 
     from odradek.server import internal_topic
 
@@ -902,3 +908,54 @@ def test_fake_and_offset_store_implement_the_whole_group_store_protocol() -> Non
             assert list(ours.parameters) == list(theirs.parameters), (impl, name)
             assert inspect.iscoroutinefunction(getattr(impl, name)) == \
                 inspect.iscoroutinefunction(getattr(GroupStore, name)), (impl, name)
+
+
+def test_transactional_offsets_replay_only_where_committed(tmp_path: Any) -> None:
+    """TxnOffsetCommit writes offsets as transactional records of the producer: a partition's replay applies
+    them at the commit marker, drops them on abort, and keeps those of a still-open transaction pending."""
+    from odradek.groups.offsets import OffsetStore
+    from odradek.protocol.records import build_batch, build_marker
+    from odradek.server.internal_topic import read_partition
+    from odradek.storage.log import Log
+
+    log = Log(tmp_path / "__consumer_offsets-0")
+
+    def txn(pid: int, offsets: dict[tuple[str, int], OffsetValue]) -> None:
+        log.append_as_leader(build_batch(offset_records("g", offsets), producer_id=pid, producer_epoch=0,
+                                         is_transactional=True), 0, origin="coordinator")
+
+    log.append_as_leader(build_batch(offset_records("g", {("t", 0): OffsetValue(1, "", 1)})), 0)
+    txn(5, {("t", 0): OffsetValue(10, "", 2)})
+    txn(6, {("t", 1): OffsetValue(60, "", 2)})
+    txn(7, {("t", 2): OffsetValue(70, "", 2)})
+    log.append_as_leader(build_marker(6, 0, commit=False, coordinator_epoch=0), 0, origin="coordinator")
+    log.append_as_leader(build_marker(5, 0, commit=True, coordinator_epoch=0), 0, origin="coordinator")
+    open_txns: dict[int, list[tuple[bytes | None, bytes | None]]] = {}
+    records = read_partition(log, 1 << 20, "__consumer_offsets", open_txns)
+    store = OffsetStore.__new__(OffsetStore)
+    groups = store.replay(records, open_txns)
+    assert groups["g"].offsets == {("t", 0): OffsetValue(10, "", 2)}  # pid 5 committed over the plain commit
+    assert groups["g"].pending_txn == {7: {("t", 2): OffsetValue(70, "", 2)}}  # pid 6 aborted: gone
+    log.close()
+
+
+def test_txn_offsets_become_committed_only_with_the_commit_marker() -> None:
+    async def main() -> None:
+        store = FakeStore()
+        gc = GroupCoordinator(settings(), store)
+        await gc.start()
+        tp = ("t", 0)
+        assert await gc.txn_commit("g", 9, 1, -1, "", None, {tp: OffsetValue(40, "", 1)}) == E.NONE
+        assert store.transactional == [(9, 1)]
+        assert dict(await gc.fetch_offsets("g", [tp]))[tp] is None and gc.unstable("g", tp)
+        gc.complete_transaction(0, 9, commit=False)
+        assert dict(await gc.fetch_offsets("g", [tp]))[tp] is None and not gc.unstable("g", tp)
+        assert await gc.txn_commit("g", 9, 2, -1, "", None, {tp: OffsetValue(50, "", 1)}) == E.NONE
+        gc.complete_transaction(0, 9, commit=True)
+        assert dict(await gc.fetch_offsets("g", [tp]))[tp].offset == 50  # type: ignore[union-attr]
+        # a group member's transactional commit is fenced like OffsetCommit (KIP-447)
+        assert await gc.txn_commit("g", 9, 3, 4, "no-such-member", None, {tp: OffsetValue(60, "", 1)}) == \
+            E.UNKNOWN_MEMBER_ID
+        await gc.shutdown()
+
+    asyncio.run(main())
