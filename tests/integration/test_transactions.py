@@ -81,7 +81,8 @@ def test_commit_and_abort_seen_by_read_committed_and_uncommitted(broker: BrokerP
     out = kcat("-C", "-b", broker.bootstrap, "-t", topic, "-e", "-q", "-X", "isolation.level=read_committed",
                "-f", "%s\n")
     assert out.returncode == 0, out.stderr
-    assert sorted(out.stdout.encode().split()) == committed
+    stdout = out.stdout if isinstance(out.stdout, bytes) else out.stdout.encode()
+    assert sorted(stdout.split()) == committed
 
 
 def test_open_transaction_holds_read_committed_at_the_lso(broker: BrokerProcess) -> None:
@@ -98,14 +99,23 @@ def test_open_transaction_holds_read_committed_at_the_lso(broker: BrokerProcess)
     plain.flush(10)
     assert _read(broker.bootstrap, topic, "read_committed", idle_s=2) == [b"before"]
     assert _read(broker.bootstrap, topic, "read_uncommitted") == [b"before", b"open", b"after"]
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": _name("g"), "isolation.level": "read_committed"})
+    committed = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": _name("g"),
+                          "isolation.level": "read_committed"})
+    uncommitted = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": _name("g"),
+                            "isolation.level": "read_uncommitted"})
     try:
-        low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
-        assert high == 3  # the high watermark; the LSO is what read_committed readers stop at
+        tp = TopicPartition(topic, 0)
+        # ListOffsets latest: the last stable offset for read_committed, the high watermark otherwise
+        assert committed.get_watermark_offsets(tp, timeout=10)[1] == 1
+        assert uncommitted.get_watermark_offsets(tp, timeout=10)[1] == 3
         p.commit_transaction(30)
+        # the marker (offset 3) follows the commit's answer; then the LSO is the high watermark again
+        wait_until(lambda: committed.get_watermark_offsets(tp, timeout=10)[1] == 4, timeout=30,
+                   message="the last stable offset passing the commit marker")
         assert sorted(_read(broker.bootstrap, topic, "read_committed")) == [b"after", b"before", b"open"]
     finally:
-        c.close()
+        committed.close()
+        uncommitted.close()
 
 
 def test_send_offsets_to_transaction_commits_offsets_with_the_output(broker: BrokerProcess) -> None:
@@ -268,8 +278,9 @@ def test_state_survives_a_restart_and_idle_ids_expire(brokers: Any) -> None:
     p.begin_transaction()
     p.produce(topic, value=b"x")
     p.commit_transaction(30)
-    before = _describe(b.port, tid)
-    assert before.transaction_state == "CompleteCommit"
+    # EndTxn answers once PrepareCommit is written; CompleteCommit follows the markers
+    before = wait_until(lambda: (d := _describe(b.port, tid)).transaction_state == "CompleteCommit" and d,
+                        timeout=30, message="the transaction completing")
     b.stop()
     b.start()
     after = wait_until(lambda: (d := _describe(b.port, tid)).error_code in (0, 105) and d, timeout=60,

@@ -17,6 +17,7 @@ _PART_HEAD_V4 = struct.Struct(">ihqq")  # v4 has no log start offset
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 _DIVERGING = struct.Struct(">iq")
+_ABORTED = struct.Struct(">qq")
 
 
 @dataclass(slots=True)
@@ -29,6 +30,7 @@ class FetchPartitionResult:
     records: bytes | memoryview | None = None
     diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset), flexible versions only
     current_leader: tuple[int, int] | None = None  # (leader id, leader epoch), flexible versions only
+    aborted: list[tuple[int, int]] | None = None  # read_committed: (producer id, first offset) per aborted txn
 
 
 @dataclass(slots=True)
@@ -86,8 +88,13 @@ def encode_fetch_response(
                 )
             else:
                 cur += _PART_HEAD_V4.pack(p.index, p.error_code, p.high_watermark, p.last_stable_offset)
-            # aborted transactions: none (no transactions), encoded as an empty array
-            cur += b"\x01" if flexible else b"\x00\x00\x00\x00"
+            # aborted transactions overlapping the records (read_committed), else an empty array
+            aborted = p.aborted or ()
+            cur += _compact_len(len(aborted)) if flexible else _I32.pack(len(aborted))
+            for pid, first in aborted:
+                cur += _ABORTED.pack(pid, first)
+                if flexible:
+                    cur += b"\x00"  # the entry's tagged fields
             if version >= 11:
                 cur += b"\xff\xff\xff\xff"  # preferred read replica: -1
             # Kafka sends empty (never null) records, errors included: librdkafka rejects a null set.

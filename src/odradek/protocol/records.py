@@ -617,6 +617,22 @@ def rebuild_batch(header: BatchHeader, records: Sequence[Record], *, delete_hori
     return prefix + body
 
 
+ABORT_MARKER, COMMIT_MARKER = 0, 1
+
+
+def marker_type(batch: bytes | bytearray | memoryview) -> int | None:
+    """The control type of a control batch (ABORT_MARKER 0, COMMIT_MARKER 1, others as Kafka numbers
+    them), read from its first record's key; None when the batch holds no readable control record."""
+    try:
+        records = decode_records(batch)
+    except Exception:
+        return None
+    key = records[0].key if records else None
+    if key is None or len(key) < 4:
+        return None
+    return int(struct.unpack_from(">h", key, 2)[0])
+
+
 def build_marker(producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
                  timestamp: int | None = None) -> bytes:
     """A commit/abort marker: a control batch of one record (key: version 0, type 1 commit / 0 abort;

@@ -205,8 +205,11 @@ class Partition:
             self.log.high_watermark = hw
 
     # ---- reads and waiting ---------------------------------------------------------------------
-    def read(self, offset: int, max_bytes: int, replica: bool, min_one: bool) -> FetchDataInfo:
-        upper = None if replica else self.log.high_watermark
+    def read(self, offset: int, max_bytes: int, replica: bool, min_one: bool, read_committed: bool = False
+             ) -> FetchDataInfo:
+        """Followers read to the log end, consumers to the high watermark, read_committed consumers to the
+        last stable offset."""
+        upper = None if replica else self.log.last_stable_offset if read_committed else self.log.high_watermark
         return self.log.read(offset, max_bytes, max_offset=upper, min_one_message=min_one)
 
     def data_waiter(self) -> asyncio.Future[None]:

@@ -18,10 +18,12 @@ fsync the directory between the steps of a swap without holding the lock.
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 import random
 import shutil
+import struct
 import threading
 import time
 import uuid
@@ -39,6 +41,7 @@ from odradek.protocol.records import (
     BatchHeader,
     build_batch,
     decode_records,
+    marker_type,
     set_base_offset,
     set_log_append_time,
     set_partition_leader_epoch,
@@ -47,7 +50,13 @@ from odradek.protocol.records import (
 from odradek.storage.background import disk_worker
 from odradek.storage.epoch_cache import LeaderEpochCache
 from odradek.storage.log_config import LogConfig
-from odradek.storage.producer_state import ProducerStateManager, last_sequence
+from odradek.storage.producer_state import (
+    SNAPSHOT_SUFFIX,
+    CompletedTxn,
+    ProducerStateManager,
+    last_sequence,
+    snapshot_name,
+)
 from odradek.storage.segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -62,6 +71,7 @@ from odradek.storage.segment import (
     file_name,
     parse_base_offset,
 )
+from odradek.storage.txn_index import AbortedTxn, AbortedTxnIndex
 
 log = logging.getLogger("odradek.storage")
 
@@ -180,12 +190,14 @@ class Log:
         self.cleaner_checkpoint = cleaner_checkpoint
         self.latest_delete_horizon = -1
         self.producer_state = ProducerStateManager()
+        self.txn_index = AbortedTxnIndex(self.dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self._load(clean_shutdown)
         self.epochs = LeaderEpochCache(self.dir, self._submit)
         if not self.epochs.loaded or not clean_shutdown:
             self._rebuild_epochs()
-        self._rebuild_producer_state()
+        self.txn_index.load(self._bases, self._leo)
+        self._load_producer_state(clean_shutdown)
         self._high_watermark = self._leo
         if high_watermark is not None:
             self.high_watermark = high_watermark
@@ -206,6 +218,19 @@ class Log:
     @high_watermark.setter
     def high_watermark(self, value: int) -> None:
         self._high_watermark = min(max(value, self.log_start_offset), self._leo)
+
+    @property
+    def last_stable_offset(self) -> int:
+        """What read_committed consumers may read up to: the high watermark, or the first offset of the
+        oldest transaction not yet completed (or completed by a marker not yet replicated) below it."""
+        hw = self._high_watermark
+        first = self.producer_state.first_unstable_offset(hw)
+        return hw if first is None else min(hw, first)
+
+    def collect_aborted(self, start_offset: int, upper_offset: int) -> list[tuple[int, int]]:
+        """(producer id, first offset) of the aborted transactions overlapping [start_offset, upper_offset)."""
+        with self.lock:
+            return self.txn_index.collect(start_offset, upper_offset)
 
     @property
     def segments(self) -> list[LogSegment]:
@@ -422,7 +447,9 @@ class Log:
         """Validate, assign offsets from the log end offset, stamp the leader epoch, write."""
         data = bytearray(records)
         batches = validate_batches(data, self.config.max_message_bytes)
-        if self.config.compression_type != "producer":
+        if origin == "client" and any(h.is_control for _, h in batches):
+            raise InvalidRecordError(message="Clients may not write control batches (transaction markers)")
+        if self.config.compression_type != "producer" and origin == "client":
             data, batches = self._recompress(data, batches)
         if self.config.compact:
             self._check_keys(data, batches)
@@ -438,8 +465,11 @@ class Log:
             entries: list[BatchEntry] = []
             max_ts = off_max = -1
             n_records = 0
+            completed: list[CompletedTxn] = []
             for pos, h in batches:
-                self.producer_state.update(h, offset)
+                done = self._update_producer(h, offset, data, pos)
+                if done is not None:
+                    completed.append(done)
                 set_base_offset(data, pos, offset)
                 set_partition_leader_epoch(data, pos, leader_epoch)
                 batch_ts = h.max_timestamp
@@ -455,6 +485,7 @@ class Log:
             if log_append:
                 off_max = first  # every record carries the same append time: the first one is the earliest
             durable = self._append(data, entries, max_ts, n_records)
+            self._index_aborted(completed)
             self.epochs.assign(leader_epoch, first)
             return AppendInfo(
                 first,
@@ -487,10 +518,13 @@ class Log:
             durable: Future[None] | None = None
             for start, end, run in runs:
                 entries = [BatchEntry(pos - start, h.size, h.last_offset, h.max_timestamp) for pos, h in run]
-                for _, h in run:
+                completed: list[CompletedTxn] = []
+                for pos, h in run:
                     if h.max_timestamp > max_ts:
                         max_ts, off_max = h.max_timestamp, h.last_offset
-                    self.producer_state.update(h, h.base_offset)
+                    done = self._update_producer(h, h.base_offset, data, pos)
+                    if done is not None:
+                        completed.append(done)
                     self.epochs.assign(h.partition_leader_epoch, h.base_offset)
                 run_records = sum(h.records_count for _, h in run)
                 n_records += run_records
@@ -500,6 +534,7 @@ class Log:
                 durable = self._append(
                     view[start:end], entries, max(e.max_timestamp for e in entries), run_records, first
                 ) or durable
+                self._index_aborted(completed)
             return AppendInfo(
                 batches[0][1].base_offset,
                 batches[-1][1].last_offset,
@@ -556,14 +591,106 @@ class Log:
             self.epochs.entries = entries
             self.epochs.flush()
 
-    def _rebuild_producer_state(self, segments_back: int = 2) -> None:
-        """Producer state from the batch headers of the newest segments (older producers count as expired,
-        so their next write is accepted at any sequence)."""
+    # --- producer state and transactions -------------------------------------------------------
+
+    def _update_producer(self, h: BatchHeader, offset: int, data: bytes | bytearray | memoryview,
+                         pos: int) -> CompletedTxn | None:
+        if h.producer_id < 0:
+            return None
+        if not h.is_control:
+            return self.producer_state.update(h, offset)
+        batch = memoryview(data)[pos : pos + h.size]
+        return self.producer_state.update(h, offset, marker_type(batch), _coordinator_epoch(batch))
+
+    def _index_aborted(self, completed: list[CompletedTxn]) -> None:
+        """Aborted transactions into the index, in the file of the segment holding their markers."""
+        for txn in completed:
+            if txn.aborted:
+                i = bisect_right(self._bases, txn.last_offset) - 1
+                self.txn_index.add(AbortedTxn(txn.last_offset, txn.producer_id, txn.first_offset,
+                                              self.last_stable_offset), self._bases[max(i, 0)])
+
+    def _snapshots(self) -> list[int]:
+        """Offsets of the producer snapshots in the directory, ascending."""
+        out = []
+        for name in os.listdir(self.dir):
+            if name.endswith(SNAPSHOT_SUFFIX):
+                base = parse_base_offset(name, SNAPSHOT_SUFFIX)
+                if base is not None:
+                    out.append(base)
+        return sorted(out)
+
+    def _load_producer_state(self, clean_shutdown: bool) -> None:
+        """From the newest valid snapshot at or below the log end offset (all of it after a clean
+        shutdown that wrote one there), then the batch headers after it. Without a snapshot every
+        segment's headers are read: an open transaction can start anywhere."""
+        self._restore_producer_state(self._leo)
+
+    def _restore_producer_state(self, upto: int) -> None:
         self.producer_state.clear()
-        for seg in self._segments[-segments_back:]:
-            for _pos, h in seg.iter_headers():
-                if h.producer_id >= 0:
+        start = self.log_start_offset
+        for offset in reversed(self._snapshots()):
+            path = self.dir / snapshot_name(offset)
+            if offset > upto or offset < self.log_start_offset:
+                if offset > upto:
+                    path.unlink(missing_ok=True)
+                continue
+            try:
+                self.producer_state.read_snapshot(path)
+            except (OSError, ValueError) as exc:
+                log.warning("%s Ignoring producer snapshot %s: %s", self._prefix, path.name, exc)
+                self.producer_state.clear()
+                continue
+            start = offset
+            break
+        if start < upto:
+            self._scan_producers(start, upto)
+
+    def _scan_producers(self, start: int, upto: int) -> None:
+        """Apply the batches in [start, upto) to the producer state; aborted transactions found are
+        (re)indexed."""
+        first = max(bisect_right(self._bases, start) - 1, 0)
+        for seg in self._segments[first:]:
+            if seg.base_offset >= upto:
+                break
+            for pos, h in seg.iter_headers():
+                if h.next_offset <= start or h.base_offset >= upto:
+                    continue
+                if h.producer_id < 0:
+                    continue
+                if h.is_control:
+                    batch = seg.pread(h.size, pos)
+                    done = self.producer_state.update(h, h.base_offset, marker_type(batch), _coordinator_epoch(batch))
+                    if done is not None and done.aborted:
+                        i = bisect_right(self._bases, done.last_offset) - 1
+                        self.txn_index.add(AbortedTxn(done.last_offset, done.producer_id, done.first_offset),
+                                           self._bases[max(i, 0)])
+                else:
                     self.producer_state.update(h, h.base_offset)
+
+    def _rebuild_producer_state(self) -> None:
+        """After a truncation: from the newest snapshot below the new end, then the headers after it."""
+        self._restore_producer_state(self._leo)
+
+    def _take_snapshot(self, offset: int) -> None:
+        """Write the producer state as of `offset` (the log end offset now) on the disk worker."""
+        state = ProducerStateManager()
+        state.producers = {pid: copy.copy(e) for pid, e in self.producer_state.producers.items()}
+        for e in state.producers.values():
+            e.batches = e.batches.copy()
+        path = self.dir / snapshot_name(offset)
+        self._submit(self._write_snapshot, state, path)
+
+    def _write_snapshot(self, state: ProducerStateManager, path: Path) -> None:
+        try:
+            state.write_snapshot(path)
+        except OSError as exc:
+            log.warning("%s Writing producer snapshot %s failed: %s", self._prefix, path.name, exc)
+            return
+        keep = set(self._snapshots()[-2:])
+        for offset in self._snapshots():
+            if offset not in keep and offset < self.log_start_offset:
+                (self.dir / snapshot_name(offset)).unlink(missing_ok=True)
 
     @staticmethod
     def _increasing(batches: list[tuple[int, BatchHeader]]) -> list[tuple[int, BatchHeader]]:
@@ -730,6 +857,8 @@ class Log:
         seg = self._new_segment(base_offset)
         self._add_segment(seg)
         self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+        if self.producer_state.producers and base_offset == self._leo:
+            self._take_snapshot(base_offset)
         # The old segment and the directory are fsynced by the disk worker, which then moves the recovery
         # point up to the new segment (Kafka's roll does the same). The old segment's index descriptors
         # stay open until then: what was written through them must be fsynced through them.
@@ -881,6 +1010,7 @@ class Log:
                 del self._bases[: len(doomed)]
                 self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
                 self._boundaries.clear()
+                self.txn_index.drop_before(self._segments[0].base_offset, self._bases)
             return len(doomed)
 
     def _retire(self, seg: LogSegment) -> None:
@@ -924,6 +1054,7 @@ class Log:
                 self._segments[i : i + len(old)] = [cleaned]
                 self._bases[i : i + len(old)] = [cleaned.base_offset]
                 self._boundaries.clear()
+                self.txn_index.rewrite(self._bases)
             self._fsync_dir()
             with self.lock:
                 cleaned.change_suffix("")
@@ -975,6 +1106,7 @@ class Log:
                 self.cleaner_checkpoint = min(self.cleaner_checkpoint, self._leo)
             self._boundaries.clear()
             self.epochs.truncate_from_end(self._leo)
+            self.txn_index.truncate_to(self._leo, self._bases)
             self._rebuild_producer_state()
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -997,6 +1129,9 @@ class Log:
             self.cleaner_checkpoint = offset
         self._boundaries.clear()
         self.producer_state.clear()
+        self.txn_index.truncate_to(-1, self._bases)
+        for snap in self._snapshots():
+            (self.dir / snapshot_name(snap)).unlink(missing_ok=True)
         if hasattr(self, "epochs"):
             self.epochs.clear()
 
@@ -1157,6 +1292,11 @@ class Log:
             self.active_segment.on_become_inactive()
             self._flush_locked()
             self.epochs.flush_if_changed()
+            if self.producer_state.producers:
+                try:
+                    self.producer_state.write_snapshot(self.dir / snapshot_name(self._leo))
+                except OSError as exc:
+                    log.warning("%s Writing the producer snapshot failed: %s", self._prefix, exc)
             for seg in self._segments:
                 seg.close()
             self.closed = True
@@ -1185,3 +1325,13 @@ class Log:
                 return None
             found = self._segments[i].find_batch(offset)
             return None if found is None else found[1]
+
+
+def _coordinator_epoch(batch: bytes | bytearray | memoryview) -> int:
+    """The coordinator epoch in a marker's value (version int16, coordinator epoch int32), -1 if unreadable."""
+    try:
+        records = decode_records(batch)
+    except Exception:
+        return -1
+    value = records[0].value if records else None
+    return int(struct.unpack_from(">i", value, 2)[0]) if value is not None and len(value) >= 6 else -1

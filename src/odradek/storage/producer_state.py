@@ -1,17 +1,34 @@
-"""Idempotent-producer state of one partition: for each producer id, its epoch and the sequence ranges and
-offsets of its last five batches. Used by the log to reject out-of-order or fenced writes and to answer
-retried batches with their original offsets instead of writing them twice. Rebuilt from batch headers."""
+"""Producer state of one partition: for each producer id, its epoch, the sequence ranges and offsets of
+its last five batches, and the first offset of its ongoing transaction.
+
+Used by the log to reject out-of-order or fenced writes, to answer retried batches with their original
+offsets instead of writing them twice, and for transactions (KIP-98): a transactional batch from a
+producer with no ongoing transaction starts one; a commit/abort marker ends it. The first unstable
+offset is the first offset of the oldest transaction that is ongoing, or ended by a marker the high
+watermark has not yet passed; the last stable offset (what read_committed consumers may read up to) is
+the smaller of it and the high watermark. Rebuilt from batch headers (and markers' control records),
+or read from a snapshot (`<offset>.snapshot`, Kafka's format) and the batches after it.
+"""
 
 from __future__ import annotations
 
+import struct
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from crc32c import crc32c
 
 from odradek.protocol.errors import ErrorCode, KafkaError
-from odradek.protocol.records import BatchHeader
+from odradek.protocol.records import ABORT_MARKER, COMMIT_MARKER, BatchHeader
 
 NUM_BATCHES_TO_RETAIN = 5
 INT32_MAX = 2**31 - 1
+SNAPSHOT_SUFFIX = ".snapshot"
+SNAPSHOT_VERSION = 1
+_SNAP_HEAD = struct.Struct(">hI")  # version, crc32c of the rest
+_SNAP_ENTRY = struct.Struct(">qhiqiqiq")  # pid, epoch, last seq, last offset, offset delta, timestamp,
+#                                           coordinator epoch, current txn first offset
 
 
 @dataclass(slots=True)
@@ -28,10 +45,22 @@ class ProducerEntry:
     epoch: int
     batches: deque[BatchMeta] = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
     last_timestamp: int = -1
+    txn_first_offset: int = -1  # first offset of the ongoing transaction, -1 if none
+    coordinator_epoch: int = -1
 
     @property
     def last_seq(self) -> int:
         return self.batches[-1].last_seq if self.batches else -1
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction a marker ended: [first_offset, last_offset] where last_offset is the marker's."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    aborted: bool
 
 
 def last_sequence(h: BatchHeader) -> int:
@@ -44,14 +73,20 @@ def _next_seq(seq: int) -> int:
     return 0 if seq == INT32_MAX else seq + 1
 
 
+def snapshot_name(offset: int) -> str:
+    return f"{offset:020d}{SNAPSHOT_SUFFIX}"
+
+
 class ProducerStateManager:
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
+        # transactions ended by a marker at or above the high watermark (still unstable), oldest first
+        self.unreplicated: deque[CompletedTxn] = deque()
 
     def find_duplicate(self, h: BatchHeader) -> BatchMeta | None:
         """The cached batch this one repeats (a producer retry), if any."""
         entry = self.producers.get(h.producer_id)
-        if h.producer_id < 0 or entry is None or entry.epoch != h.producer_epoch:
+        if h.producer_id < 0 or entry is None or entry.epoch != h.producer_epoch or h.base_sequence < 0:
             return None
         last = last_sequence(h)
         for b in entry.batches:
@@ -69,6 +104,10 @@ class ProducerStateManager:
         if entry is None:
             return  # a new producer, or one whose state expired: accept whatever sequence it starts at
         if h.producer_epoch < entry.epoch:
+            if h.is_control:
+                raise KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH,
+                                 f"Marker epoch {h.producer_epoch} of producer {h.producer_id} is older than "
+                                 f"its current epoch {entry.epoch}")
             raise KafkaError(
                 ErrorCode.INVALID_PRODUCER_EPOCH,
                 f"Epoch {h.producer_epoch} of producer {h.producer_id} is older than current epoch {entry.epoch}",
@@ -91,26 +130,90 @@ class ProducerStateManager:
                 f"(incoming batch), {current} (current end sequence)",
             )
 
-    def update(self, h: BatchHeader, first_offset: int) -> None:
-        """Record an appended batch (its offsets as assigned)."""
+    def update(self, h: BatchHeader, first_offset: int, marker: int | None = None,
+               coordinator_epoch: int = -1) -> CompletedTxn | None:
+        """Record an appended batch (its offsets as assigned). For a control batch `marker` is its type
+        (COMMIT_MARKER/ABORT_MARKER); the transaction it ends is returned."""
         if h.producer_id < 0:
-            return
+            return None
         entry = self.producers.get(h.producer_id)
         if entry is None or h.producer_epoch != entry.epoch:
-            entry = ProducerEntry(h.producer_epoch)
+            txn_first = entry.txn_first_offset if entry is not None else -1
+            entry = ProducerEntry(h.producer_epoch, txn_first_offset=txn_first)
             self.producers[h.producer_id] = entry
-        if h.base_sequence < 0:
-            return
-        entry.batches.append(
-            BatchMeta(
-                h.base_sequence,
-                last_sequence(h),
-                first_offset,
-                first_offset + h.last_offset_delta,
-                h.max_timestamp,
-            )
-        )
-        entry.last_timestamp = h.max_timestamp
+        last_offset = first_offset + h.last_offset_delta
+        entry.last_timestamp = max(entry.last_timestamp, h.max_timestamp)
+        if h.is_control:
+            if marker not in (COMMIT_MARKER, ABORT_MARKER):
+                return None
+            entry.coordinator_epoch = coordinator_epoch
+            start, entry.txn_first_offset = entry.txn_first_offset, -1
+            if start < 0:
+                return None  # no transaction of this producer here (a marker of a retried end, say)
+            done = CompletedTxn(h.producer_id, start, last_offset, marker == ABORT_MARKER)
+            self.unreplicated.append(done)
+            return done
+        if h.is_transactional and entry.txn_first_offset < 0:
+            entry.txn_first_offset = first_offset
+        if h.base_sequence >= 0:
+            entry.batches.append(BatchMeta(h.base_sequence, last_sequence(h), first_offset, last_offset,
+                                           h.max_timestamp))
+        return None
+
+    # ---- stability ----
+    def first_unstable_offset(self, high_watermark: int) -> int | None:
+        """The first offset of the oldest transaction not yet stable at this high watermark, or None."""
+        while self.unreplicated and self.unreplicated[0].last_offset < high_watermark:
+            self.unreplicated.popleft()
+        firsts = [e.txn_first_offset for e in self.producers.values() if e.txn_first_offset >= 0]
+        if self.unreplicated:
+            firsts.append(min(t.first_offset for t in self.unreplicated))
+        return min(firsts) if firsts else None
+
+    def ongoing(self) -> dict[int, int]:
+        """producer id -> first offset of its ongoing transaction."""
+        return {pid: e.txn_first_offset for pid, e in self.producers.items() if e.txn_first_offset >= 0}
 
     def clear(self) -> None:
         self.producers.clear()
+        self.unreplicated.clear()
+
+    # ---- snapshots (Kafka's producer snapshot file) ----
+    def write_snapshot(self, path: Path) -> None:
+        body = bytearray(struct.pack(">i", len(self.producers)))
+        for pid, e in sorted(self.producers.items()):
+            last = e.batches[-1] if e.batches else None
+            body += _SNAP_ENTRY.pack(
+                pid, e.epoch, last.last_seq if last else -1, last.last_offset if last else -1,
+                (last.last_offset - last.first_offset) if last else 0, e.last_timestamp, e.coordinator_epoch,
+                e.txn_first_offset)
+        data = _SNAP_HEAD.pack(SNAPSHOT_VERSION, crc32c(bytes(body))) + bytes(body)
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+        tmp.replace(path)
+
+    def read_snapshot(self, path: Path) -> None:
+        """Replace the state with a snapshot's; raises ValueError if it is not a valid one."""
+        data = path.read_bytes()
+        if len(data) < _SNAP_HEAD.size + 4:
+            raise ValueError(f"{path.name}: too short")
+        version, crc = _SNAP_HEAD.unpack_from(data, 0)
+        body = data[_SNAP_HEAD.size:]
+        if version != SNAPSHOT_VERSION:
+            raise ValueError(f"{path.name}: unknown version {version}")
+        if crc32c(body) != crc:
+            raise ValueError(f"{path.name}: CRC mismatch")
+        (count,) = struct.unpack_from(">i", body, 0)
+        if count < 0 or 4 + count * _SNAP_ENTRY.size != len(body):
+            raise ValueError(f"{path.name}: bad entry count {count}")
+        self.clear()
+        for i in range(count):
+            pid, epoch, last_seq, last_offset, delta, ts, coord, txn_first = _SNAP_ENTRY.unpack_from(
+                body, 4 + i * _SNAP_ENTRY.size)
+            entry = ProducerEntry(epoch, last_timestamp=ts, txn_first_offset=txn_first, coordinator_epoch=coord)
+            if last_seq >= 0:
+                first_seq = last_seq - delta if last_seq >= delta else last_seq - delta + INT32_MAX + 1
+                entry.batches.append(BatchMeta(first_seq, last_seq, last_offset - delta, last_offset, ts))
+            self.producers[pid] = entry

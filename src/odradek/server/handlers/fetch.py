@@ -72,6 +72,7 @@ class _FetchPlan:
             replica_id = state.replica_id
         self.is_replica = replica_id >= 0
         self.replica_id = replica_id
+        self.read_committed = not self.is_replica and getattr(request, "isolation_level", 0) == 1
         self.max_bytes = request.max_bytes if self.version >= 3 else 2**31 - 1
         self.topics: list[tuple[FetchTopicResult, list[tuple[Want, Partition | None, KafkaError | None]]]] = []
         self.diverging: dict[tuple[str, int], tuple[int, int] | None] = {}
@@ -113,7 +114,7 @@ class _FetchPlan:
                 else:
                     assert part is not None
                     res.high_watermark = part.high_watermark
-                    res.last_stable_offset = part.high_watermark
+                    res.last_stable_offset = part.log.last_stable_offset
                     res.log_start_offset = part.log.log_start_offset
                     div = self.diverging.get((proto.name, want.partition))
                     if div is not None:
@@ -123,10 +124,12 @@ class _FetchPlan:
                         try:
                             data = part.read(
                                 want.fetch_offset, min(want.max_bytes, max(remaining, 0)), self.is_replica,
-                                min_one=total == 0,
+                                min_one=total == 0, read_committed=self.read_committed,
                             )
                             res.records = data.records
                             n = len(data.records)
+                            if self.read_committed and n:
+                                res.aborted = part.log.collect_aborted(want.fetch_offset, res.last_stable_offset)
                             total += n
                             remaining -= n
                         except KafkaError as exc:
@@ -213,7 +216,7 @@ async def fetch(ctx: RequestContext, request: Any) -> list[bytes | memoryview]:
                                  session_id=session.session_id if session is not None else 0)
 
 
-def _list_offset(ctx: RequestContext, name: str, req_p: Any, is_replica: bool) -> Any:
+def _list_offset(ctx: RequestContext, name: str, req_p: Any, is_replica: bool, isolation: int) -> Any:
     version = ctx.version
     res = ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse(
         partition_index=req_p.partition_index, error_code=0, old_style_offsets=[], timestamp=-1, offset=-1,
@@ -224,7 +227,8 @@ def _list_offset(ctx: RequestContext, name: str, req_p: Any, is_replica: bool) -
         if version >= 4:
             _check_epoch(part, req_p.current_leader_epoch)
         ts = req_p.timestamp
-        hw = part.high_watermark
+        # read_committed consumers see offsets up to the last stable offset (ListOffsets v2+)
+        hw = part.log.last_stable_offset if isolation == 1 and not is_replica else part.high_watermark
         if ts == EARLIEST:
             res.offset = part.log.log_start_offset
         elif ts == LATEST:
@@ -244,7 +248,7 @@ async def list_offsets(ctx: RequestContext, request: Any) -> ListOffsetsResponse
     is_replica = request.replica_id >= 0
     topics = []
     for t in request.topics:
-        parts = [_list_offset(ctx, t.name, p, is_replica) for p in t.partitions]
+        parts = [_list_offset(ctx, t.name, p, is_replica, request.isolation_level) for p in t.partitions]
         topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=t.name, partitions=parts))
     return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
 
