@@ -574,3 +574,35 @@ def test_topic_becoming_compacted_gets_its_checkpoint_entry_first(tmp_path: Path
     manager.update_topic_config("t", {"cleanup.policy": "compact,delete"})
     assert read_checkpoint(tmp_path / "d" / CLEANER_OFFSET_CHECKPOINT) == {("t", 0): 0}
     manager.shutdown()
+
+
+def test_aborted_transactions_are_removed_and_never_shadow_committed_values(tmp_path: Path, clock: Clock) -> None:
+    """An aborted record must not count as its key's latest value (the committed one would go with it),
+    the aborted records themselves go, markers stay; an open transaction's records are not cleaned."""
+    from odradek.protocol.records import build_marker
+
+    log = open_log(tmp_path / "t-0", clock=clock)
+
+    def txn(pid: int, seq: int, key: bytes, value: bytes) -> None:
+        log.append_as_leader(build_batch([(key, value)], timestamp=T0, producer_id=pid, producer_epoch=0,
+                                         base_sequence=seq, is_transactional=True), 3)
+
+    def end(pid: int, commit: bool) -> None:
+        log.append_as_leader(build_marker(pid, 0, commit, coordinator_epoch=1, timestamp=T0), 3,
+                             origin="coordinator")
+
+    txn(7, 0, b"k", b"committed")
+    end(7, commit=True)
+    txn(7, 1, b"k", b"aborted")
+    end(7, commit=False)
+    append(log, [(b"filler%d" % i, b"x" * 40) for i in range(12)])  # roll past the markers
+    txn(8, 0, b"k", b"open")  # ongoing: above the last stable offset
+    append(log, [(b"more%d" % i, b"y" * 40) for i in range(12)])
+    log.high_watermark = log.log_end_offset
+    assert compact(log, clock.now) is not None
+    values = [r.value for r in records_of(log) if r.key == b"k"]
+    assert values == [b"committed", b"open"]
+    markers = [h for h, _ in batches_of(log) if h.is_control]
+    assert len(markers) == 2
+    assert log.collect_aborted(0, log.log_end_offset) == [(7, 2)]
+    log.close()

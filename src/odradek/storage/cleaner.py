@@ -192,6 +192,13 @@ class _Plan:
     first_dirty: int
     first_uncleanable: int
     sources: list[_Source]  # every segment wholly below the first uncleanable offset
+    aborted: dict[int, list[tuple[int, int]]] = field(default_factory=dict)  # pid -> [(first, marker)]
+
+    def is_aborted(self, header: BatchHeader) -> bool:
+        """Whether a transactional data batch belongs to an aborted transaction."""
+        if not header.is_transactional or header.is_control:
+            return False
+        return any(first <= header.base_offset <= last for first, last in self.aborted.get(header.producer_id, ()))
 
     @property
     def dirty(self) -> list[_Source]:
@@ -219,6 +226,8 @@ def _plan(log: Log, now_ms: int) -> _Plan | None:
         if reason is None or not sources:
             return None
         plan = _Plan(reason, first_dirty, uncleanable, sources)
+        for txn in log.txn_index.entries:
+            plan.aborted.setdefault(txn.producer_id, []).append((txn.first_offset, txn.last_offset))
         try:
             for s in sources:
                 s.fd = os.open(s.segment.log_path, os.O_RDONLY)
@@ -256,10 +265,12 @@ def _first_dirty_offset(log: Log) -> int:
 
 def _first_uncleanable_offset(log: Log, segments: list[LogSegment], first_dirty: int, now_ms: int) -> int:
     """Base offset of the first segment the cleaner may not touch: the active one, the one holding the
-    high watermark, or the first dirty one with a record younger than min.compaction.lag.ms."""
+    last stable offset (the high watermark, or the start of the oldest open transaction: its records
+    may still be aborted), or the first dirty one with a record younger than min.compaction.lag.ms."""
     bound = segments[-1].base_offset
+    stable = log.last_stable_offset
     for seg, nxt in zip(segments, segments[1:], strict=False):
-        if nxt.base_offset > log.high_watermark:
+        if nxt.base_offset > stable:
             bound = min(bound, seg.base_offset)
             break
     lag = log.config.min_compaction_lag_ms
@@ -318,8 +329,8 @@ def _build_offset_map(
     for src in plan.dirty:
         for header, raw in _read_batches(src.fd, src.size, chunk):
             check()
-            if header.last_offset < plan.first_dirty or header.is_control:
-                continue
+            if header.last_offset < plan.first_dirty or header.is_control or plan.is_aborted(header):
+                continue  # an aborted record never counts as a key's latest value
             if offsets and len(offsets) + header.records_count > max_keys:
                 return offsets, header.base_offset
             for record in decode_records(raw):
@@ -340,13 +351,19 @@ class _BatchFilter:
     now_ms: int
     delete_retention_ms: int
     stats: CleanStats
+    plan: _Plan
     latest_delete_horizon: int = -1
 
     def filter(self, header: BatchHeader, raw: memoryview) -> bytes | memoryview | None:
-        """The batch to write in place of `raw`: itself, a rebuilt batch of its survivors, or None."""
+        """The batch to write in place of `raw`: itself, a rebuilt batch of its survivors, or None.
+        Markers are kept (the producer state of a rebuilt log needs them to close its transactions);
+        batches of aborted transactions go."""
         self.stats.bytes_read += header.size
         if header.is_control or header.base_offset >= self.end:
             return raw
+        if self.plan.is_aborted(header):
+            self.stats.records_read += header.records_count
+            return None
         records = decode_records(raw)
         horizon = header.delete_horizon_ms
         kept = [r for r in records if self._retain(r, horizon)]
@@ -537,7 +554,7 @@ def _clean(log: Log, plan: _Plan, now_ms: int, config: CleanerConfig, check: Cal
         time.monotonic() - started,
         len(sources),
     )
-    filt = _BatchFilter(offsets, end, now_ms, log.config.delete_retention_ms, stats)
+    filt = _BatchFilter(offsets, end, now_ms, log.config.delete_retention_ms, stats, plan)
     rewriter = _Rewriter(log, now_ms, chunk, check, filt)
     rewriter.run(sources)
     stats.segments_after = rewriter.swapped
