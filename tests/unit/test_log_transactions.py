@@ -125,3 +125,19 @@ def test_snapshots_round_trip_and_reject_corruption(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="CRC"):
         state.read_snapshot(path)
     log.close()
+
+
+def test_dump_log_shows_the_txnindex_and_snapshots(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from odradek.cli import dump_log
+
+    d = tmp_path / "t-0"
+    log = Log(d)
+    log.append_as_leader(txn_batch(PID, 0), 0)
+    log.append_as_leader(marker(PID, commit=False), 0, origin="coordinator")
+    log.append_as_leader(txn_batch(PID, 2, n=1), 0)
+    log.close()
+    files = [str(d / "00000000000000000000.txnindex"), str(next(d.glob("*.snapshot")))]
+    assert dump_log.main(["--files", ",".join(files)]) == 0
+    out = capsys.readouterr().out
+    assert f"version: 0 producerId: {PID} firstOffset: 0 lastOffset: 2" in out
+    assert f"producerId: {PID} producerEpoch: 0 coordinatorEpoch: 3 currentTxnFirstOffset: 3" in out

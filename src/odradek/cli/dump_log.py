@@ -23,6 +23,8 @@ from crc32c import crc32c
 
 from odradek.cli.common import ArgParser, CliError, UsageError, run_tool
 from odradek.protocol import records as rec
+from odradek.storage.producer_state import ProducerStateManager
+from odradek.storage.txn_index import read_index
 
 DELETE_HORIZON_MASK = 0x40
 TIMESTAMP_TYPES = {0: "CreateTime", 1: "LogAppendTime"}
@@ -184,6 +186,27 @@ def dump_timeindex(path: Path, buf: Any) -> Iterator[str]:
         yield f"timestamp: {timestamp} offset: {base + relative}"
 
 
+def dump_txnindex(path: Path, buf: Any) -> Iterator[str]:
+    for txn in read_index(path):
+        yield (f"version: 0 producerId: {txn.producer_id} firstOffset: {txn.first_offset} "
+               f"lastOffset: {txn.last_offset} lastStableOffset: {txn.last_stable_offset}")
+
+
+def dump_snapshot(path: Path, buf: Any) -> Iterator[str]:
+    state = ProducerStateManager()
+    try:
+        state.read_snapshot(path)
+    except ValueError as exc:
+        raise CliError(f"Error: {exc}") from None
+    for pid, e in sorted(state.producers.items()):
+        last = e.batches[-1] if e.batches else None
+        yield (f"producerId: {pid} producerEpoch: {e.epoch} coordinatorEpoch: {e.coordinator_epoch} "
+               f"currentTxnFirstOffset: {e.txn_first_offset if e.txn_first_offset >= 0 else 'None'} "
+               f"lastTimestamp: {e.last_timestamp} firstSequence: {last.first_seq if last else -1} "
+               f"lastSequence: {last.last_seq if last else -1} lastOffset: {last.last_offset if last else -1} "
+               f"offsetDelta: {(last.last_offset - last.first_offset) if last else 0}")
+
+
 # --- files ------------------------------------------------------------------------------------
 
 
@@ -204,15 +227,14 @@ def mapped(path: Path) -> Iterator[Any]:
 
 def dump_file(name: str, opts: argparse.Namespace) -> None:
     path = Path(name)
-    if path.suffix not in (".log", ".index", ".timeindex"):
+    if path.suffix not in (".log", ".index", ".timeindex", ".txnindex", ".snapshot"):
         print(f"Ignoring unknown file {path}", file=sys.stderr)
         return
     with mapped(path) as buf:
         print(f"Dumping {path}")
-        if path.suffix == ".log":
-            lines = dump_log(path, buf, opts)
-        else:
-            lines = (dump_index if path.suffix == ".index" else dump_timeindex)(path, buf)
+        dumpers = {".index": dump_index, ".timeindex": dump_timeindex, ".txnindex": dump_txnindex,
+                   ".snapshot": dump_snapshot}
+        lines = dump_log(path, buf, opts) if path.suffix == ".log" else dumpers[path.suffix](path, buf)
         for line in lines:
             print(line)
 

@@ -1,6 +1,6 @@
-"""DescribeProducers (KIP-664): the idempotent producers a partition's leader knows, with their epoch,
-last sequence and last timestamp, as `kafka-transactions.sh describe-producers` shows them. No producer
-is in a transaction here (Odradek has no transactions yet): coordinator epoch -1, no open transaction."""
+"""DescribeProducers (KIP-664): the producers a partition's leader knows, with their epoch, last
+sequence, last timestamp, the coordinator epoch of their last marker and the first offset of their open
+transaction (-1: none), as `kafka-transactions.sh describe-producers` shows them."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ def _partition(ctx: RequestContext, topic: str, index: int) -> Any:
         return _Partition(partition_index=index, error_code=exc.code, error_message=exc.message, active_producers=[])
     producers = [
         _Producer(producer_id=pid, producer_epoch=entry.epoch, last_sequence=entry.last_seq,
-                  last_timestamp=entry.last_timestamp, coordinator_epoch=-1, current_txn_start_offset=-1)
+                  last_timestamp=entry.last_timestamp, coordinator_epoch=entry.coordinator_epoch,
+                  current_txn_start_offset=entry.txn_first_offset)
         for pid, entry in sorted(part.log.producer_state.producers.items())
     ]
     return _Partition(partition_index=index, error_code=0, error_message=None, active_producers=producers)
