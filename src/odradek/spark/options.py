@@ -26,7 +26,8 @@ _SINK_FORBIDDEN = {
     "key.serializer": "the key column must be string or binary",
     "value.serializer": "the value column must be string or binary",
     "interceptor.classes": "Java producer interceptors cannot run in a Python client",
-    "transactional.id": "the sink is at-least-once and does not use transactions",
+    "transactional.id": "every task would share it and fence the others; use option transactionalIdPrefix "
+                        "(each task then gets its own transactional id)",
 }
 _UNITS_MS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 
@@ -239,10 +240,13 @@ class SinkOptions:
 
     client: dict[str, str]
     topic: str | None = None
+    transactional_id_prefix: str | None = None  # each task writes in a transaction of <prefix>-<partition>
 
 
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     opts = _lower(options)
     client = client_params(opts, _SINK_FORBIDDEN)
     topic = opts.get("topic")
-    return SinkOptions(client=client, topic=topic.strip() if topic and topic.strip() else None)
+    prefix = (opts.get("transactionalidprefix") or "").strip() or None
+    return SinkOptions(client=client, topic=topic.strip() if topic and topic.strip() else None,
+                       transactional_id_prefix=prefix)
