@@ -273,6 +273,7 @@ class InternalTopicStore:
                 return True
             live = len(meta.brokers)
             if live == 0:
+                log.warning("Cannot create %s yet: the metadata cache lists no live broker", self.topic)
                 return False
             s = self.settings
             configs = {"cleanup.policy": "compact", "compression.type": "producer",
