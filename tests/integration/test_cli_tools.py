@@ -22,6 +22,8 @@ TOOLS = {
                          "--partition", "--offset", "--property"],
     "dump-log": ["--files", "--print-data-log", "--deep-iteration"],
     "log-dirs": ["--bootstrap-server", "--describe", "--topic-list", "--broker-list"],
+    "transactions": ["--bootstrap-server", "--command-config", "list", "describe", "describe-producers",
+                     "find-hanging", "abort"],
     "producer-perf-test": ["--topic", "--num-records", "--record-size", "--payload-file", "--throughput",
                            "--producer-props", "--producer.config"],
     "consumer-perf-test": ["--bootstrap-server", "--topic", "--messages", "--group", "--from-latest", "--timeout",
