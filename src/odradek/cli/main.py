@@ -42,9 +42,9 @@ TOOLS: dict[str, Tool] = {
     "preferred-replica-election": Tool("odradek.cli.preferred_replica_election",
                                        "move leadership back to preferred replicas (Kafka 2.x tool)"),
     "reassign-partitions": Tool("odradek.cli.reassign_partitions", "move partition replicas between brokers"),
-    "log-dirs": Tool("odradek.cli.log_dirs", "describe the brokers' log directories and partition sizes"),
     "transactions": Tool("odradek.cli.transactions",
-                         "list, describe, find hanging and abort transactions; a partition's producers"),
+                         "list, describe and abort transactions; find hanging ones (kafka-transactions.sh)"),
+    "log-dirs": Tool("odradek.cli.log_dirs", "describe the brokers' log directories and partition sizes"),
     "producer-perf-test": Tool("odradek.cli.producer_perf_test", "measure produce throughput and latency"),
     "consumer-perf-test": Tool("odradek.cli.consumer_perf_test", "measure consume throughput"),
 }
