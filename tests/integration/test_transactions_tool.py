@@ -22,7 +22,6 @@ from tests.harness import BrokerProcess, run_cli
 from tests.waiting import wait_until
 
 
-
 @pytest.fixture(scope="module")
 def broker_config() -> dict[str, str]:
     return {"group.initial.rebalance.delay.ms": "0"}
