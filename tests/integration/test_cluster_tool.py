@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from odradek.cli.cluster import ELECTION_OFFSET, QUORUM_OFFSET
+from odradek.cli.cluster import ELECTION_OFFSET, QUORUM_OFFSET, default_http_base
 from odradek.cli.server_stop import find_processes
 from tests.harness import odradek_cmd
 from tests.zkharness import kill_daemons
@@ -56,7 +56,10 @@ def pick_bases(zookeepers: int, brokers: int) -> tuple[int, int]:
         zk_base = rng.randrange(20000, 40000)
         base = rng.randrange(40000, 60000)
         zk_ports = [zk_base + off + i for off in (0, QUORUM_OFFSET, ELECTION_OFFSET) for i in range(zookeepers)]
-        if ports_free(zk_ports + [base + i for i in range(brokers)]):
+        broker_ports = [base + i for i in range(brokers)]
+        http_ports = [default_http_base(base, brokers) + i for i in range(brokers)]  # the metrics endpoints
+        if len(set(zk_ports + broker_ports + http_ports)) == 3 * zookeepers + 2 * brokers and \
+                ports_free(zk_ports + broker_ports + http_ports):
             return zk_base, base
     raise RuntimeError("no free port ranges found")
 
@@ -123,9 +126,9 @@ def test_up_status_down(cluster_dir: Path) -> None:
     assert status.stdout.count("Mode: leader") == 1 and status.stdout.count("Mode: follower") == 2
     registered = [ln for ln in status.stdout.splitlines() if re.search(r"broker \d .* registered  http://", ln)]
     assert len(registered) == 2 and not any("not registered" in ln for ln in registered)
-    # every broker serves its metrics where `up` and `status` say (--http-base-port: base + 10000)
+    # every broker serves its metrics where `up` and `status` say (the default --http-base-port)
     for i in range(2):
-        url = f"http://127.0.0.1:{base + 10000 + i}/metrics"
+        url = f"http://127.0.0.1:{default_http_base(base, 2) + i}/metrics"
         assert url in up.stdout and url in status.stdout
         with urllib.request.urlopen(url, timeout=10) as resp:
             assert b"kafka_server_replicamanager_partitioncount" in resp.read()

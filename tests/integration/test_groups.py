@@ -784,7 +784,9 @@ def test_bad_commits_get_kafka_error_codes(broker: BrokerProcess) -> None:
                             JoinGroupResponse, 5)
         assert bad_join.error_code == 26  # INVALID_SESSION_TIMEOUT
         txn = raw.call(FindCoordinatorRequest(key="txn", key_type=1), FindCoordinatorResponse, 1)
-        assert txn.error_code == 15
+        assert (txn.error_code, txn.node_id) == (0, 0)  # transactions have a coordinator too
+        unknown = raw.call(FindCoordinatorRequest(key="x", key_type=7), FindCoordinatorResponse, 1)
+        assert unknown.error_code == 42  # INVALID_REQUEST
 
     c = cf_consumer(broker.bootstrap, _name("bad-cf"))
     with pytest.raises(KafkaException) as info:

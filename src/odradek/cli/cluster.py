@@ -337,7 +337,7 @@ def up_parser() -> ArgParser:
     parser.add_argument("--base-port", default="9092", metavar="PORT", help="port of broker 0 (default 9092)")
     parser.add_argument("--http-base-port", default=None, metavar="PORT",
                         help="metrics endpoint (http.listener) of broker 0, the next brokers on the following "
-                             "ports (default: --base-port + 10000; 0 for none)")
+                             "ports (default: --base-port + 10000, or - 10000 near 65535; 0 for none)")
     parser.add_argument("--zk-base-port", default="2181", metavar="PORT",
                         help="client port of ZooKeeper 1 (default 2181; quorum/election ports +707/+1707)")
     parser.add_argument("--host", default="127.0.0.1", metavar="HOST", help="address to bind (default 127.0.0.1)")
@@ -345,9 +345,18 @@ def up_parser() -> ArgParser:
     return parser
 
 
+def default_http_base(base: int, brokers: int) -> int:
+    """The metrics ports' default: 10000 above the broker ports, or 10000 below when that would pass
+    65535, or none (0)."""
+    if base + 10000 + brokers - 1 <= 65535:
+        return base + 10000
+    return base - 10000 if base - 10000 >= 1024 else 0
+
+
 def http_base(args: Any) -> int:
     if args.http_base_port is None:
-        return parse_int(args.base_port, "--base-port", minimum=1) + 10000
+        return default_http_base(parse_int(args.base_port, "--base-port", minimum=1),
+                                 parse_int(args.brokers, "--brokers", minimum=1))
     return parse_int(args.http_base_port, "--http-base-port", minimum=0)
 
 

@@ -65,6 +65,7 @@ def offsets_topic_settings(cfg: Any) -> TopicSettings:
         int(cfg.get("offsets.topic.segment.bytes")),
         int(cfg.get("offsets.commit.timeout.ms")) / 1000,
         int(cfg.get("offsets.load.buffer.size")),
+        key_prefix="offsets.topic",
     )
 
 

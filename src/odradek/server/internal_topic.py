@@ -159,6 +159,7 @@ class TopicSettings:
     write_timeout_s: float
     load_buffer: int
     min_isr: int | None = None
+    key_prefix: str = ""  # of the broker keys, for messages: "offsets.topic", "transaction.state.log"
 
 
 @dataclass(eq=False)
@@ -284,9 +285,9 @@ class InternalTopicStore:
             if factor < s.replication_factor:
                 # Kafka refuses to create the topic until enough brokers are alive; Odradek creates it
                 # with the brokers there are, so a small cluster's coordinators work (docs/DESIGN.md)
-                log.warning("Creating %s with replication factor %d: the configured replication factor is %d "
+                log.warning("Creating %s with replication factor %d: %s.replication.factor is %d "
                             "but only %d broker(s) are alive; add brokers and reassign its partitions for "
-                            "more replicas", self.topic, factor, s.replication_factor, live)
+                            "more replicas", self.topic, factor, s.key_prefix, s.replication_factor, live)
             try:
                 await self.broker.topic_admin.create_topic(self.topic, s.num_partitions, factor, configs,
                                                            wait_s=CREATE_WAIT_S)

@@ -62,6 +62,7 @@ def txn_topic_settings(cfg: Any) -> TopicSettings:
         int(cfg.get("request.timeout.ms")) / 1000,
         int(cfg.get("transaction.state.log.load.buffer.size")),
         int(cfg.get("transaction.state.log.min.isr")),
+        key_prefix="transaction.state.log",
     )
 
 
