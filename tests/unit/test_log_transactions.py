@@ -141,3 +141,26 @@ def test_dump_log_shows_the_txnindex_and_snapshots(tmp_path: Path, capsys: pytes
     out = capsys.readouterr().out
     assert f"version: 0 producerId: {PID} firstOffset: 0 lastOffset: 2" in out
     assert f"producerId: {PID} producerEpoch: 0 coordinatorEpoch: 3 currentTxnFirstOffset: 3" in out
+
+
+def test_a_marker_from_an_older_coordinator_epoch_is_fenced(tmp_path: Path) -> None:
+    log = Log(tmp_path / "t-0")
+    log.append_as_leader(txn_batch(PID, 0), 0)
+    log.append_as_leader(build_marker(PID, 0, True, coordinator_epoch=5), 0, origin="coordinator")
+    log.append_as_leader(txn_batch(PID, 2), 0)
+    with pytest.raises(KafkaError) as info:  # a zombie coordinator's late marker
+        log.append_as_leader(build_marker(PID, 0, False, coordinator_epoch=4), 0, origin="coordinator")
+    assert info.value.code == ErrorCode.TRANSACTION_COORDINATOR_FENCED
+    log.append_as_leader(build_marker(PID, 0, True, coordinator_epoch=6), 0, origin="coordinator")
+    assert lso(log) == log.log_end_offset
+    log.close()
+
+
+def test_a_plain_write_inside_an_open_transaction_is_refused(tmp_path: Path) -> None:
+    log = Log(tmp_path / "t-0")
+    log.append_as_leader(txn_batch(PID, 0), 0)
+    idempotent = build_batch([(None, b"x")], producer_id=PID, producer_epoch=0, base_sequence=2)
+    with pytest.raises(KafkaError) as info:
+        log.append_as_leader(idempotent, 0)
+    assert info.value.code == ErrorCode.INVALID_TXN_STATE
+    log.close()

@@ -457,7 +457,7 @@ class Log:
             self._check_open()
             now = self._time()
             self._check_timestamps(data, batches, now)
-            duplicate = self._check_producers(batches)
+            duplicate = self._check_producers(batches, data)
             if duplicate is not None:
                 return duplicate
             log_append = self.config.message_timestamp_type == "LogAppendTime"
@@ -566,17 +566,19 @@ class Log:
         if keyless:
             raise RecordValidationError(ErrorCode.INVALID_RECORD, message, keyless)
 
-    def _check_producers(self, batches: list[tuple[int, BatchHeader]]) -> AppendInfo | None:
-        """Reject out-of-order or fenced idempotent batches; a retried batch already in the log is answered
-        with its original offsets instead of being written twice."""
+    def _check_producers(self, batches: list[tuple[int, BatchHeader]], data: bytearray) -> AppendInfo | None:
+        """Reject out-of-order or fenced idempotent batches, and markers of a fenced producer epoch or
+        coordinator epoch; a retried batch already in the log is answered with its original offsets instead
+        of being written twice."""
         if len(batches) == 1:
             dup = self.producer_state.find_duplicate(batches[0][1])
             if dup is not None:
                 return AppendInfo(dup.first_offset, dup.last_offset, dup.max_timestamp, dup.last_offset, -1, 0, 0, 0)
         pending: dict[int, int] = {}
-        for _pos, h in batches:
+        for pos, h in batches:
             if h.producer_id >= 0:
-                self.producer_state.check(h, pending)
+                coordinator_epoch = _coordinator_epoch(memoryview(data)[pos : pos + h.size]) if h.is_control else -1
+                self.producer_state.check(h, pending, coordinator_epoch)
                 pending[h.producer_id] = last_sequence(h)
         return None
 

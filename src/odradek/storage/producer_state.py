@@ -94,15 +94,25 @@ class ProducerStateManager:
                 return b
         return None
 
-    def check(self, h: BatchHeader, pending: dict[int, int] | None = None) -> None:
-        """Raise the Kafka error for a batch that may not be appended; `pending` holds last sequences of
-        batches earlier in the same request (pid -> last seq)."""
+    def check(self, h: BatchHeader, pending: dict[int, int] | None = None, coordinator_epoch: int = -1) -> None:
+        """Raise the Kafka error for a batch that may not be appended (as leader); `pending` holds last
+        sequences of batches earlier in the same request (pid -> last seq); `coordinator_epoch` is a
+        marker's."""
         if h.producer_id < 0:
             return
         entry = self.producers.get(h.producer_id)
         last_seq = pending.get(h.producer_id) if pending and h.producer_id in pending else None
         if entry is None:
             return  # a new producer, or one whose state expired: accept whatever sequence it starts at
+        if h.is_control and 0 <= coordinator_epoch < entry.coordinator_epoch:
+            raise KafkaError(ErrorCode.TRANSACTION_COORDINATOR_FENCED,
+                             f"Marker of producer {h.producer_id} from coordinator epoch {coordinator_epoch}, older "
+                             f"than the epoch {entry.coordinator_epoch} of its last marker")
+        if (not h.is_control and not h.is_transactional and entry.txn_first_offset >= 0
+                and h.producer_epoch == entry.epoch):
+            raise KafkaError(ErrorCode.INVALID_TXN_STATE,
+                             f"Non-transactional batch of producer {h.producer_id}, which has a transaction open "
+                             f"since offset {entry.txn_first_offset}")
         if h.producer_epoch < entry.epoch:
             if h.is_control:
                 raise KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH,
