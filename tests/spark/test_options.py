@@ -94,3 +94,19 @@ def test_sink_options() -> None:
     s = parse_sink_options({"kafka.bootstrap.servers": "x:1", "topic": "out", "kafka.linger.ms": "50"})
     assert s.topic == "out" and s.client == {"bootstrap.servers": "x:1", "linger.ms": "50"}
     assert parse_sink_options({"kafka.bootstrap.servers": "x:1"}).topic is None
+
+
+def test_isolation_level() -> None:
+    assert parse_source_options(BASE, streaming=False).isolation_level == "read_uncommitted"
+    s = parse_source_options({**BASE, "kafka.isolation.level": "Read_Committed"}, streaming=True)
+    assert s.isolation_level == "read_committed" and s.client["isolation.level"] == "read_committed"
+    assert s.consumer_conf()["isolation.level"] == "read_committed"
+    with pytest.raises(ValueError, match="kafka.isolation.level"):
+        parse_source_options({**BASE, "kafka.isolation.level": "snapshot"}, streaming=True)
+
+
+def test_sink_transactional_id_prefix() -> None:
+    s = parse_sink_options({"kafka.bootstrap.servers": "x:1", "TransactionalIdPrefix": "etl"})
+    assert s.transactional_id_prefix == "etl" and "transactional.id" not in s.client
+    with pytest.raises(ValueError, match="transactionalIdPrefix"):
+        parse_sink_options({"kafka.bootstrap.servers": "x:1", "kafka.transactional.id": "t"})

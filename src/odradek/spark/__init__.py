@@ -2,7 +2,7 @@
 and writes, with the option names, defaults and row schema of Spark's built-in Kafka source and sink.
 
     from odradek.spark import local_session
-    spark = local_session()                      # or: odradek.spark.register(existing_session)
+    spark = local_session()    # any SparkSession works: Spark registers pyspark_odradek.DefaultSource itself
     df = (spark.readStream.format("odradek")
           .option("kafka.bootstrap.servers", "127.0.0.1:9092").option("subscribe", "events").load())
 

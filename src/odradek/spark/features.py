@@ -1,7 +1,9 @@
-"""Asks a broker which APIs it offers (ApiVersions v0 over a plain socket), to decide on idempotence.
+"""Asks a broker which APIs it offers (ApiVersions v0 over a plain socket), to decide on idempotence and
+to check that transactions can work.
 
-The sink turns on the idempotent producer when the broker offers InitProducerId. The probe only works on
-PLAINTEXT listeners; with TLS or SASL it answers None (unknown) and the caller keeps its default.
+The sink turns on the idempotent producer when the broker offers InitProducerId, and refuses
+transactionalIdPrefix up front when the broker does not offer EndTxn. The probe only works on PLAINTEXT
+listeners; with TLS or SASL it answers None (unknown) and the caller keeps its default.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from kafka.protocol.metadata import ApiVersionsRequest
 from kafka.protocol.producer import InitProducerIdRequest
 
 from odradek.protocol.transport import BlockingConnection
+
+END_TXN_API_KEY = 26
 
 
 def api_versions(host: str, port: int, timeout: float = 5.0) -> dict[int, tuple[int, int]]:
@@ -21,8 +25,8 @@ def api_versions(host: str, port: int, timeout: float = 5.0) -> dict[int, tuple[
     return {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
 
 
-def supports_idempotence(client: dict[str, str], timeout: float = 5.0) -> bool | None:
-    """True/False when a bootstrap broker says whether it offers InitProducerId; None when it can't be asked."""
+def offers_api(client: dict[str, str], api_key: int, timeout: float = 5.0) -> bool | None:
+    """True/False when a bootstrap broker says whether it offers `api_key`; None when it can't be asked."""
     if client.get("security.protocol", "plaintext").lower() != "plaintext":
         return None
     for server in client.get("bootstrap.servers", "").split(","):
@@ -30,7 +34,17 @@ def supports_idempotence(client: dict[str, str], timeout: float = 5.0) -> bool |
         if not host or not port.isdigit():
             continue
         try:
-            return InitProducerIdRequest.API_KEY in api_versions(host.strip("[]"), int(port), timeout)
+            return api_key in api_versions(host.strip("[]"), int(port), timeout)
         except OSError:
             continue
     return None
+
+
+def supports_idempotence(client: dict[str, str], timeout: float = 5.0) -> bool | None:
+    """True/False when a bootstrap broker says whether it offers InitProducerId; None when it can't be asked."""
+    return offers_api(client, InitProducerIdRequest.API_KEY, timeout)
+
+
+def supports_transactions(client: dict[str, str], timeout: float = 5.0) -> bool | None:
+    """True/False when a bootstrap broker says whether it offers EndTxn; None when it can't be asked."""
+    return offers_api(client, END_TXN_API_KEY, timeout)

@@ -2,10 +2,13 @@
 
 A consumer is assigned the partition at the range start (no group membership, no commits) and drained
 with large `consume(num_messages=...)` calls until the range end. Records past the end that librdkafka
-prefetched are dropped. Gaps inside the range (compaction, transaction markers) end the read at the
-partition's end-of-partition event. Records that are gone (start below the log start offset, or the log
-now ending before the range end) are data loss: an error naming topic, partition and offsets, or a
-warning and a skip when failOnDataLoss is false.
+prefetched are dropped. Offsets inside the range may hold no record the consumer returns: compaction
+removed it, it is a transaction marker (a control batch, never returned), or, under read_committed, it
+belongs to an aborted transaction (skipped). So the read ends when the consumer has got to the range end,
+whichever tells first: a record at or past the end, the consumer's position (which librdkafka moves past
+control records), or the end-of-partition event. Records that are gone (start below the log start offset,
+or the log now ending before the range end) are data loss: an error naming topic, partition and offsets,
+or a warning and a skip when failOnDataLoss is false.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ def _offset(m: Message) -> int:
 CONSUMER_DEFAULTS: dict[str, Any] = {
     "enable.auto.commit": False,
     "enable.auto.offset.store": False,
-    "isolation.level": "read_uncommitted",
+    "isolation.level": "read_uncommitted",  # the source option kafka.isolation.level sets it
     "fetch.queue.backoff.ms": 5,
     "queued.min.messages": 200_000,
     "max.partition.fetch.bytes": 4 << 20,
@@ -87,6 +90,9 @@ class RangeReader:
             want = max(1, min(self.max_batch_rows, until - self.position))
             msgs = consumer.consume(num_messages=want, timeout=0.5)
             if not msgs:
+                self._follow_position(consumer)
+                if self.position >= until:
+                    break
                 now = time.monotonic()
                 if now - idle_since > self.poll_timeout:
                     raise TimeoutError(
@@ -113,6 +119,19 @@ class RangeReader:
                 if self.position >= until:
                     break
                 self._on_error(consumer, m)
+            if self.position < until:
+                self._follow_position(consumer)
+
+    def _follow_position(self, consumer: Consumer) -> None:
+        """Move past offsets that hold no record for us (transaction markers, aborted records) by the
+        consumer's own position: the offset after the last record or control record it consumed."""
+        tp = self.range.tp
+        try:
+            pos = consumer.position([TopicPartition(tp.topic, tp.partition)])[0].offset
+        except KafkaException:
+            return
+        if pos > self.position:
+            self.position = min(pos, self.range.until)
 
     def _on_error(self, consumer: Consumer, m: Any) -> None:
         err: KafkaError = m.error()

@@ -2,7 +2,9 @@
 
 One `ClusterOffsets` per reader: an AdminClient for metadata and ListOffsets (earliest, latest, by time),
 created on first use and closed by `close()`. Failed look-ups are retried a few times, like Spark's
-`fetchOffset.numRetries`.
+`fetchOffset.numRetries`. ListOffsets is asked at the client's `isolation.level`: under read_committed
+"latest" is the last stable offset (the first offset of the oldest open transaction, else the high
+watermark), so a planned range never waits on records that are not yet committed or aborted.
 """
 
 from __future__ import annotations
@@ -39,10 +41,8 @@ class ClusterOffsets:
     def __init__(self, client: Mapping[str, str], *, timeout_s: float = 30.0, retries: int = 3,
                  retry_interval_ms: int = 10) -> None:
         self._conf = admin_conf(client)
-        # kafka.isolation.level=read_committed: "latest" is the last stable offset, where a read_committed
-        # reader's partition ends (an open transaction's records, and all after them, are not readable yet)
-        self._isolation = (IsolationLevel.READ_COMMITTED if client.get("isolation.level") == "read_committed"
-                           else IsolationLevel.READ_UNCOMMITTED)
+        committed = str(client.get("isolation.level", "read_uncommitted")).strip().lower() == "read_committed"
+        self.isolation = IsolationLevel.READ_COMMITTED if committed else IsolationLevel.READ_UNCOMMITTED
         self._timeout = timeout_s
         self._retries = max(1, retries)
         self._interval = retry_interval_ms / 1000.0
@@ -92,7 +92,7 @@ class ClusterOffsets:
         def ask() -> dict[TP, tuple[int, int]]:
             futures = self.admin.list_offsets(
                 {TopicPartition(tp.topic, tp.partition): spec for tp, spec in specs.items()},
-                isolation_level=self._isolation, request_timeout=self._timeout,
+                isolation_level=self.isolation, request_timeout=self._timeout,
             )
             out: dict[TP, tuple[int, int]] = {}
             for ktp, fut in futures.items():
@@ -107,8 +107,8 @@ class ClusterOffsets:
         return {tp: off for tp, (off, _) in self._list({tp: OffsetSpec.earliest() for tp in tps}, "earliest").items()}
 
     def latest(self, tps: Iterable[TP]) -> Offsets:
-        """High watermark (the offset the next record will get) of each partition; the last stable offset
-        with kafka.isolation.level=read_committed."""
+        """End of each partition: the high watermark (the offset the next record will get), or under
+        read_committed the last stable offset."""
         return {tp: off for tp, (off, _) in self._list({tp: OffsetSpec.latest() for tp in tps}, "latest").items()}
 
     def for_times(self, times: Mapping[TP, int]) -> dict[TP, int | None]:

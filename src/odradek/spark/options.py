@@ -26,9 +26,9 @@ _SINK_FORBIDDEN = {
     "key.serializer": "the key column must be string or binary",
     "value.serializer": "the value column must be string or binary",
     "interceptor.classes": "Java producer interceptors cannot run in a Python client",
-    "transactional.id": "every task would share it and fence the others; use option transactionalIdPrefix "
-                        "(each task then gets its own transactional id)",
+    "transactional.id": "each task needs its own; set the sink option 'transactionalIdPrefix' instead",
 }
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 _UNITS_MS = {"us": 0.001, "ms": 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
@@ -198,11 +198,17 @@ class SourceOptions:
     fetch_retries: int = 3
     fetch_retry_interval_ms: int = 10
     group_id_prefix: str = "spark-kafka-source"
+    isolation_level: str = "read_uncommitted"
+
+    @property
+    def read_committed(self) -> bool:
+        return self.isolation_level == "read_committed"
 
     def consumer_conf(self) -> dict[str, str]:
         """librdkafka config for a consumer that only assigns partitions and never commits."""
         conf = dict(self.client)
         conf.setdefault("group.id", f"{self.group_id_prefix}-{uuid.uuid4()}")
+        conf["isolation.level"] = self.isolation_level
         return conf
 
 
@@ -215,6 +221,11 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
                          "(endingOffsets, endingTimestamp and endingOffsetsByTimestamp are for batch queries)")
     max_trigger_delay = parse_duration_ms(opts.get("maxtriggerdelay", "15m"), "maxTriggerDelay")
     poll = opts.get("kafkaconsumer.polltimeoutms")
+    isolation = client.get("isolation.level", "read_uncommitted").strip().lower()
+    if isolation not in ISOLATION_LEVELS:
+        raise ValueError(f"option 'kafka.isolation.level' must be read_uncommitted or read_committed, got {isolation!r}")
+    if "isolation.level" in client:
+        client["isolation.level"] = isolation
     return SourceOptions(
         client=client,
         subscription=parse_subscription(opts),
@@ -231,22 +242,26 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         fetch_retries=_int(opts, "fetchOffset.numRetries", 0) or 3,
         fetch_retry_interval_ms=_int(opts, "fetchOffset.retryIntervalMs", 0) or 10,
         group_id_prefix=opts.get("groupidprefix", "spark-kafka-source"),
+        isolation_level=isolation,
     )
 
 
 @dataclass(frozen=True)
 class SinkOptions:
-    """Writer options: client config and the default topic."""
+    """Writer options: client config, the default topic, and the transactional id prefix (None: no
+    transactions)."""
 
     client: dict[str, str]
     topic: str | None = None
-    transactional_id_prefix: str | None = None  # each task writes in a transaction of <prefix>-<partition>
+    transactional_id_prefix: str | None = None
 
 
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     opts = _lower(options)
     client = client_params(opts, _SINK_FORBIDDEN)
     topic = opts.get("topic")
-    prefix = (opts.get("transactionalidprefix") or "").strip() or None
+    prefix = opts.get("transactionalidprefix")
+    if prefix is not None and not prefix.strip():
+        raise ValueError("option 'transactionalIdPrefix' must not be empty")
     return SinkOptions(client=client, topic=topic.strip() if topic and topic.strip() else None,
-                       transactional_id_prefix=prefix)
+                       transactional_id_prefix=prefix.strip() if prefix is not None else None)

@@ -3,6 +3,10 @@
 At-least-once, like Spark's Kafka sink: a task fails if any record is not acknowledged, and Spark's retry
 of the task may write its records again. The idempotent producer (on when the broker offers it) removes
 the duplicates that the producer's own retries would otherwise make.
+
+With a transactional id (the sink option transactionalIdPrefix), the task's records are one Kafka
+transaction: begun before the first record, committed once all are flushed, aborted if the task fails,
+so a read_committed consumer sees all of a task's records or none.
 """
 
 from __future__ import annotations
@@ -26,24 +30,50 @@ PRODUCER_DEFAULTS: dict[str, Any] = {
     "delivery.report.only.error": True,
 }
 FLUSH_TIMEOUT_S = 120.0
+TXN_TIMEOUT_S = 60.0  # init_transactions, commit and abort
 
 
-def producer_conf(client: Mapping[str, str]) -> dict[str, Any]:
-    """Client config for the sink; decides enable.idempotence (unless given) by asking the broker."""
+def producer_conf(client: Mapping[str, str], *, transactional: bool = False) -> dict[str, Any]:
+    """Client config for the sink; decides enable.idempotence (unless given) by asking the broker.
+    A transactional producer is always idempotent."""
     conf: dict[str, Any] = {**PRODUCER_DEFAULTS, **client}
-    if "enable.idempotence" not in client:
+    if transactional:
+        if str(client.get("enable.idempotence", "true")).strip().lower() == "false":
+            raise ValueError("transactionalIdPrefix needs the idempotent producer: "
+                             "remove kafka.enable.idempotence=false")
+        conf["enable.idempotence"] = True
+    elif "enable.idempotence" not in client:
         conf["enable.idempotence"] = supports_idempotence(dict(client)) is not False
     return conf
+
+
+def task_transactional_id(prefix: str, partition_id: int) -> str:
+    """The transactional.id of the task writing Spark partition `partition_id`.
+
+    The same for every attempt of that partition: each attempt's init_transactions bumps the producer
+    epoch, which fences an earlier attempt still running (a zombie or a speculative copy) and aborts the
+    transaction it left open, instead of leaving it to hold back read_committed readers until
+    transaction.timeout.ms."""
+    return f"{prefix}-{partition_id}"
 
 
 class ArrowProducer:
     """Produces rows of batches with columns value and optionally key, topic, partition, headers."""
 
-    def __init__(self, conf: Mapping[str, Any], topic: str | None) -> None:
+    def __init__(self, conf: Mapping[str, Any], topic: str | None, transactional_id: str | None = None) -> None:
         self.topic = topic
         self.errors: list[KafkaError] = []
         self.sent = 0
-        self.producer = Producer({**conf, "on_delivery": self._on_delivery})
+        self.transactional_id = transactional_id
+        extra: dict[str, Any] = {"on_delivery": self._on_delivery}
+        if transactional_id is not None:
+            extra["transactional.id"] = transactional_id
+        self.producer = Producer({**conf, **extra})
+        self.in_transaction = False
+        if transactional_id is not None:
+            self.producer.init_transactions(TXN_TIMEOUT_S)
+            self.producer.begin_transaction()
+            self.in_transaction = True
 
     def _on_delivery(self, err: KafkaError | None, _msg: Any) -> None:
         if err is not None:
@@ -96,4 +126,18 @@ class ArrowProducer:
             raise RuntimeError(f"Kafka did not accept records: {self.errors[0]} ({len(self.errors)} of {self.sent} failed)")
         if left:
             raise TimeoutError(f"{left} records were still unacknowledged after {FLUSH_TIMEOUT_S:.0f} s")
+        if self.in_transaction:
+            self.producer.commit_transaction(TXN_TIMEOUT_S)
+            self.in_transaction = False
         return self.sent
+
+    def abort(self) -> None:
+        """Abort the open transaction, if any (best effort: the task is failing already, and a later
+        attempt's init_transactions or the transaction timeout aborts it anyway)."""
+        if not self.in_transaction:
+            return
+        self.in_transaction = False
+        try:
+            self.producer.abort_transaction(TXN_TIMEOUT_S)
+        except Exception:  # fenced, timed out, or the broker is gone: nothing more to do here
+            pass
