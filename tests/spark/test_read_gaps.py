@@ -1,59 +1,69 @@
 """kafka.isolation.level and offsets that hold no record for the reader.
 
-Transaction markers (control batches) take offsets that no consumer ever returns. Until the broker has a
-transaction coordinator, the markers are written here as raw control batches; each range that ends on
-one, or holds nothing else, must still finish, under read_uncommitted and read_committed, without a
-timeout or a data-loss report. (Aborted records, skipped under read_committed, are covered by
-test_transactions.py, which runs once the broker supports transactions.)
+Transaction markers (control batches) take offsets that no consumer ever returns. Two committed
+transactions put markers at 5 and 8; two more commit markers of the same producer (written with
+WriteTxnMarkers, as a coordinator or `odradek transactions abort` would) take 9 and 10. Each range that
+ends on one, or holds nothing else, must still finish, under read_uncommitted and read_committed, without
+a timeout or a data-loss report. (Aborted records, skipped under read_committed, are covered by
+test_transactions.py.)
 """
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 import pytest
 
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
 
-from confluent_kafka import IsolationLevel  # noqa: E402
-from kafka.protocol.producer import ProduceRequest  # noqa: E402
+from confluent_kafka import (
+    IsolationLevel,  # noqa: E402
+    Producer,  # noqa: E402
+)
+from kafka.protocol.admin.transactions import DescribeProducersRequest  # noqa: E402
+from kafka.protocol.producer import WriteTxnMarkersRequest  # noqa: E402
 
-from odradek.protocol.records import build_batch  # noqa: E402
 from odradek.spark.metadata import ClusterOffsets  # noqa: E402
+from odradek.spark.offsets import TP  # noqa: E402
 from odradek.spark.options import parse_source_options  # noqa: E402
 from tests.clients import create_topic  # noqa: E402
 from tests.rawclient import RawClient  # noqa: E402
+from tests.waiting import wait_until  # noqa: E402
 
 pytestmark = pytest.mark.timeout(240)
 TOPIC = "gaps"
-COMMIT_KEY = struct.pack(">hh", 0, 1)  # control record key: version 0, type 1 (commit)
-MARKER_VALUE = struct.pack(">hi", 0, 0)  # version 0, coordinator epoch 0
 DATA = {0: b"a0", 1: b"a1", 2: b"a2", 3: b"a3", 4: b"a4", 6: b"b0", 7: b"b1"}  # markers at 5, 8, 9, 10
 
 
-def _append(port: int, batch: bytes) -> int:
-    req = ProduceRequest[7](transactional_id=None, acks=1, timeout_ms=5000, topic_data=[
-        ProduceRequest.TopicProduceData(name=TOPIC, partition_data=[
-            ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=batch)])])
+def _markers(port: int, count: int) -> None:
+    """`count` more commit markers of the partition's producer, written by its leader."""
     with RawClient(port) as c:
-        part = c.request(req, 7).responses[0].partition_responses[0]
-    assert part.error_code == 0, part
-    return int(part.base_offset)
-
-
-def _marker() -> bytes:
-    return build_batch([(COMMIT_KEY, MARKER_VALUE)], is_control=True, is_transactional=True)
+        described = c.request(DescribeProducersRequest(topics=[
+            DescribeProducersRequest.TopicRequest(name=TOPIC, partition_indexes=[0])]), 0)
+        producer = described.topics[0].partitions[0].active_producers[0]
+        marker = WriteTxnMarkersRequest.WritableTxnMarker
+        for _ in range(count):
+            resp = c.request(WriteTxnMarkersRequest(markers=[marker(
+                producer_id=producer.producer_id, producer_epoch=producer.producer_epoch, transaction_result=True,
+                topics=[marker.WritableTxnMarkerTopic(name=TOPIC, partition_indexes=[0])],
+                coordinator_epoch=max(producer.coordinator_epoch, 0))]), 1)
+            assert resp.markers[0].topics[0].partitions[0].error_code == 0
 
 
 @pytest.fixture(scope="module")
 def gaps(broker: Any) -> str:
     create_topic(broker.bootstrap, TOPIC)
-    assert _append(broker.port, build_batch([(None, DATA[i]) for i in range(5)])) == 0
-    assert _append(broker.port, _marker()) == 5
-    assert _append(broker.port, build_batch([(None, b"b0"), (None, b"b1")])) == 6
-    for offset in (8, 9, 10):
-        assert _append(broker.port, _marker()) == offset
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "gaps"})
+    p.init_transactions(30)
+    for offsets in (range(5), (6, 7)):
+        p.begin_transaction()
+        for i in offsets:
+            p.produce(TOPIC, DATA[i], partition=0)
+        p.commit_transaction(30)
+    cluster = ClusterOffsets({"bootstrap.servers": broker.bootstrap, "isolation.level": "read_committed"})
+    wait_until(lambda: cluster.latest([TP(TOPIC, 0)])[TP(TOPIC, 0)] == 9, 30, "the second commit marker")
+    _markers(broker.port, 2)
+    assert cluster.latest([TP(TOPIC, 0)])[TP(TOPIC, 0)] == 11
     return TOPIC
 
 
