@@ -94,6 +94,38 @@ def test_watchers_fire_after_the_change_is_on_disk(tmp_path: Path) -> None:
     assert run(go()) == [("CREATED", True)]
 
 
+def test_a_cancelled_writer_still_commits_and_fires_watches(tmp_path: Path) -> None:
+    """A request cancelled while its change is being written (its client disconnected) must not leave the
+    change in memory without its row or its watch events: a `__consumer_offsets` created for a dropped
+    FindCoordinator stayed unknown to the metadata cache, so no group ever found its coordinator."""
+    file = tmp_path / STORE_FILE
+
+    async def go() -> tuple[list[str], list[str], list[str]]:
+        s = await _opened(file)
+        fired: list[str] = []
+        children = await s.get_children("/", watch=lambda ev: fired.append(f"{ev.type} {ev.path}"))
+        await s.exists("/topic", watch=lambda ev: fired.append(f"{ev.type} {ev.path}"))
+        writer = asyncio.ensure_future(s.create("/topic", b"new"))
+        await asyncio.sleep(0)  # the node is in memory, its row on the way to disk
+        writer.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await writer
+        for _ in range(100):
+            if len(fired) == 2:
+                break
+            await asyncio.sleep(0.01)
+        await s.close()
+        s2 = await _opened(file)
+        after = await s2.get_children("/")
+        await s2.close()
+        return children, sorted(fired), after
+
+    before, fired, after = run(go())
+    assert "topic" not in before
+    assert fired == ["CHILD /", "CREATED /topic"]
+    assert "topic" in after
+
+
 def test_legacy_json_file_is_imported_once(tmp_path: Path) -> None:
     legacy = tmp_path / LEGACY_JSON_FILE
     now = int(time.time() * 1000)

@@ -180,10 +180,22 @@ class EmbeddedStore(st.MetadataStore):
             self._writer.shutdown(wait=True)
 
     async def _commit(self, change: _Change) -> None:
-        """Write the change to disk, then tell the watchers (they never act on what a crash could undo)."""
+        """Write the change to disk, then tell the watchers (they never act on what a crash could undo).
+
+        The change is already in memory, so it is committed even if the caller is cancelled (a request
+        whose client disconnected): otherwise the node would exist without its row or its watch events,
+        and the metadata cache and the controller would never learn of it (a `__consumer_offsets` created
+        for a FindCoordinator the client dropped stayed unknown, so no group ever found its coordinator)."""
+        assert self._loop is not None
         if self._db is not None and change.writes:
-            assert self._loop is not None
-            await self._loop.run_in_executor(self._writer, self._db.apply, change.writes)
+            written = self._loop.run_in_executor(self._writer, self._db.apply, change.writes)
+            written.add_done_callback(lambda f: self._fire(change) if not f.cancelled() and not f.exception()
+                                      else None)
+            await asyncio.shield(written)
+        else:
+            self._fire(change)
+
+    def _fire(self, change: _Change) -> None:
         assert self._loop is not None
         for table, path, kind in change.events:
             for w in table.pop(path, ()):
