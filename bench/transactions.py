@@ -28,17 +28,22 @@ CONF = {"linger.ms": 5, "batch.size": 1_000_000, "queue.buffering.max.messages":
         "queue.buffering.max.kbytes": 2_000_000}
 
 
+def send(p: Producer, topic: str, value: bytes) -> None:
+    """Produce, waiting for room in the client's queue."""
+    while True:
+        try:
+            p.produce(topic, value)
+            return
+        except BufferError:
+            p.poll(0.01)
+
+
 def idempotent(bootstrap: str, topic: str, n: int) -> float:
     p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, **CONF})
     value = b"v" * SIZE
     start = time.perf_counter()
     for i in range(n):
-        while True:
-            try:
-                p.produce(topic, value)
-                break
-            except BufferError:
-                p.poll(0.01)
+        send(p, topic, value)
         if i % 10000 == 0:
             p.poll(0)
     if p.flush(120):
@@ -55,12 +60,7 @@ def transactional(bootstrap: str, topic: str, n: int, per_txn: int) -> float:
     while done < n:
         p.begin_transaction()
         for _ in range(min(per_txn, n - done)):
-            while True:
-                try:
-                    p.produce(topic, value)
-                    break
-                except BufferError:
-                    p.poll(0.01)
+            send(p, topic, value)
             done += 1
         p.commit_transaction(120)
     return time.perf_counter() - start

@@ -620,17 +620,23 @@ def rebuild_batch(header: BatchHeader, records: Sequence[Record], *, delete_hori
 ABORT_MARKER, COMMIT_MARKER = 0, 1
 
 
-def marker_type(batch: bytes | bytearray | memoryview) -> int | None:
-    """The control type of a control batch (ABORT_MARKER 0, COMMIT_MARKER 1, others as Kafka numbers
-    them), read from its first record's key; None when the batch holds no readable control record."""
+def read_marker(batch: bytes | bytearray | memoryview) -> tuple[int | None, int]:
+    """(control type, coordinator epoch) of a control batch, from its one record: type ABORT_MARKER 0,
+    COMMIT_MARKER 1 (others as Kafka numbers them), None when unreadable; epoch -1 when unreadable."""
     try:
         records = decode_records(batch)
     except Exception:
-        return None
+        return None, -1
     key = records[0].key if records else None
-    if key is None or len(key) < 4:
-        return None
-    return int(struct.unpack_from(">h", key, 2)[0])
+    value = records[0].value if records else None
+    kind = int(struct.unpack_from(">h", key, 2)[0]) if key is not None and len(key) >= 4 else None
+    epoch = int(struct.unpack_from(">i", value, 2)[0]) if value is not None and len(value) >= 6 else -1
+    return kind, epoch
+
+
+def marker_type(batch: bytes | bytearray | memoryview) -> int | None:
+    """The control type of a control batch (see `read_marker`)."""
+    return read_marker(batch)[0]
 
 
 def build_marker(producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from odradek.protocol.errors import ErrorCode, KafkaError
-from odradek.protocol.records import build_batch, decode_records, iter_batches
+from odradek.protocol.records import COMMIT_MARKER, build_batch, decode_records, iter_batches, marker_type
 
 if TYPE_CHECKING:
     from odradek.cluster.metadata import TopicMeta
@@ -116,14 +116,6 @@ def read_partition(log_: Any, buffer_size: int, topic: str = "",
     return out
 
 
-def _marker_is_commit(view: memoryview) -> bool | None:
-    records = decode_records(view)
-    key = records[0].key if records else None
-    if key is None or len(key) < 4:
-        return None
-    return int.from_bytes(key[2:4], "big", signed=True) == 1
-
-
 def _collect(buf: bytes | memoryview, offset: int, out: list[tuple[bytes | None, bytes | None]],
              pending: dict[int, list[tuple[bytes | None, bytes | None]]]) -> int:
     view = memoryview(buf)
@@ -132,9 +124,8 @@ def _collect(buf: bytes | memoryview, offset: int, out: list[tuple[bytes | None,
             continue
         batch = view[pos : pos + header.size]
         if header.is_control:
-            commit = _marker_is_commit(batch)
             records = pending.pop(header.producer_id, [])
-            if commit:
+            if marker_type(batch) == COMMIT_MARKER:
                 out.extend(records)
         else:
             target = pending.setdefault(header.producer_id, []) if header.is_transactional else out

@@ -23,7 +23,6 @@ import logging
 import os
 import random
 import shutil
-import struct
 import threading
 import time
 import uuid
@@ -41,7 +40,7 @@ from odradek.protocol.records import (
     BatchHeader,
     build_batch,
     decode_records,
-    marker_type,
+    read_marker,
     set_base_offset,
     set_log_append_time,
     set_partition_leader_epoch,
@@ -197,7 +196,7 @@ class Log:
         if not self.epochs.loaded or not clean_shutdown:
             self._rebuild_epochs()
         self.txn_index.load(self._bases, self._leo)
-        self._load_producer_state(clean_shutdown)
+        self._restore_producer_state(self._leo)
         self._high_watermark = self._leo
         if high_watermark is not None:
             self.high_watermark = high_watermark
@@ -577,7 +576,7 @@ class Log:
         pending: dict[int, int] = {}
         for pos, h in batches:
             if h.producer_id >= 0:
-                coordinator_epoch = _coordinator_epoch(memoryview(data)[pos : pos + h.size]) if h.is_control else -1
+                coordinator_epoch = read_marker(memoryview(data)[pos : pos + h.size])[1] if h.is_control else -1
                 self.producer_state.check(h, pending, coordinator_epoch)
                 pending[h.producer_id] = last_sequence(h)
         return None
@@ -601,16 +600,18 @@ class Log:
             return None
         if not h.is_control:
             return self.producer_state.update(h, offset)
-        batch = memoryview(data)[pos : pos + h.size]
-        return self.producer_state.update(h, offset, marker_type(batch), _coordinator_epoch(batch))
+        kind, coordinator_epoch = read_marker(memoryview(data)[pos : pos + h.size])
+        return self.producer_state.update(h, offset, kind, coordinator_epoch)
 
-    def _index_aborted(self, completed: list[CompletedTxn]) -> None:
-        """Aborted transactions into the index, in the file of the segment holding their markers."""
+    def _index_aborted(self, completed: list[CompletedTxn], last_stable_offset: int | None = None) -> None:
+        """Aborted transactions into the index, in the file of the segment holding their markers, with the
+        last stable offset as of their marker (unknown, -1, when found again by a rebuild)."""
         for txn in completed:
             if txn.aborted:
+                lso = self.last_stable_offset if last_stable_offset is None else last_stable_offset
                 i = bisect_right(self._bases, txn.last_offset) - 1
-                self.txn_index.add(AbortedTxn(txn.last_offset, txn.producer_id, txn.first_offset,
-                                              self.last_stable_offset), self._bases[max(i, 0)])
+                self.txn_index.add(AbortedTxn(txn.last_offset, txn.producer_id, txn.first_offset, lso),
+                                   self._bases[max(i, 0)])
 
     def _snapshots(self) -> list[int]:
         """Offsets of the producer snapshots in the directory, ascending."""
@@ -622,13 +623,10 @@ class Log:
                     out.append(base)
         return sorted(out)
 
-    def _load_producer_state(self, clean_shutdown: bool) -> None:
-        """From the newest valid snapshot at or below the log end offset (all of it after a clean
-        shutdown that wrote one there), then the batch headers after it. Without a snapshot every
-        segment's headers are read: an open transaction can start anywhere."""
-        self._restore_producer_state(self._leo)
-
     def _restore_producer_state(self, upto: int) -> None:
+        """From the newest valid snapshot at or below `upto` (after a clean shutdown, the one written at
+        the end), then the batch headers after it. Without a snapshot every segment's headers are read: an
+        open transaction can start anywhere."""
         self.producer_state.clear()
         start = self.log_start_offset
         for offset in reversed(self._snapshots()):
@@ -661,18 +659,12 @@ class Log:
                 if h.producer_id < 0:
                     continue
                 if h.is_control:
-                    batch = seg.pread(h.size, pos)
-                    done = self.producer_state.update(h, h.base_offset, marker_type(batch), _coordinator_epoch(batch))
-                    if done is not None and done.aborted:
-                        i = bisect_right(self._bases, done.last_offset) - 1
-                        self.txn_index.add(AbortedTxn(done.last_offset, done.producer_id, done.first_offset),
-                                           self._bases[max(i, 0)])
+                    kind, coordinator_epoch = read_marker(seg.pread(h.size, pos))
+                    done = self.producer_state.update(h, h.base_offset, kind, coordinator_epoch)
+                    if done is not None:
+                        self._index_aborted([done], -1)
                 else:
                     self.producer_state.update(h, h.base_offset)
-
-    def _rebuild_producer_state(self) -> None:
-        """After a truncation: from the newest snapshot below the new end, then the headers after it."""
-        self._restore_producer_state(self._leo)
 
     def _take_snapshot(self, offset: int) -> None:
         """Write the producer state as of `offset` (the log end offset now) on the disk worker."""
@@ -1109,7 +1101,7 @@ class Log:
             self._boundaries.clear()
             self.epochs.truncate_from_end(self._leo)
             self.txn_index.truncate_to(self._leo, self._bases)
-            self._rebuild_producer_state()
+            self._restore_producer_state(self._leo)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete every segment and restart the (empty) log at `offset`."""
@@ -1327,13 +1319,3 @@ class Log:
                 return None
             found = self._segments[i].find_batch(offset)
             return None if found is None else found[1]
-
-
-def _coordinator_epoch(batch: bytes | bytearray | memoryview) -> int:
-    """The coordinator epoch in a marker's value (version int16, coordinator epoch int32), -1 if unreadable."""
-    try:
-        records = decode_records(batch)
-    except Exception:
-        return -1
-    value = records[0].value if records else None
-    return int(struct.unpack_from(">i", value, 2)[0]) if value is not None and len(value) >= 6 else -1

@@ -80,6 +80,9 @@ def snapshot_name(offset: int) -> str:
 class ProducerStateManager:
     def __init__(self) -> None:
         self.producers: dict[int, ProducerEntry] = {}
+        # producer id -> first offset of its open transaction (the entries' txn_first_offset, kept apart so
+        # the last stable offset, asked on every fetch, need not look at every producer)
+        self.open_txns: dict[int, int] = {}
         # transactions ended by a marker at or above the high watermark (still unstable), oldest first
         self.unreplicated: deque[CompletedTxn] = deque()
 
@@ -158,13 +161,14 @@ class ProducerStateManager:
                 return None
             entry.coordinator_epoch = coordinator_epoch
             start, entry.txn_first_offset = entry.txn_first_offset, -1
+            self.open_txns.pop(h.producer_id, None)
             if start < 0:
                 return None  # no transaction of this producer here (a marker of a retried end, say)
             done = CompletedTxn(h.producer_id, start, last_offset, marker == ABORT_MARKER)
             self.unreplicated.append(done)
             return done
         if h.is_transactional and entry.txn_first_offset < 0:
-            entry.txn_first_offset = first_offset
+            entry.txn_first_offset = self.open_txns[h.producer_id] = first_offset
         if h.base_sequence >= 0:
             entry.batches.append(BatchMeta(h.base_sequence, last_sequence(h), first_offset, last_offset,
                                            h.max_timestamp))
@@ -175,17 +179,18 @@ class ProducerStateManager:
         """The first offset of the oldest transaction not yet stable at this high watermark, or None."""
         while self.unreplicated and self.unreplicated[0].last_offset < high_watermark:
             self.unreplicated.popleft()
-        firsts = [e.txn_first_offset for e in self.producers.values() if e.txn_first_offset >= 0]
+        firsts = list(self.open_txns.values())
         if self.unreplicated:
             firsts.append(min(t.first_offset for t in self.unreplicated))
         return min(firsts) if firsts else None
 
     def ongoing(self) -> dict[int, int]:
         """producer id -> first offset of its ongoing transaction."""
-        return {pid: e.txn_first_offset for pid, e in self.producers.items() if e.txn_first_offset >= 0}
+        return dict(self.open_txns)
 
     def clear(self) -> None:
         self.producers.clear()
+        self.open_txns.clear()
         self.unreplicated.clear()
 
     # ---- snapshots (Kafka's producer snapshot file) ----
@@ -227,3 +232,5 @@ class ProducerStateManager:
                 first_seq = last_seq - delta if last_seq >= delta else last_seq - delta + INT32_MAX + 1
                 entry.batches.append(BatchMeta(first_seq, last_seq, last_offset - delta, last_offset, ts))
             self.producers[pid] = entry
+            if txn_first >= 0:
+                self.open_txns[pid] = txn_first

@@ -197,15 +197,16 @@ def _offset_value(ctx: RequestContext, p: Any, now: int, retention_ms: int) -> O
     return OffsetValue(p.committed_offset, p.committed_metadata or "", now, expire, epoch)
 
 
-@handles(OffsetCommitRequest, OffsetCommitResponse, versions=(2, 9))
-async def offset_commit(ctx: RequestContext, request: Any) -> OffsetCommitResponse:
-    gc = coordinator(ctx)
-    v = ctx.version
-    now = now_ms()
-    retention = request.retention_time_ms if v <= 4 else -1
+_CommitTopic = OffsetCommitResponse.OffsetCommitResponseTopic
+_TxnTopic = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
+
+
+def _valid_offsets(ctx: RequestContext, gc: GroupCoordinator, topics: Any, value_of: Any,
+                   ) -> tuple[dict[TopicPartition, ErrorCode], dict[TopicPartition, OffsetValue]]:
+    """The offsets of an OffsetCommit/TxnOffsetCommit that may be written, and the errors of the rest."""
     errors: dict[TopicPartition, ErrorCode] = {}
     valid: dict[TopicPartition, OffsetValue] = {}
-    for t in request.topics:
+    for t in topics:
         for p in t.partitions:
             tp = (t.name, p.partition_index)
             if not _topic_partition_known(ctx, t.name, p.partition_index):
@@ -213,19 +214,30 @@ async def offset_commit(ctx: RequestContext, request: Any) -> OffsetCommitRespon
             elif gc.metadata_too_large(p.committed_metadata):
                 errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
             else:
-                valid[tp] = _offset_value(ctx, p, now, retention)
+                valid[tp] = value_of(p)
+    return errors, valid
+
+
+def _commit_topics(topics: Any, errors: dict[TopicPartition, ErrorCode], topic_cls: Any, part_cls: Any) -> list[Any]:
+    """Every requested partition with its error code, in the response classes of the request's API."""
+    return [topic_cls(name=t.name, partitions=[
+        part_cls(partition_index=p.partition_index, error_code=errors[(t.name, p.partition_index)])
+        for p in t.partitions]) for t in topics]
+
+
+@handles(OffsetCommitRequest, OffsetCommitResponse, versions=(2, 9))
+async def offset_commit(ctx: RequestContext, request: Any) -> OffsetCommitResponse:
+    gc = coordinator(ctx)
+    v = ctx.version
+    now = now_ms()
+    retention = request.retention_time_ms if v <= 4 else -1
+    errors, valid = _valid_offsets(ctx, gc, request.topics, lambda p: _offset_value(ctx, p, now, retention))
     if valid:
         err = await gc.commit(request.group_id or "", request.generation_id_or_member_epoch, request.member_id or "",
                               request.group_instance_id if v >= 7 else None, valid)
         errors.update(dict.fromkeys(valid, err))
-    topic_cls = OffsetCommitResponse.OffsetCommitResponseTopic
-    part_cls = topic_cls.OffsetCommitResponsePartition
-    return OffsetCommitResponse(throttle_time_ms=0, topics=[
-        topic_cls(name=t.name, partitions=[
-            part_cls(partition_index=p.partition_index, error_code=errors[(t.name, p.partition_index)])
-            for p in t.partitions])
-        for t in request.topics
-    ])
+    return OffsetCommitResponse(throttle_time_ms=0, topics=_commit_topics(
+        request.topics, errors, _CommitTopic, _CommitTopic.OffsetCommitResponsePartition))
 
 
 @handles(TxnOffsetCommitRequest, TxnOffsetCommitResponse, versions=(0, 3))
@@ -233,31 +245,15 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> TxnOffsetCommi
     gc = coordinator(ctx)
     v = ctx.version
     now = now_ms()
-    errors: dict[TopicPartition, ErrorCode] = {}
-    valid: dict[TopicPartition, OffsetValue] = {}
-    for t in request.topics:
-        for p in t.partitions:
-            tp = (t.name, p.partition_index)
-            if not _topic_partition_known(ctx, t.name, p.partition_index):
-                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif gc.metadata_too_large(p.committed_metadata):
-                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            else:
-                epoch = p.committed_leader_epoch if v >= 2 else -1
-                valid[tp] = OffsetValue(p.committed_offset, p.committed_metadata or "", now, -1, epoch)
+    errors, valid = _valid_offsets(ctx, gc, request.topics, lambda p: OffsetValue(
+        p.committed_offset, p.committed_metadata or "", now, -1, p.committed_leader_epoch if v >= 2 else -1))
     if valid:
         err = await gc.txn_commit(request.group_id or "", request.producer_id, request.producer_epoch,
                                   request.generation_id if v >= 3 else -1, request.member_id if v >= 3 else "",
                                   request.group_instance_id if v >= 3 else None, valid)
         errors.update(dict.fromkeys(valid, err))
-    topic_cls = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
-    part_cls = topic_cls.TxnOffsetCommitResponsePartition
-    return TxnOffsetCommitResponse(throttle_time_ms=0, topics=[
-        topic_cls(name=t.name, partitions=[
-            part_cls(partition_index=p.partition_index, error_code=errors[(t.name, p.partition_index)])
-            for p in t.partitions])
-        for t in request.topics
-    ])
+    return TxnOffsetCommitResponse(throttle_time_ms=0, topics=_commit_topics(
+        request.topics, errors, _TxnTopic, _TxnTopic.TxnOffsetCommitResponsePartition))
 
 
 def _requested(topics: Any) -> list[TopicPartition] | None:

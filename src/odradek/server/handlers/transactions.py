@@ -5,6 +5,7 @@ TxnOffsetCommit is with the other offset APIs in `groups`."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from typing import Any
 
 from kafka.protocol.admin.transactions import (
@@ -33,6 +34,15 @@ from odradek.txn.markers import append_marker
 from odradek.txn.state import MAX_EPOCH, TxnState, now_ms
 
 log = logging.getLogger("odradek.txn")
+
+
+async def _error_of(outcome: Awaitable[object]) -> int:
+    """NONE once `outcome` completes, else the code of the KafkaError it raised."""
+    try:
+        await outcome
+    except KafkaError as exc:
+        return exc.code
+    return ErrorCode.NONE
 
 
 # ---- InitProducerId -----------------------------------------------------------------------------
@@ -78,11 +88,7 @@ async def _add_partitions(ctx: RequestContext, tid: str, pid: int, epoch: int, t
         # as Kafka: the unknown partitions fail, the rest are not attempted
         return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
                 for tp in wanted}
-    try:
-        await ctx.broker.transactions.add_partitions(tid, pid, epoch, set(wanted))
-        code = ErrorCode.NONE
-    except KafkaError as exc:
-        code = exc.code
+    code = await _error_of(ctx.broker.transactions.add_partitions(tid, pid, epoch, set(wanted)))
     return dict.fromkeys(wanted, code)
 
 
@@ -95,16 +101,14 @@ async def add_partitions_to_txn(ctx: RequestContext, request: Any) -> AddPartiti
 
 @handles(AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, versions=(0, 3))
 async def add_offsets_to_txn(ctx: RequestContext, request: Any) -> AddOffsetsToTxnResponse:
-    try:
+    async def add() -> None:
         gc = ctx.broker.groups
         await gc.coordinator_node(request.group_id)  # creates __consumer_offsets on first use
         tp = (OFFSETS_TOPIC, gc.store.partition_for(request.group_id))
         await ctx.broker.transactions.add_partitions(request.transactional_id, request.producer_id,
                                                      request.producer_epoch, {tp})
-        code = ErrorCode.NONE
-    except KafkaError as exc:
-        code = exc.code
-    return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=code)
+
+    return AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=await _error_of(add()))
 
 
 # ---- EndTxn ---------------------------------------------------------------------------------------
@@ -112,12 +116,8 @@ async def add_offsets_to_txn(ctx: RequestContext, request: Any) -> AddOffsetsToT
 
 @handles(EndTxnRequest, EndTxnResponse, versions=(0, 3))
 async def end_txn(ctx: RequestContext, request: Any) -> EndTxnResponse:
-    try:
-        await ctx.broker.transactions.end_txn(request.transactional_id, request.producer_id, request.producer_epoch,
-                                              request.committed)
-        code = ErrorCode.NONE
-    except KafkaError as exc:
-        code = exc.code
+    code = await _error_of(ctx.broker.transactions.end_txn(
+        request.transactional_id, request.producer_id, request.producer_epoch, request.committed))
     return EndTxnResponse(throttle_time_ms=0, error_code=code)
 
 
