@@ -404,6 +404,31 @@ class ConfigKey:
         """The string form of a typed value of this key."""
         return format_typed(self.type, value)
 
+    def documentation(self, topic: bool) -> str:
+        """What DescribeConfigs v3+ sends as the key's documentation when asked (include_documentation):
+        the catalogue's facts about it, in the columns of Kafka's config tables (type, default, valid
+        values, update mode; `topic`: a topic config, set per topic), then where a topic config's default
+        comes from, whether Odradek acts on the key, and its deprecation note."""
+        parts = [f"Type: {self.type.value}."]
+        if self.sensitive:
+            parts.append("Default: [hidden].")
+        else:
+            parts.append(f"Default: {self.default}." if self.default is not None else "Default: null.")
+        if self.valid is not None:
+            parts.append(f"Valid values: {self.valid.describe()}.")
+        if topic:
+            parts.append("Topic-level config.")
+            if self.server_default is not None:
+                parts.append(f"The broker config {self.server_default} sets its default.")
+        else:
+            mode = self.mode if self.dynamic else R
+            parts.append(f"Update mode: {mode}.")
+        if not self.applied:
+            parts.append("Accepted and ignored by Odradek.")
+        if self.deprecated is not None:
+            parts.append(f"Deprecated: {self.deprecated}.")
+        return " ".join(parts)
+
 
 def _key(
     name: str,

@@ -11,10 +11,20 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from kafka.protocol.admin import DescribeClusterRequest, DescribeClusterResponse
+from kafka.protocol.admin import (
+    CreateAclsRequest,
+    DescribeAclsRequest,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+)
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
-from kafka.protocol.producer import ProduceRequest
+from kafka.protocol.producer import (
+    AddPartitionsToTxnRequest,
+    EndTxnRequest,
+    ProduceRequest,
+    TxnOffsetCommitRequest,
+)
 
 from odradek.cluster import znodes as zn
 from odradek.cluster.embedded import EmbeddedStore
@@ -27,13 +37,15 @@ from odradek.server.network import CloseConnection, Connection
 from odradek.server.registry import APIS, handles
 
 # What ApiVersions advertises: api key -> (min, max); a change here must be deliberate.
+# The maxima are Apache Kafka 4.1's (minima as 4.x), except the transaction APIs, kept below the versions
+# that mean transaction version 2 (AddPartitionsToTxn 3, EndTxn and TxnOffsetCommit 4: handlers/transactions.py).
 EXPECTED_VERSIONS = {
-    0: (3, 12), 1: (4, 16), 2: (1, 8), 3: (0, 12), 8: (2, 9), 9: (1, 9), 10: (0, 5), 11: (0, 9), 12: (0, 4),
-    13: (0, 5), 14: (0, 5), 15: (0, 5), 16: (0, 4), 17: (0, 1), 18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2),
-    22: (0, 4), 23: (2, 4), 32: (1, 4), 33: (0, 2), 35: (1, 4), 36: (0, 2), 37: (0, 3), 42: (0, 2), 43: (0, 2),
-    24: (0, 3), 25: (0, 3), 26: (0, 3), 27: (1, 1), 28: (0, 3),
-    44: (0, 1), 45: (0, 1), 46: (0, 0), 47: (0, 0), 50: (0, 0), 51: (0, 0), 60: (0, 1), 61: (0, 0), 65: (0, 0),
-    66: (0, 1), 74: (0, 1),
+    0: (3, 13), 1: (4, 18), 2: (1, 10), 3: (0, 13), 8: (2, 9), 9: (1, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4),
+    13: (0, 5), 14: (0, 5), 15: (0, 6), 16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2),
+    22: (0, 5), 23: (2, 4), 32: (1, 4), 33: (0, 2), 35: (1, 4), 36: (0, 2), 37: (0, 3), 42: (0, 2), 43: (0, 2),
+    24: (0, 3), 25: (0, 4), 26: (0, 4), 27: (1, 1), 28: (0, 4),
+    44: (0, 1), 45: (0, 1), 46: (0, 0), 47: (0, 0), 50: (0, 0), 51: (0, 0), 60: (0, 2), 61: (0, 0), 65: (0, 0),
+    66: (0, 2), 74: (0, 1),
     75: (0, 0),
 }
 CORRELATION_ID = 4242
@@ -124,8 +136,38 @@ def test_unknown_api_key_closes_the_connection() -> None:
 
 
 def test_unsupported_version_closes_the_connection() -> None:
-    run(closes(raw_frame(MetadataRequest.API_KEY, 77), "unsupported version 77 of Metadata \\(supported 0-12\\)"))
-    run(closes(raw_frame(ProduceRequest.API_KEY, 2), "unsupported version 2 of Produce \\(supported 3-12\\)"))
+    run(closes(raw_frame(MetadataRequest.API_KEY, 77), "unsupported version 77 of Metadata \\(supported 0-13\\)"))
+    run(closes(raw_frame(ProduceRequest.API_KEY, 2), "unsupported version 2 of Produce \\(supported 3-13\\)"))
+
+
+@pytest.mark.parametrize(("request_cls", "version"), [
+    (EndTxnRequest, 5),  # transaction version 2, not advertised
+    (AddPartitionsToTxnRequest, 4),  # the brokers' batched verification
+    (DescribeAclsRequest, 1),  # an API Odradek does not serve
+])
+def test_an_unserved_version_gets_unsupported_version_where_the_response_can_say_so(
+        request_cls: type[ApiMessage], version: int) -> None:
+    """Not retriable, unlike a closed connection: the client fails at once (server/unsupported.py)."""
+    async def scenario(dispatcher: Dispatcher, conn: Connection) -> None:
+        response_cls: Any = _response_of(request_cls)
+        chunks = await dispatcher(conn, raw_frame(request_cls.API_KEY, version, b"garbage, never decoded"))
+        body = split_response(chunks, flexible_header=response_cls.flexible_version_q(version))
+        assert response_cls.decode(body, version=version).error_code == ErrorCode.UNSUPPORTED_VERSION
+
+    run(scenario)
+
+
+def _response_of(request_cls: type[ApiMessage]) -> type[ApiMessage]:
+    import kafka.protocol.admin
+    import kafka.protocol.producer
+
+    name = request_cls.__name__.removesuffix("Request") + "Response"
+    return getattr(kafka.protocol.producer, name, None) or getattr(kafka.protocol.admin, name)
+
+
+def test_an_unserved_api_whose_response_has_no_top_level_error_closes_the_connection() -> None:
+    run(closes(raw_frame(CreateAclsRequest.API_KEY, 1), "unknown API key 30"))
+    run(closes(raw_frame(TxnOffsetCommitRequest.API_KEY, 5), "unsupported version 5 of TxnOffsetCommit"))
 
 
 def test_malformed_body_closes_the_connection() -> None:
@@ -163,7 +205,7 @@ def test_api_versions_lists_the_registry_with_header_v0(version: int) -> None:
     run(scenario)
 
 
-@pytest.mark.parametrize(("version", "flexible_header"), [(1, False), (8, False), (9, True), (12, True)])
+@pytest.mark.parametrize(("version", "flexible_header"), [(1, False), (8, False), (9, True), (12, True), (13, True)])
 def test_metadata_response_header_follows_the_version(version: int, flexible_header: bool) -> None:
     async def scenario(dispatcher: Dispatcher, conn: Connection) -> None:
         request = MetadataRequest(topics=None, allow_auto_topic_creation=False,
@@ -178,14 +220,30 @@ def test_metadata_response_header_follows_the_version(version: int, flexible_hea
     run(scenario)
 
 
-@pytest.mark.parametrize("version", [0, 1])
+@pytest.mark.parametrize("version", [0, 1, 2])
 def test_describe_cluster_is_flexible_at_every_version(version: int) -> None:
     async def scenario(dispatcher: Dispatcher, conn: Connection) -> None:
-        request = DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=1)
+        request = DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=1,
+                                         include_fenced_brokers=True)
         body = split_response(await dispatcher(conn, frame(request, version)), flexible_header=True)
         response = DescribeClusterResponse.decode(body, version=version)
-        assert response.cluster_id == CLUSTER_ID
+        assert response.cluster_id == CLUSTER_ID and response.error_code == 0
         assert [b.broker_id for b in response.brokers] == [0]
+        if version >= 2:  # KIP-1073: only live brokers are registered, none is fenced
+            assert [b.is_fenced for b in response.brokers] == [False]
+
+    run(scenario)
+
+
+@pytest.mark.parametrize(("endpoint_type", "code"), [(2, ErrorCode.MISMATCHED_ENDPOINT_TYPE),
+                                                     (7, ErrorCode.UNSUPPORTED_ENDPOINT_TYPE)])
+def test_describe_cluster_for_controllers_is_refused(endpoint_type: int, code: ErrorCode) -> None:
+    """A broker answers for brokers only (KIP-919): controllers are described by a controller."""
+    async def scenario(dispatcher: Dispatcher, conn: Connection) -> None:
+        request = DescribeClusterRequest(include_cluster_authorized_operations=False, endpoint_type=endpoint_type)
+        body = split_response(await dispatcher(conn, frame(request, 1)), flexible_header=True)
+        response = DescribeClusterResponse.decode(body, version=1)
+        assert response.error_code == code and response.brokers == []
 
     run(scenario)
 

@@ -1,11 +1,12 @@
-"""The Produce fast path: requests encoded by kafka-python at v3, v8, v9 (the first flexible one) and v12
-parse into topics and partitions whose records are views into the frame, never copies; malformed bodies
+"""The Produce fast path: requests encoded by kafka-python at v3, v8, v9 (the first flexible one), v12 and
+v13 (topics named by id) parse into topics and partitions whose records are views into the frame, never copies; malformed bodies
 (truncated anywhere, negative or huge counts, more partitions than the decoded-object budget) are
 INVALID_REQUEST, not a crash or a huge allocation."""
 
 from __future__ import annotations
 
 import struct
+import uuid
 
 import pytest
 from kafka.protocol.producer import ProduceRequest
@@ -15,7 +16,9 @@ from odradek.protocol.framing import parse_request_header, write_uvarint
 from odradek.protocol.produce import parse_produce_request
 from odradek.protocol.records import build_batch
 
-VERSIONS = [3, 8, 9, 12]
+VERSIONS = [3, 8, 9, 12, 13]
+TOPIC_IDS = {"orders": uuid.UUID(int=0x0123456789ABCDEF0123456789ABCDEF), "audit": uuid.UUID(int=42),
+             "t": uuid.UUID(int=7)}
 BATCH_A = build_batch([(b"k1", b"v1"), (None, b"v2")])
 BATCH_B = build_batch([(b"k3", b"x" * 500)], compression=0)
 BATCH_C = build_batch([(b"k4", b"v4")])
@@ -26,8 +29,11 @@ def request_frame(version: int, transactional_id: str | None = "txn-1", acks: in
     """A Produce request (header and body) as kafka-python encodes it, and where its body starts."""
     topics = topics if topics is not None else [("orders", [(0, BATCH_A), (3, BATCH_B)]), ("audit", [(1, BATCH_C)])]
     data = ProduceRequest.TopicProduceData
+    def topic_key(name: str) -> dict[str, object]:  # v13 names a topic by its id (KIP-516)
+        return {"topic_id": TOPIC_IDS[name]} if version >= 13 else {"name": name}
+
     request = ProduceRequest[version](transactional_id=transactional_id, acks=acks, timeout_ms=1500, topic_data=[
-        data(name=name, partition_data=[data.PartitionProduceData(index=i, records=r) for i, r in parts])
+        data(**topic_key(name), partition_data=[data.PartitionProduceData(index=i, records=r) for i, r in parts])
         for name, parts in topics])
     request.with_header(correlation_id=11, client_id="producer-1")
     frame = memoryview(bytes(request.encode(header=True)))
@@ -39,9 +45,12 @@ def test_topics_partitions_and_records(version: int) -> None:
     frame, body = request_frame(version)
     parsed = parse_produce_request(frame, body, version)
     assert (parsed.transactional_id, parsed.acks, parsed.timeout_ms) == ("txn-1", -1, 1500)
-    got = [(t.name, [(p.index, bytes(p.records) if p.records is not None else None) for p in t.partitions])
+    names = {tid.bytes: name for name, tid in TOPIC_IDS.items()}
+    got = [(t.name if version < 13 else names[t.topic_id or b""],
+            [(p.index, bytes(p.records) if p.records is not None else None) for p in t.partitions])
            for t in parsed.topics]
     assert got == [("orders", [(0, BATCH_A), (3, BATCH_B)]), ("audit", [(1, BATCH_C)])]
+    assert all((t.topic_id is None) == (version < 13) and (t.name == "") == (version >= 13) for t in parsed.topics)
 
 
 @pytest.mark.parametrize("version", VERSIONS)

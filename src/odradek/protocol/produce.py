@@ -30,8 +30,9 @@ class ProducePartition:
 
 @dataclass(slots=True)
 class ProduceTopic:
-    name: str
+    name: str  # "" from v13 on, where the request names topics by id
     partitions: list[ProducePartition]
+    topic_id: bytes | None = None  # v13+: the 16 bytes of the topic id (KIP-516)
 
 
 @dataclass(slots=True)
@@ -61,6 +62,12 @@ class _Reader:
         self.pos += 4
         return v
 
+
+    def uuid(self) -> bytes:
+        self.need(16)
+        raw = bytes(self.buf[self.pos : self.pos + 16])
+        self.pos += 16
+        return raw
 
     def string(self, nullable: bool = False) -> str | None:
         if self.flexible:
@@ -117,15 +124,17 @@ class _Reader:
 
 
 def parse_produce_request(frame: memoryview, body_offset: int, version: int) -> ProduceRequestView:
-    """Parse Produce v3..v12 starting at `body_offset` of `frame`."""
+    """Parse Produce v3..v13 starting at `body_offset` of `frame` (v13 names each topic by its id)."""
     r = _Reader(frame, body_offset, flexible=version >= 9)
     transactional_id = r.string(nullable=True)
     r.need(6)
     acks, timeout_ms = _ACKS_TIMEOUT.unpack_from(frame, r.pos)
     r.pos += 6
     topics: list[ProduceTopic] = []
+    by_id = version >= 13
     for _ in range(r.array_len(_TOPIC_OBJECTS)):
-        name = r.string() or ""
+        topic_id = r.uuid() if by_id else None
+        name = "" if by_id else r.string() or ""
         parts: list[ProducePartition] = []
         for _ in range(r.array_len(_PARTITION_OBJECTS)):
             index = r.int32()
@@ -133,6 +142,6 @@ def parse_produce_request(frame: memoryview, body_offset: int, version: int) -> 
             r.tagged()
             parts.append(ProducePartition(index, records))
         r.tagged()
-        topics.append(ProduceTopic(name, parts))
+        topics.append(ProduceTopic(name, parts, topic_id))
     r.tagged()
     return ProduceRequestView(transactional_id, acks, timeout_ms, topics)

@@ -35,6 +35,7 @@ from odradek.server.handlers import sasl as sasl_handlers
 from odradek.server.network import CloseConnection, Connection, Response
 from odradek.server.registry import APIS, RequestContext
 from odradek.server.sasl import PRE_AUTH_APIS, State
+from odradek.server.unsupported import unsupported_version_response
 
 if TYPE_CHECKING:
     from odradek.server.broker import Broker
@@ -69,11 +70,21 @@ class Dispatcher:
                                   f"(listener {conn.security.name})")
         api = APIS.get(api_key)
         if api is None:
+            # an API we do not serve: UNSUPPORTED_VERSION where its response can say so (server/unsupported.py)
+            answer = unsupported_version_response(api_key, api_version, correlation_id)
+            if answer is not None:
+                log.debug("answered UNSUPPORTED_VERSION to API key %s v%s from %s", api_key, api_version, conn.peer)
+                return answer
             raise CloseConnection(f"unknown API key {api_key} (correlation id {correlation_id})")
         if not api.supports(api_version):
             if api_key == API_VERSIONS_KEY:
                 unsupported = api_versions.unsupported_version_response()
                 return frame_chunks([response_header(correlation_id, False), unsupported])
+            answer = unsupported_version_response(api_key, api_version, correlation_id)
+            if answer is not None:
+                log.debug("answered UNSUPPORTED_VERSION to %s v%s (supported %s-%s) from %s", api.name, api_version,
+                         api.min_version, api.max_version, conn.peer)
+                return answer
             raise CloseConnection(
                 f"unsupported version {api_version} of {api.name} (supported {api.min_version}-{api.max_version})"
             )

@@ -50,13 +50,17 @@ log = logging.getLogger("odradek.server")
 # ---- DescribeConfigs ----------------------------------------------------------------------------
 
 def _entry(name: str, value: str | None, source: int, read_only: bool, sensitive: bool,
-           synonyms: Sequence[Synonym], key: ConfigKey | None, include_synonyms: bool) -> Any:
+           synonyms: Sequence[Synonym], key: ConfigKey | None, include_synonyms: bool, include_docs: bool,
+           topic: bool = False) -> Any:
+    """One config of a resource; its documentation (v3+, when asked) from the catalogue, none for keys the
+    catalogue does not hold (broker loggers)."""
     return Entry(
         name=name, value=value, read_only=read_only, config_source=source,
         is_default=source == ConfigSource.DEFAULT_CONFIG, is_sensitive=sensitive,
         synonyms=[Entry.DescribeConfigsSynonym(name=s.name, value=s.value, source=s.source) for s in synonyms]
         if include_synonyms else [],
-        config_type=CONFIG_TYPE_IDS.get(key.type, 0) if key is not None else 0, documentation=None,
+        config_type=CONFIG_TYPE_IDS.get(key.type, 0) if key is not None else 0,
+        documentation=key.documentation(topic) if include_docs and key is not None else None,
     )
 
 
@@ -65,7 +69,7 @@ def _wanted(keys: list[str] | None) -> Callable[[str], bool]:
     return (lambda _name: True) if not keys else keys.__contains__
 
 
-def _describe_topic(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool) -> list[Any]:
+def _describe_topic(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool, docs: bool) -> list[Any]:
     broker = ctx.broker
     meta = broker.metadata.topics.get(name)
     if meta is None:
@@ -84,7 +88,7 @@ def _describe_topic(ctx: RequestContext, name: str, keys: list[str] | None, syno
             found += broker.config.synonyms(server)
         source = found[0].source if found else int(ConfigSource.DEFAULT_CONFIG)
         value = meta.config[key] if key in meta.config else defaults[key]
-        out.append(_entry(key, value, source, False, False, found, TOPIC_CONFIGS[key], synonyms))
+        out.append(_entry(key, value, source, False, False, found, TOPIC_CONFIGS[key], synonyms, docs, topic=True))
     return out
 
 
@@ -100,10 +104,11 @@ def _broker_rows(ctx: RequestContext, name: str) -> list[BrokerConfigEntry]:
     return broker.config.describe_broker()
 
 
-def _describe_broker(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool) -> list[Any]:
+def _describe_broker(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool,
+                     docs: bool) -> list[Any]:
     wanted = _wanted(keys)
     return [_entry(row.name, row.value, row.source, row.read_only, row.is_sensitive, row.synonyms,
-                   BROKER_KEYS.get(row.name), synonyms)
+                   BROKER_KEYS.get(row.name), synonyms, docs)
             for row in _broker_rows(ctx, name) if wanted(row.name)]
 
 
@@ -117,7 +122,7 @@ def _describe_loggers(ctx: RequestContext, name: str, keys: list[str] | None) ->
                          f"Unexpected broker id, expected {ctx.broker.broker_id} but received {name}")
     wanted = _wanted(keys)
     source = int(ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG)
-    return [_entry(logger, level, source, False, False, (), None, False)
+    return [_entry(logger, level, source, False, False, (), None, False, False)
             for logger, level in loggers.loggers().items() if wanted(logger)]
 
 
@@ -125,6 +130,7 @@ def _describe_loggers(ctx: RequestContext, name: str, keys: list[str] | None) ->
 async def describe_configs(ctx: RequestContext, request: Any) -> DescribeConfigsResponse:
     results = []
     synonyms = bool(getattr(request, "include_synonyms", False))
+    docs = ctx.version >= 3 and bool(request.include_documentation)
     seen: set[tuple[Any, ...]] = set()
     for r in request.resources:
         # each resource (with its keys) once: described many times it would multiply the response
@@ -137,9 +143,9 @@ async def describe_configs(ctx: RequestContext, request: Any) -> DescribeConfigs
         keys = list(r.configuration_keys) if r.configuration_keys is not None else None
         try:
             if r.resource_type == RESOURCE_TOPIC:
-                res.configs = _describe_topic(ctx, r.resource_name, keys, synonyms)
+                res.configs = _describe_topic(ctx, r.resource_name, keys, synonyms, docs)
             elif r.resource_type == RESOURCE_BROKER:
-                res.configs = _describe_broker(ctx, r.resource_name, keys, synonyms)
+                res.configs = _describe_broker(ctx, r.resource_name, keys, synonyms, docs)
             elif r.resource_type == RESOURCE_BROKER_LOGGER:
                 res.configs = _describe_loggers(ctx, r.resource_name, keys)
             else:

@@ -22,6 +22,7 @@ from odradek.server.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSessi
 from odradek.server.registry import RequestContext, handles
 
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
+EARLIEST_LOCAL, LATEST_TIERED = -4, -5  # ListOffsets v8+ (KIP-405), v9+ (KIP-1005)
 _EpochEndOffset = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
 
 
@@ -160,7 +161,9 @@ class _FetchPlan:
         return [part.data_waiter() for _proto, entries in self.topics for _w, part, _e in entries if part is not None]
 
 
-@handles(FetchRequest, FetchResponse, versions=(4, 16))
+# v17 and v18 add only follower fields, tagged (ReplicaDirectoryId, KIP-853; HighWatermark, KIP-1166):
+# the response is v16's.
+@handles(FetchRequest, FetchResponse, versions=(4, 18))
 async def fetch(ctx: RequestContext, request: Any) -> list[bytes | memoryview]:
     version = ctx.version
     sessions = ctx.broker.fetch_sessions
@@ -229,8 +232,12 @@ def _list_offset(ctx: RequestContext, name: str, req_p: Any, is_replica: bool, i
         ts = req_p.timestamp
         # read_committed consumers see offsets up to the last stable offset (ListOffsets v2+)
         hw = part.log.last_stable_offset if isolation == 1 and not is_replica else part.high_watermark
-        if ts == EARLIEST:
+        if ts in (EARLIEST, EARLIEST_LOCAL):  # every segment is local: the local log start is the log start
             res.offset = part.log.log_start_offset
+        elif ts == LATEST_TIERED:
+            # nothing is tiered (no remote storage): Kafka answers offset -1 with leader epoch -1
+            res.leader_epoch = -1
+            return res
         elif ts == LATEST:
             res.offset = part.log.log_end_offset if is_replica else hw
         else:
@@ -243,8 +250,10 @@ def _list_offset(ctx: RequestContext, name: str, req_p: Any, is_replica: bool, i
     return res
 
 
-@handles(ListOffsetsRequest, ListOffsetsResponse, versions=(1, 8))
+@handles(ListOffsetsRequest, ListOffsetsResponse, versions=(1, 10))
 async def list_offsets(ctx: RequestContext, request: Any) -> ListOffsetsResponse:
+    """v10's timeout_ms bounds Kafka's wait for remote (tiered) offsets; every offset here is local and
+    answered at once, so it has nothing to bound."""
     is_replica = request.replica_id >= 0
     topics = []
     for t in request.topics:

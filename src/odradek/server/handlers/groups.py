@@ -37,7 +37,7 @@ from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorRespo
 from kafka.protocol.producer import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
 from odradek.groups.coordinator import GroupCoordinator
-from odradek.groups.group import JoinRequest, MemberProfile, now_ms
+from odradek.groups.group import GroupState, JoinRequest, MemberProfile, now_ms
 from odradek.groups.schemas import OffsetValue, TopicPartition
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.server.authorized_operations import GROUP_OPERATIONS, authorized
@@ -85,7 +85,9 @@ async def _find_one(ctx: RequestContext, key: str | None, key_type: int,
     return ErrorCode.NONE, None, info.broker_id, endpoint[0], endpoint[1]
 
 
-@handles(FindCoordinatorRequest, FindCoordinatorResponse, versions=(0, 5))
+# v6 adds the share coordinator key type (KIP-932): no share groups here, so INVALID_REQUEST as any other
+# key type this broker has no coordinator for.
+@handles(FindCoordinatorRequest, FindCoordinatorResponse, versions=(0, 6))
 async def find_coordinator(ctx: RequestContext, request: Any) -> FindCoordinatorResponse:
     key_type = request.key_type if ctx.version >= 1 else KEY_TYPE_GROUP
     if ctx.version >= 4:
@@ -240,7 +242,9 @@ async def offset_commit(ctx: RequestContext, request: Any) -> OffsetCommitRespon
         request.topics, errors, _CommitTopic, _CommitTopic.OffsetCommitResponsePartition))
 
 
-@handles(TxnOffsetCommitRequest, TxnOffsetCommitResponse, versions=(0, 3))
+# v4 only lets the broker answer TRANSACTION_ABORTABLE (KIP-890), which it never needs to; v5 is for
+# transaction version 2 (the offsets partition joins the transaction implicitly), not advertised here.
+@handles(TxnOffsetCommitRequest, TxnOffsetCommitResponse, versions=(0, 4))
 async def txn_offset_commit(ctx: RequestContext, request: Any) -> TxnOffsetCommitResponse:
     gc = coordinator(ctx)
     v = ctx.version
@@ -370,6 +374,11 @@ def _described(ctx: RequestContext, request: Any, group_id: str, summary: Any,
     if summary is None:
         return group_cls(error_code=err, group_id=group_id, group_state="", protocol_type="", protocol_data="",
                          members=[], authorized_operations=None)
+    if summary.state == GroupState.DEAD.value and ctx.version >= 6:
+        # KIP-1043: from v6 a group that does not exist is GROUP_ID_NOT_FOUND (before, a Dead group)
+        return group_cls(error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"Group {group_id} not found.",
+                         group_id=group_id, group_state=summary.state, protocol_type="", protocol_data="",
+                         members=[], authorized_operations=None)
     return group_cls(
         error_code=0, group_id=group_id, group_state=summary.state, protocol_type=summary.protocol_type,
         protocol_data=summary.protocol,
@@ -380,7 +389,7 @@ def _described(ctx: RequestContext, request: Any, group_id: str, summary: Any,
     )
 
 
-@handles(DescribeGroupsRequest, DescribeGroupsResponse, versions=(0, 5))
+@handles(DescribeGroupsRequest, DescribeGroupsResponse, versions=(0, 6))
 async def describe_groups(ctx: RequestContext, request: Any) -> DescribeGroupsResponse:
     gc = coordinator(ctx)
     out = []
@@ -395,13 +404,22 @@ async def describe_groups(ctx: RequestContext, request: Any) -> DescribeGroupsRe
     return DescribeGroupsResponse(throttle_time_ms=0, groups=out)
 
 
-@handles(ListGroupsRequest, ListGroupsResponse, versions=(0, 4))
+CLASSIC_GROUP_TYPE = "classic"  # KIP-848's name for the groups of the classic protocol, the only kind here
+
+
+@handles(ListGroupsRequest, ListGroupsResponse, versions=(0, 5))
 async def list_groups(ctx: RequestContext, request: Any) -> ListGroupsResponse:
+    """v4 filters by state, v5 by group type (case-insensitive, as Kafka): every group here is classic,
+    so a types filter without "classic" lists none."""
     gc = coordinator(ctx)
     states = set(request.states_filter or []) if ctx.version >= 4 else None
     err, groups = gc.list_groups(states or None)
+    types = {t.lower() for t in request.types_filter or ()} if ctx.version >= 5 else set()
+    if types and CLASSIC_GROUP_TYPE not in types:
+        groups = []
     return ListGroupsResponse(throttle_time_ms=0, error_code=err, groups=[
-        ListGroupsResponse.ListedGroup(group_id=gid, protocol_type=ptype, group_state=state)
+        ListGroupsResponse.ListedGroup(group_id=gid, protocol_type=ptype, group_state=state,
+                                       group_type=CLASSIC_GROUP_TYPE)
         for gid, ptype, state in groups
     ])
 

@@ -89,7 +89,7 @@ async def _auto_create(ctx: RequestContext, name: str) -> Any:
     return None
 
 
-@handles(MetadataRequest, MetadataResponse, versions=(0, 12))
+@handles(MetadataRequest, MetadataResponse, versions=(0, 13))
 async def metadata(ctx: RequestContext, request: Any) -> MetadataResponse:
     broker = ctx.broker
     cache = broker.metadata
@@ -128,6 +128,7 @@ async def metadata(ctx: RequestContext, request: Any) -> MetadataResponse:
         topics=topics,
         authorized_operations=authorized(
             CLUSTER_OPERATIONS, 8 <= version <= 10 and request.include_cluster_authorized_operations),
+        error_code=ErrorCode.NONE,  # v13+ (KIP-1102): Kafka's REBOOTSTRAP_REQUIRED has no cause here
     )
 
 
@@ -142,19 +143,36 @@ def listener_endpoints(brokers: Iterable[BrokerInfo], listener: str) -> list[tup
     return out
 
 
-@handles(DescribeClusterRequest, DescribeClusterResponse, versions=(0, 1))
+ENDPOINT_TYPE_BROKERS, ENDPOINT_TYPE_CONTROLLERS = 1, 2  # DescribeCluster v1+ (KIP-919)
+
+
+@handles(DescribeClusterRequest, DescribeClusterResponse, versions=(0, 2))
 async def describe_cluster(ctx: RequestContext, request: Any) -> DescribeClusterResponse:
+    """The live brokers. v1's endpoint type: brokers only, as a Kafka broker answers (controllers are
+    asked directly, KIP-919). v2's include_fenced_brokers (KIP-1073): a broker here is registered only
+    while it is alive, so there is never a fenced one to add, and each is_fenced is false."""
     cache = ctx.broker.metadata
+    endpoint_type = request.endpoint_type if ctx.version >= 1 else ENDPOINT_TYPE_BROKERS
+    if endpoint_type != ENDPOINT_TYPE_BROKERS:
+        code = (ErrorCode.MISMATCHED_ENDPOINT_TYPE if endpoint_type == ENDPOINT_TYPE_CONTROLLERS
+                else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE)
+        return DescribeClusterResponse(
+            throttle_time_ms=0, error_code=code, endpoint_type=ENDPOINT_TYPE_BROKERS, cluster_id=ctx.broker.cluster_id,
+            error_message="The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type "
+                          "CONTROLLER" if endpoint_type == ENDPOINT_TYPE_CONTROLLERS
+                          else f"Unsupported endpoint type {endpoint_type}",
+            controller_id=-1, brokers=[], authorized_operations=authorized(CLUSTER_OPERATIONS, False))
     return DescribeClusterResponse(
         throttle_time_ms=0,
         error_code=0,
         error_message=None,
-        endpoint_type=1,
+        endpoint_type=ENDPOINT_TYPE_BROKERS,
         cluster_id=ctx.broker.cluster_id,
         authorized_operations=authorized(CLUSTER_OPERATIONS, request.include_cluster_authorized_operations),
         controller_id=cache.controller_id,
         brokers=[
-            DescribeClusterResponse.DescribeClusterBroker(broker_id=b.broker_id, host=host, port=port, rack=b.rack)
+            DescribeClusterResponse.DescribeClusterBroker(broker_id=b.broker_id, host=host, port=port, rack=b.rack,
+                                                          is_fenced=False)
             for b, host, port in listener_endpoints(cache.brokers.values(), ctx.connection.security.name)
         ],
     )

@@ -6,6 +6,7 @@ on the storage's disk worker, not here)."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
@@ -31,7 +32,7 @@ def _result(index: int, code: int, base_offset: int = -1, append_time: int = -1,
                                     for i, m in record_errors or ()])
 
 
-@handles(ProduceRequest, ProduceResponse, versions=(3, 12), raw=True)
+@handles(ProduceRequest, ProduceResponse, versions=(3, 13), raw=True)
 async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | None:
     try:
         req = parse_produce_request(frame, ctx.header.body_offset, ctx.version)
@@ -39,13 +40,16 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | N
         raise CloseConnection(str(exc)) from None
     replicas = ctx.broker.replicas
     metrics = ctx.broker.metrics
+    by_id = ctx.broker.metadata.by_id
     acks = req.acks
-    results: dict[str, list[Any]] = {}
+    # answered per topic as the request named it: by name, or from v13 by topic id (KIP-516)
+    results: dict[str | bytes, list[Any]] = {}
     waits: list[tuple[Partition, asyncio.Future[None], Any]] = []
     flushes: list[tuple[asyncio.Future[None], Any]] = []
     any_error = False
     for topic in req.topics:
-        out = results.setdefault(topic.name, [])
+        name = topic.name if topic.topic_id is None else by_id.get(topic.topic_id, "")
+        out = results.setdefault(topic.name if topic.topic_id is None else topic.topic_id, [])
         for part in topic.partitions:
             if acks not in (0, 1, -1):
                 out.append(_result(part.index, ErrorCode.INVALID_REQUIRED_ACKS))
@@ -54,7 +58,9 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | N
             try:
                 if part.records is None or len(part.records) == 0:
                     raise KafkaError(ErrorCode.INVALID_RECORD, "Produce request has no records")
-                p = replicas.leader_partition(topic.name, part.index)
+                if not name:  # an id no topic has (or the zero id)
+                    raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, "unknown topic id")
+                p = replicas.leader_partition(name, part.index)
                 info = p.append_as_leader(part.records, acks)
             except RecordValidationError as exc:
                 out.append(_result(part.index, exc.code, message=exc.message, record_errors=exc.record_errors))
@@ -64,7 +70,7 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | N
                 out.append(_result(part.index, exc.code, message=exc.message))
                 any_error = True
                 continue
-            metrics.produced(topic.name, info.num_records, info.valid_bytes)
+            metrics.produced(name, info.num_records, info.valid_bytes)
             res = _result(part.index, 0, info.first_offset, info.log_append_time, p.log.log_start_offset)
             out.append(res)
             if info.durable is not None and acks != 0:
@@ -95,6 +101,8 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | N
                 # written, but the ISR shrank below min.insync.replicas while we waited
                 res.error_code, res.base_offset = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, -1
     return ProduceResponse(
-        responses=[_TopicResp(name=name, partition_responses=parts) for name, parts in results.items()],
+        responses=[_TopicResp(name=key, partition_responses=parts) if isinstance(key, str)
+                   else _TopicResp(name="", topic_id=uuid.UUID(bytes=key), partition_responses=parts)
+                   for key, parts in results.items()],
         throttle_time_ms=0,
     )

@@ -5,6 +5,7 @@ TxnOffsetCommit is with the other offset APIs in `groups`."""
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable
 from typing import Any
 
@@ -30,6 +31,7 @@ from kafka.protocol.producer import (
 from odradek.groups import OFFSETS_TOPIC
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.server.registry import RequestContext, handles
+from odradek.server.safe_regex import compile_safe_pattern
 from odradek.txn.markers import append_marker
 from odradek.txn.state import MAX_EPOCH, TxnState, now_ms
 
@@ -47,8 +49,15 @@ async def _error_of(outcome: Awaitable[object]) -> int:
 
 # ---- InitProducerId -----------------------------------------------------------------------------
 
+# Versions and transaction version 2 (KIP-890 part 2). ApiVersions finalizes no `transaction.version`
+# feature, so clients run transactions at version 0/1, and each API is served up to its last version that
+# does not imply version 2: InitProducerId 5, AddOffsetsToTxn 4, EndTxn 4 and TxnOffsetCommit 4 (those
+# versions only let the broker answer TRANSACTION_ABORTABLE, which Odradek never needs; EndTxn and
+# TxnOffsetCommit v5 mean version 2, InitProducerId v6 is KIP-939's two-phase commit, unstable in Kafka
+# 4.1). AddPartitionsToTxn stays at v3: v4+ are the brokers' batched verification (KIP-890 part 1).
 
-@handles(InitProducerIdRequest, InitProducerIdResponse, versions=(0, 4))
+
+@handles(InitProducerIdRequest, InitProducerIdResponse, versions=(0, 5))
 async def init_producer_id(ctx: RequestContext, request: Any) -> InitProducerIdResponse:
     """A transactional id's producer id and next epoch (from its coordinator); for an idempotent producer
     a fresh id, or its id with the epoch bumped (KIP-360)."""
@@ -99,7 +108,7 @@ async def add_partitions_to_txn(ctx: RequestContext, request: Any) -> AddPartiti
     return AddPartitionsToTxnResponse(throttle_time_ms=0, results_by_topic_v3_and_below=_topic_results(errors))
 
 
-@handles(AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, versions=(0, 3))
+@handles(AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, versions=(0, 4))
 async def add_offsets_to_txn(ctx: RequestContext, request: Any) -> AddOffsetsToTxnResponse:
     async def add() -> None:
         gc = ctx.broker.groups
@@ -114,7 +123,7 @@ async def add_offsets_to_txn(ctx: RequestContext, request: Any) -> AddOffsetsToT
 # ---- EndTxn ---------------------------------------------------------------------------------------
 
 
-@handles(EndTxnRequest, EndTxnResponse, versions=(0, 3))
+@handles(EndTxnRequest, EndTxnResponse, versions=(0, 4))
 async def end_txn(ctx: RequestContext, request: Any) -> EndTxnResponse:
     code = await _error_of(ctx.broker.transactions.end_txn(
         request.transactional_id, request.producer_id, request.producer_epoch, request.committed))
@@ -173,9 +182,20 @@ async def describe_transactions(ctx: RequestContext, request: Any) -> DescribeTr
 _STATES = {s.label: s for s in TxnState}
 
 
-@handles(ListTransactionsRequest, ListTransactionsResponse, versions=(0, 1))
+@handles(ListTransactionsRequest, ListTransactionsResponse, versions=(0, 2))
 async def list_transactions(ctx: RequestContext, request: Any) -> ListTransactionsResponse:
+    """Filters: states, producer ids, v1's minimum duration of an ongoing transaction, v2's pattern that
+    the whole transactional id must match (KIP-1152; null or empty: every id)."""
     state_cls = ListTransactionsResponse.TransactionState
+    pattern: re.Pattern[str] | None = None
+    if ctx.version >= 2 and request.transactional_id_pattern:
+        try:
+            pattern = compile_safe_pattern(request.transactional_id_pattern)
+        except ValueError as exc:
+            log.info("ListTransactions: invalid transactional id pattern %r: %s",
+                     request.transactional_id_pattern[:200], exc)
+            return ListTransactionsResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REGULAR_EXPRESSION,
+                                            unknown_state_filters=[], transaction_states=[])
     unknown = [s for s in request.state_filters or () if s not in _STATES]
     states = {_STATES[s] for s in request.state_filters or () if s in _STATES}
     pids = set(request.producer_id_filters or ())
@@ -190,6 +210,7 @@ async def list_transactions(ctx: RequestContext, request: Any) -> ListTransactio
                      transaction_state=md.state.label)
            for md in sorted(txns, key=lambda m: m.transactional_id)
            if (not states or md.state in states) and (not pids or md.producer_id in pids)
-           and (min_duration < 0 or (md.state is TxnState.ONGOING and now - md.start_ms >= min_duration))]
+           and (min_duration < 0 or (md.state is TxnState.ONGOING and now - md.start_ms >= min_duration))
+           and (pattern is None or pattern.fullmatch(md.transactional_id) is not None)]
     return ListTransactionsResponse(throttle_time_ms=0, error_code=0, unknown_state_filters=unknown,
                                     transaction_states=out)
