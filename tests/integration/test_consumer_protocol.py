@@ -197,8 +197,9 @@ def test_members_share_partitions_and_a_killed_member_is_replaced(broker: Broker
     c = spawn(broker.bootstrap, group, topic)
     wait_balanced([a, b, c], 6)
     assert sorted(len(m.assignment or []) for m in (a, b, c)) == [2, 2, 2]
-    described = describe(broker.port, group)
-    assert (described.error_code, described.group_state, described.assignor_name) == (0, "Stable", "uniform")
+    # the broker's view catches up with the members' at their next heartbeats
+    described = wait_until(lambda: _stable(broker.port, group), 20, "the group Stable")
+    assert (described.error_code, described.assignor_name) == (0, "uniform")
     assert described.group_epoch == described.assignment_epoch
     assert {m.member_epoch for m in described.members} == {described.assignment_epoch}
     assert {m.member_id for m in described.members} == {a.member, b.member, c.member}
@@ -325,6 +326,11 @@ def test_offsets_and_group_survive_a_broker_restart(brokers: BrokerPool, spawn: 
     c.close()
 
 
+def _stable(port: int, group: str) -> Any:
+    d = describe(port, group)
+    return d if d.group_state == "Stable" else None
+
+
 def _described_ok(port: int, group: str) -> Any:
     d = describe(port, group)
     return d if d.error_code == 0 and d.members else None
@@ -352,3 +358,40 @@ def test_an_empty_group_moves_between_protocols(broker: BrokerProcess) -> None:
     assert sorted(m.value() for m in _drain(back, 3)) == sorted(b"z%d" % i for i in range(3))
     back.close()
     assert describe(broker.port, group).error_code == 69
+
+
+def test_regex_subscription_takes_matching_topics_new_ones_too(broker: BrokerProcess) -> None:
+    prefix = _name("rx")
+    create_topic(broker.bootstrap, prefix + "-a", 2)
+    create_topic(broker.bootstrap, _name("other"), 2)
+    c = _consumer(broker.bootstrap, _name("g"))
+    c.subscribe([f"^{prefix}-.*"])  # librdkafka's mark of a regex; the broker resolves it (KIP-848)
+
+    def topics() -> set[str]:
+        c.poll(0.1)
+        return {tp.topic for tp in c.assignment()}
+
+    wait_until(lambda: topics() == {prefix + "-a"}, 30, lambda: f"the regex's topic, not {topics()}")
+    create_topic(broker.bootstrap, prefix + "-b", 1)
+    wait_until(lambda: topics() == {prefix + "-a", prefix + "-b"}, 30, lambda: f"both topics, not {topics()}")
+    assert len(c.assignment()) == 3
+    c.close()
+
+
+def test_static_member_restart_keeps_its_partitions(broker: BrokerProcess, spawn: Callable[..., Member]) -> None:
+    topic, group = _name("st"), _name("g")
+    create_topic(broker.bootstrap, topic, 4)
+    a = spawn(broker.bootstrap, group, topic, instance="inst-a")
+    b = spawn(broker.bootstrap, group, topic, instance="inst-b")
+    wait_balanced([a, b], 4)
+    mine, theirs = a.assignment, b.assignment
+    epoch = describe(broker.port, group).group_epoch
+    a.terminate()  # a static member's close is a temporary leave (epoch -2): it keeps its partitions
+    left = describe(broker.port, group)
+    assert {m.instance_id: m.member_epoch for m in left.members}["inst-a"] == -2
+    a2 = spawn(broker.bootstrap, group, topic, instance="inst-a")
+    wait_until(lambda: a2.assignment == mine, 30, lambda: f"the restarted instance's partitions {mine}, "
+                                                         f"not {a2.assignment}")
+    after = describe(broker.port, group)
+    assert after.group_epoch == epoch and b.assignment == theirs
+    assert {m.instance_id: m.member_id for m in after.members}["inst-a"] == a2.member
