@@ -26,7 +26,13 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import ConsumerGroupState, ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import (
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    ConsumerGroupType,
+    KafkaException,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from odradek.cli.common import (
@@ -61,6 +67,9 @@ STATES: dict[str, ConsumerGroupState] = {
     "Empty": ConsumerGroupState.EMPTY,
 }
 STATE_NAMES: dict[ConsumerGroupState, str] = {v: k for k, v in STATES.items()}
+# Kafka's group types (GroupType's names, as its tool prints them) and librdkafka's enum for each.
+TYPES: dict[str, ConsumerGroupType] = {"Classic": ConsumerGroupType.CLASSIC, "Consumer": ConsumerGroupType.CONSUMER}
+TYPE_NAMES: dict[ConsumerGroupType, str] = {v: k for k, v in TYPES.items()}
 REBALANCING = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
 
 DRY_RUN_WARNING = (
@@ -128,6 +137,9 @@ def build_parser() -> ArgParser:
     describe.add_argument("--offsets", action="store_true", help="partitions with offsets and lag (default)")
     describe.add_argument("--members", action="store_true", help="the members of the group")
     describe.add_argument("--verbose", action="store_true", help="more detail (assignments, leader epochs)")
+    describe.add_argument("--type", nargs="?", const="", metavar="TYPES",
+                          help="with --list: show the group types (classic, consumer), or only groups of these "
+                               "comma-separated types")
     describe.add_argument("--state", nargs="?", const="", metavar="STATES",
                           help="with --describe: the group's state; with --list: show states, or only "
                                "groups in these comma-separated states")
@@ -177,6 +189,8 @@ def validate(opts: argparse.Namespace) -> str:
     unavailable = [f for f in DESCRIBE_ONLY if _has(opts, f) and action != "describe"]
     if opts.state is not None and action not in ("describe", "list"):
         unavailable.append("state")
+    if opts.type is not None and action != "list":
+        unavailable.append("type")
     if unavailable:
         raise UsageError(f"Error: Option(s) [{', '.join(unavailable)}] are unavailable given other options "
                          "on the command line")
@@ -199,8 +213,11 @@ def validate(opts: argparse.Namespace) -> str:
             raise UsageError("Error: Option [describe] takes at most one of these options: [members], [offsets], [state]")
         if opts.state:
             raise UsageError("Error: Option [describe] does not take a value for [state]")
-    elif action == "list" and opts.state:
-        parse_states(opts.state)
+    elif action == "list":
+        if opts.state:
+            parse_states(opts.state)
+        if opts.type:
+            parse_types(opts.type)
     elif action == "delete":
         if not (opts.group or opts.all_groups):
             raise UsageError(f"Error: Option [delete] takes one of these options: {scope}")
@@ -258,6 +275,19 @@ def parse_states(text: str) -> list[str]:
             raise UsageError(f"Error: Invalid state list '{text}'. Valid states are: {', '.join(STATES)}")
         names.append(name)
     return names
+
+
+def parse_types(text: str) -> list[str]:
+    """'consumer,CLASSIC' -> ['Consumer', 'Classic'] (Kafka's names, any case)."""
+    names = {n.lower(): n for n in TYPES}
+    out = []
+    for part in text.split(","):
+        name = names.get(part.strip().lower())
+        if name is None:
+            raise UsageError(f"Error: Invalid type list '{text}'. Valid types are: "
+                             + ", ".join(n.lower() for n in TYPES))
+        out.append(name)
+    return out
 
 
 def parse_topic_arg(arg: str) -> tuple[str, list[int] | None]:
@@ -360,6 +390,11 @@ def state_name(description: Any) -> str:
     return STATE_NAMES.get(state, "Unknown") if state is not None else "Unknown"
 
 
+def type_name(listing: Any) -> str:
+    """Kafka's name of a group's type ('Classic', 'Consumer'); 'Unknown' when the broker did not say."""
+    return TYPE_NAMES.get(getattr(listing, "type", None), "Unknown")  # type: ignore[arg-type]
+
+
 def error_text(exc: BaseException) -> str:
     """'NAME: message' of a KafkaException, in Kafka's words where known."""
     err = exc.args[0] if exc.args else None
@@ -440,6 +475,10 @@ class MemberRow:
     host: str
     client_id: str
     assignment: list[TP]
+    # consumer groups (KIP-848) only, shown with --verbose
+    current_epoch: int | None = None
+    target_epoch: int | None = None
+    target: list[TP] | None = None
 
 
 def assignment_text(assignment: Iterable[TP]) -> str:
@@ -460,24 +499,39 @@ def members_table(rows: Sequence[MemberRow], verbose: bool = False) -> list[str]
     if with_instance:
         widths.append(max([17] + [len(r.group_instance_id) for r in rows]))
     widths += [max([15] + [len(r.host) for r in rows]), max([15] + [len(r.client_id) for r in rows]), 15]
-    if verbose:
+    modern = verbose and any(r.current_epoch is not None for r in rows)
+    if modern:
+        # Kafka 4's columns for a consumer group: the member's epoch and assignment, and its target
+        current_w = max([20] + [len(assignment_text(r.assignment)) for r in rows])
+        head += ["CURRENT-EPOCH", "CURRENT-ASSIGNMENT", "TARGET-EPOCH", "TARGET-ASSIGNMENT"]
+        widths += [15, current_w, 15]
+    elif verbose:
         head.append("ASSIGNMENT")
     lines = [table_line(widths, head)]
     for r in rows:
         values: list[Any] = [r.group, r.consumer_id] + ([r.group_instance_id] if with_instance else [])
         values += [r.host, r.client_id, len(r.assignment)]
-        if verbose:
+        if modern:
+            values += [_shown(r.current_epoch), assignment_text(r.assignment), _shown(r.target_epoch),
+                       assignment_text(r.target or [])]
+        elif verbose:
             values.append(assignment_text(r.assignment))
         lines.append(table_line(widths, values))
     return lines
 
 
-def state_table(group: str, coordinator: str, strategy: str, state: str, members: int) -> list[str]:
+def state_table(group: str, coordinator: str, strategy: str, state: str, members: int,
+                epochs: tuple[int, int] | None = None) -> list[str]:
+    """With `epochs` (a consumer group's group epoch and target assignment epoch, --verbose), Kafka 4's
+    two extra columns."""
     widths = [max(15, len(group)), max(25, len(coordinator)), 20, 20]
-    return [
-        table_line(widths, ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"]),
-        table_line(widths, [group, coordinator, strategy or MISSING, state, members]),
-    ]
+    head = ["GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE"]
+    values: list[Any] = [group, coordinator, strategy or MISSING, state]
+    if epochs is not None:
+        widths += [15, 25]
+        head += ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"]
+        values += list(epochs)
+    return [table_line(widths, head + ["#MEMBERS"]), table_line(widths, values + [members])]
 
 
 def reset_table(results: dict[str, dict[TP, int]]) -> list[str]:
@@ -536,11 +590,14 @@ class ConsumerGroups:
         except TimeoutError:
             raise CliError(f"Error: no answer from the cluster within {self.opts.timeout_ms} ms") from None
 
-    def list_groups(self, states: Iterable[str] = ()) -> list[Any]:
+    def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()) -> list[Any]:
         kwargs: dict[str, Any] = {"request_timeout": self.timeout}
         wanted = {STATES[s] for s in states}
         if wanted:
             kwargs["states"] = wanted
+        kinds = {TYPES[t] for t in types}
+        if kinds:
+            kwargs["types"] = kinds
         result = self.wait(self.admin.list_consumer_groups(**kwargs))
         if result.errors and not result.valid:
             raise CommandFailed(kafka_message(KafkaException(result.errors[0])))
@@ -607,13 +664,25 @@ class ConsumerGroups:
     # --list
 
     def do_list(self) -> int:
-        if self.opts.state is None:
+        if self.opts.state is None and self.opts.type is None:
             out(g.group_id for g in self.list_groups())
             return 0
-        listings = self.list_groups(parse_states(self.opts.state) if self.opts.state else ())
+        listings = self.list_groups(parse_states(self.opts.state) if self.opts.state else (),
+                                    parse_types(self.opts.type) if self.opts.type else ())
         widths = [max([15] + [len(g.group_id) for g in listings]) + 10]
-        out([table_line(widths, ["GROUP", "STATE"])])
-        out(table_line(widths, [g.group_id, state_name(g)]) for g in listings)
+        head = ["GROUP"]
+        if self.opts.type is not None:
+            head.append("TYPE")
+            widths.append(max([10] + [len(type_name(g)) for g in listings]) + 5)
+        if self.opts.state is not None:
+            head.append("STATE")
+
+        def row(g: Any) -> list[str]:
+            return [g.group_id] + ([type_name(g)] if self.opts.type is not None else []) + (
+                [state_name(g)] if self.opts.state is not None else [])
+
+        out([table_line(widths, head)])
+        out(table_line(widths, row(g)) for g in listings)
         return 0
 
     # --describe
@@ -670,9 +739,13 @@ class ConsumerGroups:
 
     def describe_members(self, group: str, description: Any) -> None:
         state = state_name(description)
+        modern = self.consumer_group_details(group, description) if self.opts.verbose else None
+        epochs = {m.member_id: m.member_epoch for m in modern.members} if modern is not None else {}
         rows = [
             MemberRow(group, m.member_id or MISSING, m.group_instance_id or "", m.host or MISSING,
-                      m.client_id or MISSING, sorted(_assignment(m)))
+                      m.client_id or MISSING, sorted(_assignment(m)), epochs.get(m.member_id),
+                      modern.assignment_epoch if modern is not None else None,
+                      sorted(_assignment(m, "target_assignment")) if modern is not None else None)
             for m in (getattr(description, "members", None) or [])
         ]
         if self._announce(group, state, len(rows)):
@@ -685,8 +758,38 @@ class ConsumerGroups:
             return
         node = description.coordinator
         coordinator = f"{node.host}:{node.port}  ({node.id})" if node is not None else MISSING
+        modern = self.consumer_group_details(group, description) if self.opts.verbose else None
+        epochs = (modern.group_epoch, modern.assignment_epoch) if modern is not None else None
+        if modern is not None:
+            state = modern.group_state or state  # librdkafka knows no Assigning/Reconciling
         out()
-        out(state_table(group, coordinator, description.partition_assignor or "", state, len(description.members)))
+        out(state_table(group, coordinator, description.partition_assignor or "", state, len(description.members),
+                        epochs))
+
+    def consumer_group_details(self, group: str, description: Any) -> Any:
+        """ConsumerGroupDescribe at the coordinator, for what librdkafka does not expose (the epochs);
+        None for a classic group or when the coordinator does not answer."""
+        if description is None or getattr(description, "type", None) != ConsumerGroupType.CONSUMER:
+            return None
+        from odradek.cli.broker_connection import BrokerConnection
+        from odradek.protocol.kip848 import ConsumerGroupDescribeRequest
+
+        node = description.coordinator
+        if node is None:
+            return None
+        try:
+            conn = BrokerConnection(node.host, node.port, "odradek-consumer-groups", self.timeout)
+        except OSError:
+            return None
+        try:
+            response = conn.request(ConsumerGroupDescribeRequest(group_ids=[group], include_authorized_operations=False),
+                                    0)
+        except CliError:
+            return None
+        finally:
+            conn.close()
+        found = next((g for g in response.groups if g.group_id == group and g.error_code == 0), None)
+        return found
 
     # --delete
 
@@ -911,8 +1014,8 @@ class ConsumerGroups:
         return first, errors
 
 
-def _assignment(member: Any) -> list[TP]:
-    assignment = getattr(member, "assignment", None)
+def _assignment(member: Any, which: str = "assignment") -> list[TP]:
+    assignment = getattr(member, which, None)
     return [(tp.topic, tp.partition) for tp in getattr(assignment, "topic_partitions", None) or []]
 
 

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from odradek.groups import OFFSETS_TOPIC, schemas
+from odradek.groups import OFFSETS_TOPIC, consumer_schemas, schemas
 from odradek.groups.store import GroupOwner, LoadedGroup
 from odradek.server.internal_topic import (
     InternalTopicStore,
@@ -39,11 +39,24 @@ def replay(records: Iterable[tuple[bytes | None, bytes | None]]) -> dict[str, Lo
             _apply(groups, raw_key, raw_value)
         except schemas.SchemaError as exc:
             log.warning("Skipping malformed record in %s: %s", OFFSETS_TOPIC, exc)
-    return {gid: g for gid, g in groups.items() if g.metadata is not None or g.offsets}
+    return {gid: g for gid, g in groups.items()
+            if g.metadata is not None or g.offsets or (g.consumer is not None and g.consumer.epoch is not None)}
 
 
 def _apply(groups: dict[str, LoadedGroup], raw_key: bytes | None, raw_value: bytes | None) -> None:
     if raw_key is None:
+        return
+    record_type = int.from_bytes(bytes(raw_key[:2]), "big", signed=True) if len(raw_key) >= 2 else -1
+    if record_type in consumer_schemas.RECORD_TYPES:
+        if record_type == consumer_schemas.PARTITION_METADATA:
+            return  # recomputed from the cluster's metadata (see consumer_schemas)
+        ckey = consumer_schemas.decode_key(record_type, bytes(raw_key))
+        entry = groups.setdefault(ckey.group, LoadedGroup())
+        if entry.consumer is None:
+            entry.consumer = consumer_schemas.LoadedConsumerGroup()
+        entry.consumer.apply(ckey, None if raw_value is None else bytes(raw_value))
+        if ckey.record_type == consumer_schemas.GROUP_METADATA and raw_value is not None:
+            entry.metadata = None  # a consumer group replaced the classic group of this id
         return
     key = schemas.decode_key(raw_key)
     if isinstance(key, schemas.OffsetKey):
@@ -54,7 +67,10 @@ def _apply(groups: dict[str, LoadedGroup], raw_key: bytes | None, raw_value: byt
         else:
             entry.offsets[(key.topic, key.partition)] = value
     elif key is not None:
-        groups.setdefault(key.group, LoadedGroup()).metadata = schemas.decode_group_value(raw_value)
+        entry = groups.setdefault(key.group, LoadedGroup())
+        entry.metadata = schemas.decode_group_value(raw_value)
+        if entry.metadata is not None and entry.consumer is not None:
+            entry.consumer = None  # a classic group replaced the consumer group of this id
 
 
 def offsets_topic_settings(cfg: Any) -> TopicSettings:

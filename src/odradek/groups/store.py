@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from odradek.cluster.znodes import BrokerInfo
+from odradek.groups.consumer_schemas import LoadedConsumerGroup
 from odradek.groups.schemas import GroupValue, OffsetValue, Records, TopicPartition
 
 
@@ -23,6 +24,8 @@ class LoadedGroup:
     offsets: dict[TopicPartition, OffsetValue] = field(default_factory=dict)
     # offsets of transactions not yet committed or aborted, by producer id (TxnOffsetCommit)
     pending_txn: dict[int, dict[TopicPartition, OffsetValue]] = field(default_factory=dict)
+    # the records of a KIP-848 consumer group (`odradek.groups.consumer_schemas`), if any
+    consumer: LoadedConsumerGroup | None = None
 
 
 class GroupOwner(Protocol):

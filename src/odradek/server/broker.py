@@ -13,6 +13,7 @@ from typing import Any
 
 from odradek.aio import TaskSet
 from odradek.cluster import znodes as zn
+from odradek.cluster.assignment import INTERNAL_TOPICS
 from odradek.cluster.controller import Controller
 from odradek.cluster.embedded import STORE_FILE, EmbeddedStore
 from odradek.cluster.metadata import MetadataCache
@@ -28,6 +29,12 @@ from odradek.cluster.store import (
 from odradek.cluster.topic_admin import TopicAdmin
 from odradek.config import BrokerConfig, Listener
 from odradek.config_keys import ConfigError
+from odradek.groups.consumer_coordinator import (
+    ConsumerGroupCoordinator,
+    ConsumerGroupSettings,
+    MetadataTopics,
+    SplitStore,
+)
 from odradek.groups.coordinator import GroupCoordinator, GroupSettings
 from odradek.groups.offsets import OffsetStore
 from odradek.replication.manager import ReplicaManager
@@ -118,8 +125,13 @@ class Broker:
         await self._register()
         await self.metadata.start()
         self.replicas.start()
-        self.groups = GroupCoordinator(GroupSettings.from_config(cfg), OffsetStore(self))
+        offsets = OffsetStore(self)
+        self.consumer_groups = ConsumerGroupCoordinator(ConsumerGroupSettings.from_config(cfg), offsets,
+                                                        MetadataTopics(self.metadata, INTERNAL_TOPICS))
+        self.groups = GroupCoordinator(GroupSettings.from_config(cfg), SplitStore(offsets, self.consumer_groups))
+        self.consumer_groups.classic = self.groups
         await self.groups.start()
+        await self.consumer_groups.start()
         self.transactions = TransactionCoordinator(self)
         self.transactions.start()
         self.controller = Controller(
@@ -323,6 +335,8 @@ class Broker:
         log.info("%s shutting down", self.prefix)
         if getattr(self, "transactions", None) is not None:
             await self.transactions.shutdown()
+        if getattr(self, "consumer_groups", None) is not None:
+            await self.consumer_groups.shutdown()
         if getattr(self, "groups", None) is not None:
             await self.groups.shutdown()
         if hasattr(self, "replicas") and self.config.zookeeper_connect and self.config.get("controlled.shutdown.enable"):

@@ -22,6 +22,7 @@ from odradek.server.handlers import (  # noqa: F401
     api_versions,
     cluster,
     configs,
+    consumer_groups,
     fetch,
     groups,
     log_dirs,

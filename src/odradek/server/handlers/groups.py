@@ -3,7 +3,9 @@ OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups, OffsetDelet
 
 The handlers translate between the wire messages (per version) and `odradek.groups.coordinator`; all
 group logic lives there. The coordinator hangs off the broker as `broker.groups`, built and started before
-the broker accepts connections.
+the broker accepts connections. The offsets and admin APIs of a KIP-848 consumer group go to
+`broker.consumer_groups` instead (`odradek.groups.consumer_coordinator`, which says which groups it owns);
+ListGroups lists both kinds, with their type from v5.
 """
 
 from __future__ import annotations
@@ -36,8 +38,13 @@ from kafka.protocol.consumer.group import OffsetDeleteRequest, OffsetDeleteRespo
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.producer import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
+from odradek.groups.consumer_coordinator import (
+    GROUP_TYPE_CLASSIC,
+    GROUP_TYPE_CONSUMER,
+    ConsumerGroupCoordinator,
+)
 from odradek.groups.coordinator import GroupCoordinator
-from odradek.groups.group import GroupState, JoinRequest, MemberProfile, now_ms
+from odradek.groups.group import GroupState, GroupSummary, JoinRequest, JoinResult, MemberProfile, now_ms
 from odradek.groups.schemas import OffsetValue, TopicPartition
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.server.authorized_operations import GROUP_OPERATIONS, authorized
@@ -50,6 +57,11 @@ KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION = 0, 1
 def coordinator(ctx: RequestContext) -> GroupCoordinator:
     gc: GroupCoordinator = ctx.broker.groups
     return gc
+
+
+def consumer_groups(ctx: RequestContext) -> ConsumerGroupCoordinator:
+    cg: ConsumerGroupCoordinator = ctx.broker.consumer_groups
+    return cg
 
 
 def _client_host(ctx: RequestContext) -> str:
@@ -129,7 +141,12 @@ def _join_request(ctx: RequestContext, request: Any) -> JoinRequest:
 @handles(JoinGroupRequest, JoinGroupResponse, versions=(0, 9))
 async def join_group(ctx: RequestContext, request: Any) -> JoinGroupResponse:
     gc = coordinator(ctx)
-    res = await gc.join(_join_request(ctx, request))
+    req = _join_request(ctx, request)
+    try:
+        await consumer_groups(ctx).before_classic_join(req.group_id)
+        res = await gc.join(req)
+    except KafkaError as exc:
+        res = JoinResult(exc.code, req.member_id)
     protocol_name = res.protocol_name if res.protocol_name is not None or ctx.version >= 7 else ""
     return JoinGroupResponse(
         throttle_time_ms=0,
@@ -234,7 +251,12 @@ async def offset_commit(ctx: RequestContext, request: Any) -> OffsetCommitRespon
     now = now_ms()
     retention = request.retention_time_ms if v <= 4 else -1
     errors, valid = _valid_offsets(ctx, gc, request.topics, lambda p: _offset_value(ctx, p, now, retention))
-    if valid:
+    cg = consumer_groups(ctx)
+    if valid and cg.owns(request.group_id):
+        err = await cg.commit(request.group_id or "", request.generation_id_or_member_epoch, request.member_id or "",
+                              v, valid)
+        errors.update(dict.fromkeys(valid, err))
+    elif valid:
         err = await gc.commit(request.group_id or "", request.generation_id_or_member_epoch, request.member_id or "",
                               request.group_instance_id if v >= 7 else None, valid)
         errors.update(dict.fromkeys(valid, err))
@@ -251,7 +273,12 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> TxnOffsetCommi
     now = now_ms()
     errors, valid = _valid_offsets(ctx, gc, request.topics, lambda p: OffsetValue(
         p.committed_offset, p.committed_metadata or "", now, -1, p.committed_leader_epoch if v >= 2 else -1))
-    if valid:
+    cg = consumer_groups(ctx)
+    if valid and cg.owns(request.group_id):
+        err = await cg.txn_commit(request.group_id or "", request.producer_id, request.producer_epoch,
+                                  request.generation_id if v >= 3 else -1, request.member_id if v >= 3 else "", valid)
+        errors.update(dict.fromkeys(valid, err))
+    elif valid:
         err = await gc.txn_commit(request.group_id or "", request.producer_id, request.producer_epoch,
                                   request.generation_id if v >= 3 else -1, request.member_id if v >= 3 else "",
                                   request.group_instance_id if v >= 3 else None, valid)
@@ -266,9 +293,12 @@ def _requested(topics: Any) -> list[TopicPartition] | None:
     return [(t.name, p) for t in topics for p in t.partition_indexes]
 
 
-async def _fetch_group(gc: GroupCoordinator, group_id: str, wanted: list[TopicPartition] | None,
+async def _fetch_group(gc: GroupCoordinator, cg: ConsumerGroupCoordinator, group_id: str,
+                       wanted: list[TopicPartition] | None, member: tuple[str | None, int] = (None, -1),
                        ) -> tuple[ErrorCode, list[tuple[TopicPartition, OffsetValue | None]]]:
     try:
+        if cg.owns(group_id):
+            return ErrorCode.NONE, await cg.fetch_offsets(group_id, member[0], member[1], wanted)
         return ErrorCode.NONE, await gc.fetch_offsets(group_id, wanted)
     except KafkaError as exc:
         return exc.code, [(tp, None) for tp in wanted or []]
@@ -282,7 +312,8 @@ def _by_topic(entries: list[tuple[TopicPartition, OffsetValue | None, ErrorCode]
     return out
 
 
-def _stable(gc: GroupCoordinator, group_id: str, entries: list[tuple[TopicPartition, OffsetValue | None]],
+def _stable(gc: GroupCoordinator | ConsumerGroupCoordinator, group_id: str,
+            entries: list[tuple[TopicPartition, OffsetValue | None]],
             require_stable: bool) -> list[tuple[TopicPartition, OffsetValue | None, ErrorCode]]:
     """KIP-447: with require_stable, a partition with an offset in an open transaction answers
     UNSTABLE_OFFSET_COMMIT (the consumer retries) instead of an offset about to change."""
@@ -303,11 +334,12 @@ def _partition_fields(partition: int, value: OffsetValue | None, err: ErrorCode)
 @handles(OffsetFetchRequest, OffsetFetchResponse, versions=(1, 9))
 async def offset_fetch(ctx: RequestContext, request: Any) -> OffsetFetchResponse:
     gc = coordinator(ctx)
+    cg = consumer_groups(ctx)
     if ctx.version >= 8:
-        return await _offset_fetch_groups(gc, request)
+        return await _offset_fetch_groups(gc, cg, request, ctx.version)
     group_id = request.group_id or ""
-    err, entries = await _fetch_group(gc, group_id, _requested(request.topics))
-    stable = _stable(gc, group_id, entries, ctx.version >= 7 and request.require_stable)
+    err, entries = await _fetch_group(gc, cg, group_id, _requested(request.topics))
+    stable = _stable(cg if cg.owns(group_id) else gc, group_id, entries, ctx.version >= 7 and request.require_stable)
     topic_cls = OffsetFetchResponse.OffsetFetchResponseTopic
     part_cls = topic_cls.OffsetFetchResponsePartition
     return OffsetFetchResponse(throttle_time_ms=0, error_code=err, topics=[
@@ -317,7 +349,8 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> OffsetFetchResponse
     ])
 
 
-async def _offset_fetch_groups(gc: GroupCoordinator, request: Any) -> OffsetFetchResponse:
+async def _offset_fetch_groups(gc: GroupCoordinator, cg: ConsumerGroupCoordinator, request: Any,
+                               version: int) -> OffsetFetchResponse:
     group_cls = OffsetFetchResponse.OffsetFetchResponseGroup
     topic_cls = group_cls.OffsetFetchResponseTopics
     part_cls = topic_cls.OffsetFetchResponsePartitions
@@ -329,8 +362,10 @@ async def _offset_fetch_groups(gc: GroupCoordinator, request: Any) -> OffsetFetc
         if key in seen:
             continue
         seen.add(key)
-        err, entries = await _fetch_group(gc, g.group_id or "", _requested(g.topics))
-        stable = _stable(gc, g.group_id or "", entries, request.require_stable)
+        # v9+: a consumer group member names itself (KIP-848) and is checked by member epoch
+        member = (g.member_id, g.member_epoch) if version >= 9 else (None, -1)
+        err, entries = await _fetch_group(gc, cg, g.group_id or "", _requested(g.topics), member)
+        stable = _stable(cg if cg.owns(g.group_id) else gc, g.group_id or "", entries, request.require_stable)
         groups.append(group_cls(group_id=g.group_id, error_code=err, topics=[
             topic_cls(name=topic, partitions=[part_cls(**_partition_fields(p, value, err or perr))
                                               for p, value, perr in parts])
@@ -349,8 +384,12 @@ async def offset_delete(ctx: RequestContext, request: Any) -> OffsetDeleteRespon
                 errors[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions
               if (t.name, p.partition_index) not in errors]
+    cg = consumer_groups(ctx)
     try:
-        errors.update(await gc.delete_offsets(request.group_id or "", wanted))
+        if cg.owns(request.group_id):
+            errors.update(await cg.delete_offsets(request.group_id or "", wanted))
+        else:
+            errors.update(await gc.delete_offsets(request.group_id or "", wanted))
     except KafkaError as exc:
         return OffsetDeleteResponse(error_code=exc.code, throttle_time_ms=0, topics=[])
     topic_cls = OffsetDeleteResponse.OffsetDeleteResponseTopic
@@ -392,10 +431,19 @@ def _described(ctx: RequestContext, request: Any, group_id: str, summary: Any,
 @handles(DescribeGroupsRequest, DescribeGroupsResponse, versions=(0, 6))
 async def describe_groups(ctx: RequestContext, request: Any) -> DescribeGroupsResponse:
     gc = coordinator(ctx)
+    cg = consumer_groups(ctx)
     out = []
     # Each group once: a group's description can be large (its members' metadata and assignments), and
     # naming it many times in one small request must not multiply the response.
     for group_id in dict.fromkeys(request.groups):
+        if cg.owns(group_id):
+            # as Kafka: a consumer group is not described here (ConsumerGroupDescribe does); v0-5 see it
+            # Dead, v6 GROUP_ID_NOT_FOUND with the reason
+            described = _described(ctx, request, group_id, GroupSummary(group_id, "Dead", "", "", []), ErrorCode.NONE)
+            if ctx.version >= 6:
+                described.error_message = f"Group {group_id} is not a classic group."
+            out.append(described)
+            continue
         try:
             summary, err = await gc.describe(group_id or ""), ErrorCode.NONE
         except KafkaError as exc:
@@ -404,23 +452,20 @@ async def describe_groups(ctx: RequestContext, request: Any) -> DescribeGroupsRe
     return DescribeGroupsResponse(throttle_time_ms=0, groups=out)
 
 
-CLASSIC_GROUP_TYPE = "classic"  # KIP-848's name for the groups of the classic protocol, the only kind here
-
-
 @handles(ListGroupsRequest, ListGroupsResponse, versions=(0, 5))
 async def list_groups(ctx: RequestContext, request: Any) -> ListGroupsResponse:
-    """v4 filters by state, v5 by group type (case-insensitive, as Kafka): every group here is classic,
-    so a types filter without "classic" lists none."""
+    """Classic and consumer (KIP-848) groups; v4 filters by state, v5 by group type (both case-insensitive,
+    as Kafka)."""
     gc = coordinator(ctx)
-    states = set(request.states_filter or []) if ctx.version >= 4 else None
-    err, groups = gc.list_groups(states or None)
-    types = {t.lower() for t in request.types_filter or ()} if ctx.version >= 5 else set()
-    if types and CLASSIC_GROUP_TYPE not in types:
-        groups = []
+    states = {s.lower() for s in request.states_filter or []} if ctx.version >= 4 else set()
+    types = {t.lower() for t in request.types_filter or []} if ctx.version >= 5 else set()
+    err, classic = gc.list_groups(None)
+    listed = [(gid, ptype, state, GROUP_TYPE_CLASSIC) for gid, ptype, state in classic]
+    listed += [(gid, ptype, state, GROUP_TYPE_CONSUMER) for gid, ptype, state in consumer_groups(ctx).list_groups()]
     return ListGroupsResponse(throttle_time_ms=0, error_code=err, groups=[
-        ListGroupsResponse.ListedGroup(group_id=gid, protocol_type=ptype, group_state=state,
-                                       group_type=CLASSIC_GROUP_TYPE)
-        for gid, ptype, state in groups
+        ListGroupsResponse.ListedGroup(group_id=gid, protocol_type=ptype, group_state=state, group_type=gtype)
+        for gid, ptype, state, gtype in sorted(listed)
+        if (not states or state.lower() in states) and (not types or gtype in types)
     ])
 
 
@@ -428,7 +473,11 @@ async def list_groups(ctx: RequestContext, request: Any) -> ListGroupsResponse:
 async def delete_groups(ctx: RequestContext, request: Any) -> DeleteGroupsResponse:
     gc = coordinator(ctx)
     results = []
+    cg = consumer_groups(ctx)
     for group_id in request.groups_names:
-        err = await gc.delete_group(group_id or "")
+        if cg.owns(group_id):
+            err = await cg.delete_group(group_id or "")
+        else:
+            err = await gc.delete_group(group_id or "")
         results.append(DeleteGroupsResponse.DeletableGroupResult(group_id=group_id, error_code=err))
     return DeleteGroupsResponse(throttle_time_ms=0, results=results)

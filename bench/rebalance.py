@@ -1,0 +1,154 @@
+"""Rebalance settle times: a group of 10 members over one topic of 100 partitions, three ways in the same
+run on the same broker: the classic protocol with an eager assignor (range), the classic protocol with
+cooperative-sticky (incremental), and KIP-848's consumer protocol (server-side uniform assignor).
+
+For each: 9 members start and settle; then (a) a 10th joins, timed until every partition is owned by
+exactly one member and all 10 own some; then (b) one member is killed with SIGKILL, timed until the 9
+left own everything again (this includes the session timeout, the same for both protocols, printed
+beside: what matters is the time after it). Members are confluent-kafka (librdkafka) subprocesses that
+report their assignment as JSON lines; the timer runs in this process.
+
+    python bench/rebalance.py                      # 10 members, 100 partitions, 6 s sessions
+    python bench/rebalance.py --members 5 --partitions 30 --session-ms 3000
+    python bench/rebalance.py --modes consumer     # one kind only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.clients import create_topic  # noqa: E402
+from tests.harness import BrokerProcess  # noqa: E402
+
+MEMBER = r"""
+import json, signal, sys
+from confluent_kafka import Consumer
+cfg = json.loads(sys.argv[1])
+stop = []
+signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
+conf = {"bootstrap.servers": cfg["bootstrap"], "group.id": cfg["group"], "auto.offset.reset": "latest",
+        "enable.auto.commit": False}
+if cfg["mode"] == "consumer":
+    conf["group.protocol"] = "consumer"
+else:
+    conf.update({"session.timeout.ms": cfg["session"], "heartbeat.interval.ms": cfg["heartbeat"],
+                 "partition.assignment.strategy": "range" if cfg["mode"] == "eager" else "cooperative-sticky"})
+c = Consumer(conf)
+c.subscribe([cfg["topic"]])
+last = None
+while not stop:
+    c.poll(0.02)
+    now = sorted(p.partition for p in c.assignment())
+    if now != last:
+        last = now
+        print(json.dumps(now), flush=True)
+c.close()
+"""
+
+MODES = {"eager": "classic, range (eager)", "cooperative": "classic, cooperative-sticky", "consumer": "KIP-848 consumer"}
+
+
+class Member:
+    def __init__(self, cfg: dict[str, object]) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", MEMBER, json.dumps(cfg)], stdout=subprocess.PIPE,
+                                     stderr=None if os.environ.get("BENCH_DEBUG") else subprocess.DEVNULL, text=True)
+        self.assignment: list[int] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                self.assignment = json.loads(line)
+            except ValueError:
+                continue
+
+    def stop(self, kill: bool = False) -> None:
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL if kill else signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+
+
+def settled(members: list[Member], partitions: int) -> bool:
+    owned = [m.assignment for m in members]
+    return all(owned) and sorted(p for a in owned for p in a) == list(range(partitions))
+
+
+def wait_settled(members: list[Member], partitions: int, timeout: float) -> float:
+    start = time.monotonic()
+    while not settled(members, partitions):
+        if time.monotonic() - start > timeout:
+            raise TimeoutError(f"not settled after {timeout:g} s: {[len(m.assignment) for m in members]}")
+        time.sleep(0.01)
+    return time.monotonic() - start
+
+
+def run_mode(mode: str, broker: BrokerProcess, args: argparse.Namespace) -> tuple[float, float]:
+    topic = f"rebalance-{mode}-{uuid.uuid4().hex[:6]}"
+    create_topic(broker.bootstrap, topic, args.partitions)
+    cfg = {"bootstrap": broker.bootstrap, "group": "g-" + topic, "topic": topic, "mode": mode,
+           "session": args.session_ms, "heartbeat": args.heartbeat_ms}
+    members: list[Member] = []
+    try:
+        # one at a time: many classic members starting at once can hit the classic coordinator's open
+        # join race (see tests/integration/test_groups.py), which is not what this measures
+        for _ in range(args.members - 1):
+            members.append(Member(cfg))
+            wait_settled(members, args.partitions, 120)
+        members.append(Member(cfg))
+        join = wait_settled(members, args.partitions, 120)
+        victim = members.pop(0)
+        victim.stop(kill=True)
+        kill = wait_settled(members, args.partitions, 120 + args.session_ms / 1000)
+        return join, kill
+    finally:
+        for m in members:
+            m.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--members", type=int, default=10)
+    parser.add_argument("--partitions", type=int, default=100)
+    parser.add_argument("--session-ms", type=int, default=6000)
+    parser.add_argument("--heartbeat-ms", type=int, default=1000)
+    parser.add_argument("--modes", default=",".join(MODES), help=f"comma-separated, of {', '.join(MODES)}")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="odradek-rebalance-") as tmp:
+        broker = BrokerProcess(Path(tmp), overrides={
+            "group.initial.rebalance.delay.ms": "0",
+            "group.min.session.timeout.ms": str(min(args.session_ms, 6000)),
+            "group.consumer.session.timeout.ms": str(args.session_ms),
+            "group.consumer.min.session.timeout.ms": str(min(args.session_ms, 45000)),
+            "group.consumer.heartbeat.interval.ms": str(args.heartbeat_ms),
+            "group.consumer.min.heartbeat.interval.ms": str(min(args.heartbeat_ms, 5000)),
+        }).start()
+        try:
+            print(f"{args.members} members, {args.partitions} partitions, session {args.session_ms} ms, "
+                  f"heartbeat {args.heartbeat_ms} ms")
+            print(f"{'protocol':<30} {'join settle s':>14} {'kill settle s':>14} {'after session s':>16}")
+            for mode in args.modes.split(","):
+                join, kill = run_mode(mode.strip(), broker, args)
+                print(f"{MODES[mode.strip()]:<30} {join:>14.2f} {kill:>14.2f} {kill - args.session_ms / 1000:>16.2f}",
+                      flush=True)
+        finally:
+            broker.stop()
+
+
+if __name__ == "__main__":
+    main()

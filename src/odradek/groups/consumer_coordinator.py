@@ -1,0 +1,863 @@
+"""The coordinator of KIP-848 consumer groups (`group.protocol=consumer`), beside the classic one.
+
+It serves ConsumerGroupHeartbeat and ConsumerGroupDescribe over the state in
+`odradek.groups.consumer_group`, the offsets APIs for groups of this type (commits validated by member
+epoch), and the hand-over of an *empty* group between the two protocols (KIP-848's online migration for
+empty groups: a classic group with no members becomes a consumer group on a consumer heartbeat, a
+consumer group with no members becomes a classic group on a JoinGroup; `group.consumer.migration.policy`).
+
+Timers: each member's session (`group.consumer.session.timeout.ms`, restarted by every heartbeat: a
+member that stops heartbeating is removed, its partitions freed) and, while a member owes a revocation,
+its rebalance timeout (a member that does not revoke in time is removed too).
+
+Every change is written to the group's `__consumer_offsets` partition in Kafka's record formats
+(`odradek.groups.consumer_schemas`) before the heartbeat is answered, so a broker that loads the partition
+(fail-over, restart) serves the group as it was. Memory is changed first and the records follow; a failed
+write answers the heartbeat with the store's error (the member retries) and leaves memory ahead of the
+log until the next successful write of the same keys — departure: Kafka rolls memory back (its timeline
+data structures).
+
+The classic coordinator is not modified: both share the broker's `GroupStore`, whose loads pass through
+`SplitOwner` (consumer groups here, the rest to the classic coordinator), and the request handlers ask
+`owns(group_id)` to route the offsets and admin APIs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from odradek.aio import TaskSet
+from odradek.cluster.znodes import BrokerInfo
+from odradek.groups import consumer_schemas as cs
+from odradek.groups.assignors import configured_assignors
+from odradek.groups.consumer_group import (
+    JOIN_EPOCH,
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    ConsumerGroup,
+    ConsumerMember,
+    MemberState,
+    TopicInfo,
+    compile_regex,
+    now_ms,
+    reconcile,
+    same_assignment,
+)
+from odradek.groups.group import Group, GroupState
+from odradek.groups.schemas import OffsetValue, Records, TopicPartition, group_records, offset_records
+from odradek.groups.store import GroupOwner, GroupStore, LoadedGroup
+from odradek.protocol.errors import ErrorCode, KafkaError
+
+log = logging.getLogger("odradek.groups.consumer")
+
+Assignment = cs.Assignment
+GROUP_TYPE_CONSUMER = "consumer"
+GROUP_TYPE_CLASSIC = "classic"
+# The member metadata cannot name a regex refresh interval; Kafka re-resolves regexes in the background
+# every few seconds. Here a heartbeat re-resolves its group's regexes when they are older than this.
+REGEX_REFRESH_MS = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupSettings:
+    enabled: bool = True
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 5_000
+    max_size: int = 2**31 - 1
+    assignors: tuple[str, ...] = ("uniform", "range")
+    migration_policy: str = "bidirectional"
+    metadata_max_bytes: int = 4096
+    retention_ms: int = 7 * 24 * 3600 * 1000
+    retention_check_interval_ms: int = 600_000
+
+    @classmethod
+    def from_config(cls, config: Any) -> ConsumerGroupSettings:
+        def get(key: str) -> Any:
+            return config.get(key)
+
+        session = min(max(int(get("group.consumer.session.timeout.ms")),
+                          int(get("group.consumer.min.session.timeout.ms"))),
+                      int(get("group.consumer.max.session.timeout.ms")))
+        interval = min(max(int(get("group.consumer.heartbeat.interval.ms")),
+                           int(get("group.consumer.min.heartbeat.interval.ms"))),
+                       int(get("group.consumer.max.heartbeat.interval.ms")))
+        protocols = get("group.coordinator.rebalance.protocols")
+        protocols = protocols if isinstance(protocols, list | tuple) else str(protocols).split(",")
+        return cls(
+            enabled="consumer" in [str(p).strip().lower() for p in protocols],
+            session_timeout_ms=session,
+            heartbeat_interval_ms=interval,
+            max_size=int(get("group.consumer.max.size")),
+            assignors=tuple(configured_assignors(get("group.consumer.assignors"))),
+            migration_policy=str(get("group.consumer.migration.policy")).lower(),
+            metadata_max_bytes=int(get("offset.metadata.max.bytes")),
+            retention_ms=int(get("offsets.retention.minutes")) * 60_000,
+            retention_check_interval_ms=int(get("offsets.retention.check.interval.ms")),
+        )
+
+    def upgrades(self) -> bool:
+        return self.migration_policy in ("upgrade", "bidirectional")
+
+    def downgrades(self) -> bool:
+        return self.migration_policy in ("downgrade", "bidirectional")
+
+
+class Topics(Protocol):
+    """The coordinator's view of the cluster's topics."""
+
+    def info(self, name: str) -> TopicInfo | None: ...
+
+    def names(self) -> Iterable[str]:
+        """Every topic a regex may match (internal topics excluded)."""
+        ...
+
+    def name_of(self, topic_id: bytes) -> str | None: ...
+
+
+class MetadataTopics:
+    """`Topics` over the broker's metadata cache (`odradek.cluster.metadata.MetadataCache`)."""
+
+    def __init__(self, metadata: Any, internal: Iterable[str] = ()) -> None:
+        self.metadata = metadata
+        self.internal = frozenset(internal)
+
+    def info(self, name: str) -> TopicInfo | None:
+        meta = self.metadata.topics.get(name)
+        if meta is None or not meta.assignment:
+            return None
+        return TopicInfo(meta.topic_id, len(meta.assignment))
+
+    def names(self) -> Iterable[str]:
+        return [n for n in self.metadata.topics if n not in self.internal]
+
+    def name_of(self, topic_id: bytes) -> str | None:
+        name = self.metadata.by_id.get(topic_id)
+        return None if name is None else str(name)
+
+
+@dataclass(slots=True)
+class Heartbeat:
+    """A ConsumerGroupHeartbeat as the coordinator sees it (None: unchanged since the last one)."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: list[str] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    owned: Assignment | None = None
+    client_id: str = ""
+    client_host: str = ""
+    version: int = 1
+
+
+@dataclass(slots=True)
+class HeartbeatResult:
+    error: ErrorCode
+    message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: Assignment | None = None
+
+
+@dataclass(slots=True)
+class MemberDescription:
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: list[str]
+    subscribed_topic_regex: str | None
+    assignment: Assignment
+    target: Assignment
+
+
+@dataclass(slots=True)
+class GroupDescription:
+    group_id: str
+    error: ErrorCode = ErrorCode.NONE
+    message: str | None = None
+    state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor: str = ""
+    members: list[MemberDescription] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Timers:
+    session: asyncio.TimerHandle | None = None
+    rebalance: asyncio.TimerHandle | None = None
+
+    def cancel(self) -> None:
+        for t in (self.session, self.rebalance):
+            if t is not None:
+                t.cancel()
+        self.session = self.rebalance = None
+
+
+def new_member_id() -> str:
+    """Kafka's form: a random UUID in URL-safe base64 without padding (22 characters)."""
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class ConsumerGroupCoordinator:
+    """Owns the consumer groups of the `__consumer_offsets` partitions this broker leads."""
+
+    def __init__(self, settings: ConsumerGroupSettings, store: GroupStore, topics: Topics) -> None:
+        self.settings = settings
+        self.store = store
+        self.topics = topics
+        self.classic: Any = None  # the classic GroupCoordinator, set by the broker (for migration)
+        self.groups: dict[str, ConsumerGroup] = {}
+        self.txn_offsets: dict[str, dict[int, dict[TopicPartition, OffsetValue]]] = {}
+        self._timers: dict[tuple[str, str], _Timers] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._regex_refreshed: dict[str, int] = {}
+        self._tasks = TaskSet(log, "Consumer group coordinator task")
+
+    # ---- life cycle ----
+    def wrap(self, owner: GroupOwner) -> SplitOwner:
+        return SplitOwner(owner, self)
+
+    async def start(self) -> None:
+        self._tasks.spawn(self._retention_loop())
+
+    async def shutdown(self) -> None:
+        self._tasks.close()
+        for t in self._timers.values():
+            t.cancel()
+        self._timers.clear()
+        for g in self.groups.values():
+            g.dead = True
+        self.groups.clear()
+
+    def owns(self, group_id: str | None) -> bool:
+        """Whether `group_id` is a consumer group here (the offsets and admin APIs route on this)."""
+        g = self.groups.get(group_id or "")
+        return g is not None and not g.dead
+
+    def _lock(self, group_id: str) -> asyncio.Lock:
+        lock = self._locks.get(group_id)
+        if lock is None:
+            lock = self._locks[group_id] = asyncio.Lock()
+        return lock
+
+    # ---- loading (through SplitOwner) ----
+    def install(self, loaded: dict[str, LoadedGroup]) -> None:
+        for gid, entry in loaded.items():
+            c = entry.consumer
+            if c is None or c.epoch is None:
+                continue
+            self._drop(gid)
+            group = ConsumerGroup.restore(gid, c.epoch, c.assignment_epoch, c.members, c.targets, c.current,
+                                          entry.offsets)
+            group.assignor = group.preferred_assignor(self.settings.assignors[0])
+            self.groups[gid] = group
+            if entry.pending_txn:
+                self.txn_offsets[gid] = {pid: dict(o) for pid, o in entry.pending_txn.items()}
+            for mid in group.members:
+                self._touch(group, mid)
+            log.debug("Loaded consumer group %s (epoch %d, %d members, %d offsets)", gid, group.group_epoch,
+                      len(group.members), len(group.offsets))
+
+    def unload_partition(self, partition: int) -> None:
+        for gid in [g for g in self.groups if self.store.partition_for(g) == partition]:
+            self._drop(gid)
+        for gid in [g for g in self.txn_offsets if self.store.partition_for(g) == partition]:
+            del self.txn_offsets[gid]
+
+    def _drop(self, group_id: str) -> None:
+        group = self.groups.pop(group_id, None)
+        if group is None:
+            return
+        group.dead = True
+        for mid in list(group.members):
+            self._cancel_timers(group_id, mid)
+
+    # ---- timers ----
+    def _touch(self, group: ConsumerGroup, member_id: str) -> None:
+        timers = self._timers.setdefault((group.group_id, member_id), _Timers())
+        if timers.session is not None:
+            timers.session.cancel()
+        timers.session = asyncio.get_running_loop().call_later(
+            self.settings.session_timeout_ms / 1000, self._expire, group, member_id, "session timeout", None)
+
+    def _rebalance_timer(self, group: ConsumerGroup, member: ConsumerMember, before: ConsumerMember | None) -> None:
+        timers = self._timers.setdefault((group.group_id, member.member_id), _Timers())
+        owing = member.state is MemberState.UNREVOKED_PARTITIONS
+        was_owing = (before is not None and before.state is MemberState.UNREVOKED_PARTITIONS
+                     and before.member_epoch == member.member_epoch)
+        if owing and was_owing and timers.rebalance is not None:
+            return
+        if timers.rebalance is not None:
+            timers.rebalance.cancel()
+            timers.rebalance = None
+        if owing:
+            timers.rebalance = asyncio.get_running_loop().call_later(
+                max(member.rebalance_timeout_ms, 1) / 1000, self._expire, group, member.member_id,
+                "rebalance timeout (partitions not revoked in time)", member.member_epoch)
+
+    def _cancel_timers(self, group_id: str, member_id: str) -> None:
+        timers = self._timers.pop((group_id, member_id), None)
+        if timers is not None:
+            timers.cancel()
+
+    def _expire(self, group: ConsumerGroup, member_id: str, reason: str, epoch: int | None) -> None:
+        self._tasks.spawn(self._fence(group, member_id, reason, epoch))
+
+    async def _fence(self, group: ConsumerGroup, member_id: str, reason: str, epoch: int | None) -> None:
+        async with self._lock(group.group_id):
+            if self.groups.get(group.group_id) is not group:
+                return
+            member = group.members.get(member_id)
+            if member is None or (epoch is not None and (member.member_epoch != epoch
+                                                         or member.state is not MemberState.UNREVOKED_PARTITIONS)):
+                return
+            log.info("Member %s in consumer group %s has failed, removing it from the group (%s)", member_id,
+                     group.group_id, reason)
+            self._remove(group, member_id)
+            try:
+                await self._flush(group)
+            except KafkaError as exc:
+                log.warning("Could not record the removal of member %s from group %s: %s", member_id,
+                            group.group_id, exc)
+
+    def _remove(self, group: ConsumerGroup, member_id: str) -> None:
+        self._cancel_timers(group.group_id, member_id)
+        group.remove_member(member_id)
+
+    # ---- records ----
+    def _records(self, group: ConsumerGroup, extra: Records | None = None) -> Records:
+        gid = group.group_id
+        out: Records = list(extra or [])
+        dirty = group.dirty
+        group.dirty = set()
+        # member-level records first, group-level after (Kafka's order: a reader never sees an epoch before
+        # the members it counts)
+        for kind, *rest in sorted(dirty, key=lambda d: (len(d) == 1, d)):
+            if kind == "member":
+                m = group.members.get(rest[0])
+                out += cs.record(cs.ConsumerKey(cs.MEMBER_METADATA, gid, rest[0]),
+                                 None if m is None else cs.encode_member_metadata(m.metadata_value()))
+            elif kind == "target":
+                has = rest[0] in group.members
+                out += cs.record(cs.ConsumerKey(cs.TARGET_ASSIGNMENT_MEMBER, gid, rest[0]),
+                                 cs.encode_target_member(group.target_of(rest[0])) if has else None)
+            elif kind == "current":
+                m = group.members.get(rest[0])
+                out += cs.record(cs.ConsumerKey(cs.CURRENT_MEMBER_ASSIGNMENT, gid, rest[0]),
+                                 None if m is None else cs.encode_current_assignment(m.assignment_value()))
+        if ("target_meta",) in dirty:
+            out += cs.record(cs.ConsumerKey(cs.TARGET_ASSIGNMENT_METADATA, gid), cs.encode_epoch(group.assignment_epoch))
+        if ("group",) in dirty:
+            out += cs.record(cs.ConsumerKey(cs.GROUP_METADATA, gid), cs.encode_epoch(group.group_epoch))
+        return out
+
+    async def _flush(self, group: ConsumerGroup, extra: Records | None = None) -> None:
+        records = self._records(group, extra)
+        if records:
+            await self.store.write(group.group_id, records)
+
+    # ---- ConsumerGroupHeartbeat ----
+    def _validate(self, hb: Heartbeat) -> None:
+        def bad(message: str) -> KafkaError:
+            return KafkaError(ErrorCode.INVALID_REQUEST, message)
+
+        if not hb.group_id:
+            raise bad("GroupId can't be empty.")
+        if hb.instance_id == "":
+            raise bad("InstanceId can't be empty.")
+        if hb.rack_id == "":
+            raise bad("RackId can't be empty.")
+        if hb.member_epoch == JOIN_EPOCH:
+            if hb.rebalance_timeout_ms == -1:
+                raise bad("RebalanceTimeoutMs must be provided in first request.")
+            if hb.owned is None or any(hb.owned.values()):
+                raise bad("TopicPartitions must be empty when (re-)joining.")
+            if hb.subscribed_topic_names is None and hb.subscribed_topic_regex is None:
+                raise bad("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
+        elif hb.member_epoch < STATIC_LEAVE_EPOCH:
+            raise bad(f"MemberEpoch {hb.member_epoch} is invalid.")
+        elif not hb.member_id:
+            raise bad("MemberId can't be empty.")
+        if hb.version >= 1 and not hb.member_id:
+            raise bad("MemberId can't be empty.")
+        if hb.member_epoch == STATIC_LEAVE_EPOCH and hb.instance_id is None:
+            raise bad("InstanceId can't be null.")
+        if hb.server_assignor is not None and hb.server_assignor not in self.settings.assignors:
+            raise KafkaError(ErrorCode.UNSUPPORTED_ASSIGNOR,
+                             f"ServerAssignor {hb.server_assignor} is not supported. Supported assignors: "
+                             f"{', '.join(self.settings.assignors)}.")
+        if hb.subscribed_topic_regex is not None:
+            compile_regex(hb.subscribed_topic_regex)
+
+    async def heartbeat(self, hb: Heartbeat) -> HeartbeatResult:
+        try:
+            if not self.settings.enabled:
+                raise KafkaError(ErrorCode.UNSUPPORTED_VERSION,
+                                 "The consumer rebalance protocol is not enabled (group.coordinator.rebalance.protocols)")
+            self._validate(hb)
+            await self.store.wait_ready(hb.group_id)
+            async with self._lock(hb.group_id):
+                if hb.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+                    return await self._leave(hb)
+                return await self._heartbeat(hb)
+        except KafkaError as exc:
+            return HeartbeatResult(exc.code, exc.message if exc.message != exc.code.name else None,
+                                   hb.member_id or None, hb.member_epoch)
+
+    def _group_for_join(self, group_id: str) -> tuple[ConsumerGroup, Records]:
+        """The consumer group, created (or converted from an empty classic group) if need be; the second
+        item is the records that retire the classic group."""
+        group = self.groups.get(group_id)
+        if group is not None and not group.dead:
+            return group, []
+        classic: Group | None = self.classic.groups.get(group_id) if self.classic is not None else None
+        retire: Records = []
+        group = ConsumerGroup(group_id)
+        if classic is not None and not classic.is_(GroupState.DEAD):
+            empty = classic.is_(GroupState.EMPTY) and not classic.members and not classic.pending_members
+            if not empty or not self.settings.upgrades():
+                raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            del self.classic.groups[group_id]
+            classic.state = GroupState.DEAD
+            group.offsets = dict(classic.offsets)
+            pending = self.classic.txn_offsets.pop(group_id, None)
+            if pending:
+                self.txn_offsets[group_id] = pending
+            retire = group_records(group_id, None)
+            log.info("Converted empty classic group %s to a consumer group", group_id)
+        self.groups[group_id] = group
+        group.dirty.add(("group",))
+        return group, retire
+
+    async def _heartbeat(self, hb: Heartbeat) -> HeartbeatResult:
+        if hb.member_epoch == JOIN_EPOCH:
+            group, retire = self._group_for_join(hb.group_id)
+        else:
+            g = self.groups.get(hb.group_id)
+            if g is None or g.dead:
+                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {hb.member_id} is not a member of group "
+                                                              f"{hb.group_id}.")
+            group, retire = g, []
+        member, before = self._member_for(group, hb)
+        updated = self._with_request(member, hb)
+        joined = before is None or hb.member_epoch == JOIN_EPOCH
+        if before is None or _subscription(updated) != _subscription(member):
+            group.bump_epoch()
+        if before is None or updated.metadata_value() != member.metadata_value():
+            group.dirty.add(("member", updated.member_id))
+        group.put_member(updated)
+        now = now_ms()
+        if joined or now - self._regex_refreshed.get(group.group_id, 0) >= REGEX_REFRESH_MS:
+            group.refresh_regexes(self.topics.names())
+            self._regex_refreshed[group.group_id] = now
+        group.refresh_metadata(self.topics.info)
+        if group.group_epoch > group.assignment_epoch:
+            group.compute_target(self.settings.assignors[0])
+        current = group.members[updated.member_id]
+        reconciled = reconcile(current, group.target_of(current.member_id), group.assignment_epoch,
+                               group.partition_epoch, hb.owned)
+        if reconciled is not current or before is None or before.assignment_value() != reconciled.assignment_value():
+            group.put_member(reconciled)
+            group.dirty.add(("current", reconciled.member_id))
+        self._rebalance_timer(group, reconciled, before)
+        self._touch(group, reconciled.member_id)
+        await self._flush(group, retire)
+        full = hb.member_epoch == JOIN_EPOCH or (hb.rebalance_timeout_ms != -1 and hb.subscribed_topic_names is not None
+                                                 and hb.owned is not None)
+        changed = before is None or not same_assignment(before.assigned, reconciled.assigned)
+        return HeartbeatResult(ErrorCode.NONE, None, reconciled.member_id, reconciled.member_epoch,
+                               self.settings.heartbeat_interval_ms, dict(reconciled.assigned) if full or changed else None)
+
+    def _member_for(self, group: ConsumerGroup, hb: Heartbeat) -> tuple[ConsumerMember, ConsumerMember | None]:
+        """The member the heartbeat is from (a fresh one for a new member) and its state before (None for a
+        new member). Checks the member epoch and the static membership rules."""
+        if hb.member_epoch == JOIN_EPOCH:
+            member_id = hb.member_id or new_member_id()
+            if hb.instance_id is not None:
+                old_id = group.static_members.get(hb.instance_id)
+                if old_id is not None and old_id != member_id:
+                    old = group.members[old_id]
+                    if old.member_epoch != STATIC_LEAVE_EPOCH:
+                        raise KafkaError(ErrorCode.UNRELEASED_INSTANCE_ID,
+                                         f"Static member {old_id} with instance id {hb.instance_id} is not released yet.")
+                    new = ConsumerMember(**{f: getattr(old, f) for f in ConsumerMember.__dataclass_fields__})
+                    new.member_id = member_id
+                    new.member_epoch = old.previous_member_epoch
+                    self._cancel_timers(group.group_id, old_id)
+                    group.replace_static(old_id, new)
+                    log.info("Static member %s of group %s rejoined as %s", hb.instance_id, group.group_id, member_id)
+                    return new, new
+            existing = group.members.get(member_id)
+            if existing is None:
+                if len(group.members) >= self.settings.max_size:
+                    raise KafkaError(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                                     f"The consumer group has reached its maximum capacity of "
+                                     f"{self.settings.max_size} members.")
+                return ConsumerMember(member_id), None
+            # a known member joining again (after a fence on its side): it has given up its partitions
+            fresh = ConsumerMember(**{f: getattr(existing, f) for f in ConsumerMember.__dataclass_fields__})
+            fresh.assigned, fresh.pending_revocation, fresh.state = {}, {}, MemberState.STABLE
+            fresh.member_epoch = fresh.previous_member_epoch = 0
+            return fresh, existing
+        member = group.members.get(hb.member_id)
+        if member is None:
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID,
+                             f"Member {hb.member_id} is not a member of group {hb.group_id}.")
+        if hb.instance_id is not None and member.instance_id != hb.instance_id:
+            raise KafkaError(ErrorCode.FENCED_INSTANCE_ID,
+                             f"Instance id {hb.instance_id} does not belong to member {hb.member_id}.")
+        if hb.member_epoch > member.member_epoch:
+            raise KafkaError(ErrorCode.FENCED_MEMBER_EPOCH,
+                             f"The consumer group member has a greater member epoch ({hb.member_epoch}) than the "
+                             f"one known by the group coordinator ({member.member_epoch}). The member must abandon "
+                             f"all its partitions and rejoin.")
+        if hb.member_epoch < member.member_epoch:
+            lost_response = (hb.member_epoch == member.previous_member_epoch and hb.owned is not None
+                             and all(ps <= member.assigned.get(t, frozenset()) for t, ps in hb.owned.items()))
+            if not lost_response:
+                raise KafkaError(ErrorCode.FENCED_MEMBER_EPOCH,
+                                 f"The consumer group member has a smaller member epoch ({hb.member_epoch}) than "
+                                 f"the one known by the group coordinator ({member.member_epoch}). The member must "
+                                 f"abandon all its partitions and rejoin.")
+        return member, member
+
+    def _with_request(self, member: ConsumerMember, hb: Heartbeat) -> ConsumerMember:
+        m = ConsumerMember(**{f: getattr(member, f) for f in ConsumerMember.__dataclass_fields__})
+        if hb.instance_id is not None:
+            m.instance_id = hb.instance_id
+        if hb.rack_id is not None:
+            m.rack_id = hb.rack_id
+        if hb.rebalance_timeout_ms > 0:
+            m.rebalance_timeout_ms = hb.rebalance_timeout_ms
+        if hb.subscribed_topic_names is not None:
+            m.subscribed_topic_names = sorted(set(hb.subscribed_topic_names))
+        if hb.subscribed_topic_regex is not None:
+            m.subscribed_topic_regex = hb.subscribed_topic_regex or None
+        if hb.server_assignor is not None:
+            m.server_assignor = hb.server_assignor or None
+        if hb.client_id:
+            m.client_id = hb.client_id
+        if hb.client_host:
+            m.client_host = hb.client_host
+        return m
+
+    async def _leave(self, hb: Heartbeat) -> HeartbeatResult:
+        group = self.groups.get(hb.group_id)
+        member = group.members.get(hb.member_id) if group is not None and not group.dead else None
+        if group is None or member is None:
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID,
+                             f"Member {hb.member_id} is not a member of group {hb.group_id}.")
+        if hb.instance_id is not None and member.instance_id != hb.instance_id:
+            raise KafkaError(ErrorCode.FENCED_INSTANCE_ID,
+                             f"Instance id {hb.instance_id} does not belong to member {hb.member_id}.")
+        if hb.member_epoch == STATIC_LEAVE_EPOCH:
+            # a static member going away for a while: it keeps its partitions until its session times out
+            # or its instance rejoins under a new member id
+            left = ConsumerMember(**{f: getattr(member, f) for f in ConsumerMember.__dataclass_fields__})
+            left.previous_member_epoch, left.member_epoch = member.member_epoch, STATIC_LEAVE_EPOCH
+            group.put_member(left)
+            group.dirty.add(("current", left.member_id))
+            log.info("Static member %s (instance %s) of group %s left temporarily", hb.member_id, hb.instance_id,
+                     hb.group_id)
+        else:
+            log.info("Member %s has left consumer group %s", hb.member_id, hb.group_id)
+            self._remove(group, hb.member_id)
+        await self._flush(group)
+        return HeartbeatResult(ErrorCode.NONE, None, hb.member_id, hb.member_epoch, 0, None)
+
+    # ---- ConsumerGroupDescribe / ListGroups ----
+    async def describe(self, group_id: str) -> GroupDescription:
+        try:
+            if not group_id:
+                raise KafkaError(ErrorCode.INVALID_GROUP_ID, "The group id must not be empty")
+            await self.store.wait_ready(group_id)
+        except KafkaError as exc:
+            return GroupDescription(group_id, exc.code, exc.message)
+        group = self.groups.get(group_id)
+        if group is None or group.dead:
+            classic = self.classic.groups.get(group_id) if self.classic is not None else None
+            if classic is not None and not classic.is_(GroupState.DEAD):
+                return GroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            return GroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+        members = [MemberDescription(m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,
+                                     list(m.subscribed_topic_names), m.subscribed_topic_regex, dict(m.assigned),
+                                     dict(group.target_of(m.member_id)))
+                   for m in group.members.values()]
+        return GroupDescription(group_id, ErrorCode.NONE, None, group.state.value, group.group_epoch,
+                                group.assignment_epoch, group.assignor or self.settings.assignors[0], members)
+
+    def list_groups(self) -> list[tuple[str, str, str]]:
+        """(group id, protocol type, state) of every consumer group here."""
+        return sorted((g.group_id, "consumer", g.state.value) for g in self.groups.values() if not g.dead)
+
+    def topic_name(self, topic_id: bytes) -> str:
+        return self.topics.name_of(topic_id) or ""
+
+    # ---- the classic protocol meeting a consumer group ----
+    async def before_classic_join(self, group_id: str) -> None:
+        """A JoinGroup for `group_id`: an empty consumer group becomes a classic group (keeping its
+        offsets); a consumer group with members refuses the classic member."""
+        group = self.groups.get(group_id)
+        if group is None or group.dead:
+            return
+        async with self._lock(group_id):
+            if self.groups.get(group_id) is not group:
+                return
+            if group.members or not self.settings.downgrades():
+                raise KafkaError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                                 f"Group {group_id} is a consumer group: its members use the consumer protocol")
+            records = self._tombstones(group, offsets=False)
+            classic = Group(group_id)
+            classic.offsets = dict(group.offsets)
+            self._drop(group_id)
+            self.classic.groups[group_id] = classic
+            pending = self.txn_offsets.pop(group_id, None)
+            if pending:
+                self.classic.txn_offsets[group_id] = pending
+            log.info("Converted empty consumer group %s to a classic group", group_id)
+            await self.store.write(group_id, records)
+
+    def _tombstones(self, group: ConsumerGroup, offsets: bool) -> Records:
+        gid = group.group_id
+        out: Records = []
+        for mid in group.members:
+            for t in (cs.CURRENT_MEMBER_ASSIGNMENT, cs.TARGET_ASSIGNMENT_MEMBER, cs.MEMBER_METADATA):
+                out += cs.record(cs.ConsumerKey(t, gid, mid), None)
+        out += cs.record(cs.ConsumerKey(cs.TARGET_ASSIGNMENT_METADATA, gid), None)
+        out += cs.record(cs.ConsumerKey(cs.GROUP_METADATA, gid), None)
+        if offsets:
+            out = offset_records(gid, dict.fromkeys(group.offsets)) + out
+        return out
+
+    # ---- offsets ----
+    def _member_epoch_check(self, group: ConsumerGroup, member_id: str | None, epoch: int) -> None:
+        member = group.members.get(member_id or "")
+        if member is None:
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group "
+                                                          f"{group.group_id}.")
+        if epoch > member.member_epoch:
+            raise KafkaError(ErrorCode.FENCED_MEMBER_EPOCH,
+                             f"The received member epoch {epoch} is larger than the expected member epoch "
+                             f"{member.member_epoch}.")
+        if epoch < member.member_epoch:
+            raise KafkaError(ErrorCode.STALE_MEMBER_EPOCH,
+                             f"The received member epoch {epoch} is smaller than the expected member epoch "
+                             f"{member.member_epoch}.")
+
+    async def commit(self, group_id: str, member_epoch: int, member_id: str, api_version: int,
+                     offsets: dict[TopicPartition, OffsetValue]) -> ErrorCode:
+        try:
+            await self.store.wait_ready(group_id)
+            group = self._owned(group_id)
+            if not (member_epoch < 0 and not group.members):
+                if api_version < 9 and (member_id or "") in group.members:
+                    raise KafkaError(ErrorCode.UNSUPPORTED_VERSION,
+                                     "OffsetCommit version 9 or above must be used by members using the consumer "
+                                     "group protocol")
+                self._member_epoch_check(group, member_id, member_epoch)
+            if offsets:
+                await self.store.write(group_id, offset_records(group_id, dict(offsets)))
+        except KafkaError as exc:
+            return exc.code
+        if self.groups.get(group_id) is group:
+            group.offsets.update(offsets)
+        return ErrorCode.NONE
+
+    async def txn_commit(self, group_id: str, producer_id: int, producer_epoch: int, member_epoch: int,
+                         member_id: str, offsets: dict[TopicPartition, OffsetValue]) -> ErrorCode:
+        try:
+            await self.store.wait_ready(group_id)
+            group = self._owned(group_id)
+            if member_epoch >= 0 or member_id:
+                self._member_epoch_check(group, member_id, member_epoch)
+            if offsets:
+                await self.store.write_transactional(group_id, offset_records(group_id, dict(offsets)), producer_id,
+                                                     producer_epoch)
+        except KafkaError as exc:
+            return exc.code
+        self.txn_offsets.setdefault(group_id, {}).setdefault(producer_id, {}).update(offsets)
+        return ErrorCode.NONE
+
+    def complete_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
+        for gid in [g for g, by_pid in self.txn_offsets.items()
+                    if producer_id in by_pid and self.store.partition_for(g) == partition]:
+            pending = self.txn_offsets[gid].pop(producer_id)
+            if not self.txn_offsets[gid]:
+                del self.txn_offsets[gid]
+            group = self.groups.get(gid)
+            if commit and group is not None and not group.dead:
+                group.offsets.update(pending)
+
+    def unstable(self, group_id: str, tp: TopicPartition) -> bool:
+        return any(tp in o for o in self.txn_offsets.get(group_id, {}).values())
+
+    def _owned(self, group_id: str) -> ConsumerGroup:
+        group = self.groups.get(group_id)
+        if group is None or group.dead:
+            raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"Group {group_id} is being unloaded")
+        return group
+
+    async def fetch_offsets(self, group_id: str, member_id: str | None, member_epoch: int,
+                            partitions: list[TopicPartition] | None) -> list[tuple[TopicPartition, OffsetValue | None]]:
+        await self.store.wait_ready(group_id)
+        group = self._owned(group_id)
+        if not (member_epoch < 0 and member_id is None):
+            self._member_epoch_check(group, member_id, member_epoch)
+        if partitions is None:
+            return sorted(group.offsets.items())
+        return [(tp, group.offsets.get(tp)) for tp in partitions]
+
+    async def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+        await self.store.wait_ready(group_id)
+        group = self._owned(group_id)
+        subscribed = group.subscribed_names()
+        result = {tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if tp[0] in subscribed else ErrorCode.NONE
+                  for tp in partitions}
+        gone = {tp: None for tp, err in result.items() if err == ErrorCode.NONE and tp in group.offsets}
+        if gone:
+            try:
+                await self.store.write(group_id, offset_records(group_id, gone))
+            except KafkaError as exc:
+                return {tp: (exc.code if tp in gone else err) for tp, err in result.items()}
+            for tp in gone:
+                group.offsets.pop(tp, None)
+        return result
+
+    async def delete_group(self, group_id: str) -> ErrorCode:
+        try:
+            await self.store.wait_ready(group_id)
+        except KafkaError as exc:
+            return exc.code
+        async with self._lock(group_id):
+            group = self.groups.get(group_id)
+            if group is None or group.dead:
+                return ErrorCode.GROUP_ID_NOT_FOUND
+            if group.members:
+                return ErrorCode.NON_EMPTY_GROUP
+            return await self._delete(group)
+
+    async def _delete(self, group: ConsumerGroup) -> ErrorCode:
+        records = self._tombstones(group, offsets=True)
+        self._drop(group.group_id)
+        try:
+            await self.store.write(group.group_id, records)
+        except KafkaError as exc:
+            return exc.code
+        log.info("Consumer group %s removed (%d offsets deleted)", group.group_id, len(group.offsets))
+        return ErrorCode.NONE
+
+    # ---- retention ----
+    async def _retention_loop(self) -> None:
+        interval = max(self.settings.retention_check_interval_ms, 10) / 1000
+        while not self._tasks.closed:
+            await asyncio.sleep(interval)
+            try:
+                await self.expire_offsets(now_ms())
+            except Exception as exc:  # keep the loop alive whatever one pass hits
+                log.error("Offset expiration of consumer groups failed: %s", exc, exc_info=exc)
+
+    async def expire_offsets(self, now: int) -> int:
+        removed = 0
+        for group in list(self.groups.values()):
+            try:
+                self.store.check(group.group_id)
+            except KafkaError:
+                continue
+            async with self._lock(group.group_id):
+                if self.groups.get(group.group_id) is not group:
+                    continue
+                expired = group.expired_offsets(now, self.settings.retention_ms)
+                if expired:
+                    try:
+                        await self.store.write(group.group_id, offset_records(group.group_id, dict.fromkeys(expired)))
+                    except KafkaError as exc:
+                        log.warning("Could not expire offsets of group %s: %s", group.group_id, exc)
+                        continue
+                    for tp in expired:
+                        group.offsets.pop(tp, None)
+                    removed += len(expired)
+                if not group.members and not group.offsets:
+                    await self._delete(group)
+        return removed
+
+
+def _subscription(m: ConsumerMember) -> tuple[Any, ...]:
+    return (tuple(m.subscribed_topic_names), m.subscribed_topic_regex, m.server_assignor)
+
+
+class SplitOwner:
+    """The `GroupOwner` the store reports to: consumer groups go to the consumer coordinator, everything
+    else to the classic one (which the store would otherwise have called directly)."""
+
+    def __init__(self, classic: GroupOwner, consumer: ConsumerGroupCoordinator) -> None:
+        self.classic = classic
+        self.consumer = consumer
+
+    def install(self, groups: dict[str, LoadedGroup]) -> None:
+        modern = {gid: g for gid, g in groups.items() if g.consumer is not None and g.consumer.epoch is not None}
+        rest = {gid: g for gid, g in groups.items() if gid not in modern}
+        self.classic.install(rest)
+        classic_groups = getattr(self.classic, "groups", None)
+        for gid in modern:
+            if classic_groups is not None:
+                old = classic_groups.pop(gid, None)
+                if old is not None:
+                    old.state = GroupState.DEAD
+        self.consumer.install(modern)
+
+    def unload_partition(self, partition: int) -> None:
+        self.classic.unload_partition(partition)
+        self.consumer.unload_partition(partition)
+
+
+class SplitStore:
+    """The broker's `GroupStore` as the classic coordinator is given it: the same store, except that
+    `start` registers a `SplitOwner` so that loaded consumer groups reach the consumer coordinator."""
+
+    def __init__(self, inner: GroupStore, consumer: ConsumerGroupCoordinator) -> None:
+        self.inner = inner
+        self.consumer = consumer
+
+    async def start(self, owner: GroupOwner) -> None:
+        await self.inner.start(self.consumer.wrap(owner))
+
+    async def shutdown(self) -> None:
+        await self.inner.shutdown()
+
+    def partition_for(self, group_id: str) -> int:
+        return self.inner.partition_for(group_id)
+
+    def check(self, group_id: str) -> None:
+        self.inner.check(group_id)
+
+    async def wait_ready(self, group_id: str, create: bool = False) -> None:
+        await self.inner.wait_ready(group_id, create)
+
+    def loading(self) -> bool:
+        return self.inner.loading()
+
+    async def write(self, group_id: str, records: Records) -> None:
+        await self.inner.write(group_id, records)
+
+    async def coordinator_node(self, group_id: str) -> BrokerInfo:
+        return await self.inner.coordinator_node(group_id)
+
+    async def write_transactional(self, group_id: str, records: Records, producer_id: int,
+                                  producer_epoch: int) -> None:
+        await self.inner.write_transactional(group_id, records, producer_id, producer_epoch)

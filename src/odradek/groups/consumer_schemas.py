@@ -1,0 +1,343 @@
+"""Kafka's records of KIP-848 consumer groups in `__consumer_offsets` (beside the classic formats of
+`odradek.groups.schemas`).
+
+A key is an int16 *record type* (Kafka calls it the key version) and a non-flexible struct of int16-length
+strings. A value is an int16 version (0 for all of these) and a flexible struct: compact strings and
+arrays (unsigned varint length + 1, 0 for null), 16-byte uuids, and an empty tagged-field section at the
+end of every struct. A null value (tombstone) deletes the key.
+
+    type 3  ConsumerGroupMetadata                 key: group            value: Epoch int32
+    type 5  ConsumerGroupMemberMetadata           key: group, member    value: InstanceId string?, RackId string?,
+                                                  ClientId, ClientHost, SubscribedTopicNames []string,
+                                                  SubscribedTopicRegex string?, RebalanceTimeoutMs int32,
+                                                  ServerAssignor string?
+    type 6  ConsumerGroupTargetAssignmentMetadata key: group            value: AssignmentEpoch int32
+    type 7  ConsumerGroupTargetAssignmentMember   key: group, member    value: TopicPartitions [TopicId uuid,
+                                                                               Partitions []int32]
+    type 8  ConsumerGroupCurrentMemberAssignment  key: group, member    value: MemberEpoch int32,
+                                                  PreviousMemberEpoch int32, State int8,
+                                                  AssignedPartitions [..], PartitionsPendingRevocation [..]
+
+Type 4 (ConsumerGroupPartitionMetadata, the subscribed topics' metadata) is not written: the coordinator
+recomputes it from the cluster metadata after a load, as Kafka 4.1 does (KIP-1101); a type-4 record
+written by another broker is skipped. ClassicMemberMetadata (tag 0 of the member value, for classic
+members inside a consumer group) is neither written nor read: only empty groups migrate.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+from odradek.groups.schemas import Records, SchemaError
+
+GROUP_METADATA = 3
+PARTITION_METADATA = 4
+MEMBER_METADATA = 5
+TARGET_ASSIGNMENT_METADATA = 6
+TARGET_ASSIGNMENT_MEMBER = 7
+CURRENT_MEMBER_ASSIGNMENT = 8
+RECORD_TYPES = frozenset(range(3, 9))
+_WITH_MEMBER = frozenset({MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT})
+
+Assignment = dict[bytes, frozenset[int]]  # topic id -> partitions
+
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_I8 = struct.Struct(">b")
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerKey:
+    record_type: int
+    group: str
+    member: str | None = None
+
+
+@dataclass(slots=True)
+class MemberMetadataValue:
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: list[str]
+    subscribed_topic_regex: str | None
+    rebalance_timeout_ms: int
+    server_assignor: str | None
+
+
+@dataclass(slots=True)
+class CurrentAssignmentValue:
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    assigned: Assignment = field(default_factory=dict)
+    pending_revocation: Assignment = field(default_factory=dict)
+
+
+# ---- keys ---------------------------------------------------------------------------------------
+
+
+def encode_key(key: ConsumerKey) -> bytes:
+    out = _I16.pack(key.record_type) + _short_string(key.group)
+    if key.record_type in _WITH_MEMBER:
+        out += _short_string(key.member or "")
+    return out
+
+
+def decode_key(record_type: int, buf: bytes) -> ConsumerKey:
+    """The rest of a key whose first two bytes said `record_type` (one of RECORD_TYPES)."""
+    pos = 2
+    group, pos = _read_short_string(buf, pos)
+    member = None
+    if record_type in _WITH_MEMBER:
+        member, pos = _read_short_string(buf, pos)
+    if pos != len(buf):
+        raise SchemaError(f"{len(buf) - pos} unexpected bytes after a record key of type {record_type}")
+    return ConsumerKey(record_type, group, member)
+
+
+def _short_string(s: str) -> bytes:
+    raw = s.encode("utf-8")
+    if len(raw) > 0x7FFF:
+        raise SchemaError(f"string of {len(raw)} bytes is too long for an int16 length")
+    return _I16.pack(len(raw)) + raw
+
+
+def _read_short_string(buf: bytes, pos: int) -> tuple[str, int]:
+    if pos + 2 > len(buf):
+        raise SchemaError("key ends inside a string length")
+    (n,) = _I16.unpack_from(buf, pos)
+    pos += 2
+    if n < 0 or pos + n > len(buf):
+        raise SchemaError(f"bad string length {n} in a record key")
+    try:
+        return buf[pos:pos + n].decode("utf-8"), pos + n
+    except UnicodeDecodeError as exc:
+        raise SchemaError("record key string is not UTF-8") from exc
+
+
+# ---- flexible values ----------------------------------------------------------------------------
+
+
+class _Out:
+    def __init__(self) -> None:
+        self.parts: list[bytes] = [_I16.pack(0)]  # value version 0
+
+    def uvarint(self, v: int) -> _Out:
+        out = bytearray()
+        while v >= 0x80:
+            out.append((v & 0x7F) | 0x80)
+            v >>= 7
+        out.append(v)
+        self.parts.append(bytes(out))
+        return self
+
+    def int8(self, v: int) -> _Out:
+        self.parts.append(_I8.pack(v))
+        return self
+
+    def int32(self, v: int) -> _Out:
+        self.parts.append(_I32.pack(v))
+        return self
+
+    def string(self, s: str | None) -> _Out:
+        if s is None:
+            return self.uvarint(0)
+        raw = s.encode("utf-8")
+        self.uvarint(len(raw) + 1)
+        self.parts.append(raw)
+        return self
+
+    def strings(self, items: list[str]) -> _Out:
+        self.uvarint(len(items) + 1)
+        for s in items:
+            self.string(s)
+        return self
+
+    def int32s(self, items: list[int]) -> _Out:
+        self.uvarint(len(items) + 1)
+        self.parts.extend(_I32.pack(i) for i in items)
+        return self
+
+    def assignment(self, a: Assignment) -> _Out:
+        topics = sorted(t for t, ps in a.items() if ps)
+        self.uvarint(len(topics) + 1)
+        for t in topics:
+            if len(t) != 16:
+                raise SchemaError(f"topic id of {len(t)} bytes")
+            self.parts.append(bytes(t))
+            self.int32s(sorted(a[t]))
+            self.tags()
+        return self
+
+    def tags(self) -> _Out:
+        return self.uvarint(0)
+
+    def done(self) -> bytes:
+        self.tags()
+        return b"".join(self.parts)
+
+
+class _In:
+    def __init__(self, buf: bytes, what: str) -> None:
+        self.buf = bytes(buf)
+        self.pos = 0
+        self.what = what
+        version = self.int16()
+        if version != 0:
+            raise SchemaError(f"unknown {what} value version {version}")
+
+    def _take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > len(self.buf):
+            raise SchemaError(f"{self.what} value ends early (need {n} bytes at {self.pos})")
+        out = self.buf[self.pos:self.pos + n]
+        self.pos += n
+        return out
+
+    def int16(self) -> int:
+        return int(_I16.unpack(self._take(2))[0])
+
+    def int8(self) -> int:
+        return int(_I8.unpack(self._take(1))[0])
+
+    def int32(self) -> int:
+        return int(_I32.unpack(self._take(4))[0])
+
+    def uvarint(self) -> int:
+        value = shift = 0
+        while True:
+            b = self._take(1)[0]
+            value |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return value
+            shift += 7
+            if shift > 28:
+                raise SchemaError(f"varint too long in a {self.what} value")
+
+    def string(self) -> str | None:
+        n = self.uvarint()
+        if n == 0:
+            return None
+        try:
+            return self._take(n - 1).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SchemaError(f"string in a {self.what} value is not UTF-8") from exc
+
+    def _count(self) -> int:
+        n = self.uvarint() - 1
+        if n > len(self.buf):
+            raise SchemaError(f"implausible array length {n} in a {self.what} value")
+        return max(n, 0)
+
+    def strings(self) -> list[str]:
+        return [self.string() or "" for _ in range(self._count())]
+
+    def int32s(self) -> list[int]:
+        return [self.int32() for _ in range(self._count())]
+
+    def assignment(self) -> Assignment:
+        out: Assignment = {}
+        for _ in range(self._count()):
+            topic = self._take(16)
+            out[topic] = frozenset(self.int32s())
+            self.tags()
+        return out
+
+    def tags(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()  # tag
+            self._take(self.uvarint())  # unknown tagged fields are skipped, as Kafka does
+
+    def end(self) -> None:
+        self.tags()
+        if self.pos != len(self.buf):
+            raise SchemaError(f"{len(self.buf) - self.pos} unexpected bytes after a {self.what} value")
+
+
+def encode_epoch(epoch: int) -> bytes:
+    """The value of a ConsumerGroupMetadata or ConsumerGroupTargetAssignmentMetadata record."""
+    return _Out().int32(epoch).done()
+
+
+def decode_epoch(buf: bytes, what: str) -> int:
+    r = _In(buf, what)
+    epoch = r.int32()
+    r.end()
+    return epoch
+
+
+def encode_member_metadata(v: MemberMetadataValue) -> bytes:
+    return (_Out().string(v.instance_id).string(v.rack_id).string(v.client_id).string(v.client_host)
+            .strings(v.subscribed_topic_names).string(v.subscribed_topic_regex).int32(v.rebalance_timeout_ms)
+            .string(v.server_assignor).done())
+
+
+def decode_member_metadata(buf: bytes) -> MemberMetadataValue:
+    r = _In(buf, "consumer group member metadata")
+    v = MemberMetadataValue(r.string(), r.string(), r.string() or "", r.string() or "", r.strings(), r.string(),
+                            r.int32(), r.string())
+    r.end()
+    return v
+
+
+def encode_target_member(a: Assignment) -> bytes:
+    return _Out().assignment(a).done()
+
+
+def decode_target_member(buf: bytes) -> Assignment:
+    r = _In(buf, "target assignment member")
+    a = r.assignment()
+    r.end()
+    return a
+
+
+def encode_current_assignment(v: CurrentAssignmentValue) -> bytes:
+    return (_Out().int32(v.member_epoch).int32(v.previous_member_epoch).int8(v.state).assignment(v.assigned)
+            .assignment(v.pending_revocation).done())
+
+
+def decode_current_assignment(buf: bytes) -> CurrentAssignmentValue:
+    r = _In(buf, "current member assignment")
+    v = CurrentAssignmentValue(r.int32(), r.int32(), r.int8(), r.assignment(), r.assignment())
+    r.end()
+    return v
+
+
+# ---- what a partition replays into ---------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class LoadedConsumerGroup:
+    """The consumer-group records of one group, folded (last record of each key wins)."""
+
+    epoch: int | None = None  # None: no ConsumerGroupMetadata (or it was deleted)
+    assignment_epoch: int = 0
+    members: dict[str, MemberMetadataValue] = field(default_factory=dict)
+    targets: dict[str, Assignment] = field(default_factory=dict)
+    current: dict[str, CurrentAssignmentValue] = field(default_factory=dict)
+
+    def apply(self, key: ConsumerKey, value: bytes | None) -> None:
+        t, member = key.record_type, key.member or ""
+        if t == GROUP_METADATA:
+            self.epoch = None if value is None else decode_epoch(value, "consumer group metadata")
+        elif t == TARGET_ASSIGNMENT_METADATA:
+            self.assignment_epoch = 0 if value is None else decode_epoch(value, "target assignment metadata")
+        elif t == MEMBER_METADATA:
+            _put(self.members, member, None if value is None else decode_member_metadata(value))
+        elif t == TARGET_ASSIGNMENT_MEMBER:
+            _put(self.targets, member, None if value is None else decode_target_member(value))
+        elif t == CURRENT_MEMBER_ASSIGNMENT:
+            _put(self.current, member, None if value is None else decode_current_assignment(value))
+
+
+def _put(d: dict[str, Any], key: str, value: object) -> None:
+    if value is None:
+        d.pop(key, None)
+    else:
+        d[key] = value
+
+
+def record(key: ConsumerKey, value: bytes | None) -> Records:
+    return [(encode_key(key), value)]

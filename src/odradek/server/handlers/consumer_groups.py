@@ -1,0 +1,105 @@
+"""KIP-848 consumer group APIs: ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69), v0-1.
+
+The handlers translate between the wire messages (`odradek.protocol.kip848`: kafka-python 3.0.12 has no
+classes for these APIs) and `odradek.groups.consumer_coordinator`, which hangs off the broker as
+`broker.consumer_groups`. Topics travel by id on the wire; ConsumerGroupDescribe names them too.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from odradek.groups.consumer_coordinator import ConsumerGroupCoordinator, Heartbeat
+from odradek.protocol.kip848 import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from odradek.server.authorized_operations import GROUP_OPERATIONS, authorized, bits
+from odradek.server.registry import RequestContext, handles
+
+MEMBER_TYPE_CONSUMER = 1
+
+
+def consumer_coordinator(ctx: RequestContext) -> ConsumerGroupCoordinator:
+    cg: ConsumerGroupCoordinator = ctx.broker.consumer_groups
+    return cg
+
+
+def _client_host(ctx: RequestContext) -> str:
+    peer = getattr(ctx.connection, "peer", "") or ""
+    return "/" + peer.rsplit(":", 1)[0] if peer else ""
+
+
+def _owned(topics: Any) -> dict[bytes, frozenset[int]] | None:
+    if topics is None:
+        return None
+    out: dict[bytes, frozenset[int]] = {}
+    for t in topics:
+        out[t.topic_id.bytes] = out.get(t.topic_id.bytes, frozenset()) | frozenset(t.partitions or [])
+    return out
+
+
+@handles(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, versions=(0, 1))
+async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> ConsumerGroupHeartbeatResponse:
+    cg = consumer_coordinator(ctx)
+    hb = Heartbeat(
+        group_id=request.group_id or "",
+        member_id=request.member_id or "",
+        member_epoch=request.member_epoch,
+        instance_id=request.instance_id,
+        rack_id=request.rack_id,
+        rebalance_timeout_ms=request.rebalance_timeout_ms,
+        subscribed_topic_names=(list(request.subscribed_topic_names)
+                                if request.subscribed_topic_names is not None else None),
+        subscribed_topic_regex=request.subscribed_topic_regex if ctx.version >= 1 else None,
+        server_assignor=request.server_assignor,
+        owned=_owned(request.topic_partitions),
+        client_id=ctx.header.client_id or "",
+        client_host=_client_host(ctx),
+        version=ctx.version,
+    )
+    res = await cg.heartbeat(hb)
+    assignment = None
+    if res.assignment is not None:
+        tp_cls = ConsumerGroupHeartbeatResponse.Assignment.TopicPartitions
+        assignment = ConsumerGroupHeartbeatResponse.Assignment(topic_partitions=[
+            tp_cls(topic_id=uuid.UUID(bytes=t), partitions=sorted(ps))
+            for t, ps in sorted(res.assignment.items()) if ps])
+    return ConsumerGroupHeartbeatResponse(
+        throttle_time_ms=0, error_code=res.error, error_message=res.message,
+        member_id=res.member_id, member_epoch=res.member_epoch,
+        heartbeat_interval_ms=res.heartbeat_interval_ms, assignment=assignment)
+
+
+@handles(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, versions=(0, 1))
+async def consumer_group_describe(ctx: RequestContext, request: Any) -> ConsumerGroupDescribeResponse:
+    cg = consumer_coordinator(ctx)
+    group_cls = ConsumerGroupDescribeResponse.DescribedGroup
+    member_cls = group_cls.Member
+    assignment_cls = member_cls.Assignment
+    tp_cls = assignment_cls.TopicPartitions
+    operations = authorized(GROUP_OPERATIONS, request.include_authorized_operations)
+
+    def assignment(a: dict[bytes, frozenset[int]]) -> Any:
+        return assignment_cls(topic_partitions=[
+            tp_cls(topic_id=uuid.UUID(bytes=t), topic_name=cg.topic_name(t), partitions=sorted(ps))
+            for t, ps in sorted(a.items()) if ps])
+
+    out = []
+    for group_id in dict.fromkeys(request.group_ids or []):  # each once, as DescribeGroups
+        d = await cg.describe(group_id or "")
+        out.append(group_cls(
+            error_code=d.error, error_message=d.message, group_id=group_id, group_state=d.state,
+            group_epoch=d.group_epoch, assignment_epoch=d.assignment_epoch, assignor_name=d.assignor,
+            members=[member_cls(
+                member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id, member_epoch=m.member_epoch,
+                client_id=m.client_id, client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
+                subscribed_topic_regex=m.subscribed_topic_regex, assignment=assignment(m.assignment),
+                target_assignment=assignment(m.target), member_type=MEMBER_TYPE_CONSUMER)
+                for m in d.members],
+            authorized_operations=bits(operations) if d.error == 0 else bits(None)))
+    return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=out)
+

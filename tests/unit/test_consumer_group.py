@@ -1,0 +1,483 @@
+"""KIP-848 consumer groups without sockets: the assignors, the reconciliation rules, the record formats,
+and the coordinator over an in-memory store (simulated members that do what the heartbeat answers say)."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+import pytest
+
+from odradek.groups import consumer_schemas as cs
+from odradek.groups.assignors import AssignorMember, assignor_name, configured_assignors, range_, uniform
+from odradek.groups.consumer_coordinator import (
+    ConsumerGroupCoordinator,
+    ConsumerGroupSettings,
+    Heartbeat,
+    SplitOwner,
+)
+from odradek.groups.consumer_group import (
+    ConsumerMember,
+    MemberState,
+    TopicInfo,
+    compile_regex,
+    reconcile,
+)
+from odradek.groups.coordinator import GroupCoordinator, GroupSettings
+from odradek.groups.group import Group
+from odradek.groups.offsets import replay
+from odradek.groups.schemas import OffsetValue, group_records
+from odradek.groups.store import LoadedGroup
+from odradek.protocol.errors import ErrorCode, KafkaError
+
+E = ErrorCode
+T1, T2, T3 = b"\x01" * 16, b"\x02" * 16, b"\x03" * 16
+
+
+def tps(a: dict[bytes, frozenset[int]]) -> set[tuple[bytes, int]]:
+    return {(t, p) for t, ps in a.items() for p in ps}
+
+
+def members(*ids: str, topics: frozenset[bytes] = frozenset({T1}), current: dict[str, Any] | None = None,
+            ) -> list[AssignorMember]:
+    return [AssignorMember(i, None, topics, (current or {}).get(i, {})) for i in ids]
+
+
+# ---- assignors ----------------------------------------------------------------------------------
+
+
+def check_complete(result: dict[str, Any], partitions: dict[bytes, int]) -> None:
+    owned = [tp for a in result.values() for tp in tps(a)]
+    assert len(owned) == len(set(owned)), "a partition assigned twice"
+    assert set(owned) == {(t, p) for t, n in partitions.items() for p in range(n)}
+
+
+def test_uniform_balances_and_sticks_on_join_and_leave() -> None:
+    parts = {T1: 7, T2: 5}
+    both = frozenset({T1, T2})
+    first = uniform(members("a", "b", topics=both), parts)
+    check_complete(first, parts)
+    assert sorted(len(tps(a)) for a in first.values()) == [6, 6]
+    second = uniform(members("a", "b", "c", topics=both, current=first), parts)
+    check_complete(second, parts)
+    assert sorted(len(tps(a)) for a in second.values()) == [4, 4, 4]
+    # sticky: a and b keep 4 of their 6 each; only what c needs moved
+    assert len(tps(second["a"]) & tps(first["a"])) == 4 and len(tps(second["b"]) & tps(first["b"])) == 4
+    third = uniform(members("a", "c", topics=both, current=second), parts)
+    check_complete(third, parts)
+    assert tps(second["a"]) <= tps(third["a"]) and tps(second["c"]) <= tps(third["c"])
+
+
+def test_uniform_with_different_subscriptions() -> None:
+    parts = {T1: 4, T2: 4}
+    ms = [AssignorMember("a", None, frozenset({T1})), AssignorMember("b", None, frozenset({T1, T2})),
+          AssignorMember("c", None, frozenset({T2}))]
+    result = uniform(ms, parts)
+    check_complete(result, parts)
+    assert all(t == T1 for t, _ in tps(result["a"])) and all(t == T2 for t, _ in tps(result["c"]))
+    assert sorted(len(tps(a)) for a in result.values()) == [2, 3, 3]
+
+
+def test_uniform_more_members_than_partitions_and_no_members() -> None:
+    result = uniform(members("a", "b", "c"), {T1: 2})
+    check_complete(result, {T1: 2})
+    assert sorted(len(tps(a)) for a in result.values()) == [0, 1, 1]
+    assert uniform([], {T1: 3}) == {}
+
+
+def test_range_gives_contiguous_co_partitioned_ranges() -> None:
+    both = frozenset({T1, T2})
+    result = range_(members("m1", "m0", topics=both), {T1: 3, T2: 3})
+    assert result["m0"] == {T1: frozenset({0, 1}), T2: frozenset({0, 1})}
+    assert result["m1"] == {T1: frozenset({2}), T2: frozenset({2})}
+    static = [AssignorMember("zzz", "i0", both), AssignorMember("aaa", "i1", both)]
+    assert range_(static, {T1: 2, T2: 2})["zzz"] == {T1: frozenset({0}), T2: frozenset({0})}
+
+
+def test_assignor_names_from_config() -> None:
+    assert assignor_name("org.apache.kafka.coordinator.group.assignor.UniformAssignor") == "uniform"
+    assert configured_assignors("org.apache.kafka.coordinator.group.assignor.RangeAssignor,uniform") == [
+        "range", "uniform"]
+    with pytest.raises(ValueError, match="sticky"):
+        configured_assignors("sticky")
+
+
+# ---- reconciliation -----------------------------------------------------------------------------
+
+
+def free(_t: bytes, _p: int) -> int:
+    return -1
+
+
+def test_revocation_comes_before_assignment() -> None:
+    m = ConsumerMember("a", member_epoch=1, assigned={T1: frozenset({0, 1, 2})})
+    # target moves 2 away and adds 3: first only the revocation, epoch unchanged
+    step = reconcile(m, {T1: frozenset({0, 1, 3})}, 2, free, owned={T1: frozenset({0, 1, 2})})
+    assert (step.state, step.member_epoch) == (MemberState.UNREVOKED_PARTITIONS, 1)
+    assert step.assigned == {T1: frozenset({0, 1})} and step.pending_revocation == {T1: frozenset({2})}
+    # a heartbeat that still owns 2 changes nothing; one without it moves to the target epoch
+    assert reconcile(step, {T1: frozenset({0, 1, 3})}, 2, free, owned={T1: frozenset({0, 1, 2})}) is step
+    assert reconcile(step, {T1: frozenset({0, 1, 3})}, 2, free, owned=None) is step
+    done = reconcile(step, {T1: frozenset({0, 1, 3})}, 2, free, owned={T1: frozenset({0, 1})})
+    assert (done.state, done.member_epoch, done.previous_member_epoch) == (MemberState.STABLE, 2, 1)
+    assert done.assigned == {T1: frozenset({0, 1, 3})} and done.pending_revocation == {}
+
+
+def test_partition_held_elsewhere_is_not_given_until_released() -> None:
+    held = {(T1, 1)}
+
+    def epoch(t: bytes, p: int) -> int:
+        return 5 if (t, p) in held else -1
+
+    m = ConsumerMember("b", member_epoch=5)
+    step = reconcile(m, {T1: frozenset({0, 1})}, 6, epoch, owned={})
+    assert (step.state, step.member_epoch, step.assigned) == (MemberState.UNRELEASED_PARTITIONS, 6, {T1: frozenset({0})})
+    held.clear()
+    done = reconcile(step, {T1: frozenset({0, 1})}, 6, epoch, owned={T1: frozenset({0})})
+    assert (done.state, done.assigned) == (MemberState.STABLE, {T1: frozenset({0, 1})})
+
+
+def test_stable_member_at_target_epoch_is_unchanged_and_unknown_state_is_fenced() -> None:
+    m = ConsumerMember("a", member_epoch=3, assigned={T1: frozenset({0})})
+    assert reconcile(m, {T1: frozenset({0, 1})}, 3, free, owned=None) is m
+    odd = ConsumerMember("a", member_epoch=3, state=MemberState.UNKNOWN, assigned={T1: frozenset({0})})
+    with pytest.raises(KafkaError) as exc:
+        reconcile(odd, {}, 4, free, owned={T1: frozenset({0})})
+    assert exc.value.code == E.FENCED_MEMBER_EPOCH
+
+
+def test_regex_is_matched_whole_and_re2_only_constructs() -> None:
+    assert compile_regex("orders-.*").fullmatch("orders-eu")
+    assert not compile_regex("orders").fullmatch("orders-eu")
+    for bad in ("(a", "(?=x)y", r"(a)\1"):
+        with pytest.raises(KafkaError) as exc:
+            compile_regex(bad)
+        assert exc.value.code == E.INVALID_REGULAR_EXPRESSION
+
+
+# ---- record formats -----------------------------------------------------------------------------
+
+
+def test_records_round_trip_and_replay_into_a_group() -> None:
+    meta = cs.MemberMetadataValue("inst", None, "client", "/10.0.0.1", ["a", "b"], "c.*", 30000, "range")
+    current = cs.CurrentAssignmentValue(4, 3, 1, {T1: frozenset({0, 2})}, {T2: frozenset({1})})
+    assert cs.decode_member_metadata(cs.encode_member_metadata(meta)) == meta
+    assert cs.decode_current_assignment(cs.encode_current_assignment(current)) == current
+    assert cs.decode_target_member(cs.encode_target_member({T3: frozenset({7})})) == {T3: frozenset({7})}
+    key = cs.ConsumerKey(cs.CURRENT_MEMBER_ASSIGNMENT, "g", "m1")
+    raw = cs.encode_key(key)
+    assert raw[:2] == b"\x00\x08" and cs.decode_key(8, raw) == key
+    records = (group_records("g", None)  # the classic group this one replaced
+               + cs.record(cs.ConsumerKey(cs.MEMBER_METADATA, "g", "m1"), cs.encode_member_metadata(meta))
+               + cs.record(cs.ConsumerKey(cs.MEMBER_METADATA, "g", "gone"), cs.encode_member_metadata(meta))
+               + cs.record(cs.ConsumerKey(cs.MEMBER_METADATA, "g", "gone"), None)
+               + cs.record(key, cs.encode_current_assignment(current))
+               + cs.record(cs.ConsumerKey(cs.TARGET_ASSIGNMENT_METADATA, "g"), cs.encode_epoch(4))
+               + cs.record(cs.ConsumerKey(cs.GROUP_METADATA, "g"), cs.encode_epoch(5))
+               + [(b"\x00\x04\x00\x01g", b"\x00\x00\x00")])  # partition metadata: skipped
+    loaded = replay(records)["g"].consumer
+    assert loaded is not None and (loaded.epoch, loaded.assignment_epoch) == (5, 4)
+    assert list(loaded.members) == ["m1"] and loaded.current["m1"] == current
+
+
+# ---- the coordinator ----------------------------------------------------------------------------
+
+
+class FakeStore:
+    """A GroupStore that owns every group and keeps the records written, in order."""
+
+    def __init__(self) -> None:
+        self.records: list[tuple[bytes, bytes | None]] = []
+
+    async def start(self, owner: Any) -> None:
+        self.owner = owner
+
+    async def shutdown(self) -> None:
+        pass
+
+    def partition_for(self, group_id: str) -> int:
+        return 0
+
+    def check(self, group_id: str) -> None:
+        pass
+
+    async def wait_ready(self, group_id: str, create: bool = False) -> None:
+        pass
+
+    def loading(self) -> bool:
+        return False
+
+    async def write(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> None:
+        self.records += records
+
+    async def write_transactional(self, group_id: str, records: Any, producer_id: int, producer_epoch: int) -> None:
+        self.records += records
+
+    async def coordinator_node(self, group_id: str) -> Any:
+        raise KafkaError(E.COORDINATOR_NOT_AVAILABLE)
+
+
+class FakeTopics:
+    def __init__(self, **counts: int) -> None:
+        self.by_name = {name: TopicInfo(bytes([i + 1]) * 16, n) for i, (name, n) in enumerate(counts.items())}
+
+    def info(self, name: str) -> TopicInfo | None:
+        return self.by_name.get(name)
+
+    def names(self) -> list[str]:
+        return list(self.by_name)
+
+    def name_of(self, topic_id: bytes) -> str | None:
+        return next((n for n, i in self.by_name.items() if i.topic_id == topic_id), None)
+
+
+SETTINGS = ConsumerGroupSettings(session_timeout_ms=200, heartbeat_interval_ms=50)
+
+
+def make(topics: FakeTopics | None = None, settings: ConsumerGroupSettings = SETTINGS,
+         ) -> tuple[ConsumerGroupCoordinator, FakeStore]:
+    store = FakeStore()
+    cg = ConsumerGroupCoordinator(settings, store, topics or FakeTopics(t=6))
+    cg.classic = GroupCoordinator(GroupSettings(), store)
+    return cg, store
+
+
+class Client:
+    """A member that does what the answers say: takes the assignment given, revokes what is not in it."""
+
+    def __init__(self, cg: ConsumerGroupCoordinator, member_id: str, topics: list[str] | None = None,
+                 regex: str | None = None, instance: str | None = None) -> None:
+        self.cg, self.member_id, self.topics, self.regex, self.instance = cg, member_id, topics, regex, instance
+        self.epoch = 0
+        self.owned: dict[bytes, frozenset[int]] = {}
+
+    async def beat(self, group: str = "g") -> Any:
+        joining = self.epoch == 0
+        res = await self.cg.heartbeat(Heartbeat(
+            group, self.member_id, self.epoch, instance_id=self.instance,
+            rebalance_timeout_ms=1000 if joining else -1,
+            subscribed_topic_names=(self.topics if self.topics is not None else ([] if self.regex is None else None))
+            if joining else None,
+            subscribed_topic_regex=self.regex if joining else None, owned=dict(self.owned),
+            client_id="c", client_host="/h"))
+        if res.error == E.NONE:
+            self.epoch = res.member_epoch
+            if res.assignment is not None:
+                self.owned = {t: ps for t, ps in res.assignment.items() if ps}
+        return res
+
+    def partitions(self) -> set[tuple[bytes, int]]:
+        return tps(self.owned)
+
+
+async def settle(clients: list[Client], rounds: int = 20) -> None:
+    """Heartbeat round-robin; after every single heartbeat no partition may be owned twice."""
+    for _ in range(rounds):
+        for c in clients:
+            res = await c.beat()
+            assert res.error == E.NONE, res
+            owned = [tp for x in clients for tp in x.partitions()]
+            assert len(owned) == len(set(owned)), "a partition owned by two members"
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(coro)
+
+
+def test_members_share_partitions_and_never_own_one_twice() -> None:
+    async def main() -> None:
+        cg, _ = make()
+        a, b, c = (Client(cg, m, ["t"]) for m in ("a", "b", "c"))
+        await settle([a])
+        assert len(a.partitions()) == 6
+        await settle([a, b])
+        assert sorted(len(x.partitions()) for x in (a, b)) == [3, 3]
+        await settle([a, b, c])
+        assert sorted(len(x.partitions()) for x in (a, b, c)) == [2, 2, 2]
+        d = await cg.describe("g")
+        assert (d.state, d.group_epoch, d.assignment_epoch) == ("Stable", d.assignment_epoch, d.group_epoch)
+        assert {m.member_epoch for m in d.members} == {d.assignment_epoch}
+        leave = await cg.heartbeat(Heartbeat("g", "c", -1))
+        assert (leave.error, leave.member_epoch) == (E.NONE, -1)
+        await settle([a, b])
+        assert sorted(len(x.partitions()) for x in (a, b)) == [3, 3]
+        await cg.shutdown()
+
+    run(main())
+
+
+def test_session_timeout_removes_a_silent_member() -> None:
+    async def main() -> None:
+        cg, _ = make()
+        a, b = Client(cg, "a", ["t"]), Client(cg, "b", ["t"])
+        await settle([a, b])
+        for _ in range(10):  # b goes silent; a keeps heartbeating past b's session timeout
+            await asyncio.sleep(0.05)
+            await a.beat()
+        assert "b" not in cg.groups["g"].members
+        await settle([a])
+        assert len(a.partitions()) == 6
+        await cg.shutdown()
+
+    run(main())
+
+
+def test_epoch_errors_and_request_checks() -> None:
+    async def main() -> None:
+        cg, _ = make()
+        a = Client(cg, "a", ["t"])
+        await settle([a])
+        ahead = await cg.heartbeat(Heartbeat("g", "a", a.epoch + 5, owned={}))
+        assert ahead.error == E.FENCED_MEMBER_EPOCH
+        unknown = await cg.heartbeat(Heartbeat("g", "nobody", 3))
+        assert unknown.error == E.UNKNOWN_MEMBER_ID
+        bad = await cg.heartbeat(Heartbeat("g", "x", 0, rebalance_timeout_ms=-1, subscribed_topic_names=["t"], owned={}))
+        assert bad.error == E.INVALID_REQUEST
+        assignor = await cg.heartbeat(Heartbeat("g", "x", 0, rebalance_timeout_ms=1, subscribed_topic_names=["t"],
+                                                owned={}, server_assignor="sticky"))
+        assert assignor.error == E.UNSUPPORTED_ASSIGNOR
+        regex = await cg.heartbeat(Heartbeat("g", "x", 0, rebalance_timeout_ms=1, subscribed_topic_regex="(",
+                                             owned={}))
+        assert regex.error == E.INVALID_REGULAR_EXPRESSION
+        # offsets: the member's epoch fences commits and fetches
+        value = {("t", 0): OffsetValue(5)}
+        assert await cg.commit("g", a.epoch, "a", 9, value) == E.NONE
+        assert await cg.commit("g", a.epoch - 1, "a", 9, value) == E.STALE_MEMBER_EPOCH
+        assert await cg.commit("g", a.epoch + 1, "a", 9, value) == E.FENCED_MEMBER_EPOCH
+        assert await cg.commit("g", a.epoch, "a", 8, value) == E.UNSUPPORTED_VERSION
+        assert await cg.commit("g", -1, "", 9, value) == E.UNKNOWN_MEMBER_ID
+        with pytest.raises(KafkaError) as exc:
+            await cg.fetch_offsets("g", "a", a.epoch - 1, None)
+        assert exc.value.code == E.STALE_MEMBER_EPOCH
+        assert (await cg.fetch_offsets("g", None, -1, [("t", 0)]))[0][1] == OffsetValue(5)
+        await cg.shutdown()
+
+    run(main())
+
+
+def test_static_member_leaves_and_rejoins_without_a_rebalance() -> None:
+    async def main() -> None:
+        cg, _ = make()
+        a, b = Client(cg, "a", ["t"], instance="ia"), Client(cg, "b", ["t"], instance="ib")
+        await settle([a, b])
+        epoch, mine = cg.groups["g"].group_epoch, a.owned
+        taken = await cg.heartbeat(Heartbeat("g", "a2", 0, instance_id="ia", rebalance_timeout_ms=1000,
+                                             subscribed_topic_names=["t"], owned={}))
+        assert taken.error == E.UNRELEASED_INSTANCE_ID
+        left = await cg.heartbeat(Heartbeat("g", "a", -2, instance_id="ia"))
+        assert (left.error, left.member_epoch) == (E.NONE, -2)
+        a2 = Client(cg, "a2", ["t"], instance="ia")
+        await a2.beat()
+        assert a2.owned == mine and cg.groups["g"].group_epoch == epoch and "a" not in cg.groups["g"].members
+        await cg.shutdown()
+
+    run(main())
+
+
+def test_regex_subscription_follows_new_topics() -> None:
+    async def main() -> None:
+        topics = FakeTopics(**{"orders-eu": 2, "orders-us": 2, "other": 4})
+        cg, _ = make(topics, ConsumerGroupSettings(session_timeout_ms=10_000))
+        a = Client(cg, "a", regex="orders-.*")
+        await settle([a], 2)
+        assert {t for t, _ in a.partitions()} == {topics.by_name["orders-eu"].topic_id,
+                                                  topics.by_name["orders-us"].topic_id}
+        topics.by_name["orders-ap"] = TopicInfo(b"\x09" * 16, 3)
+        await asyncio.sleep(1.1)  # past the regex refresh interval
+        await settle([a], 2)
+        assert len(a.partitions()) == 7
+        await cg.shutdown()
+
+    run(main())
+
+
+def test_reload_from_records_restores_the_group() -> None:
+    async def main() -> None:
+        cg, store = make()
+        a, b = Client(cg, "a", ["t"]), Client(cg, "b", ["t"])
+        await settle([a, b])
+        assert await cg.commit("g", a.epoch, "a", 9, {("t", 1): OffsetValue(42)}) == E.NONE
+        before = await cg.describe("g")
+        await cg.shutdown()
+        cg2, _ = make()
+        SplitOwner(cg2.classic, cg2).install(replay(store.records))
+        after = await cg2.describe("g")
+        assert (after.state, after.group_epoch, after.assignment_epoch) == (
+            before.state, before.group_epoch, before.assignment_epoch)
+        assert {m.member_id: m.assignment for m in after.members} == {m.member_id: m.assignment for m in before.members}
+        assert cg2.groups["g"].offsets[("t", 1)].offset == 42
+        # the members carry on with their epochs after the fail-over
+        a.cg = b.cg = cg2
+        await settle([a, b], 2)
+        await cg2.shutdown()
+
+    run(main())
+
+
+def test_empty_groups_migrate_between_protocols() -> None:
+    async def main() -> None:
+        cg, store = make()
+        classic = Group("g")
+        classic.offsets[("t", 0)] = OffsetValue(7)
+        cg.classic.groups["g"] = classic
+        a = Client(cg, "a", ["t"])
+        await a.beat()
+        assert cg.owns("g") and "g" not in cg.classic.groups and cg.groups["g"].offsets[("t", 0)].offset == 7
+        assert group_records("g", None)[0] in store.records  # the classic group's tombstone
+        with pytest.raises(KafkaError) as exc:
+            await cg.before_classic_join("g")  # a member is still there
+        assert exc.value.code == E.INCONSISTENT_GROUP_PROTOCOL
+        await cg.heartbeat(Heartbeat("g", "a", -1))
+        await cg.before_classic_join("g")
+        assert not cg.owns("g") and cg.classic.groups["g"].offsets[("t", 0)].offset == 7
+        assert "g" not in replay(store.records)  # the consumer group's records are tombstoned
+        busy = Group("h")
+        busy.state = busy.state.__class__.STABLE
+        cg.classic.groups["h"] = busy
+        res = await Client(cg, "x", ["t"]).beat("h")
+        assert res.error == E.GROUP_ID_NOT_FOUND
+        await cg.shutdown()
+
+    run(main())
+
+
+def test_loaded_group_split_between_coordinators() -> None:
+    cg, _ = make()
+
+    class Owner:
+        def __init__(self) -> None:
+            self.groups: dict[str, Any] = {}
+            self.installed: dict[str, LoadedGroup] = {}
+
+        def install(self, groups: dict[str, LoadedGroup]) -> None:
+            self.installed = groups
+
+        def unload_partition(self, partition: int) -> None:
+            pass
+
+    owner = Owner()
+
+    async def main() -> None:
+        split = SplitOwner(owner, cg)  # type: ignore[arg-type]
+        consumer = cs.LoadedConsumerGroup(epoch=1)
+        split.install({"c": LoadedGroup(consumer=consumer), "k": LoadedGroup(offsets={("t", 0): OffsetValue(1)})})
+        assert list(owner.installed) == ["k"] and cg.owns("c")
+        await cg.shutdown()
+
+    run(main())
+
+
+@pytest.mark.parametrize("count", [2, 3, 5])
+def test_random_joins_and_leaves_keep_single_ownership(count: int) -> None:
+    async def main() -> None:
+        cg, _ = make(FakeTopics(t=12, u=5))
+        clients = [Client(cg, f"m{i}", ["t", "u"]) for i in range(count)]
+        for joined in itertools.accumulate([[c] for c in clients]):
+            await settle(list(joined), 6)
+        await settle(clients, 10)
+        sizes = sorted(len(c.partitions()) for c in clients)
+        assert sum(sizes) == 17 and sizes[-1] - sizes[0] <= 1
+        await cg.shutdown()
+
+    run(main())
