@@ -40,7 +40,7 @@ from odradek.groups.coordinator import GroupCoordinator
 from odradek.groups.group import JoinRequest, MemberProfile, now_ms
 from odradek.groups.schemas import OffsetValue, TopicPartition
 from odradek.protocol.errors import ErrorCode, KafkaError
-from odradek.server.authorized_operations import GROUP_OPERATIONS, authorized
+from odradek.server import authz
 from odradek.server.registry import RequestContext, handles
 
 KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION = 0, 1
@@ -71,6 +71,8 @@ async def _find_one(ctx: RequestContext, key: str | None, key_type: int,
     if key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION) or key is None:
         return ErrorCode.INVALID_REQUEST, f"Unsupported coordinator key type {key_type}", -1, "", -1
     try:
+        authz.require(ctx, authz.Op.DESCRIBE, authz.TRANSACTIONAL_ID if key_type == KEY_TYPE_TRANSACTION else authz.GROUP,
+                      key)
         if key_type == KEY_TYPE_TRANSACTION:
             if not key:
                 return ErrorCode.INVALID_REQUEST, "The transactional id must not be empty", -1, "", -1
@@ -126,6 +128,7 @@ def _join_request(ctx: RequestContext, request: Any) -> JoinRequest:
 
 @handles(JoinGroupRequest, JoinGroupResponse, versions=(0, 9))
 async def join_group(ctx: RequestContext, request: Any) -> JoinGroupResponse:
+    authz.require(ctx, authz.Op.READ, authz.GROUP, request.group_id or "")
     gc = coordinator(ctx)
     res = await gc.join(_join_request(ctx, request))
     protocol_name = res.protocol_name if res.protocol_name is not None or ctx.version >= 7 else ""
@@ -145,6 +148,7 @@ async def join_group(ctx: RequestContext, request: Any) -> JoinGroupResponse:
 
 @handles(SyncGroupRequest, SyncGroupResponse, versions=(0, 5))
 async def sync_group(ctx: RequestContext, request: Any) -> SyncGroupResponse:
+    authz.require(ctx, authz.Op.READ, authz.GROUP, request.group_id or "")
     gc = coordinator(ctx)
     v = ctx.version
     res = await gc.sync(
@@ -160,6 +164,7 @@ async def sync_group(ctx: RequestContext, request: Any) -> SyncGroupResponse:
 
 @handles(HeartbeatRequest, HeartbeatResponse, versions=(0, 4))
 async def heartbeat(ctx: RequestContext, request: Any) -> HeartbeatResponse:
+    authz.require(ctx, authz.Op.READ, authz.GROUP, request.group_id or "")
     gc = coordinator(ctx)
     instance_id = request.group_instance_id if ctx.version >= 3 else None
     err = await gc.heartbeat(request.group_id or "", request.generation_id, request.member_id or "", instance_id)
@@ -168,6 +173,7 @@ async def heartbeat(ctx: RequestContext, request: Any) -> HeartbeatResponse:
 
 @handles(LeaveGroupRequest, LeaveGroupResponse, versions=(0, 5))
 async def leave_group(ctx: RequestContext, request: Any) -> LeaveGroupResponse:
+    authz.require(ctx, authz.Op.READ, authz.GROUP, request.group_id or "")
     gc = coordinator(ctx)
     if ctx.version >= 3:
         members = [(m.member_id or "", m.group_instance_id) for m in request.members or []]
@@ -208,7 +214,9 @@ async def offset_commit(ctx: RequestContext, request: Any) -> OffsetCommitRespon
     for t in request.topics:
         for p in t.partitions:
             tp = (t.name, p.partition_index)
-            if not _topic_partition_known(ctx, t.name, p.partition_index):
+            if (refused := authz.commit_refusal(ctx, request.group_id or "", t.name)) is not None:
+                errors[tp] = refused
+            elif not _topic_partition_known(ctx, t.name, p.partition_index):
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif gc.metadata_too_large(p.committed_metadata):
                 errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
@@ -238,7 +246,9 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> TxnOffsetCommi
     for t in request.topics:
         for p in t.partitions:
             tp = (t.name, p.partition_index)
-            if not _topic_partition_known(ctx, t.name, p.partition_index):
+            if (refused := authz.commit_refusal(ctx, request.group_id or "", t.name)) is not None:
+                errors[tp] = refused
+            elif not _topic_partition_known(ctx, t.name, p.partition_index):
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif gc.metadata_too_large(p.committed_metadata):
                 errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
@@ -304,10 +314,12 @@ def _partition_fields(partition: int, value: OffsetValue | None, err: ErrorCode)
 async def offset_fetch(ctx: RequestContext, request: Any) -> OffsetFetchResponse:
     gc = coordinator(ctx)
     if ctx.version >= 8:
-        return await _offset_fetch_groups(gc, request)
+        return await _offset_fetch_groups(ctx, gc, request)
     group_id = request.group_id or ""
+    authz.require(ctx, authz.Op.DESCRIBE, authz.GROUP, group_id)
     err, entries = await _fetch_group(gc, group_id, _requested(request.topics))
     stable = _stable(gc, group_id, entries, ctx.version >= 7 and request.require_stable)
+    stable = authz.hide_topics(ctx, stable, listing=request.topics is None)
     topic_cls = OffsetFetchResponse.OffsetFetchResponseTopic
     part_cls = topic_cls.OffsetFetchResponsePartition
     return OffsetFetchResponse(throttle_time_ms=0, error_code=err, topics=[
@@ -317,7 +329,7 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> OffsetFetchResponse
     ])
 
 
-async def _offset_fetch_groups(gc: GroupCoordinator, request: Any) -> OffsetFetchResponse:
+async def _offset_fetch_groups(ctx: RequestContext, gc: GroupCoordinator, request: Any) -> OffsetFetchResponse:
     group_cls = OffsetFetchResponse.OffsetFetchResponseGroup
     topic_cls = group_cls.OffsetFetchResponseTopics
     part_cls = topic_cls.OffsetFetchResponsePartitions
@@ -329,8 +341,12 @@ async def _offset_fetch_groups(gc: GroupCoordinator, request: Any) -> OffsetFetc
         if key in seen:
             continue
         seen.add(key)
+        if not authz.allowed(ctx, authz.Op.DESCRIBE, authz.GROUP, g.group_id or ""):
+            groups.append(group_cls(group_id=g.group_id, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, topics=[]))
+            continue
         err, entries = await _fetch_group(gc, g.group_id or "", _requested(g.topics))
         stable = _stable(gc, g.group_id or "", entries, request.require_stable)
+        stable = authz.hide_topics(ctx, stable, listing=g.topics is None)
         groups.append(group_cls(group_id=g.group_id, error_code=err, topics=[
             topic_cls(name=topic, partitions=[part_cls(**_partition_fields(p, value, err or perr))
                                               for p, value, perr in parts])
@@ -342,10 +358,13 @@ async def _offset_fetch_groups(gc: GroupCoordinator, request: Any) -> OffsetFetc
 @handles(OffsetDeleteRequest, OffsetDeleteResponse, versions=(0, 0))
 async def offset_delete(ctx: RequestContext, request: Any) -> OffsetDeleteResponse:
     gc = coordinator(ctx)
+    authz.require(ctx, authz.Op.DELETE, authz.GROUP, request.group_id or "")
     errors: dict[TopicPartition, ErrorCode] = {}
     for t in request.topics:
         for p in t.partitions:
-            if not _topic_partition_known(ctx, t.name, p.partition_index):
+            if not authz.allowed(ctx, authz.Op.READ, authz.TOPIC, t.name):
+                errors[(t.name, p.partition_index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif not _topic_partition_known(ctx, t.name, p.partition_index):
                 errors[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions
               if (t.name, p.partition_index) not in errors]
@@ -370,7 +389,7 @@ def _described(ctx: RequestContext, request: Any, group_id: str, summary: Any,
                err: ErrorCode) -> Any:
     group_cls = DescribeGroupsResponse.DescribedGroup
     member_cls = group_cls.DescribedGroupMember
-    operations = authorized(GROUP_OPERATIONS, ctx.version >= 3 and request.include_authorized_operations)
+    operations = authz.operations(ctx, authz.GROUP, group_id, ctx.version >= 3 and request.include_authorized_operations)
     if summary is None:
         return group_cls(error_code=err, group_id=group_id, group_state="", protocol_type="", protocol_data="",
                          members=[], authorized_operations=None)
@@ -392,6 +411,7 @@ async def describe_groups(ctx: RequestContext, request: Any) -> DescribeGroupsRe
     # naming it many times in one small request must not multiply the response.
     for group_id in dict.fromkeys(request.groups):
         try:
+            authz.require(ctx, authz.Op.DESCRIBE, authz.GROUP, group_id or "")
             summary, err = await gc.describe(group_id or ""), ErrorCode.NONE
         except KafkaError as exc:
             summary, err = None, exc.code
@@ -404,6 +424,8 @@ async def list_groups(ctx: RequestContext, request: Any) -> ListGroupsResponse:
     gc = coordinator(ctx)
     states = set(request.states_filter or []) if ctx.version >= 4 else None
     err, groups = gc.list_groups(states or None)
+    if not authz.allowed(ctx, authz.Op.DESCRIBE, authz.CLUSTER, log_denial=False):  # else the groups it may describe
+        groups = [g for g in groups if authz.allowed(ctx, authz.Op.DESCRIBE, authz.GROUP, g[0], log_denial=False)]
     return ListGroupsResponse(throttle_time_ms=0, error_code=err, groups=[
         ListGroupsResponse.ListedGroup(group_id=gid, protocol_type=ptype, group_state=state)
         for gid, ptype, state in groups
@@ -415,6 +437,9 @@ async def delete_groups(ctx: RequestContext, request: Any) -> DeleteGroupsRespon
     gc = coordinator(ctx)
     results = []
     for group_id in request.groups_names:
-        err = await gc.delete_group(group_id or "")
+        if authz.allowed(ctx, authz.Op.DELETE, authz.GROUP, group_id or ""):
+            err = await gc.delete_group(group_id or "")
+        else:
+            err = ErrorCode.GROUP_AUTHORIZATION_FAILED
         results.append(DeleteGroupsResponse.DeletableGroupResult(group_id=group_id, error_code=err))
     return DeleteGroupsResponse(throttle_time_ms=0, results=results)
