@@ -10,7 +10,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.harness import BrokerCluster, BrokerPool, BrokerProcess, free_port, run_cli
@@ -139,6 +139,15 @@ def test_producer_and_consumer_acls_from_the_tool(secured: Secured) -> None:
     assert "ResourcePattern(resourceType=GROUP, name=g, patternType=LITERAL)" in groups
     # bob has none of these
     assert try_produce(secured.sasl, "bob", "t") == "TOPIC_AUTHORIZATION_FAILED"
+    # the authorized operations come from the ACLs
+    alice = AdminClient(conf(secured.sasl, "alice"))
+    topic = alice.describe_topics(TopicCollection(["t"]), include_authorized_operations=True)["t"].result(timeout=20)
+    assert {op.name for op in topic.authorized_operations} == {"READ", "WRITE", "CREATE", "DESCRIBE"}
+    cluster = alice.describe_cluster(include_authorized_operations=True).result(timeout=20)
+    assert not cluster.authorized_operations
+    admin = AdminClient(conf(secured.sasl, "admin"))
+    cluster = admin.describe_cluster(include_authorized_operations=True).result(timeout=20)
+    assert {"ALTER", "CLUSTER_ACTION", "DESCRIBE"} <= {op.name for op in cluster.authorized_operations}
 
 
 def test_prefixed_acl(secured: Secured) -> None:
@@ -189,6 +198,14 @@ def test_acl_apis_need_cluster_permissions_and_check_input(secured: Secured, tmp
                   "--operation", "Write")
     assert res.returncode == 1 and "ResourceType GROUP only supports operations" in res.stderr
     assert run_cli("acls", "--help").returncode == 0
+
+
+def test_acls_survive_a_restart(secured: Secured) -> None:
+    create_topic(secured.sasl, "kept")
+    secured.acls("--add", "--allow-principal", "User:bob", "--producer", "--topic", "kept")
+    secured.broker.restart()
+    wait_until(lambda: try_produce(secured.sasl, "bob", "kept") is None, 30, "bob's ACL after the restart")
+    assert "Loaded" in secured.broker.output()
 
 
 def test_unknown_authorizer_class_is_one_line(brokers: BrokerPool) -> None:

@@ -46,7 +46,7 @@ class MinimalBroker:
 
     metadata: MetadataCache
     cluster_id: str = CLUSTER_ID
-    authorizer: None = None  # no authorizer: every request allowed
+    authorizer: Any = None  # None: no authorizer, every request allowed
 
     def __post_init__(self) -> None:
         self.metrics = BrokerMetrics(self)  # type: ignore[arg-type]
@@ -202,3 +202,26 @@ def test_registering_outside_kafka_python_versions_or_twice_is_refused() -> None
     with pytest.raises(ValueError, match="two handlers"):
         handles(MetadataRequest, MetadataResponse, versions=(0, 1))(handler)
     assert APIS[MetadataRequest.API_KEY].handler is not handler
+
+
+def test_a_request_refused_as_a_whole_gets_its_top_level_authorization_error() -> None:
+    from kafka.protocol.consumer import JoinGroupRequest, JoinGroupResponse
+
+    from odradek.security.acl import AclTable
+    from odradek.security.authorizer import Authorizer
+
+    class Cache:
+        table = AclTable()
+
+    async def scenario(dispatcher: Dispatcher, conn: Connection) -> None:
+        dispatcher.broker.authorizer = Authorizer(Cache(), frozenset(), False, None)  # type: ignore[arg-type]
+        request = JoinGroupRequest(group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=10000, member_id="",
+                                   group_instance_id=None, protocol_type="consumer", protocols=[], reason=None)
+        body = split_response(await dispatcher(conn, frame(request, 9)), flexible_header=True)
+        assert JoinGroupResponse.decode(body, version=9).error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        cluster = DescribeClusterRequest(include_cluster_authorized_operations=True, endpoint_type=1)
+        body = split_response(await dispatcher(conn, frame(cluster, 1)), flexible_header=True)
+        response = DescribeClusterResponse.decode(body, version=1)
+        assert response.error_code == 0 and not response.authorized_operations  # described, with no operations
+
+    run(scenario)
