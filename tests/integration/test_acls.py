@@ -135,6 +135,8 @@ def test_producer_and_consumer_acls_from_the_tool(secured: Secured) -> None:
     listed = secured.acls("--list", "--topic", "t")
     for op in ("WRITE", "DESCRIBE", "CREATE", "READ"):
         assert f"(principal=User:alice, host=*, operation={op}, permissionType=ALLOW)" in listed
+    mine = secured.acls("--list", "--principal", "User:alice")
+    assert mine.startswith("ACLs for principal `User:alice`\n") and "User:bob" not in mine
     groups = secured.acls("--list", "--group", "g")
     assert "ResourcePattern(resourceType=GROUP, name=g, patternType=LITERAL)" in groups
     # bob has none of these

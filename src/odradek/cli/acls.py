@@ -92,6 +92,8 @@ def build_parser() -> ArgParser:
     p.add_argument("--consumer", action="store_true",
                    help="convenience: READ and DESCRIBE on the topics, READ on the group")
     p.add_argument("--idempotent", action="store_true", help="with --producer: IDEMPOTENT_WRITE on the cluster")
+    p.add_argument("--principal", action="append", default=[], metavar="PRINCIPAL",
+                   help="with --list: only the ACLs of this principal; may be repeated")
     p.add_argument("--force", action="store_true", help="do not ask for confirmation")
     return p
 
@@ -261,8 +263,16 @@ class Acls:
         for r in resources or [None]:
             for pattern, entries in self.describe(r).items():
                 found.setdefault(pattern, []).extend(e for e in entries if e not in found.get(pattern, []))
-        for pattern in sorted(found):
-            print(_block(f"Current ACLs for resource `{pattern}`", found[pattern]))
+        if not self.opts.principal:
+            for pattern in sorted(found):
+                print(_block(f"Current ACLs for resource `{pattern}`", found[pattern]))
+            return
+        for principal in _principals(self.opts.principal):
+            print(f"ACLs for principal `{principal}`")
+            for pattern in sorted(found):
+                mine = [e for e in found[pattern] if e.principal == principal]
+                if mine:
+                    print(_block(f"Current ACLs for resource `{pattern}`", mine))
 
     def do_add(self) -> None:
         for r, entries in requested_acls(self.opts, self.ptype).items():
@@ -320,6 +330,8 @@ def execute(argv: list[str]) -> int:
         raise UsageError("Error: Command must include exactly one action: --list, --add, --remove.")
     action = actions[0]
     ptype = _pattern_type(opts)
+    if opts.principal and action != "list":
+        raise UsageError("Error: --principal is only valid with --list (use --allow-principal/--deny-principal)")
     if action == "add" and not (opts.allow_principal or opts.deny_principal):
         raise UsageError("Error: You must specify one of: --allow-principal, --deny-principal when trying to add ACLs.")
     if action != "list" and (opts.allow_principal or opts.deny_principal):

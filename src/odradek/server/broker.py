@@ -156,6 +156,10 @@ class Broker:
                  str(self.authorizer.allow_if_no_acl).lower(),
                  f"; connections on the inter-broker listener {broker_listener} act as the broker (a super user)"
                  if broker_listener else "")
+        if broker_listener and all(lst.name == broker_listener for lst in cfg.listeners):
+            log.warning("%s The only listener, %s, is the inter-broker listener: every connection acts as the broker "
+                        "(a super user) and no ACL applies; give clients a listener of their own", self.prefix,
+                        broker_listener)
 
     def _make_store(self) -> MetadataStore:
         connect = self.config.zookeeper_connect
