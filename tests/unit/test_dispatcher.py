@@ -43,7 +43,7 @@ EXPECTED_VERSIONS = {
     0: (3, 13), 1: (4, 18), 2: (1, 10), 3: (0, 13), 8: (2, 9), 9: (1, 9), 10: (0, 6), 11: (0, 9), 12: (0, 4),
     13: (0, 5), 14: (0, 5), 15: (0, 6), 16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2),
     22: (0, 5), 23: (2, 4), 32: (1, 4), 33: (0, 2), 35: (1, 4), 36: (0, 2), 37: (0, 3), 42: (0, 2), 43: (0, 2),
-    24: (0, 3), 25: (0, 4), 26: (0, 4), 27: (1, 1), 28: (0, 4),
+    24: (0, 3), 25: (0, 4), 26: (0, 4), 27: (1, 1), 28: (0, 4), 29: (1, 3), 30: (1, 3), 31: (1, 3),
     44: (0, 1), 45: (0, 1), 46: (0, 0), 47: (0, 0), 50: (0, 0), 51: (0, 0), 60: (0, 2), 61: (0, 0), 65: (0, 0),
     66: (0, 2), 68: (0, 1), 69: (0, 1), 74: (0, 1),
     75: (0, 0),
@@ -58,6 +58,7 @@ class MinimalBroker:
 
     metadata: MetadataCache
     cluster_id: str = CLUSTER_ID
+    authorizer: Any = None  # None: no authorizer, every request allowed
 
     def __post_init__(self) -> None:
         self.metrics = BrokerMetrics(self)  # type: ignore[arg-type]
@@ -259,3 +260,26 @@ def test_registering_outside_kafka_python_versions_or_twice_is_refused() -> None
     with pytest.raises(ValueError, match="two handlers"):
         handles(MetadataRequest, MetadataResponse, versions=(0, 1))(handler)
     assert APIS[MetadataRequest.API_KEY].handler is not handler
+
+
+def test_a_request_refused_as_a_whole_gets_its_top_level_authorization_error() -> None:
+    from kafka.protocol.consumer import JoinGroupRequest, JoinGroupResponse
+
+    from odradek.security.acl import AclTable
+    from odradek.security.authorizer import Authorizer
+
+    class Cache:
+        table = AclTable()
+
+    async def scenario(dispatcher: Dispatcher, conn: Connection) -> None:
+        dispatcher.broker.authorizer = Authorizer(Cache(), frozenset(), False, None)  # type: ignore[arg-type]
+        request = JoinGroupRequest(group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=10000, member_id="",
+                                   group_instance_id=None, protocol_type="consumer", protocols=[], reason=None)
+        body = split_response(await dispatcher(conn, frame(request, 9)), flexible_header=True)
+        assert JoinGroupResponse.decode(body, version=9).error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+        cluster = DescribeClusterRequest(include_cluster_authorized_operations=True, endpoint_type=1)
+        body = split_response(await dispatcher(conn, frame(cluster, 1)), flexible_header=True)
+        response = DescribeClusterResponse.decode(body, version=1)
+        assert response.error_code == 0 and not response.authorized_operations  # described, with no operations
+
+    run(scenario)

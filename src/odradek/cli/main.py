@@ -27,6 +27,7 @@ TOOLS: dict[str, Tool] = {
     "topics": Tool("odradek.cli.topics", "create, list, describe, alter and delete topics"),
     "configs": Tool("odradek.cli.configs",
                     "describe and alter topic, broker (dynamic) and broker-logger configs"),
+    "acls": Tool("odradek.cli.acls", "add, remove and list ACLs (brokers with authorizer.class.name)"),
     "console-producer": Tool("odradek.cli.console_producer", "send lines read from stdin to a topic"),
     "console-consumer": Tool("odradek.cli.console_consumer", "print records of topics to stdout"),
     "consumer-groups": Tool("odradek.cli.consumer_groups",

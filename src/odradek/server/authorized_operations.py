@@ -1,41 +1,24 @@
 """The `*_authorized_operations` bit sets of Metadata, DescribeCluster and DescribeGroups: Kafka's ACL
 operation codes, the operations each resource type supports, and what a request is told. With no
-authorizer configured Kafka reports every supported operation, and so does Odradek (which has none yet);
-a field not asked for carries Kafka's "not requested" value (INT32_MIN, `None` for the codec)."""
+authorizer configured Kafka reports every supported operation, and so does Odradek; with one, the
+operations the authorizer allows the caller (`server/authz.py`, `operations`). A field not asked for
+carries Kafka's "not requested" value (INT32_MIN, `None` for the codec)."""
 
 from __future__ import annotations
 
-from enum import IntEnum
+from odradek.security.acl import SUPPORTED_OPERATIONS, AclOperation, ResourceType
 
-
-class AclOperation(IntEnum):
-    UNKNOWN = 0
-    ANY = 1
-    ALL = 2
-    READ = 3
-    WRITE = 4
-    CREATE = 5
-    DELETE = 6
-    ALTER = 7
-    DESCRIBE = 8
-    CLUSTER_ACTION = 9
-    DESCRIBE_CONFIGS = 10
-    ALTER_CONFIGS = 11
-    IDEMPOTENT_WRITE = 12
-    CREATE_TOKENS = 13
-    DESCRIBE_TOKENS = 14
-
+__all__ = ["AclOperation", "SUPPORTED_OPERATIONS", "TOPIC_OPERATIONS", "GROUP_OPERATIONS", "CLUSTER_OPERATIONS",
+           "authorized", "bits"]
 
 Op = AclOperation
-TOPIC_OPERATIONS = frozenset({Op.READ, Op.WRITE, Op.CREATE, Op.DELETE, Op.ALTER, Op.DESCRIBE, Op.DESCRIBE_CONFIGS,
-                              Op.ALTER_CONFIGS})
-GROUP_OPERATIONS = frozenset({Op.READ, Op.DELETE, Op.DESCRIBE})
-CLUSTER_OPERATIONS = frozenset({Op.CREATE, Op.CLUSTER_ACTION, Op.DESCRIBE_CONFIGS, Op.ALTER_CONFIGS,
-                                Op.IDEMPOTENT_WRITE, Op.ALTER, Op.DESCRIBE})
+TOPIC_OPERATIONS = SUPPORTED_OPERATIONS[ResourceType.TOPIC]
+GROUP_OPERATIONS = SUPPORTED_OPERATIONS[ResourceType.GROUP]
+CLUSTER_OPERATIONS = SUPPORTED_OPERATIONS[ResourceType.CLUSTER]
 
 
 def authorized(supported: frozenset[AclOperation], requested: bool) -> set[int] | None:
-    """The operation codes to report (every supported one: no authorizer), or None when not asked."""
+    """The operation codes to report without an authorizer (every supported one), or None when not asked."""
     return {int(op) for op in supported} if requested else None
 
 

@@ -38,6 +38,8 @@ from odradek.groups.consumer_coordinator import (
 from odradek.groups.coordinator import GroupCoordinator, GroupSettings
 from odradek.groups.offsets import OffsetStore
 from odradek.replication.manager import ReplicaManager
+from odradek.security.acl_store import AclCache
+from odradek.security.authorizer import Authorizer, check_class, parse_super_users
 from odradek.server.dispatcher import Dispatcher
 from odradek.server.dynamic_config import DynamicBrokerConfig
 from odradek.server.fetch_sessions import FetchSessionCache
@@ -73,6 +75,7 @@ class Broker:
         self.ready = False
         self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
         self.dynamic_config: DynamicBrokerConfig
+        self.authorizer: Authorizer | None = None  # None: every request allowed
         self.dispatcher = Dispatcher(self)
         self.server = SocketServer(
             self.dispatcher, config.get("socket.request.max.bytes"),
@@ -95,6 +98,10 @@ class Broker:
         log.info("%s starting", self.prefix)
         for line in cfg.warnings:
             log.warning(line)
+        try:
+            with_authorizer = check_class(cfg.get("authorizer.class.name"))
+        except ConfigError as exc:
+            raise StartupError(str(exc)) from None
         log.info("Log directories: %s", ",".join(cfg.log_dirs))
         await self._start_http()
         logs = LogManager([Path(d) for d in cfg.log_dirs], cfg.topic_defaults(),
@@ -113,6 +120,8 @@ class Broker:
             await self.store.ensure_path(path)
         self.cluster_id = await self._cluster_id()
         self._write_meta_properties()
+        if with_authorizer:
+            await self._start_authorizer()
         # dynamic broker configs first, so that everything built below starts from them (as Kafka's does)
         self.dynamic_config = DynamicBrokerConfig(self)
         await self.dynamic_config.start()
@@ -146,6 +155,24 @@ class Broker:
         self.ready = True
         log.info("%s started (cluster id %s)", self.prefix, self.cluster_id)
 
+    async def _start_authorizer(self) -> None:
+        cfg = self.config
+        cache = AclCache(self.store)
+        await cache.start()
+        inter = cfg.inter_broker_listener
+        broker_listener = inter.name if inter.security_protocol == "PLAINTEXT" else None
+        self.authorizer = Authorizer(cache, parse_super_users(cfg.get("super.users")),
+                                     cfg.get("allow.everyone.if.no.acl.found"), broker_listener)
+        log.info("%s Authorizer %s: super users %s; allow.everyone.if.no.acl.found=%s%s", self.prefix,
+                 cfg.get("authorizer.class.name"), ";".join(sorted(self.authorizer.super_users)) or "none",
+                 str(self.authorizer.allow_if_no_acl).lower(),
+                 f"; connections on the inter-broker listener {broker_listener} act as the broker (a super user)"
+                 if broker_listener else "")
+        if broker_listener and all(lst.name == broker_listener for lst in cfg.listeners):
+            log.warning("%s The only listener, %s, is the inter-broker listener: every connection acts as the broker "
+                        "(a super user) and no ACL applies; give clients a listener of their own", self.prefix,
+                        broker_listener)
+
     def _make_store(self) -> MetadataStore:
         connect = self.config.zookeeper_connect
         if connect:
@@ -169,6 +196,8 @@ class Broker:
             log.error("%s %s", self.prefix, exc)
         await self.metadata.start()
         await self.dynamic_config.start()
+        if self.authorizer is not None:
+            await self.authorizer.cache.start()
         await self.controller.start()
 
     async def _cluster_id(self) -> str:
@@ -357,6 +386,8 @@ class Broker:
             self.metadata.close()
         if hasattr(self, "dynamic_config"):
             self.dynamic_config.close()
+        if self.authorizer is not None:
+            self.authorizer.cache.close()
         if hasattr(self, "store"):
             try:
                 await self.store.close()

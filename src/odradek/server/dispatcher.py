@@ -15,9 +15,11 @@ from odradek.cluster.store import StoreError
 from odradek.protocol.errors import KafkaError
 from odradek.protocol.framing import FrameError, frame_chunks, parse_request_header, peek_api, response_header
 from odradek.protocol.validate import MalformedRequest
+from odradek.server.authz import AuthorizationFailed
 
 # Every handler module, imported for its registrations (the `handles` decorators fill the registry).
 from odradek.server.handlers import (  # noqa: F401
+    acls,
     admin,
     api_versions,
     cluster,
@@ -43,6 +45,16 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("odradek.request")
 API_VERSIONS_KEY = ApiVersionsRequest.API_KEY
+
+
+def denied_response(response: type[ApiMessage], exc: AuthorizationFailed) -> ApiMessage:
+    """The response to a request refused as a whole: its top-level error code (and message), every
+    other field at its default."""
+    fields = set(getattr(response, "fields", ()))
+    kwargs: dict[str, object] = {"throttle_time_ms": 0, "error_code": int(exc.code)}
+    if "error_message" in fields:
+        kwargs["error_message"] = exc.message
+    return response(**{k: v for k, v in kwargs.items() if not fields or k in fields})
 
 
 class Dispatcher:
@@ -109,6 +121,9 @@ class Dispatcher:
                         f"correlation id {correlation_id}): {exc}"
                     ) from None
                 result = await api.handler(ctx, request)
+        except AuthorizationFailed as exc:
+            # a request refused as a whole: the response's top-level error code says so
+            result = denied_response(api.response, exc)
         except StoreError as exc:
             # e.g. ZooKeeper without quorum during an admin request: the client times out and retries,
             # as it would against Kafka; the reason is logged once here.

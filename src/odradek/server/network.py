@@ -68,6 +68,11 @@ class Connection(asyncio.Protocol):
         self.peer = "?"
         self.closed = False
 
+    @property
+    def host(self) -> str:
+        """The client's address, as ACLs name hosts."""
+        return self._address
+
     # ---- asyncio callbacks ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not asyncio.Transport

@@ -29,6 +29,9 @@ class RequestContext:
     broker: Broker
     connection: Connection
     frame: memoryview
+    # the authorizer's decisions for this request, (operation, resource type, name) -> allowed: each
+    # resource is decided (and a denial logged) once, however many partitions name it
+    decisions: dict[tuple[int, int, str], bool] | None = None
 
     @property
     def version(self) -> int:

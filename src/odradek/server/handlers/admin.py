@@ -18,6 +18,7 @@ from kafka.protocol.admin import (
 )
 
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.server import authz
 from odradek.server.registry import RequestContext, handles
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -41,6 +42,7 @@ async def create_topics(ctx: RequestContext, request: Any) -> CreateTopicsRespon
             if t.name in seen:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Create topics request from client contains duplicate topic {t.name}")
             seen.add(t.name)
+            authz.require_create_topic(ctx, t.name)
             assignment = None
             if t.assignments:
                 if t.num_partitions != -1 or t.replication_factor != -1:
@@ -81,6 +83,7 @@ async def delete_topics(ctx: RequestContext, request: Any) -> DeleteTopicsRespon
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Neither a topic name nor a topic id was given")
             if name is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, "Topic id is unknown")
+            authz.require(ctx, authz.Op.DELETE, authz.TOPIC, name)
             meta = cache.topics.get(name)
             if meta is not None:
                 res.topic_id = uuid.UUID(bytes=meta.topic_id)
@@ -97,6 +100,7 @@ async def create_partitions(ctx: RequestContext, request: Any) -> CreatePartitio
     for t in request.topics:
         res = CreatePartitionsResponse.CreatePartitionsTopicResult(name=t.name, error_code=0, error_message=None)
         try:
+            authz.require(ctx, authz.Op.ALTER, authz.TOPIC, t.name)
             assignments = [list(a.broker_ids) for a in t.assignments] if t.assignments is not None else None
             await ctx.broker.topic_admin.create_partitions(
                 t.name, t.count, assignments, validate_only=request.validate_only, wait_s=_timeout_s(request)
@@ -111,6 +115,7 @@ def _delete_records(ctx: RequestContext, topic: str, p: Any) -> Any:
     res = DeleteRecordsResponse.DeleteRecordsTopicResult.DeleteRecordsPartitionResult(
         partition_index=p.partition_index, low_watermark=-1, error_code=0)
     try:
+        authz.require(ctx, authz.Op.DELETE, authz.TOPIC, topic)
         part = ctx.broker.replicas.leader_partition(topic, p.partition_index)
         res.low_watermark = part.log.delete_records_before(p.offset)
     except KafkaError as exc:

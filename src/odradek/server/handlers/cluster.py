@@ -31,6 +31,7 @@ from odradek.cluster.elections import PREFERRED, UNCLEAN, Election, TopicPartiti
 from odradek.cluster.store import NoNodeError, StoreError
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.transport import AsyncConnection as BrokerClient
+from odradek.server import authz
 from odradek.server.registry import RequestContext, handles
 
 log = logging.getLogger("odradek.request")
@@ -143,6 +144,7 @@ async def elect_leaders(ctx: RequestContext, request: Any) -> Any:
         bad = Election(error=ErrorCode.INVALID_REQUEST, message=f"Unknown election type {election_type}")
         return _elect_response({tp: bad for tp in partitions or []}, ErrorCode.INVALID_REQUEST)
     try:
+        authz.require(ctx, authz.Op.ALTER, authz.CLUSTER)
         results = await _at_controller(ctx, request, lambda c: c.elect_leaders(election_type, partitions))
     except KafkaError as exc:
         failed = Election(error=exc.code, message=exc.message)
@@ -194,6 +196,7 @@ async def alter_partition_reassignments(ctx: RequestContext, request: Any) -> An
         for p in t.partitions:
             wanted[(t.name, p.partition_index)] = list(p.replicas) if p.replicas is not None else None
     try:
+        authz.require(ctx, authz.Op.ALTER, authz.CLUSTER)
         results = await _at_controller(ctx, request, lambda c: c.alter_reassignments(wanted, allow))
     except KafkaError as exc:
         return _alter_response({}, allow, exc.code, exc.message)
@@ -212,6 +215,7 @@ async def alter_partition_reassignments(ctx: RequestContext, request: Any) -> An
 
 @handles(ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, versions=(0, 0))
 async def list_partition_reassignments(ctx: RequestContext, request: Any) -> Any:
+    authz.require(ctx, authz.Op.DESCRIBE, authz.CLUSTER)
     cache = ctx.broker.metadata
     if request.topics is None:
         wanted: dict[str, set[int] | None] = {name: None for name in sorted(cache.topics)}

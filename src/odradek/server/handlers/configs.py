@@ -28,7 +28,7 @@ from kafka.protocol.admin import (
 from odradek.config import BrokerConfigEntry, ConfigError, ConfigSource, Synonym, UnknownConfigError
 from odradek.config_keys import BROKER_KEYS, TOPIC_CONFIGS, ConfigKey, ConfigType
 from odradek.protocol.errors import ErrorCode, KafkaError
-from odradek.server import loggers
+from odradek.server import authz, loggers
 from odradek.server.registry import RequestContext, handles
 
 RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER = 2, 4, 8
@@ -142,6 +142,7 @@ async def describe_configs(ctx: RequestContext, request: Any) -> DescribeConfigs
                      resource_name=r.resource_name, configs=[])
         keys = list(r.configuration_keys) if r.configuration_keys is not None else None
         try:
+            authz.require_config(ctx, authz.Op.DESCRIBE_CONFIGS, r.resource_type, r.resource_name)
             if r.resource_type == RESOURCE_TOPIC:
                 res.configs = _describe_topic(ctx, r.resource_name, keys, synonyms, docs)
             elif r.resource_type == RESOURCE_BROKER:
@@ -264,6 +265,7 @@ def _alter_loggers(ctx: RequestContext, resource: Any, validate_only: bool) -> N
 
 
 async def _alter_one(ctx: RequestContext, resource: Any, incremental: bool, validate_only: bool) -> None:
+    authz.require_config(ctx, authz.Op.ALTER_CONFIGS, resource.resource_type, resource.resource_name)
     _check_entries(resource.configs, incremental)
     kind = resource.resource_type
     if kind == RESOURCE_TOPIC:
@@ -307,6 +309,7 @@ async def incremental_alter_configs(ctx: RequestContext, request: Any) -> Increm
 async def list_config_resources(ctx: RequestContext, request: Any) -> ListConfigResourcesResponse:
     """KIP-1142: the config resources there are (v0 knows only client-metrics ones, of which Odradek has
     none). v1 lists topics, this broker and its loggers for the types asked (all when none is named)."""
+    authz.require(ctx, authz.Op.DESCRIBE_CONFIGS, authz.CLUSTER)
     wanted = set(request.resource_types or ()) if ctx.version >= 1 else {CLIENT_METRICS}
     out: list[Any] = []
     if ctx.version >= 1:

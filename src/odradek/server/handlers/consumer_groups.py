@@ -17,7 +17,8 @@ from odradek.protocol.kip848 import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
-from odradek.server.authorized_operations import GROUP_OPERATIONS, authorized, bits
+from odradek.server import authz
+from odradek.server.authorized_operations import bits
 from odradek.server.registry import RequestContext, handles
 
 MEMBER_TYPE_CONSUMER = 1
@@ -44,6 +45,11 @@ def _owned(topics: Any) -> dict[bytes, frozenset[int]] | None:
 
 @handles(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, versions=(0, 1))
 async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> ConsumerGroupHeartbeatResponse:
+    if not authz.allowed(ctx, authz.Op.READ, authz.GROUP, request.group_id or ""):
+        return ConsumerGroupHeartbeatResponse(
+            throttle_time_ms=0, error_code=authz.ErrorCode.GROUP_AUTHORIZATION_FAILED, error_message=None,
+            member_id=request.member_id, member_epoch=request.member_epoch, heartbeat_interval_ms=0,
+            assignment=None)
     cg = consumer_coordinator(ctx)
     hb = Heartbeat(
         group_id=request.group_id or "",
@@ -81,7 +87,6 @@ async def consumer_group_describe(ctx: RequestContext, request: Any) -> Consumer
     member_cls = group_cls.Member
     assignment_cls = member_cls.Assignment
     tp_cls = assignment_cls.TopicPartitions
-    operations = authorized(GROUP_OPERATIONS, request.include_authorized_operations)
 
     def assignment(a: dict[bytes, frozenset[int]]) -> Any:
         return assignment_cls(topic_partitions=[
@@ -90,7 +95,13 @@ async def consumer_group_describe(ctx: RequestContext, request: Any) -> Consumer
 
     out = []
     for group_id in dict.fromkeys(request.group_ids or []):  # each once, as DescribeGroups
+        if not authz.allowed(ctx, authz.Op.DESCRIBE, authz.GROUP, group_id or ""):
+            out.append(group_cls(error_code=authz.ErrorCode.GROUP_AUTHORIZATION_FAILED, error_message=None,
+                                 group_id=group_id, group_state="", group_epoch=-1, assignment_epoch=-1,
+                                 assignor_name="", members=[], authorized_operations=bits(None)))
+            continue
         d = await cg.describe(group_id or "")
+        operations = authz.operations(ctx, authz.GROUP, group_id or "", requested=request.include_authorized_operations)
         out.append(group_cls(
             error_code=d.error, error_message=d.message, group_id=group_id, group_state=d.state,
             group_epoch=d.group_epoch, assignment_epoch=d.assignment_epoch, assignor_name=d.assignor,

@@ -18,6 +18,7 @@ from kafka.protocol.consumer import (
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.fetch import FetchPartitionResult, FetchTopicResult, encode_fetch_response
 from odradek.replication.partition import Partition
+from odradek.server import authz
 from odradek.server.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, Want
 from odradek.server.registry import RequestContext, handles
 
@@ -86,6 +87,8 @@ class _FetchPlan:
                 err = KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, "unknown topic id")
             else:
                 try:
+                    if not self.is_replica:
+                        authz.require(ctx, authz.Op.READ, authz.TOPIC, want.topic)
                     part = replicas.leader_partition(want.topic, want.partition)
                     _check_epoch(part, want.current_leader_epoch)
                 except KafkaError as exc:
@@ -189,6 +192,9 @@ async def fetch(ctx: RequestContext, request: Any) -> list[bytes | memoryview]:
             wants = list(session.wants.values())
             incremental = True
     plan = _FetchPlan(ctx, request, wants)
+    if plan.is_replica and not authz.allowed(ctx, authz.Op.CLUSTER_ACTION, authz.CLUSTER):
+        return encode_fetch_response(version, ctx.header.correlation_id, [],
+                                     error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     topics, total, errors = plan.read()
     wait_ms = request.max_wait_ms
     if total < request.min_bytes and wait_ms > 0 and not errors and plan.topics:
@@ -226,6 +232,7 @@ def _list_offset(ctx: RequestContext, name: str, req_p: Any, is_replica: bool, i
         leader_epoch=-1,
     )
     try:
+        authz.require(ctx, authz.Op.DESCRIBE, authz.TOPIC, name)
         part = ctx.broker.replicas.leader_partition(name, req_p.partition_index)
         if version >= 4:
             _check_epoch(part, req_p.current_leader_epoch)
@@ -264,6 +271,7 @@ async def list_offsets(ctx: RequestContext, request: Any) -> ListOffsetsResponse
 
 def _epoch_end_offset(ctx: RequestContext, topic: str, p: Any) -> Any:
     try:
+        authz.require(ctx, authz.Op.DESCRIBE, authz.TOPIC, topic)
         part = ctx.broker.replicas.leader_partition(topic, p.partition)
         _check_epoch(part, p.current_leader_epoch)
         epoch, end = part.log.epochs.end_offset_for(p.leader_epoch, part.log.log_end_offset)

@@ -47,7 +47,7 @@ from odradek.groups.coordinator import GroupCoordinator
 from odradek.groups.group import GroupState, GroupSummary, JoinRequest, JoinResult, MemberProfile, now_ms
 from odradek.groups.schemas import OffsetValue, TopicPartition
 from odradek.protocol.errors import ErrorCode, KafkaError
-from odradek.server.authorized_operations import GROUP_OPERATIONS, authorized
+from odradek.server import authz
 from odradek.server.registry import RequestContext, handles
 
 KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION = 0, 1
@@ -83,6 +83,8 @@ async def _find_one(ctx: RequestContext, key: str | None, key_type: int,
     if key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION) or key is None:
         return ErrorCode.INVALID_REQUEST, f"Unsupported coordinator key type {key_type}", -1, "", -1
     try:
+        authz.require(ctx, authz.Op.DESCRIBE, authz.TRANSACTIONAL_ID if key_type == KEY_TYPE_TRANSACTION else authz.GROUP,
+                      key)
         if key_type == KEY_TYPE_TRANSACTION:
             if not key:
                 return ErrorCode.INVALID_REQUEST, "The transactional id must not be empty", -1, "", -1
@@ -140,6 +142,7 @@ def _join_request(ctx: RequestContext, request: Any) -> JoinRequest:
 
 @handles(JoinGroupRequest, JoinGroupResponse, versions=(0, 9))
 async def join_group(ctx: RequestContext, request: Any) -> JoinGroupResponse:
+    authz.require(ctx, authz.Op.READ, authz.GROUP, request.group_id or "")
     gc = coordinator(ctx)
     req = _join_request(ctx, request)
     try:
@@ -164,6 +167,7 @@ async def join_group(ctx: RequestContext, request: Any) -> JoinGroupResponse:
 
 @handles(SyncGroupRequest, SyncGroupResponse, versions=(0, 5))
 async def sync_group(ctx: RequestContext, request: Any) -> SyncGroupResponse:
+    authz.require(ctx, authz.Op.READ, authz.GROUP, request.group_id or "")
     gc = coordinator(ctx)
     v = ctx.version
     res = await gc.sync(
@@ -179,6 +183,7 @@ async def sync_group(ctx: RequestContext, request: Any) -> SyncGroupResponse:
 
 @handles(HeartbeatRequest, HeartbeatResponse, versions=(0, 4))
 async def heartbeat(ctx: RequestContext, request: Any) -> HeartbeatResponse:
+    authz.require(ctx, authz.Op.READ, authz.GROUP, request.group_id or "")
     gc = coordinator(ctx)
     instance_id = request.group_instance_id if ctx.version >= 3 else None
     err = await gc.heartbeat(request.group_id or "", request.generation_id, request.member_id or "", instance_id)
@@ -187,6 +192,7 @@ async def heartbeat(ctx: RequestContext, request: Any) -> HeartbeatResponse:
 
 @handles(LeaveGroupRequest, LeaveGroupResponse, versions=(0, 5))
 async def leave_group(ctx: RequestContext, request: Any) -> LeaveGroupResponse:
+    authz.require(ctx, authz.Op.READ, authz.GROUP, request.group_id or "")
     gc = coordinator(ctx)
     if ctx.version >= 3:
         members = [(m.member_id or "", m.group_instance_id) for m in request.members or []]
@@ -220,7 +226,7 @@ _CommitTopic = OffsetCommitResponse.OffsetCommitResponseTopic
 _TxnTopic = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
 
 
-def _valid_offsets(ctx: RequestContext, gc: GroupCoordinator, topics: Any, value_of: Any,
+def _valid_offsets(ctx: RequestContext, gc: GroupCoordinator, group_id: str, topics: Any, value_of: Any,
                    ) -> tuple[dict[TopicPartition, ErrorCode], dict[TopicPartition, OffsetValue]]:
     """The offsets of an OffsetCommit/TxnOffsetCommit that may be written, and the errors of the rest."""
     errors: dict[TopicPartition, ErrorCode] = {}
@@ -228,7 +234,9 @@ def _valid_offsets(ctx: RequestContext, gc: GroupCoordinator, topics: Any, value
     for t in topics:
         for p in t.partitions:
             tp = (t.name, p.partition_index)
-            if not _topic_partition_known(ctx, t.name, p.partition_index):
+            if (refused := authz.commit_refusal(ctx, group_id, t.name)) is not None:
+                errors[tp] = refused
+            elif not _topic_partition_known(ctx, t.name, p.partition_index):
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif gc.metadata_too_large(p.committed_metadata):
                 errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
@@ -250,7 +258,7 @@ async def offset_commit(ctx: RequestContext, request: Any) -> OffsetCommitRespon
     v = ctx.version
     now = now_ms()
     retention = request.retention_time_ms if v <= 4 else -1
-    errors, valid = _valid_offsets(ctx, gc, request.topics, lambda p: _offset_value(ctx, p, now, retention))
+    errors, valid = _valid_offsets(ctx, gc, request.group_id or "", request.topics, lambda p: _offset_value(ctx, p, now, retention))
     cg = consumer_groups(ctx)
     if valid and cg.owns(request.group_id):
         err = await cg.commit(request.group_id or "", request.generation_id_or_member_epoch, request.member_id or "",
@@ -271,7 +279,7 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> TxnOffsetCommi
     gc = coordinator(ctx)
     v = ctx.version
     now = now_ms()
-    errors, valid = _valid_offsets(ctx, gc, request.topics, lambda p: OffsetValue(
+    errors, valid = _valid_offsets(ctx, gc, request.group_id or "", request.topics, lambda p: OffsetValue(
         p.committed_offset, p.committed_metadata or "", now, -1, p.committed_leader_epoch if v >= 2 else -1))
     cg = consumer_groups(ctx)
     if valid and cg.owns(request.group_id):
@@ -336,10 +344,12 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> OffsetFetchResponse
     gc = coordinator(ctx)
     cg = consumer_groups(ctx)
     if ctx.version >= 8:
-        return await _offset_fetch_groups(gc, cg, request, ctx.version)
+        return await _offset_fetch_groups(ctx, gc, cg, request)
     group_id = request.group_id or ""
+    authz.require(ctx, authz.Op.DESCRIBE, authz.GROUP, group_id)
     err, entries = await _fetch_group(gc, cg, group_id, _requested(request.topics))
     stable = _stable(cg if cg.owns(group_id) else gc, group_id, entries, ctx.version >= 7 and request.require_stable)
+    stable = authz.hide_topics(ctx, stable, listing=request.topics is None)
     topic_cls = OffsetFetchResponse.OffsetFetchResponseTopic
     part_cls = topic_cls.OffsetFetchResponsePartition
     return OffsetFetchResponse(throttle_time_ms=0, error_code=err, topics=[
@@ -349,8 +359,8 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> OffsetFetchResponse
     ])
 
 
-async def _offset_fetch_groups(gc: GroupCoordinator, cg: ConsumerGroupCoordinator, request: Any,
-                               version: int) -> OffsetFetchResponse:
+async def _offset_fetch_groups(ctx: RequestContext, gc: GroupCoordinator, cg: ConsumerGroupCoordinator,
+                               request: Any) -> OffsetFetchResponse:
     group_cls = OffsetFetchResponse.OffsetFetchResponseGroup
     topic_cls = group_cls.OffsetFetchResponseTopics
     part_cls = topic_cls.OffsetFetchResponsePartitions
@@ -362,10 +372,14 @@ async def _offset_fetch_groups(gc: GroupCoordinator, cg: ConsumerGroupCoordinato
         if key in seen:
             continue
         seen.add(key)
+        if not authz.allowed(ctx, authz.Op.DESCRIBE, authz.GROUP, g.group_id or ""):
+            groups.append(group_cls(group_id=g.group_id, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, topics=[]))
+            continue
         # v9+: a consumer group member names itself (KIP-848) and is checked by member epoch
-        member = (g.member_id, g.member_epoch) if version >= 9 else (None, -1)
+        member = (g.member_id, g.member_epoch) if request.API_VERSION >= 9 else (None, -1)
         err, entries = await _fetch_group(gc, cg, g.group_id or "", _requested(g.topics), member)
         stable = _stable(cg if cg.owns(g.group_id) else gc, g.group_id or "", entries, request.require_stable)
+        stable = authz.hide_topics(ctx, stable, listing=g.topics is None)
         groups.append(group_cls(group_id=g.group_id, error_code=err, topics=[
             topic_cls(name=topic, partitions=[part_cls(**_partition_fields(p, value, err or perr))
                                               for p, value, perr in parts])
@@ -377,10 +391,13 @@ async def _offset_fetch_groups(gc: GroupCoordinator, cg: ConsumerGroupCoordinato
 @handles(OffsetDeleteRequest, OffsetDeleteResponse, versions=(0, 0))
 async def offset_delete(ctx: RequestContext, request: Any) -> OffsetDeleteResponse:
     gc = coordinator(ctx)
+    authz.require(ctx, authz.Op.DELETE, authz.GROUP, request.group_id or "")
     errors: dict[TopicPartition, ErrorCode] = {}
     for t in request.topics:
         for p in t.partitions:
-            if not _topic_partition_known(ctx, t.name, p.partition_index):
+            if not authz.allowed(ctx, authz.Op.READ, authz.TOPIC, t.name):
+                errors[(t.name, p.partition_index)] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif not _topic_partition_known(ctx, t.name, p.partition_index):
                 errors[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions
               if (t.name, p.partition_index) not in errors]
@@ -409,7 +426,7 @@ def _described(ctx: RequestContext, request: Any, group_id: str, summary: Any,
                err: ErrorCode) -> Any:
     group_cls = DescribeGroupsResponse.DescribedGroup
     member_cls = group_cls.DescribedGroupMember
-    operations = authorized(GROUP_OPERATIONS, ctx.version >= 3 and request.include_authorized_operations)
+    operations = authz.operations(ctx, authz.GROUP, group_id, ctx.version >= 3 and request.include_authorized_operations)
     if summary is None:
         return group_cls(error_code=err, group_id=group_id, group_state="", protocol_type="", protocol_data="",
                          members=[], authorized_operations=None)
@@ -445,6 +462,7 @@ async def describe_groups(ctx: RequestContext, request: Any) -> DescribeGroupsRe
             out.append(described)
             continue
         try:
+            authz.require(ctx, authz.Op.DESCRIBE, authz.GROUP, group_id or "")
             summary, err = await gc.describe(group_id or ""), ErrorCode.NONE
         except KafkaError as exc:
             summary, err = None, exc.code
@@ -462,6 +480,8 @@ async def list_groups(ctx: RequestContext, request: Any) -> ListGroupsResponse:
     err, classic = gc.list_groups(None)
     listed = [(gid, ptype, state, GROUP_TYPE_CLASSIC) for gid, ptype, state in classic]
     listed += [(gid, ptype, state, GROUP_TYPE_CONSUMER) for gid, ptype, state in consumer_groups(ctx).list_groups()]
+    if not authz.allowed(ctx, authz.Op.DESCRIBE, authz.CLUSTER, log_denial=False):  # else the groups it may describe
+        listed = [g for g in listed if authz.allowed(ctx, authz.Op.DESCRIBE, authz.GROUP, g[0], log_denial=False)]
     return ListGroupsResponse(throttle_time_ms=0, error_code=err, groups=[
         ListGroupsResponse.ListedGroup(group_id=gid, protocol_type=ptype, group_state=state, group_type=gtype)
         for gid, ptype, state, gtype in sorted(listed)
@@ -475,7 +495,9 @@ async def delete_groups(ctx: RequestContext, request: Any) -> DeleteGroupsRespon
     results = []
     cg = consumer_groups(ctx)
     for group_id in request.groups_names:
-        if cg.owns(group_id):
+        if not authz.allowed(ctx, authz.Op.DELETE, authz.GROUP, group_id or ""):
+            err = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        elif cg.owns(group_id):
             err = await cg.delete_group(group_id or "")
         else:
             err = await gc.delete_group(group_id or "")

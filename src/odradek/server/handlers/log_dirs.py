@@ -10,6 +10,7 @@ from typing import Any
 
 from kafka.protocol.admin import DescribeLogDirsRequest, DescribeLogDirsResponse
 
+from odradek.server import authz
 from odradek.server.registry import RequestContext, handles
 
 _Result = DescribeLogDirsResponse.DescribeLogDirsResult
@@ -19,6 +20,7 @@ _Partition = _Topic.DescribeLogDirsPartition
 
 @handles(DescribeLogDirsRequest, DescribeLogDirsResponse, versions=(1, 4))
 async def describe_log_dirs(ctx: RequestContext, request: Any) -> DescribeLogDirsResponse:
+    authz.require(ctx, authz.Op.DESCRIBE, authz.CLUSTER)
     logs = ctx.broker.logs
     wanted: set[tuple[str, int]] | None = None
     if request.topics is not None:

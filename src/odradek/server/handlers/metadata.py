@@ -18,7 +18,8 @@ from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from odradek.cluster.assignment import INTERNAL_TOPICS, validate_topic_name
 from odradek.cluster.znodes import BrokerInfo
 from odradek.protocol.errors import ErrorCode, KafkaError
-from odradek.server.authorized_operations import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, authorized, bits
+from odradek.server import authz
+from odradek.server.authorized_operations import bits
 from odradek.server.registry import RequestContext, handles
 
 log = logging.getLogger("odradek.request")
@@ -68,15 +69,21 @@ def _topic(broker: Any, name: str, live: set[int], operations: set[int] | None) 
     )
 
 
+def _failed_topic(name: str, code: int) -> Any:
+    return MetadataResponse.MetadataResponseTopic(error_code=code, name=name, topic_id=_uuid_str(ZERO_UUID),
+                                                  is_internal=False, partitions=[])
+
+
 async def _auto_create(ctx: RequestContext, name: str) -> Any:
     broker = ctx.broker
     try:
         validate_topic_name(name)
     except KafkaError:
-        return MetadataResponse.MetadataResponseTopic(
-            error_code=ErrorCode.INVALID_TOPIC_EXCEPTION, name=name, topic_id=_uuid_str(ZERO_UUID),
-            is_internal=False, partitions=[],
-        )
+        return _failed_topic(name, ErrorCode.INVALID_TOPIC_EXCEPTION)
+    try:
+        authz.require_create_topic(ctx, name)
+    except KafkaError as exc:
+        return _failed_topic(name, exc.code)
     try:
         await broker.topic_admin.create_topic(name, broker.config.get("num.partitions"),
                                   broker.config.get("default.replication.factor"), {}, wait_s=2.0)
@@ -96,8 +103,11 @@ async def metadata(ctx: RequestContext, request: Any) -> MetadataResponse:
     version = ctx.version
     live = set(cache.brokers)
     requested = request.topics
-    if requested is None or (version == 0 and not requested):
+    listing = requested is None or (version == 0 and not requested)
+    if listing:
         names = sorted(cache.topics)
+        if authz.enabled(ctx):  # topics the caller may not describe are left out of the listing
+            names = [n for n in names if authz.allowed(ctx, authz.Op.DESCRIBE, authz.TOPIC, n, False)]
     else:
         names = [t.name for t in requested if t.name is not None]
         for t in requested:
@@ -107,15 +117,18 @@ async def metadata(ctx: RequestContext, request: Any) -> MetadataResponse:
                     names.append(found)
         names = list(dict.fromkeys(names))  # each topic once, as Kafka (a topic named twice is described once)
     auto = version < 4 or request.allow_auto_topic_creation
-    topic_ops = authorized(TOPIC_OPERATIONS, version >= 8 and request.include_topic_authorized_operations)
+    topic_ops = version >= 8 and request.include_topic_authorized_operations
     topics = []
     for name in names:
+        if not listing and not authz.allowed(ctx, authz.Op.DESCRIBE, authz.TOPIC, name):
+            topics.append(_failed_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            continue
         if name not in cache.topics and auto and broker.config.get("auto.create.topics.enable"):
             failed = await _auto_create(ctx, name)
             if failed is not None:
                 topics.append(failed)
                 continue
-        topics.append(_topic(broker, name, live, topic_ops))
+        topics.append(_topic(broker, name, live, authz.operations(ctx, authz.TOPIC, name, topic_ops)))
     brokers = [
         MetadataResponse.MetadataResponseBroker(node_id=b.broker_id, host=host, port=port, rack=b.rack)
         for b, host, port in listener_endpoints(cache.brokers.values(), ctx.connection.security.name)
@@ -126,8 +139,8 @@ async def metadata(ctx: RequestContext, request: Any) -> MetadataResponse:
         cluster_id=broker.cluster_id,
         controller_id=cache.controller_id,
         topics=topics,
-        authorized_operations=authorized(
-            CLUSTER_OPERATIONS, 8 <= version <= 10 and request.include_cluster_authorized_operations),
+        authorized_operations=authz.operations(
+            ctx, authz.CLUSTER, requested=8 <= version <= 10 and request.include_cluster_authorized_operations),
         error_code=ErrorCode.NONE,  # v13+ (KIP-1102): Kafka's REBOOTSTRAP_REQUIRED has no cause here
     )
 
@@ -161,14 +174,14 @@ async def describe_cluster(ctx: RequestContext, request: Any) -> DescribeCluster
             error_message="The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type "
                           "CONTROLLER" if endpoint_type == ENDPOINT_TYPE_CONTROLLERS
                           else f"Unsupported endpoint type {endpoint_type}",
-            controller_id=-1, brokers=[], authorized_operations=authorized(CLUSTER_OPERATIONS, False))
+            controller_id=-1, brokers=[], authorized_operations=None)
     return DescribeClusterResponse(
         throttle_time_ms=0,
         error_code=0,
         error_message=None,
         endpoint_type=ENDPOINT_TYPE_BROKERS,
         cluster_id=ctx.broker.cluster_id,
-        authorized_operations=authorized(CLUSTER_OPERATIONS, request.include_cluster_authorized_operations),
+        authorized_operations=authz.operations(ctx, authz.CLUSTER, requested=request.include_cluster_authorized_operations),
         controller_id=cache.controller_id,
         brokers=[
             DescribeClusterResponse.DescribeClusterBroker(broker_id=b.broker_id, host=host, port=port, rack=b.rack,
@@ -199,6 +212,11 @@ async def describe_topic_partitions(ctx: RequestContext, request: Any) -> Descri
     budget = limit
     next_cursor = None
     for name in names:
+        if not authz.allowed(ctx, authz.Op.DESCRIBE, authz.TOPIC, name, log_denial=bool(request.topics)):
+            if request.topics:
+                topics.append(_DTPTopic(error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED, name=name,
+                                        topic_id=_uuid_str(ZERO_UUID), is_internal=False, partitions=[]))
+            continue
         meta = cache.topics.get(name)
         if meta is None:
             topics.append(_DTPTopic(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=name,
@@ -220,7 +238,7 @@ async def describe_topic_partitions(ctx: RequestContext, request: Any) -> Descri
                 last_known_elr=None, offline_replicas=m.offline_replicas))
         topics.append(_DTPTopic(error_code=0, name=name, topic_id=_uuid_str(meta.topic_id),
                                 is_internal=name in INTERNAL_TOPICS, partitions=parts,
-                                topic_authorized_operations=bits(authorized(TOPIC_OPERATIONS, True))))
+                                topic_authorized_operations=bits(authz.operations(ctx, authz.TOPIC, name))))
         if rest:
             next_cursor = _DTP.Cursor(topic_name=name, partition_index=rest[0])
             break

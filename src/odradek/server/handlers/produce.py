@@ -14,6 +14,7 @@ from kafka.protocol.producer import ProduceRequest, ProduceResponse
 from odradek.protocol.errors import ErrorCode, KafkaError, RecordValidationError
 from odradek.protocol.produce import parse_produce_request
 from odradek.replication.partition import Partition
+from odradek.server import authz
 from odradek.server.network import CloseConnection
 from odradek.server.registry import RequestContext, handles
 
@@ -56,6 +57,7 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | N
                 any_error = True
                 continue
             try:
+                authz.require_produce(ctx, req.transactional_id, topic.name)
                 if part.records is None or len(part.records) == 0:
                     raise KafkaError(ErrorCode.INVALID_RECORD, "Produce request has no records")
                 if not name:  # an id no topic has (or the zero id)

@@ -9,6 +9,7 @@ from typing import Any
 from kafka.protocol.admin import DescribeProducersRequest, DescribeProducersResponse
 
 from odradek.protocol.errors import KafkaError
+from odradek.server import authz
 from odradek.server.registry import RequestContext, handles
 
 _Topic = DescribeProducersResponse.TopicResponse
@@ -18,6 +19,7 @@ _Producer = _Partition.ProducerState
 
 def _partition(ctx: RequestContext, topic: str, index: int) -> Any:
     try:
+        authz.require(ctx, authz.Op.READ, authz.TOPIC, topic)
         part = ctx.broker.replicas.leader_partition(topic, index)
     except KafkaError as exc:
         return _Partition(partition_index=index, error_code=exc.code, error_message=exc.message, active_producers=[])

@@ -15,6 +15,7 @@ from kafka.protocol.admin import (
 
 from odradek.cluster.user_scram import list_users, read_user_config, scram_entries, write_user_config
 from odradek.protocol.errors import ErrorCode
+from odradek.server import authz
 from odradek.server.registry import RequestContext, handles
 from odradek.server.scram import MAX_ITERATIONS, MECHANISM_IDS, MIN_ITERATIONS, credential_from_salted
 
@@ -27,6 +28,7 @@ AlterResult = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
 
 @handles(DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse, versions=(0, 0))
 async def describe_user_scram_credentials(ctx: RequestContext, request: Any) -> DescribeUserScramCredentialsResponse:
+    authz.require(ctx, authz.Op.DESCRIBE, authz.CLUSTER)
     store = ctx.broker.store
     asked = None if request.users is None else [u.name for u in request.users]
     results = []
@@ -78,6 +80,8 @@ async def alter_user_scram_credentials(ctx: RequestContext, request: Any) -> Alt
             errors.setdefault(op.name, (ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"))
         if not op.name:
             errors.setdefault(op.name, (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"))
+        if not authz.allowed(ctx, authz.Op.ALTER, authz.CLUSTER):
+            errors[op.name] = (ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
     for up in request.upsertions:
         if up.iterations < MIN_ITERATIONS:
             errors.setdefault(up.name, (ErrorCode.UNACCEPTABLE_CREDENTIAL, "Too few iterations"))

@@ -30,6 +30,7 @@ from kafka.protocol.producer import (
 
 from odradek.groups import OFFSETS_TOPIC
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.server import authz
 from odradek.server.registry import RequestContext, handles
 from odradek.server.safe_regex import compile_safe_pattern
 from odradek.txn.markers import append_marker
@@ -63,8 +64,11 @@ async def init_producer_id(ctx: RequestContext, request: Any) -> InitProducerIdR
     a fresh id, or its id with the epoch bumped (KIP-360)."""
     pid = request.producer_id if ctx.version >= 3 else -1
     epoch = request.producer_epoch if ctx.version >= 3 else -1
+    if request.transactional_id is None:
+        authz.require_idempotent(ctx)
     if request.transactional_id is not None:
         try:
+            authz.require(ctx, authz.Op.WRITE, authz.TRANSACTIONAL_ID, request.transactional_id)
             pid, epoch = await ctx.broker.transactions.init_producer_id(
                 request.transactional_id, request.transaction_timeout_ms, pid, epoch)
         except KafkaError as exc:
@@ -91,6 +95,12 @@ def _topic_results(errors: dict[tuple[str, int], int]) -> list[Any]:
 
 async def _add_partitions(ctx: RequestContext, tid: str, pid: int, epoch: int, topics: Any) -> dict[tuple[str, int], int]:
     wanted = [(t.name, p) for t in topics for p in t.partitions]
+    if not authz.allowed(ctx, authz.Op.WRITE, authz.TRANSACTIONAL_ID, tid):
+        return dict.fromkeys(wanted, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    refused = authz.denied(ctx, authz.Op.WRITE, authz.TOPIC, (t for t, _ in wanted))
+    if refused:  # as Kafka: the refused topics fail, the rest are not attempted
+        return {tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED if tp[0] in refused else ErrorCode.OPERATION_NOT_ATTEMPTED
+                for tp in wanted}
     meta = ctx.broker.metadata.topics
     unknown = {tp for tp in wanted if tp[0] not in meta or tp[1] not in meta[tp[0]].assignment}
     if unknown:
@@ -111,6 +121,8 @@ async def add_partitions_to_txn(ctx: RequestContext, request: Any) -> AddPartiti
 @handles(AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, versions=(0, 4))
 async def add_offsets_to_txn(ctx: RequestContext, request: Any) -> AddOffsetsToTxnResponse:
     async def add() -> None:
+        authz.require(ctx, authz.Op.WRITE, authz.TRANSACTIONAL_ID, request.transactional_id)
+        authz.require(ctx, authz.Op.READ, authz.GROUP, request.group_id)
         gc = ctx.broker.groups
         await gc.coordinator_node(request.group_id)  # creates __consumer_offsets on first use
         tp = (OFFSETS_TOPIC, gc.store.partition_for(request.group_id))
@@ -125,8 +137,12 @@ async def add_offsets_to_txn(ctx: RequestContext, request: Any) -> AddOffsetsToT
 
 @handles(EndTxnRequest, EndTxnResponse, versions=(0, 4))
 async def end_txn(ctx: RequestContext, request: Any) -> EndTxnResponse:
-    code = await _error_of(ctx.broker.transactions.end_txn(
-        request.transactional_id, request.producer_id, request.producer_epoch, request.committed))
+    async def end() -> None:
+        authz.require(ctx, authz.Op.WRITE, authz.TRANSACTIONAL_ID, request.transactional_id)
+        await ctx.broker.transactions.end_txn(request.transactional_id, request.producer_id, request.producer_epoch,
+                                              request.committed)
+
+    code = await _error_of(end())
     return EndTxnResponse(throttle_time_ms=0, error_code=code)
 
 
@@ -140,11 +156,15 @@ async def write_txn_markers(ctx: RequestContext, request: Any) -> WriteTxnMarker
     topic_cls = result_cls.WritableTxnMarkerTopicResult
     part_cls = topic_cls.WritableTxnMarkerPartitionResult
     markers = []
+    refused = not authz.allowed(ctx, authz.Op.CLUSTER_ACTION, authz.CLUSTER)
     for m in request.markers:
         topics = []
         for t in m.topics:
             parts = []
             for p in t.partition_indexes:
+                if refused:
+                    parts.append(part_cls(partition_index=p, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
+                    continue
                 err = await append_marker(ctx.broker, t.name, p, m.producer_id, m.producer_epoch,
                                           m.transaction_result, m.coordinator_epoch, timeout_s)
                 parts.append(part_cls(partition_index=p, error_code=err))
@@ -163,6 +183,7 @@ async def describe_transactions(ctx: RequestContext, request: Any) -> DescribeTr
     out = []
     for tid in dict.fromkeys(request.transactional_ids):
         try:
+            authz.require(ctx, authz.Op.DESCRIBE, authz.TRANSACTIONAL_ID, tid)
             md = await ctx.broker.transactions.describe(tid)
         except KafkaError as exc:
             out.append(state_cls(error_code=exc.code, transactional_id=tid, transaction_state="",
@@ -211,6 +232,7 @@ async def list_transactions(ctx: RequestContext, request: Any) -> ListTransactio
            for md in sorted(txns, key=lambda m: m.transactional_id)
            if (not states or md.state in states) and (not pids or md.producer_id in pids)
            and (min_duration < 0 or (md.state is TxnState.ONGOING and now - md.start_ms >= min_duration))
-           and (pattern is None or pattern.fullmatch(md.transactional_id) is not None)]
+           and (pattern is None or pattern.fullmatch(md.transactional_id) is not None)
+           and authz.allowed(ctx, authz.Op.DESCRIBE, authz.TRANSACTIONAL_ID, md.transactional_id, False)]
     return ListTransactionsResponse(throttle_time_ms=0, error_code=0, unknown_state_filters=unknown,
                                     transaction_states=out)
