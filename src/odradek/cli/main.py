@@ -43,6 +43,7 @@ TOOLS: dict[str, Tool] = {
                                        "move leadership back to preferred replicas (Kafka 2.x tool)"),
     "reassign-partitions": Tool("odradek.cli.reassign_partitions", "move partition replicas between brokers"),
     "log-dirs": Tool("odradek.cli.log_dirs", "describe the brokers' log directories and partition sizes"),
+    "console": Tool("odradek.console.server", "the web console: brokers, topics, messages, groups and lag"),
     "producer-perf-test": Tool("odradek.cli.producer_perf_test", "measure produce throughput and latency"),
     "consumer-perf-test": Tool("odradek.cli.consumer_perf_test", "measure consume throughput"),
 }
