@@ -206,6 +206,12 @@ def test_topic_page(console: Console, data: BrokerProcess, page: Page, tmp_path:
         expect(r.locator(".start")).to_have_text("0")
         expect(r.locator(".end")).to_have_text(str(PER_PARTITION))
     expect(row(page, "configs", "config", "cleanup.policy").locator(".value")).to_have_text("delete")
+    # The page refreshes itself: a record produced now shows up as a new end offset without a reload.
+    p = Producer({"bootstrap.servers": data.bootstrap})
+    p.produce(TOPIC, key=b"late", value=b"\xff\xfe\x00\x99", partition=2)
+    assert p.flush(30) == 0
+    expect(row(page, "partitions", "partition", 2).locator(".end")).to_have_text(str(PER_PARTITION + 1))
+    expect(page.locator("#updated")).to_contain_text("updated")
     shot = tmp_path / "topic-page.png"
     page.screenshot(path=str(shot), full_page=True)
     if os.environ.get("ODRADEK_CONSOLE_DOCS_SCREENSHOT") == "1":
@@ -434,10 +440,13 @@ def test_cross_origin_posts_are_refused(console: Console, data: BrokerProcess) -
     assert "same-origin-topic" in topics and "referer-topic" in topics
 
 
-def test_missing_topic_is_a_page_not_a_trace(console: Console, page: Page) -> None:
+def test_missing_topic_or_group_is_a_page_not_a_trace(console: Console, page: Page) -> None:
     resp = page.goto(console.url + "/topics/no-such-topic")
-    assert resp.status == 404
+    assert resp is not None and resp.status == 404
     expect(page.locator(".flash.error")).to_have_text("Topic 'no-such-topic' does not exist")
+    resp = page.goto(console.url + "/groups/no-such-group")
+    assert resp is not None and resp.status == 404
+    expect(page.locator(".flash.error")).to_have_text("Consumer group 'no-such-group' does not exist")
 
 
 # --- the command ------------------------------------------------------------------------------

@@ -87,6 +87,8 @@ def render(request: web.Request, name: str, status: int = 200, **context: Any) -
     context.update(cluster_id=cluster.cluster_id, bootstrap=cluster.bootstrap, settings=app[SETTINGS],
                    path=request.path, ok=request.query.get("ok"), error=context.get("error") or request.query.get("error"))
     template = app[TEMPLATES].get_template(name)
+    # A block rendered alone sees the context but not the template's top-level imports: a live block
+    # imports the macros it uses itself.
     if request.headers.get(FRAGMENT_HEADER) == "live" and "live" in template.blocks:
         html = "".join(template.blocks["live"](template.new_context(context)))
     else:

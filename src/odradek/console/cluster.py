@@ -407,7 +407,7 @@ class Cluster:
         ends = self.offsets(every, OffsetSpec.latest())
         group.partitions = [GroupPartition(t, p, committed.get((t, p)), ends.get((t, p)), owner.get((t, p)))
                             for t, p in every]
-        if state == "Unknown" and not group.members and not committed:
+        if state in ("Dead", "Unknown") and not group.members and not committed:
             return None
         return group
 
