@@ -22,6 +22,7 @@ import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
-from tests.harness import NO_REBALANCE_DELAY, BrokerProcess, free_port, odradek_cmd, run_cli
+from tests.harness import NO_REBALANCE_DELAY, BrokerPool, BrokerProcess, free_port, odradek_cmd, run_cli
 from tests.waiting import wait_until
 
 CHROMIUM = "/usr/bin/chromium"
@@ -112,16 +113,13 @@ class Console:
         return self.log.read_text(errors="replace")
 
 
-@pytest.fixture(scope="module")
-def console(data: BrokerProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
+@contextmanager
+def running_console(bootstrap: str, log: Path, *flags: str) -> Iterator[Console]:
+    """`odradek console` on a free port until the block ends (then SIGTERM by pid, SIGKILL if it lingers)."""
     port = free_port()
-    log = tmp_path_factory.mktemp("console") / "console.out"
     with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            odradek_cmd("console", "--bootstrap-server", data.bootstrap, "--port", str(port),
-                        "--refresh-ms", "1000", "--lag-sample-ms", "500",
-                        "--metrics-url-template", "http://{host}:9404/metrics?broker={id}"),
-            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(odradek_cmd("console", "--bootstrap-server", bootstrap, "--port", str(port), *flags),
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     c = Console(f"http://127.0.0.1:{port}", proc, log)
     try:
         wait_until(lambda: proc.poll() is None and "Odradek console listening on" in c.output(), 60,
@@ -135,6 +133,14 @@ def console(data: BrokerProcess, tmp_path_factory: pytest.TempPathFactory) -> It
             except subprocess.TimeoutExpired:
                 os.kill(proc.pid, signal.SIGKILL)
                 proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def console(data: BrokerProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
+    log = tmp_path_factory.mktemp("console") / "console.out"
+    with running_console(data.bootstrap, log, "--refresh-ms", "1000", "--lag-sample-ms", "500",
+                         "--metrics-url-template", "http://{host}:9404/metrics?broker={id}") as c:
+        yield c
 
 
 @pytest.fixture(scope="module")
@@ -447,6 +453,44 @@ def test_missing_topic_or_group_is_a_page_not_a_trace(console: Console, page: Pa
     resp = page.goto(console.url + "/groups/no-such-group")
     assert resp is not None and resp.status == 404
     expect(page.locator(".flash.error")).to_have_text("Consumer group 'no-such-group' does not exist")
+
+
+def test_command_config_over_sasl(brokers: BrokerPool, browser: Browser, tmp_path: Path) -> None:
+    """--command-config reaches every client of the console: a SASL_PLAINTEXT listener with a password."""
+    jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+            'password="admin-secret" user_alice="alice-secret";')
+    plain, sasl = free_port(), free_port()
+    brokers.start({"listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
+                   "sasl.enabled.mechanisms": "PLAIN", "sasl.jaas.config": jaas}, name="sasl", port=plain)
+    client = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "alice",
+              "sasl.password": "alice-secret"}
+    p = Producer({"bootstrap.servers": f"127.0.0.1:{sasl}", **client})
+    p.produce("secured", key=b"who", value=b"alice")
+    assert p.flush(30) == 0
+    config = tmp_path / "client.properties"
+    config.write_text("".join(f"{k}={v}\n" for k, v in client.items()))
+
+    wrong = tmp_path / "wrong.properties"
+    wrong.write_text(config.read_text().replace("alice-secret", "wrong"))
+    r = run_cli("console", "--bootstrap-server", f"127.0.0.1:{sasl}", "--command-config", str(wrong),
+                "--timeout", "5000", "--port", "0")
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "Authentication failed" in r.stderr or "could not reach" in r.stderr, r.stderr
+
+    with running_console(f"127.0.0.1:{sasl}", tmp_path / "console.out", "--command-config", str(config)) as c:
+        context = browser.new_context()
+        context.set_default_timeout(TIMEOUT_MS)
+        page = context.new_page()
+        try:
+            page.goto(c.url + "/brokers")
+            expect(row(page, "brokers", "broker", 0)).to_contain_text(f"127.0.0.1:{sasl}")
+            page.goto(c.url + "/topics/secured/messages")
+            r0 = page.locator('#messages tr[data-offset="0"]')
+            expect(r0.locator(".key")).to_have_text("who")
+            expect(r0.locator(".value")).to_have_text("alice")
+        finally:
+            page.screenshot(path=str(tmp_path / "sasl-messages.png"), full_page=True)
+            context.close()
 
 
 # --- the command ------------------------------------------------------------------------------
