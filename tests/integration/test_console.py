@@ -33,6 +33,7 @@ from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
 from tests.harness import NO_REBALANCE_DELAY, BrokerPool, BrokerProcess, free_port, odradek_cmd, run_cli
 from tests.waiting import wait_until
+from tests.zkharness import ZooKeeperEnsemble
 
 CHROMIUM = "/usr/bin/chromium"
 REPO = Path(__file__).resolve().parents[2]
@@ -47,7 +48,7 @@ TIMEOUT_MS = 20_000
 
 @pytest.fixture(scope="module")
 def broker_config() -> dict[str, str]:
-    return NO_REBALANCE_DELAY
+    return {**NO_REBALANCE_DELAY, "broker.rack": "rack-a"}
 
 
 def value_of(i: int) -> bytes:
@@ -187,6 +188,7 @@ def test_brokers_page(console: Console, data: BrokerProcess, page: Page, tmp_pat
     r = row(page, "brokers", "broker", 0)
     expect(r).to_contain_text(data.bootstrap)
     expect(r.locator(".controller")).to_have_text("controller")
+    expect(r.locator(".rack")).to_have_text("rack-a")
     expect(r).to_contain_text(str(data.log_dir))  # DescribeLogDirs
     expect(r.locator("a", has_text="metrics")).to_have_attribute(
         "href", "http://127.0.0.1:9404/metrics?broker=0")
@@ -490,6 +492,41 @@ def test_command_config_over_sasl(brokers: BrokerPool, browser: Browser, tmp_pat
             expect(r0.locator(".value")).to_have_text("alice")
         finally:
             page.screenshot(path=str(tmp_path / "sasl-messages.png"), full_page=True)
+            context.close()
+
+
+def test_under_replicated_partitions_are_marked(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool,
+                                               browser: Browser, tmp_path: Path) -> None:
+    cluster = brokers.start_cluster(zk_standalone.connect_string, 2, {"replica.lag.time.max.ms": "3000"})
+    boot = cluster.brokers[0].bootstrap
+    a = admin(cluster.brokers[0])
+    a.create_topics([NewTopic("replicated", 2, 2)])["replicated"].result(30)
+
+    def layout() -> list[tuple[int, list[int]]]:
+        md = a.list_topics("replicated", timeout=10).topics["replicated"]
+        return [(m.leader, sorted(m.isrs)) for m in md.partitions.values()]
+
+    wait_until(lambda: all(isr == [0, 1] for _, isr in layout()), 60, "both replicas in sync")
+    cluster.brokers[1].stop()
+    wait_until(lambda: layout() == [(0, [0]), (0, [0])], 60, lambda: f"broker 0 alone in the ISR: {layout()}")
+
+    with running_console(boot, tmp_path / "console.out") as c:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context.set_default_timeout(TIMEOUT_MS)
+        page = context.new_page()
+        try:
+            page.goto(c.url + "/topics")
+            expect(row(page, "topics", "topic", "replicated")).to_contain_text("2 under-replicated")
+            page.goto(c.url + "/topics/replicated")
+            for p in (0, 1):
+                r = row(page, "partitions", "partition", p)
+                expect(r).to_have_class("warn")
+                expect(r).to_contain_text("under-replicated")
+                expect(r.locator(".leader")).to_have_text("0")
+            page.goto(c.url + "/brokers")
+            expect(page.locator("#brokers tbody tr")).to_have_count(1)
+        finally:
+            page.screenshot(path=str(tmp_path / "under-replicated.png"), full_page=True)
             context.close()
 
 
