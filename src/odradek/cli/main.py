@@ -46,6 +46,7 @@ TOOLS: dict[str, Tool] = {
     "transactions": Tool("odradek.cli.transactions",
                          "list, describe and abort transactions; find hanging ones (kafka-transactions.sh)"),
     "log-dirs": Tool("odradek.cli.log_dirs", "describe the brokers' log directories and partition sizes"),
+    "console": Tool("odradek.console.server", "the web console: brokers, topics, messages, groups and lag"),
     "producer-perf-test": Tool("odradek.cli.producer_perf_test", "measure produce throughput and latency"),
     "consumer-perf-test": Tool("odradek.cli.consumer_perf_test", "measure consume throughput"),
 }

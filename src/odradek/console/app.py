@@ -1,0 +1,410 @@
+"""The console's web application: aiohttp routes, server-rendered jinja2 pages and a few JSON endpoints.
+
+Pages render on the server. Each has a `live` block that the page's script re-fetches every few seconds
+(the same URL with the `X-Console-Fragment` header answers that block alone), so values stay current
+without a second rendering path in JavaScript; charts and the message tail poll JSON endpoints.
+
+Actions are POST forms. A POST is accepted only from the console's own pages (its Origin, or else its
+Referer, must be this server: a same-origin check against cross-site request forgery) and answers with a
+redirect back to the page carrying a one-line result or error; failures never show a stack trace.
+Protocol calls block, so handlers run them on worker threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
+
+import jinja2
+from aiohttp import web
+
+from odradek.console import browse
+from odradek.console.cluster import Cluster, ClusterError
+from odradek.console.sampler import LagHistory
+from odradek.pipelines.weblogs import METRICS_TOPIC
+
+log = logging.getLogger("odradek.console")
+
+HERE = Path(__file__).parent
+FRAGMENT_HEADER = "X-Console-Fragment"
+SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@dataclass
+class Settings:
+    """What the pages need besides the cluster."""
+
+    refresh_ms: int = 5000
+    metrics_url_template: str | None = None
+    weblogs_topic: str = METRICS_TOPIC
+
+
+class UserError(Exception):
+    """A bad form value, reported on the page."""
+
+
+CLUSTER = web.AppKey("cluster", Cluster)
+HISTORY = web.AppKey("history", LagHistory)
+SETTINGS = web.AppKey("settings", Settings)
+TEMPLATES = web.AppKey("templates", jinja2.Environment)
+
+
+def human_bytes(n: int | None) -> str:
+    if n is None:
+        return "-"
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{int(size)} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(HERE / "templates"),
+                             autoescape=jinja2.select_autoescape(["html"]), undefined=jinja2.StrictUndefined)
+    env.filters["bytes"] = human_bytes
+    env.filters["dash"] = lambda v: "-" if v is None else v
+    return env
+
+
+# --- rendering ---------------------------------------------------------------------------------
+
+
+def render(request: web.Request, name: str, status: int = 200, **context: Any) -> web.Response:
+    """The page `name`, or only its `live` block when the page's script asks for it."""
+    app = request.app
+    cluster = app[CLUSTER]
+    context.update(cluster_id=cluster.cluster_id, bootstrap=cluster.bootstrap, settings=app[SETTINGS],
+                   path=request.path, ok=request.query.get("ok"), error=context.get("error") or request.query.get("error"))
+    template = app[TEMPLATES].get_template(name)
+    # A block rendered alone sees the context but not the template's top-level imports: a live block
+    # imports the macros it uses itself.
+    if request.headers.get(FRAGMENT_HEADER) == "live" and "live" in template.blocks:
+        html = "".join(template.blocks["live"](template.new_context(context)))
+    else:
+        html = template.render(context)
+    return web.Response(text=html, content_type="text/html", status=status)
+
+
+def back(location: str, *, ok: str | None = None, error: str | None = None) -> web.HTTPSeeOther:
+    query = {k: v for k, v in (("ok", ok), ("error", error)) if v}
+    return web.HTTPSeeOther(location + ("?" + urlencode(query) if query else ""))
+
+
+async def call(fn: Callable[..., Any], *args: Any) -> Any:
+    return await asyncio.to_thread(fn, *args)
+
+
+# --- middlewares -------------------------------------------------------------------------------
+
+
+def same_origin(request: web.Request) -> bool:
+    """Whether a state-changing request comes from this server's own pages."""
+    if request.headers.get("Sec-Fetch-Site") not in (None, "same-origin"):
+        return False
+    source = request.headers.get("Origin") or request.headers.get("Referer")
+    if not source or source == "null":
+        return False
+    parts = urlsplit(source)
+    return parts.scheme == request.scheme and parts.netloc == request.host
+
+
+@web.middleware
+async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Same-origin check of POSTs; cluster errors as a page with one line; no stack trace ever shown."""
+    if request.method not in SAFE_METHODS and not same_origin(request):
+        log.warning("Refused %s %s from another origin (%s)", request.method, request.path,
+                    request.headers.get("Origin") or request.headers.get("Referer") or "no Origin or Referer")
+        return web.Response(status=403, text="Forbidden: cross-origin request refused\n")
+    try:
+        return await handler(request)
+    except web.HTTPException:
+        raise
+    except ClusterError as exc:
+        return render(request, "error.html", status=502, title="Cluster error", error=str(exc))
+    except Exception as exc:
+        log.exception("Error serving %s %s", request.method, request.path)
+        return render(request, "error.html", status=500, title="Internal error",
+                      error=f"{type(exc).__name__}: {exc}")
+
+
+# --- brokers -----------------------------------------------------------------------------------
+
+
+async def index(request: web.Request) -> web.StreamResponse:
+    raise web.HTTPFound("/brokers")
+
+
+async def brokers_page(request: web.Request) -> web.StreamResponse:
+    brokers = await call(request.app[CLUSTER].brokers)
+    template = request.app[SETTINGS].metrics_url_template
+    links: dict[int, str | None] = {}
+    if template:
+        for b in brokers:
+            try:
+                links[b.id] = template.format(id=b.id, host=b.host, port=b.port)
+            except (KeyError, IndexError, ValueError):
+                links[b.id] = None
+    return render(request, "brokers.html", title="Brokers", brokers=brokers, links=links)
+
+
+# --- topics ------------------------------------------------------------------------------------
+
+
+async def topics_page(request: web.Request) -> web.StreamResponse:
+    topics = await call(request.app[CLUSTER].topics)
+    show_internal = request.query.get("internal") == "1"
+    shown = [t for t in topics if show_internal or not t.internal]
+    return render(request, "topics.html", title="Topics", topics=shown, hidden=len(topics) - len(shown),
+                  show_internal=show_internal)
+
+
+def _int_field(form: Any, name: str, label: str, minimum: int, default: int | None = None) -> int:
+    raw = str(form.get(name, "")).strip()
+    if not raw and default is not None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise UserError(f"{label} must be a whole number, not '{raw}'") from None
+    if value < minimum:
+        raise UserError(f"{label} must be at least {minimum}")
+    return value
+
+
+def _configs_field(text: str) -> dict[str, str]:
+    configs = {}
+    for line in text.replace(",", "\n").splitlines():
+        line = line.strip()
+        if not line:
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip():
+            raise UserError(f"config '{line}' is not key=value")
+        configs[key.strip()] = value.strip()
+    return configs
+
+
+async def create_topic(request: web.Request) -> web.StreamResponse:
+    form = await request.post()
+    name = str(form.get("name", "")).strip()
+    try:
+        if not TOPIC_NAME.match(name) or name in (".", ".."):
+            raise UserError(f"'{name}' is not a valid topic name (letters, digits, '.', '_', '-'; at most 249)")
+        partitions = _int_field(form, "partitions", "Partitions", 1, 1)
+        rf = _int_field(form, "replication_factor", "Replication factor", 1, 1)
+        configs = _configs_field(str(form.get("configs", "")))
+        await call(request.app[CLUSTER].create_topic, name, partitions, rf, configs)
+    except (UserError, ClusterError) as exc:
+        raise back("/topics", error=f"Could not create topic '{name}': {exc}") from None
+    log.info("Created topic %s (%d partitions, replication factor %d)", name, partitions, rf)
+    raise back(f"/topics/{name}", ok=f"Created topic {name}")
+
+
+async def topic_page(request: web.Request) -> web.StreamResponse:
+    name = request.match_info["name"]
+    cluster = request.app[CLUSTER]
+    topic = await call(cluster.topic, name)
+    if topic is None:
+        return render(request, "error.html", status=404, title="No such topic",
+                      error=f"Topic '{name}' does not exist")
+    configs = await call(cluster.configs, name)
+    return render(request, "topic.html", title=f"Topic {name}", topic=topic, configs=configs)
+
+
+async def delete_topic(request: web.Request) -> web.StreamResponse:
+    name = request.match_info["name"]
+    form = await request.post()
+    if str(form.get("confirm", "")).strip() != name:
+        raise back(f"/topics/{name}", error="Type the topic's name to confirm its deletion")
+    try:
+        await call(request.app[CLUSTER].delete_topic, name)
+    except ClusterError as exc:
+        raise back(f"/topics/{name}", error=f"Could not delete topic '{name}': {exc}") from None
+    log.info("Deleted topic %s", name)
+    raise back("/topics", ok=f"Deleted topic {name}")
+
+
+async def add_partitions(request: web.Request) -> web.StreamResponse:
+    name = request.match_info["name"]
+    form = await request.post()
+    try:
+        total = _int_field(form, "total", "The new partition count", 1)
+        await call(request.app[CLUSTER].add_partitions, name, total)
+    except (UserError, ClusterError) as exc:
+        raise back(f"/topics/{name}", error=f"Could not add partitions: {exc}") from None
+    log.info("Topic %s now has %d partitions", name, total)
+    raise back(f"/topics/{name}", ok=f"Topic {name} now has {total} partitions")
+
+
+async def alter_config(request: web.Request) -> web.StreamResponse:
+    name = request.match_info["name"]
+    form = await request.post()
+    key = str(form.get("key", "")).strip()
+    reset = form.get("reset") == "1"
+    value = None if reset else str(form.get("value", "")).strip()
+    try:
+        if not key:
+            raise UserError("a config name is required")
+        await call(request.app[CLUSTER].alter_config, name, key, value)
+    except (UserError, ClusterError) as exc:
+        raise back(f"/topics/{name}", error=f"Could not change config {key}: {exc}") from None
+    done = f"{key} reset to its default" if reset else f"{key}={value}"
+    log.info("Topic %s: %s", name, done)
+    raise back(f"/topics/{name}", ok=f"Config of {name} updated: {done}")
+
+
+# --- messages ----------------------------------------------------------------------------------
+
+
+async def messages_page(request: web.Request) -> web.StreamResponse:
+    name = request.match_info["name"]
+    cluster = request.app[CLUSTER]
+    md = await call(cluster.metadata, name)
+    meta = md.topics.get(name)
+    if meta is None or meta.error is not None:
+        return render(request, "error.html", status=404, title="No such topic",
+                      error=f"Topic '{name}' does not exist")
+    q = request.query
+    partitions = sorted(meta.partitions)
+    error: str | None = None
+    messages: list[browse.Message] = []
+    next_offset = end = 0
+    try:
+        partition = int(q.get("partition", partitions[0] if partitions else 0))
+        if partition not in partitions:
+            raise UserError(f"topic {name} has no partition {partition}")
+        limit = int(q.get("limit") or 20)
+        mode = q.get("mode", "offset")
+        offset = int(q["offset"]) if mode == "offset" and q.get("offset", "").strip() else None
+        timestamp = browse.parse_time(q["timestamp"]) if mode == "timestamp" and q.get("timestamp") else None
+        messages, next_offset, end = await call(browse.read, cluster, name, partition, offset, timestamp, limit)
+    except ValueError as exc:
+        error = f"Bad value: {exc}"
+        partition, limit, mode = partitions[0] if partitions else 0, 20, "offset"
+    except (UserError, ClusterError) as exc:
+        error = str(exc)
+        partition, limit, mode = partitions[0] if partitions else 0, 20, "offset"
+    return render(request, "messages.html", title=f"Messages of {name}", topic=name, partitions=partitions,
+                  partition=partition, limit=limit, mode=mode, offset=q.get("offset", ""),
+                  timestamp=q.get("timestamp", ""), messages=messages, next_offset=next_offset, end=end,
+                  error=error)
+
+
+async def messages_api(request: web.Request) -> web.StreamResponse:
+    """New records for the live tail: {next, rows_html, count} from `offset` on."""
+    name = request.match_info["name"]
+    try:
+        partition = int(request.query["partition"])
+        offset = int(request.query["offset"])
+        limit = int(request.query.get("limit", 100))
+    except (KeyError, ValueError):
+        return web.json_response({"error": "partition and offset are required integers"}, status=400)
+    try:
+        messages, next_offset, _end = await call(browse.read, request.app[CLUSTER], name, partition, offset,
+                                                 None, limit, 1.0)
+    except ClusterError as exc:
+        return web.json_response({"error": str(exc)}, status=502)
+    macro = request.app[TEMPLATES].get_template("macros.html").module.message_row  # type: ignore[attr-defined]
+    rows = "".join(str(macro(m)) for m in messages)
+    return web.json_response({"next": next_offset, "count": len(messages), "rows_html": rows,
+                              "messages": [m.as_json() for m in messages]})
+
+
+# --- consumer groups -----------------------------------------------------------------------------
+
+
+async def groups_page(request: web.Request) -> web.StreamResponse:
+    groups = await call(request.app[CLUSTER].groups)
+    return render(request, "groups.html", title="Consumer groups", groups=groups)
+
+
+async def group_page(request: web.Request) -> web.StreamResponse:
+    group_id = request.match_info["group"]
+    group = await call(request.app[CLUSTER].group, group_id)
+    if group is None:
+        return render(request, "error.html", status=404, title="No such group",
+                      error=f"Consumer group '{group_id}' does not exist")
+    return render(request, "group.html", title=f"Consumer group {group_id}", group=group,
+                  topics=sorted({p.topic for p in group.partitions}))
+
+
+async def group_lag_api(request: web.Request) -> web.StreamResponse:
+    return web.json_response(request.app[HISTORY].series(request.match_info["group"]))
+
+
+async def reset_offsets(request: web.Request) -> web.StreamResponse:
+    group_id = request.match_info["group"]
+    form = await request.post()
+    to = str(form.get("to", ""))
+    topic = str(form.get("topic", "")) or None
+    here = f"/groups/{quote(group_id, safe='')}"
+    try:
+        offset = _int_field(form, "offset", "The offset", 0) if to == "offset" else None
+        target = await call(request.app[CLUSTER].reset_offsets, group_id, to, offset, topic)
+    except (UserError, ClusterError) as exc:
+        raise back(here, error=f"Could not reset offsets: {exc}") from None
+    log.info("Reset offsets of group %s to %s: %s", group_id, to,
+             ", ".join(f"{t}-{p}={o}" for (t, p), o in sorted(target.items())))
+    raise back(here, ok=f"Reset {len(target)} partition offset(s) of {group_id} to "
+                        + (str(offset) if to == "offset" else to))
+
+
+# --- weblogs metrics -----------------------------------------------------------------------------
+
+
+async def weblogs_page(request: web.Request) -> web.StreamResponse:
+    topic = request.app[SETTINGS].weblogs_topic
+    md = await call(request.app[CLUSTER].metadata)
+    exists = topic in md.topics
+    return render(request, "weblogs.html", title="Weblogs metrics", topic=topic, exists=exists)
+
+
+async def weblogs_api(request: web.Request) -> web.StreamResponse:
+    windows = await call(browse.weblogs_metrics, request.app[CLUSTER], request.app[SETTINGS].weblogs_topic)
+    keys = ("requests", "bytes", "error_rate_4xx", "error_rate_5xx", "latency_p50_ms", "latency_p95_ms",
+            "latency_p99_ms", "distinct_clients")
+    latest = windows[-1] if windows else None
+    return web.json_response({"t": [w["t"] for w in windows],
+                              **{k: [w.get(k) for w in windows] for k in keys},
+                              "latest": latest})
+
+
+# --- the application -----------------------------------------------------------------------------
+
+
+def create_app(cluster: Cluster, history: LagHistory, settings: Settings) -> web.Application:
+    app = web.Application(middlewares=[guard])
+    app[CLUSTER] = cluster
+    app[HISTORY] = history
+    app[SETTINGS] = settings
+    app[TEMPLATES] = environment()
+    r = app.router
+    r.add_get("/", index)
+    r.add_get("/brokers", brokers_page)
+    r.add_get("/topics", topics_page)
+    r.add_post("/topics", create_topic)
+    r.add_get("/topics/{name}", topic_page)
+    r.add_post("/topics/{name}/delete", delete_topic)
+    r.add_post("/topics/{name}/partitions", add_partitions)
+    r.add_post("/topics/{name}/config", alter_config)
+    r.add_get("/topics/{name}/messages", messages_page)
+    r.add_get("/api/topics/{name}/messages", messages_api)
+    r.add_get("/groups", groups_page)
+    r.add_get("/groups/{group}", group_page)
+    r.add_post("/groups/{group}/reset", reset_offsets)
+    r.add_get("/api/groups/{group}/lag", group_lag_api)
+    r.add_get("/weblogs", weblogs_page)
+    r.add_get("/api/weblogs", weblogs_api)
+    r.add_static("/static", HERE / "static")
+    return app

@@ -1,0 +1,457 @@
+"""What the console reads from and asks of a cluster, over the Kafka protocol only.
+
+Everything goes through confluent-kafka's AdminClient (DescribeCluster, Metadata, ListOffsets,
+DescribeConfigs, CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs, ListGroups,
+DescribeGroups, OffsetFetch, OffsetCommit), except DescribeLogDirs, which librdkafka's Python binding
+lacks: that one request goes to each broker over the project's protocol client (plaintext listeners
+only; a cluster that does not serve it simply shows no log dirs or sizes). Nothing here knows Odradek's
+internals, so the console works against any Kafka-compatible cluster.
+
+All calls block (bounded by the request timeout); the web app runs them on worker threads.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+    NewPartitions,
+    NewTopic,
+    OffsetSpec,
+    ResourceType,
+)
+
+from odradek.cli.common import kafka_message, open_client
+from odradek.cli.consumer_groups import error_text, state_name
+
+log = logging.getLogger("odradek.console")
+
+TP = tuple[str, int]
+DESCRIBE_LOG_DIRS_VERSION = 1
+PLAINTEXT = "PLAINTEXT"
+GROUP_NOT_FOUND = 69
+
+
+class ClusterError(Exception):
+    """A request the cluster refused or did not answer, worded for a person (one line)."""
+
+
+# --- what the pages show ------------------------------------------------------------------------
+
+
+@dataclass
+class LogDir:
+    path: str
+    error: str | None
+    partitions: int
+    size: int
+
+
+@dataclass
+class Broker:
+    id: int
+    host: str
+    port: int
+    rack: str | None
+    controller: bool
+    log_dirs: list[LogDir] | None = None
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass
+class Partition:
+    partition: int
+    leader: int
+    replicas: list[int]
+    isr: list[int]
+    size: int | None = None
+    start: int | None = None
+    end: int | None = None
+    error: str | None = None
+
+    @property
+    def under_replicated(self) -> bool:
+        return len(self.isr) < len(self.replicas)
+
+    @property
+    def messages(self) -> int | None:
+        return None if self.start is None or self.end is None else self.end - self.start
+
+
+@dataclass
+class Topic:
+    name: str
+    partitions: list[Partition]
+    internal: bool = False
+    error: str | None = None
+
+    @property
+    def under_replicated(self) -> int:
+        return sum(p.under_replicated for p in self.partitions)
+
+    @property
+    def replication_factor(self) -> int:
+        return max((len(p.replicas) for p in self.partitions), default=0)
+
+    @property
+    def size(self) -> int | None:
+        sizes = [p.size for p in self.partitions if p.size is not None]
+        return sum(sizes) if sizes else None
+
+
+@dataclass
+class Config:
+    name: str
+    value: str | None
+    source: str
+    default: bool
+    read_only: bool
+    sensitive: bool
+
+
+@dataclass
+class GroupSummary:
+    id: str
+    state: str
+    members: int | None = None
+    lag: int | None = None
+
+
+@dataclass
+class Member:
+    id: str
+    client_id: str
+    host: str
+    assignment: list[TP]
+
+
+@dataclass
+class GroupPartition:
+    topic: str
+    partition: int
+    committed: int | None
+    end: int | None
+    member: str | None
+
+    @property
+    def lag(self) -> int | None:
+        if self.committed is None or self.end is None:
+            return None
+        return max(self.end - self.committed, 0)
+
+
+@dataclass
+class Group:
+    id: str
+    state: str
+    coordinator: str
+    assignor: str
+    members: list[Member] = field(default_factory=list)
+    partitions: list[GroupPartition] = field(default_factory=list)
+
+    @property
+    def lag(self) -> int:
+        return sum(p.lag or 0 for p in self.partitions)
+
+    @property
+    def empty(self) -> bool:
+        return self.state in ("Empty", "Dead")
+
+
+def source_name(source: Any) -> str:
+    """'topic', 'default', 'static broker config', ... for a config entry's source."""
+    try:
+        name = ConfigSource(source).name
+    except ValueError:
+        return str(source)
+    return {"DYNAMIC_TOPIC_CONFIG": "topic", "DEFAULT_CONFIG": "default"}.get(
+        name, name.removesuffix("_CONFIG").lower().replace("_", " "))
+
+
+# --- the client -----------------------------------------------------------------------------------
+
+
+class Cluster:
+    """One AdminClient (and the settings for the browser's consumers) for one cluster."""
+
+    def __init__(self, bootstrap: str, properties: Mapping[str, str], timeout_ms: int = 10_000) -> None:
+        self.bootstrap = bootstrap
+        self.properties = dict(properties)
+        self.timeout_ms = timeout_ms
+        self.timeout = timeout_ms / 1000
+        self.admin, self._metadata = open_client(
+            AdminClient, bootstrap, self.properties,
+            defaults={"socket.timeout.ms": timeout_ms}, timeout_ms=timeout_ms)
+        self.cluster_id: str = getattr(self._metadata, "cluster_id", None) or "unknown"
+        self.log_dirs_served = self.properties.get("security.protocol", PLAINTEXT).upper() == PLAINTEXT
+
+    def wait(self, future: Any) -> Any:
+        try:
+            return future.result(timeout=self.timeout + 5)
+        except TimeoutError:
+            raise ClusterError(f"no answer from the cluster within {self.timeout_ms} ms") from None
+        except KafkaException as exc:
+            raise ClusterError(error_text(exc)) from None
+
+    def metadata(self, topic: str | None = None) -> Any:
+        try:
+            return self.admin.list_topics(topic=topic, timeout=self.timeout)
+        except KafkaException as exc:
+            raise ClusterError(kafka_message(exc)) from None
+
+    # brokers
+
+    def brokers(self) -> list[Broker]:
+        described = self.wait(self.admin.describe_cluster(request_timeout=self.timeout))
+        controller = described.controller.id if described.controller is not None else None
+        brokers = [Broker(n.id, n.host, n.port, n.rack or None, n.id == controller)
+                   for n in sorted(described.nodes, key=lambda n: n.id)]
+        dirs, _ = self.log_dirs(brokers)
+        for b in brokers:
+            b.log_dirs = dirs.get(b.id)
+        return brokers
+
+    def log_dirs(self, brokers: Iterable[Broker]) -> tuple[dict[int, list[LogDir]], dict[tuple[int, TP], int]]:
+        """Each broker's log dirs, and each replica's size by (broker, (topic, partition)); empty where
+        DescribeLogDirs is not served (or not over plaintext)."""
+        dirs: dict[int, list[LogDir]] = {}
+        sizes: dict[tuple[int, TP], int] = {}
+        if not self.log_dirs_served:
+            return dirs, sizes
+        from kafka.protocol.admin import DescribeLogDirsRequest
+
+        from odradek.protocol.transport import BlockingConnection
+
+        for b in brokers:
+            try:
+                with BlockingConnection(b.host, b.port, "odradek-console", self.timeout) as conn:
+                    resp = conn.request(DescribeLogDirsRequest(topics=None), DESCRIBE_LOG_DIRS_VERSION)
+            except Exception as exc:  # not served, refused, or a closed connection: no log dirs shown
+                log.debug("DescribeLogDirs to broker %s failed: %s", b.id, exc)
+                continue
+            dirs[b.id] = []
+            for r in resp.results:
+                total = 0
+                count = 0
+                for t in r.topics:
+                    for p in t.partitions:
+                        if not p.is_future_key:
+                            sizes[(b.id, (t.name, p.partition_index))] = p.partition_size
+                            total += p.partition_size
+                            count += 1
+                error = f"error {r.error_code}" if r.error_code else None
+                dirs[b.id].append(LogDir(r.log_dir, error, count, total))
+        return dirs, sizes
+
+    def _broker_list(self, metadata: Any) -> list[Broker]:
+        return [Broker(b.id, b.host, b.port, None, False) for b in metadata.brokers.values()]
+
+    # topics
+
+    def topics(self, with_sizes: bool = True) -> list[Topic]:
+        md = self.metadata()
+        sizes = self.log_dirs(self._broker_list(md))[1] if with_sizes else {}
+        return sorted((self._topic(t, sizes) for t in md.topics.values()), key=lambda t: t.name)
+
+    def topic_names(self) -> list[str]:
+        return sorted(self.metadata().topics)
+
+    def _topic(self, t: Any, sizes: Mapping[tuple[int, TP], int]) -> Topic:
+        parts = []
+        for p in sorted(t.partitions.values(), key=lambda p: p.id):
+            size = sizes.get((p.leader, (t.topic, p.id)))
+            parts.append(Partition(p.id, p.leader, list(p.replicas), list(p.isrs), size,
+                                   error=kafka_message(KafkaException(p.error)) if p.error else None))
+        return Topic(t.topic, parts, t.topic.startswith("__"),
+                     kafka_message(KafkaException(t.error)) if t.error else None)
+
+    def topic(self, name: str) -> Topic | None:
+        md = self.metadata()
+        t = md.topics.get(name)
+        if t is None:
+            return None
+        topic = self._topic(t, self.log_dirs(self._broker_list(md))[1])
+        tps = [(name, p.partition) for p in topic.partitions]
+        starts = self.offsets(tps, OffsetSpec.earliest())
+        ends = self.offsets(tps, OffsetSpec.latest())
+        for p in topic.partitions:
+            p.start, p.end = starts.get((name, p.partition)), ends.get((name, p.partition))
+        return topic
+
+    def offsets(self, partitions: Iterable[TP], spec: OffsetSpec) -> dict[TP, int | None]:
+        """ListOffsets for each partition; None where the cluster could not answer."""
+        wanted = sorted(set(partitions))
+        if not wanted:
+            return {}
+        futures = self.admin.list_offsets({TopicPartition(t, p): spec for t, p in wanted},
+                                          request_timeout=self.timeout)
+        result: dict[TP, int | None] = {}
+        for tp, future in futures.items():
+            try:
+                result[(tp.topic, tp.partition)] = future.result(timeout=self.timeout + 5).offset
+            except Exception:
+                result[(tp.topic, tp.partition)] = None
+        return result
+
+    def configs(self, topic: str) -> list[Config]:
+        resource = ConfigResource(ResourceType.TOPIC, topic)
+        entries = self.wait(self.admin.describe_configs([resource], request_timeout=self.timeout)[resource])
+        return [Config(e.name, e.value, source_name(e.source),
+                       bool(e.is_default), bool(e.is_read_only), bool(e.is_sensitive))
+                for e in sorted(entries.values(), key=lambda e: e.name)]
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int,
+                     configs: Mapping[str, str] | None = None) -> None:
+        new = NewTopic(name, num_partitions=partitions, replication_factor=replication_factor,
+                       config=dict(configs or {}))
+        self.wait(self.admin.create_topics([new], request_timeout=self.timeout)[name])
+
+    def delete_topic(self, name: str) -> None:
+        self.wait(self.admin.delete_topics([name], request_timeout=self.timeout)[name])
+
+    def add_partitions(self, name: str, total: int) -> None:
+        self.wait(self.admin.create_partitions([NewPartitions(name, total)], request_timeout=self.timeout)[name])
+
+    def alter_config(self, topic: str, key: str, value: str | None) -> None:
+        """Set `key` of `topic` to `value`, or back to its default when `value` is None."""
+        op = AlterConfigOpType.DELETE if value is None else AlterConfigOpType.SET
+        entry = ConfigEntry(key, value, incremental_operation=op)
+        resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[entry])
+        self.wait(self.admin.incremental_alter_configs([resource], request_timeout=self.timeout)[resource])
+
+    # consumer groups
+
+    def groups(self, with_lag: bool = True) -> list[GroupSummary]:
+        listed = self.wait(self.admin.list_consumer_groups(request_timeout=self.timeout))
+        ids = sorted(g.group_id for g in listed.valid)
+        out = [GroupSummary(i, "Unknown") for i in ids]
+        if not ids:
+            return out
+        futures = self.admin.describe_consumer_groups(ids, request_timeout=self.timeout)
+        for g in out:
+            try:
+                d = futures[g.id].result(timeout=self.timeout + 5)
+            except Exception:
+                continue
+            g.state, g.members = state_name(d), len(d.members)
+        if with_lag:
+            lags = self.group_lags(ids)
+            for g in out:
+                per_topic = lags.get(g.id)
+                g.lag = sum(per_topic.values()) if per_topic else (0 if per_topic is not None else None)
+        return out
+
+    def committed(self, group: str) -> dict[TP, int]:
+        """The group's committed offsets (partitions without a commit are left out)."""
+        request = [ConsumerGroupTopicPartitions(group)]
+        future = self.admin.list_consumer_group_offsets(request, request_timeout=self.timeout)[group]
+        try:
+            answer = future.result(timeout=self.timeout + 5)
+        except KafkaException as exc:
+            err: Any = exc.args[0] if exc.args else None
+            if hasattr(err, "code") and err.code() == GROUP_NOT_FOUND:
+                return {}
+            raise ClusterError(error_text(exc)) from None
+        return {(tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions or [] if tp.offset >= 0}
+
+    def group_lags(self, ids: Iterable[str]) -> dict[str, dict[str, int]]:
+        """Lag per topic of each group (end offset minus committed offset, summed over partitions)."""
+        committed = {}
+        for gid in ids:
+            try:
+                committed[gid] = self.committed(gid)
+            except ClusterError:
+                continue
+        ends = self.offsets({tp for c in committed.values() for tp in c}, OffsetSpec.latest())
+        lags: dict[str, dict[str, int]] = {}
+        for gid, offsets in committed.items():
+            per_topic: dict[str, int] = {}
+            for (topic, partition), offset in offsets.items():
+                end = ends.get((topic, partition))
+                if end is not None:
+                    per_topic[topic] = per_topic.get(topic, 0) + max(end - offset, 0)
+            lags[gid] = per_topic
+        return lags
+
+    def group(self, group_id: str) -> Group | None:
+        futures = self.admin.describe_consumer_groups([group_id], request_timeout=self.timeout)
+        try:
+            d = futures[group_id].result(timeout=self.timeout + 5)
+        except KafkaException as exc:
+            err: Any = exc.args[0] if exc.args else None
+            if hasattr(err, "code") and err.code() == GROUP_NOT_FOUND:
+                return None
+            raise ClusterError(error_text(exc)) from None
+        state = state_name(d)
+        coordinator = f"{d.coordinator.host}:{d.coordinator.port} (id: {d.coordinator.id})" if d.coordinator else "-"
+        group = Group(group_id, state, coordinator, d.partition_assignor or "")
+        owner: dict[TP, str] = {}
+        for m in sorted(d.members, key=lambda m: m.member_id):
+            tps = sorted((tp.topic, tp.partition) for tp in getattr(m.assignment, "topic_partitions", None) or [])
+            group.members.append(Member(m.member_id, m.client_id, m.host, tps))
+            owner.update({tp: m.client_id for tp in tps})
+        committed = self.committed(group_id)
+        every = sorted(set(committed) | set(owner))
+        ends = self.offsets(every, OffsetSpec.latest())
+        group.partitions = [GroupPartition(t, p, committed.get((t, p)), ends.get((t, p)), owner.get((t, p)))
+                            for t, p in every]
+        if state in ("Dead", "Unknown") and not group.members and not committed:
+            return None
+        return group
+
+    def reset_offsets(self, group_id: str, to: str, offset: int | None = None,
+                      topic: str | None = None) -> dict[TP, int]:
+        """Commit new offsets for the group's partitions (of `topic`, or all it has committed): the log
+        start (`earliest`), the log end (`latest`) or `offset` (clamped to the log's range). Only for a
+        group without members, as Kafka's tool requires."""
+        group = self.group(group_id)
+        if group is None:
+            raise ClusterError(f"consumer group '{group_id}' does not exist")
+        if not group.empty:
+            raise ClusterError(f"consumer group '{group_id}' has active members (state {group.state}); "
+                               "offsets can only be reset when it is empty")
+        partitions = [(p.topic, p.partition) for p in group.partitions if topic in (None, "", p.topic)]
+        if not partitions:
+            raise ClusterError(f"consumer group '{group_id}' has no committed offsets"
+                               + (f" for topic '{topic}'" if topic else ""))
+        starts = self.offsets(partitions, OffsetSpec.earliest())
+        ends = self.offsets(partitions, OffsetSpec.latest())
+        target: dict[TP, int] = {}
+        for tp in partitions:
+            lo, hi = starts.get(tp), ends.get(tp)
+            if lo is None or hi is None:
+                raise ClusterError(f"could not read the offsets of {tp[0]}-{tp[1]}")
+            if to == "earliest":
+                target[tp] = lo
+            elif to == "latest":
+                target[tp] = hi
+            elif to == "offset" and offset is not None:
+                target[tp] = min(max(offset, lo), hi)
+            else:
+                raise ClusterError(f"unknown reset target '{to}'")
+        request = [ConsumerGroupTopicPartitions(group_id, [TopicPartition(t, p, o) for (t, p), o in sorted(target.items())])]
+        answer = self.wait(self.admin.alter_consumer_group_offsets(request, request_timeout=self.timeout)[group_id])
+        for tp in answer.topic_partitions or []:
+            if tp.error is not None:
+                raise ClusterError(f"{error_text(KafkaException(tp.error))} ({tp.topic}-{tp.partition})")
+        return target
+
+    def consumer_config(self) -> dict[str, Any]:
+        """Settings of the message browser's consumers: assigned partitions, no group commits."""
+        conf: dict[str, Any] = dict(self.properties)
+        conf.update({"bootstrap.servers": self.bootstrap, "group.id": "odradek-console",
+                     "enable.auto.commit": False, "enable.auto.offset.store": False,
+                     "socket.timeout.ms": self.timeout_ms, "enable.partition.eof": True})
+        return conf
