@@ -17,7 +17,6 @@ import sys
 import threading
 import time
 import uuid
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -310,17 +309,7 @@ def test_rebalances_give_one_owner_per_partition(broker: BrokerProcess, spawn: C
     topic = create_topic(broker.bootstrap, 6)
     group = _name("g")
     procs = [spawn(client, broker.bootstrap, group, topic) for _ in range(3)]
-    try:
-        wait_balanced(procs, timeout=45)
-    except AssertionError as exc:
-        # KNOWN INTERMITTENT (open, see the session notes): now and then three consumers starting together
-        # never get an assignment. Until it is found, one fresh group is tried; a second failure fails.
-        warnings.warn(f"first group never balanced, trying a fresh one: {exc}", stacklevel=1)
-        for p in procs:
-            p.kill()
-        group = _name("g")
-        procs = [spawn(client, broker.bootstrap, group, topic) for _ in range(3)]
-        wait_balanced(procs, timeout=90)
+    wait_balanced(procs, timeout=90)
     assert all(len(p.assignment or []) == 2 for p in procs)
     procs.append(spawn(client, broker.bootstrap, group, topic))  # a fourth joins
     wait_balanced(procs, timeout=90)
