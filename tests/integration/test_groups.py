@@ -194,7 +194,7 @@ if cfg["client"] == "confluent":
     from confluent_kafka import Consumer
     conf = {"bootstrap.servers": cfg["bootstrap"], "group.id": cfg["group"], "auto.offset.reset": "earliest",
             "session.timeout.ms": cfg["session"], "heartbeat.interval.ms": 300, "max.poll.interval.ms": 10000,
-            "partition.assignment.strategy": cfg.get("strategy", "range"), "debug": "cgrp,protocol"}
+            "partition.assignment.strategy": cfg.get("strategy", "range")}
     if cfg.get("instance"):
         conf["group.instance.id"] = cfg["instance"]
     c = Consumer(conf)
