@@ -85,11 +85,12 @@ def try_produce(bootstrap: str, user: str, topic: str, count: int = 3, partition
     return errors[0] if errors else None
 
 
-def try_consume(bootstrap: str, user: str, topic: str, group: str, count: int = 3, timeout: float = 20) -> str | None:
+def try_consume(bootstrap: str, user: str, topic: str, group: str, count: int = 3, timeout: float = 20,
+                group_protocol: str = "classic") -> str | None:
     """None when `count` records came back through `group`, else the name of the first error seen."""
     errors: list[str] = []
     consumer = Consumer({**conf(bootstrap, user), "group.id": group, "auto.offset.reset": "earliest",
-                         "error_cb": lambda e: errors.append(e.name())})
+                         "group.protocol": group_protocol, "error_cb": lambda e: errors.append(e.name())})
     consumer.subscribe([topic])
     got = 0
     try:
@@ -264,3 +265,13 @@ def test_cluster_acls_apply_on_every_broker(zk_standalone: ZooKeeperEnsemble, br
                    "alice to be refused again")
     finally:
         cluster.stop()
+
+
+def test_consumer_protocol_groups_are_authorized(secured: Secured) -> None:
+    """KIP-848 groups (group.protocol=consumer) are checked as Kafka does: READ on the group to heartbeat,
+    DESCRIBE on it to describe."""
+    create_topic(secured.sasl, "t848")
+    assert try_produce(secured.sasl, "admin", "t848") is None
+    assert try_consume(secured.sasl, "bob", "t848", "g848", group_protocol="consumer") == "GROUP_AUTHORIZATION_FAILED"
+    secured.acls("--add", "--allow-principal", "User:bob", "--consumer", "--topic", "t848", "--group", "g848")
+    assert try_consume(secured.sasl, "bob", "t848", "g848", group_protocol="consumer") is None

@@ -219,6 +219,7 @@ AUTHORIZATION = {
     "OffsetFetch": "DESCRIBE group, DESCRIBE topic", "OffsetDelete": "DELETE group, READ topic",
     "DescribeGroups": "DESCRIBE group", "ListGroups": "DESCRIBE cluster, else DESCRIBE group (filtered)",
     "DeleteGroups": "DELETE group",
+    "ConsumerGroupHeartbeat": "READ group", "ConsumerGroupDescribe": "DESCRIBE group",
     "CreateTopics": "CREATE cluster or topic", "DeleteTopics": "DELETE topic", "CreatePartitions": "ALTER topic",
     "DeleteRecords": "DELETE topic", "DescribeProducers": "READ topic",
     "DescribeConfigs": "DESCRIBE_CONFIGS topic/group/cluster", "AlterConfigs": "ALTER_CONFIGS topic/group/cluster",

@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 from kafka.protocol.admin import (
-    CreateAclsRequest,
-    DescribeAclsRequest,
     DescribeClusterRequest,
     DescribeClusterResponse,
+    DescribeQuorumRequest,
 )
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
@@ -49,6 +48,7 @@ EXPECTED_VERSIONS = {
     75: (0, 0),
 }
 CORRELATION_ID = 4242
+VOTE_API_KEY = 52
 CLUSTER_ID = "dispatcher-test-cluster"
 
 
@@ -144,7 +144,7 @@ def test_unsupported_version_closes_the_connection() -> None:
 @pytest.mark.parametrize(("request_cls", "version"), [
     (EndTxnRequest, 5),  # transaction version 2, not advertised
     (AddPartitionsToTxnRequest, 4),  # the brokers' batched verification
-    (DescribeAclsRequest, 1),  # an API Odradek does not serve
+    (DescribeQuorumRequest, 1),  # an API Odradek does not serve (KRaft's)
 ])
 def test_an_unserved_version_gets_unsupported_version_where_the_response_can_say_so(
         request_cls: type[ApiMessage], version: int) -> None:
@@ -167,7 +167,7 @@ def _response_of(request_cls: type[ApiMessage]) -> type[ApiMessage]:
 
 
 def test_an_unserved_api_whose_response_has_no_top_level_error_closes_the_connection() -> None:
-    run(closes(raw_frame(CreateAclsRequest.API_KEY, 1), "unknown API key 30"))
+    run(closes(raw_frame(VOTE_API_KEY, 0), "unknown API key 52"))  # KRaft's Vote: no schema to answer with
     run(closes(raw_frame(TxnOffsetCommitRequest.API_KEY, 5), "unsupported version 5 of TxnOffsetCommit"))
 
 
