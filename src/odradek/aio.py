@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 
@@ -27,6 +27,19 @@ class TaskSet:
         self._tasks.add(task)
         task.add_done_callback(self._done)
         return task
+
+    def every(self, interval_s: float, step: Callable[[], Awaitable[object]], what: str) -> None:
+        """Run `step` every `interval_s` seconds until closed; a failing step is logged ("<what> failed")
+        and the next one still runs."""
+        async def loop() -> None:
+            while not self.closed:
+                await asyncio.sleep(interval_s)
+                try:
+                    await step()
+                except Exception as exc:
+                    self._log.error("%s failed: %s", what, exc, exc_info=exc)
+
+        self.spawn(loop())
 
     def _done(self, task: asyncio.Task[Any]) -> None:
         self._tasks.discard(task)

@@ -234,7 +234,8 @@ class ConsumerGroupCoordinator:
         return SplitOwner(owner, self)
 
     async def start(self) -> None:
-        self._tasks.spawn(self._retention_loop())
+        self._tasks.every(max(self.settings.retention_check_interval_ms, 10) / 1000,
+                          lambda: self.expire_offsets(now_ms()), "Offset expiration of consumer groups")
 
     async def shutdown(self) -> None:
         self._tasks.close()
@@ -763,15 +764,6 @@ class ConsumerGroupCoordinator:
         return ErrorCode.NONE
 
     # ---- retention ----
-    async def _retention_loop(self) -> None:
-        interval = max(self.settings.retention_check_interval_ms, 10) / 1000
-        while not self._tasks.closed:
-            await asyncio.sleep(interval)
-            try:
-                await self.expire_offsets(now_ms())
-            except Exception as exc:  # keep the loop alive whatever one pass hits
-                log.error("Offset expiration of consumer groups failed: %s", exc, exc_info=exc)
-
     async def expire_offsets(self, now: int) -> int:
         removed = 0
         for group in list(self.groups.values()):

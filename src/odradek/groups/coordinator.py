@@ -96,7 +96,8 @@ class GroupCoordinator:
             self._started = asyncio.get_running_loop().create_future()
             try:
                 await self.store.start(self)
-                self._tasks.spawn(self._retention_loop())
+                self._tasks.every(max(self.settings.retention_check_interval_ms, 10) / 1000,
+                                  lambda: self.expire_offsets(now_ms()), "Offset expiration")
             finally:
                 self._started.set_result(None)
         await self._started
@@ -722,15 +723,6 @@ class GroupCoordinator:
         return ErrorCode.NONE
 
     # ---- retention ----
-    async def _retention_loop(self) -> None:
-        interval = max(self.settings.retention_check_interval_ms, 10) / 1000
-        while not self._tasks.closed:
-            await asyncio.sleep(interval)
-            try:
-                await self.expire_offsets(now_ms())
-            except Exception as exc:  # keep the loop alive whatever one pass hits
-                log.error("Offset expiration failed: %s", exc, exc_info=exc)
-
     async def expire_offsets(self, now: int) -> int:
         """One retention pass; returns how many offsets were removed."""
         removed = 0
