@@ -216,12 +216,20 @@ async def fetch(ctx: RequestContext, request: Any) -> list[bytes | memoryview]:
     if session is not None:
         topics = plan.answer(topics, session, incremental)
     ctx.broker.metrics.error_codes("Fetch", [p.error_code for t in topics for p in t.partitions])
+    throttle = 0
     if not plan.is_replica:
+        fetched = 0
         for t in topics:
             size = sum(len(p.records) for p in t.partitions if p.records)
             if size:
+                fetched += size
                 ctx.broker.metrics.fetched(t.name, size)
-    return encode_fetch_response(version, ctx.header.correlation_id, topics,
+        quotas = ctx.broker.quotas
+        if quotas.enabled:
+            throttle = quotas.fetch(ctx.connection.principal, ctx.header.client_id or "", fetched)
+            if throttle:
+                ctx.connection.mute_s = max(ctx.connection.mute_s, throttle / 1000)
+    return encode_fetch_response(version, ctx.header.correlation_id, topics, throttle_time_ms=throttle,
                                  session_id=session.session_id if session is not None else 0)
 
 
