@@ -32,8 +32,8 @@ from odradek.cluster.store import to_json
 from odradek.protocol.errors import ErrorCode
 from odradek.server.dispatcher import Dispatcher
 from odradek.server.metrics import BrokerMetrics
-from odradek.server.quotas import QuotaManager
 from odradek.server.network import CloseConnection, Connection
+from odradek.server.quotas import QuotaManager
 from odradek.server.registry import APIS, handles
 
 # What ApiVersions advertises: api key -> (min, max); a change here must be deliberate.

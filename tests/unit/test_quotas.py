@@ -8,7 +8,13 @@ import pytest
 from odradek.cli.common import UsageError
 from odradek.cli.configs import java_double, parse_command, quota_entity_text
 from odradek.cluster.quotas import DEFAULT, entity_path, resolve
-from odradek.server.handlers.client_quotas import InvalidRequest, check_components, matches, parse_entity, parse_ops
+from odradek.server.handlers.client_quotas import (
+    InvalidRequest,
+    check_components,
+    matches,
+    parse_entity,
+    parse_ops,
+)
 from odradek.server.quotas import QuotaManager, SampledRate, throttle_ms, user_of
 
 D = DEFAULT
