@@ -190,7 +190,7 @@ def test_user_quota_throttles_a_scram_user(brokers: BrokerPool) -> None:
 
 def test_zookeeper_quotas_apply_live_on_every_broker(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool) -> None:
     cluster = brokers.start_cluster(zk_standalone.connect_string, 2)
-    zk = zk_standalone.connect_string
+    zk = cluster.brokers[0].overrides["zookeeper.connect"]  # the cluster's chroot
     r = run_cli("configs", "--zookeeper", zk, "--alter", "--entity-type", "clients", "--entity-default",
                 "--add-config", f"producer_byte_rate={RATE}")
     assert r.returncode == 0, r.stderr
