@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.request
 import uuid
 
 import pytest
@@ -154,9 +155,10 @@ JAAS = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_ad
 
 
 def test_user_quota_throttles_a_scram_user(brokers: BrokerPool) -> None:
-    plain, sasl = free_port(), free_port()
+    plain, sasl, http = free_port(), free_port(), free_port()
     b = brokers.start({"listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
-                       "sasl.enabled.mechanisms": "SCRAM-SHA-256", "sasl.jaas.config": JAAS}, port=plain)
+                       "sasl.enabled.mechanisms": "SCRAM-SHA-256", "sasl.jaas.config": JAAS,
+                       "http.listener": f"127.0.0.1:{http}"}, port=plain)
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
     upsert = UserScramCredentialUpsertion("carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"pw")
     for future in admin.alter_user_scram_credentials([upsert]).values():
@@ -181,6 +183,12 @@ def test_user_quota_throttles_a_scram_user(brokers: BrokerPool) -> None:
         return any(t > 0 for t in events)
 
     wait_until(throttled, timeout=180, message="the SCRAM user's producer throttled")
+    with urllib.request.urlopen(f"http://127.0.0.1:{http}/metrics", timeout=30) as resp:
+        text = resp.read().decode()
+    # the user-level quota's entity: user carol, any client id
+    line = next(x for x in text.splitlines()
+                if x.startswith('kafka_server_produce_throttled_requests_total{client_id="",user="carol"}'))
+    assert float(line.split()[-1]) > 0
     # the same client id over PLAINTEXT (User:ANONYMOUS) is not carol
     produce(b.bootstrap, topic, [b"a" * 1000])
     with BlockingConnection("127.0.0.1", b.port, "any-client", 60) as conn:

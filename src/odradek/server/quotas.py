@@ -135,4 +135,5 @@ class QuotaManager:
 
     def request_time(self, principal: str, client_id: str, seconds: float) -> int:
         """request_percentage: handling time as a percentage of one second (Kafka's nanosToPercentage)."""
-        return self.record(REQUEST_PERCENTAGE, principal, client_id, seconds * 100)
+        # bounded by one window, as Kafka's ClientRequestQuotaManager bounds it (byte quotas are not)
+        return min(self.record(REQUEST_PERCENTAGE, principal, client_id, seconds * 100), int(self.window_ms))
