@@ -1,5 +1,6 @@
 """`odradek configs`: Kafka's kafka-configs.sh for topics, brokers (one broker, or the cluster default:
-dynamic broker configs) and broker loggers, with Kafka's flags, checks and output.
+dynamic broker configs), broker loggers, users' SCRAM credentials and client quotas (users, clients, or
+both, through Describe/AlterClientQuotas), with Kafka's flags, checks and output.
 
     --describe: "Dynamic configs for broker 0 are:" (or "All configs ..." with --all, "Default configs for
     brokers in the cluster are:"), then one line per config:
@@ -45,8 +46,8 @@ REQUEST_TIMEOUT_S = 30.0
 DESCRIBE_VERSION, ALTER_VERSION, INCREMENTAL_VERSION = 2, 1, 1
 
 DESCRIPTION = """\
-Describe and alter the configs of topics, brokers and broker loggers, and users' SCRAM credentials, as
-kafka-configs.sh does.
+Describe and alter the configs of topics, brokers and broker loggers, users' SCRAM credentials, and the
+quotas of users and clients, as kafka-configs.sh does.
 
   odradek configs --bootstrap-server HOST:PORT --entity-type brokers --entity-name 0 --describe [--all]
   odradek configs --bootstrap-server HOST:PORT --entity-type brokers --entity-default \\
@@ -86,11 +87,11 @@ def build_parser() -> ArgParser:
     p.add_argument("--describe", action="store_true", help="list configs of the given entity")
     p.add_argument("--all", action="store_true", help="with --describe: all configs, static ones included")
     p.add_argument("--entity-type", action="append", default=[], metavar="TYPE",
-                   help="topics, brokers or broker-loggers")
+                   help="topics, brokers, broker-loggers, users or clients (users and clients may be combined)")
     p.add_argument("--entity-name", action="append", default=[], metavar="NAME",
                    help="topic name, or broker id (brokers, broker-loggers)")
     p.add_argument("--entity-default", action="store_true",
-                   help="the cluster-wide default of brokers (dynamic broker configs)")
+                   help="the default entity: of brokers (dynamic broker configs), users or clients (quotas)")
     p.add_argument("--add-config", metavar="K=V[,K=V]",
                    help="configs to add; square brackets group values that contain commas: k1=v1,k2=[v1,v2],k3=v3")
     p.add_argument("--add-config-file", metavar="FILE", help="a properties file of configs to add")
@@ -425,7 +426,7 @@ def _raise(code: int, message: str | None) -> None:
 # ---- actions ---------------------------------------------------------------------------------------
 
 def describe_users(admin: Admin, cmd: Command) -> None:
-    """kafka-configs.sh's lines for users' SCRAM credentials (Odradek has no quotas to list)."""
+    """kafka-configs.sh's lines for users' SCRAM credentials."""
     from odradek.protocol.errors import ErrorCode
 
     names = {v: k for k, v in SCRAM_MECHANISMS.items()}
