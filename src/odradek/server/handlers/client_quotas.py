@@ -133,10 +133,15 @@ def parse_ops(ops: list[tuple[str, float, bool]]) -> dict[str, float | None]:
 
 @handles(AlterClientQuotasRequest, AlterClientQuotasResponse, versions=(0, 1))
 async def alter_client_quotas(ctx: RequestContext, request: Any) -> AlterClientQuotasResponse:
-    authz.require(ctx, authz.Op.ALTER_CONFIGS, authz.CLUSTER)
+    # the response has no top-level error: a refusal is each entry's, as Kafka answers it
+    refused = not authz.allowed(ctx, authz.Op.ALTER_CONFIGS, authz.CLUSTER)
     results = []
     for entry in request.entries:
         described = [_AEntry.EntityData(entity_type=e.entity_type, entity_name=e.entity_name) for e in entry.entity]
+        if refused:
+            results.append(_AEntry(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                   error_message="Cluster authorization failed.", entity=described))
+            continue
         try:
             entity = parse_entity([(e.entity_type, e.entity_name) for e in entry.entity])
             changes = parse_ops([(o.key, o.value, o.remove) for o in entry.ops])
