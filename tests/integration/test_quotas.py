@@ -22,6 +22,7 @@ from kafka.protocol.admin import (
     AlterClientQuotasRequest,
     DescribeClientQuotasRequest,
 )
+from kafka.protocol.consumer import FetchRequest
 from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.producer import ProduceRequest
 
@@ -87,6 +88,33 @@ def test_producer_quota_throttles_raw_produce_and_mutes_the_connection(broker: B
                    "--delete-config", "producer_byte_rate,consumer_byte_rate")
     assert _configs(broker.bootstrap, "--describe", "--entity-type", "clients", "--entity-name",
                     "raw-producer").strip() == ""
+
+
+def test_consumer_quota_answers_a_throttled_raw_fetch_empty(broker: BrokerProcess) -> None:
+    topic = "quota-fetch-" + uuid.uuid4().hex[:6]
+    create_topic(broker.bootstrap, topic)
+    with BlockingConnection("127.0.0.1", broker.port, "loader", 120) as conn:
+        for _ in range(4):
+            assert conn.request(_produce_req(topic), 7).responses[0].partition_responses[0].error_code == 0
+    _configs(broker.bootstrap, "--alter", "--entity-type", "clients", "--entity-name", "raw-consumer",
+             "--add-config", f"consumer_byte_rate={RATE}")
+
+    def fetch(conn: BlockingConnection) -> tuple[int, int]:
+        part = FetchRequest.FetchTopic.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=4 << 20)
+        req = FetchRequest(replica_id=-1, max_wait_ms=100, min_bytes=1, max_bytes=4 << 20, isolation_level=0,
+                           session_id=0, session_epoch=-1, forgotten_topics_data=[], rack_id="",
+                           topics=[FetchRequest.FetchTopic(topic=topic, partitions=[part])])
+        resp = conn.request(req, 4)
+        got = sum(len(p.records or b"") for t in resp.responses for p in t.partitions)
+        return resp.throttle_time_ms, got
+
+    with BlockingConnection("127.0.0.1", broker.port, "raw-consumer", 120) as conn:
+        answers: list[tuple[int, int]] = []
+        wait_until(lambda: answers.append(fetch(conn)) or answers[-1][0] > 0, timeout=120,
+                   message="a throttled Fetch response")
+        # the first answers carried one batch (at most one quota window's worth of bytes, but a whole first
+        # batch); the throttled one carries none
+        assert CHUNK < answers[0][1] < 2 * CHUNK and answers[-1][1] == 0, answers
 
 
 def test_librdkafka_throttle_callbacks_fire_for_producer_and_consumer(broker: BrokerProcess) -> None:

@@ -122,3 +122,14 @@ def test_configs_tool_quota_flags_and_output() -> None:
     assert java_double(1024) == "1024.0" and java_double(0.5) == "0.5" and java_double(1e7) == "1.0E7"
     assert java_double(12345678.0) == "1.2345678E7"
     assert quota_entity_text({"user": "alice", "client-id": None}) == "user-principal 'alice', the default client-id"
+
+
+def test_fetch_is_capped_at_one_window_and_a_throttled_fetch_unrecorded() -> None:
+    m = QuotaManager(window_num=2, window_seconds=1)
+    assert m.fetch_window_bytes("User:a", "c") is None
+    m.update({(None, D): {"consumer_byte_rate": 1000.0}})
+    assert m.fetch_window_bytes("User:a", "c") == 1000
+    assert m.fetch("User:a", "c", 3000) > 0
+    m.unrecord_fetch("User:a", "c", 3000)
+    # the bytes taken back, the client is within its quota again
+    assert m.fetch("User:a", "c", 500) == 0

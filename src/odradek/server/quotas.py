@@ -133,6 +133,20 @@ class QuotaManager:
     def fetch(self, principal: str, client_id: str, size: int) -> int:
         return self.record(CONSUMER_BYTE_RATE, principal, client_id, size)
 
+    def fetch_window_bytes(self, principal: str, client_id: str) -> int | None:
+        """Kafka's getMaxValueInQuotaWindow: the consumer quota times one window (None without a quota)."""
+        if CONSUMER_BYTE_RATE not in self._keys:
+            return None
+        resolved = self.quota(CONSUMER_BYTE_RATE, user_of(principal), client_id)
+        return None if resolved is None else int(resolved.bound * self.window_ms / 1000)
+
+    def unrecord_fetch(self, principal: str, client_id: str, size: int) -> None:
+        """Take back the bytes of a fetch answered empty because it was throttled (Kafka's unrecord)."""
+        resolved = self.quota(CONSUMER_BYTE_RATE, user_of(principal), client_id)
+        rate = self._rates.get((CONSUMER_BYTE_RATE, *resolved.metric)) if resolved is not None else None
+        if rate is not None:
+            rate.record(-size, time.monotonic() * 1000)
+
     def request_time(self, principal: str, client_id: str, seconds: float) -> int:
         """request_percentage: handling time as a percentage of one second (Kafka's nanosToPercentage)."""
         # bounded by one window, as Kafka's ClientRequestQuotaManager bounds it (byte quotas are not)
