@@ -133,3 +133,15 @@ def test_fetch_is_capped_at_one_window_and_a_throttled_fetch_unrecorded() -> Non
     m.unrecord_fetch("User:a", "c", 3000)
     # the bytes taken back, the client is within its quota again
     assert m.fetch("User:a", "c", 500) == 0
+
+
+def test_idle_entities_are_forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
+    import odradek.server.quotas as sq
+
+    monkeypatch.setattr(sq, "MAX_IDLE_CHECK", 3)
+    m = QuotaManager(window_num=2, window_seconds=1)
+    m.update({(None, D): {"producer_byte_rate": 1e9}})
+    for i in range(3):
+        m.record("producer_byte_rate", "User:a", f"c{i}", 1, now_ms=0)
+    m.record("producer_byte_rate", "User:a", "late", 1, now_ms=5000)
+    assert set(m._rates) == {("producer_byte_rate", "", "late")}

@@ -20,6 +20,9 @@ from odradek.cluster.quotas import (
     resolve,
 )
 
+# with this many entities' rates (or resolved quotas) kept, a new entity first drops the idle ones
+MAX_IDLE_CHECK = 10_000
+
 
 @dataclass(slots=True)
 class Sample:
@@ -119,6 +122,8 @@ class QuotaManager:
         rate_key = (key, *resolved.metric)
         rate = self._rates.get(rate_key)
         if rate is None:
+            if len(self._rates) >= MAX_IDLE_CHECK:
+                self._drop_idle(now)
             rate = self._rates[rate_key] = SampledRate(self.window_num, self.window_ms)
         rate.record(value, now)
         throttle = throttle_ms(rate, resolved.bound, now)
@@ -126,6 +131,15 @@ class QuotaManager:
             count, total = self.throttle_totals.get(rate_key, (0, 0))
             self.throttle_totals[rate_key] = (count + 1, total + throttle)
         return throttle
+
+    def _drop_idle(self, now_ms: float) -> None:
+        """Forget the rates of entities silent for all their windows (Kafka expires idle quota sensors)."""
+        horizon = self.window_num * self.window_ms
+        for key, rate in list(self._rates.items()):
+            if not rate.samples or now_ms - rate.samples[-1].start_ms >= horizon:
+                del self._rates[key]
+        if len(self._resolved) >= MAX_IDLE_CHECK:
+            self._resolved.clear()
 
     def produce(self, principal: str, client_id: str, size: int) -> int:
         return self.record(PRODUCER_BYTE_RATE, principal, client_id, size)
