@@ -145,3 +145,20 @@ def test_idle_entities_are_forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
         m.record("producer_byte_rate", "User:a", f"c{i}", 1, now_ms=0)
     m.record("producer_byte_rate", "User:a", "late", 1, now_ms=5000)
     assert set(m._rates) == {("producer_byte_rate", "", "late")}
+
+
+def test_controller_mutations_use_kafkas_token_bucket(monkeypatch: pytest.MonkeyPatch) -> None:
+    import odradek.server.quotas as sq
+
+    clock = [0.0]
+    monkeypatch.setattr(sq.time, "monotonic", lambda: clock[0])
+    m = QuotaManager(11, 1, controller_window_num=2, controller_window_seconds=1)
+    m.update({(None, "admin"): {"controller_mutation_rate": 5.0}})
+    # a burst of 5 x 2 x 1 = 10 partitions; the mutation that crosses it is allowed, then refused
+    assert not m.mutation_exceeded("User:x", "admin")
+    m.record_mutation("User:x", "admin", 15)
+    assert m.mutation_exceeded("User:x", "admin")
+    assert m.mutation_throttle_ms("User:x", "admin") == 1000  # 5 tokens below zero at 5 per second
+    clock[0] = 1.0
+    assert not m.mutation_exceeded("User:x", "admin") and m.mutation_throttle_ms("User:x", "admin") == 0
+    assert not m.mutation_exceeded("User:x", "other")

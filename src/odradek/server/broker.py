@@ -78,7 +78,9 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
         self.dynamic_config: DynamicBrokerConfig
         self.authorizer: Authorizer | None = None  # None: every request allowed
-        self.quotas = QuotaManager(config.get("quota.window.num"), config.get("quota.window.size.seconds"))
+        self.quotas = QuotaManager(config.get("quota.window.num"), config.get("quota.window.size.seconds"),
+                                   config.get("controller.quota.window.num"),
+                                   config.get("controller.quota.window.size.seconds"))
         self.quota_watcher: QuotaWatcher | None = None
         self.dispatcher = Dispatcher(self)
         self.server = SocketServer(

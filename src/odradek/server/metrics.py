@@ -132,7 +132,8 @@ class _Collector(Collector):
 
 
 # quota type -> the `type` of Kafka's kafka.server:type=Produce,user=,client-id= MBeans
-_QUOTA_MBEANS = {"producer_byte_rate": "produce", "consumer_byte_rate": "fetch", "request_percentage": "request"}
+_QUOTA_MBEANS = {"producer_byte_rate": "produce", "consumer_byte_rate": "fetch", "request_percentage": "request",
+                 "controller_mutation_rate": "controllermutation"}
 
 
 def _throttles(broker: Any) -> Iterator[Metric]:

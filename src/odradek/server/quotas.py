@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from odradek.cluster.quotas import (
     CONSUMER_BYTE_RATE,
+    CONTROLLER_MUTATION_RATE,
     PRODUCER_BYTE_RATE,
     REQUEST_PERCENTAGE,
     Quotas,
@@ -76,6 +77,20 @@ def throttle_ms(rate: SampledRate, bound: float, now_ms: float) -> int:
     return round((observed - bound) / bound * rate.window_size_ms(now_ms))
 
 
+@dataclass(slots=True)
+class TokenBucket:
+    """Kafka's TokenBucket (KIP-599): up to `burst` tokens, refilled at the quota per second; a mutation
+    takes its partitions' worth, possibly going below zero."""
+
+    burst: float
+    tokens: float
+    last_ms: float
+
+    def refill(self, rate: float, now_ms: float) -> None:
+        self.tokens = min(self.burst, self.tokens + rate * (now_ms - self.last_ms) / 1000)
+        self.last_ms = now_ms
+
+
 def user_of(principal: str) -> str:
     """The quota user of a principal: its name ("User:alice" -> "alice")."""
     return principal.partition(":")[2] or principal
@@ -85,7 +100,8 @@ class QuotaManager:
     """The broker's quota state: the configured quotas (from the store) and the rates of the entities
     they bound."""
 
-    def __init__(self, window_num: int, window_seconds: int) -> None:
+    def __init__(self, window_num: int, window_seconds: int, controller_window_num: int = 11,
+                 controller_window_seconds: int = 1) -> None:
         self.window_num = window_num
         self.window_ms = window_seconds * 1000.0
         self.quotas: Quotas = {}
@@ -93,6 +109,9 @@ class QuotaManager:
         self._keys: set[str] = set()
         self._resolved: dict[tuple[str, str, str], Resolved | None] = {}
         self._rates: dict[tuple[str, str, str], SampledRate] = {}
+        self._buckets: dict[tuple[str, str], TokenBucket] = {}
+        self.controller_window_num = controller_window_num
+        self.controller_window_ms = controller_window_seconds * 1000.0
         # throttle time totals per (quota type, user, client-id), for the metrics
         self.throttle_totals: dict[tuple[str, str, str], tuple[int, int]] = {}
 
@@ -140,6 +159,41 @@ class QuotaManager:
                 del self._rates[key]
         if len(self._resolved) >= MAX_IDLE_CHECK:
             self._resolved.clear()
+
+    def _bucket(self, principal: str, client_id: str, now_ms: float) -> tuple[TokenBucket, Resolved] | None:
+        if CONTROLLER_MUTATION_RATE not in self._keys:
+            return None
+        resolved = self.quota(CONTROLLER_MUTATION_RATE, user_of(principal), client_id)
+        if resolved is None:
+            return None
+        burst = resolved.bound * self.controller_window_num * self.controller_window_ms / 1000
+        bucket = self._buckets.get(resolved.metric)
+        if bucket is None or bucket.burst != burst:
+            bucket = self._buckets[resolved.metric] = TokenBucket(burst, burst, now_ms)
+        bucket.refill(resolved.bound, now_ms)
+        return bucket, resolved
+
+    def mutation_exceeded(self, principal: str, client_id: str) -> bool:
+        """Whether controller_mutation_rate is already exceeded (strict versions refuse the mutation)."""
+        found = self._bucket(principal, client_id, time.monotonic() * 1000)
+        return found is not None and found[0].tokens < 0
+
+    def record_mutation(self, principal: str, client_id: str, partitions: int) -> None:
+        found = self._bucket(principal, client_id, time.monotonic() * 1000)
+        if found is not None:
+            found[0].tokens -= partitions
+
+    def mutation_throttle_ms(self, principal: str, client_id: str) -> int:
+        """The time until the bucket is back to zero tokens (Kafka's throttle time for KIP-599)."""
+        found = self._bucket(principal, client_id, time.monotonic() * 1000)
+        if found is None or found[0].tokens >= 0:
+            return 0
+        bucket, resolved = found
+        throttle = round(-bucket.tokens / resolved.bound * 1000)
+        key = (CONTROLLER_MUTATION_RATE, *resolved.metric)
+        count, total = self.throttle_totals.get(key, (0, 0))
+        self.throttle_totals[key] = (count + 1, total + throttle)
+        return throttle
 
     def produce(self, principal: str, client_id: str, size: int) -> int:
         return self.record(PRODUCER_BYTE_RATE, principal, client_id, size)
