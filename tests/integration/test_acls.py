@@ -275,3 +275,22 @@ def test_consumer_protocol_groups_are_authorized(secured: Secured) -> None:
     assert try_consume(secured.sasl, "bob", "t848", "g848", group_protocol="consumer") == "GROUP_AUTHORIZATION_FAILED"
     secured.acls("--add", "--allow-principal", "User:bob", "--consumer", "--topic", "t848", "--group", "g848")
     assert try_consume(secured.sasl, "bob", "t848", "g848", group_protocol="consumer") is None
+
+
+def test_client_quota_apis_need_cluster_config_rights(secured: Secured) -> None:
+    from kafka.protocol.admin import AlterClientQuotasRequest as Alter
+    from kafka.protocol.admin import DescribeClientQuotasRequest as Describe
+    from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
+
+    from odradek.protocol.transport import BlockingConnection
+
+    entry = Alter.EntryData(entity=[Alter.EntryData.EntityData(entity_type="client-id", entity_name="acl-c")],
+                            ops=[Alter.EntryData.OpData(key="producer_byte_rate", value=1024.0, remove=False)])
+    expected = {"alice": 31, "admin": 0}  # CLUSTER_AUTHORIZATION_FAILED without ACLs; the super user passes
+    for user, code in expected.items():
+        with BlockingConnection("127.0.0.1", int(secured.sasl.rsplit(":", 1)[1]), "quota-acl", 30) as c:
+            assert c.request(SaslHandshakeRequest(mechanism="PLAIN"), 1).error_code == 0
+            token = f"\0{user}\0{PASSWORDS[user]}".encode()
+            assert c.request(SaslAuthenticateRequest(auth_bytes=token), 2).error_code == 0
+            assert c.request(Describe(components=[], strict=False), 1).error_code == code
+            assert c.request(Alter(entries=[entry], validate_only=True), 1).entries[0].error_code == code

@@ -33,6 +33,7 @@ from odradek.protocol.errors import ErrorCode
 from odradek.server.dispatcher import Dispatcher
 from odradek.server.metrics import BrokerMetrics
 from odradek.server.network import CloseConnection, Connection
+from odradek.server.quotas import QuotaManager
 from odradek.server.registry import APIS, handles
 
 # What ApiVersions advertises: api key -> (min, max); a change here must be deliberate.
@@ -43,7 +44,7 @@ EXPECTED_VERSIONS = {
     13: (0, 5), 14: (0, 5), 15: (0, 6), 16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2),
     22: (0, 5), 23: (2, 4), 32: (1, 4), 33: (0, 2), 35: (1, 4), 36: (0, 2), 37: (0, 3), 42: (0, 2), 43: (0, 2),
     24: (0, 3), 25: (0, 4), 26: (0, 4), 27: (1, 1), 28: (0, 4), 29: (1, 3), 30: (1, 3), 31: (1, 3),
-    44: (0, 1), 45: (0, 1), 46: (0, 0), 47: (0, 0), 50: (0, 0), 51: (0, 0), 60: (0, 2), 61: (0, 0), 65: (0, 0),
+    44: (0, 1), 45: (0, 1), 46: (0, 0), 47: (0, 0), 48: (0, 1), 49: (0, 1), 50: (0, 0), 51: (0, 0), 60: (0, 2), 61: (0, 0), 65: (0, 0),
     66: (0, 2), 68: (0, 1), 69: (0, 1), 74: (0, 1),
     75: (0, 0),
 }
@@ -62,6 +63,7 @@ class MinimalBroker:
 
     def __post_init__(self) -> None:
         self.metrics = BrokerMetrics(self)  # type: ignore[arg-type]
+        self.quotas = QuotaManager(11, 1)
 
 
 Scenario = Callable[[Dispatcher, Connection], Awaitable[None]]

@@ -251,7 +251,7 @@ def test_commands_and_their_entities() -> None:
     (["--entity-type", "brokers", "--entity-name", "0"], "Command must include exactly one action: --describe, --alter"),
     (["--entity-type", "brokers", "--describe", "--alter"], "exactly one action"),
     (["--entity-type", "widgets", "--describe"], "Invalid entity type widgets, the entity type must be one of topics,"),
-    (["--entity-type", "clients", "--describe"], "Entity type clients is not supported by Odradek"),
+    (["--entity-type", "ips", "--describe"], "Entity type ips is not supported by Odradek"),
     (["--describe"], "At least one entity type must be specified"),
     (["--entity-type", "brokers", "--entity-name", "x", "--describe"],
      "The entity name for brokers must be a valid integer broker id, but it is: x"),

@@ -51,9 +51,9 @@ def test_configs_tool_scram_flags() -> None:
     cmd = parse_command([*base, "--entity-name", "alice", "--alter", "--add-config",
                          "SCRAM-SHA-256=[iterations=8192,password=alice-secret]"])
     assert cmd.add == (("SCRAM-SHA-256", "iterations=8192,password=alice-secret"),)
-    with pytest.raises(UsageError, match="quotas are not supported"):
-        parse_command([*base, "--entity-name", "alice", "--alter", "--add-config", "consumer_byte_rate=1"])
+    with pytest.raises(UsageError, match="Invalid config"):
+        parse_command([*base, "--entity-name", "alice", "--alter", "--add-config", "retention.ms=1"])
     with pytest.raises(UsageError, match="a password must be given"):
         parse_command([*base, "--entity-name", "alice", "--alter", "--add-config", "SCRAM-SHA-256=[iterations=8192]"])
     with pytest.raises(UsageError, match="entity-default is not allowed"):
-        parse_command([*base, "--entity-default", "--describe"])
+        parse_command([*base, "--entity-default", "--alter", "--add-config", "SCRAM-SHA-256=[password=x]"])

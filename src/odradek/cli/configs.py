@@ -1,5 +1,6 @@
 """`odradek configs`: Kafka's kafka-configs.sh for topics, brokers (one broker, or the cluster default:
-dynamic broker configs) and broker loggers, with Kafka's flags, checks and output.
+dynamic broker configs), broker loggers, users' SCRAM credentials and client quotas (users, clients, or
+both, through Describe/AlterClientQuotas), with Kafka's flags, checks and output.
 
     --describe: "Dynamic configs for broker 0 are:" (or "All configs ..." with --all, "Default configs for
     brokers in the cluster are:"), then one line per config:
@@ -25,8 +26,11 @@ from typing import Any
 
 from odradek.cli.common import ArgParser, CliError, UsageError, read_properties_file, run_tool
 
-TOPICS, BROKERS, BROKER_LOGGERS, USERS = "topics", "brokers", "broker-loggers", "users"
-SUPPORTED_TYPES = (TOPICS, BROKERS, BROKER_LOGGERS, USERS)
+TOPICS, BROKERS, BROKER_LOGGERS, USERS, CLIENTS = "topics", "brokers", "broker-loggers", "users", "clients"
+SUPPORTED_TYPES = (TOPICS, BROKERS, BROKER_LOGGERS, USERS, CLIENTS)
+QUOTA_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate")
+# KIP-546's entity types of the tool's entity types
+QUOTA_ENTITY_TYPES = {USERS: "user", CLIENTS: "client-id"}
 SCRAM_MECHANISMS = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 KAFKA_TYPES = ("topics", "clients", "users", "brokers", "ips", "broker-loggers", "client-metrics", "groups")
 RESOURCE_TYPES = {TOPICS: 2, BROKERS: 4, BROKER_LOGGERS: 8}
@@ -42,8 +46,8 @@ REQUEST_TIMEOUT_S = 30.0
 DESCRIBE_VERSION, ALTER_VERSION, INCREMENTAL_VERSION = 2, 1, 1
 
 DESCRIPTION = """\
-Describe and alter the configs of topics, brokers and broker loggers, and users' SCRAM credentials, as
-kafka-configs.sh does.
+Describe and alter the configs of topics, brokers and broker loggers, users' SCRAM credentials, and the
+quotas of users and clients, as kafka-configs.sh does.
 
   odradek configs --bootstrap-server HOST:PORT --entity-type brokers --entity-name 0 --describe [--all]
   odradek configs --bootstrap-server HOST:PORT --entity-type brokers --entity-default \\
@@ -53,7 +57,10 @@ kafka-configs.sh does.
   odradek configs --bootstrap-server HOST:PORT --entity-type broker-loggers --entity-name 0 \\
       --alter --add-config odradek.server=DEBUG
   odradek configs --bootstrap-server HOST:PORT --entity-type users --entity-name alice \\
-      --alter --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'"""
+      --alter --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'
+  odradek configs --bootstrap-server HOST:PORT --entity-type users --entity-name alice \\
+      --entity-type clients --entity-name c1 --alter --add-config producer_byte_rate=1024
+  odradek configs --bootstrap-server HOST:PORT --entity-type clients --entity-default --describe"""
 
 
 @dataclass(frozen=True)
@@ -80,11 +87,11 @@ def build_parser() -> ArgParser:
     p.add_argument("--describe", action="store_true", help="list configs of the given entity")
     p.add_argument("--all", action="store_true", help="with --describe: all configs, static ones included")
     p.add_argument("--entity-type", action="append", default=[], metavar="TYPE",
-                   help="topics, brokers or broker-loggers")
+                   help="topics, brokers, broker-loggers, users or clients (users and clients may be combined)")
     p.add_argument("--entity-name", action="append", default=[], metavar="NAME",
                    help="topic name, or broker id (brokers, broker-loggers)")
     p.add_argument("--entity-default", action="store_true",
-                   help="the cluster-wide default of brokers (dynamic broker configs)")
+                   help="the default entity: of brokers (dynamic broker configs), users or clients (quotas)")
     p.add_argument("--add-config", metavar="K=V[,K=V]",
                    help="configs to add; square brackets group values that contain commas: k1=v1,k2=[v1,v2],k3=v3")
     p.add_argument("--add-config-file", metavar="FILE", help="a properties file of configs to add")
@@ -110,6 +117,8 @@ class Command:
     delete: tuple[str, ...] = ()
     client_id: str = "configs-tool"
     zookeeper: str | None = None
+    # users and clients: the quota entity, (type, name) with "" for the default and None for every entity
+    quota_entity: tuple[tuple[str, str | None], ...] = ()
 
 
 def parse_command(argv: list[str]) -> Command:
@@ -128,37 +137,36 @@ def parse_command(argv: list[str]) -> Command:
         raise UsageError("Only one of --bootstrap-server or --zookeeper must be specified")
     if not opts.bootstrap_server and not opts.zookeeper:
         raise UsageError("One of the required --bootstrap-server or --bootstrap-controller arguments must be specified")
-    if opts.zookeeper and any(t not in (TOPICS, BROKERS) for t in types):
-        raise UsageError("With --zookeeper only the topics and brokers entity types are supported; "
+    if opts.zookeeper and any(t not in (TOPICS, BROKERS, USERS, CLIENTS) for t in types):
+        raise UsageError("With --zookeeper only the topics, brokers, users and clients entity types are supported; "
                          "use --bootstrap-server for the others")
     for t in types:
         if t not in KAFKA_TYPES:
             raise UsageError(f"Invalid entity type {t}, the entity type must be one of {', '.join(KAFKA_TYPES)}"
                              " with a --bootstrap-server argument")
         if t not in SUPPORTED_TYPES:
-            raise UsageError(f"Entity type {t} is not supported by Odradek (it has no quotas, client metrics or"
-                             " group configs); use one of topics, brokers, broker-loggers, users")
+            raise UsageError(f"Entity type {t} is not supported by Odradek (it has no IP quotas, client metrics or"
+                             " group configs); use one of topics, brokers, broker-loggers, users, clients")
     if not types:
         raise UsageError("At least one entity type must be specified")
-    if len(types) > 1:
+    if len(types) > 1 and set(types) != {USERS, CLIENTS}:
         raise UsageError("Only 'users' and 'clients' entity types may be specified together")
     entity_type = types[0]
-    if len(names) > 1:
+    if len(names) > len(types) or (len(types) > 1 and opts.alter and len(names) != len(types)):
         raise UsageError("Exactly one entity name must be specified for every entity type")
     name = names[0] if names else None
+    quota_entity = tuple((t, names[i] if i < len(names) else None) for i, t in enumerate(types)
+                         if t in QUOTA_ENTITY_TYPES)
     if name and entity_type in (BROKERS, BROKER_LOGGERS) and not re.fullmatch(r"[+-]?[0-9]+", name):
         raise UsageError(f"The entity name for {entity_type} must be a valid integer broker id, but it is: {name}")
-    if entity_type == USERS and name == "":
-        raise UsageError("SCRAM credentials are only for named users: --entity-default is not allowed with users"
-                         " (Odradek has no quotas)")
     if opts.describe:
-        if entity_type != BROKERS and name == "":
+        if entity_type not in (BROKERS, USERS, CLIENTS) and name == "":
             raise UsageError(f"--entity-default must not be specified with --describe of {entity_type}")
         if entity_type == BROKER_LOGGERS and not name:
             raise UsageError(f"An entity name must be specified with --describe of {entity_type}")
         return Command(opts.bootstrap_server or "", "describe", entity_type, name, describe_all=opts.all,
-                       client_id=_client_id(opts), zookeeper=opts.zookeeper)
-    if entity_type == BROKERS:
+                       client_id=_client_id(opts), zookeeper=opts.zookeeper, quota_entity=quota_entity)
+    if entity_type in (BROKERS, USERS, CLIENTS):
         if name is None:
             raise UsageError("An entity-name or default entity must be specified with --alter of users, clients,"
                              " brokers or ips")
@@ -176,15 +184,26 @@ def parse_command(argv: list[str]) -> Command:
         if not re.fullmatch(r"[a-zA-Z0-9._-]*", key):
             raise UsageError(f"Invalid character found for config key: {key}")
     delete = tuple(k.strip() for item in opts.delete_config for k in item.split(",") if k.strip())
-    if entity_type == USERS:
+    if quota_entity:
+        allowed = QUOTA_KEYS + (tuple(SCRAM_MECHANISMS) if types == [USERS] else ())
         for key in [*add, *delete]:
-            if key not in SCRAM_MECHANISMS:
-                raise UsageError(f"Invalid config {key} for users: Odradek keeps only SCRAM credentials"
-                                 f" ({', '.join(SCRAM_MECHANISMS)}) for users; quotas are not supported")
+            if key not in allowed:
+                raise UsageError(f"Invalid config(s): {key}")
+        scram = [k for k in [*add, *delete] if k in SCRAM_MECHANISMS]
+        if scram and name == "":
+            raise UsageError("SCRAM credentials are only for named users: --entity-default is not allowed with them")
+        if scram and opts.zookeeper:
+            raise UsageError("SCRAM credentials are altered with --bootstrap-server")
         for key, value in add.items():
-            scram_settings(key, value)
+            if key in SCRAM_MECHANISMS:
+                scram_settings(key, value)
+            else:
+                try:
+                    float(value)
+                except ValueError:
+                    raise UsageError(f"Invalid value {value} for configuration {key}: not a number") from None
     return Command(opts.bootstrap_server or "", "alter", entity_type, name, add=tuple(add.items()), delete=delete,
-                   client_id=_client_id(opts), zookeeper=opts.zookeeper)
+                   client_id=_client_id(opts), zookeeper=opts.zookeeper, quota_entity=quota_entity)
 
 
 def scram_settings(mechanism: str, value: str) -> tuple[int, str]:
@@ -342,6 +361,29 @@ class Admin:
         answer = self._target(entity_type, name).request(req, INCREMENTAL_VERSION).responses[0]
         _raise(answer.error_code, answer.error_message)
 
+    def describe_quotas(self, entity: Sequence[tuple[str, str | None]]) -> list[tuple[dict[str, str | None],
+                                                                                       list[tuple[str, float]]]]:
+        """DescribeClientQuotas of the entities matching `entity` exactly (strict), as kafka-configs.sh asks."""
+        from kafka.protocol.admin import DescribeClientQuotasRequest as Req
+
+        components = [Req.ComponentData(entity_type=QUOTA_ENTITY_TYPES[t],
+                                        match_type=2 if n is None else (1 if n == "" else 0),
+                                        match=n or None) for t, n in entity]
+        answer = self.conn.any_broker().request(Req(components=components, strict=True), 1)
+        _raise(answer.error_code, answer.error_message)
+        return [({e.entity_type: e.entity_name for e in entry.entity}, [(v.key, v.value) for v in entry.values])
+                for entry in answer.entries or ()]
+
+    def alter_quotas(self, entity: Sequence[tuple[str, str | None]], ops: Sequence[tuple[str, float | None]]) -> None:
+        from kafka.protocol.admin import AlterClientQuotasRequest as Req
+
+        entry = Req.EntryData(
+            entity=[Req.EntryData.EntityData(entity_type=QUOTA_ENTITY_TYPES[t], entity_name=n or None)
+                    for t, n in entity],
+            ops=[Req.EntryData.OpData(key=k, value=0.0 if v is None else v, remove=v is None) for k, v in ops])
+        answer = self.conn.any_broker().request(Req(entries=[entry], validate_only=False), 1)
+        for result in answer.entries:
+            _raise(result.error_code, result.error_message)
 
     def describe_scram(self, users: list[str] | None) -> list[Any]:
         from kafka.protocol.admin import DescribeUserScramCredentialsRequest as Req
@@ -384,7 +426,7 @@ def _raise(code: int, message: str | None) -> None:
 # ---- actions ---------------------------------------------------------------------------------------
 
 def describe_users(admin: Admin, cmd: Command) -> None:
-    """kafka-configs.sh's lines for users' SCRAM credentials (Odradek has no quotas to list)."""
+    """kafka-configs.sh's lines for users' SCRAM credentials."""
     from odradek.protocol.errors import ErrorCode
 
     names = {v: k for k, v in SCRAM_MECHANISMS.items()}
@@ -397,9 +439,37 @@ def describe_users(admin: Admin, cmd: Command) -> None:
         print(f"SCRAM credential configs for user-principal '{result.user}' are {creds}")
 
 
+def java_double(value: float) -> str:
+    """A double as Java's Double.toString prints it (1024.0, 1.0E7)."""
+    if value == 0 or 1e-3 <= abs(value) < 1e7:
+        return repr(float(value))
+    mantissa, _, exponent = f"{value:.16e}".partition("e")
+    mantissa = mantissa.rstrip("0")
+    return f"{mantissa}{'0' if mantissa.endswith('.') else ''}E{int(exponent)}"
+
+
+def quota_entity_text(parts: dict[str, str | None]) -> str:
+    """kafka-configs.sh's naming of a quota entity: "user-principal 'alice', the default client-id"."""
+    out = []
+    for kind, label in (("user", "user-principal"), ("client-id", "client-id")):
+        if kind in parts:
+            name = parts[kind]
+            out.append(f"{label} '{name}'" if name is not None else f"the default {label}")
+    return ", ".join(out)
+
+
+def describe_quotas(admin: Admin, cmd: Command) -> None:
+    for parts, values in admin.describe_quotas(cmd.quota_entity):
+        entries = ", ".join(f"{k}={java_double(v)}" for k, v in values)
+        print(f"Quota configs for {quota_entity_text(parts)} are {entries}")
+
+
 def describe(admin: Admin, cmd: Command) -> None:
-    if cmd.entity_type == USERS:
-        describe_users(admin, cmd)
+    if cmd.quota_entity:
+        describe_quotas(admin, cmd)
+        # as Kafka: SCRAM credentials too, unless clients or the default user are asked for
+        if cmd.entity_type == USERS and len(cmd.quota_entity) == 1 and cmd.entity_name != "":
+            describe_users(admin, cmd)
         return
     if cmd.entity_name is not None:
         names = [cmd.entity_name]
@@ -418,8 +488,20 @@ def describe(admin: Admin, cmd: Command) -> None:
 def alter(admin: Admin, cmd: Command) -> None:
     name = cmd.entity_name or ""
     added = dict(cmd.add)
-    if cmd.entity_type == USERS:
-        admin.alter_scram(name, {k: scram_settings(k, v) for k, v in added.items()}, cmd.delete)
+    if cmd.quota_entity:
+        quota_add = {k: float(v) for k, v in added.items() if k in QUOTA_KEYS}
+        quota_delete = [k for k in cmd.delete if k in QUOTA_KEYS]
+        if quota_delete:
+            present = {k for _parts, values in admin.describe_quotas(cmd.quota_entity) for k, _v in values}
+            invalid = [k for k in quota_delete if k not in present]
+            if invalid:
+                raise CliError(f"Invalid config(s): {','.join(invalid)}")
+        if quota_add or quota_delete:
+            admin.alter_quotas(cmd.quota_entity, [*quota_add.items(), *((k, None) for k in quota_delete)])
+        scram_add = {k: scram_settings(k, v) for k, v in added.items() if k in SCRAM_MECHANISMS}
+        scram_delete = [k for k in cmd.delete if k in SCRAM_MECHANISMS]
+        if scram_add or scram_delete:
+            admin.alter_scram(name, scram_add, scram_delete)
     elif cmd.entity_type == BROKER_LOGGERS:
         loggers = {e.name for e in admin.describe(cmd.entity_type, name, synonyms=True)}
         invalid = [k for k in cmd.delete if k not in loggers] + [k for k in added if k not in loggers]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from odradek.cli.common import CliError
 from odradek.cli.zk_session import ZkSession, children, read_json
+from odradek.cluster import quotas as cq
 from odradek.cluster import znodes as zn
 from odradek.config import BROKER_KEYS, ConfigError, validate_topic_configs
 
@@ -45,9 +46,56 @@ def _check_broker_configs(config: dict[str, str]) -> None:
             raise CliError(f"Error: {exc}") from None
 
 
+def quota_entity(cmd: Command) -> cq.Entity:
+    """The quota znode's entity of a --alter or a named --describe (every part named or default)."""
+    names = dict(cmd.quota_entity)
+
+    def part(entity_type: str) -> str | None:
+        if entity_type not in names:
+            return None
+        return cq.DEFAULT if names[entity_type] in ("", None) else names[entity_type]
+
+    return part("users"), part("clients")
+
+
+def quota_label(entity: cq.Entity) -> str:
+    """Kafka 2.x's names: user-principal 'alice', client-id 'c1', default user-principal."""
+    out = []
+    for value, kind in zip(entity, ("user-principal", "client-id"), strict=True):
+        if value is not None:
+            out.append(f"default {kind}" if value == cq.DEFAULT else f"{kind} '{value}'")
+    return ", ".join(out)
+
+
+def run_quotas(zk: ZkSession, cmd: Command) -> None:
+    if cmd.action == "describe":
+        wanted = dict(cmd.quota_entity)
+        for entity, values in sorted(zk.run(cq.read_all).items(), key=lambda e: str(e[0])):
+            parts = dict(zip(("users", "clients"), entity, strict=True))
+            if any((parts[t] is None) != (t not in wanted) for t in parts):
+                continue
+            if any(n is not None and parts[t] != (cq.DEFAULT if n == "" else n) for t, n in wanted.items()):
+                continue
+            shown = ",".join(f"{k}={cq.format_value(v)}" for k, v in values.items())
+            print(f"Configs for {quota_label(entity)} are {shown}")
+        return
+    entity = quota_entity(cmd)
+    current = zk.run(cq.read_all).get(entity, {})
+    missing = [k for k in cmd.delete if k not in current]
+    if missing:
+        raise CliError(f"Error: Invalid config(s): {','.join(missing)}")
+    changes: dict[str, float | None] = {k: None for k in cmd.delete}
+    changes.update({k: float(v) for k, v in cmd.add})
+    zk.run(cq.alter, entity, changes)
+    print(f"Completed Updating config for entity: {quota_label(entity)}.")
+
+
 def run(cmd: Command) -> None:
     assert cmd.zookeeper is not None
     with ZkSession(cmd.zookeeper, SESSION_TIMEOUT_MS, require_cluster=False) as zk:
+        if cmd.quota_entity:
+            run_quotas(zk, cmd)
+            return
         if cmd.action == "describe":
             if cmd.entity_name is not None:
                 names = [cmd.entity_name]

@@ -19,6 +19,7 @@ from odradek.cluster.embedded import STORE_FILE, EmbeddedStore
 from odradek.cluster.metadata import MetadataCache
 from odradek.cluster.partition_limits import PartitionLimits
 from odradek.cluster.producer_ids import ProducerIdAllocator
+from odradek.cluster.quotas import QuotaWatcher
 from odradek.cluster.store import (
     MetadataStore,
     NodeExistsError,
@@ -47,6 +48,7 @@ from odradek.server.http_endpoint import HttpEndpoint
 from odradek.server.limits import ConnectionLimits, RequestMemory
 from odradek.server.metrics import BrokerMetrics
 from odradek.server.network import SocketServer
+from odradek.server.quotas import QuotaManager
 from odradek.server.security import ListenerSecurity
 from odradek.storage.manager import CleanerConfig, LogManager
 from odradek.txn.coordinator import TransactionCoordinator
@@ -76,6 +78,10 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
         self.dynamic_config: DynamicBrokerConfig
         self.authorizer: Authorizer | None = None  # None: every request allowed
+        self.quotas = QuotaManager(config.get("quota.window.num"), config.get("quota.window.size.seconds"),
+                                   config.get("controller.quota.window.num"),
+                                   config.get("controller.quota.window.size.seconds"))
+        self.quota_watcher: QuotaWatcher | None = None
         self.dispatcher = Dispatcher(self)
         self.server = SocketServer(
             self.dispatcher, config.get("socket.request.max.bytes"),
@@ -125,6 +131,8 @@ class Broker:
         # dynamic broker configs first, so that everything built below starts from them (as Kafka's does)
         self.dynamic_config = DynamicBrokerConfig(self)
         await self.dynamic_config.start()
+        self.quota_watcher = QuotaWatcher(self.store, self.quotas.update)
+        await self.quota_watcher.start()
         self.metadata = MetadataCache(self.store)
         self.topic_admin = TopicAdmin(self.store, self.metadata, cfg.get("delete.topic.enable"), cfg.topic_defaults(),
                                       PartitionLimits(cfg.get("max.partitions"), cfg.get("max.broker.partitions")))
@@ -196,6 +204,8 @@ class Broker:
             log.error("%s %s", self.prefix, exc)
         await self.metadata.start()
         await self.dynamic_config.start()
+        if self.quota_watcher is not None:
+            await self.quota_watcher.start()
         if self.authorizer is not None:
             await self.authorizer.cache.start()
         await self.controller.start()
@@ -386,6 +396,8 @@ class Broker:
             self.metadata.close()
         if hasattr(self, "dynamic_config"):
             self.dynamic_config.close()
+        if self.quota_watcher is not None:
+            self.quota_watcher.close()
         if self.authorizer is not None:
             self.authorizer.cache.close()
         if hasattr(self, "store"):

@@ -22,6 +22,7 @@ from odradek.server.handlers import (  # noqa: F401
     acls,
     admin,
     api_versions,
+    client_quotas,
     cluster,
     configs,
     consumer_groups,
@@ -130,6 +131,13 @@ class Dispatcher:
             log.warning("%s request from %s failed: metadata store unavailable: %s", api.name, conn.peer, exc)
             raise CloseConnection(f"metadata store unavailable during {api.name}") from None
         self.broker.metrics.request_done(api.name, started)
+        quotas = self.broker.quotas
+        if quotas.enabled:
+            throttle = quotas.request_time(conn.principal, header.client_id or "", time.perf_counter() - started)
+            if throttle:
+                conn.mute_s = max(conn.mute_s, throttle / 1000)
+                if isinstance(result, ApiMessage) and hasattr(result, "throttle_time_ms"):
+                    result.throttle_time_ms = max(result.throttle_time_ms or 0, throttle)
         if result is None:
             return None
         if isinstance(result, ApiMessage):

@@ -121,6 +121,7 @@ class _Collector(Collector):
         yield _per_topic("kafka_server_brokertopicmetrics_bytes_in", "Record bytes appended as leader", m.bytes_in)
         yield _per_topic("kafka_server_brokertopicmetrics_bytes_out", "Record bytes sent to consumers", m.bytes_out)
         yield from _requests(m)
+        yield from _throttles(broker)
         if not hasattr(broker, "replicas"):
             return  # not started yet
         yield from _replicas(broker)
@@ -128,6 +129,33 @@ class _Collector(Collector):
         yield from _logs(broker)
         yield from _lag(broker)
         yield from _coordinators(broker)
+
+
+# quota type -> the `type` of Kafka's kafka.server:type=Produce,user=,client-id= MBeans
+_QUOTA_MBEANS = {"producer_byte_rate": "produce", "consumer_byte_rate": "fetch", "request_percentage": "request",
+                 "controller_mutation_rate": "controllermutation"}
+
+
+def _throttles(broker: Any) -> Iterator[Metric]:
+    """Throttles per quota entity (user, client-id), named after Kafka's per-entity quota MBeans."""
+    quotas = getattr(broker, "quotas", None)
+    if quotas is None:
+        return
+    families = {}
+    for kind in _QUOTA_MBEANS.values():
+        families[kind] = (
+            CounterMetricFamily(f"kafka_server_{kind}_throttled_requests", f"{kind} responses throttled",
+                                labels=["user", "client_id"]),
+            CounterMetricFamily(f"kafka_server_{kind}_throttle_time_ms", f"Total {kind} throttle time (ms)",
+                                labels=["user", "client_id"]))
+    for (key, user, client_id), (count, total) in list(quotas.throttle_totals.items()):
+        mbean = _QUOTA_MBEANS.get(key)
+        if mbean is not None:
+            families[mbean][0].add_metric([user, client_id], count)
+            families[mbean][1].add_metric([user, client_id], total)
+    for count_family, time_family in families.values():
+        yield count_family
+        yield time_family
 
 
 def _requests(m: BrokerMetrics) -> Iterator[Metric]:

@@ -61,6 +61,10 @@ class Connection(asyncio.Protocol):
         self._writable = asyncio.Event()
         self._writable.set()
         self._reading_paused = False
+        # KIP-219: a handler that throttles the client sets this; the response goes out at once, then the
+        # connection reads and handles nothing more for that long.
+        self.mute_s = 0.0
+        self._muted = False
         self._admitted = False
         self._lost = False
         self._address = "?"
@@ -181,7 +185,7 @@ class Connection(asyncio.Protocol):
             local_room = len(self._queue) < MAX_QUEUED_FRAMES // 2 and self._queued_bytes < MAX_QUEUED_BYTES // 2
         else:
             local_room = len(self._queue) < MAX_QUEUED_FRAMES and self._queued_bytes < MAX_QUEUED_BYTES
-        pause = self._waiting_for_memory or not local_room
+        pause = self._waiting_for_memory or not local_room or self._muted
         if pause != self._reading_paused:
             self._reading_paused = pause
             if pause:
@@ -214,10 +218,22 @@ class Connection(asyncio.Protocol):
                 self._charge()
                 if response is not None and not self._writable.is_set():
                     await self._writable.wait()
+                if self.mute_s > 0:
+                    await self._mute()
         finally:
             self._worker = None
         if self._queue and not self.closed:
             self._worker = asyncio.get_running_loop().create_task(self._work())
+
+    async def _mute(self) -> None:
+        delay, self.mute_s = self.mute_s, 0.0
+        self._muted = True
+        self._update_reading()
+        try:
+            await asyncio.sleep(delay)
+        finally:
+            self._muted = False
+            self._update_reading()
 
     def close(self, reason: str, quiet: bool = False) -> None:
         """Close the socket (after what was written is sent); `quiet` when the reason was logged already."""

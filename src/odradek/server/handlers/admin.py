@@ -28,11 +28,39 @@ def _timeout_s(request: Any) -> float:
     return max(min(getattr(request, "timeout_ms", 30000), 60000), 0) / 1000
 
 
+class _Mutations:
+    """controller_mutation_rate (KIP-599) for one request: strict versions refuse a topic once the quota
+    is exceeded; every version records the partitions mutated and is throttled."""
+
+    def __init__(self, ctx: RequestContext, strict: bool) -> None:
+        self.ctx = ctx
+        self.on = ctx.broker.quotas.enabled
+        self.strict = strict
+        self.who = (ctx.connection.principal, ctx.header.client_id or "")
+
+    def check(self) -> None:
+        if self.on and self.strict and self.ctx.broker.quotas.mutation_exceeded(*self.who):
+            raise KafkaError(ErrorCode.THROTTLING_QUOTA_EXCEEDED, "The throttling quota has been exceeded.")
+
+    def record(self, partitions: int) -> None:
+        if self.on:
+            self.ctx.broker.quotas.record_mutation(*self.who, partitions)
+
+    def throttle_ms(self) -> int:
+        if not self.on:
+            return 0
+        throttle = self.ctx.broker.quotas.mutation_throttle_ms(*self.who)
+        if throttle:
+            self.ctx.connection.mute_s = max(self.ctx.connection.mute_s, throttle / 1000)
+        return throttle
+
+
 @handles(CreateTopicsRequest, CreateTopicsResponse, versions=(2, 7))
 async def create_topics(ctx: RequestContext, request: Any) -> CreateTopicsResponse:
     broker = ctx.broker
     results = []
     seen: set[str] = set()
+    mutations = _Mutations(ctx, strict=ctx.version >= 6)
     for t in request.topics:
         res = CreateTopicsResponse.CreatableTopicResult(
             name=t.name, topic_id=ZERO_UUID, error_code=0, error_message=None, num_partitions=-1,
@@ -52,6 +80,7 @@ async def create_topics(ctx: RequestContext, request: Any) -> CreateTopicsRespon
             partitions = t.num_partitions if t.num_partitions != -1 else broker.config.get("num.partitions")
             rf = t.replication_factor if t.replication_factor != -1 else broker.config.get("default.replication.factor")
             configs = {c.name: c.value for c in t.configs}
+            mutations.check()
             topic_id = await broker.topic_admin.create_topic(
                 t.name, partitions, rf, configs, assignment=assignment, validate_only=request.validate_only,
                 wait_s=_timeout_s(request),
@@ -59,10 +88,12 @@ async def create_topics(ctx: RequestContext, request: Any) -> CreateTopicsRespon
             res.topic_id = uuid.UUID(bytes=topic_id) if topic_id else ZERO_UUID
             res.num_partitions = len(assignment) if assignment else partitions
             res.replication_factor = len(next(iter(assignment.values()))) if assignment else rf
+            if not request.validate_only:
+                mutations.record(res.num_partitions)
         except KafkaError as exc:
             res.error_code, res.error_message = exc.code, exc.message
         results.append(res)
-    return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+    return CreateTopicsResponse(throttle_time_ms=mutations.throttle_ms(), topics=results)
 
 
 @handles(DeleteTopicsRequest, DeleteTopicsResponse, versions=(1, 6))
@@ -76,6 +107,7 @@ async def delete_topics(ctx: RequestContext, request: Any) -> DeleteTopicsRespon
     else:
         wanted = [(name, ZERO_UUID) for name in request.topic_names]
     results = []
+    mutations = _Mutations(ctx, strict=ctx.version >= 5)
     for name, tid in wanted:
         res = DeleteTopicsResponse.DeletableTopicResult(name=name, topic_id=tid, error_code=0, error_message=None)
         try:
@@ -87,28 +119,36 @@ async def delete_topics(ctx: RequestContext, request: Any) -> DeleteTopicsRespon
             meta = cache.topics.get(name)
             if meta is not None:
                 res.topic_id = uuid.UUID(bytes=meta.topic_id)
+            mutations.check()
             await broker.topic_admin.delete_topic(name, wait_s=_timeout_s(request))
+            mutations.record(len(meta.assignment) if meta is not None else 0)
         except KafkaError as exc:
             res.error_code, res.error_message = exc.code, exc.message
         results.append(res)
-    return DeleteTopicsResponse(throttle_time_ms=0, responses=results)
+    return DeleteTopicsResponse(throttle_time_ms=mutations.throttle_ms(), responses=results)
 
 
 @handles(CreatePartitionsRequest, CreatePartitionsResponse, versions=(0, 3))
 async def create_partitions(ctx: RequestContext, request: Any) -> CreatePartitionsResponse:
     results = []
+    mutations = _Mutations(ctx, strict=ctx.version >= 3)
     for t in request.topics:
         res = CreatePartitionsResponse.CreatePartitionsTopicResult(name=t.name, error_code=0, error_message=None)
         try:
             authz.require(ctx, authz.Op.ALTER, authz.TOPIC, t.name)
             assignments = [list(a.broker_ids) for a in t.assignments] if t.assignments is not None else None
+            mutations.check()
+            meta = ctx.broker.metadata.topics.get(t.name)
+            before = len(meta.assignment) if meta is not None else 0
             await ctx.broker.topic_admin.create_partitions(
                 t.name, t.count, assignments, validate_only=request.validate_only, wait_s=_timeout_s(request)
             )
+            if not request.validate_only:
+                mutations.record(max(t.count - before, 0))
         except KafkaError as exc:
             res.error_code, res.error_message = exc.code, exc.message
         results.append(res)
-    return CreatePartitionsResponse(throttle_time_ms=0, results=results)
+    return CreatePartitionsResponse(throttle_time_ms=mutations.throttle_ms(), results=results)
 
 
 def _delete_records(ctx: RequestContext, topic: str, p: Any) -> Any:

@@ -192,6 +192,12 @@ async def fetch(ctx: RequestContext, request: Any) -> list[bytes | memoryview]:
             wants = list(session.wants.values())
             incremental = True
     plan = _FetchPlan(ctx, request, wants)
+    quotas = ctx.broker.quotas
+    if quotas.enabled and not plan.is_replica:
+        # As Kafka: no more than one quota window's worth of bytes (a first batch is still whole, KIP-74)
+        cap = quotas.fetch_window_bytes(ctx.connection.principal, ctx.header.client_id or "")
+        if cap is not None:
+            plan.max_bytes = min(plan.max_bytes, cap)
     if plan.is_replica and not authz.allowed(ctx, authz.Op.CLUSTER_ACTION, authz.CLUSTER):
         return encode_fetch_response(version, ctx.header.correlation_id, [],
                                      error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
@@ -213,6 +219,20 @@ async def fetch(ctx: RequestContext, request: Any) -> list[bytes | memoryview]:
             if not done:
                 break
             topics, total, errors = plan.read()
+    throttle = 0
+    if quotas.enabled and not plan.is_replica:
+        size = sum(len(p.records) for t in topics for p in t.partitions if p.records)
+        throttle = quotas.fetch(ctx.connection.principal, ctx.header.client_id or "", size)
+        if throttle:
+            # As Kafka: a throttled fetch is answered empty (its bytes unrecorded, the consumer's position
+            # unchanged), then the connection is muted; an incremental session keeps its state.
+            quotas.unrecord_fetch(ctx.connection.principal, ctx.header.client_id or "", size)
+            ctx.connection.mute_s = max(ctx.connection.mute_s, throttle / 1000)
+            if session is not None and not incremental:
+                sessions.remove(session.session_id)
+            session_id = session.session_id if session is not None and incremental else 0
+            return encode_fetch_response(version, ctx.header.correlation_id, [], throttle_time_ms=throttle,
+                                         session_id=session_id)
     if session is not None:
         topics = plan.answer(topics, session, incremental)
     ctx.broker.metrics.error_codes("Fetch", [p.error_code for t in topics for p in t.partitions])

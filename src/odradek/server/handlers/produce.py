@@ -79,6 +79,13 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | N
                 flushes.append((asyncio.wrap_future(info.durable), res))
             if acks == -1:
                 waits.append((p, p.hw_waiter(info.last_offset + 1), res))
+    throttle = 0
+    quotas = ctx.broker.quotas
+    if quotas.enabled:
+        # Kafka records the request's size against producer_byte_rate, acks=0 included (then muted only)
+        throttle = quotas.produce(ctx.connection.principal, ctx.header.client_id or "", len(frame))
+        if throttle:
+            ctx.connection.mute_s = max(ctx.connection.mute_s, throttle / 1000)
     if acks == 0:
         if any_error:
             # acks=0 has no response to carry the error: close so the client notices (as Kafka does).
@@ -106,5 +113,5 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | N
         responses=[_TopicResp(name=key, partition_responses=parts) if isinstance(key, str)
                    else _TopicResp(name="", topic_id=uuid.UUID(bytes=key), partition_responses=parts)
                    for key, parts in results.items()],
-        throttle_time_ms=0,
+        throttle_time_ms=throttle,
     )
