@@ -232,6 +232,7 @@ AUTHORIZATION = {
     "EndTxn": "WRITE transactional id", "WriteTxnMarkers": "CLUSTER_ACTION cluster",
     "DescribeTransactions": "DESCRIBE transactional id", "ListTransactions": "DESCRIBE transactional id (filtered)",
     "CreateAcls": "ALTER cluster", "DescribeAcls": "DESCRIBE cluster", "DeleteAcls": "ALTER cluster",
+    "DescribeClientQuotas": "DESCRIBE_CONFIGS cluster", "AlterClientQuotas": "ALTER_CONFIGS cluster",
 }
 UNAUTHORIZED = {"ApiVersions", "SaslHandshake", "SaslAuthenticate"}  # before authentication, as in Kafka
 
