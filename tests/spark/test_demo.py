@@ -50,3 +50,9 @@ def test_demo_runs_shows_metrics_and_cleans_up(tmp_path: Path) -> None:
         s.settimeout(1)
         s.connect(("127.0.0.1", port))
     assert not Path(workdir).exists()
+    # the web console ran beside it (the demo prints its URL once the console answered) and is gone too
+    console = re.search(r"Web console running at http://127\.0\.0\.1:(\d+)/", stdout)
+    assert console, stdout
+    with socket.socket() as s, pytest.raises(OSError):
+        s.settimeout(1)
+        s.connect(("127.0.0.1", int(console.group(1))))

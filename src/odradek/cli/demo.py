@@ -1,5 +1,6 @@
 """`odradek demo [--duration S]`: the main job. Starts an embedded single-node broker in a temp dir, creates
-the weblogs topics, runs the access-log generator and the Spark streaming job, and shows the live per-minute
+the weblogs topics, starts the web console (`odradek console`) on it, runs the access-log generator and the
+Spark streaming job, and shows the console and metrics URLs and the live per-minute
 metrics (read back from topic `access-metrics`) as a live table with a legend of its columns; the run's
 clock starts with the first metrics, after Spark's start-up. Then it stops everything and prints the
 final table and where the Parquet output is."""
@@ -58,7 +59,31 @@ def _wait_ready(bootstrap: str, proc: subprocess.Popen, timeout: float = 30) -> 
     raise SystemExit("Error: the broker did not become ready in time")
 
 
-def _stop_broker(proc: subprocess.Popen) -> None:
+def _start_console(workdir: Path, bootstrap: str, port: int, metrics_url: str) -> subprocess.Popen | None:
+    """The web console (`odradek console`) on `port`, once it answers HTTP; None (with a warning) when it
+    does not come up: the demo goes on without it."""
+    import urllib.request
+
+    out = open(workdir / "console.out", "wb")  # noqa: SIM115 - handed to the child process
+    proc = subprocess.Popen([sys.executable, "-m", "odradek.cli.main", "console", "--bootstrap-server", bootstrap,
+                             "--host", "127.0.0.1", "--port", str(port),
+                             "--metrics-url-template", metrics_url.replace("127.0.0.1", "{host}")],
+                            stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as page:
+                if page.status == 200:
+                    return proc
+        except OSError:
+            time.sleep(0.2)
+    print(f"Warning: the web console did not start (its output: {workdir / 'console.out'}); going on without it",
+          file=sys.stderr)
+    _stop_process(proc)
+    return None
+
+
+def _stop_process(proc: subprocess.Popen) -> None:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -111,6 +136,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--port", type=int, default=0, help="broker port (default: a free one)")
     ap.add_argument("--output", default=None, help="directory for the Parquet output (default: a new temp dir)")
+    ap.add_argument("--console-port", type=int, default=0,
+                    help="port of the web console (default: a free one); -1 runs the demo without it")
     args = ap.parse_args(argv)
     try:
         import rich  # noqa: F401 - the live screen
@@ -147,6 +174,7 @@ def main(argv: list[str]) -> int:
     console = Console()
     tty = console.is_terminal
     broker = None
+    web_console = None
     spark = None
     view = None
     gen_thread = None
@@ -158,6 +186,15 @@ def main(argv: list[str]) -> int:
         print(f"Broker running at {bootstrap} (data in {workdir / 'data'}); metrics at {metrics_url}", flush=True)
         ensure_topics(bootstrap)
         print(f"Topics: {LOGS_TOPIC}, {METRICS_TOPIC}, {DLQ_TOPIC}", flush=True)
+        if args.console_port >= 0:
+            console_port = args.console_port or _free_port()
+            with console.status("Starting the web console ..."):
+                web_console = _start_console(workdir, bootstrap, console_port, metrics_url)
+            if web_console is not None:
+                console_url = f"http://127.0.0.1:{console_port}/"
+                links["web console"] = console_url
+                print(f"Web console running at {console_url} (topics, messages, the consumer group's lag, "
+                      "the metrics as charts)", flush=True)
 
         def generate() -> None:
             cfg = GeneratorConfig(seed=args.seed, rate=args.rate, malformed_fraction=args.malformed_fraction)
@@ -221,8 +258,10 @@ def main(argv: list[str]) -> int:
             # the metrics sink's producer lives on in this process until collected, and would log the
             # broker's going away below
             gc.collect()
+        if web_console is not None:
+            _stop_process(web_console)
         if broker is not None:
-            _stop_broker(broker)
+            _stop_process(broker)
     windows = view.windows.values() if view else []
     print(render_table(windows))
     print(f"\nDone: {stats.produced:,} events produced, {view.dead_letters if view else 0:,} dead letters.")
