@@ -19,6 +19,13 @@ def admin(bootstrap: str) -> AdminClient:
     return _ADMINS[bootstrap]
 
 
+def forget_admin(bootstrap: str) -> None:
+    """Drop the cached admin client of `bootstrap`: after a broker restarts, librdkafka may have dropped it from
+    its broker list (metadata from a peer that had not seen it re-register) and not look for it again for
+    minutes, so requests routed to that broker wait."""
+    _ADMINS.pop(bootstrap, None)
+
+
 def create_topic(bootstrap: str, name: str, partitions: int = 1, rf: int = 1, config: dict | None = None) -> None:
     client = admin(bootstrap)  # must outlive the future
     fs = client.create_topics([NewTopic(name, partitions, rf, config=config or {})], operation_timeout=10)

@@ -18,7 +18,7 @@ from kafka.admin import ConfigResource as KpConfigResource
 from kafka.admin import ConfigResourceType, KafkaAdminClient
 from kafka.protocol.admin import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 
-from tests.clients import admin, create_topic, produce
+from tests.clients import admin, create_topic, forget_admin, produce
 from tests.harness import BrokerCluster, BrokerPool, BrokerProcess, run_cli
 from tests.rawclient import RawClient
 from tests.waiting import wait_until
@@ -331,6 +331,7 @@ def test_cluster_default_reaches_every_broker_and_survives_a_restart(zk_standalo
     restarted = cluster.brokers[2]
     restarted.restart()
     cluster.wait_registered()
+    forget_admin(restarted.bootstrap)
     assert seen(restarted, "log.retention.ms") == ("7200000", 3)
     assert seen(restarted, "log.segment.bytes") == ("1048576", 2)
 
