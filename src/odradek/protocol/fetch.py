@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from odradek.protocol.framing import write_uvarint
+from odradek.protocol.framing import Piece, Spliced, write_uvarint
 
 _TOP_CLASSIC = struct.Struct(">ihi")  # throttle, error, session id
 _PART_HEAD = struct.Struct(">ihqqq")  # index, error, hw, lso, log start
@@ -27,7 +27,7 @@ class FetchPartitionResult:
     high_watermark: int = -1
     last_stable_offset: int = -1
     log_start_offset: int = -1
-    records: bytes | memoryview | None = None
+    records: bytes | memoryview | Spliced | None = None  # a file region goes out by sendfile
     diverging_epoch: tuple[int, int] | None = None  # (epoch, end offset), flexible versions only
     current_leader: tuple[int, int] | None = None  # (leader id, leader epoch), flexible versions only
     aborted: list[tuple[int, int]] | None = None  # read_committed: (producer id, first offset) per aborted txn
@@ -62,7 +62,7 @@ def encode_fetch_response(
     error_code: int = 0,
     throttle_time_ms: int = 0,
     session_id: int = 0,
-) -> list[bytes | memoryview]:
+) -> list[Piece]:
     """Response header + body as chunks (not yet size-framed)."""
     flexible = version >= 12
     head = bytearray(_I32.pack(correlation_id))
@@ -72,7 +72,7 @@ def encode_fetch_response(
     if version >= 7:
         head += _I16.pack(error_code) + _I32.pack(session_id)
     head += _compact_len(len(topics)) if flexible else _I32.pack(len(topics))
-    chunks: list[bytes | memoryview] = []
+    chunks: list[Piece] = []
     cur = head
     for t in topics:
         if version >= 13:

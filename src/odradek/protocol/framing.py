@@ -4,10 +4,22 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Protocol
 
 from odradek.protocol.errors import ErrorCode, KafkaError
 
 _INT32 = struct.Struct(">i")
+
+
+class Spliced(Protocol):
+    """A response piece whose bytes are not in memory (a file region the network layer sends with
+    sendfile); all the wire code needs of it is its length."""
+
+    def __len__(self) -> int: ...
+
+
+# One piece of a response as handlers build it: bytes in memory, or a spliced region.
+Piece = bytes | memoryview | Spliced
 _HEADER_FIXED = struct.Struct(">hhih")  # api_key, api_version, correlation_id, client_id length
 
 
@@ -189,7 +201,7 @@ def response_header(correlation_id: int, flexible: bool) -> bytes:
     return _INT32.pack(correlation_id)
 
 
-def frame_chunks(chunks: list[bytes | memoryview]) -> list[bytes | memoryview]:
+def frame_chunks(chunks: list[Piece]) -> list[Piece]:
     """Prefix a response made of chunks with its 4-byte size, without joining the chunks."""
     size = 0
     for c in chunks:

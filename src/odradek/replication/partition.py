@@ -205,12 +205,12 @@ class Partition:
             self.log.high_watermark = hw
 
     # ---- reads and waiting ---------------------------------------------------------------------
-    def read(self, offset: int, max_bytes: int, replica: bool, min_one: bool, read_committed: bool = False
-             ) -> FetchDataInfo:
+    def read(self, offset: int, max_bytes: int, replica: bool, min_one: bool, read_committed: bool = False,
+             zero_copy: bool = False) -> FetchDataInfo:
         """Followers read to the log end, consumers to the high watermark, read_committed consumers to the
-        last stable offset."""
+        last stable offset. `zero_copy`: the records as a FileRegion (see Log.read)."""
         upper = None if replica else self.log.last_stable_offset if read_committed else self.log.high_watermark
-        return self.log.read(offset, max_bytes, max_offset=upper, min_one_message=min_one)
+        return self.log.read(offset, max_bytes, max_offset=upper, min_one_message=min_one, zero_copy=zero_copy)
 
     def data_waiter(self) -> asyncio.Future[None]:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()

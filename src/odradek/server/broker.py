@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import socket
 import uuid
 from collections.abc import Awaitable, Callable
@@ -75,6 +76,9 @@ class Broker:
         self.metrics = BrokerMetrics(self)
         self.http: HttpEndpoint | None = None
         self.ready = False
+        # Fetch responses send record bytes from the segment files with sendfile; ODRADEK_ZERO_COPY=0 reads
+        # them into memory instead (the benchmark compares both).
+        self.zero_copy = os.environ.get("ODRADEK_ZERO_COPY", "1") != "0"
         self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
         self.dynamic_config: DynamicBrokerConfig
         self.authorizer: Authorizer | None = None  # None: every request allowed

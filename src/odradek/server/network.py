@@ -1,5 +1,6 @@
 """Asyncio socket server: one Connection per socket, frames parsed from data_received callbacks,
-requests of a connection handled in order and answered in order, with backpressure both ways."""
+requests of a connection handled in order and answered in order, with backpressure both ways. Responses
+holding file regions (zero-copy Fetch) are written by server/splice.py."""
 
 from __future__ import annotations
 
@@ -9,17 +10,18 @@ import socket
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 
-from odradek.protocol.framing import FrameDecoder, FrameError
+from odradek.protocol.framing import FrameDecoder, FrameError, Piece
 from odradek.server import tls
 from odradek.server.limits import ConnectionLimits, RequestMemory
 from odradek.server.sasl import SaslServer
 from odradek.server.security import ListenerSecurity
+from odradek.server.splice import Splicer, has_regions
 
 log = logging.getLogger("odradek.network")
 _PLAINTEXT = ListenerSecurity.plaintext()
 
 # What a dispatcher returns: chunks to send (already size-framed), or None for no response.
-Response = Sequence[bytes | memoryview] | None
+Response = Sequence[Piece] | None
 Dispatcher = Callable[["Connection", memoryview], Awaitable[Response]]
 
 # Per connection: stop reading once this many requests, or this many bytes of requests, wait to be
@@ -69,6 +71,7 @@ class Connection(asyncio.Protocol):
         self._lost = False
         self._address = "?"
         self.transport: asyncio.Transport | None = None
+        self.splicer: Splicer | None = None
         self.peer = "?"
         self.closed = False
 
@@ -100,6 +103,10 @@ class Connection(asyncio.Protocol):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except OSError:
                 pass
+        # sendfile writes the socket directly: not under TLS, whose bytes the transport encrypts
+        sock_fd = sock.fileno() if sock is not None and self.security.ssl_context is None else -1
+        self.splicer = Splicer(transport, sock_fd, self._writable,  # type: ignore[arg-type]
+                               lambda: self.closed)
         self._registry.add(self)
 
     def data_received(self, data: bytes) -> None:
@@ -213,7 +220,15 @@ class Connection(asyncio.Protocol):
                     self.close(f"internal error: {exc}")
                     return
                 if response is not None and not self.closed and self.transport is not None:
-                    self.transport.writelines(response)
+                    if self.splicer is not None and has_regions(response):
+                        try:
+                            await self.splicer.send(response)
+                        except OSError as exc:
+                            # a response cut short cannot be finished: as Kafka, drop the connection
+                            self.close(f"sending a response failed: {exc}")
+                            return
+                    else:
+                        self.transport.writelines(response)  # type: ignore[arg-type]  # no regions
                 self._in_flight = 0
                 self._charge()
                 if response is not None and not self._writable.is_set():

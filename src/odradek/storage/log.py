@@ -56,6 +56,7 @@ from odradek.storage.producer_state import (
     last_sequence,
     snapshot_name,
 )
+from odradek.storage.region import FileRegion
 from odradek.storage.segment import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -104,7 +105,7 @@ class AppendInfo:
 @dataclass(frozen=True, slots=True)
 class FetchDataInfo:
     fetch_offset: int
-    records: bytes
+    records: bytes | FileRegion
 
 
 MAX_FILE_NAME = 255  # bytes in one path component (ext4, xfs, ...)
@@ -868,10 +869,12 @@ class Log:
     # --- read --------------------------------------------------------------------------------
 
     def read(
-        self, start_offset: int, max_bytes: int, max_offset: int | None = None, min_one_message: bool = True
+        self, start_offset: int, max_bytes: int, max_offset: int | None = None, min_one_message: bool = True,
+        zero_copy: bool = False,
     ) -> FetchDataInfo:
         """Whole batches from the one containing `start_offset`, from one segment, at most `max_bytes`
-        (unless min_one_message and the first batch alone is larger), none with base offset >= max_offset."""
+        (unless min_one_message and the first batch alone is larger), none with base offset >= max_offset.
+        With `zero_copy` the records are a FileRegion of the segment file (empty ones stay b"")."""
         with self.lock:
             self._check_open()
             if start_offset < self.log_start_offset or start_offset > self._leo:
@@ -884,6 +887,8 @@ class Log:
             i = bisect_right(self._bases, start_offset) - 1
             hit = self._boundaries.get(start_offset)
             position = hit[1] if hit is not None and hit[0] is self._segments[i] else None
+            if zero_copy:
+                return self._read_region(i, start_offset, max_bytes, max_offset, min_one_message, position)
             result = self._segments[i].read(start_offset, max_bytes, max_offset, min_one_message, position)
             while result is None and i + 1 < len(self._segments):
                 i += 1
@@ -892,6 +897,18 @@ class Log:
                 return FetchDataInfo(start_offset, b"")
             self._remember_boundary(result.next_offset, self._segments[i], result.end_position)
             return FetchDataInfo(start_offset, result.data)
+
+    def _read_region(self, i: int, start_offset: int, max_bytes: int, max_offset: int | None,
+                     min_one_message: bool, position: int | None) -> FetchDataInfo:
+        span = self._segments[i].span(start_offset, max_bytes, max_offset, min_one_message, position)
+        while span is None and i + 1 < len(self._segments):
+            i += 1
+            span = self._segments[i].span(start_offset, max_bytes, max_offset, min_one_message, 0)
+        if span is None or span.end_position == span.position:
+            return FetchDataInfo(start_offset, b"")
+        seg = self._segments[i]
+        self._remember_boundary(span.next_offset, seg, span.end_position)
+        return FetchDataInfo(start_offset, FileRegion.of(seg.fd, span.position, span.end_position - span.position))
 
     def _remember_boundary(self, offset: int, seg: LogSegment, position: int) -> None:
         """Cache `offset` -> batch start, so a consumer's next fetch needs no index lookup or scan."""

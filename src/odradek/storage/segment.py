@@ -51,6 +51,7 @@ INDEX_ENTRY_SIZE = 8
 TIMEINDEX_ENTRY_SIZE = 12
 MAX_RELATIVE_OFFSET = 0x7FFFFFFF
 SCAN_CHUNK = 64 * 1024
+HOP_CHUNK = 4096  # bytes read at each batch header a span walks to (small batches share one read)
 RECOVERY_CHUNK = 8 * 1024 * 1024
 
 _BASE_AND_LENGTH = struct.Struct(">qi")
@@ -84,6 +85,14 @@ class BatchEntry(NamedTuple):
     size: int
     last_offset: int
     max_timestamp: int
+
+
+class SegmentSpan(NamedTuple):
+    """Where the batches a read would return lie in the .log, without their bytes (zero-copy reads)."""
+
+    position: int  # file position of the first batch
+    end_position: int  # file position just after the last batch (== position when none)
+    next_offset: int  # offset after the last batch (== first offset when none)
 
 
 class SegmentRead(NamedTuple):
@@ -471,6 +480,53 @@ class LogSegment:
         if off and len(buf) - off < min(max_bytes, limit - first):
             buf, off = self.pread(min(max(max_bytes, BATCH_OVERHEAD), limit - first), first), 0
         return self._collect(buf, off, first, offset, max_bytes, max_offset, min_one_message)
+
+    def span(
+        self,
+        offset: int,
+        max_bytes: int,
+        max_offset: int | None,
+        min_one_message: bool,
+        start: int | None = None,
+    ) -> SegmentSpan | None:
+        """The batches `read` would return, as file positions: found by hopping from header to header, so
+        a batch costs one small read, whatever its size. None if this segment has no batch for `offset`."""
+        limit = self.size
+        headers = self._hop(self.lookup_position(offset) if start is None else start, limit)
+        for hop in headers:  # skip to the batch containing `offset`
+            if hop[2] < LOG_OVERHEAD + MIN_BATCH_LENGTH:
+                raise CorruptRecordError(message=f"Corrupt batch header at position {hop[0]} of {self.log_path}")
+            if hop[3] >= offset:
+                break
+        else:
+            return None
+        first, base, size, last = hop
+        if (max_offset is not None and base >= max_offset) or first + size > limit:
+            return SegmentSpan(first, first, offset)
+        if size > max_bytes:
+            if min_one_message:
+                return SegmentSpan(first, first + size, last + 1)
+            return SegmentSpan(first, first, offset)
+        end, next_offset = first + size, last + 1
+        for pos, base, size, last in headers:
+            if (max_offset is not None and base >= max_offset) or pos + size - first > max_bytes:
+                break
+            if pos + size > limit or size < LOG_OVERHEAD + MIN_BATCH_LENGTH:
+                break
+            end, next_offset = pos + size, last + 1
+        return SegmentSpan(first, end, next_offset)
+
+    def _hop(self, pos: int, limit: int) -> Iterator[tuple[int, int, int, int]]:
+        """(position, base offset, size, last offset) of each batch from `pos`, reading only headers."""
+        buf, buf_pos = b"", pos
+        while limit - pos >= BATCH_OVERHEAD:
+            off = pos - buf_pos
+            if len(buf) - off < BATCH_OVERHEAD:
+                buf, buf_pos, off = self.pread(min(HOP_CHUNK, limit - pos), pos), pos, 0
+            base, length = _BASE_AND_LENGTH.unpack_from(buf, off)
+            size = length + LOG_OVERHEAD
+            yield pos, base, size, base + _LAST_OFFSET_DELTA.unpack_from(buf, off + 23)[0]
+            pos += size
 
     def _collect(
         self,

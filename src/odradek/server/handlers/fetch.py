@@ -1,5 +1,6 @@
 """Fetch (with the min-bytes/max-wait long poll) and ListOffsets. Fetch responses are chunk lists:
-record bytes go from the log read straight to the socket, never re-encoded."""
+record bytes go from the log straight to the socket, never re-encoded; unless the broker runs with
+ODRADEK_ZERO_COPY=0, they are file regions the network layer sends with sendfile (zero copy)."""
 
 from __future__ import annotations
 
@@ -17,10 +18,12 @@ from kafka.protocol.consumer import (
 
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.fetch import FetchPartitionResult, FetchTopicResult, encode_fetch_response
+from odradek.protocol.framing import Piece
 from odradek.replication.partition import Partition
 from odradek.server import authz
 from odradek.server.fetch_sessions import FINAL_EPOCH, INITIAL_EPOCH, FetchSession, Want
 from odradek.server.registry import RequestContext, handles
+from odradek.storage.region import FileRegion
 
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 EARLIEST_LOCAL, LATEST_TIERED = -4, -5  # ListOffsets v8+ (KIP-405), v9+ (KIP-1005)
@@ -76,6 +79,7 @@ class _FetchPlan:
         self.replica_id = replica_id
         self.read_committed = not self.is_replica and getattr(request, "isolation_level", 0) == 1
         self.max_bytes = request.max_bytes if self.version >= 3 else 2**31 - 1
+        self.zero_copy: bool = ctx.broker.zero_copy
         self.topics: list[tuple[FetchTopicResult, list[tuple[Want, Partition | None, KafkaError | None]]]] = []
         self.diverging: dict[tuple[str, int], tuple[int, int] | None] = {}
         self.read_wants: list[Want] = []  # the partitions of the last read, in its order
@@ -128,7 +132,7 @@ class _FetchPlan:
                         try:
                             data = part.read(
                                 want.fetch_offset, min(want.max_bytes, max(remaining, 0)), self.is_replica,
-                                min_one=total == 0, read_committed=self.read_committed,
+                                min_one=total == 0, read_committed=self.read_committed, zero_copy=self.zero_copy,
                             )
                             res.records = data.records
                             n = len(data.records)
@@ -167,7 +171,7 @@ class _FetchPlan:
 # v17 and v18 add only follower fields, tagged (ReplicaDirectoryId, KIP-853; HighWatermark, KIP-1166):
 # the response is v16's.
 @handles(FetchRequest, FetchResponse, versions=(4, 18))
-async def fetch(ctx: RequestContext, request: Any) -> list[bytes | memoryview]:
+async def fetch(ctx: RequestContext, request: Any) -> list[Piece]:
     version = ctx.version
     sessions = ctx.broker.fetch_sessions
     session: FetchSession | None = None
@@ -218,6 +222,7 @@ async def fetch(ctx: RequestContext, request: Any) -> list[bytes | memoryview]:
                 f.cancel()
             if not done:
                 break
+            _release(topics)
             topics, total, errors = plan.read()
     throttle = 0
     if quotas.enabled and not plan.is_replica:
@@ -227,6 +232,7 @@ async def fetch(ctx: RequestContext, request: Any) -> list[bytes | memoryview]:
             # As Kafka: a throttled fetch is answered empty (its bytes unrecorded, the consumer's position
             # unchanged), then the connection is muted; an incremental session keeps its state.
             quotas.unrecord_fetch(ctx.connection.principal, ctx.header.client_id or "", size)
+            _release(topics)
             ctx.connection.mute_s = max(ctx.connection.mute_s, throttle / 1000)
             if session is not None and not incremental:
                 sessions.remove(session.session_id)
@@ -243,6 +249,14 @@ async def fetch(ctx: RequestContext, request: Any) -> list[bytes | memoryview]:
                 ctx.broker.metrics.fetched(t.name, size)
     return encode_fetch_response(version, ctx.header.correlation_id, topics,
                                  session_id=session.session_id if session is not None else 0)
+
+
+def _release(topics: list[FetchTopicResult]) -> None:
+    """Close the file regions of a read that will not be sent (their descriptors are duplicates)."""
+    for t in topics:
+        for p in t.partitions:
+            if isinstance(p.records, FileRegion):
+                p.records.close()
 
 
 def _list_offset(ctx: RequestContext, name: str, req_p: Any, is_replica: bool, isolation: int) -> Any:
