@@ -209,7 +209,7 @@ def test_splicer_writes_pieces_in_order(tmp_path: Path, loop_name: str, zero_cop
         await sender
         assert got == backlog + expected
         assert all(r.fd == -1 for r in regions)  # every region closed once sent
-        assert (splicer.regions_sent, splicer.regions_copied) == ((3, 0) if zero_copy else (0, 3))
+        assert (splicer.counts.sent, splicer.counts.copied) == ((3, 0) if zero_copy else (0, 3))
         assert transport.get_write_buffer_limits() == limits  # restored after waiting for the drain
         transport.close()
         client.close()
@@ -258,7 +258,7 @@ def test_splicer_falls_back_where_sendfile_is_refused(tmp_path: Path, loop_name:
         transport, sink, client, sock_fd = await _pair()
         splicer = Splicer(transport, sock_fd, sink.writable, lambda: sink.closed)
         await splicer.send([b"a", FileRegion.of(fd, 0, 10_000), b"b", FileRegion.of(fd, 10, 20)])
-        assert not splicer.zero_copy and splicer.regions_copied == 2 and len(calls) == 1  # not tried again
+        assert not splicer.zero_copy and splicer.counts.copied == 2 and len(calls) == 1  # not tried again
         assert await _receive(client, 10_022) == b"a" + data + b"b" + data[10:30]
         transport.close()
         client.close()

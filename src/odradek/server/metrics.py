@@ -121,6 +121,7 @@ class _Collector(Collector):
         yield _per_topic("kafka_server_brokertopicmetrics_bytes_in", "Record bytes appended as leader", m.bytes_in)
         yield _per_topic("kafka_server_brokertopicmetrics_bytes_out", "Record bytes sent to consumers", m.bytes_out)
         yield from _requests(m)
+        yield from _fetch_regions(broker)
         yield from _throttles(broker)
         if not hasattr(broker, "replicas"):
             return  # not started yet
@@ -156,6 +157,20 @@ def _throttles(broker: Any) -> Iterator[Metric]:
     for count_family, time_family in families.values():
         yield count_family
         yield time_family
+
+
+def _fetch_regions(broker: Any) -> Iterator[Metric]:
+    """Odradek's own (Kafka has no such MBean): Fetch record regions sent from the segment files by sendfile
+    (zero copy) or read and written (TLS listeners, ODRADEK_ZERO_COPY=0 sends none)."""
+    server = getattr(broker, "server", None)
+    if server is None:
+        return
+    counts = server.splice_counts
+    family = CounterMetricFamily("odradek_network_fetch_regions", "Fetch record regions sent, by path",
+                                 labels=["path"])
+    family.add_metric(["sendfile"], counts.sent)
+    family.add_metric(["copy"], counts.copied)
+    yield family
 
 
 def _requests(m: BrokerMetrics) -> Iterator[Metric]:

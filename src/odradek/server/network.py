@@ -15,7 +15,7 @@ from odradek.server import tls
 from odradek.server.limits import ConnectionLimits, RequestMemory
 from odradek.server.sasl import SaslServer
 from odradek.server.security import ListenerSecurity
-from odradek.server.splice import Splicer, has_regions
+from odradek.server.splice import SpliceCounts, Splicer, has_regions
 
 log = logging.getLogger("odradek.network")
 _PLAINTEXT = ListenerSecurity.plaintext()
@@ -41,8 +41,9 @@ class Connection(asyncio.Protocol):
 
     def __init__(self, dispatch: Dispatcher, max_frame_size: int, registry: set[Connection],
                  limits: ConnectionLimits | None = None, memory: RequestMemory | None = None,
-                 security: ListenerSecurity | None = None) -> None:
+                 security: ListenerSecurity | None = None, splice_counts: SpliceCounts | None = None) -> None:
         self._dispatch = dispatch
+        self._splice_counts = splice_counts
         self.security = security or _PLAINTEXT
         # Kafka's principal of the client: User:ANONYMOUS, the TLS subject, or the SASL user.
         self.principal = "User:ANONYMOUS"
@@ -106,7 +107,7 @@ class Connection(asyncio.Protocol):
         # sendfile writes the socket directly: not under TLS, whose bytes the transport encrypts
         sock_fd = sock.fileno() if sock is not None and self.security.ssl_context is None else -1
         self.splicer = Splicer(transport, sock_fd, self._writable,  # type: ignore[arg-type]
-                               lambda: self.closed)
+                               lambda: self.closed, self._splice_counts)
         self._registry.add(self)
 
     def data_received(self, data: bytes) -> None:
@@ -272,6 +273,7 @@ class SocketServer:
         self.memory = memory or RequestMemory(-1)
         self._servers: list[asyncio.base_events.Server] = []
         self.connections: set[Connection] = set()
+        self.splice_counts = SpliceCounts()
 
     async def listen(self, host: str, port: int, security: ListenerSecurity | None = None) -> int:
         loop = asyncio.get_running_loop()
@@ -279,7 +281,7 @@ class SocketServer:
         # any Connection exists; asyncio logs it at debug level only.
         server = await loop.create_server(
             lambda: Connection(self._dispatch, self._max_frame_size, self.connections, self.limits, self.memory,
-                               security),
+                               security, self.splice_counts),
             host or None,
             port,
             reuse_address=True,

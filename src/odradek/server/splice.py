@@ -25,6 +25,16 @@ from odradek.storage.region import FileRegion, ShortRegion
 _UNSUPPORTED = frozenset({errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSOCK})
 
 
+class SpliceCounts:
+    """File regions sent by sendfile and by copying, over all connections (the broker's metrics)."""
+
+    __slots__ = ("copied", "sent")
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self.copied = 0
+
+
 def has_regions(response: Sequence[Piece]) -> bool:
     return any(type(piece) is FileRegion for piece in response)
 
@@ -35,13 +45,12 @@ class Splicer:
     transport is below its write-buffer high water mark (set and cleared by pause/resume_writing)."""
 
     def __init__(self, transport: asyncio.WriteTransport, sock_fd: int, writable: asyncio.Event,
-                 is_closed: Callable[[], bool]) -> None:
+                 is_closed: Callable[[], bool], counts: SpliceCounts | None = None) -> None:
         self._transport = transport
         self._sock_fd = sock_fd
         self._writable = writable
         self._is_closed = is_closed
-        self.regions_sent = 0  # by sendfile
-        self.regions_copied = 0  # by pread + transport.write
+        self.counts = counts or SpliceCounts()
 
     @property
     def zero_copy(self) -> bool:
@@ -59,10 +68,10 @@ class Splicer:
                     continue
                 if self._sock_fd >= 0 and await self._sendfile(piece, pending):
                     pending = []
-                    self.regions_sent += 1
+                    self.counts.sent += 1
                 else:
                     pending.append(piece.read())
-                    self.regions_copied += 1
+                    self.counts.copied += 1
             if pending and not self._is_closed():
                 self._transport.writelines(pending)
         finally:
