@@ -146,8 +146,8 @@ def zero_copy_compare(cases: list[tuple[int, int]], rounds: int = 3) -> None:
             for n, size in cases:
                 topic = f"zc-{size}-{uuid.uuid4().hex[:6]}"
                 for b in (on, off):
-                    AdminClient({"bootstrap.servers": b.bootstrap}).create_topics(
-                        [NewTopic(topic, 1, 1)])[topic].result(30)
+                    admin = AdminClient({"bootstrap.servers": b.bootstrap})  # alive until the result
+                    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
                     produce(b.bootstrap, topic, n, size, "1", 1)
                 best: dict[bool, tuple[float, float]] = {}
                 for _ in range(rounds):
@@ -214,8 +214,8 @@ def tansu_compare(n: int, size: int = 100, rounds: int = 2) -> None:
             for _ in range(rounds):
                 for name, bootstrap in (("odradek", broker.bootstrap), ("tansu", tansu_bootstrap)):
                     topic = f"vs-{uuid.uuid4().hex[:6]}"
-                    AdminClient({"bootstrap.servers": bootstrap}).create_topics(
-                        [NewTopic(topic, 1, 1)])[topic].result(30)
+                    admin = AdminClient({"bootstrap.servers": bootstrap})  # alive until the result
+                    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
                     tp = produce(bootstrap, topic, n, size, "1", 1)
                     tc = consume(bootstrap, topic, n, 1)
                     prev = best.get(name, (float("inf"), float("inf")))

@@ -81,6 +81,15 @@ def test_empty_reads_are_not_regions(multi: Log) -> None:
     assert multi.read(0, 1, min_one_message=False, zero_copy=True).records == b""
 
 
+def test_out_of_descriptors_a_read_copies(multi: Log, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_more(fd: int) -> int:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    plain = multi.read(10, 1000).records
+    monkeypatch.setattr(os, "dup", no_more)
+    assert multi.read(10, 1000, zero_copy=True).records == plain
+
+
 def test_a_region_outlives_its_segment(tmp_path: Path) -> None:
     log = open_log(tmp_path / "t-0", {"segment.bytes": "1000"})
     for i in range(20):

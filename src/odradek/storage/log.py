@@ -19,6 +19,7 @@ fsync the directory between the steps of a swap without holding the lock.
 from __future__ import annotations
 
 import copy
+import errno
 import logging
 import os
 import random
@@ -908,7 +909,14 @@ class Log:
             return FetchDataInfo(start_offset, b"")
         seg = self._segments[i]
         self._remember_boundary(span.next_offset, seg, span.end_position)
-        return FetchDataInfo(start_offset, FileRegion.of(seg.fd, span.position, span.end_position - span.position))
+        size = span.end_position - span.position
+        try:
+            return FetchDataInfo(start_offset, FileRegion.of(seg.fd, span.position, size))
+        except OSError as exc:
+            # out of descriptors (a fetch of very many partitions): these bytes take the copying path
+            if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                raise
+            return FetchDataInfo(start_offset, seg.pread(size, span.position))
 
     def _remember_boundary(self, offset: int, seg: LogSegment, position: int) -> None:
         """Cache `offset` -> batch start, so a consumer's next fetch needs no index lookup or scan."""
