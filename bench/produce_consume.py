@@ -203,7 +203,7 @@ def stop_process(proc: subprocess.Popen) -> None:
         proc.wait(10)
 
 
-def tansu_compare(n: int, size: int = 100, rounds: int = 2) -> None:
+def tansu_compare(n: int, size: int = 100, rounds: int = 3) -> None:
     """The same confluent-kafka client against Odradek (zero-copy on) and Tansu (in-memory storage), same
     run: n x size B on one partition, acks=1; best of `rounds` fresh topics each."""
     with tempfile.TemporaryDirectory() as tmp:
