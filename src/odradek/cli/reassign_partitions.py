@@ -27,8 +27,8 @@ from typing import Any, Protocol
 from kafka.protocol.admin import AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest
 
 from odradek.cli import zk_session
-from odradek.cli.broker_connection import AdminConnection
-from odradek.cli.common import ArgParser, CliError, UsageError, run_tool
+from odradek.cli.broker_connection import AdminConnection, security_of
+from odradek.cli.common import ArgParser, CliError, UsageError, read_properties_file, run_tool
 from odradek.cli.zk_session import ZkSession
 from odradek.cluster import znodes as zn
 from odradek.cluster.assignment import assign_replicas
@@ -78,7 +78,8 @@ def build_parser() -> ArgParser:
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT", help="the broker(s) to connect to")
     parser.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
                         help="DEPRECATED: work through ZooKeeper instead (no --cancel)")
-    parser.add_argument("--command-config", metavar="FILE", help="accepted for compatibility (not used)")
+    parser.add_argument("--command-config", metavar="FILE",
+                        help="client properties (client.id, security.protocol, sasl.*, ssl.* with PEM stores)")
     for action, text in (("generate", "generate a candidate assignment for --topics-to-move-json-file and "
                                       "--broker-list (nothing is executed)"),
                          ("execute", "start the reassignment in --reassignment-json-file"),
@@ -387,7 +388,9 @@ def main(argv: list[str]) -> int:
             print("Warning: --zookeeper is deprecated, and will be removed in a future version of Kafka.")
             with ZkSession(opts.zookeeper, int(REQUEST_TIMEOUT_S * 1000)) as zk:
                 return HANDLERS[action](ZkBackend(zk), opts)
-        with AdminConnection(opts.bootstrap_server, REQUEST_TIMEOUT_S + 10, "reassign-partitions-tool") as conn:
+        props = read_properties_file(opts.command_config)
+        with AdminConnection(opts.bootstrap_server, REQUEST_TIMEOUT_S + 10,
+                             props.get("client.id", "reassign-partitions-tool"), security=security_of(props)) as conn:
             return HANDLERS[action](KafkaBackend(conn), opts)
 
     return run_tool(body)

@@ -14,6 +14,7 @@ from odradek.aio import TaskSet
 from odradek.cluster import znodes as zn
 from odradek.cluster.metadata import MetadataCache, TopicMeta
 from odradek.cluster.store import BadVersionError, MetadataStore, StoreError, to_json
+from odradek.protocol.client_security import PLAINTEXT, ClientSecurity
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.replication.fetcher import ReplicaFetcher
 from odradek.replication.partition import Partition
@@ -30,6 +31,7 @@ class ReplicaManager:
         self.metadata = metadata
         self.store = store
         self.config = config
+        self.inter_broker_security: ClientSecurity = PLAINTEXT  # the broker sets it from its config
         self.default_min_isr = config.get("min.insync.replicas")
         self.lag_time_ms = config.get("replica.lag.time.max.ms")
         self.partitions: dict[tuple[str, int], Partition] = {}

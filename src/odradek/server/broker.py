@@ -38,6 +38,7 @@ from odradek.groups.consumer_coordinator import (
 )
 from odradek.groups.coordinator import GroupCoordinator, GroupSettings
 from odradek.groups.offsets import OffsetStore
+from odradek.protocol.client_security import PLAINTEXT, ClientSecurity
 from odradek.replication.manager import ReplicaManager
 from odradek.security.acl_store import AclCache
 from odradek.security.authorizer import Authorizer, check_class, parse_super_users
@@ -49,7 +50,7 @@ from odradek.server.limits import ConnectionLimits, RequestMemory
 from odradek.server.metrics import BrokerMetrics
 from odradek.server.network import SocketServer
 from odradek.server.quotas import QuotaManager
-from odradek.server.security import ListenerSecurity
+from odradek.server.security import ListenerSecurity, inter_broker_security
 from odradek.storage.manager import CleanerConfig, LogManager
 from odradek.txn.coordinator import TransactionCoordinator
 
@@ -75,6 +76,7 @@ class Broker:
         self.metrics = BrokerMetrics(self)
         self.http: HttpEndpoint | None = None
         self.ready = False
+        self.inter_broker_security: ClientSecurity = PLAINTEXT
         self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
         self.dynamic_config: DynamicBrokerConfig
         self.authorizer: Authorizer | None = None  # None: every request allowed
@@ -108,6 +110,12 @@ class Broker:
             with_authorizer = check_class(cfg.get("authorizer.class.name"))
         except ConfigError as exc:
             raise StartupError(str(exc)) from None
+        try:
+            self.inter_broker_security = inter_broker_security(cfg)
+        except ConfigError as exc:
+            if cfg.zookeeper_connect:
+                raise StartupError(f"inter-broker listener {cfg.inter_broker_listener.name}: {exc}") from None
+            self.inter_broker_security = PLAINTEXT  # a single node never reaches another broker
         log.info("Log directories: %s", ",".join(cfg.log_dirs))
         await self._start_http()
         logs = LogManager([Path(d) for d in cfg.log_dirs], cfg.topic_defaults(),
@@ -138,6 +146,7 @@ class Broker:
                                       PartitionLimits(cfg.get("max.partitions"), cfg.get("max.broker.partitions")))
         self.producer_ids = ProducerIdAllocator(self.store, self.broker_id)
         self.replicas = ReplicaManager(self.broker_id, self.logs, self.metadata, self.store, cfg)
+        self.replicas.inter_broker_security = self.inter_broker_security
         await self._listen()
         await self._register()
         await self.metadata.start()

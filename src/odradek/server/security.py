@@ -1,7 +1,8 @@
 """What one listener requires of its connections, built once at start-up from the broker's config: the
 TLS context of SSL and SASL_SSL listeners (`tls.py`) and the SASL settings of SASL_PLAINTEXT and
 SASL_SSL listeners (`sasl.py`). Per-listener keys (`listener.name.<listener>.<key>`) win over the
-broker-wide ones, as in Kafka."""
+broker-wide ones, as in Kafka. `inter_broker_security` is the client side of the inter-broker listener,
+which this broker's replica fetchers, forwarding and transaction markers use to reach its peers."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from dataclasses import dataclass
 
 from odradek.config import BrokerConfig, Listener
 from odradek.config_keys import ConfigError, Password
+from odradek.protocol.client_security import PLAINTEXT, ClientSecurity
+from odradek.protocol.sasl_client import MECHANISMS as CLIENT_MECHANISMS
 from odradek.server import tls
 from odradek.server.sasl import SUPPORTED_MECHANISMS, SaslSettings, plain_users
 
@@ -84,3 +87,36 @@ def _sasl_settings(lookup: tls.Lookup, listener: str, delay_ms: int) -> SaslSett
         users = plain_users(jaas, key)
     reauth_ms = int(lookup("connections.max.reauth.ms") or 0)
     return SaslSettings(mechanisms, users, delay_ms, reauth_ms)
+
+
+def inter_broker_security(config: BrokerConfig) -> ClientSecurity:
+    """How this broker connects to its peers' inter-broker listener, from Kafka's keys: the listener's TLS
+    keys (trust store, and its key store as the client certificate for mutual TLS), and for SASL
+    `sasl.mechanism.inter.broker.protocol` with the username and password of the JAAS entry for that
+    mechanism (`listener.name.<l>.<mechanism>.sasl.jaas.config`, else `sasl.jaas.config`).
+    Raises ConfigError (one line) on what cannot work."""
+    from odradek.security.client_config import jaas_credentials
+
+    listener = config.inter_broker_listener
+    protocol = listener.security_protocol
+    if protocol == "PLAINTEXT":
+        return PLAINTEXT
+    lookup = listener_lookup(config.get, config.is_set, listener.name)
+    context = tls.client_context(lookup) if protocol in ("SSL", "SASL_SSL") else None
+    if protocol == "SSL":
+        return ClientSecurity(protocol, context)
+    mechanism = str(config.get("sasl.mechanism.inter.broker.protocol")).strip().upper()
+    if mechanism not in CLIENT_MECHANISMS:
+        raise ConfigError(f"sasl.mechanism.inter.broker.protocol={mechanism}: Odradek's brokers authenticate to each"
+                          f" other with {', '.join(CLIENT_MECHANISMS)}")
+    enabled = _sasl_settings(lookup, listener.name, 0).mechanisms
+    if mechanism not in enabled:
+        raise ConfigError(f"sasl.mechanism.inter.broker.protocol={mechanism} is not in the inter-broker listener"
+                          f" {listener.name}'s sasl.enabled.mechanisms ({','.join(enabled)})")
+    key = f"listener.name.{listener.name.lower()}.{mechanism.lower()}.sasl.jaas.config"
+    jaas = lookup(f"{mechanism.lower()}.sasl.jaas.config") or lookup("sasl.jaas.config")
+    if jaas is None:
+        raise ConfigError(f"the inter-broker listener {listener.name} uses SASL {mechanism}: set the broker's own "
+                          f'username="..." password="..." in {key} (or sasl.jaas.config)')
+    username, password = jaas_credentials(jaas, key)
+    return ClientSecurity(protocol, context, mechanism, username, password)
