@@ -14,6 +14,7 @@ from odradek.config import BrokerConfig, Listener
 from odradek.config_keys import ConfigError, Password
 from odradek.protocol.client_security import PLAINTEXT, ClientSecurity
 from odradek.protocol.sasl_client import MECHANISMS as CLIENT_MECHANISMS
+from odradek.security.principal_mapping import Rule, parse_rules
 from odradek.server import tls
 from odradek.server.sasl import SUPPORTED_MECHANISMS, SaslSettings, plain_users
 
@@ -49,7 +50,7 @@ class ListenerSecurity:
     protocol: str
     ssl_context: ssl.SSLContext | None = None
     sasl: SaslSettings | None = None
-
+    principal_rules: list[Rule] | None = None  # ssl.principal.mapping.rules; None: DEFAULT
     @classmethod
     def plaintext(cls, name: str = "PLAINTEXT") -> ListenerSecurity:
         return cls(name, "PLAINTEXT")
@@ -63,7 +64,9 @@ class ListenerSecurity:
         sasl = None
         if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
             sasl = _sasl_settings(lookup, listener.name, config.get("connection.failed.authentication.delay.ms"))
-        return cls(listener.name, protocol, context, sasl)
+        rules_text = (lookup("ssl.principal.mapping.rules") or "DEFAULT").strip()
+        rules = parse_rules(rules_text) if context is not None and rules_text != "DEFAULT" else None
+        return cls(listener.name, protocol, context, sasl, rules)
 
 
 def _sasl_settings(lookup: tls.Lookup, listener: str, delay_ms: int) -> SaslSettings:

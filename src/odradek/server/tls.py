@@ -12,6 +12,7 @@ import tempfile
 from collections.abc import Callable
 
 from odradek.config_keys import ConfigError
+from odradek.security.principal_mapping import Rule, map_principal
 
 # Reads one key for the listener: its raw value, or None when unset (security.listener_lookup).
 Lookup = Callable[[str], str | None]
@@ -186,14 +187,19 @@ def client_context(lookup: Lookup, present_key: bool = True) -> ssl.SSLContext:
     return ctx
 
 
-def peer_principal(ssl_object: ssl.SSLObject | ssl.SSLSocket | None) -> str:
-    """Kafka's default principal of a TLS peer: User:<subject distinguished name> when the client sent a
-    certificate, else User:ANONYMOUS."""
+def peer_principal(ssl_object: ssl.SSLObject | ssl.SSLSocket | None, rules: list[Rule] | None = None) -> str:
+    """The principal of a TLS peer: User:<name> where the name is the certificate's subject distinguished
+    name (RFC 2253 order, as Kafka's X500Principal gives it) mapped by `ssl.principal.mapping.rules`
+    (`rules`; None is DEFAULT, the DN itself); User:ANONYMOUS when the client sent no certificate.
+    Raises NoMatchingRule when no rule maps the DN."""
     cert = ssl_object.getpeercert() if ssl_object is not None else None
     if not cert:
         return "User:ANONYMOUS"
     rdns = [f"{_ATTR.get(k, k)}={v}" for rdn in reversed(cert.get("subject", ())) for k, v in rdn]
-    return "User:" + ",".join(rdns) if rdns else "User:ANONYMOUS"
+    if not rdns:
+        return "User:ANONYMOUS"
+    dn = ",".join(rdns)
+    return "User:" + (map_principal(rules, dn) if rules else dn)
 
 
 _ATTR = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU", "countryName": "C",
