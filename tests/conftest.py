@@ -8,6 +8,7 @@ cluster a test needs (see tests/harness.py: BrokerPool), and stop them when the 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +86,16 @@ def zk_ensemble(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperE
 def zk_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperEnsemble]:
     """One standalone ZooKeeper server."""
     yield from _zookeeper(tmp_path_factory, 1)
+
+
+@pytest.fixture(scope="session")
+def pem_pki(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(CA certificate, broker key and certificate chain) as PEM files, the broker's for 127.0.0.1 (trustme)."""
+    import trustme
+
+    root = tmp_path_factory.mktemp("pem-pki")
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(root / "ca.pem"))
+    ca.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(str(root / "broker.pem"))
+    return root / "ca.pem", root / "broker.pem"
+

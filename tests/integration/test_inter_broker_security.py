@@ -9,8 +9,6 @@ import json
 from pathlib import Path
 
 import psutil
-import pytest
-import trustme
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.clients import consume_all, create_topic, produce
@@ -21,18 +19,9 @@ from tests.zkharness import ZooKeeperEnsemble
 SCRAM_JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="{}";'
 
 
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("inter-broker-pki")
-    ca = trustme.CA()
-    ca.cert_pem.write_to_path(str(root / "ca.pem"))
-    ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(root / "broker.pem"))
-    return root / "ca.pem", root / "broker.pem"
-
-
-def _secured_cluster(brokers: BrokerPool, zk: ZooKeeperEnsemble, pki: tuple[Path, Path], size: int, name: str,
+def _secured_cluster(brokers: BrokerPool, zk: ZooKeeperEnsemble, pem_pki: tuple[Path, Path], size: int, name: str,
                      passwords: list[str] | None = None) -> tuple[BrokerCluster, dict[int, int]]:
-    ca, key = pki
+    ca, key = pem_pki
     overrides = {
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_SSL",
         "inter.broker.listener.name": "INTERNAL",
@@ -72,8 +61,8 @@ def _connected_to(follower: BrokerProcess, port: int) -> bool:
 
 
 def test_sasl_ssl_inter_broker_replication_and_kill_9_fail_over(zk_standalone: ZooKeeperEnsemble,
-                                                                 brokers: BrokerPool, pki: tuple[Path, Path]) -> None:
-    cluster, internal = _secured_cluster(brokers, zk_standalone, pki, 3, "ib-sasl-ssl")
+                                                                 brokers: BrokerPool, pem_pki: tuple[Path, Path]) -> None:
+    cluster, internal = _secured_cluster(brokers, zk_standalone, pem_pki, 3, "ib-sasl-ssl")
     try:
         cluster.start()
         with cluster.zookeeper() as z:
@@ -110,8 +99,8 @@ def test_sasl_ssl_inter_broker_replication_and_kill_9_fail_over(zk_standalone: Z
 
 
 def test_a_broker_with_the_wrong_inter_broker_password_is_refused(zk_standalone: ZooKeeperEnsemble,
-                                                                  brokers: BrokerPool, pki: tuple[Path, Path]) -> None:
-    cluster, _ = _secured_cluster(brokers, zk_standalone, pki, 2, "ib-wrong", passwords=["broker-secret", "wrong"])
+                                                                  brokers: BrokerPool, pem_pki: tuple[Path, Path]) -> None:
+    cluster, _ = _secured_cluster(brokers, zk_standalone, pem_pki, 2, "ib-wrong", passwords=["broker-secret", "wrong"])
     try:
         cluster.start()
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
@@ -125,11 +114,11 @@ def test_a_broker_with_the_wrong_inter_broker_password_is_refused(zk_standalone:
         cluster.stop()
 
 
-def test_tools_reach_a_sasl_ssl_listener_with_command_config(brokers: BrokerPool, pki: tuple[Path, Path],
+def test_tools_reach_a_sasl_ssl_listener_with_command_config(brokers: BrokerPool, pem_pki: tuple[Path, Path],
                                                              tmp_path: Path) -> None:
     """One client properties file in the Java client's names serves the librdkafka-based tools (topics,
     consumer-groups) and those that speak the protocol themselves (configs, log-dirs, transactions)."""
-    ca, key = pki
+    ca, key = pem_pki
     plain, secured = free_port(), free_port()
     broker = brokers.start({
         "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_SSL://127.0.0.1:{secured}",

@@ -5,13 +5,12 @@ probe (idempotence) answering over the secured listener."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
-
-import trustme  # noqa: E402
 
 from odradek.spark.features import supports_idempotence  # noqa: E402
 from odradek.spark.options import client_params  # noqa: E402
@@ -22,16 +21,13 @@ pytestmark = pytest.mark.timeout(240)
 
 
 @pytest.fixture(scope="module")
-def secured(module_brokers: BrokerPool, tmp_path_factory: pytest.TempPathFactory) -> tuple[BrokerProcess, dict[str, str]]:
-    root = tmp_path_factory.mktemp("spark-pki")
-    ca = trustme.CA()
-    ca.cert_pem.write_to_path(str(root / "ca.pem"))
-    ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(root / "broker.pem"))
+def secured(module_brokers: BrokerPool, pem_pki: tuple[Path, Path]) -> tuple[BrokerProcess, dict[str, str]]:
+    ca, key = pem_pki
     plain, port = free_port(), free_port()
     broker = module_brokers.start({
         "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_SSL://127.0.0.1:{port}",
         "sasl.enabled.mechanisms": "SCRAM-SHA-512", "ssl.keystore.type": "PEM",
-        "ssl.keystore.location": str(root / "broker.pem"),
+        "ssl.keystore.location": str(key),
     }, name="spark-sasl-ssl", port=plain)
     r = run_cli("configs", "--bootstrap-server", broker.bootstrap, "--alter", "--entity-type", "users",
                 "--entity-name", "spark", "--add-config", "SCRAM-SHA-512=[password=spark-secret]")
@@ -43,7 +39,7 @@ def secured(module_brokers: BrokerPool, tmp_path_factory: pytest.TempPathFactory
         "kafka.sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
                                   'username="spark" password="spark-secret";',
         "kafka.ssl.truststore.type": "PEM",
-        "kafka.ssl.truststore.location": str(root / "ca.pem"),
+        "kafka.ssl.truststore.location": str(ca),
     }
     return broker, options
 

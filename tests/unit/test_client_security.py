@@ -8,7 +8,6 @@ import ssl
 from pathlib import Path
 
 import pytest
-import trustme
 
 from odradek.config import BrokerConfig
 from odradek.config_keys import ConfigError
@@ -112,17 +111,8 @@ def test_sasl_exchange_rounds_and_refusals() -> None:
         _drive(wrong, _FakeBroker(("PLAIN",), Plain({"alice": "alice-secret"})))
 
 
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("client-pki")
-    ca = trustme.CA()
-    ca.cert_pem.write_to_path(str(root / "ca.pem"))
-    ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(root / "server.pem"))
-    return root / "ca.pem", root / "server.pem"
-
-
-def test_client_properties_java_and_librdkafka_names(pki: tuple[Path, Path]) -> None:
-    ca, key = pki
+def test_client_properties_java_and_librdkafka_names(pem_pki: tuple[Path, Path]) -> None:
+    ca, key = pem_pki
     java = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-256",
             "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
                                 'username="alice" password="alice-secret";',
@@ -158,8 +148,8 @@ def _broker(**props: str) -> BrokerConfig:
     return BrokerConfig.from_props({"log.dirs": "/tmp/x", "zookeeper.connect": "z:2181", **props})
 
 
-def test_inter_broker_client_settings(pki: tuple[Path, Path]) -> None:
-    ca, key = pki
+def test_inter_broker_client_settings(pem_pki: tuple[Path, Path]) -> None:
+    ca, key = pem_pki
     listeners = "INTERNAL://127.0.0.1:9093,PLAINTEXT://127.0.0.1:9092"
     base = {"listeners": listeners, "listener.security.protocol.map": "INTERNAL:SASL_SSL,PLAINTEXT:PLAINTEXT",
             "inter.broker.listener.name": "INTERNAL", "ssl.keystore.location": str(key),
