@@ -9,6 +9,7 @@ import shutil
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.records import build_batch, decode_records
@@ -204,3 +205,51 @@ def test_restart_after_the_commit_promotes_the_future_log(tmp_path: Path) -> Non
     assert values(lg) == expected(40)
     assert [p for p in a.iterdir() if p.is_dir()] == [] and again.future_log("t", 0) is None
     again.shutdown()
+
+
+def test_log_dirs_handlers_report_the_future_log_and_kafkas_errors(tmp_path: Path) -> None:
+    """DescribeLogDirs and AlterReplicaLogDirs as the handlers answer them, with a move held under way."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from kafka.protocol.admin import AlterReplicaLogDirsRequest as Alter
+    from kafka.protocol.admin import DescribeLogDirsRequest
+
+    from odradek.server.handlers.log_dirs import alter_replica_log_dirs, describe_log_dirs
+
+    a, b = two_dirs(tmp_path)
+    manager = LogManager([a, b], {})
+    manager.startup()
+    manager.start_moves(lambda fn: None)  # no swap: the future log stays
+    app = Appender(manager)
+    manager.get_or_create_log("t", 0)
+    app.append("t", 30)
+    meta = SimpleNamespace(assignment={0: [0], 1: [0]})
+    ctx: Any = SimpleNamespace(broker=SimpleNamespace(logs=manager, authorizer=None, metadata=SimpleNamespace(
+        topics={"t": meta})))
+
+    def alter(path: str, topic: str, partitions: list[int]) -> dict[tuple[str, int], int]:
+        req = Alter(dirs=[Alter.AlterReplicaLogDir(path=path, topics=[
+            Alter.AlterReplicaLogDir.AlterReplicaLogDirTopic(name=topic, partitions=partitions)])])
+        resp = asyncio.run(alter_replica_log_dirs(ctx, req))
+        return {(t.topic_name, p.partition_index): p.error_code for t in resp.results for p in t.partitions}
+
+    assert alter(str(tmp_path / "elsewhere"), "t", [0]) == {("t", 0): ErrorCode.LOG_DIR_NOT_FOUND}
+    assert alter(str(b), "t", [0, 1, 7]) == {("t", 0): 0, ("t", 1): ErrorCode.REPLICA_NOT_AVAILABLE,
+                                             ("t", 7): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert alter(str(b), "nope", [0]) == {("nope", 0): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    future = manager.future_log("t", 0)
+    assert future is not None
+    wait_until(lambda: future.log_end_offset == 30, 30, "the future log caught up")
+    app.append("t", 5)  # the mover copies it, but no swap comes
+    wait_until(lambda: future.log_end_offset == 35, 30, "the future log caught up again")
+    resp = asyncio.run(describe_log_dirs(ctx, DescribeLogDirsRequest(topics=None)))
+    seen = {(r.log_dir, t.name, p.partition_index, p.is_future_key): p.offset_lag
+            for r in resp.results for t in r.topics for p in t.partitions}
+    assert seen == {(str(a), "t", 0, False): 0, (str(b), "t", 0, True): 0}
+
+    ctx.broker.authorizer = SimpleNamespace(authorize=lambda *args: False)
+    ctx.decisions, ctx.header = None, SimpleNamespace(api_key=34)
+    ctx.connection = SimpleNamespace(principal="User:alice", host="127.0.0.1", security=SimpleNamespace(name="PLAIN"))
+    assert alter(str(a), "t", [0]) == {("t", 0): ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
+    manager.shutdown()
