@@ -199,7 +199,7 @@ def test_reassign_tool_with_log_dirs_in_a_zookeeper_cluster(zk_standalone: ZooKe
                               per_broker=[{"log.dirs": f"{x},{y}"} for x, y in dirs])
     from confluent_kafka.admin import NewTopic
 
-    admin(c.bootstrap).create_topics([NewTopic("spread", replica_assignment=[[0]])])["spread"].result(20)
+    admin(c.bootstrap).create_topics([NewTopic("spread", 1, replica_assignment=[[0]])])["spread"].result(20)
     preload(c.bootstrap, "spread", 3000)
     on0 = Path(placement(c.bootstrap, "spread", 0)[(0, False)])
     dest0 = other_dir(str(on0), *dirs[0])
