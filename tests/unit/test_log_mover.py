@@ -59,6 +59,16 @@ def values(lg: Log) -> list[bytes]:
     return out
 
 
+def records(lg: Log) -> list[tuple[int, bytes | None, bytes | None]]:
+    out: list[tuple[int, bytes | None, bytes | None]] = []
+    offset = lg.log_start_offset
+    while offset < lg.log_end_offset:
+        recs = list(decode_records(lg.read(offset, 1 << 20).records))
+        out += [(r.offset, r.key, r.value) for r in recs]
+        offset = recs[-1].offset + 1
+    return out
+
+
 def expected(n: int, start: int = 0) -> list[bytes]:
     return [f"v{i}".encode() * 20 for i in range(start, n)]
 
@@ -253,3 +263,31 @@ def test_log_dirs_handlers_report_the_future_log_and_kafkas_errors(tmp_path: Pat
     ctx.connection = SimpleNamespace(principal="User:alice", host="127.0.0.1", security=SimpleNamespace(name="PLAIN"))
     assert alter(str(a), "t", [0]) == {("t", 0): ErrorCode.CLUSTER_AUTHORIZATION_FAILED}
     manager.shutdown()
+
+
+def test_move_of_a_compacted_log_with_gaps(tmp_path: Path) -> None:
+    a, b = two_dirs(tmp_path)
+    props = {"cleanup.policy": "compact", "segment.bytes": "2048", "min.cleanable.dirty.ratio": "0.01"}
+    manager = LogManager([a, b], {})
+    manager.startup()
+    app = Appender(manager)
+    manager.start_moves(app.run_swap)
+    lg = manager.get_or_create_log("c", 0, props)
+    for i in range(300):
+        lg.append_as_leader(build_batch([(f"k{i % 7}".encode(), f"v{i}".encode())]), 0)
+    lg.roll()
+    lg.high_watermark = lg.log_end_offset
+    assert manager.run_cleaner() == 1
+    before = records(lg)
+    assert 0 < len(before) < 300 and before[0][0] > 0  # compacted: offsets with gaps, from the start
+    assert manager.alter_log_dir("c", 0, b) == ErrorCode.NONE
+    wait_until(lambda: (app.pump(), moved(manager, "c", b))[1], 60, "the move", interval=0.01)
+    new = manager.get_log("c", 0)
+    assert new is not None and new.cleaner_checkpoint is not None
+    assert records(new) == before and new.log_start_offset == lg.log_start_offset == 0
+    manager.shutdown()
+    again = LogManager([a, b], {})
+    again.startup({"c": props})
+    reloaded = again.get_log("c", 0)
+    assert reloaded is not None and reloaded.log_end_offset == new.log_end_offset
+    again.shutdown()

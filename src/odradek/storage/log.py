@@ -521,10 +521,12 @@ class Log:
                 durable,
             )
 
-    def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
+    def append_as_follower(self, records: bytes | bytearray | memoryview, keep_start: bool = False) -> AppendInfo:
         """Append replicated batches keeping their offsets (>= log end offset, increasing). Gaps in offsets,
         as compaction leaves on the leader, stay inside the segment for a compacted log, as in Kafka; in a
-        log that was never compacted (its recovery checks dense offsets) a gap starts a new segment."""
+        log that was never compacted (its recovery checks dense offsets) a gap starts a new segment. A gap
+        after an empty active segment replaces it (moving the log start up), unless `keep_start` (a copy
+        into a future log must keep the log start offset of the log it copies)."""
         data = bytearray(records)
         batches = validate_batches(data, None, producer=False)
         with self.lock:
@@ -551,7 +553,10 @@ class Log:
                 run_records = sum(h.records_count for _, h in run)
                 n_records += run_records
                 first = run[0][1].base_offset
-                if first != self._leo and (self._dense or self.active_segment.size == 0):
+                empty = self.active_segment.size == 0
+                if first != self._leo and (self._dense or (empty and not keep_start)
+                                           or run[-1][1].last_offset - self.active_segment.base_offset
+                                           > MAX_RELATIVE_OFFSET):
                     self._roll_locked(first)
                 durable = self._append(
                     view[start:end], entries, max(e.max_timestamp for e in entries), run_records, first

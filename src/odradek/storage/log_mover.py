@@ -177,7 +177,7 @@ class LogDirMover:
             except KafkaError:  # truncated or retention moved its start meanwhile: seen next step
                 return True, False
             if data:
-                future.append_as_follower(data)
+                future.append_as_follower(data, keep_start=True)
                 copied = True
         future.high_watermark = hw
         return copied, future.log_end_offset >= end
@@ -236,7 +236,7 @@ class LogDirMover:
             data = current.read(future.log_end_offset, CHUNK_BYTES).records
             if not data:
                 return None
-            future.append_as_follower(data)
+            future.append_as_follower(data, keep_start=True)
         if future.log_end_offset != current.log_end_offset:
             return None
         with future.lock:

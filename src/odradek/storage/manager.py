@@ -308,7 +308,7 @@ class LogManager:
         config = LogConfig.from_props({**self.default_props, **props})
         with self._mutex:
             self._topic_props[topic] = dict(props)
-            targets = [lg for (t, _), lg in self._logs.items() if t == topic]
+            targets = [lg for (t, _), lg in [*self._logs.items(), *self._futures.items()] if t == topic]
             if config.compact:
                 self._mark_compacted_locked(targets)
         for target in targets:
@@ -322,7 +322,7 @@ class LogManager:
             self.default_props = dict(default_props)
             configs: dict[str, LogConfig] = {}
             changed: list[tuple[Log, LogConfig]] = []
-            for (topic, _), lg in self._logs.items():
+            for (topic, _), lg in [*self._logs.items(), *self._futures.items()]:
                 if topic not in configs:
                     configs[topic] = self._config_for(topic)
                 if lg.config != configs[topic]:
@@ -341,8 +341,7 @@ class LogManager:
             return
         for lg in marked:
             lg.cleaner_checkpoint = lg.log_start_offset  # the first dirty offset it stands for anyway
-        keys = {id(lg): key for key, lg in self._logs.items()}
-        for d in {self._dir_of[keys[id(lg)]] for lg in marked}:
+        for d in {lg.dir.parent for lg in marked}:
             self._write_cleaner_checkpoint(d)
 
     # --- moving replicas between log dirs (AlterReplicaLogDirs) --------------------------------
