@@ -92,6 +92,8 @@ def test_move_while_appending_keeps_every_record_in_order(tmp_path: Path) -> Non
     manager.get_or_create_log("t", 0)
     assert manager.log_dir_of("t", 0) == a  # the emptier dir, the first
     app.append("t", 300)
+    old = manager.get_log("t", 0)
+    assert old is not None
     assert manager.alter_log_dir("t", 0, b) == ErrorCode.NONE
     future = manager.future_log("t", 0)
     assert future is not None and future.dir.parent == b and future.dir.name.endswith("-future")
@@ -105,6 +107,7 @@ def test_move_while_appending_keeps_every_record_in_order(tmp_path: Path) -> Non
     assert new is not None
     app.append("t", 10)
     assert values(new) == expected(app.next)
+    assert old.closed and old.read(0, 1 << 20).records == new.read(0, 1 << 20).records  # a stale reader's
     wait_until(lambda: [p.name for p in a.iterdir() if p.is_dir()] == [], 30, "the old directory removed")
     assert len(list((b / "t-0").glob("*.log"))) > 1  # rolled by segment.bytes in the new dir too
     manager.shutdown()
@@ -290,4 +293,44 @@ def test_move_of_a_compacted_log_with_gaps(tmp_path: Path) -> None:
     again.startup({"c": props})
     reloaded = again.get_log("c", 0)
     assert reloaded is not None and reloaded.log_end_offset == new.log_end_offset
+    again.shutdown()
+
+
+def test_move_keeps_transactions_and_producer_state(tmp_path: Path) -> None:
+    """An aborted transaction stays indexed, an open one keeps holding the last stable offset, and an
+    idempotent producer's retry is still recognised, after the move and after a restart."""
+    from odradek.protocol.records import build_marker
+
+    def txn(pid: int, seq: int) -> bytes:
+        return build_batch([(None, b"t%d" % seq)], producer_id=pid, producer_epoch=0, base_sequence=seq,
+                           is_transactional=True)
+
+    a, b = two_dirs(tmp_path)
+    manager = LogManager([a, b], {})
+    manager.startup()
+    app = Appender(manager)
+    manager.start_moves(app.run_swap)
+    lg = manager.get_or_create_log("x", 0)
+    lg.append_as_leader(txn(1, 0), 0)  # 0: aborted below
+    lg.append_as_leader(build_marker(1, 0, False, coordinator_epoch=1), 0, origin="coordinator")  # 1
+    lg.append_as_leader(txn(2, 0), 0)  # 2: left open
+    idempotent = build_batch([(None, b"i")], producer_id=3, producer_epoch=0, base_sequence=0)
+    first = lg.append_as_leader(idempotent, 0)  # 3
+    lg.high_watermark = lg.log_end_offset
+    assert lg.last_stable_offset == 2 and lg.collect_aborted(0, 4) == [(1, 0)]
+    assert manager.alter_log_dir("x", 0, b) == ErrorCode.NONE
+    wait_until(lambda: (app.pump(), moved(manager, "x", b))[1], 60, "the move", interval=0.01)
+    new = manager.get_log("x", 0)
+    assert new is not None and new is not lg
+    assert new.last_stable_offset == 2 and new.collect_aborted(0, 4) == [(1, 0)]
+    retry = new.append_as_leader(idempotent, 0)
+    assert (retry.first_offset, new.log_end_offset) == (first.first_offset, 4)  # a duplicate, not rewritten
+    new.append_as_leader(build_marker(2, 0, True, coordinator_epoch=1), 0, origin="coordinator")
+    new.high_watermark = new.log_end_offset
+    assert new.last_stable_offset == 5
+    manager.shutdown()
+    again = LogManager([a, b], {})
+    again.startup()
+    lg2 = again.get_log("x", 0)
+    assert lg2 is not None and lg2.collect_aborted(0, 5) == [(1, 0)] and lg2.last_stable_offset == 5
     again.shutdown()
