@@ -393,7 +393,7 @@ class LogManager:
                 return ErrorCode.NONE
             try:
                 self._create_future(key, current, dest)
-            except OSError as exc:
+            except (OSError, StorageError) as exc:
                 log.error("Cannot create the future log of %s-%d in %s: %s", topic, partition, dest, exc)
                 return ErrorCode.KAFKA_STORAGE_ERROR
             return ErrorCode.NONE
