@@ -184,6 +184,10 @@ def test_reassign_tool_moves_a_replica_on_one_broker(brokers: BrokerPool, tmp_pa
     assert out.splitlines() == ["Status of partition reassignment:", "Reassignment of partition tool-0 is completed.",
                                 "Reassignment of replica tool-0-0 completed successfully."]
     assert len(consume_all(broker.bootstrap, "tool", 2000)) == 2000
+    code, out, err = _reassign("--bootstrap-server", broker.bootstrap, "--cancel", "--reassignment-json-file",
+                               str(spec))
+    assert code == 0 and out.splitlines() == ["None of the specified partition reassignments are active.",
+                                              "None of the specified partition moves are active."], out + err
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps({"version": 1, "partitions": [
         {"topic": "tool", "partition": 0, "replicas": [0], "log_dirs": ["/no/such/dir"]}]}))
