@@ -229,6 +229,7 @@ AUTHORIZATION = {
     "IncrementalAlterConfigs": "ALTER_CONFIGS topic/group/cluster", "ListConfigResources": "DESCRIBE_CONFIGS cluster",
     "ElectLeaders": "ALTER cluster", "AlterPartitionReassignments": "ALTER cluster",
     "ListPartitionReassignments": "DESCRIBE cluster", "DescribeLogDirs": "DESCRIBE cluster",
+    "AlterReplicaLogDirs": "ALTER cluster (every partition refused)",
     "DescribeUserScramCredentials": "DESCRIBE cluster", "AlterUserScramCredentials": "ALTER cluster",
     "InitProducerId": "WRITE transactional id, or IDEMPOTENT_WRITE cluster / WRITE on some topic",
     "AddPartitionsToTxn": "WRITE transactional id, WRITE topic", "AddOffsetsToTxn": "WRITE transactional id, READ group",

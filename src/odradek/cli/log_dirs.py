@@ -22,7 +22,7 @@ from odradek.cli.common import (
 
 REQUEST_TIMEOUT_S = 30.0
 DESCRIBE_LOG_DIRS_VERSION = 1
-ERROR_NAMES = {57: "KafkaStorageException", 58: "LogDirNotFoundException"}
+ERROR_NAMES = {56: "KafkaStorageException", 57: "LogDirNotFoundException"}
 
 
 def build_parser() -> ArgParser:

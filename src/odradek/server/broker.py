@@ -147,6 +147,12 @@ class Broker:
         self.producer_ids = ProducerIdAllocator(self.store, self.broker_id)
         self.replicas = ReplicaManager(self.broker_id, self.logs, self.metadata, self.store, cfg)
         self.replicas.inter_broker_security = self.inter_broker_security
+        loop = asyncio.get_running_loop()
+
+        def on_loop(fn: Callable[[], None]) -> None:
+            loop.call_soon_threadsafe(fn)
+
+        self.logs.start_moves(on_loop)  # a move's swap runs on the event loop, where appends happen
         await self._listen()
         await self._register()
         await self.metadata.start()
