@@ -29,6 +29,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _admin_clients_die_with_the_module() -> Iterator[None]:
+    """Set up before, so torn down after, a module's brokers: the admin clients tests.clients cached for
+    them go with them."""
+    yield
+    from tests.clients import forget_all_admins
+
+    forget_all_admins()
+
+
 def _pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerPool]:
     pool = BrokerPool(tmp_path_factory.mktemp)
     try:
