@@ -89,16 +89,25 @@ def settled(members: list[Member], partitions: int) -> bool:
     return all(owned) and sorted(p for a in owned for p in a) == list(range(partitions))
 
 
-def wait_settled(members: list[Member], partitions: int, timeout: float) -> float:
-    start = time.monotonic()
-    while not settled(members, partitions):
-        if time.monotonic() - start > timeout:
+def wait_settled(members: list[Member], partitions: int, timeout: float) -> tuple[float, float]:
+    """(seconds until settled, partition-seconds without an owner meanwhile): the second is what consumers
+    lose to the rebalance, since a partition nobody owns is not read."""
+    start = last = time.monotonic()
+    unowned_s = 0.0
+    while True:
+        now = time.monotonic()
+        owned = {p for m in members for p in m.assignment}
+        unowned_s += (partitions - len(owned)) * (now - last)
+        last = now
+        if settled(members, partitions):
+            return now - start, unowned_s
+        if now - start > timeout:
             raise TimeoutError(f"not settled after {timeout:g} s: {[len(m.assignment) for m in members]}")
         time.sleep(0.01)
-    return time.monotonic() - start
 
 
-def run_mode(mode: str, broker: BrokerProcess, args: argparse.Namespace) -> tuple[float, float]:
+def run_mode(mode: str, broker: BrokerProcess,
+             args: argparse.Namespace) -> tuple[tuple[float, float], tuple[float, float]]:
     topic = f"rebalance-{mode}-{uuid.uuid4().hex[:6]}"
     create_topic(broker.bootstrap, topic, args.partitions)
     cfg = {"bootstrap": broker.bootstrap, "group": "g-" + topic, "topic": topic, "mode": mode,
@@ -141,11 +150,19 @@ def main() -> None:
         try:
             print(f"{args.members} members, {args.partitions} partitions, session {args.session_ms} ms, "
                   f"heartbeat {args.heartbeat_ms} ms")
-            print(f"{'protocol':<30} {'join settle s':>14} {'kill settle s':>14} {'after session s':>16}")
+            print("settle: s until every partition has one owner again; unowned: partition-seconds nobody "
+                  "owned meanwhile (what consumers lose)")
+            print(f"{'protocol':<30} {'join settle s':>14} {'unowned p*s':>12} {'kill settle s':>14} "
+                  f"{'after session s':>16} {'unowned p*s':>12}")
+            results = {}
             for mode in args.modes.split(","):
-                join, kill = run_mode(mode.strip(), broker, args)
-                print(f"{MODES[mode.strip()]:<30} {join:>14.2f} {kill:>14.2f} {kill - args.session_ms / 1000:>16.2f}",
-                      flush=True)
+                results[mode.strip()] = (join, kill) = run_mode(mode.strip(), broker, args)
+                print(f"{MODES[mode.strip()]:<30} {join[0]:>14.2f} {join[1]:>12.1f} {kill[0]:>14.2f} "
+                      f"{kill[0] - args.session_ms / 1000:>16.2f} {kill[1]:>12.1f}", flush=True)
+            if "eager" in results and "consumer" in results:
+                eager, kip848 = results["eager"], results["consumer"]
+                print(f"KIP-848 vs eager, join: {eager[0][0] / kip848[0][0]:.2f}x faster to settle, "
+                      f"{eager[0][1] / max(kip848[0][1], 1e-9):.1f}x less unowned time")
         finally:
             broker.stop()
 

@@ -26,6 +26,12 @@ def forget_admin(bootstrap: str) -> None:
     _ADMINS.pop(bootstrap, None)
 
 
+def forget_all_admins() -> None:
+    """Drop every cached admin client (librdkafka destroys each), so none outlives its brokers and keeps
+    reconnecting to a port nothing listens on any more."""
+    _ADMINS.clear()
+
+
 def create_topic(bootstrap: str, name: str, partitions: int = 1, rf: int = 1, config: dict | None = None) -> None:
     client = admin(bootstrap)  # must outlive the future
     fs = client.create_topics([NewTopic(name, partitions, rf, config=config or {})], operation_timeout=10)

@@ -8,6 +8,7 @@ cluster a test needs (see tests/harness.py: BrokerPool), and stop them when the 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +27,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _admin_clients_die_with_the_module() -> Iterator[None]:
+    """Set up before, so torn down after, a module's brokers: the admin clients tests.clients cached for
+    them go with them."""
+    yield
+    from tests.clients import forget_all_admins
+
+    forget_all_admins()
 
 
 def _pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerPool]:
@@ -85,3 +96,16 @@ def zk_ensemble(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperE
 def zk_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperEnsemble]:
     """One standalone ZooKeeper server."""
     yield from _zookeeper(tmp_path_factory, 1)
+
+
+@pytest.fixture(scope="session")
+def pem_pki(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(CA certificate, broker key and certificate chain) as PEM files, the broker's for 127.0.0.1 (trustme)."""
+    import trustme
+
+    root = tmp_path_factory.mktemp("pem-pki")
+    ca = trustme.CA()
+    ca.cert_pem.write_to_path(str(root / "ca.pem"))
+    ca.issue_cert("127.0.0.1", "localhost").private_key_and_cert_chain_pem.write_to_path(str(root / "broker.pem"))
+    return root / "ca.pem", root / "broker.pem"
+

@@ -185,8 +185,6 @@ def read_properties_file(path: str | Path) -> dict[str, str]:
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SUPPORTED_SECURITY_PROTOCOLS = SECURITY_PROTOCOLS
-# What the replica fetchers and controller forwarding speak between brokers.
-INTER_BROKER_PROTOCOLS = ("PLAINTEXT",)
 _ENDPOINT = re.compile(r"(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)")
 _ANY_ADDRESSES = ("0.0.0.0", "::")
 
@@ -708,16 +706,11 @@ class BrokerConfig:
                     "inter.broker.listener.name must be a listener name defined in advertised.listeners",
                 )
             inter = next(lst for lst in self._advertised if lst.name == inter_name.upper())
-            if inter.security_protocol not in INTER_BROKER_PROTOCOLS:
-                raise invalid_value(
-                    "inter.broker.listener.name", inter_name,
-                    f"listener {inter.name} uses {inter.security_protocol}; Odradek's brokers talk to each other"
-                    " over PLAINTEXT only",
-                )
         else:
             protocol = self.get("security.inter.broker.protocol")
-            if protocol not in INTER_BROKER_PROTOCOLS:
-                raise invalid_value("security.inter.broker.protocol", protocol, "Odradek supports only PLAINTEXT")
+            if protocol not in SECURITY_PROTOCOLS:
+                raise invalid_value("security.inter.broker.protocol", protocol,
+                                    f"String must be one of: {', '.join(SECURITY_PROTOCOLS)}")
             found = next((lst for lst in self._advertised if lst.name == protocol), None)
             if found is not None:
                 inter = found

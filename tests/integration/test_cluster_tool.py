@@ -146,6 +146,55 @@ def test_up_status_down(cluster_dir: Path) -> None:
     assert after.returncode == 1 and "not running" in after.stdout
 
 
+def test_up_with_sasl_ssl_replicates_and_serves_the_printed_client_config(cluster_dir: Path) -> None:
+    """--security sasl_ssl: generated CA and certificate, an admin user; the brokers replicate over their
+    SASL_SSL listener, and the client.properties `up` prints serves the tools and a librdkafka client."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    from odradek.cli.common import parse_properties
+    from odradek.security.client_config import librdkafka_config
+
+    zk_base, base = pick_bases(1, 2)
+    up = cluster("up", "--brokers", "2", "--zookeepers", "1", "--dir", str(cluster_dir), "--security", "sasl_ssl",
+                 "--base-port", str(base), "--zk-base-port", str(zk_base), "--http-base-port", "0")
+    assert up.returncode == 0, up.stdout + up.stderr
+    props_file = cluster_dir / "security" / "client.properties"
+    assert f"--command-config {props_file}" in up.stdout and f"--producer.config {props_file}" in up.stdout
+    assert oct(props_file.stat().st_mode & 0o777) == "0o600"
+    server = (cluster_dir / "broker1" / "server.properties").read_text()
+    assert f"listeners=SASL_SSL://127.0.0.1:{base}" in server and "security.inter.broker.protocol=SASL_SSL" in server
+    bootstrap = f"127.0.0.1:{base},127.0.0.1:{base + 1}"
+    topics = subprocess.run(odradek_cmd("topics", "--bootstrap-server", bootstrap, "--command-config", str(props_file),
+                                        "--create", "--topic", "secured", "--partitions", "1", "--replication-factor",
+                                        "2"), capture_output=True, text=True, timeout=60)
+    assert topics.returncode == 0, topics.stdout + topics.stderr
+    conf = librdkafka_config(dict(parse_properties(props_file.read_text())))
+    producer = Producer({**conf, "bootstrap.servers": bootstrap, "acks": "all"})
+    for i in range(50):
+        producer.produce("secured", f"m{i}".encode())
+    assert producer.flush(60) == 0  # acks=all: the follower fetched over SASL_SSL
+    describe = subprocess.run(odradek_cmd("topics", "--bootstrap-server", bootstrap, "--command-config",
+                                          str(props_file), "--describe", "--topic", "secured"),
+                              capture_output=True, text=True, timeout=60)
+    assert re.search(r"Replicas: (0,1|1,0)\tIsr: (0,1|1,0)", describe.stdout), describe.stdout
+    consumer = Consumer({**conf, "bootstrap.servers": bootstrap, "group.id": "g", "enable.auto.commit": False})
+    consumer.assign([TopicPartition("secured", 0, 0)])
+    got: list[bytes] = []
+    try:
+        while len(got) < 50:
+            got += [m.value() for m in consumer.consume(50, 1.0) if not m.error()]
+    finally:
+        consumer.close()
+    assert got == [f"m{i}".encode() for i in range(50)]
+    plain = Producer({"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000, "message.timeout.ms": 3000})
+    outcome: list[object] = []
+    plain.produce("secured", b"x", on_delivery=lambda err, _msg: outcome.append(err))
+    plain.flush(15)
+    assert len(outcome) == 1 and outcome[0] is not None  # a plaintext client is not served
+    down = cluster("down", "--dir", str(cluster_dir), timeout=120)
+    assert down.returncode == 0, down.stdout + down.stderr
+
+
 def test_failed_up_stops_what_it_started(cluster_dir: Path) -> None:
     zk_base, base = pick_bases(1, 1)
     (cluster_dir / "broker1").mkdir(parents=True)

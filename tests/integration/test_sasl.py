@@ -9,7 +9,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import trustme
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient
 from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
@@ -30,16 +29,7 @@ class Ports:
 
 
 @pytest.fixture(scope="module")
-def ca_file(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("sasl-pki")
-    ca = trustme.CA()
-    ca.cert_pem.write_to_path(str(root / "ca.pem"))
-    ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(root / "server.pem"))
-    return root / "ca.pem", root / "server.pem"
-
-
-@pytest.fixture(scope="module")
-def sasl_broker(module_brokers: BrokerPool, ca_file: tuple[Path, Path]) -> tuple[BrokerProcess, Ports]:
+def sasl_broker(module_brokers: BrokerPool, pem_pki: tuple[Path, Path]) -> tuple[BrokerProcess, Ports]:
     ports = Ports()
     broker = module_brokers.start({
         "listeners": f"PLAINTEXT://127.0.0.1:{ports.plain},SASL_PLAINTEXT://127.0.0.1:{ports.sasl},"
@@ -48,7 +38,7 @@ def sasl_broker(module_brokers: BrokerPool, ca_file: tuple[Path, Path]) -> tuple
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
         "sasl.jaas.config": JAAS.replace('user_alice="alice-secret"', 'user_bob="bob-secret"'),
         "ssl.keystore.type": "PEM",
-        "ssl.keystore.location": str(ca_file[1]),
+        "ssl.keystore.location": str(pem_pki[1]),
         "connection.failed.authentication.delay.ms": "50",
     }, name="sasl", port=ports.plain)
     return broker, ports
@@ -83,9 +73,9 @@ def test_confluent_kafka_wrong_password_is_refused_and_logged_once(sasl_broker: 
     assert broker.alive
 
 
-def test_sasl_ssl_with_the_fallback_jaas(sasl_broker: tuple[BrokerProcess, Ports], ca_file: tuple[Path, Path]) -> None:
+def test_sasl_ssl_with_the_fallback_jaas(sasl_broker: tuple[BrokerProcess, Ports], pem_pki: tuple[Path, Path]) -> None:
     _, ports = sasl_broker
-    conf = {**_conf(ports.sasl_ssl, "bob", "bob-secret", "SASL_SSL"), "ssl.ca.location": str(ca_file[0])}
+    conf = {**_conf(ports.sasl_ssl, "bob", "bob-secret", "SASL_SSL"), "ssl.ca.location": str(pem_pki[0])}
     assert _round_trip(conf, "sasl-ssl") == [f"s{i}".encode() for i in range(5)]
     # alice is a user of the SASL_PLAINTEXT listener's JAAS only
     admin = AdminClient({**conf, "sasl.username": "alice", "sasl.password": "alice-secret"})

@@ -14,8 +14,9 @@ import trustme
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.clients import round_trip
-from tests.harness import BrokerCluster, BrokerPool, BrokerProcess, free_port, odradek_cmd
+from tests.clients import create_topic, produce, round_trip
+from tests.harness import BrokerCluster, BrokerPool, BrokerProcess, free_port, odradek_cmd, run_cli
+from tests.waiting import wait_until
 from tests.zkharness import ZooKeeperEnsemble
 
 
@@ -187,3 +188,34 @@ def test_cluster_metadata_over_tls_lists_every_brokers_tls_endpoint(zk_standalon
         assert len(got) == 3
     finally:
         cluster.stop()
+
+
+def test_principal_mapping_rules_name_the_mtls_user_for_the_acls(brokers: BrokerPool, pki: dict[str, Path]) -> None:
+    """ssl.principal.mapping.rules turns the certificate's DN (CN=alice,OU=...,O=...) into User:alice,
+    which the ACLs then name; a DN no rule maps is refused at connection time."""
+    broker, port = _start(brokers, {
+        "listener.name.ssl.ssl.keystore.location": str(pki["server"]),
+        "listener.name.ssl.ssl.truststore.location": str(pki["ca"]),
+        "listener.name.ssl.ssl.client.auth": "required",
+        "listener.name.ssl.ssl.principal.mapping.rules": "RULE:^CN=([^,]+),OU=Testing.*$/$1/L",
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    }, "mtls-mapped")
+    create_topic(broker.bootstrap, "mapped")
+    r = run_cli("acls", "--bootstrap-server", broker.bootstrap, "--add", "--allow-principal", "User:alice",
+                "--producer", "--topic", "mapped")
+    assert r.returncode == 0, r.stderr
+    conf = {**_ssl_conf(port, pki), "ssl.certificate.location": str(pki["client_cert"]),
+            "ssl.key.location": str(pki["client_key"])}
+    assert [o for _p, o in produce(conf.pop("bootstrap.servers"), "mapped", [b"a", b"b"], **conf)] == [0, 1]
+
+    strict, strict_port = _start(brokers, {
+        "listener.name.ssl.ssl.keystore.location": str(pki["server"]),
+        "listener.name.ssl.ssl.truststore.location": str(pki["ca"]),
+        "listener.name.ssl.ssl.client.auth": "required",
+        "listener.name.ssl.ssl.principal.mapping.rules": "RULE:^CN=([^,]+),OU=Ops$/$1/",
+    }, "mtls-unmapped")
+    admin = AdminClient({**_ssl_conf(strict_port, pki), "ssl.certificate.location": str(pki["client_cert"]),
+                         "ssl.key.location": str(pki["client_key"]), "socket.timeout.ms": 3000})
+    with pytest.raises(KafkaException):
+        admin.list_topics(timeout=5)
+    wait_until(lambda: "No rules apply to CN=alice,OU=Testing" in strict.output(), 20, "the refusal log line")

@@ -12,7 +12,6 @@ import uuid
 from pathlib import Path
 
 import pytest
-import trustme
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 from kafka.protocol.consumer import FetchRequest
@@ -164,27 +163,18 @@ def test_the_switch_turns_zero_copy_off(brokers: BrokerPool, monkeypatch: pytest
     assert regions(http) == {"sendfile": 0, "copy": 0}  # the read path: bytes, no regions at all
 
 
-@pytest.fixture(scope="module")
-def pki(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("pki")
-    ca = trustme.CA()
-    files = {"ca": root / "ca.pem", "server": root / "server.pem"}
-    ca.cert_pem.write_to_path(str(files["ca"]))
-    ca.issue_cert("127.0.0.1").private_key_and_cert_chain_pem.write_to_path(str(files["server"]))
-    return files
-
-
-def test_tls_listeners_copy_and_plaintext_ones_sendfile(brokers: BrokerPool, pki: dict[str, Path]) -> None:
+def test_tls_listeners_copy_and_plaintext_ones_sendfile(brokers: BrokerPool, pem_pki: tuple[Path, Path]) -> None:
+    ca, broker_pem = pem_pki
     port, tls_port, http = free_port(), free_port(), free_port()
     b = brokers.start({"listeners": f"PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:{tls_port}",
-                       "ssl.keystore.type": "PEM", "ssl.keystore.location": str(pki["server"]),
+                       "ssl.keystore.type": "PEM", "ssl.keystore.location": str(broker_pem),
                        "http.listener": f"127.0.0.1:{http}"}, port=port)
     topic = _topic("zc-tls")
     create_topic(b.bootstrap, topic, config={"segment.bytes": "40000"})
     values = _values(1500)
     produce(b.bootstrap, topic, values, partition=0, **SMALL_BATCHES)
     tls = {"bootstrap.servers": f"127.0.0.1:{tls_port}", "security.protocol": "SSL",
-           "ssl.ca.location": str(pki["ca"])}
+           "ssl.ca.location": str(ca)}
     try:
         got = consume_all(tls["bootstrap.servers"], topic, 1500, **{k: v for k, v in tls.items()
                                                                      if k != "bootstrap.servers"})

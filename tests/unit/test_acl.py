@@ -195,14 +195,17 @@ def test_denial_log_rate_is_bounded() -> None:
 def test_command_config_jaas_becomes_librdkafka_settings(tmp_path: object) -> None:
     from pathlib import Path
 
-    from odradek.cli.acls import client_properties
+    from odradek.cli.common import ClientErrors, client_config, read_properties_file
 
     path = Path(str(tmp_path)) / "admin.properties"
     path.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config="
                     "org.apache.kafka.common.security.plain.PlainLoginModule required username=\"admin\" "
                     "password=\"admin-secret\";\n")
-    assert client_properties(str(path)) == {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
-                                            "sasl.username": "admin", "sasl.password": "admin-secret"}
+    conf = client_config("h:1", read_properties_file(str(path)), errors=ClientErrors())
+    assert {k: conf[k] for k in ("security.protocol", "sasl.mechanism", "sasl.username", "sasl.password")} == {
+        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "admin",
+        "sasl.password": "admin-secret"}
+    assert "sasl.jaas.config" not in conf
 
 
 # How each API's requests are authorized (Kafka's KafkaApis). A new API must be authorized before it acts
@@ -226,6 +229,7 @@ AUTHORIZATION = {
     "IncrementalAlterConfigs": "ALTER_CONFIGS topic/group/cluster", "ListConfigResources": "DESCRIBE_CONFIGS cluster",
     "ElectLeaders": "ALTER cluster", "AlterPartitionReassignments": "ALTER cluster",
     "ListPartitionReassignments": "DESCRIBE cluster", "DescribeLogDirs": "DESCRIBE cluster",
+    "AlterReplicaLogDirs": "ALTER cluster (every partition refused)",
     "DescribeUserScramCredentials": "DESCRIBE cluster", "AlterUserScramCredentials": "ALTER cluster",
     "InitProducerId": "WRITE transactional id, or IDEMPOTENT_WRITE cluster / WRITE on some topic",
     "AddPartitionsToTxn": "WRITE transactional id, WRITE topic", "AddOffsetsToTxn": "WRITE transactional id, READ group",

@@ -18,6 +18,7 @@ from odradek.cluster.elections import (
     offline_election,
     parse_election_json,
     parse_reassignment_json,
+    parse_replica_log_dirs,
     parse_topics_json,
     preferred_election,
     reassignment_json,
@@ -128,6 +129,12 @@ def test_reassignment_json() -> None:
         parse_reassignment_json({"partitions": [{"topic": "t", "partition": 0, "replicas": [1], "log_dirs": []}]})
     with pytest.raises(ValueError, match="Not supported version"):
         parse_reassignment_json({"version": 2, "partitions": []})
+    moves = {"partitions": [{"topic": "t", "partition": 0, "replicas": [1, 2], "log_dirs": ["any", "/d2"]},
+                            {"topic": "u", "partition": 3, "replicas": [2]}]}
+    assert parse_replica_log_dirs(moves) == {("t", 0, 2): "/d2"}
+    assert parse_reassignment_json(moves) == [(("t", 0), [1, 2]), (("u", 3), [2])]
+    with pytest.raises(ValueError, match="array of strings"):
+        parse_replica_log_dirs({"partitions": [{"topic": "t", "partition": 0, "replicas": [1], "log_dirs": [1]}]})
     with pytest.raises(ValueError, match="cannot be empty"):
         validate_reassignment_entries([])
     with pytest.raises(ValueError, match="duplicate topic partitions: t-0"):

@@ -36,9 +36,11 @@ def test_inter_broker_listener_rules() -> None:
     assert single.inter_broker_listener.name == "SSL"  # a single node has no other broker to reach
     with pytest.raises(ConfigError, match="inter-broker listener PLAINTEXT must be defined"):
         BrokerConfig.from_props({"log.dirs": "/tmp/x", "listeners": "SSL://127.0.0.1:9093", "zookeeper.connect": "z:2181"})
-    with pytest.raises(ConfigError, match="PLAINTEXT only"):
-        BrokerConfig.from_props({"log.dirs": "/tmp/x", "listeners": "PLAINTEXT://:9092,SASL_SSL://:9094",
-                                 "inter.broker.listener.name": "SASL_SSL"})
+    secured = BrokerConfig.from_props({"log.dirs": "/tmp/x", "listeners": "PLAINTEXT://:9092,SASL_SSL://:9094",
+                                       "inter.broker.listener.name": "SASL_SSL"})
+    assert secured.inter_broker_listener.security_protocol == "SASL_SSL"  # brokers authenticate to each other
+    with pytest.raises(ConfigError, match="String must be one of"):
+        BrokerConfig.from_props({"log.dirs": "/tmp/x", "security.inter.broker.protocol": "KERBEROS"})
     both = BrokerConfig.from_props({"log.dirs": "/tmp/x", "listeners": "SSL://:9093,PLAINTEXT://127.0.0.1:9092",
                                     "zookeeper.connect": "z:2181"})
     assert both.inter_broker_listener.name == "PLAINTEXT"

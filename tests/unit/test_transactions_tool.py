@@ -111,10 +111,11 @@ def test_flag_errors_before_any_connection(args: list[str], message: str | None,
 def test_command_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "admin.properties"
     config.write_text("client.id=ops\n")
-    assert tx.client_id_of(str(config)) == "ops"
-    assert tx.client_id_of(None) == tx.CLIENT_ID
-    config.write_text("security.protocol=SASL_SSL\n")
+    assert tx.admin_properties(str(config)) == {"client.id": "ops"}
+    assert tx.admin_properties(None) == {}
+    config.write_text("security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI\n")
     assert tx.main(["--bootstrap-server", "127.0.0.1:1", "--command-config", str(config), "list"]) == 1
-    assert "security.protocol SASL_SSL is not supported" in capsys.readouterr().err
+    assert capsys.readouterr().err.strip() == ("Error: sasl.mechanism GSSAPI is not supported: use one of PLAIN, "
+                                               "SCRAM-SHA-256, SCRAM-SHA-512")
     assert tx.main(["--bootstrap-server", "127.0.0.1:1", "--command-config", str(tmp_path / "none"), "list"]) == 1
     assert capsys.readouterr().err.startswith("Failed to load admin client properties: cannot read")

@@ -14,7 +14,6 @@ checks and output:
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections.abc import Iterable
 from typing import Any
@@ -310,19 +309,6 @@ def _filter_text(r: ResourcePattern) -> str:
     return f"ResourcePatternFilter(resourceType={r.resource_type.name}, name={r.name}, patternType={r.pattern_type.name})"
 
 
-def client_properties(path: str | None) -> dict[str, str]:
-    """--command-config for librdkafka: a Java client's `sasl.jaas.config` (PlainLoginModule or
-    ScramLoginModule with username and password) becomes sasl.username/sasl.password."""
-    props = read_properties_file(path)
-    jaas = props.pop("sasl.jaas.config", None)
-    if jaas is not None:
-        for key in ("username", "password"):
-            found = re.search(rf'\b{key}\s*=\s*"([^"]*)"', jaas)
-            if found is not None:
-                props.setdefault(f"sasl.{key}", found.group(1))
-    return props
-
-
 def execute(argv: list[str]) -> int:
     opts = build_parser().parse_args(argv)
     actions = [a for a in ("add", "remove", "list") if getattr(opts, a)]
@@ -338,7 +324,7 @@ def execute(argv: list[str]) -> int:
         requested_acls(opts, ptype)  # the flags are checked before connecting
     from confluent_kafka.admin import AdminClient
 
-    admin, _ = open_client(AdminClient, bootstrap_of(opts), client_properties(opts.command_config),
+    admin, _ = open_client(AdminClient, bootstrap_of(opts), read_properties_file(opts.command_config),
                            timeout_ms=10_000)
     getattr(Acls(admin, opts, ptype), f"do_{action}")()
     sys.stdout.flush()

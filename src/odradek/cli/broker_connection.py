@@ -7,14 +7,18 @@ send such requests load it."""
 
 from __future__ import annotations
 
+import ssl
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.metadata import MetadataRequest
 
 from odradek.cli.common import CliError
+from odradek.config_keys import ConfigError
 from odradek.protocol.client import ConnectionLost, ProtocolError
+from odradek.protocol.client_security import PLAINTEXT, AuthenticationError, ClientSecurity
 from odradek.protocol.transport import BlockingConnection
 
 METADATA_VERSION = 1
@@ -32,8 +36,28 @@ def split_servers(bootstrap: str) -> list[tuple[str, int]]:
     return out
 
 
+def security_of(props: Mapping[str, str]) -> ClientSecurity:
+    """The ClientSecurity of --command-config's properties (TLS, SASL), or a one-line CliError."""
+    from odradek.security.client_config import client_security
+
+    try:
+        return client_security(props)
+    except ConfigError as exc:
+        raise CliError(f"Error: {exc}") from None
+
+
 class BrokerConnection(BlockingConnection):
-    """A blocking protocol connection whose request failures are one-line CliErrors."""
+    """A blocking protocol connection whose request failures are one-line CliErrors; a refused login or an
+    untrusted certificate is one too (not worth retrying), other OSErrors are left to the caller."""
+
+    def __init__(self, host: str, port: int, client_id: str | None, timeout_s: float,
+                 security: ClientSecurity = PLAINTEXT) -> None:
+        try:
+            super().__init__(host, port, client_id, timeout_s, security=security)
+        except AuthenticationError as exc:
+            raise CliError(f"Error: authentication to {host}:{port} failed: {exc}") from None
+        except ssl.SSLCertVerificationError as exc:
+            raise CliError(f"Error: TLS connection to {host}:{port} failed: {exc.verify_message}") from None
 
     def request(self, request: ApiMessage, version: int) -> Any:
         try:
@@ -51,7 +75,9 @@ class BrokerConnection(BlockingConnection):
 class AdminConnection:
     """A connection to the first reachable bootstrap server plus, on demand, one to the controller."""
 
-    def __init__(self, bootstrap: str, timeout_s: float, client_id: str, connect_timeout_s: float = 10.0) -> None:
+    def __init__(self, bootstrap: str, timeout_s: float, client_id: str, connect_timeout_s: float = 10.0,
+                 security: ClientSecurity = PLAINTEXT) -> None:
+        self.security = security
         self.bootstrap = bootstrap
         self.timeout_s = timeout_s
         self.connect_timeout_s = connect_timeout_s
@@ -71,6 +97,10 @@ class AdminConnection:
                 c.close()
         self._any = self._controller = None
 
+    def open(self, host: str, port: int) -> BrokerConnection:
+        """A new connection to one broker, secured like this one."""
+        return BrokerConnection(host, port, self.client_id, self.timeout_s, self.security)
+
     def any_broker(self) -> BrokerConnection:
         if self._any is None:
             self._any = self._connect_bootstrap()
@@ -82,7 +112,7 @@ class AdminConnection:
         while True:
             for host, port in split_servers(self.bootstrap):
                 try:
-                    return BrokerConnection(host, port, self.client_id, self.timeout_s)
+                    return self.open(host, port)
                 except OSError as exc:
                     last = exc.strerror or str(exc)
             if time.monotonic() >= deadline:
@@ -103,7 +133,7 @@ class AdminConnection:
         if node is None:
             return self.any_broker()  # no controller known: any broker forwards or answers NOT_CONTROLLER
         try:
-            self._controller = BrokerConnection(node.host, node.port, self.client_id, self.timeout_s)
+            self._controller = self.open(node.host, node.port)
         except OSError:
             return self.any_broker()
         return self._controller

@@ -33,6 +33,7 @@ from typing import Any
 import psutil
 
 from odradek.cli import processes
+from odradek.cli.cluster_security import PROTOCOLS, ClusterSecurity
 from odradek.cli.common import ArgParser, CliError, UsageError, parse_int, run_tool
 from odradek.cli.server_stop import find_processes, running
 from odradek.cli.zk_session import ZkSession, broker_ids, controller_id
@@ -105,6 +106,11 @@ class Cluster:
     host: str
     zookeepers: list[ZkNode] = field(default_factory=list)
     brokers: list[BrokerNode] = field(default_factory=list)
+    security: str = "PLAINTEXT"  # the brokers' listener: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL
+
+    @property
+    def secured(self) -> ClusterSecurity:
+        return ClusterSecurity(self.security, Path(self.dir) / "security")
 
     @property
     def zookeeper_connect(self) -> str:
@@ -135,19 +141,20 @@ class Cluster:
                 host=data["host"],
                 zookeepers=[ZkNode(**z) for z in data["zookeepers"]],
                 brokers=[BrokerNode(**b) for b in data["brokers"]],
+                security=data.get("security", "PLAINTEXT"),
             )
         except (ValueError, KeyError, TypeError) as exc:
             raise CliError(f"Error: {path} is not a cluster record: {exc}") from None
 
 
 def plan(directory: Path, host: str, zookeepers: int, brokers: int, zk_base: int, base: int,
-         http_base: int = 0) -> Cluster:
+         http_base: int = 0, security: str = "PLAINTEXT") -> Cluster:
     """The layout for `zookeepers` servers and `brokers` brokers (nothing is written); with `http_base`
     each broker's metrics endpoint listens on http_base + N - 1."""
     highest = max(zk_base + ELECTION_OFFSET + zookeepers - 1, base + brokers - 1, http_base + brokers - 1)
     if highest > 65535:
         raise UsageError(f"Error: ports would go up to {highest}; choose lower --zk-base-port/--base-port")
-    cluster = Cluster(str(directory), host)
+    cluster = Cluster(str(directory), host, security=security)
     for n in range(1, zookeepers + 1):
         ports = (zk_base + n - 1, zk_base + QUORUM_OFFSET + n - 1, zk_base + ELECTION_OFFSET + n - 1)
         cluster.zookeepers.append(ZkNode(n, *ports, config=str(directory / f"zk{n}" / "zoo.cfg")))
@@ -208,7 +215,7 @@ def broker_properties(cluster: Cluster, broker: BrokerNode) -> dict[str, str]:
     replication = str(min(3, len(cluster.brokers)))
     return {
         "broker.id": str(broker.id),
-        "listeners": f"PLAINTEXT://{cluster.host}:{broker.port}",
+        **cluster.secured.broker_properties(f"{cluster.host}:{broker.port}"),
         "log.dirs": str(broker.home / "data"),
         "zookeeper.connect": cluster.zookeeper_connect,
         "offsets.topic.replication.factor": replication,
@@ -342,6 +349,10 @@ def up_parser() -> ArgParser:
                         help="client port of ZooKeeper 1 (default 2181; quorum/election ports +707/+1707)")
     parser.add_argument("--host", default="127.0.0.1", metavar="HOST", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--timeout", default="120", metavar="SECONDS", help="how long to wait for each stage")
+    parser.add_argument("--security", default="plaintext", choices=sorted(PROTOCOLS), type=str.lower,
+                        help="the brokers' listener (also between brokers): with ssl/sasl_ssl a CA and broker "
+                             "certificate are generated, with sasl_* an admin user (SASL/PLAIN) with a generated "
+                             "password; clients use <dir>/security/client.properties (default plaintext)")
     return parser
 
 
@@ -371,6 +382,7 @@ def up(argv: list[str]) -> int:
         parse_int(args.zk_base_port, "--zk-base-port", minimum=1),
         parse_int(args.base_port, "--base-port", minimum=1),
         http_base(args),
+        PROTOCOLS[args.security],
     )
     timeout = float(parse_int(args.timeout, "--timeout", minimum=1))
     refuse_if_running(directory)
@@ -398,6 +410,9 @@ def bring_up(cluster: Cluster, timeout: float) -> None:
         print(f"Note: {len(cluster.zookeepers)} ZooKeeper servers tolerate no more failures than "
               f"{len(cluster.zookeepers) - 1}; an odd number is usual.")
     cluster.save()
+    if cluster.security != "PLAINTEXT":
+        cluster.secured.prepare(cluster.host)
+        print(f"security: {cluster.security} listeners; clients use {cluster.secured.client_properties}")
     for node in cluster.zookeepers:
         start_zookeeper(cluster, node, timeout)
     wait_for_quorum(cluster, timeout)
@@ -469,16 +484,22 @@ def wait_for_registration(cluster: Cluster, timeout: float) -> None:
 def print_usage(cluster: Cluster) -> None:
     b, z, d = cluster.bootstrap_servers, cluster.zookeeper_connect, cluster.dir
     rf = min(3, len(cluster.brokers))
+    admin = producer = consumer = secured = ""
+    if cluster.security != "PLAINTEXT":
+        props = cluster.secured.client_properties
+        admin, producer, consumer = (f" --command-config {props}", f" --producer.config {props}",
+                                     f" --consumer.config {props}")
+        secured = f"  security:          {cluster.security} (client properties: {props})\n"
     print(
         f"\nThe cluster is up ({d}, recorded in {STATE_FILE}).\n"
         f"  bootstrap servers: {b}\n"
-        f"  zookeeper.connect: {z}\n\n"
+        f"  zookeeper.connect: {z}\n{secured}\n"
         "Try:\n"
-        f"  odradek topics --bootstrap-server {b} --create --topic my-replicated-topic"
+        f"  odradek topics --bootstrap-server {b}{admin} --create --topic my-replicated-topic"
         f" --partitions 3 --replication-factor {rf}\n"
-        f"  odradek topics --bootstrap-server {b} --describe --topic my-replicated-topic\n"
-        f"  odradek console-producer --bootstrap-server {b} --topic my-replicated-topic\n"
-        f"  odradek console-consumer --bootstrap-server {b} --topic my-replicated-topic --from-beginning\n"
+        f"  odradek topics --bootstrap-server {b}{admin} --describe --topic my-replicated-topic\n"
+        f"  odradek console-producer --bootstrap-server {b}{producer} --topic my-replicated-topic\n"
+        f"  odradek console-consumer --bootstrap-server {b}{consumer} --topic my-replicated-topic --from-beginning\n"
         f"  odradek zookeeper-server-status {cluster.zookeepers[0].config}\n"
         f"  odradek cluster status --dir {d}\n"
         f"  odradek cluster down --dir {d}"

@@ -173,10 +173,18 @@ def client_config(
     errors: ClientErrors,
     defaults: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Build a librdkafka config: defaults < layers (in order) < bootstrap.servers + callbacks."""
+    """Build a librdkafka config: defaults < layers (in order) < bootstrap.servers + callbacks. A layer may
+    use the Java client's security keys (sasl.jaas.config, PEM ssl.truststore.location, ...), which become
+    librdkafka's, so one --command-config file serves every tool."""
+    from odradek.config_keys import ConfigError
+    from odradek.security.client_config import librdkafka_config
+
     conf: dict[str, Any] = dict(defaults or {})
     for layer in layers:
-        conf.update(layer)
+        try:
+            conf.update(librdkafka_config(layer))
+        except ConfigError as exc:
+            raise CliError(f"Error: {exc}") from None
     for key in SILENTLY_DROPPED:
         conf.pop(key, None)
     conf["bootstrap.servers"] = bootstrap

@@ -22,7 +22,7 @@ import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.cli.common import ArgParser, CliError, UsageError, read_properties_file, run_tool
 
@@ -31,6 +31,9 @@ SUPPORTED_TYPES = (TOPICS, BROKERS, BROKER_LOGGERS, USERS, CLIENTS)
 QUOTA_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate")
 # KIP-546's entity types of the tool's entity types
 QUOTA_ENTITY_TYPES = {USERS: "user", CLIENTS: "client-id"}
+if TYPE_CHECKING:
+    from odradek.protocol.client_security import ClientSecurity
+
 SCRAM_MECHANISMS = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 KAFKA_TYPES = ("topics", "clients", "users", "brokers", "ips", "broker-loggers", "client-metrics", "groups")
 RESOURCE_TYPES = {TOPICS: 2, BROKERS: 4, BROKER_LOGGERS: 8}
@@ -116,6 +119,7 @@ class Command:
     add: tuple[tuple[str, str], ...] = ()
     delete: tuple[str, ...] = ()
     client_id: str = "configs-tool"
+    command_config: str | None = None
     zookeeper: str | None = None
     # users and clients: the quota entity, (type, name) with "" for the default and None for every entity
     quota_entity: tuple[tuple[str, str | None], ...] = ()
@@ -165,7 +169,7 @@ def parse_command(argv: list[str]) -> Command:
         if entity_type == BROKER_LOGGERS and not name:
             raise UsageError(f"An entity name must be specified with --describe of {entity_type}")
         return Command(opts.bootstrap_server or "", "describe", entity_type, name, describe_all=opts.all,
-                       client_id=_client_id(opts), zookeeper=opts.zookeeper, quota_entity=quota_entity)
+                       client_id=_client_id(opts), command_config=opts.command_config, zookeeper=opts.zookeeper, quota_entity=quota_entity)
     if entity_type in (BROKERS, USERS, CLIENTS):
         if name is None:
             raise UsageError("An entity-name or default entity must be specified with --alter of users, clients,"
@@ -192,8 +196,6 @@ def parse_command(argv: list[str]) -> Command:
         scram = [k for k in [*add, *delete] if k in SCRAM_MECHANISMS]
         if scram and name == "":
             raise UsageError("SCRAM credentials are only for named users: --entity-default is not allowed with them")
-        if scram and opts.zookeeper:
-            raise UsageError("SCRAM credentials are altered with --bootstrap-server")
         for key, value in add.items():
             if key in SCRAM_MECHANISMS:
                 scram_settings(key, value)
@@ -203,7 +205,7 @@ def parse_command(argv: list[str]) -> Command:
                 except ValueError:
                     raise UsageError(f"Invalid value {value} for configuration {key}: not a number") from None
     return Command(opts.bootstrap_server or "", "alter", entity_type, name, add=tuple(add.items()), delete=delete,
-                   client_id=_client_id(opts), zookeeper=opts.zookeeper, quota_entity=quota_entity)
+                   client_id=_client_id(opts), command_config=opts.command_config, zookeeper=opts.zookeeper, quota_entity=quota_entity)
 
 
 def scram_settings(mechanism: str, value: str) -> tuple[int, str]:
@@ -288,10 +290,10 @@ def dynamic_source(entity_type: str, name: str) -> int | None:
 class Admin:
     """The requests of the tool, each sent to the broker that must answer it."""
 
-    def __init__(self, bootstrap: str, client_id: str) -> None:
+    def __init__(self, bootstrap: str, client_id: str, security: ClientSecurity) -> None:
         from odradek.cli.broker_connection import AdminConnection  # kafka-python only when needed
 
-        self.conn = AdminConnection(bootstrap, REQUEST_TIMEOUT_S, client_id)
+        self.conn = AdminConnection(bootstrap, REQUEST_TIMEOUT_S, client_id, security=security)
         self._brokers: dict[int, Any] = {}
 
     def close(self) -> None:
@@ -309,8 +311,6 @@ class Admin:
         """The connection for a resource: a broker's own resources go to that broker."""
         if entity_type == TOPICS or name == "":
             return self.conn.any_broker()
-        from odradek.cli.broker_connection import BrokerConnection
-
         broker_id = int(name)
         if broker_id not in self._brokers:
             nodes = {b.node_id: b for b in self.conn.metadata([]).brokers}
@@ -319,8 +319,7 @@ class Admin:
                 known = ", ".join(str(i) for i in sorted(nodes))
                 raise CliError(f"Error: broker {broker_id} is not in the cluster (brokers: {known})")
             try:
-                self._brokers[broker_id] = BrokerConnection(node.host, node.port, self.conn.client_id,
-                                                            REQUEST_TIMEOUT_S)
+                self._brokers[broker_id] = self.conn.open(node.host, node.port)
             except OSError as exc:
                 raise CliError(f"Error: cannot connect to broker {broker_id} at {node.host}:{node.port}:"
                                f" {exc.strerror or exc}") from None
@@ -539,7 +538,9 @@ def main(argv: list[str]) -> int:
 
             run(cmd)
             return 0
-        admin = Admin(cmd.bootstrap, cmd.client_id)
+        from odradek.cli.broker_connection import security_of
+
+        admin = Admin(cmd.bootstrap, cmd.client_id, security_of(read_properties_file(cmd.command_config)))
         try:
             (describe if cmd.action == "describe" else alter)(admin, cmd)
         finally:

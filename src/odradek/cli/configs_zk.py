@@ -1,6 +1,7 @@
 """`odradek configs --zookeeper`: the Kafka 2.x way of kafka-configs.sh, reading and writing the config
-znodes of topics and brokers (per broker and the cluster default) directly in ZooKeeper, brokers
-running or not. Output as Kafka 2.x printed it: "Configs for topic 't' are k=v,..." and "Completed
+znodes of topics, brokers (per broker and the cluster default), client quotas and users' SCRAM
+credentials directly in ZooKeeper, brokers running or not (credentials for the brokers' own inter-broker
+user must be there before they start). Output as Kafka 2.x printed it: "Configs for topic 't' are k=v,..." and "Completed
 Updating config for entity: topic 't'."; running brokers pick changes up through their watches."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from odradek.cli.configs import Command
 
 SESSION_TIMEOUT_MS = 30_000
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 TOPICS = "topics"
 
 
@@ -80,14 +82,42 @@ def run_quotas(zk: ZkSession, cmd: Command) -> None:
             print(f"Configs for {quota_label(entity)} are {shown}")
         return
     entity = quota_entity(cmd)
+    scram_add = {k: v for k, v in cmd.add if k in SCRAM_MECHANISMS}
+    scram_delete = [k for k in cmd.delete if k in SCRAM_MECHANISMS]
+    if scram_add or scram_delete:
+        assert entity[0] is not None and entity[0] != cq.DEFAULT  # checked when the command was parsed
+        _alter_scram(zk, entity[0], scram_add, scram_delete)
     current = zk.run(cq.read_all).get(entity, {})
-    missing = [k for k in cmd.delete if k not in current]
+    quota_delete = [k for k in cmd.delete if k not in SCRAM_MECHANISMS]
+    missing = [k for k in quota_delete if k not in current]
     if missing:
         raise CliError(f"Error: Invalid config(s): {','.join(missing)}")
-    changes: dict[str, float | None] = {k: None for k in cmd.delete}
-    changes.update({k: float(v) for k, v in cmd.add})
-    zk.run(cq.alter, entity, changes)
+    changes: dict[str, float | None] = {k: None for k in quota_delete}
+    changes.update({k: float(v) for k, v in cmd.add if k not in SCRAM_MECHANISMS})
+    if changes:
+        zk.run(cq.alter, entity, changes)
     print(f"Completed Updating config for entity: {quota_label(entity)}.")
+
+
+def _alter_scram(zk: ZkSession, user: str, add: dict[str, str], delete: list[str]) -> None:
+    """Salted credentials written beside the user's quotas, as Kafka 2.x's ConfigCommand did."""
+    from odradek.cli.configs import scram_settings
+    from odradek.cluster.user_scram import read_user_config, write_user_config
+    from odradek.server.scram import MAX_ITERATIONS, MIN_ITERATIONS, credential
+
+    config = zk.run(read_user_config, user)
+    missing = [k for k in delete if k not in config]
+    if missing:
+        raise CliError(f"Error: Invalid config(s): {','.join(missing)}")
+    for key in delete:
+        config.pop(key)
+    for mechanism, value in add.items():
+        iterations, password = scram_settings(mechanism, value)
+        if not MIN_ITERATIONS <= iterations <= MAX_ITERATIONS:
+            raise CliError(f"Error: Iterations {iterations} is out of range for {mechanism}: it must be between "
+                           f"{MIN_ITERATIONS} and {MAX_ITERATIONS}")
+        config[mechanism] = credential(mechanism, password, iterations).to_config()
+    zk.run(write_user_config, user, config)
 
 
 def run(cmd: Command) -> None:

@@ -580,6 +580,9 @@ class ConsumerGroups:
         self.admin = admin
         self.opts = opts
         self.timeout = opts.timeout_ms / 1000
+        from odradek.cli.broker_connection import security_of
+
+        self.security = security_of(read_properties_file(opts.command_config))
         self.metadata = metadata
 
     # Shared lookups
@@ -778,7 +781,7 @@ class ConsumerGroups:
         if node is None:
             return None
         try:
-            conn = BrokerConnection(node.host, node.port, "odradek-consumer-groups", self.timeout)
+            conn = BrokerConnection(node.host, node.port, "odradek-consumer-groups", self.timeout, self.security)
         except OSError:
             return None
         try:
@@ -999,7 +1002,7 @@ class ConsumerGroups:
             for t, ps in by_topic.items()
         ])
         try:
-            conn = BrokerConnection(node.host, node.port, "odradek-consumer-groups", self.timeout)
+            conn = BrokerConnection(node.host, node.port, "odradek-consumer-groups", self.timeout, self.security)
         except OSError as exc:
             raise CliError(f"Error: could not connect to the coordinator {node.host}:{node.port}: "
                            f"{exc.strerror or exc}") from None

@@ -10,11 +10,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from odradek.cli.common import ArgParser, CliError, UsageError, add_bootstrap_flags, bootstrap_of, run_tool
+from odradek.cli.common import (
+    ArgParser,
+    CliError,
+    UsageError,
+    add_bootstrap_flags,
+    bootstrap_of,
+    read_properties_file,
+    run_tool,
+)
 
 REQUEST_TIMEOUT_S = 30.0
 DESCRIBE_LOG_DIRS_VERSION = 1
-ERROR_NAMES = {57: "KafkaStorageException", 58: "LogDirNotFoundException"}
+ERROR_NAMES = {56: "KafkaStorageException", 57: "LogDirNotFoundException"}
 
 
 def build_parser() -> ArgParser:
@@ -23,7 +31,8 @@ def build_parser() -> ArgParser:
     p.add_argument("--describe", action="store_true", help="describe the log directories (the only action)")
     p.add_argument("--topic-list", help="comma-separated topics to describe (default: all)")
     p.add_argument("--broker-list", help="comma-separated broker ids to ask (default: all)")
-    p.add_argument("--command-config", help="a client properties file (accepted; the listeners are plaintext)")
+    p.add_argument("--command-config", metavar="FILE",
+                   help="client properties (client.id, security.protocol, sasl.*, ssl.* with PEM stores)")
     return p
 
 
@@ -34,12 +43,15 @@ def _ids(text: str) -> list[int]:
         raise UsageError(f"Error: --broker-list must be comma-separated broker ids, not '{text}'") from None
 
 
-def describe(bootstrap: str, topics: list[str] | None, broker_ids: list[int] | None) -> dict[str, Any]:
+def describe(bootstrap: str, topics: list[str] | None, broker_ids: list[int] | None,
+             props: dict[str, str] | None = None) -> dict[str, Any]:
     from kafka.protocol.admin import DescribeLogDirsRequest
 
-    from odradek.cli.broker_connection import AdminConnection, BrokerConnection
+    from odradek.cli.broker_connection import AdminConnection, security_of
 
-    with AdminConnection(bootstrap, REQUEST_TIMEOUT_S, "log-dirs") as conn:
+    props = props or {}
+    with AdminConnection(bootstrap, REQUEST_TIMEOUT_S, props.get("client.id", "log-dirs"),
+                         security=security_of(props)) as conn:
         md = conn.metadata(None if topics is None else topics)
         nodes = {b.node_id: b for b in md.brokers}
         wanted = sorted(nodes) if broker_ids is None else broker_ids
@@ -57,7 +69,7 @@ def describe(bootstrap: str, topics: list[str] | None, broker_ids: list[int] | N
         for broker_id in wanted:
             node = nodes[broker_id]
             try:
-                c = BrokerConnection(node.host, node.port, "log-dirs", REQUEST_TIMEOUT_S)
+                c = conn.open(node.host, node.port)
             except OSError as exc:
                 raise CliError(f"Error: cannot connect to broker {broker_id} at {node.host}:{node.port}: "
                                f"{exc.strerror or exc}") from None
@@ -81,7 +93,8 @@ def execute(argv: list[str]) -> int:
         raise UsageError("Error: Command must include option '--describe'")
     topics = [t for t in opts.topic_list.split(",") if t] if opts.topic_list else None
     broker_ids = _ids(opts.broker_list) if opts.broker_list else None
-    print(json.dumps(describe(bootstrap, topics, broker_ids), separators=(",", ":")))
+    props = read_properties_file(opts.command_config)
+    print(json.dumps(describe(bootstrap, topics, broker_ids, props), separators=(",", ":")))
     return 0
 
 

@@ -12,8 +12,10 @@ kafka-reassign-partitions.sh (KIP-455 semantics).
 With --bootstrap-server the tool speaks the AlterPartitionReassignments / ListPartitionReassignments APIs
 (kafka-python's codecs over a socket: confluent-kafka has no call for them) and Metadata; with the
 deprecated --zookeeper it reads the topic znodes and writes `/admin/reassign_partitions`, which the
-controller picks up. JSON formats and output lines are Kafka's. Log directory moves and replication
-throttles do not exist in Odradek: "log_dirs" may only say "any", and --throttle is refused.
+controller picks up. JSON formats and output lines are Kafka's. A "log_dirs" entry other than "any" moves
+that replica to that log dir of its broker (AlterReplicaLogDirs, `cli/replica_moves.py`; this needs
+--bootstrap-server, also next to --zookeeper). Replication throttles do not exist in Odradek: --throttle
+and --replica-alter-log-dirs-throttle are refused.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ from typing import Any, Protocol
 
 from kafka.protocol.admin import AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest
 
-from odradek.cli import zk_session
-from odradek.cli.broker_connection import AdminConnection
-from odradek.cli.common import ArgParser, CliError, UsageError, run_tool
+from odradek.cli import replica_moves, zk_session
+from odradek.cli.broker_connection import AdminConnection, security_of
+from odradek.cli.common import ArgParser, CliError, UsageError, read_properties_file, run_tool
 from odradek.cli.zk_session import ZkSession
 from odradek.cluster import znodes as zn
 from odradek.cluster.assignment import assign_replicas
@@ -38,6 +40,7 @@ from odradek.cluster.elections import (
     TopicPartition,
     duplicates,
     parse_reassignment_json,
+    parse_replica_log_dirs,
     parse_topics_json,
     reassignment_json,
     tp_str,
@@ -78,7 +81,8 @@ def build_parser() -> ArgParser:
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT", help="the broker(s) to connect to")
     parser.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
                         help="DEPRECATED: work through ZooKeeper instead (no --cancel)")
-    parser.add_argument("--command-config", metavar="FILE", help="accepted for compatibility (not used)")
+    parser.add_argument("--command-config", metavar="FILE",
+                        help="client properties (client.id, security.protocol, sasl.*, ssl.* with PEM stores)")
     for action, text in (("generate", "generate a candidate assignment for --topics-to-move-json-file and "
                                       "--broker-list (nothing is executed)"),
                          ("execute", "start the reassignment in --reassignment-json-file"),
@@ -138,6 +142,30 @@ def read_reassignment_file(path: str, validate: bool) -> Assignment:
     except ValueError as exc:
         raise CliError(f"Error: {exc}") from None
     return dict(entries)
+
+
+def read_log_dirs_file(path: str) -> dict[replica_moves.Replica, str]:
+    """The replicas the file moves to a log dir (its "log_dirs" entries other than "any")."""
+    try:
+        return parse_replica_log_dirs(read_json(path))
+    except ValueError as exc:
+        raise CliError(f"Error: {exc}") from None
+
+
+def moves_connection(opts: argparse.Namespace, backend: Backend, what: str) -> AdminConnection:
+    """The connection replica moves go through: the tool's own, or --bootstrap-server next to --zookeeper."""
+    if isinstance(backend, KafkaBackend):
+        return backend.conn
+    if not opts.bootstrap_server:
+        raise CliError(f"bootstrap-server needs to be provided in order to {what}")
+    return admin_connection(opts)
+
+
+def admin_connection(opts: argparse.Namespace) -> AdminConnection:
+    """To --bootstrap-server, with --command-config's client.id and security settings."""
+    props = read_properties_file(opts.command_config)
+    return AdminConnection(opts.bootstrap_server, REQUEST_TIMEOUT_S + 10,
+                           props.get("client.id", "reassign-partitions-tool"), security=security_of(props))
 
 
 def parse_broker_list(text: str) -> list[int]:
@@ -305,6 +333,8 @@ def generate(backend: Backend, opts: argparse.Namespace) -> int:
 
 def execute(backend: Backend, opts: argparse.Namespace) -> int:
     proposed = read_reassignment_file(opts.reassignment_json_file, validate=True)
+    moves = read_log_dirs_file(opts.reassignment_json_file)
+    conn = moves_connection(opts, backend, "reassign replica to the specified log directory") if moves else None
     if not opts.additional and backend.ongoing():
         raise CliError(EXISTING_MESSAGE)
     known = set(backend.brokers())
@@ -323,7 +353,16 @@ def execute(backend: Backend, opts: argparse.Namespace) -> int:
         lines = "\n".join(f"{tp_str(tp)}: {msg}" for tp, msg in sorted(errors.items()))
         raise CliError(f"Error reassigning partition(s):\n{lines}")
     print(f"Successfully started partition reassignment{plural(len(proposed))} for {tp_list(list(proposed))}")
+    if conn is not None:
+        replica_moves.execute_moves(conn, moves, _timeout_ms(opts))
     return 0
+
+
+def _timeout_ms(opts: argparse.Namespace) -> int:
+    try:
+        return int(opts.timeout)
+    except ValueError:
+        raise UsageError(f"Error: --timeout must be a number of milliseconds, not '{opts.timeout}'") from None
 
 
 def verify(backend: Backend, opts: argparse.Namespace) -> int:
@@ -345,6 +384,11 @@ def verify(backend: Backend, opts: argparse.Namespace) -> int:
             have = ",".join(map(str, current.get(tp, [])))
             print(f"There is no active reassignment of partition {tp_str(tp)}, but replica set is {have} "
                   f"rather than {','.join(map(str, targets[tp]))}.")
+    moves = read_log_dirs_file(opts.reassignment_json_file)
+    if moves:
+        conn = moves_connection(opts, backend, "verify replica log directories")
+        dirs = replica_moves.replica_dirs(conn, sorted(moves))
+        print("\n".join(replica_moves.verify_lines(moves, dirs)))
     return 0
 
 
@@ -354,12 +398,21 @@ def cancel(backend: Backend, opts: argparse.Namespace) -> int:
     active = sorted(tp for tp in targets if tp in ongoing and ongoing[tp].reassigning)
     if not active:
         print("None of the specified partition reassignments are active.")
-        return 0
-    errors = backend.alter({tp: None for tp in active})
-    if errors:
-        lines = "\n".join(f"{tp_str(tp)}: {msg}" for tp, msg in sorted(errors.items()))
-        raise CliError(f"Error cancelling partition reassignment{plural(len(errors))} for:\n{lines}")
-    print(f"Successfully cancelled partition reassignment{plural(len(active))} for: {tp_list(active)}")
+    else:
+        errors = backend.alter({tp: None for tp in active})
+        if errors:
+            lines = "\n".join(f"{tp_str(tp)}: {msg}" for tp, msg in sorted(errors.items()))
+            raise CliError(f"Error cancelling partition reassignment{plural(len(errors))} for:\n{lines}")
+        print(f"Successfully cancelled partition reassignment{plural(len(active))} for: {tp_list(active)}")
+    moves = read_log_dirs_file(opts.reassignment_json_file)
+    if moves:  # a move is cancelled by asking for the log dir the replica is in
+        conn = moves_connection(opts, backend, "cancel replica log directory moves")
+        dirs = replica_moves.replica_dirs(conn, sorted(moves))
+        moving = {r: current for r, (current, future) in dirs.items() if current is not None and future is not None}
+        if moving:
+            replica_moves.execute_moves(conn, moving, _timeout_ms(opts))
+        else:
+            print("None of the specified partition moves are active.")
     return 0
 
 
@@ -387,7 +440,7 @@ def main(argv: list[str]) -> int:
             print("Warning: --zookeeper is deprecated, and will be removed in a future version of Kafka.")
             with ZkSession(opts.zookeeper, int(REQUEST_TIMEOUT_S * 1000)) as zk:
                 return HANDLERS[action](ZkBackend(zk), opts)
-        with AdminConnection(opts.bootstrap_server, REQUEST_TIMEOUT_S + 10, "reassign-partitions-tool") as conn:
+        with admin_connection(opts) as conn:
             return HANDLERS[action](KafkaBackend(conn), opts)
 
     return run_tool(body)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple, NoReturn, TypeVar, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar, cast
 
 from odradek.cli.common import (
     ArgParser,
@@ -31,6 +31,9 @@ from odradek.cli.common import (
     run_tool,
     usage_message,
 )
+
+if TYPE_CHECKING:
+    from odradek.protocol.client_security import ClientSecurity
 
 REQUEST_TIMEOUT_S = 30.0
 RETRY_DEADLINE_S = 15.0  # how long retriable errors (no leader yet, coordinator loading) are retried
@@ -262,11 +265,11 @@ def _retrying(call: Callable[[], T | None], deadline_s: float = RETRY_DEADLINE_S
 class Cluster:
     """Blocking protocol connections to one cluster's brokers, opened on demand."""
 
-    def __init__(self, bootstrap: str, client_id: str) -> None:
+    def __init__(self, bootstrap: str, client_id: str, security: ClientSecurity) -> None:
         from odradek.cli.broker_connection import AdminConnection
 
         self.client_id = client_id
-        self.admin = AdminConnection(bootstrap, REQUEST_TIMEOUT_S, client_id)
+        self.admin = AdminConnection(bootstrap, REQUEST_TIMEOUT_S, client_id, security=security)
         self._conns: dict[tuple[str, int], Any] = {}
         self.nodes: dict[int, Any] = {}
 
@@ -286,11 +289,9 @@ class Cluster:
         return md
 
     def connection(self, host: str, port: int, what: str) -> Any:
-        from odradek.cli.broker_connection import BrokerConnection
-
         if (host, port) not in self._conns:
             try:
-                self._conns[host, port] = BrokerConnection(host, port, self.client_id, REQUEST_TIMEOUT_S)
+                self._conns[host, port] = self.admin.open(host, port)
             except OSError as exc:
                 raise CliError(f"Error: cannot connect to {what} at {host}:{port}: {exc.strerror or exc}") from None
         return self._conns[host, port]
@@ -718,30 +719,29 @@ def _check_ranges(opts: argparse.Namespace) -> None:
             raise UsageError(f"Error: argument --{name.replace('_', '-')}: invalid Integer value: '{value}'")
 
 
-def client_id_of(command_config: str | None) -> str:
-    """The client.id of --command-config; a security protocol other than PLAINTEXT is refused, since the
-    tool's connections are plaintext."""
+def admin_properties(command_config: str | None) -> dict[str, str]:
+    """--command-config's properties (client.id, security.protocol, sasl.*, ssl.*)."""
     if not command_config:
-        return CLIENT_ID
+        return {}
     try:
-        props = read_properties_file(command_config)
+        return read_properties_file(command_config)
     except CliError as exc:
         raise CliError(failure("Failed to load admin client properties", str(exc).removeprefix("Error: "))) from None
-    protocol = props.get("security.protocol", "PLAINTEXT").strip().upper()
-    if protocol != "PLAINTEXT":
-        raise CliError(f"Error: security.protocol {protocol} is not supported by this tool (PLAINTEXT only)")
-    return props.get("client.id", CLIENT_ID)
 
 
 def execute(argv: list[str]) -> int:
     opts = build_parser().parse_args(argv)
     bootstrap = bootstrap_of(opts)
     _check_ranges(opts)
-    client_id = client_id_of(opts.command_config)
+    props = admin_properties(opts.command_config)
+    client_id = props.get("client.id", CLIENT_ID)
+    from odradek.cli.broker_connection import security_of
+
+    security = security_of(props)
     from odradek.cli.broker_connection import split_servers
 
     split_servers(bootstrap)  # a malformed address fails before any connection
-    cluster = Cluster(bootstrap, client_id)
+    cluster = Cluster(bootstrap, client_id, security)
     try:
         COMMANDS[opts.command](cluster, opts)
     except RequestFailed as exc:

@@ -249,10 +249,24 @@ def election_json(partitions: Iterable[TopicPartition]) -> dict[str, Any]:
     return {"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in partitions]}
 
 
+ANY_LOG_DIR = "any"
+
+
 def parse_reassignment_json(data: Any) -> list[tuple[TopicPartition, list[int]]]:
-    """Kafka's reassignment JSON (version 1; `log_dirs`, if present, must match `replicas` in size and
-    may only say "any")."""
-    out: list[tuple[TopicPartition, list[int]]] = []
+    """Kafka's reassignment JSON (version 1; `log_dirs`, if present, must match `replicas` in size: see
+    `parse_replica_log_dirs`)."""
+    return [(tp, replicas) for tp, replicas, _ in _reassignment_entries(data)]
+
+
+def parse_replica_log_dirs(data: Any) -> dict[tuple[str, int, int], str]:
+    """The `log_dirs` of Kafka's reassignment JSON: (topic, partition, broker) -> the log dir its replica
+    must move to, for every entry that is not "any" (no preference)."""
+    return {(tp[0], tp[1], broker): d for tp, replicas, dirs in _reassignment_entries(data)
+            for broker, d in zip(replicas, dirs, strict=True) if d != ANY_LOG_DIR}
+
+
+def _reassignment_entries(data: Any) -> list[tuple[TopicPartition, list[int], list[str]]]:
+    out: list[tuple[TopicPartition, list[int], list[str]]] = []
     for p in _partitions_list(data, "Partition reassignment data"):
         if not isinstance(p, dict) or not isinstance(p.get("topic"), str):
             raise ValueError('Each partition needs a string "topic", an integer "partition" and "replicas"')
@@ -262,13 +276,14 @@ def parse_reassignment_json(data: Any) -> list[tuple[TopicPartition, list[int]]]
             raise ValueError(f'"replicas" of partition {tp_str(tp)} must be a JSON array')
         replicas = [_int(r, '"replicas"') for r in replicas]
         log_dirs = p.get("log_dirs")
-        if log_dirs is not None:
-            if not isinstance(log_dirs, list) or len(log_dirs) != len(replicas):
-                raise ValueError(f"Size of replicas list {replicas} is different from size of log dirs list "
-                                 f"{log_dirs} for partition {tp_str(tp)}")
-            if any(d != "any" for d in log_dirs):
-                raise ValueError(f"Moving replicas between log directories is not supported (partition {tp_str(tp)})")
-        out.append((tp, replicas))
+        if log_dirs is None:
+            log_dirs = [ANY_LOG_DIR] * len(replicas)
+        if not isinstance(log_dirs, list) or not all(isinstance(d, str) for d in log_dirs):
+            raise ValueError(f'"log_dirs" of partition {tp_str(tp)} must be a JSON array of strings')
+        if len(log_dirs) != len(replicas):
+            raise ValueError(f"Size of replicas list {replicas} is different from size of log dirs list "
+                             f"{log_dirs} for partition {tp_str(tp)}")
+        out.append((tp, replicas, log_dirs))
     return out
 
 

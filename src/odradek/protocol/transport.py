@@ -4,7 +4,11 @@ the decoded response, or None for a request that gets none (Produce with acks=0)
 
 Failures are the builtin ones: OSError from the socket, TimeoutError when the peer is silent for
 `timeout_s`, and the codec's ProtocolError (a ConnectionError) when the stream is garbled or ends early.
-The asyncio connection closes itself on any failure, since its stream position is then unknown."""
+The asyncio connection closes itself on any failure, since its stream position is then unknown.
+
+Both speak to secured listeners when given a `ClientSecurity`: the socket is wrapped in TLS for SSL and
+SASL_SSL, and SASL listeners get the handshake and authentication before the first request (a refusal is
+an `AuthenticationError`, a ConnectionError)."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from typing import Any
 from kafka.protocol.api_message import ApiMessage
 
 from odradek.protocol.client import DEFAULT_MAX_FRAME_SIZE, ClientCodec
+from odradek.protocol.client_security import PLAINTEXT, ClientSecurity, sasl_exchange
 
 READ_SIZE = 1 << 20
 
@@ -23,10 +28,25 @@ class BlockingConnection:
     """A socket to one broker; every send and receive is bounded by `timeout_s`."""
 
     def __init__(self, host: str, port: int, client_id: str | None, timeout_s: float,
-                 max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+                 max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, security: ClientSecurity = PLAINTEXT) -> None:
         self.address = f"{host}:{port}"
         self.sock = socket.create_connection((host, port), timeout=timeout_s)
         self.codec = ClientCodec(client_id, max_frame_size)
+        try:
+            if security.uses_tls:
+                assert security.ssl_context is not None
+                self.sock = security.ssl_context.wrap_socket(self.sock, server_hostname=host)
+            if security.uses_sasl:
+                steps = sasl_exchange(security)
+                try:
+                    step = next(steps)
+                    while True:
+                        step = steps.send(self.request(*step))
+                except StopIteration:
+                    pass
+        except BaseException:
+            self.sock.close()
+            raise
 
     def __enter__(self) -> BlockingConnection:
         return self
@@ -50,7 +70,8 @@ class AsyncConnection:
     """Streams to one broker, opened on first use (and again after a failure)."""
 
     def __init__(self, host: str, port: int, client_id: str | None, timeout_s: float = 30.0,
-                 max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+                 max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, security: ClientSecurity = PLAINTEXT) -> None:
+        self.security = security
         self.host = host
         self.port = port
         self.client_id = client_id
@@ -61,9 +82,22 @@ class AsyncConnection:
         self._codec = ClientCodec(client_id, max_frame_size)
 
     async def connect(self) -> None:
+        tls = self.security.ssl_context if self.security.uses_tls else None
         self._reader, self._writer = await asyncio.wait_for(
-            asyncio.open_connection(self.host, self.port, limit=READ_SIZE), self.timeout_s)
+            asyncio.open_connection(self.host, self.port, limit=READ_SIZE, ssl=tls,
+                                    server_hostname=self.host if tls is not None else None), self.timeout_s)
         self._codec = ClientCodec(self.client_id, self.max_frame_size)
+        if self.security.uses_sasl:
+            steps = sasl_exchange(self.security)
+            try:
+                step = next(steps)
+                while True:
+                    step = steps.send(await self._exchange(*step))
+            except StopIteration:
+                pass
+            except BaseException:
+                self._abort()
+                raise
 
     @property
     def connected(self) -> bool:
@@ -72,19 +106,22 @@ class AsyncConnection:
     async def request(self, request: ApiMessage, version: int) -> Any:
         if not self.connected:
             await self.connect()
-        assert self._reader is not None and self._writer is not None
         try:
-            self._writer.write(self._codec.send(request, version))
-            await asyncio.wait_for(self._writer.drain(), self.timeout_s)
-            message = None
-            while self._codec.waiting:
-                data = await asyncio.wait_for(self._reader.read(READ_SIZE), self.timeout_s)
-                for response in self._codec.feed(data):
-                    message = response.message
-            return message
+            return await self._exchange(request, version)
         except BaseException:
             self._abort()
             raise
+
+    async def _exchange(self, request: ApiMessage, version: int) -> Any:
+        assert self._reader is not None and self._writer is not None
+        self._writer.write(self._codec.send(request, version))
+        await asyncio.wait_for(self._writer.drain(), self.timeout_s)
+        message = None
+        while self._codec.waiting:
+            data = await asyncio.wait_for(self._reader.read(READ_SIZE), self.timeout_s)
+            for response in self._codec.feed(data):
+                message = response.message
+        return message
 
     def _abort(self) -> None:
         writer, self._writer, self._reader = self._writer, None, None

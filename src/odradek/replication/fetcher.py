@@ -99,7 +99,8 @@ class ReplicaFetcher:
         if info is None:
             raise LookupError(f"broker {self.leader_id} is not registered")
         self._client = AsyncConnection(info.host, info.port, f"broker-{self.manager.broker_id}-fetcher-{self.fetcher_id}",
-                                       timeout_s=self.manager.config.get("replica.socket.timeout.ms") / 1000)
+                                       timeout_s=self.manager.config.get("replica.socket.timeout.ms") / 1000,
+                                       security=self.manager.inter_broker_security)
         await self._client.connect()
         return self._client
 

@@ -14,9 +14,11 @@ from odradek.aio import TaskSet
 from odradek.cluster import znodes as zn
 from odradek.cluster.metadata import MetadataCache, TopicMeta
 from odradek.cluster.store import BadVersionError, MetadataStore, StoreError, to_json
+from odradek.protocol.client_security import PLAINTEXT, ClientSecurity
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.replication.fetcher import ReplicaFetcher
 from odradek.replication.partition import Partition
+from odradek.storage.log import Log
 from odradek.storage.manager import LogManager
 
 log = logging.getLogger("odradek.replica")
@@ -30,6 +32,7 @@ class ReplicaManager:
         self.metadata = metadata
         self.store = store
         self.config = config
+        self.inter_broker_security: ClientSecurity = PLAINTEXT  # the broker sets it from its config
         self.default_min_isr = config.get("min.insync.replicas")
         self.lag_time_ms = config.get("replica.lag.time.max.ms")
         self.partitions: dict[tuple[str, int], Partition] = {}
@@ -41,6 +44,7 @@ class ReplicaManager:
         metadata.partition_listeners.append(self._on_partition_state)
         metadata.topic_removed_listeners.append(self._on_topic_removed)
         metadata.config_listeners.append(self._on_config)
+        logs.replaced_listeners.append(self._on_log_replaced)
 
     def start(self) -> None:
         """Apply the states already in the cache (the listeners catch what changes later)."""
@@ -118,6 +122,12 @@ class ReplicaManager:
             elif changed or not self._is_fetching(part):
                 self._stop_fetching(part)
                 self._start_fetching(part, state.leader)
+
+    def _on_log_replaced(self, topic: str, index: int, new_log: Log) -> None:
+        """A move to another log dir swapped in the partition's new log (on the event loop)."""
+        part = self.partitions.get((topic, index))
+        if part is not None:
+            part.log = new_log
 
     def _on_topic_removed(self, topic: str, meta: TopicMeta) -> None:
         for key in [k for k in self.partitions if k[0] == topic]:

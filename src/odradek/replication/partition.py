@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from odradek.cluster.znodes import PartitionState
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.storage.log import AppendInfo, FetchDataInfo, Log
+from odradek.storage.region import FileRegion
 
 log = logging.getLogger("odradek.partition")
 
@@ -206,7 +207,7 @@ class Partition:
 
     # ---- reads and waiting ---------------------------------------------------------------------
     def read(self, offset: int, max_bytes: int, replica: bool, min_one: bool, read_committed: bool = False,
-             zero_copy: bool = False) -> FetchDataInfo:
+             zero_copy: bool = False) -> FetchDataInfo[bytes | FileRegion]:
         """Followers read to the log end, consumers to the high watermark, read_committed consumers to the
         last stable offset. `zero_copy`: the records as a FileRegion (see Log.read)."""
         upper = None if replica else self.log.last_stable_offset if read_committed else self.log.high_watermark

@@ -39,6 +39,7 @@ from odradek.groups.consumer_coordinator import (
 )
 from odradek.groups.coordinator import GroupCoordinator, GroupSettings
 from odradek.groups.offsets import OffsetStore
+from odradek.protocol.client_security import PLAINTEXT, ClientSecurity
 from odradek.replication.manager import ReplicaManager
 from odradek.security.acl_store import AclCache
 from odradek.security.authorizer import Authorizer, check_class, parse_super_users
@@ -50,7 +51,7 @@ from odradek.server.limits import ConnectionLimits, RequestMemory
 from odradek.server.metrics import BrokerMetrics
 from odradek.server.network import SocketServer
 from odradek.server.quotas import QuotaManager
-from odradek.server.security import ListenerSecurity
+from odradek.server.security import ListenerSecurity, inter_broker_security
 from odradek.storage.manager import CleanerConfig, LogManager
 from odradek.txn.coordinator import TransactionCoordinator
 
@@ -79,6 +80,7 @@ class Broker:
         # Fetch responses send record bytes from the segment files with sendfile; ODRADEK_ZERO_COPY=0 reads
         # them into memory instead (the benchmark compares both).
         self.zero_copy = os.environ.get("ODRADEK_ZERO_COPY", "1") != "0"
+        self.inter_broker_security: ClientSecurity = PLAINTEXT
         self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
         self.dynamic_config: DynamicBrokerConfig
         self.authorizer: Authorizer | None = None  # None: every request allowed
@@ -112,6 +114,12 @@ class Broker:
             with_authorizer = check_class(cfg.get("authorizer.class.name"))
         except ConfigError as exc:
             raise StartupError(str(exc)) from None
+        try:
+            self.inter_broker_security = inter_broker_security(cfg)
+        except ConfigError as exc:
+            if cfg.zookeeper_connect:
+                raise StartupError(f"inter-broker listener {cfg.inter_broker_listener.name}: {exc}") from None
+            self.inter_broker_security = PLAINTEXT  # a single node never reaches another broker
         log.info("Log directories: %s", ",".join(cfg.log_dirs))
         await self._start_http()
         logs = LogManager([Path(d) for d in cfg.log_dirs], cfg.topic_defaults(),
@@ -142,6 +150,13 @@ class Broker:
                                       PartitionLimits(cfg.get("max.partitions"), cfg.get("max.broker.partitions")))
         self.producer_ids = ProducerIdAllocator(self.store, self.broker_id)
         self.replicas = ReplicaManager(self.broker_id, self.logs, self.metadata, self.store, cfg)
+        self.replicas.inter_broker_security = self.inter_broker_security
+        loop = asyncio.get_running_loop()
+
+        def on_loop(fn: Callable[[], None]) -> None:
+            loop.call_soon_threadsafe(fn)
+
+        self.logs.start_moves(on_loop)  # a move's swap runs on the event loop, where appends happen
         await self._listen()
         await self._register()
         await self.metadata.start()

@@ -11,6 +11,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 
 from odradek.protocol.framing import FrameDecoder, FrameError, Piece
+from odradek.security.principal_mapping import NoMatchingRule
 from odradek.server import tls
 from odradek.server.limits import ConnectionLimits, RequestMemory
 from odradek.server.sasl import SaslServer
@@ -97,7 +98,14 @@ class Connection(asyncio.Protocol):
                 return
         self._admitted = True
         if self.security.ssl_context is not None:
-            self.principal = tls.peer_principal(transport.get_extra_info("ssl_object"))
+            try:
+                self.principal = tls.peer_principal(transport.get_extra_info("ssl_object"),
+                                                    self.security.principal_rules)
+            except NoMatchingRule as exc:
+                log.info("Failed authentication with %s (listener %s): %s", self.peer, self.security.name, exc)
+                self.closed = True
+                transport.close()
+                return
         sock = transport.get_extra_info("socket")
         if sock is not None:
             try:

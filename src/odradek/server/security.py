@@ -1,7 +1,8 @@
 """What one listener requires of its connections, built once at start-up from the broker's config: the
 TLS context of SSL and SASL_SSL listeners (`tls.py`) and the SASL settings of SASL_PLAINTEXT and
 SASL_SSL listeners (`sasl.py`). Per-listener keys (`listener.name.<listener>.<key>`) win over the
-broker-wide ones, as in Kafka."""
+broker-wide ones, as in Kafka. `inter_broker_security` is the client side of the inter-broker listener,
+which this broker's replica fetchers, forwarding and transaction markers use to reach its peers."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from dataclasses import dataclass
 
 from odradek.config import BrokerConfig, Listener
 from odradek.config_keys import ConfigError, Password
+from odradek.protocol.client_security import PLAINTEXT, ClientSecurity
+from odradek.protocol.sasl_client import MECHANISMS as CLIENT_MECHANISMS
+from odradek.security.principal_mapping import Rule, parse_rules
 from odradek.server import tls
 from odradek.server.sasl import SUPPORTED_MECHANISMS, SaslSettings, plain_users
 
@@ -46,7 +50,7 @@ class ListenerSecurity:
     protocol: str
     ssl_context: ssl.SSLContext | None = None
     sasl: SaslSettings | None = None
-
+    principal_rules: list[Rule] | None = None  # ssl.principal.mapping.rules; None: DEFAULT
     @classmethod
     def plaintext(cls, name: str = "PLAINTEXT") -> ListenerSecurity:
         return cls(name, "PLAINTEXT")
@@ -60,7 +64,9 @@ class ListenerSecurity:
         sasl = None
         if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
             sasl = _sasl_settings(lookup, listener.name, config.get("connection.failed.authentication.delay.ms"))
-        return cls(listener.name, protocol, context, sasl)
+        rules_text = (lookup("ssl.principal.mapping.rules") or "DEFAULT").strip()
+        rules = parse_rules(rules_text) if context is not None and rules_text != "DEFAULT" else None
+        return cls(listener.name, protocol, context, sasl, rules)
 
 
 def _sasl_settings(lookup: tls.Lookup, listener: str, delay_ms: int) -> SaslSettings:
@@ -84,3 +90,36 @@ def _sasl_settings(lookup: tls.Lookup, listener: str, delay_ms: int) -> SaslSett
         users = plain_users(jaas, key)
     reauth_ms = int(lookup("connections.max.reauth.ms") or 0)
     return SaslSettings(mechanisms, users, delay_ms, reauth_ms)
+
+
+def inter_broker_security(config: BrokerConfig) -> ClientSecurity:
+    """How this broker connects to its peers' inter-broker listener, from Kafka's keys: the listener's TLS
+    keys (trust store, and its key store as the client certificate for mutual TLS), and for SASL
+    `sasl.mechanism.inter.broker.protocol` with the username and password of the JAAS entry for that
+    mechanism (`listener.name.<l>.<mechanism>.sasl.jaas.config`, else `sasl.jaas.config`).
+    Raises ConfigError (one line) on what cannot work."""
+    from odradek.security.client_config import jaas_credentials
+
+    listener = config.inter_broker_listener
+    protocol = listener.security_protocol
+    if protocol == "PLAINTEXT":
+        return PLAINTEXT
+    lookup = listener_lookup(config.get, config.is_set, listener.name)
+    context = tls.client_context(lookup) if protocol in ("SSL", "SASL_SSL") else None
+    if protocol == "SSL":
+        return ClientSecurity(protocol, context)
+    mechanism = str(config.get("sasl.mechanism.inter.broker.protocol")).strip().upper()
+    if mechanism not in CLIENT_MECHANISMS:
+        raise ConfigError(f"sasl.mechanism.inter.broker.protocol={mechanism}: Odradek's brokers authenticate to each"
+                          f" other with {', '.join(CLIENT_MECHANISMS)}")
+    enabled = _sasl_settings(lookup, listener.name, 0).mechanisms
+    if mechanism not in enabled:
+        raise ConfigError(f"sasl.mechanism.inter.broker.protocol={mechanism} is not in the inter-broker listener"
+                          f" {listener.name}'s sasl.enabled.mechanisms ({','.join(enabled)})")
+    key = f"listener.name.{listener.name.lower()}.{mechanism.lower()}.sasl.jaas.config"
+    jaas = lookup(f"{mechanism.lower()}.sasl.jaas.config") or lookup("sasl.jaas.config")
+    if jaas is None:
+        raise ConfigError(f"the inter-broker listener {listener.name} uses SASL {mechanism}: set the broker's own "
+                          f'username="..." password="..." in {key} (or sasl.jaas.config)')
+    username, password = jaas_credentials(jaas, key)
+    return ClientSecurity(protocol, context, mechanism, username, password)

@@ -1,6 +1,7 @@
 """TLS for SSL and SASL_SSL listeners: an `ssl.SSLContext` built from Kafka's `ssl.*` keys, read for
-one listener (`listener.name.<name>.ssl.*` first, then `ssl.*`). Only PEM key and trust stores are
-supported; a JKS or PKCS12 store stops start-up with one line saying so."""
+one listener (`listener.name.<name>.ssl.*` first, then `ssl.*`); and the client side of the same keys, for
+a broker reaching its peers over the inter-broker listener and for the tools' `--command-config`. Only PEM
+key and trust stores are supported; a JKS or PKCS12 store stops start-up with one line saying so."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import tempfile
 from collections.abc import Callable
 
 from odradek.config_keys import ConfigError
+from odradek.security.principal_mapping import Rule, map_principal
 
 # Reads one key for the listener: its raw value, or None when unset (security.listener_lookup).
 Lookup = Callable[[str], str | None]
@@ -140,14 +142,7 @@ def server_context(lookup: Lookup) -> ssl.SSLContext:
     if lookup("ssl.truststore.location") or lookup("ssl.truststore.certificates"):
         _store_type(lookup, "truststore")
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    enabled_raw = lookup("ssl.enabled.protocols") or "TLSv1.2,TLSv1.3"
-    enabled = [p.strip() for p in enabled_raw.split(",") if p.strip()]
-    unknown = [p for p in enabled if p not in _PROTOCOLS]
-    if unknown or not enabled:
-        raise ConfigError(f"Invalid value {enabled_raw} for configuration ssl.enabled.protocols: "
-                          f"expected a list of {', '.join(_PROTOCOLS)}")
-    versions = sorted(_PROTOCOLS[p] for p in enabled)
-    ctx.minimum_version, ctx.maximum_version = versions[0], versions[-1]
+    _protocol_range(ctx, lookup)
     _ciphers(ctx, lookup("ssl.cipher.suites") or "")
     _load_key_and_chain(ctx, lookup)
     auth = (lookup("ssl.client.auth") or "none").strip().lower()
@@ -159,14 +154,52 @@ def server_context(lookup: Lookup) -> ssl.SSLContext:
     return ctx
 
 
-def peer_principal(ssl_object: ssl.SSLObject | ssl.SSLSocket | None) -> str:
-    """Kafka's default principal of a TLS peer: User:<subject distinguished name> when the client sent a
-    certificate, else User:ANONYMOUS."""
+def _protocol_range(ctx: ssl.SSLContext, lookup: Lookup) -> None:
+    enabled_raw = lookup("ssl.enabled.protocols") or "TLSv1.2,TLSv1.3"
+    enabled = [p.strip() for p in enabled_raw.split(",") if p.strip()]
+    unknown = [p for p in enabled if p not in _PROTOCOLS]
+    if unknown or not enabled:
+        raise ConfigError(f"Invalid value {enabled_raw} for configuration ssl.enabled.protocols: "
+                          f"expected a list of {', '.join(_PROTOCOLS)}")
+    versions = sorted(_PROTOCOLS[p] for p in enabled)
+    ctx.minimum_version, ctx.maximum_version = versions[0], versions[-1]
+
+
+def client_context(lookup: Lookup, present_key: bool = True) -> ssl.SSLContext:
+    """The client-side context from Kafka client keys: the server is verified against the trust store
+    (`ssl.truststore.location`/`ssl.truststore.certificates`, else the system's CAs), its host name too
+    unless `ssl.endpoint.identification.algorithm` is empty (Kafka's default is https); a key store, when
+    configured and `present_key`, is the client's certificate for mutual TLS."""
+    if lookup("ssl.truststore.location") or lookup("ssl.truststore.certificates"):
+        _store_type(lookup, "truststore")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    _protocol_range(ctx, lookup)
+    _ciphers(ctx, lookup("ssl.cipher.suites") or "")
+    algorithm = lookup("ssl.endpoint.identification.algorithm")
+    ctx.check_hostname = (algorithm if algorithm is not None else "https").strip() != ""
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    _load_trust(ctx, lookup, False)
+    if not (lookup("ssl.truststore.location") or lookup("ssl.truststore.certificates")):
+        ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
+    if present_key and (lookup("ssl.keystore.location") or lookup("ssl.keystore.key")):
+        _store_type(lookup, "keystore")
+        _load_key_and_chain(ctx, lookup)
+    return ctx
+
+
+def peer_principal(ssl_object: ssl.SSLObject | ssl.SSLSocket | None, rules: list[Rule] | None = None) -> str:
+    """The principal of a TLS peer: User:<name> where the name is the certificate's subject distinguished
+    name (RFC 2253 order, as Kafka's X500Principal gives it) mapped by `ssl.principal.mapping.rules`
+    (`rules`; None is DEFAULT, the DN itself); User:ANONYMOUS when the client sent no certificate.
+    Raises NoMatchingRule when no rule maps the DN."""
     cert = ssl_object.getpeercert() if ssl_object is not None else None
     if not cert:
         return "User:ANONYMOUS"
     rdns = [f"{_ATTR.get(k, k)}={v}" for rdn in reversed(cert.get("subject", ())) for k, v in rdn]
-    return "User:" + ",".join(rdns) if rdns else "User:ANONYMOUS"
+    if not rdns:
+        return "User:ANONYMOUS"
+    dn = ",".join(rdns)
+    return "User:" + (map_principal(rules, dn) if rules else dn)
 
 
 _ATTR = {"commonName": "CN", "organizationName": "O", "organizationalUnitName": "OU", "countryName": "C",

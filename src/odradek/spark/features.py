@@ -1,9 +1,9 @@
-"""Asks a broker which APIs it offers (ApiVersions v0 over a plain socket), to decide on idempotence and
-to check that transactions can work.
+"""Asks a broker which APIs it offers (ApiVersions v0), to decide on idempotence and to check that
+transactions can work.
 
 The sink turns on the idempotent producer when the broker offers InitProducerId, and refuses
-transactionalIdPrefix up front when the broker does not offer EndTxn. The probe only works on PLAINTEXT
-listeners; with TLS or SASL it answers None (unknown) and the caller keeps its default.
+transactionalIdPrefix up front when the broker does not offer EndTxn. The probe connects as the client
+options say (TLS, SASL); when it cannot ask, it answers None (unknown) and the caller keeps its default.
 """
 
 from __future__ import annotations
@@ -11,14 +11,18 @@ from __future__ import annotations
 from kafka.protocol.metadata import ApiVersionsRequest
 from kafka.protocol.producer import InitProducerIdRequest
 
+from odradek.config_keys import ConfigError
+from odradek.protocol.client_security import PLAINTEXT, ClientSecurity
 from odradek.protocol.transport import BlockingConnection
+from odradek.security.client_config import client_security
 
 END_TXN_API_KEY = 26
 
 
-def api_versions(host: str, port: int, timeout: float = 5.0) -> dict[int, tuple[int, int]]:
+def api_versions(host: str, port: int, timeout: float = 5.0,
+                 security: ClientSecurity = PLAINTEXT) -> dict[int, tuple[int, int]]:
     """{api_key: (min_version, max_version)} as the broker at host:port announces them."""
-    with BlockingConnection(host, port, "odradek-spark-probe", timeout) as conn:
+    with BlockingConnection(host, port, "odradek-spark-probe", timeout, security=security) as conn:
         response = conn.request(ApiVersionsRequest(), 0)
     if response.error_code:
         raise ConnectionError(f"ApiVersions answered error code {response.error_code}")
@@ -27,14 +31,16 @@ def api_versions(host: str, port: int, timeout: float = 5.0) -> dict[int, tuple[
 
 def offers_api(client: dict[str, str], api_key: int, timeout: float = 5.0) -> bool | None:
     """True/False when a bootstrap broker says whether it offers `api_key`; None when it can't be asked."""
-    if client.get("security.protocol", "plaintext").lower() != "plaintext":
+    try:
+        security = client_security(client)
+    except ConfigError:
         return None
     for server in client.get("bootstrap.servers", "").split(","):
         host, _, port = server.strip().rpartition(":")
         if not host or not port.isdigit():
             continue
         try:
-            return api_key in api_versions(host.strip("[]"), int(port), timeout)
+            return api_key in api_versions(host.strip("[]"), int(port), timeout, security)
         except OSError:
             continue
     return None

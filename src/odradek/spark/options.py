@@ -68,14 +68,21 @@ def _lower(options: Mapping[str, str]) -> dict[str, str]:
 
 
 def client_params(opts: Mapping[str, str], forbidden: Mapping[str, str]) -> dict[str, str]:
-    """The `kafka.`-prefixed options, prefix removed; refuses the ones the connector owns."""
+    """The `kafka.`-prefixed options, prefix removed, the Java client's security keys (sasl.jaas.config,
+    PEM ssl.truststore.location, ...) turned into librdkafka's; refuses the ones the connector owns."""
+    from odradek.config_keys import ConfigError
+    from odradek.security.client_config import librdkafka_config
+
     params = {k[len("kafka."):]: v for k, v in opts.items() if k.startswith("kafka.")}
     for key, why in forbidden.items():
         if key in params:
             raise ValueError(f"Kafka option 'kafka.{key}' is not supported: {why}")
     if not params.get("bootstrap.servers"):
         raise ValueError("Option 'kafka.bootstrap.servers' must be specified for configuring the Kafka client")
-    return params
+    try:
+        return librdkafka_config(params)
+    except ConfigError as exc:
+        raise ValueError(f"Kafka option 'kafka.sasl.jaas.config': {exc}") from None
 
 
 @dataclass(frozen=True)

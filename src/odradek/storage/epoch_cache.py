@@ -121,6 +121,12 @@ class LeaderEpochCache:
             self.entries = keep
             self._changed()
 
+    def replace(self, entries: list[tuple[int, int]]) -> None:
+        """Take another replica's entries (a log moved to another log dir keeps its epochs)."""
+        if entries != self.entries:
+            self.entries = list(entries)
+            self._changed()
+
     def clear(self) -> None:
         self.entries = []
         self._changed()

@@ -23,6 +23,7 @@ import errno
 import logging
 import os
 import random
+import re
 import shutil
 import threading
 import time
@@ -32,6 +33,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Generic, Literal, TypeVar, overload
 
 from odradek.protocol.errors import ErrorCode, InvalidRecordError, KafkaError, RecordValidationError
 from odradek.protocol.records import (
@@ -103,10 +105,13 @@ class AppendInfo:
     durable: Future[None] | None = None
 
 
+_Records = TypeVar("_Records", bytes, bytes | FileRegion)
+
+
 @dataclass(frozen=True, slots=True)
-class FetchDataInfo:
+class FetchDataInfo(Generic[_Records]):
     fetch_offset: int
-    records: bytes | FileRegion
+    records: _Records  # bytes, or with zero_copy a FileRegion of the segment file
 
 
 MAX_FILE_NAME = 255  # bytes in one path component (ext4, xfs, ...)
@@ -118,6 +123,22 @@ def delete_dir_name(topic: str, partition: int) -> str:
     suffix = f"-{partition}.{uuid.uuid4().hex}-delete"
     prefix = topic.encode()[: MAX_FILE_NAME - len(suffix)].decode(errors="ignore")
     return prefix + suffix
+
+
+FUTURE_DIR_SUFFIX = "-future"
+_FUTURE_DIR = re.compile(r"^(.+-\d+)\.[0-9a-f]{32}-future$")
+
+
+def future_dir_name(topic: str, partition: int) -> str:
+    """`<topic>-<partition>.<uuid>-future`: a replica being moved into this log dir (KIP-113). Not cut
+    short like a delete name: AlterReplicaLogDirs refuses topics whose future name would not fit."""
+    return f"{topic}-{partition}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"
+
+
+def parse_future_dir(name: str) -> tuple[str, int] | None:
+    """The partition of a future replica's directory name, None for any other name."""
+    m = _FUTURE_DIR.match(name)
+    return parse_topic_partition(m.group(1)) if m else None
 
 
 def parse_topic_partition(name: str) -> tuple[str, int]:
@@ -165,10 +186,16 @@ class Log:
         background: Executor | None = None,
     ) -> None:
         self.dir = Path(dir)
-        self.topic, self.partition = parse_topic_partition(self.dir.name)
+        future = parse_future_dir(self.dir.name)
+        self.topic, self.partition = future or parse_topic_partition(self.dir.name)
         self.config = config or LogConfig.from_props()
         self.lock = threading.RLock()
         self.closed = False
+        # set when a move to another log dir retired this log (closed): flushes asked of it go there
+        self.successor: Log | None = None
+        # told (under the lock) of every truncation, with the new log end offset and whether it was a full
+        # one: a move to another log dir (storage/log_mover.py) repeats it on the future replica
+        self.truncation_listener: Callable[[int, bool], None] | None = None
         self._time = time_ms
         self._segments: list[LogSegment] = []
         self._bases: list[int] = []
@@ -500,10 +527,12 @@ class Log:
                 durable,
             )
 
-    def append_as_follower(self, records: bytes | bytearray | memoryview) -> AppendInfo:
+    def append_as_follower(self, records: bytes | bytearray | memoryview, keep_start: bool = False) -> AppendInfo:
         """Append replicated batches keeping their offsets (>= log end offset, increasing). Gaps in offsets,
         as compaction leaves on the leader, stay inside the segment for a compacted log, as in Kafka; in a
-        log that was never compacted (its recovery checks dense offsets) a gap starts a new segment."""
+        log that was never compacted (its recovery checks dense offsets) a gap starts a new segment. A gap
+        after an empty active segment replaces it (moving the log start up), unless `keep_start` (a copy
+        into a future log must keep the log start offset of the log it copies)."""
         data = bytearray(records)
         batches = validate_batches(data, None, producer=False)
         with self.lock:
@@ -530,7 +559,10 @@ class Log:
                 run_records = sum(h.records_count for _, h in run)
                 n_records += run_records
                 first = run[0][1].base_offset
-                if first != self._leo and (self._dense or self.active_segment.size == 0):
+                empty = self.active_segment.size == 0
+                if first != self._leo and (self._dense or (empty and not keep_start)
+                                           or run[-1][1].last_offset - self.active_segment.base_offset
+                                           > MAX_RELATIVE_OFFSET):
                     self._roll_locked(first)
                 durable = self._append(
                     view[start:end], entries, max(e.max_timestamp for e in entries), run_records, first
@@ -869,13 +901,24 @@ class Log:
 
     # --- read --------------------------------------------------------------------------------
 
+    @overload
+    def read(self, start_offset: int, max_bytes: int, max_offset: int | None = None, min_one_message: bool = True,
+             zero_copy: Literal[False] = False) -> FetchDataInfo[bytes]: ...
+
+    @overload
+    def read(self, start_offset: int, max_bytes: int, max_offset: int | None = None, min_one_message: bool = True,
+             *, zero_copy: bool) -> FetchDataInfo[bytes | FileRegion]: ...
+
     def read(
         self, start_offset: int, max_bytes: int, max_offset: int | None = None, min_one_message: bool = True,
         zero_copy: bool = False,
-    ) -> FetchDataInfo:
+    ) -> FetchDataInfo[bytes] | FetchDataInfo[bytes | FileRegion]:
         """Whole batches from the one containing `start_offset`, from one segment, at most `max_bytes`
         (unless min_one_message and the first batch alone is larger), none with base offset >= max_offset.
         With `zero_copy` the records are a FileRegion of the segment file (empty ones stay b"")."""
+        successor = self.successor
+        if successor is not None:  # moved to another log dir while a reader held on to this log
+            return successor.read(start_offset, max_bytes, max_offset, min_one_message, zero_copy=zero_copy)
         with self.lock:
             self._check_open()
             if start_offset < self.log_start_offset or start_offset > self._leo:
@@ -900,7 +943,7 @@ class Log:
             return FetchDataInfo(start_offset, result.data)
 
     def _read_region(self, i: int, start_offset: int, max_bytes: int, max_offset: int | None,
-                     min_one_message: bool, position: int | None) -> FetchDataInfo:
+                     min_one_message: bool, position: int | None) -> FetchDataInfo[bytes | FileRegion]:
         span = self._segments[i].span(start_offset, max_bytes, max_offset, min_one_message, position)
         while span is None and i + 1 < len(self._segments):
             i += 1
@@ -1127,6 +1170,8 @@ class Log:
             self.epochs.truncate_from_end(self._leo)
             self.txn_index.truncate_to(self._leo, self._bases)
             self._restore_producer_state(self._leo)
+            if self.truncation_listener is not None:
+                self.truncation_listener(self._leo, False)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete every segment and restart the (empty) log at `offset`."""
@@ -1153,6 +1198,8 @@ class Log:
             (self.dir / snapshot_name(snap)).unlink(missing_ok=True)
         if hasattr(self, "epochs"):
             self.epochs.clear()
+        if self.truncation_listener is not None:
+            self.truncation_listener(offset, True)
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -1188,7 +1235,10 @@ class Log:
     def _requested_flush(self) -> None:
         with self.lock:
             self._flush_request = None  # appends from now on are not covered: they queue another flush
+            successor = self.successor
             if self.closed:
+                if successor is not None:  # the records it was asked to make durable are there now
+                    successor.flush()
                 return
             sync = self._plan_sync(self._leo)
         self._run_sync(sync)
@@ -1319,6 +1369,33 @@ class Log:
             for seg in self._segments:
                 seg.close()
             self.closed = True
+
+    def retire(self, successor: Log) -> None:
+        """The replica moved to another log dir and `successor` (holding the same records) serves it now:
+        this log is closed without a flush (its directory is about to be deleted); reads and flushes still
+        asked of it go to the successor. Call holding `swap_lock` and the lock; `close_files` later."""
+        self.closed = True
+        self.successor = successor
+        self.truncation_listener = None
+
+    def close_files(self) -> None:
+        """Close the segment files of a retired log."""
+        with self.lock:
+            for seg in self._segments:
+                seg.close()
+
+    def rename_dir(self, new_dir: Path) -> None:
+        """Rename the partition directory (a future replica taking its final name) while the log stays
+        open: the files keep their descriptors, and every path the log derives from its directory
+        follows. A rename, no fsync: the caller fsyncs the parent directory."""
+        with self.swap_lock, self.lock:
+            os.rename(self.dir, new_dir)
+            self.dir = new_dir
+            for seg in self._segments:
+                seg.change_dir(new_dir)
+            self.epochs.path = new_dir / self.epochs.path.name
+            self.txn_index.dir = new_dir
+            self._prefix = f"[Log partition={self.topic}-{self.partition}, dir={self.dir.parent}]"
 
     def delete(self) -> None:
         """Close the files and remove the partition directory: first renamed to

@@ -1,7 +1,8 @@
 """All the logs of one broker under `log.dirs`: loading and recovery at start-up, checkpoint files,
 placement of new partitions, retention, log cleaner and flush passes, clean shutdown.
 
-Each log dir holds `<topic>-<partition>` directories plus Kafka's bookkeeping files:
+Each log dir holds `<topic>-<partition>` directories (and `<topic>-<partition>.<uuid>-future` ones: replicas
+being moved into it, see storage/log_mover.py) plus Kafka's bookkeeping files:
 `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`, `replication-offset-checkpoint`,
 `cleaner-offset-checkpoint` (each compacted log's first dirty offset), `.kafka_cleanshutdown` (present
 only while the broker is stopped after a clean shutdown) and `.lock`.
@@ -19,10 +20,18 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from odradek.fsutil import atomic_write, fsync_dir
-from odradek.protocol.errors import KafkaError
+from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.storage.cleaner import CleanerConfig, CleaningAborted, compact, run_cleanup
-from odradek.storage.log import Log, now_ms, parse_topic_partition
+from odradek.storage.log import (
+    MAX_FILE_NAME,
+    Log,
+    future_dir_name,
+    now_ms,
+    parse_future_dir,
+    parse_topic_partition,
+)
 from odradek.storage.log_config import LogConfig
+from odradek.storage.log_mover import LogDirMover
 from odradek.storage.segment import StorageError
 
 log = logging.getLogger("odradek.storage")
@@ -101,6 +110,13 @@ class LogManager:
         self._checkpoint_lock = threading.Lock()
         self._cleaner_stopping = False
         self._uncleanable: set[TopicPartition] = set()  # logs whose cleaning failed (Kafka skips them too)
+        # replicas being moved to another log dir: their future logs (each in the dir it moves to), the
+        # mover, the dirs AlterReplicaLogDirs asked for replicas not created yet, and who to tell of a swap
+        self._futures: dict[TopicPartition, Log] = {}
+        self._preferred_dirs: dict[TopicPartition, Path] = {}
+        self._alter_lock = threading.Lock()  # one AlterReplicaLogDirs change at a time
+        self.mover = LogDirMover(self)
+        self.replaced_listeners: list[Callable[[str, int, Log], None]] = []
 
     # --- start-up ----------------------------------------------------------------------------
 
@@ -116,9 +132,10 @@ class LogManager:
         clean_dirs = [d for d in self.log_dirs if (d / CLEAN_SHUTDOWN_FILE).exists()]
         for d in self.log_dirs:
             self._load_dir(d, clean=d in clean_dirs)
+        self._resume_moves()
         for d in clean_dirs:
             (d / CLEAN_SHUTDOWN_FILE).unlink()
-        for loaded in self._logs.values():
+        for loaded in [*self._logs.values(), *self._futures.values()]:
             if loaded.config.compact and loaded.cleaner_checkpoint is None:
                 loaded.cleaner_checkpoint = loaded.log_start_offset  # written just below
         self.checkpoint()
@@ -160,14 +177,17 @@ class LogManager:
                 log.info("Deleting %s, a partition directory left from an interrupted delete", entry.path)
                 shutil.rmtree(entry.path, ignore_errors=True)
                 continue
+            future = parse_future_dir(name)
             try:
-                key = parse_topic_partition(name)
+                key = future or parse_topic_partition(name)
             except ValueError:
                 log.warning("Skipping %s: not a <topic>-<partition> directory", entry.path)
                 continue
-            if key in self._logs:
+            found = self._futures if future else self._logs
+            if key in found:
                 raise StorageError(
-                    message=f"Duplicate log directories for {name} are found in both {self._dir_of[key]} and {d}."
+                    message=f"Duplicate log directories for {key[0]}-{key[1]} are found in both "
+                            f"{found[key].dir.parent} and {d}."
                 )
             loaded = Log(
                 entry.path,
@@ -179,7 +199,27 @@ class LogManager:
                 time_ms=self._time,
                 cleaner_checkpoint=cleaner_offsets.get(key),
             )
-            self._register(key, d, loaded)
+            if future:
+                self._futures[key] = loaded
+            else:
+                self._register(key, d, loaded)
+
+    def _resume_moves(self) -> None:
+        """Future logs found at load: a move under way resumes (the mover starts with `start_moves`);
+        one without a current log had passed its commit (the current directory renamed `-delete`) and
+        holds everything, so it becomes the log."""
+        for key, future in list(self._futures.items()):
+            if key in self._logs:
+                log.info("Resuming the move of %s-%d to %s", key[0], key[1], future.dir.parent)
+                self.mover.add(key, future, self._logs[key])
+                continue
+            del self._futures[key]
+            final = future.dir.parent / f"{key[0]}-{key[1]}"
+            log.info("Completing the move of %s-%d to %s (interrupted after its swap)", key[0], key[1],
+                     future.dir.parent)
+            future.rename_dir(final)
+            fsync_dir(final.parent)
+            self._register(key, final.parent, future)
 
     def _register(self, key: TopicPartition, d: Path, partition_log: Log) -> None:
         self._logs[key] = partition_log
@@ -230,7 +270,7 @@ class LogManager:
         return LogConfig.from_props({**self.default_props, **props})
 
     def _create_locked(self, key: TopicPartition, config: LogConfig) -> Log:
-        d = min(self.log_dirs, key=lambda x: self._dir_counts.get(x, 0))
+        d = self._preferred_dirs.pop(key, None) or min(self.log_dirs, key=lambda x: self._dir_counts.get(x, 0))
         created = Log(d / f"{key[0]}-{key[1]}", config, time_ms=self._time)
         log.info("Created log for partition %s-%d in %s", key[0], key[1], d)
         self._register(key, d, created)
@@ -248,8 +288,10 @@ class LogManager:
         return dict(self._topic_props.get(topic, {}))
 
     def delete_log(self, topic: str, partition: int) -> bool:
-        """Remove the partition's log and its directory; False if there was none."""
+        """Remove the partition's log and its directory (and a future log moving it); False if there was
+        none."""
         key = (topic, partition)
+        self._drop_future(key)
         with self._mutex:
             doomed = self._logs.pop(key, None)
             d = self._dir_of.pop(key, None)
@@ -266,7 +308,7 @@ class LogManager:
         config = LogConfig.from_props({**self.default_props, **props})
         with self._mutex:
             self._topic_props[topic] = dict(props)
-            targets = [lg for (t, _), lg in self._logs.items() if t == topic]
+            targets = [lg for (t, _), lg in [*self._logs.items(), *self._futures.items()] if t == topic]
             if config.compact:
                 self._mark_compacted_locked(targets)
         for target in targets:
@@ -280,7 +322,7 @@ class LogManager:
             self.default_props = dict(default_props)
             configs: dict[str, LogConfig] = {}
             changed: list[tuple[Log, LogConfig]] = []
-            for (topic, _), lg in self._logs.items():
+            for (topic, _), lg in [*self._logs.items(), *self._futures.items()]:
                 if topic not in configs:
                     configs[topic] = self._config_for(topic)
                 if lg.config != configs[topic]:
@@ -299,9 +341,102 @@ class LogManager:
             return
         for lg in marked:
             lg.cleaner_checkpoint = lg.log_start_offset  # the first dirty offset it stands for anyway
-        keys = {id(lg): key for key, lg in self._logs.items()}
-        for d in {self._dir_of[keys[id(lg)]] for lg in marked}:
+        for d in {lg.dir.parent for lg in marked}:
             self._write_cleaner_checkpoint(d)
+
+    # --- moving replicas between log dirs (AlterReplicaLogDirs) --------------------------------
+
+    def futures(self) -> list[Log]:
+        with self._mutex:
+            return list(self._futures.values())
+
+    def future_log(self, topic: str, partition: int) -> Log | None:
+        return self._futures.get((topic, partition))
+
+    def log_dir_named(self, path: str) -> Path | None:
+        """The configured log dir whose absolute path is `path` (Kafka compares the strings)."""
+        return next((d for d in self.log_dirs if str(d) == path), None)
+
+    @staticmethod
+    def dir_online(d: Path) -> bool:
+        return d.is_dir() and os.access(d, os.W_OK | os.X_OK)
+
+    def start_moves(self, run_swap: Callable[[Callable[[], None]], None] | None = None) -> None:
+        """Start the mover thread (moves resumed at load wait for it); `run_swap` runs a move's final
+        swap on the thread that appends to logs (the broker's event loop)."""
+        self.mover.start(run_swap)
+
+    def alter_log_dir(self, topic: str, partition: int, dest: Path) -> ErrorCode:
+        """AlterReplicaLogDirs for one replica, as Kafka's ReplicaManager: a move to another dir stops;
+        the dir is remembered for a replica not created yet (REPLICA_NOT_AVAILABLE, the caller tells it
+        from an unknown partition); a replica elsewhere gets a future log in `dest` and the mover copies
+        it there. A worker thread's job (it creates files)."""
+        key = (topic, partition)
+        if len(future_dir_name(topic, partition).encode()) > MAX_FILE_NAME:
+            return ErrorCode.INVALID_TOPIC_EXCEPTION
+        if not self.dir_online(dest):
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        with self._alter_lock:
+            future = self._futures.get(key)
+            if future is not None and future.dir.parent != dest:
+                log.info("Stopping the move of %s-%d to %s: now asked to go to %s", topic, partition,
+                         future.dir.parent, dest)
+                self._drop_future(key)
+                future = None
+            with self._mutex:
+                current = self._logs.get(key)
+                if (current is None or self._dir_of[key] != dest) and future is None:
+                    self._preferred_dirs[key] = dest
+            if current is None:
+                return ErrorCode.REPLICA_NOT_AVAILABLE
+            if future is not None or self._dir_of.get(key) == dest:
+                return ErrorCode.NONE
+            try:
+                self._create_future(key, current, dest)
+            except (OSError, StorageError) as exc:
+                log.error("Cannot create the future log of %s-%d in %s: %s", topic, partition, dest, exc)
+                return ErrorCode.KAFKA_STORAGE_ERROR
+            return ErrorCode.NONE
+
+    def _create_future(self, key: TopicPartition, current: Log, dest: Path) -> None:
+        with current.lock:
+            start, hw = current.log_start_offset, current.high_watermark
+            gaps = current.cleaner_checkpoint is not None
+        future = Log(dest / future_dir_name(*key), current.config, log_start_offset=start, high_watermark=hw,
+                     time_ms=self._time)
+        if gaps or future.config.compact:  # offsets may have gaps: recovery must know (see _mark_compacted)
+            future.cleaner_checkpoint = start
+        with self._mutex:
+            self._futures[key] = future
+            self._preferred_dirs.pop(key, None)
+        if future.cleaner_checkpoint is not None:
+            self._write_cleaner_checkpoint(dest)
+        fsync_dir(dest)
+        log.info("Created the future log of %s-%d in %s, moving it from %s", key[0], key[1], dest,
+                 current.dir.parent)
+        self.mover.add(key, future, current)
+        self.mover.start()
+
+    def _drop_future(self, key: TopicPartition) -> None:
+        """Stop a move and delete its future log."""
+        self.mover.cancel(key)
+        with self._mutex:
+            future = self._futures.pop(key, None)
+        if future is not None:
+            future.delete()
+
+    def replaced(self, key: TopicPartition, old: Log, new: Log) -> None:
+        """A move's swap (storage/log_mover.py, on the thread that appends): `new`, the future log, is
+        the partition's log from now on."""
+        with self._mutex:
+            self._logs[key] = new
+            old_dir = self._dir_of[key]
+            self._dir_counts[old_dir] -= 1
+            self._dir_of[key] = new.dir.parent
+            self._dir_counts[new.dir.parent] = self._dir_counts.get(new.dir.parent, 0) + 1
+            self._futures.pop(key, None)
+        for listener in self.replaced_listeners:
+            listener(key[0], key[1], new)
 
     # --- background work ---------------------------------------------------------------------
 
@@ -318,8 +453,10 @@ class LogManager:
 
     def _logs_in(self, d: Path) -> list[tuple[TopicPartition, Log]]:
         # Copies taken in one step each (atomic under the GIL), not under `_mutex`: see `_checkpoint_lock`.
+        # A future log is in its dir's files too (never the dir of its partition's current log).
         dir_of = dict(self._dir_of)
-        return [(key, lg) for key, lg in list(self._logs.items()) if dir_of.get(key) == d]
+        mine = [(key, lg) for key, lg in list(self._logs.items()) if dir_of.get(key) == d]
+        return mine + [(key, lg) for key, lg in list(self._futures.items()) if lg.dir.parent == d]
 
     def _write_cleaner_checkpoint(self, d: Path) -> None:
         with self._checkpoint_lock:
@@ -358,6 +495,8 @@ class LogManager:
     def _clean_one(self, key: TopicPartition, target: Log) -> bool:
         if self._cleaner_stopping or not target.config.compact or key in self._uncleanable:
             return False
+        if key in self._futures:  # paused while the replica moves to another log dir, as in Kafka
+            return False
         try:
             return compact(target, self._time(), self.cleaner, lambda: self._cleaner_stopping) is not None
         except CleaningAborted as exc:
@@ -373,7 +512,7 @@ class LogManager:
         """fsync logs whose flush.ms has elapsed since their last flush; returns how many. A worker
         thread's job (a log's lock is not held while its files are fsynced)."""
         flushed = 0
-        for target in self.logs():
+        for target in self.logs() + self.futures():
             if (
                 target.recovery_point < target.log_end_offset
                 and now_ms - target.last_flush_ms >= target.config.flush_ms
@@ -390,15 +529,18 @@ class LogManager:
         """Flush and close every log, checkpoint, then mark each dir cleanly shut down and unlock it."""
         log.info("Shutting down the log manager")
         self.stop_cleaning()
+        self.mover.stop()
         with self._cleaner_lock:  # a running cleaner pass notices the flag at its next batch
             pass
         failed: set[Path] = set()
-        for key, target in list(self._logs.items()):
+        targets = [(self._dir_of[key], lg) for key, lg in self._logs.items()]
+        targets += [(lg.dir.parent, lg) for lg in self._futures.values()]
+        for d, target in targets:
             try:
                 target.close()
             except OSError:
                 log.exception("Error closing %s", target)
-                failed.add(self._dir_of[key])
+                failed.add(d)
         self.checkpoint()
         for d in self.log_dirs:
             if d in failed:  # its logs were not all flushed: the next start-up must recover them

@@ -185,6 +185,11 @@ class LogSegment:
         self.suffix = suffix
         self.log_path, self.index_path, self.timeindex_path = self.paths(self.dir, self.base_offset, suffix)
 
+    def change_dir(self, new_dir: Path) -> None:
+        """The directory was renamed (the files moved with it): recompute the paths."""
+        self.dir = new_dir
+        self._set_paths(self.suffix)
+
     def change_suffix(self, suffix: str) -> None:
         """Rename the segment's files to carry `suffix` ('' for the final names), replacing files of
         those names. The indexes go first and the .log last: the .log's rename is the step that counts."""

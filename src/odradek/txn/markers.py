@@ -128,7 +128,7 @@ class MarkerSender:
             if info is None:
                 raise LookupError(f"broker {leader} is not registered")
             conn = AsyncConnection(info.host, info.port, f"broker-{self.broker.broker_id}-txn-markers",
-                                   timeout_s=self.timeout_s + 5)
+                                   timeout_s=self.timeout_s + 5, security=self.broker.inter_broker_security)
             self._connections[leader] = conn
         topics: dict[str, list[int]] = {}
         for t, p in tps:

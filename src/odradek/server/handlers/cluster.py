@@ -59,7 +59,7 @@ async def _forward(ctx: RequestContext, request: Any) -> Any | None:
     if cid < 0 or cid == broker.broker_id or info is None:
         return None
     client = BrokerClient(info.host, info.port, f"{FORWARD_CLIENT_PREFIX}{broker.broker_id}",
-                          timeout_s=_timeout_s(request) + 10)
+                          timeout_s=_timeout_s(request) + 10, security=broker.inter_broker_security)
     try:
         return _fresh(await client.request(_fresh(request), ctx.version))
     except (OSError, ConnectionError, TimeoutError, asyncio.IncompleteReadError) as exc:

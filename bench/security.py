@@ -1,0 +1,125 @@
+"""Throughput over SASL_SSL (SCRAM-SHA-512 on TLS) beside PLAINTEXT, one broker serving both listeners in
+the same run, with confluent-kafka; and the connection set-up rate (TCP + TLS handshake + SCRAM login)
+against plain TCP connects.
+
+    python bench/security.py            # 500,000 x 100 B per listener, best of 2 rounds, 200 logins
+    python bench/security.py --quick    # CI-sized
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
+from confluent_kafka.admin import (  # noqa: E402
+    AdminClient,
+    NewTopic,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
+from tests.harness import BrokerProcess, free_port  # noqa: E402
+
+from odradek.cli.cluster_security import issue_certificates  # noqa: E402
+from odradek.protocol.transport import BlockingConnection  # noqa: E402
+from odradek.security.client_config import client_security  # noqa: E402
+
+USER, PASSWORD = "bench", "bench-secret"
+
+
+def produce(bootstrap: str, conf: dict[str, str], topic: str, n: int) -> float:
+    p = Producer({**conf, "bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 1_000_000,
+                  "queue.buffering.max.messages": 2_000_000})
+    value = b"v" * 100
+    start = time.perf_counter()
+    for _ in range(n):
+        while True:
+            try:
+                p.produce(topic, value)
+                break
+            except BufferError:
+                p.poll(0.01)
+    if p.flush(120):
+        raise SystemExit("produce did not finish")
+    return time.perf_counter() - start
+
+
+def consume(bootstrap: str, conf: dict[str, str], topic: str, n: int) -> float:
+    c = Consumer({**conf, "bootstrap.servers": bootstrap, "group.id": "bench-" + uuid.uuid4().hex,
+                  "enable.auto.commit": False, "queued.min.messages": 1_000_000})
+    c.assign([TopicPartition(topic, 0, -2)])
+    got, start = 0, time.perf_counter()
+    while got < n:
+        got += sum(1 for m in c.consume(10000, 1.0) if m.error() is None)
+        if time.perf_counter() - start > 300:
+            raise SystemExit(f"consumed only {got} of {n}")
+    elapsed = time.perf_counter() - start
+    c.close()
+    return elapsed
+
+
+def logins_per_second(port: int, props: dict[str, str], count: int) -> float:
+    security = client_security(props)
+    start = time.perf_counter()
+    for _ in range(count):
+        BlockingConnection("127.0.0.1", port, "bench-login", 10.0, security=security).close()
+    return count / (time.perf_counter() - start)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small run for CI")
+    args = ap.parse_args()
+    n, rounds, logins = (50_000, 1, 20) if args.quick else (500_000, 2, 200)
+    with tempfile.TemporaryDirectory() as tmp:
+        ca_pem, broker_pem = issue_certificates("127.0.0.1")
+        (Path(tmp) / "ca.pem").write_text(ca_pem)
+        (Path(tmp) / "broker.pem").write_text(broker_pem)
+        plain, secured = free_port(), free_port()
+        broker = BrokerProcess(Path(tmp) / "broker", port=plain, overrides={
+            "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_SSL://127.0.0.1:{secured}",
+            "sasl.enabled.mechanisms": "SCRAM-SHA-512", "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(Path(tmp) / "broker.pem")})
+        broker.start()
+        try:
+            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+            upsert = UserScramCredentialUpsertion(USER, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096),
+                                                  PASSWORD.encode())
+            for f in admin.alter_user_scram_credentials([upsert]).values():
+                f.result(30)
+            sasl_ssl = {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": USER,
+                        "sasl.password": PASSWORD, "ssl.ca.location": str(Path(tmp) / "ca.pem")}
+            listeners = {"PLAINTEXT": (broker.bootstrap, {}), "SASL_SSL": (f"127.0.0.1:{secured}", sasl_ssl)}
+            best: dict[tuple[str, str], float] = {}
+            for _ in range(rounds):  # alternate, so both listeners see the same machine load
+                for name, (bootstrap, conf) in listeners.items():
+                    topic = f"bench-sec-{name.lower()}-{uuid.uuid4().hex[:6]}"
+                    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+                    t = produce(bootstrap, conf, topic, n)
+                    best[name, "produce"] = min(best.get((name, "produce"), float("inf")), t)
+                    t = consume(bootstrap, conf, topic, n)
+                    best[name, "consume"] = min(best.get((name, "consume"), float("inf")), t)
+            print(f"{n} x 100 B, one partition, acks=1, best of {rounds}")
+            print(f"{'':10} {'PLAINTEXT msgs/s':>17} {'SASL_SSL msgs/s':>16} {'ratio':>7}")
+            for what in ("produce", "consume"):
+                p, s = n / best["PLAINTEXT", what], n / best["SASL_SSL", what]
+                print(f"{what:10} {p:>17.0f} {s:>16.0f} {s / p:>7.2f}")
+            tcp = logins_per_second(plain, {}, logins * 5)
+            scram = logins_per_second(secured, sasl_ssl, logins)
+            print(f"connection set-up: {tcp:.0f}/s plain TCP, {scram:.0f}/s TLS + SCRAM-SHA-512 login "
+                  f"(4096 iterations; client and broker on the same cores)")
+        finally:
+            broker.stop()
+            broker.kill()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

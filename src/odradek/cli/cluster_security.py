@@ -1,0 +1,148 @@
+"""`odradek cluster up --security ssl|sasl_plaintext|sasl_ssl`: what a secured pseudo-cluster needs, made
+for trying it out: a private CA and one broker certificate for the cluster's host (PEM, with the
+`cryptography` package), a generated password for the `admin` user (SASL/PLAIN, which the brokers also use
+among themselves over the same listener), the broker properties for that, and `client.properties` in the
+Java client's names for every tool's `--command-config` (and `--producer.config`/`--consumer.config`)."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+PROTOCOLS = {"plaintext": "PLAINTEXT", "ssl": "SSL", "sasl_plaintext": "SASL_PLAINTEXT", "sasl_ssl": "SASL_SSL"}
+ADMIN_USER = "admin"
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+VALID_DAYS = 365
+
+
+@dataclass(frozen=True)
+class ClusterSecurity:
+    protocol: str  # Kafka's name: PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
+    directory: Path  # where the CA, the broker key and client.properties are
+
+    @property
+    def tls(self) -> bool:
+        return self.protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def sasl(self) -> bool:
+        return self.protocol.startswith("SASL_")
+
+    @property
+    def ca_file(self) -> Path:
+        return self.directory / "ca.pem"
+
+    @property
+    def broker_pem(self) -> Path:
+        return self.directory / "broker.pem"
+
+    @property
+    def password_file(self) -> Path:
+        return self.directory / "admin.password"
+
+    @property
+    def client_properties(self) -> Path:
+        return self.directory / "client.properties"
+
+    def password(self) -> str:
+        return self.password_file.read_text().strip()
+
+    def prepare(self, host: str) -> None:
+        """Write the CA, the broker's key and certificate, the admin password and client.properties, once
+        (kept across `cluster down`/`up`, so clients keep working)."""
+        if self.protocol == "PLAINTEXT":
+            return
+        self.directory.mkdir(parents=True, exist_ok=True)
+        if self.tls and not (self.ca_file.exists() and self.broker_pem.exists()):
+            ca_pem, broker_pem = issue_certificates(host)
+            _write_private(self.ca_file, ca_pem, 0o644)
+            _write_private(self.broker_pem, broker_pem, 0o600)
+        if self.sasl and not self.password_file.exists():
+            _write_private(self.password_file, secrets.token_urlsafe(18) + "\n", 0o600)
+        _write_private(self.client_properties, self.client_text(), 0o600)
+
+    def client_text(self) -> str:
+        lines = [f"security.protocol={self.protocol}"]
+        if self.sasl:
+            lines += ["sasl.mechanism=PLAIN",
+                      f'sasl.jaas.config={PLAIN_MODULE} required username="{ADMIN_USER}" password="{self.password()}";']
+        if self.tls:
+            lines += ["ssl.truststore.type=PEM", f"ssl.truststore.location={self.ca_file}"]
+        return "\n".join(lines) + "\n"
+
+    def broker_properties(self, listener_address: str) -> dict[str, str]:
+        """One listener of this protocol (named after it), which brokers also use among themselves."""
+        props = {"listeners": f"{self.protocol}://{listener_address}"}
+        if self.protocol == "PLAINTEXT":
+            return props
+        props["security.inter.broker.protocol"] = self.protocol
+        if self.tls:
+            props |= {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(self.broker_pem),
+                      "ssl.truststore.type": "PEM", "ssl.truststore.location": str(self.ca_file)}
+        if self.sasl:
+            password = self.password()
+            name = self.protocol.lower()
+            props |= {
+                "sasl.enabled.mechanisms": "PLAIN",
+                "sasl.mechanism.inter.broker.protocol": "PLAIN",
+                f"listener.name.{name}.plain.sasl.jaas.config":
+                    f'{PLAIN_MODULE} required username="{ADMIN_USER}" password="{password}" '
+                    f'user_{ADMIN_USER}="{password}";',
+            }
+        return props
+
+
+def _write_private(path: Path, text: str, mode: int) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.chmod(path, mode)
+
+
+def issue_certificates(host: str) -> tuple[str, str]:
+    """(CA certificate, broker key + certificate chain) in PEM; the broker certificate names `host` and
+    localhost/127.0.0.1, so clients verifying host names accept it."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Odradek pseudo-cluster"),
+                         x509.NameAttribute(NameOID.COMMON_NAME, "Odradek pseudo-cluster CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name).public_key(ca_key.public_key())
+          .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+          .not_valid_after(now + datetime.timedelta(days=VALID_DAYS))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+          .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
+                                       content_commitment=False, key_encipherment=False, data_encipherment=False,
+                                       key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    names: list[x509.GeneralName] = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+        if address != ipaddress.ip_address("127.0.0.1"):
+            names.append(x509.IPAddress(address))
+    except ValueError:
+        if host != "localhost":
+            names.append(x509.DNSName(host))
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"odradek-broker {host}")]))
+            .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=VALID_DAYS))
+            .add_extension(x509.SubjectAlternativeName(names), critical=False)
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
+                           critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    pem = serialization.Encoding.PEM
+    ca_pem = ca.public_bytes(pem).decode()
+    key_pem = key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
+    return ca_pem, key_pem + cert.public_bytes(pem).decode() + ca_pem
