@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from odradek.cli.common import ArgParser, CliError, UsageError, read_properties_file, run_tool
+from odradek.cli.scram_config import scram_settings
 
 TOPICS, BROKERS, BROKER_LOGGERS, USERS, CLIENTS = "topics", "brokers", "broker-loggers", "users", "clients"
 SUPPORTED_TYPES = (TOPICS, BROKERS, BROKER_LOGGERS, USERS, CLIENTS)
@@ -206,23 +207,6 @@ def parse_command(argv: list[str]) -> Command:
                     raise UsageError(f"Invalid value {value} for configuration {key}: not a number") from None
     return Command(opts.bootstrap_server or "", "alter", entity_type, name, add=tuple(add.items()), delete=delete,
                    client_id=_client_id(opts), command_config=opts.command_config, zookeeper=opts.zookeeper, quota_entity=quota_entity)
-
-
-def scram_settings(mechanism: str, value: str) -> tuple[int, str]:
-    """(iterations, password) of `SCRAM-SHA-256=[iterations=8192,password=secret]` (iterations 4096 if not
-    given, as kafka-configs.sh)."""
-    fields: dict[str, str] = {}
-    for part in value.split(","):
-        key, eq, val = part.partition("=")
-        if not eq:
-            raise UsageError(f"Invalid {mechanism} value: expected [iterations=N,password=...]")
-        fields[key.strip()] = val.strip()
-    if "password" not in fields:
-        raise UsageError(f"Invalid {mechanism} value: a password must be given, e.g. [password=secret]")
-    iterations = fields.get("iterations", "4096")
-    if not iterations.isdigit():
-        raise UsageError(f"Invalid {mechanism} value: iterations must be a number")
-    return int(iterations), fields["password"]
 
 
 def _client_id(opts: argparse.Namespace) -> str:
