@@ -91,6 +91,10 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | N
             # acks=0 has no response to carry the error: close so the client notices (as Kafka does).
             raise CloseConnection("error while handling an acks=0 produce request")
         return None
+    if (flushes or waits) and not quotas.enabled:
+        # only waiting is left: a pipelined next Produce on this connection may append meanwhile
+        # (no quotas: a throttled client must not have its next request handled before the mute)
+        ctx.connection.release()
     if flushes:
         await asyncio.wait([f for f, _ in flushes])
         for fut, res in flushes:
