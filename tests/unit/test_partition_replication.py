@@ -95,6 +95,54 @@ def test_acks_all_waiters_resolve_when_the_high_watermark_reaches_them(tmp_path:
     asyncio.run(body())
 
 
+def test_one_follower_fetch_completes_every_produce_it_covers_within_the_call(tmp_path: Path) -> None:
+    """Pipelined acks=all produce requests each wait on the high watermark; the follower fetch that
+    moves it resolves them inside the fetch's own bookkeeping (an event, nothing polls), and only those
+    whose batches every ISR member has."""
+    async def body() -> None:
+        p = leader(tmp_path, isr=REPLICAS)
+        waiters = []
+        for n in (3, 5, 2):
+            info = p.append_as_leader(records(n), required_acks=-1)
+            waiters.append(p.hw_waiter(info.last_offset + 1))
+        p.update_follower(F2, 10)
+        assert not any(w.done() for w in waiters)  # F3, in the ISR too, has none of it yet
+        p.update_follower(F3, 8)
+        assert [w.done() for w in waiters] == [True, True, False]
+        p.update_follower(F3, 10)
+        assert all(w.done() for w in waiters)
+
+    asyncio.run(body())
+
+
+def test_an_append_wakes_a_waiting_follower_fetch_at_once(tmp_path: Path) -> None:
+    async def body() -> None:
+        p = leader(tmp_path, isr=REPLICAS)
+        parked = p.data_waiter(replica=True)  # a follower fetch at the log end, long-polling
+        assert not parked.done()
+        p.append_as_leader(records(1), required_acks=-1)
+        assert parked.done()
+
+    asyncio.run(body())
+
+
+def test_a_high_watermark_move_wakes_consumer_fetches_but_not_follower_fetches(tmp_path: Path) -> None:
+    """A follower reads to the log end: a new high watermark gives it nothing to read (Kafka's delayed
+    follower fetch does not complete on it either); a consumer reads to the high watermark."""
+    async def body() -> None:
+        p = leader(tmp_path, isr=REPLICAS)
+        p.append_as_leader(records(2), required_acks=-1)
+        follower, consumer = p.data_waiter(replica=True), p.data_waiter()
+        p.update_follower(F2, 2)
+        p.update_follower(F3, 2)
+        assert p.high_watermark == 2
+        assert consumer.done() and not follower.done()
+        p.append_as_leader(records(1), required_acks=-1)
+        assert follower.done()
+
+    asyncio.run(body())
+
+
 def test_losing_leadership_fails_the_acks_all_waiters(tmp_path: Path) -> None:
     async def body() -> None:
         p = leader(tmp_path, isr=[ME, F2])

@@ -1,7 +1,8 @@
 """The Produce fast path: requests encoded by kafka-python at v3, v8, v9 (the first flexible one), v12 and
 v13 (topics named by id) parse into topics and partitions whose records are views into the frame, never copies; malformed bodies
 (truncated anywhere, negative or huge counts, more partitions than the decoded-object budget) are
-INVALID_REQUEST, not a crash or a huge allocation."""
+INVALID_REQUEST, not a crash or a huge allocation. The response encoder writes, at every version v3..v13,
+exactly the bytes kafka-python's encoder does."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from kafka.protocol.producer import ProduceRequest
 
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.framing import parse_request_header, write_uvarint
-from odradek.protocol.produce import parse_produce_request
+from odradek.protocol.produce import ProducePartitionResult, encode_produce_response, parse_produce_request
 from odradek.protocol.records import build_batch
 
 VERSIONS = [3, 8, 9, 12, 13]
@@ -165,3 +166,39 @@ def test_a_topic_name_longer_than_32767_bytes_is_an_invalid_request() -> None:
     with pytest.raises(KafkaError, match="longer than 32767") as info:
         parse_produce_request(memoryview(body), 0, 9)
     assert info.value.code == ErrorCode.INVALID_REQUEST
+
+
+# ---- the response ------------------------------------------------------------------------------------
+
+def _kafka_python_response(version: int, results: list[ProducePartitionResult], key: str | bytes,
+                           throttle: int) -> bytes:
+    from kafka.protocol.producer import ProduceResponse
+
+    topic = ProduceResponse.TopicProduceResponse
+    part = topic.PartitionProduceResponse
+    parts = [part(index=p.index, error_code=p.error_code, base_offset=p.base_offset,
+                  log_append_time_ms=p.log_append_time, log_start_offset=p.log_start_offset,
+                  error_message=p.error_message,
+                  record_errors=[part.BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
+                                 for i, m in p.record_errors or ()])
+             for p in results]
+    t = (topic(name=key, partition_responses=parts) if isinstance(key, str)
+         else topic(name="", topic_id=uuid.UUID(bytes=key), partition_responses=parts))
+    msg = ProduceResponse(responses=[t], throttle_time_ms=throttle)
+    return bytes(msg.encode(version=version))
+
+
+@pytest.mark.parametrize("version", range(3, 14))
+def test_the_response_is_byte_for_byte_kafka_pythons(version: int) -> None:
+    results = [
+        ProducePartitionResult(0, 0, 1234, -1, 17),
+        ProducePartitionResult(4, 0, 2**40, 1_700_000_000_000, 0),
+        ProducePartitionResult(2, 87, -1, -1, -1, "One or more records have been rejected",
+                               [(0, "bad key"), (3, None)]),
+        ProducePartitionResult(5, 6, -1, -1, -1, None),
+    ]
+    key: str | bytes = bytes(range(16)) if version >= 13 else "orders-ü"
+    mine = b"".join(encode_produce_response(version, 42, [(key, results)], throttle_time_ms=25))
+    header = len(b"\x00\x00\x00\x2a") + (1 if version >= 9 else 0)  # correlation id (+ tagged fields)
+    assert mine[:4] == (42).to_bytes(4, "big")
+    assert mine[header:] == _kafka_python_response(version, results, key, 25)

@@ -13,6 +13,7 @@ oldest outstanding request means the stream is lost; so does a frame that does n
 
 from __future__ import annotations
 
+import struct
 from collections import deque
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,9 @@ from odradek.protocol.framing import FrameAssembler, FrameError, parse_response_
 # No response is that large; a size prefix above it means the stream is garbled.
 DEFAULT_MAX_FRAME_SIZE = 1 << 30
 _MAX_CORRELATION_ID = (1 << 31) - 1
+_RAW_HEADER = struct.Struct(">ihhi")  # frame size (patched), api key, api version, correlation id
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
 
 
 class ProtocolError(ConnectionError):
@@ -54,8 +58,9 @@ class Response:
 @dataclass(frozen=True, slots=True)
 class _Expected:
     correlation_id: int
-    response_class: type[ApiMessage]
+    response_class: type[ApiMessage] | None  # None: answer a raw request with the undecoded body
     api_version: int
+    flexible: bool = False  # the response header of a raw request
 
 
 def flexible_response_header(response_class: type[ApiMessage], version: int) -> bool:
@@ -87,6 +92,20 @@ class ClientCodec:
             self._expected.append(_Expected(self.correlation_id, response_class, version))
         return frame
 
+    def send_raw(self, api_key: int, version: int, flexible: bool, body: bytes | bytearray) -> bytes:
+        """The frame for a request whose body was encoded by a fast path of `protocol/` (header v2 when
+        `flexible`, else v1); its response comes out of `feed` undecoded, as a view of the body."""
+        self.correlation_id = self.correlation_id % _MAX_CORRELATION_ID + 1
+        client_id = self.client_id.encode() if self.client_id is not None else None
+        head = bytearray(_RAW_HEADER.pack(0, api_key, version, self.correlation_id))
+        head += _INT16.pack(-1) if client_id is None else _INT16.pack(len(client_id)) + client_id
+        if flexible:
+            head += b"\x00"
+        head += body
+        _INT32.pack_into(head, 0, len(head) - 4)
+        self._expected.append(_Expected(self.correlation_id, None, version, flexible))
+        return bytes(head)
+
     def feed(self, data: bytes) -> list[Response]:
         """The responses completed by `data`, oldest first; empty `data` means the peer closed the stream."""
         if not data:
@@ -105,13 +124,16 @@ class ClientCodec:
             raise CorrelationMismatch(f"a response of {len(frame)} bytes arrived with no request outstanding")
         expected = self._expected.popleft()
         cls, version = expected.response_class, expected.api_version
+        flexible = expected.flexible if cls is None else flexible_response_header(cls, version)
         try:
-            correlation_id, body = parse_response_header(frame, flexible_response_header(cls, version))
+            correlation_id, body = parse_response_header(frame, flexible)
         except FrameError as exc:
-            raise MalformedResponse(f"{cls.name} v{version}: {exc}") from None
+            raise MalformedResponse(f"{'response' if cls is None else cls.name} v{version}: {exc}") from None
         if correlation_id != expected.correlation_id:
             raise CorrelationMismatch(
                 f"response with correlation id {correlation_id} where {expected.correlation_id} was expected")
+        if cls is None:
+            return Response(correlation_id, -1, version, frame[body:])
         try:
             message = cls.decode(frame[body:], version=version)
         except Exception as exc:  # kafka-python raises many kinds on garbage input

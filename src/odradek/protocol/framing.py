@@ -9,6 +9,7 @@ from typing import Protocol
 from odradek.protocol.errors import ErrorCode, KafkaError
 
 _INT32 = struct.Struct(">i")
+_INT16 = struct.Struct(">h")
 
 
 class Spliced(Protocol):
@@ -192,6 +193,14 @@ def peek_api(frame: memoryview) -> tuple[int, int, int]:
         raise FrameError(f"request of {len(frame)} bytes is too short for a request header")
     api_key, api_version, correlation_id = struct.unpack_from(">hhi", frame, 0)
     return api_key, api_version, correlation_id
+
+
+PRODUCE_KEY = 0
+
+
+def peek_api_key(frame: memoryview) -> int:
+    """The API key of a request frame, -1 if it is too short to have one."""
+    return _INT16.unpack_from(frame, 0)[0] if len(frame) >= 2 else -1
 
 
 def response_header(correlation_id: int, flexible: bool) -> bytes:

@@ -112,9 +112,23 @@ class AsyncConnection:
             self._abort()
             raise
 
+    async def request_raw(self, api_key: int, version: int, flexible: bool, body: bytes | bytearray) -> memoryview:
+        """A request body encoded by a fast path of `protocol/`; the answer is the response body, undecoded."""
+        if not self.connected:
+            await self.connect()
+        try:
+            answer: memoryview = await self._exchange_frame(self._codec.send_raw(api_key, version, flexible, body))
+            return answer
+        except BaseException:
+            self._abort()
+            raise
+
     async def _exchange(self, request: ApiMessage, version: int) -> Any:
+        return await self._exchange_frame(self._codec.send(request, version))
+
+    async def _exchange_frame(self, frame: bytes) -> Any:
         assert self._reader is not None and self._writer is not None
-        self._writer.write(self._codec.send(request, version))
+        self._writer.write(frame)
         await asyncio.wait_for(self._writer.drain(), self.timeout_s)
         message = None
         while self._codec.waiting:

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
+from kafka.protocol.consumer import ListOffsetsRequest
 
+from odradek.protocol import replica_fetch
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.replica_fetch import FetchedPartition, FetchPosition
 from odradek.protocol.transport import AsyncConnection
 
 if TYPE_CHECKING:
@@ -19,9 +21,6 @@ if TYPE_CHECKING:
     from odradek.replication.partition import Partition
 
 log = logging.getLogger("odradek.fetcher")
-FETCH_VERSION = 12
-_Topic = FetchRequest.FetchTopic
-_Part = FetchRequest.FetchTopic.FetchPartition
 
 
 class ReplicaFetcher:
@@ -116,29 +115,25 @@ class ReplicaFetcher:
     # ---- one fetch -----------------------------------------------------------------------------
     async def _fetch_once(self, client: AsyncConnection, parts: list[Partition]) -> None:
         cfg = self.manager.config
-        by_topic: dict[str, list[Any]] = {}
+        max_bytes = cfg.get("replica.fetch.max.bytes")
+        by_topic: dict[str, list[FetchPosition]] = {}
         sent: dict[tuple[str, int], tuple[Partition, int, int]] = {}
         for p in parts:
             lg = p.log
-            by_topic.setdefault(p.topic, []).append(_Part(
-                partition=p.index, current_leader_epoch=p.leader_epoch, fetch_offset=lg.log_end_offset,
-                last_fetched_epoch=lg.epochs.latest_epoch, log_start_offset=lg.log_start_offset,
-                partition_max_bytes=cfg.get("replica.fetch.max.bytes"),
-            ))
-            sent[(p.topic, p.index)] = (p, p.leader_epoch, lg.log_end_offset)
-        req = FetchRequest(
-            replica_id=self.manager.broker_id, max_wait_ms=cfg.get("replica.fetch.wait.max.ms"),
-            min_bytes=cfg.get("replica.fetch.min.bytes"), max_bytes=cfg.get("replica.fetch.response.max.bytes"),
-            isolation_level=0, session_id=0, session_epoch=-1,
-            topics=[_Topic(topic=t, partitions=ps) for t, ps in by_topic.items()],
-            forgotten_topics_data=[], rack_id="",
-        )
-        resp = await client.request(req, FETCH_VERSION)
+            leo = lg.log_end_offset
+            by_topic.setdefault(p.topic, []).append(FetchPosition(
+                p.index, p.leader_epoch, leo, lg.epochs.latest_epoch, lg.log_start_offset, max_bytes))
+            sent[(p.topic, p.index)] = (p, p.leader_epoch, leo)
+        body = replica_fetch.encode_request(
+            self.manager.broker_id, cfg.get("replica.fetch.wait.max.ms"), cfg.get("replica.fetch.min.bytes"),
+            cfg.get("replica.fetch.response.max.bytes"), list(by_topic.items()))
+        answer = await client.request_raw(replica_fetch.API_KEY, replica_fetch.VERSION, True, body)
+        resp = replica_fetch.parse_response(answer)
         if resp.error_code:
             raise ConnectionError(f"fetch failed with {ErrorCode(resp.error_code).name}")
-        for t in resp.responses:
-            for pr in t.partitions:
-                entry = sent.get((t.topic, pr.partition_index))
+        for topic, fetched in resp.topics:
+            for pr in fetched:
+                entry = sent.get((topic, pr.partition))
                 if entry is None:
                     continue
                 part, epoch, offset = entry
@@ -146,12 +141,12 @@ class ReplicaFetcher:
                     continue  # leadership moved while the fetch was in flight
                 await self._process(client, part, offset, pr)
 
-    async def _process(self, client: AsyncConnection, part: Partition, offset: int, pr: Any) -> None:
+    async def _process(self, client: AsyncConnection, part: Partition, offset: int, pr: FetchedPartition) -> None:
         code = pr.error_code
         if code == ErrorCode.NONE:
-            div = getattr(pr, "diverging_epoch", None)
-            if div is not None and not (div.epoch == -1 and div.end_offset == -1):
-                part.truncate_to_diverging(div.epoch, div.end_offset)
+            div = pr.diverging_epoch
+            if div is not None and div != (-1, -1):
+                part.truncate_to_diverging(*div)
                 return
             records = pr.records
             if records:

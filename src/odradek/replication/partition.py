@@ -46,7 +46,10 @@ class Partition:
         self.min_insync_replicas = 1
         self.followers: dict[int, FollowerState] = {}
         self.isr_change_pending = False
+        # long-polling fetches: consumers' wake on appends and high watermark moves, followers' (which read
+        # to the log end) on appends only, as Kafka's delayed fetches complete
         self._data_waiters: list[asyncio.Future[None]] = []
+        self._replica_waiters: list[asyncio.Future[None]] = []
         self._hw_waiters: list[tuple[int, asyncio.Future[None]]] = []
 
     @property
@@ -213,9 +216,11 @@ class Partition:
         upper = None if replica else self.log.last_stable_offset if read_committed else self.log.high_watermark
         return self.log.read(offset, max_bytes, max_offset=upper, min_one_message=min_one, zero_copy=zero_copy)
 
-    def data_waiter(self) -> asyncio.Future[None]:
+    def data_waiter(self, replica: bool = False) -> asyncio.Future[None]:
+        """Resolves when a fetch parked here should read again: on an append or a change of leadership,
+        and for a consumer (not a `replica`) also when the high watermark moves."""
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._data_waiters.append(fut)
+        (self._replica_waiters if replica else self._data_waiters).append(fut)
         return fut
 
     def hw_waiter(self, offset: int) -> asyncio.Future[None]:
@@ -228,6 +233,13 @@ class Partition:
         return fut
 
     def _wake_data(self) -> None:
+        self._wake_consumers()
+        waiters, self._replica_waiters = self._replica_waiters, []
+        for f in waiters:
+            if not f.done():
+                f.set_result(None)
+
+    def _wake_consumers(self) -> None:
         waiters, self._data_waiters = self._data_waiters, []
         for f in waiters:
             if not f.done():
@@ -244,7 +256,7 @@ class Partition:
             else:
                 keep.append((off, f))
         self._hw_waiters = keep
-        self._wake_data()
+        self._wake_consumers()
 
     def _fail_hw_waiters(self) -> None:
         for _off, f in self._hw_waiters:

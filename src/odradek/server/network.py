@@ -1,6 +1,7 @@
 """Asyncio socket server: one Connection per socket, frames parsed from data_received callbacks,
 requests of a connection handled in order and answered in order, with backpressure both ways. Responses
-holding file regions (zero-copy Fetch) are written by server/splice.py."""
+holding file regions (zero-copy Fetch) are written by server/splice.py. Produce requests may overlap: one
+that has appended and only waits for the ISR lets the next Produce start (`Connection.release`)."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import asyncio
 import logging
 import socket
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from functools import partial
+from typing import Any
 
-from odradek.protocol.framing import FrameDecoder, FrameError, Piece
+from odradek.protocol.framing import PRODUCE_KEY, FrameDecoder, FrameError, Piece, peek_api_key
 from odradek.security.principal_mapping import NoMatchingRule
 from odradek.server import tls
 from odradek.server.limits import ConnectionLimits, RequestMemory
@@ -23,12 +26,17 @@ _PLAINTEXT = ListenerSecurity.plaintext()
 
 # What a dispatcher returns: chunks to send (already size-framed), or None for no response.
 Response = Sequence[Piece] | None
-Dispatcher = Callable[["Connection", memoryview], Awaitable[Response]]
+Dispatcher = Callable[["Connection", memoryview], Coroutine[Any, Any, Response]]
 
 # Per connection: stop reading once this many requests, or this many bytes of requests, wait to be
 # handled; read again below half of both.
 MAX_QUEUED_FRAMES = 64
 MAX_QUEUED_BYTES = 16 << 20
+
+
+def _settle(fut: asyncio.Future[None], _task: object = None) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 class CloseConnection(Exception):
@@ -62,6 +70,11 @@ class Connection(asyncio.Protocol):
         self._partial_charged = False  # the frame being read is charged at its full size
         self._waiting_for_memory = False
         self._worker: asyncio.Task | None = None
+        # Produce requests started and not yet answered, oldest first (more than one only while handlers
+        # have released the connection, see release()), with the size of each frame.
+        self._answering: deque[tuple[asyncio.Task[Response], int]] = deque()
+        self._released: asyncio.Future[None] | None = None
+        self._wake: asyncio.Future[None] | None = None
         self._writable = asyncio.Event()
         self._writable.set()
         self._reading_paused = False
@@ -139,8 +152,11 @@ class Connection(asyncio.Protocol):
                 self._partial_charged = True
                 self._charge()
         self._update_reading()
-        if frames and self._worker is None:
-            self._worker = asyncio.get_running_loop().create_task(self._work())
+        if frames:
+            if self._worker is None:
+                self._worker = asyncio.get_running_loop().create_task(self._work())
+            else:
+                self._poke()
 
     def eof_received(self) -> bool | None:
         return None  # close our side too
@@ -151,6 +167,7 @@ class Connection(asyncio.Protocol):
         self._writable.set()
         if self._worker is not None:
             self._worker.cancel()
+        self._cancel_answers()
         if self._waiting_for_memory:
             self._memory.cancel(self._memory_freed)
         self._queue.clear()
@@ -166,6 +183,7 @@ class Connection(asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self._writable.set()
+        self._poke()
 
     # ---- memory and backpressure ------------------------------------------------------------------
     def _charge(self) -> None:
@@ -213,6 +231,15 @@ class Connection(asyncio.Protocol):
     async def _work(self) -> None:
         try:
             while self._queue and not self.closed:
+                if peek_api_key(self._queue[0]) == PRODUCE_KEY:
+                    await self._produce_run()
+                    if self.closed:
+                        return
+                    if not self._writable.is_set():
+                        await self._writable.wait()
+                    if self.mute_s > 0:
+                        await self._mute()
+                    continue
                 frame = self._queue.popleft()
                 self._queued_bytes -= len(frame)
                 self._in_flight = len(frame)
@@ -248,6 +275,77 @@ class Connection(asyncio.Protocol):
             self._worker = None
         if self._queue and not self.closed:
             self._worker = asyncio.get_running_loop().create_task(self._work())
+
+    # Produce requests, overlapping. Kafka handles one request of a connection at a time; an acks=all
+    # Produce spends most of that time waiting for the followers' next fetch, during which the next
+    # Produce may as well append, so that one follower fetch carries both. Appends stay in request order
+    # (a request starts only once the one before has appended) and so do answers.
+    def release(self) -> None:
+        """Called by a Produce handler whose appends are done and that now only waits (for the ISR, or a
+        flush): the connection may start its next request if that is a Produce too."""
+        released = self._released
+        if (released is not None and self._answering
+                and self._answering[-1][0] is asyncio.current_task()):
+            _settle(released)
+
+    def _poke(self) -> None:
+        if self._wake is not None:
+            _settle(self._wake)
+
+    async def _produce_run(self) -> None:
+        """Handle the Produce requests at the head of the queue, each started once the one before it has
+        released the connection or finished; returns when all are answered and the next request is not
+        a Produce that may start (nor one that may still arrive behind an unanswered one)."""
+        loop = asyncio.get_running_loop()
+        while not self.closed:
+            if (self._queue and peek_api_key(self._queue[0]) == PRODUCE_KEY and self.mute_s <= 0
+                    and self._writable.is_set()):
+                frame = self._queue.popleft()
+                self._queued_bytes -= len(frame)
+                self._in_flight += len(frame)
+                self._update_reading()
+                released = self._released = loop.create_future()
+                task: asyncio.Task[Response] = loop.create_task(self._dispatch(self, frame))
+                self._answering.append((task, len(frame)))
+                task.add_done_callback(partial(_settle, released))
+                task.add_done_callback(self._answer_ready)
+                await released
+                self._released = None
+            elif self._answering:
+                # an answer, a new frame or room to write will change what may start
+                self._wake = loop.create_future()
+                await self._wake
+                self._wake = None
+            else:
+                return
+
+    def _answer_ready(self, _task: asyncio.Task[Response]) -> None:
+        """A Produce finished: send every answer at the head of the line that is ready, in order."""
+        while self._answering and self._answering[0][0].done():
+            done, size = self._answering.popleft()
+            self._in_flight -= size
+            if done.cancelled() or self.closed:
+                continue
+            exc = done.exception()
+            if isinstance(exc, CloseConnection):
+                self.close(str(exc))
+            elif exc is not None:  # a handler bug must not take the broker down
+                log.error("Unexpected error handling a request from %s", self.peer, exc_info=exc)
+                self.close(f"internal error: {exc}")
+            else:
+                response = done.result()
+                if response is not None and self.transport is not None:
+                    self.transport.writelines(response)  # type: ignore[arg-type]  # Produce: no regions
+        if self.closed:
+            self._cancel_answers()
+        self._charge()
+        self._poke()
+
+    def _cancel_answers(self) -> None:
+        for task, size in self._answering:
+            task.cancel()
+            self._in_flight -= size
+        self._answering.clear()
 
     async def _mute(self) -> None:
         delay, self.mute_s = self.mute_s, 0.0

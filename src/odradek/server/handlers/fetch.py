@@ -165,7 +165,9 @@ class _FetchPlan:
         return out
 
     def waiters(self) -> list[asyncio.Future[None]]:
-        return [part.data_waiter() for _proto, entries in self.topics for _w, part, _e in entries if part is not None]
+        replica = self.is_replica
+        return [part.data_waiter(replica) for _proto, entries in self.topics for _w, part, _e in entries
+                if part is not None]
 
 
 # v17 and v18 add only follower fields, tagged (ReplicaDirectoryId, KIP-853; HighWatermark, KIP-1166):

@@ -12,7 +12,7 @@ from typing import Any
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
 from odradek.protocol.errors import ErrorCode, KafkaError, RecordValidationError
-from odradek.protocol.produce import parse_produce_request
+from odradek.protocol.produce import ProducePartitionResult, encode_produce_response, parse_produce_request
 from odradek.replication.partition import Partition
 from odradek.server import authz
 from odradek.server.network import CloseConnection
@@ -20,21 +20,33 @@ from odradek.server.registry import RequestContext, handles
 
 _TopicResp = ProduceResponse.TopicProduceResponse
 _PartResp = _TopicResp.PartitionProduceResponse
-
-
 _RecordError = _PartResp.BatchIndexAndErrorMessage
 
 
 def _result(index: int, code: int, base_offset: int = -1, append_time: int = -1, log_start: int = -1,
-            message: str | None = None, record_errors: list[tuple[int, str | None]] | None = None) -> Any:
-    return _PartResp(index=index, error_code=code, base_offset=base_offset, log_append_time_ms=append_time,
-                     log_start_offset=log_start, error_message=message,
-                     record_errors=[_RecordError(batch_index=i, batch_index_error_message=m)
-                                    for i, m in record_errors or ()])
+            message: str | None = None, record_errors: list[tuple[int, str | None]] | None = None
+            ) -> ProducePartitionResult:
+    return ProducePartitionResult(index, code, base_offset, append_time, log_start, message, record_errors)
+
+
+def _message(results: dict[str | bytes, list[ProducePartitionResult]], throttle: int) -> ProduceResponse:
+    """The response as a message object, for the dispatcher to add a request-time throttle to."""
+    def part(p: ProducePartitionResult) -> Any:
+        return _PartResp(index=p.index, error_code=p.error_code, base_offset=p.base_offset,
+                         log_append_time_ms=p.log_append_time, log_start_offset=p.log_start_offset,
+                         error_message=p.error_message,
+                         record_errors=[_RecordError(batch_index=i, batch_index_error_message=m)
+                                        for i, m in p.record_errors or ()])
+    return ProduceResponse(
+        responses=[_TopicResp(name=key, partition_responses=[part(p) for p in parts]) if isinstance(key, str)
+                   else _TopicResp(name="", topic_id=uuid.UUID(bytes=key), partition_responses=[part(p) for p in parts])
+                   for key, parts in results.items()],
+        throttle_time_ms=throttle,
+    )
 
 
 @handles(ProduceRequest, ProduceResponse, versions=(3, 13), raw=True)
-async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | None:
+async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | list[bytes] | None:
     try:
         req = parse_produce_request(frame, ctx.header.body_offset, ctx.version)
     except KafkaError as exc:
@@ -44,9 +56,9 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | N
     by_id = ctx.broker.metadata.by_id
     acks = req.acks
     # answered per topic as the request named it: by name, or from v13 by topic id (KIP-516)
-    results: dict[str | bytes, list[Any]] = {}
-    waits: list[tuple[Partition, asyncio.Future[None], Any]] = []
-    flushes: list[tuple[asyncio.Future[None], Any]] = []
+    results: dict[str | bytes, list[ProducePartitionResult]] = {}
+    waits: list[tuple[Partition, asyncio.Future[None], ProducePartitionResult]] = []
+    flushes: list[tuple[asyncio.Future[None], ProducePartitionResult]] = []
     any_error = False
     for topic in req.topics:
         name = topic.name if topic.topic_id is None else by_id.get(topic.topic_id, "")
@@ -91,6 +103,10 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | N
             # acks=0 has no response to carry the error: close so the client notices (as Kafka does).
             raise CloseConnection("error while handling an acks=0 produce request")
         return None
+    if (flushes or waits) and not quotas.enabled:
+        # only waiting is left: a pipelined next Produce on this connection may append meanwhile
+        # (no quotas: a throttled client must not have its next request handled before the mute)
+        ctx.connection.release()
     if flushes:
         await asyncio.wait([f for f, _ in flushes])
         for fut, res in flushes:
@@ -109,9 +125,7 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | N
             elif len(leader.isr) < leader.min_insync_replicas:
                 # written, but the ISR shrank below min.insync.replicas while we waited
                 res.error_code, res.base_offset = ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND, -1
-    return ProduceResponse(
-        responses=[_TopicResp(name=key, partition_responses=parts) if isinstance(key, str)
-                   else _TopicResp(name="", topic_id=uuid.UUID(bytes=key), partition_responses=parts)
-                   for key, parts in results.items()],
-        throttle_time_ms=throttle,
-    )
+    if quotas.enabled:
+        return _message(results, throttle)
+    metrics.error_codes("Produce", [p.error_code for parts in results.values() for p in parts])
+    return encode_produce_response(ctx.version, ctx.header.correlation_id, list(results.items()), throttle)
