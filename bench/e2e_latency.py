@@ -4,7 +4,7 @@ factor 3 and acks=all.
 
 Each value carries its send time (CLOCK_MONOTONIC, which every process on the host shares); the consumer
 runs in its own process and records `now - sent` for each message after a one-second warm-up. The
-producer paces in 1 ms steps (a burst of rate/1000 messages each) with linger.ms=0; the consumer uses
+producer paces in 1 ms steps (a burst of rate/1000 messages each) with linger.ms=1 (--linger-ms); the consumer uses
 librdkafka's defaults (fetch.wait.max.ms 500, fetch.min.bytes 1), so latency is what the broker's
 long-polling fetch adds, not a poll interval. The achieved rates are printed beside the figures: on a
 small machine the client processes may not reach the highest rate.
@@ -62,9 +62,10 @@ def consumer_main(bootstrap: str, topic: str, expected: int, out: Connection) ->
     out.send(seen)
 
 
-def produce_paced(bootstrap: str, topic: str, rate: int, seconds: float, acks: str) -> tuple[int, float]:
+def produce_paced(bootstrap: str, topic: str, rate: int, seconds: float, acks: str,
+                  linger_ms: float) -> tuple[int, float]:
     """(messages sent, achieved rate over the measured part). Warm-up messages carry a zero stamp."""
-    p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 0,
+    p = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": linger_ms,
                   "queue.buffering.max.messages": 1_000_000, "enable.idempotence": False})
     pad = b"p" * (SIZE - STAMP.size)
     per_ms = max(1, rate // 1000)
@@ -102,7 +103,7 @@ def percentile(values: list[int], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))] / 1e6
 
 
-def measure(bootstrap: str, rate: int, seconds: float, acks: str, rf: int) -> dict[str, float]:
+def measure(bootstrap: str, rate: int, seconds: float, acks: str, rf: int, linger_ms: float) -> dict[str, float]:
     topic = f"e2e-{rate}-{uuid.uuid4().hex[:6]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})  # kept until the future is done
     admin.create_topics([NewTopic(topic, 1, rf)])[topic].result(30)
@@ -116,7 +117,7 @@ def measure(bootstrap: str, rate: int, seconds: float, acks: str, rf: int) -> di
         if not ours.poll(60):
             raise SystemExit("the consumer did not start")
         ours.recv()
-        sent, achieved = produce_paced(bootstrap, topic, rate, seconds, acks)
+        sent, achieved = produce_paced(bootstrap, topic, rate, seconds, acks, linger_ms)
         if not ours.poll(120):
             raise SystemExit("the consumer did not finish")
         latencies = array("q")
@@ -143,18 +144,21 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="3 s per point")
     ap.add_argument("--seconds", type=float, default=None, help="measured seconds per point (default 10)")
     ap.add_argument("--rates", default="10000,50000,200000", help="comma-separated msgs/s")
+    ap.add_argument("--linger-ms", type=float, default=1.0,
+                    help="the producer's linger.ms (default 1; with 0 librdkafka sends a request per few messages)")
     ap.add_argument("--single-only", action="store_true", help="skip the three-broker acks=all set-up")
     args = ap.parse_args()
     seconds = args.seconds or (3.0 if args.quick else 10.0)
     rates = [int(r) for r in args.rates.split(",") if r.strip()]
-    print(f"end-to-end latency (ms), {SIZE} B messages, one partition, {seconds:g} s per point")
+    print(f"end-to-end latency (ms), {SIZE} B messages, one partition, linger.ms={args.linger_ms:g}, "
+          f"{seconds:g} s per point")
     print(f"{'set-up':<22}{'target/s':>9}{'achieved':>10}{'p50':>8}{'p99':>8}{'p99.9':>8}{'max':>9}", flush=True)
     with tempfile.TemporaryDirectory(prefix="odradek-e2e-") as d:
         single = BrokerProcess(Path(d) / "single")
         single.start()
         try:
             for rate in rates:
-                print_row("single node, acks=1", measure(single.bootstrap, rate, seconds, "1", 1))
+                print_row("single node, acks=1", measure(single.bootstrap, rate, seconds, "1", 1, args.linger_ms))
         finally:
             single.stop()
             single.kill()
@@ -167,7 +171,7 @@ def main() -> int:
         try:
             cluster.start()
             for rate in rates:
-                print_row("3 brokers RF3 acks=all", measure(cluster.bootstrap, rate, seconds, "all", 3))
+                print_row("3 brokers RF3 acks=all", measure(cluster.bootstrap, rate, seconds, "all", 3, args.linger_ms))
         finally:
             cluster.stop()
             zk.stop_all()
