@@ -148,3 +148,49 @@ def _metadata_frame() -> bytes:
     """Metadata v1 for all topics, in plaintext framing: size, api key 3, version 1, correlation id, client id."""
     body = b"\x00\x03\x00\x01\x00\x00\x00\x07\x00\x01t" + b"\xff\xff\xff\xff"
     return len(body).to_bytes(4, "big") + body
+
+
+def test_aiokafka_over_sasl_ssl(sasl_broker: tuple[BrokerProcess, Ports], pem_pki: tuple[Path, Path]) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+    from aiokafka.errors import KafkaError
+    from aiokafka.helpers import create_ssl_context
+
+    _, ports = sasl_broker
+
+    def common(password: str) -> dict[str, object]:
+        return {"bootstrap_servers": f"127.0.0.1:{ports.sasl_ssl}", "security_protocol": "SASL_SSL",
+                "sasl_mechanism": "PLAIN", "sasl_plain_username": "bob", "sasl_plain_password": password,
+                "ssl_context": create_ssl_context(cafile=str(pem_pki[0]))}
+
+    async def run() -> list[bytes]:
+        producer = AIOKafkaProducer(**common("bob-secret"))
+        await producer.start()
+        try:
+            for i in range(3):
+                await producer.send_and_wait("sasl-aio", f"a{i}".encode(), partition=0)
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(**common("bob-secret"), auto_offset_reset="earliest")
+        await consumer.start()
+        try:
+            consumer.assign([TopicPartition("sasl-aio", 0)])
+            got: list[bytes] = []
+            while len(got) < 3:
+                batch = await asyncio.wait_for(consumer.getmany(timeout_ms=1000), 60)
+                got += [m.value for ms in batch.values() for m in ms]
+            return got
+        finally:
+            await consumer.stop()
+
+    async def refused() -> None:
+        producer = AIOKafkaProducer(**common("wrong"), request_timeout_ms=5000)
+        try:
+            await producer.start()
+        finally:
+            await producer.stop()
+
+    assert asyncio.run(run()) == [b"a0", b"a1", b"a2"]
+    with pytest.raises(KafkaError):
+        asyncio.run(refused())

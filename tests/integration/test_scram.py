@@ -125,3 +125,34 @@ def test_configs_tool_sets_describes_and_deletes_scram_credentials(scram_broker:
     assert run_cli(*base, "--describe").stdout.strip() == ""
     bad = run_cli(*base, "--alter", "--add-config", "retention.ms=1024")
     assert bad.returncode != 0 and "Invalid config(s): retention.ms" in bad.stderr + bad.stdout
+
+
+def test_aiokafka_scram_sha_256(scram_broker: tuple[BrokerProcess, int]) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+    _, port = scram_broker
+    common = {"bootstrap_servers": f"127.0.0.1:{port}", "security_protocol": "SASL_PLAINTEXT",
+              "sasl_mechanism": "SCRAM-SHA-256", "sasl_plain_username": "alice", "sasl_plain_password": "alice-secret"}
+
+    async def run() -> list[bytes]:
+        producer = AIOKafkaProducer(**common)
+        await producer.start()
+        try:
+            await producer.send_and_wait("scram-aio", b"x", partition=0)
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(**common, auto_offset_reset="earliest")
+        await consumer.start()
+        try:
+            consumer.assign([TopicPartition("scram-aio", 0)])
+            got: list[bytes] = []
+            while not got:
+                batch = await asyncio.wait_for(consumer.getmany(timeout_ms=1000), 60)
+                got += [m.value for ms in batch.values() for m in ms]
+            return got
+        finally:
+            await consumer.stop()
+
+    assert asyncio.run(run()) == [b"x"]
