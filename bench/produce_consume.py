@@ -67,8 +67,10 @@ def loopback_ceiling(total_bytes: int, chunk: int = 1 << 20) -> float:
     return asyncio.run(run())
 
 
-def produce(bootstrap: str, topic: str, n: int, size: int, acks: str, partitions: int) -> float:
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": acks, "batch.size": 1_000_000,
+def produce(bootstrap: str, topic: str, n: int, size: int, acks: str, partitions: int,
+            conf: dict[str, str] | None = None) -> float:
+    """Seconds to produce n x size B round-robin over the partitions; `conf` adds client settings (security)."""
+    p = Producer({**(conf or {}), "bootstrap.servers": bootstrap, "linger.ms": 5, "acks": acks, "batch.size": 1_000_000,
                   "queue.buffering.max.messages": 2_000_000, "queue.buffering.max.kbytes": 2_000_000})
     value = b"v" * size
     errors = 0
@@ -95,8 +97,9 @@ def produce(bootstrap: str, topic: str, n: int, size: int, acks: str, partitions
     return elapsed
 
 
-def consume(bootstrap: str, topic: str, n: int, partitions: int) -> float:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-" + uuid.uuid4().hex,
+def consume(bootstrap: str, topic: str, n: int, partitions: int, conf: dict[str, str] | None = None) -> float:
+    """Seconds to read n records from the start of the partitions; `conf` adds client settings (security)."""
+    c = Consumer({**(conf or {}), "bootstrap.servers": bootstrap, "group.id": "bench-" + uuid.uuid4().hex,
                   "enable.auto.commit": False, "fetch.max.bytes": 52428800,
                   "max.partition.fetch.bytes": 10485760, "queued.max.messages.kbytes": 1048576,
                   # librdkafka backs off fetching for fetch.queue.backoff.ms (1 s) once its local queue

@@ -17,7 +17,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import (  # noqa: E402
     AdminClient,
     NewTopic,
@@ -27,42 +26,12 @@ from confluent_kafka.admin import (  # noqa: E402
 )
 from tests.harness import BrokerProcess, free_port  # noqa: E402
 
+from bench.produce_consume import consume, produce  # noqa: E402
 from odradek.cli.cluster_security import issue_certificates  # noqa: E402
 from odradek.protocol.transport import BlockingConnection  # noqa: E402
 from odradek.security.client_config import client_security  # noqa: E402
 
 USER, PASSWORD = "bench", "bench-secret"
-
-
-def produce(bootstrap: str, conf: dict[str, str], topic: str, n: int) -> float:
-    p = Producer({**conf, "bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 1_000_000,
-                  "queue.buffering.max.messages": 2_000_000})
-    value = b"v" * 100
-    start = time.perf_counter()
-    for _ in range(n):
-        while True:
-            try:
-                p.produce(topic, value)
-                break
-            except BufferError:
-                p.poll(0.01)
-    if p.flush(120):
-        raise SystemExit("produce did not finish")
-    return time.perf_counter() - start
-
-
-def consume(bootstrap: str, conf: dict[str, str], topic: str, n: int) -> float:
-    c = Consumer({**conf, "bootstrap.servers": bootstrap, "group.id": "bench-" + uuid.uuid4().hex,
-                  "enable.auto.commit": False, "queued.min.messages": 1_000_000})
-    c.assign([TopicPartition(topic, 0, -2)])
-    got, start = 0, time.perf_counter()
-    while got < n:
-        got += sum(1 for m in c.consume(10000, 1.0) if m.error() is None)
-        if time.perf_counter() - start > 300:
-            raise SystemExit(f"consumed only {got} of {n}")
-    elapsed = time.perf_counter() - start
-    c.close()
-    return elapsed
 
 
 def logins_per_second(port: int, props: dict[str, str], count: int) -> float:
@@ -102,9 +71,9 @@ def main() -> int:
                 for name, (bootstrap, conf) in listeners.items():
                     topic = f"bench-sec-{name.lower()}-{uuid.uuid4().hex[:6]}"
                     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-                    t = produce(bootstrap, conf, topic, n)
+                    t = produce(bootstrap, topic, n, 100, "1", 1, conf)
                     best[name, "produce"] = min(best.get((name, "produce"), float("inf")), t)
-                    t = consume(bootstrap, conf, topic, n)
+                    t = consume(bootstrap, topic, n, 1, conf)
                     best[name, "consume"] = min(best.get((name, "consume"), float("inf")), t)
             print(f"{n} x 100 B, one partition, acks=1, best of {rounds}")
             print(f"{'':10} {'PLAINTEXT msgs/s':>17} {'SASL_SSL msgs/s':>16} {'ratio':>7}")
