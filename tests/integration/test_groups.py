@@ -176,8 +176,9 @@ def raw_fetch(raw: Raw, group: str, topic: str, partitions: list[int]) -> dict[i
 # ---- consumers in subprocesses --------------------------------------------------------------------
 
 CONSUMER_SCRIPT = r"""
-import asyncio, json, logging, signal, sys
+import asyncio, faulthandler, json, logging, signal, sys
 logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
+faulthandler.register(signal.SIGUSR1, all_threads=True)  # a test that gives up asks where each thread is
 cfg = json.loads(sys.argv[1])
 stop = []
 signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
@@ -259,6 +260,11 @@ class ConsumerProc:
         self.proc.wait(30)
         self.stderr.close()
 
+    def dump_stacks(self) -> None:
+        """Every thread's stack into this consumer's .err file (kept in the test's temp dir)."""
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGUSR1)
+
     def kill(self) -> None:
         os.kill(self.proc.pid, signal.SIGKILL)
         self.proc.wait(10)
@@ -294,9 +300,14 @@ def one_owner_each(procs: list[ConsumerProc], partitions: int) -> bool:
 def wait_balanced(procs: list[ConsumerProc], partitions: int = 6, timeout: float = 30) -> float:
     """Seconds until every partition has one owner among `procs` and each of them owns some."""
     start = time.monotonic()
-    wait_until(lambda: one_owner_each(procs, partitions), timeout,
-               lambda: f"{len(procs)} consumers owning {partitions} partitions once each, not {[p.assignment for p in procs]}",
-               interval=0.05)
+    try:
+        wait_until(lambda: one_owner_each(procs, partitions), timeout,
+                   lambda: f"{len(procs)} consumers owning {partitions} partitions once each, not "
+                           f"{[p.assignment for p in procs]}", interval=0.05)
+    except AssertionError:
+        for p in procs:  # a client stuck inside its own code shows where in its .err file
+            p.dump_stacks()
+        raise
     return time.monotonic() - start
 
 
