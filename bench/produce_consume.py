@@ -237,8 +237,8 @@ def tansu_compare(n: int, size: int = 100, rounds: int = 3, tool: str | None = N
     with tempfile.TemporaryDirectory() as tmp:
         zc, copying = zero_copy_broker(Path(tmp), "zc", True), zero_copy_broker(Path(tmp), "copy", False)
         tansu, tansu_bootstrap = start_tansu(Path(tmp) / "tansu.out")
-        assert zc.proc is not None and copying.proc is not None
-        brokers = {"Odradek": (zc.bootstrap, zc.proc.pid), "Odradek copying": (copying.bootstrap, copying.proc.pid),
+        assert zc.pid is not None and copying.pid is not None
+        brokers = {"Odradek": (zc.bootstrap, zc.pid), "Odradek copying": (copying.bootstrap, copying.pid),
                    "Tansu": (tansu_bootstrap, tansu.pid)}
         try:
             seen: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
@@ -250,7 +250,7 @@ def tansu_compare(n: int, size: int = 100, rounds: int = 3, tool: str | None = N
                         admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
                         for phase in ("produce", "consume"):
                             cpu = cpu_seconds(pid)
-                            if tool and client == "rdkafka_performance":
+                            if client == "rdkafka_performance" and tool:  # `tool` only narrows the type
                                 took = rdkafka_performance(tool, bootstrap, topic, n, size, phase)
                             elif phase == "produce":
                                 took = produce(bootstrap, topic, n, size, "1", 1)
