@@ -5,9 +5,12 @@ from __future__ import annotations
 import subprocess
 import time
 from collections.abc import Iterable
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.waiting import wait_until
 
 _ADMINS: dict[str, AdminClient] = {}
 
@@ -126,3 +129,23 @@ def round_trip(conf: dict[str, object], topic: str, count: int, prefix: str) -> 
     finally:
         consumer.close()
     return got
+
+
+def kafka_python_group_consumer(topic: str, **config: Any) -> Any:
+    """A kafka-python KafkaConsumer subscribed to `topic` (in a group) that knows the topic's partitions
+    before its first poll.
+
+    kafka-python 3.0.12 can wedge a group's leader for good when its first assignment ran before the
+    topic's metadata arrived. The metadata then differs from what the leader assigned with, so it rejoins,
+    but that rejoin is not counted as pending: once the leader's own new assignment makes the two agree,
+    poll() stops collecting the join in flight, the SyncGroup answer is never applied and heartbeats stay
+    off, so the member is dropped at its session timeout and never notices (Java's rejoinNeededOrPending
+    counts a pending join; kafka-python's need_rejoin does not). A consumer that has the metadata first
+    never takes that path."""
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(topic, **config)
+    wait_until(lambda: consumer.partitions_for_topic(topic)
+               and consumer._coordinator._metadata_snapshot.get(topic), 30,
+               f"kafka-python's group coordinator to know the partitions of {topic}", interval=0.05)
+    return consumer

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import ConsumerGroupType, Producer
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import ConfigResource as KpConfigResource
 from kafka.admin import ConfigResourceType
 from kafka.protocol.admin import (
@@ -31,7 +31,7 @@ from kafka.protocol.producer import ProduceRequest
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.records import build_batch, decode_records, iter_batches
 from odradek.protocol.transport import BlockingConnection
-from tests.clients import admin, consume_all, create_topic, produce
+from tests.clients import admin, consume_all, create_topic, kafka_python_group_consumer, produce
 from tests.harness import BrokerProcess
 
 
@@ -156,8 +156,8 @@ def test_groups_at_kafka_4_1_versions(broker: BrokerProcess, kp_admin: KafkaAdmi
     topic, group = _name("grp"), _name("g")
     create_topic(broker.bootstrap, topic)
     produce(broker.bootstrap, topic, [b"x"])
-    consumer = KafkaConsumer(topic, bootstrap_servers=broker.bootstrap, group_id=group,
-                             auto_offset_reset="earliest", consumer_timeout_ms=10_000)
+    consumer = kafka_python_group_consumer(topic, bootstrap_servers=broker.bootstrap, group_id=group,
+                                           auto_offset_reset="earliest", consumer_timeout_ms=10_000)
     try:
         assert [m.value for m in consumer][:1] == [b"x"]
         # DescribeGroups v6 (through FindCoordinator v6): a live group as before ...

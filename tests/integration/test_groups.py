@@ -49,6 +49,7 @@ from kafka.protocol.consumer import (
 from kafka.protocol.consumer.group import OffsetDeleteRequest, OffsetDeleteResponse
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 
+from tests.clients import kafka_python_group_consumer
 from tests.harness import NO_REBALANCE_DELAY, BrokerProcess
 from tests.rawclient import RawClient
 from tests.waiting import wait_until
@@ -176,7 +177,7 @@ def raw_fetch(raw: Raw, group: str, topic: str, partitions: list[int]) -> dict[i
 # ---- consumers in subprocesses --------------------------------------------------------------------
 
 CONSUMER_SCRIPT = r"""
-import asyncio, faulthandler, json, logging, signal, sys
+import asyncio, faulthandler, json, logging, signal, sys, time
 logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
 faulthandler.register(signal.SIGUSR1, all_threads=True)  # a test that gives up asks where each thread is
 cfg = json.loads(sys.argv[1])
@@ -210,6 +211,9 @@ elif cfg["client"] == "kafka-python":
     c = KafkaConsumer(cfg["topic"], bootstrap_servers=cfg["bootstrap"], group_id=cfg["group"],
                       session_timeout_ms=cfg["session"], heartbeat_interval_ms=300, max_poll_interval_ms=10000,
                       auto_offset_reset="earliest", partition_assignment_strategy=[RangePartitionAssignor])
+    # the topic's partitions before the first poll: tests.clients.kafka_python_group_consumer says why
+    while not (c.partitions_for_topic(cfg["topic"]) and c._coordinator._metadata_snapshot.get(cfg["topic"])):
+        time.sleep(0.05)
     while not stop:
         c.poll(timeout_ms=100)
         report(c.assignment(), c._coordinator._generation.member_id if c._coordinator._generation else "")
@@ -428,10 +432,10 @@ def _consume_and_commit(client: str, bootstrap: str, group: str, topic: str, n: 
 
 
 def _kafka_python_consume_and_commit(bootstrap: str, group: str, topic: str, n: int) -> list[bytes]:
-    from kafka import KafkaConsumer
 
-    c = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
-                      auto_offset_reset="earliest", session_timeout_ms=SESSION_MS, heartbeat_interval_ms=500)
+    c = kafka_python_group_consumer(topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
+                                    auto_offset_reset="earliest", session_timeout_ms=SESSION_MS,
+                                    heartbeat_interval_ms=500)
     got: list[bytes] = []
     deadline = time.monotonic() + 20
     committed_sync = False
@@ -489,10 +493,10 @@ def test_auto_commit(broker: BrokerProcess, client: str) -> None:
         wait_until(lambda: committed_while(lambda: c.poll(0.1)), 10, "auto-committed offsets")
         c.close()
     elif client == "kafka-python":
-        from kafka import KafkaConsumer
 
-        kc = KafkaConsumer(topic, bootstrap_servers=broker.bootstrap, group_id=group, enable_auto_commit=True,
-                           auto_commit_interval_ms=200, auto_offset_reset="earliest", session_timeout_ms=SESSION_MS)
+        kc = kafka_python_group_consumer(topic, bootstrap_servers=broker.bootstrap, group_id=group,
+                                         enable_auto_commit=True, auto_commit_interval_ms=200,
+                                         auto_offset_reset="earliest", session_timeout_ms=SESSION_MS)
         n = 0
         end = time.monotonic() + 20
         while n < 30 and time.monotonic() < end:
@@ -554,11 +558,10 @@ def _seek_confluent(bootstrap: str, group: str, topic: str) -> None:
 
 
 def _seek_kafka_python(bootstrap: str, group: str, topic: str) -> None:
-    from kafka import KafkaConsumer
     from kafka import TopicPartition as KTP
 
-    c = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
-                      auto_offset_reset="earliest", session_timeout_ms=SESSION_MS)
+    c = kafka_python_group_consumer(topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
+                                    auto_offset_reset="earliest", session_timeout_ms=SESSION_MS)
 
     def take(n: int, timeout: float = 10) -> list[int]:
         out: list[int] = []
@@ -686,11 +689,12 @@ def test_reprocess_a_failed_record_by_seeking_back(broker: BrokerProcess, client
         assert poll2() == [(1, b"M2"), (2, b"M3")]
         c.close()
     else:
-        from kafka import KafkaConsumer, OffsetAndMetadata
+        from kafka import OffsetAndMetadata
         from kafka import TopicPartition as KTP
 
-        kc = KafkaConsumer(topic, bootstrap_servers=broker.bootstrap, group_id=group, enable_auto_commit=False,
-                           auto_offset_reset="earliest", max_poll_records=2, session_timeout_ms=SESSION_MS)
+        kc = kafka_python_group_consumer(topic, bootstrap_servers=broker.bootstrap, group_id=group,
+                                         enable_auto_commit=False, auto_offset_reset="earliest",
+                                         max_poll_records=2, session_timeout_ms=SESSION_MS)
 
         def kpoll2() -> list[tuple[int, bytes]]:
             out: list[Any] = []
