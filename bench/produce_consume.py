@@ -239,9 +239,9 @@ def tansu_compare(n: int, size: int = 100, rounds: int = 3, tool: str | None = N
     """The same client against Odradek sending Fetch records by sendfile, Odradek copying them
     (ODRADEK_ZERO_COPY=0) and Tansu (in-memory storage), same run: n x size B on one partition, acks=1,
     rounds on fresh topics, each starting with the next broker. Prints the median rate of each, its
-    ratio to Tansu's, and each broker's CPU per million messages. `tool` adds librdkafka's C rdkafka_performance as a second client.
-    `client_cpu` pins the clients (this process and rdkafka_performance) to that CPU once the brokers
-    run; the brokers keep every CPU."""
+    ratio to Tansu's, and each broker's CPU per million messages. `tool` adds librdkafka's C
+    rdkafka_performance as a second client. `client_cpu` pins the clients (this process and
+    rdkafka_performance) to that CPU once the brokers run; the brokers keep every CPU."""
     clients = ["confluent-kafka"] + (["rdkafka_performance"] if tool else [])
     with tempfile.TemporaryDirectory() as tmp:
         zc, copying = zero_copy_broker(Path(tmp), "zc", True), zero_copy_broker(Path(tmp), "copy", False)
@@ -273,8 +273,7 @@ def tansu_compare(n: int, size: int = 100, rounds: int = 3, tool: str | None = N
                             seen.setdefault((client, name, phase), []).append((took, cpu_seconds(pid) - cpu))
             pinned = f", clients pinned to CPU {client_cpu}" if client_cpu is not None else ""
             print(f"{n} x {size} B, 1 partition, median of {rounds} rounds{pinned}, consume timed from the "
-                  "first record: msgs/s, ratio to Tansu, "
-                  "broker CPU-s per 1M msgs")
+                  "first record: msgs/s, ratio to Tansu, broker CPU-s per 1M msgs")
             print(f"{'client':20} {'phase':8} " + " ".join(f"{name:>26}" for name in brokers))
             for client in clients:
                 for phase in ("produce", "consume"):

@@ -55,6 +55,7 @@ from tests.rawclient import RawClient
 from tests.waiting import wait_until
 
 SESSION_MS = 6000
+REPO_ROOT = Path(__file__).resolve().parents[2]  # the consumer subprocesses import tests.clients from here
 CLIENTS = ["confluent", "kafka-python", "aiokafka"]
 
 
@@ -177,7 +178,7 @@ def raw_fetch(raw: Raw, group: str, topic: str, partitions: list[int]) -> dict[i
 # ---- consumers in subprocesses --------------------------------------------------------------------
 
 CONSUMER_SCRIPT = r"""
-import asyncio, faulthandler, json, logging, signal, sys, time
+import asyncio, faulthandler, json, logging, signal, sys
 logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(name)s %(message)s")
 faulthandler.register(signal.SIGUSR1, all_threads=True)  # a test that gives up asks where each thread is
 cfg = json.loads(sys.argv[1])
@@ -206,14 +207,13 @@ if cfg["client"] == "confluent":
         report(c.assignment(), c.memberid())
     c.close()
 elif cfg["client"] == "kafka-python":
-    from kafka import KafkaConsumer
     from kafka.coordinator.assignors.range import RangePartitionAssignor
-    c = KafkaConsumer(cfg["topic"], bootstrap_servers=cfg["bootstrap"], group_id=cfg["group"],
-                      session_timeout_ms=cfg["session"], heartbeat_interval_ms=300, max_poll_interval_ms=10000,
-                      auto_offset_reset="earliest", partition_assignment_strategy=[RangePartitionAssignor])
-    # the topic's partitions before the first poll: tests.clients.kafka_python_group_consumer says why
-    while not (c.partitions_for_topic(cfg["topic"]) and c._coordinator._metadata_snapshot.get(cfg["topic"])):
-        time.sleep(0.05)
+
+    from tests.clients import kafka_python_group_consumer
+    c = kafka_python_group_consumer(cfg["topic"], bootstrap_servers=cfg["bootstrap"], group_id=cfg["group"],
+                                    session_timeout_ms=cfg["session"], heartbeat_interval_ms=300,
+                                    max_poll_interval_ms=10000, auto_offset_reset="earliest",
+                                    partition_assignment_strategy=[RangePartitionAssignor])
     while not stop:
         c.poll(timeout_ms=100)
         report(c.assignment(), c._coordinator._generation.member_id if c._coordinator._generation else "")
@@ -238,7 +238,7 @@ class ConsumerProc:
     def __init__(self, client: str, bootstrap: str, group: str, topic: str, log_dir: Path, **extra: Any) -> None:
         cfg = {"client": client, "bootstrap": bootstrap, "group": group, "topic": topic, "session": SESSION_MS, **extra}
         self.stderr = open(log_dir / f"consumer-{uuid.uuid4().hex[:6]}.err", "w")  # noqa: SIM115
-        self.proc = subprocess.Popen([sys.executable, "-c", CONSUMER_SCRIPT, json.dumps(cfg)],
+        self.proc = subprocess.Popen([sys.executable, "-c", CONSUMER_SCRIPT, json.dumps(cfg)], cwd=REPO_ROOT,
                                      stdout=subprocess.PIPE, stderr=self.stderr, text=True)
         self.assignment: list[int] | None = None
         self.member = ""
@@ -432,7 +432,6 @@ def _consume_and_commit(client: str, bootstrap: str, group: str, topic: str, n: 
 
 
 def _kafka_python_consume_and_commit(bootstrap: str, group: str, topic: str, n: int) -> list[bytes]:
-
     c = kafka_python_group_consumer(topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
                                     auto_offset_reset="earliest", session_timeout_ms=SESSION_MS,
                                     heartbeat_interval_ms=500)
@@ -493,7 +492,6 @@ def test_auto_commit(broker: BrokerProcess, client: str) -> None:
         wait_until(lambda: committed_while(lambda: c.poll(0.1)), 10, "auto-committed offsets")
         c.close()
     elif client == "kafka-python":
-
         kc = kafka_python_group_consumer(topic, bootstrap_servers=broker.bootstrap, group_id=group,
                                          enable_auto_commit=True, auto_commit_interval_ms=200,
                                          auto_offset_reset="earliest", session_timeout_ms=SESSION_MS)
