@@ -1,10 +1,14 @@
 """Transactions end to end: the sink's transactionalIdPrefix and read_committed reads of aborted data.
 
-The tests on Odradek need a broker with a transaction coordinator: they are skipped while the broker does
-not offer EndTxn (API key 26) in ApiVersions, and run as soon as it does. Meanwhile the sink's
-transactions run against librdkafka's in-process mock cluster (`test.mock.num.brokers`), which has a
-transaction coordinator. Spark runs local[2] here, where a failed task is not retried
-(spark.task.maxFailures is 1 in local mode).
+The tests on Odradek need a broker with a transaction coordinator: they are skipped if the broker does
+not offer EndTxn (API key 26) in ApiVersions. The sink also runs against librdkafka's in-process mock
+cluster (`test.mock.num.brokers`), a second, independent transaction coordinator. That mock does not hide
+aborted data from read_committed readers: its Fetch always answers an empty AbortedTransactions list with
+the last stable offset at the log end. So on the mock, records of an aborted transaction stay invisible
+only if the abort purged them from the client before they were sent, which depends on timing. The mock
+test therefore checks the commit path and where the failing task stopped; invisibility of aborted data is
+checked on Odradek. Spark runs local[2] here, where a failed task is not retried (spark.task.maxFailures
+is 1 in local mode).
 """
 
 from __future__ import annotations
@@ -129,5 +133,12 @@ def test_sink_transactions_on_librdkafkas_mock_cluster(spark: Any, mock_cluster:
                   transactionalIdPrefix="mock-job")
     finally:
         spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", old)
-    got = read(spark, mock_cluster, "mock-out")
-    assert sorted(bytes(r.value).decode() for r in got) == sorted(f"ok{i}" for i in range(100))
+    # The abort itself (whatever of bad0-bad59 reached the mock stays readable there, see above) left the
+    # transactional ids usable: the next job with the same prefix commits.
+    write(spark.createDataFrame([(f"again{i}",) for i in range(10)], "value string").coalesce(1), mock_cluster,
+          topic="mock-out", transactionalIdPrefix="mock-job")
+    got = [bytes(r.value).decode() for r in read(spark, mock_cluster, "mock-out")]
+    assert sorted(v for v in got if not v.startswith("bad")) == sorted(
+        [f"ok{i}" for i in range(100)] + [f"again{i}" for i in range(10)])
+    # the failing task stopped at the row with the null topic: nothing after it was produced
+    assert {v for v in got if v.startswith("bad")} <= {f"bad{i}" for i in range(60)}
