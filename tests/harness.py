@@ -22,6 +22,8 @@ from kazoo.client import KazooClient
 
 from tests.waiting import wait_until
 
+REPO_ROOT = Path(__file__).resolve().parent.parent  # the checkout these tests run from
+
 # For tests of consumer groups: a group's first rebalance does not wait for more members to join.
 NO_REBALANCE_DELAY = {"group.initial.rebalance.delay.ms": "0"}
 

@@ -19,10 +19,10 @@ import pytest
 
 from odradek.cli.cluster import ELECTION_OFFSET, QUORUM_OFFSET, default_http_base
 from odradek.cli.server_stop import find_processes
-from tests.harness import odradek_cmd
+from tests.harness import REPO_ROOT, odradek_cmd
 from tests.zkharness import kill_daemons
 
-SRC = Path(__file__).resolve().parents[2] / "src" / "odradek"
+SRC = REPO_ROOT / "src" / "odradek"
 ZK_STORE = SRC / "cluster" / "zk.py"
 BROKER = SRC / "server" / "broker.py"
 

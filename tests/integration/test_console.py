@@ -31,12 +31,19 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
-from tests.harness import NO_REBALANCE_DELAY, BrokerPool, BrokerProcess, free_port, odradek_cmd, run_cli
+from tests.harness import (
+    NO_REBALANCE_DELAY,
+    REPO_ROOT,
+    BrokerPool,
+    BrokerProcess,
+    free_port,
+    odradek_cmd,
+    run_cli,
+)
 from tests.waiting import wait_until
 from tests.zkharness import ZooKeeperEnsemble
 
 CHROMIUM = "/usr/bin/chromium"
-REPO = Path(__file__).resolve().parents[2]
 TOPIC = "orders"
 PARTITIONS = 3
 PER_PARTITION = 10
@@ -223,7 +230,7 @@ def test_topic_page(console: Console, data: BrokerProcess, page: Page, tmp_path:
     shot = tmp_path / "topic-page.png"
     page.screenshot(path=str(shot), full_page=True)
     if os.environ.get("ODRADEK_CONSOLE_DOCS_SCREENSHOT") == "1":
-        shutil.copyfile(shot, REPO / "docs" / "console-topic.png")
+        shutil.copyfile(shot, REPO_ROOT / "docs" / "console-topic.png")
 
 
 def test_message_browser_shows_text_json_hex_and_headers(console: Console, page: Page) -> None:

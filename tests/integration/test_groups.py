@@ -50,12 +50,11 @@ from kafka.protocol.consumer.group import OffsetDeleteRequest, OffsetDeleteRespo
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 
 from tests.clients import kafka_python_group_consumer
-from tests.harness import NO_REBALANCE_DELAY, BrokerProcess
+from tests.harness import NO_REBALANCE_DELAY, REPO_ROOT, BrokerProcess
 from tests.rawclient import RawClient
 from tests.waiting import wait_until
 
 SESSION_MS = 6000
-REPO_ROOT = Path(__file__).resolve().parents[2]  # the consumer subprocesses import tests.clients from here
 CLIENTS = ["confluent", "kafka-python", "aiokafka"]
 
 
@@ -238,6 +237,7 @@ class ConsumerProc:
     def __init__(self, client: str, bootstrap: str, group: str, topic: str, log_dir: Path, **extra: Any) -> None:
         cfg = {"client": client, "bootstrap": bootstrap, "group": group, "topic": topic, "session": SESSION_MS, **extra}
         self.stderr = open(log_dir / f"consumer-{uuid.uuid4().hex[:6]}.err", "w")  # noqa: SIM115
+        # run from the checkout, so that CONSUMER_SCRIPT can import tests.clients
         self.proc = subprocess.Popen([sys.executable, "-c", CONSUMER_SCRIPT, json.dumps(cfg)], cwd=REPO_ROOT,
                                      stdout=subprocess.PIPE, stderr=self.stderr, text=True)
         self.assignment: list[int] | None = None

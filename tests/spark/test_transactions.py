@@ -63,6 +63,10 @@ def read(spark: Any, bootstrap: str, topic: str, isolation: str = "read_committe
     return r.load().select("partition", "offset", "value").collect()
 
 
+def values(rows: list[Any]) -> list[str]:
+    return [bytes(r.value).decode() for r in rows]
+
+
 def write(df: Any, bootstrap: str, **opts: str) -> None:
     w = df.write.format("odradek").option("kafka.bootstrap.servers", bootstrap).mode("append")
     for k, v in opts.items():
@@ -76,7 +80,7 @@ def test_a_committed_write_is_visible_to_read_committed(spark: Any, txn_broker: 
     df = spark.createDataFrame([(f"v{i}", i % 3) for i in range(300)], "value string, partition int").repartition(3)
     write(df, bootstrap, topic="txn-ok", transactionalIdPrefix="txn-ok-job")
     got = read(spark, bootstrap, "txn-ok")
-    assert sorted(bytes(r.value).decode() for r in got) == sorted(f"v{i}" for i in range(300))
+    assert sorted(values(got)) == sorted(f"v{i}" for i in range(300))
 
 
 def test_a_task_failing_midway_leaves_nothing_for_read_committed(spark: Any, txn_broker: Any) -> None:
@@ -112,10 +116,10 @@ def test_read_committed_skips_an_aborted_transaction_in_the_middle(spark: Any, t
         else:
             p.abort_transaction(30)
     want = sorted([f"c1-{i}" for i in range(10)] + [f"c2-{i}" for i in range(10)])
-    assert sorted(bytes(r.value).decode() for r in read(spark, bootstrap, "txn-mid")) == want
+    assert sorted(values(read(spark, bootstrap, "txn-mid"))) == want
     # small ranges: some hold only aborted records or a marker, and must still finish
     got = read(spark, bootstrap, "txn-mid", maxRecordsPerPartition="4")
-    assert sorted(bytes(r.value).decode() for r in got) == want
+    assert sorted(values(got)) == want
     everything = read(spark, bootstrap, "txn-mid", isolation="read_uncommitted")
     assert len(everything) == 30
 
@@ -137,7 +141,7 @@ def test_sink_transactions_on_librdkafkas_mock_cluster(spark: Any, mock_cluster:
     # transactional ids usable: the next job with the same prefix commits.
     write(spark.createDataFrame([(f"again{i}",) for i in range(10)], "value string").coalesce(1), mock_cluster,
           topic="mock-out", transactionalIdPrefix="mock-job")
-    got = [bytes(r.value).decode() for r in read(spark, mock_cluster, "mock-out")]
+    got = values(read(spark, mock_cluster, "mock-out"))
     assert sorted(v for v in got if not v.startswith("bad")) == sorted(
         [f"ok{i}" for i in range(100)] + [f"again{i}" for i in range(10)])
     # the failing task stopped at the row with the null topic: nothing after it was produced
