@@ -2,7 +2,8 @@
 alice without ACLs is refused produce, consume and describe with Kafka's error codes; `odradek acls`
 grants her the producer and consumer sets; PREFIXED patterns, DENY over ALLOW and removals apply at once.
 Then a 3-broker ZooKeeper cluster: an ACL created through one broker is enforced by all of them, and
-replication (PLAINTEXT inter-broker listener) keeps working with the authorizer on."""
+replication (a SASL_PLAINTEXT inter-broker listener, the brokers authenticating as the super user admin)
+keeps working with the authorizer on."""
 
 from __future__ import annotations
 
@@ -228,8 +229,11 @@ def test_unknown_authorizer_class_is_one_line(brokers: BrokerPool) -> None:
 
 
 def test_cluster_acls_apply_on_every_broker(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool) -> None:
+    # the brokers reach each other as User:admin over SASL (no listener is privileged): super.users names them
     cluster = BrokerCluster(brokers.directory("acl-cluster"), zk_standalone.connect_string, size=3,
-                            overrides={**AUTHORIZER, "auto.create.topics.enable": "false"})
+                            overrides={**AUTHORIZER, "auto.create.topics.enable": "false",
+                                       "inter.broker.listener.name": "SASL_PLAINTEXT",
+                                       "sasl.mechanism.inter.broker.protocol": "PLAIN"})
     sasl_ports = []
     for b in cluster.brokers:
         port = free_port()
@@ -253,7 +257,7 @@ def test_cluster_acls_apply_on_every_broker(zk_standalone: ZooKeeperEnsemble, br
         with cluster.zookeeper() as zk:
             assert b'"principal":"User:alice"' in zk.get("/kafka-acl/Topic/rep")[0]
             assert zk.get_children("/kafka-acl-changes")
-        # acks=all: the followers fetched every record through the PLAINTEXT inter-broker listener, so the
+        # acks=all: the followers fetched every record through the SASL inter-broker listener, so the
         # high watermark of each partition is past all 20 of its records
         consumer = Consumer({**conf(sasl[1], "admin"), "group.id": "check", "enable.auto.commit": False})
         try:

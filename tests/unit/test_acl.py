@@ -173,9 +173,13 @@ def test_authorizer_super_users_listener_and_denial_log(caplog: pytest.LogCaptur
     with pytest.raises(ConfigError, match="authorizer.class.name=com.example.Mine"):
         check_class("com.example.Mine")
     t = table((ResourcePattern(T, "t", LIT), entry()))
-    az = Authorizer(_Cache(t), frozenset({"User:admin"}), False, "PLAINTEXT")  # type: ignore[arg-type]
+    az = Authorizer(_Cache(t), frozenset({"User:admin"}), False)  # type: ignore[arg-type]
     assert az.authorize("User:admin", "h", "SASL_PLAINTEXT", Op.ALTER, C, "kafka-cluster")
-    assert az.authorize("User:ANONYMOUS", "h", "PLAINTEXT", Op.CLUSTER_ACTION, C, "kafka-cluster")
+    # no listener is privileged: an anonymous PLAINTEXT client is authorized like anyone (issue #25)
+    assert not az.authorize("User:ANONYMOUS", "h", "PLAINTEXT", Op.CLUSTER_ACTION, C, "kafka-cluster")
+    assert not az.authorize("User:ANONYMOUS", "h", "PLAINTEXT", Op.CREATE, C, "kafka-cluster")
+    assert Authorizer(_Cache(t), frozenset({"User:ANONYMOUS"}), False).authorize(  # type: ignore[arg-type]
+        "User:ANONYMOUS", "h", "PLAINTEXT", Op.CLUSTER_ACTION, C, "kafka-cluster")
     with caplog.at_level(logging.INFO, logger="kafka.authorizer.logger"):
         assert not az.authorize("User:bob", "10.1.1.1", "SASL_PLAINTEXT", Op.READ, T, "t", "Fetch")
     assert any("Principal = User:bob is Denied operation = READ from host = 10.1.1.1 on resource = Topic:LITERAL:t "

@@ -274,7 +274,7 @@ def test_a_request_refused_as_a_whole_gets_its_top_level_authorization_error() -
         table = AclTable()
 
     async def scenario(dispatcher: Dispatcher, conn: Connection) -> None:
-        dispatcher.broker.authorizer = Authorizer(Cache(), frozenset(), False, None)  # type: ignore[arg-type]
+        dispatcher.broker.authorizer = Authorizer(Cache(), frozenset(), False)  # type: ignore[arg-type]
         request = JoinGroupRequest(group_id="g", session_timeout_ms=10000, rebalance_timeout_ms=10000, member_id="",
                                    group_instance_id=None, protocol_type="consumer", protocols=[], reason=None)
         body = split_response(await dispatcher(conn, frame(request, 9)), flexible_header=True)

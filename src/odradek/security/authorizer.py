@@ -3,14 +3,12 @@ the same ACL semantics here), `super.users` and `allow.everyone.if.no.acl.found`
 AclCache. Denials are logged as Kafka's authorizer logs them, on the `kafka.authorizer.logger` logger at
 INFO, at a bounded rate.
 
-Brokers reach each other over the inter-broker listener (replica fetches, WriteTxnMarkers, requests
-forwarded to the controller, internal-topic writes) and Odradek's brokers do not authenticate to each
-other there: when that listener is PLAINTEXT, its connections (User:ANONYMOUS) act as the broker's
-principal, a super user. Kafka makes the same trade with the usual `super.users=User:ANONYMOUS` of a
-PLAINTEXT inter-broker listener, but for every listener; here it is that one listener only, so client
-listeners stay under the ACLs and a cluster with an authorizer works out of the box. Keep that listener
-reachable by brokers only, as Kafka's documentation asks. On SSL and SASL inter-broker listeners the
-principal is the broker's own identity, which `super.users` must name, as in Kafka.
+No listener is privileged: a connection's principal is what its listener authenticated (the SASL user,
+the TLS client certificate's subject) or User:ANONYMOUS (PLAINTEXT, and TLS without a client
+certificate), and it is authorized like any other. Brokers reach each other with the inter-broker
+listener's credentials, so `super.users` must name the brokers' own principal, as in Kafka; a cluster
+whose inter-broker listener is PLAINTEXT needs `super.users=User:ANONYMOUS`, which makes every client of
+a PLAINTEXT listener a super user too (the broker warns at start-up).
 """
 
 from __future__ import annotations
@@ -73,16 +71,15 @@ class RateLimiter:
 
 
 class Authorizer:
-    def __init__(self, cache: AclCache, super_users: frozenset[str], allow_if_no_acl: bool,
-                 broker_listener: str | None) -> None:
+    def __init__(self, cache: AclCache, super_users: frozenset[str], allow_if_no_acl: bool) -> None:
         self.cache = cache
         self.super_users = super_users
         self.allow_if_no_acl = allow_if_no_acl
-        self.broker_listener = broker_listener  # connections on it act as a super user
         self._log_limit = RateLimiter()
 
     def is_super(self, principal: str, listener: str) -> bool:
-        return principal in self.super_users or listener == self.broker_listener
+        """`listener` is not consulted: which listener a request came in on grants nothing by itself."""
+        return principal in self.super_users
 
     def authorize(self, principal: str, host: str, listener: str, op: AclOperation, resource_type: ResourceType,
                   name: str, request: str = "", log_denial: bool = True) -> bool:

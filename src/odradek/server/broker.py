@@ -51,7 +51,7 @@ from odradek.server.limits import ConnectionLimits, RequestMemory
 from odradek.server.metrics import BrokerMetrics
 from odradek.server.network import SocketServer
 from odradek.server.quotas import QuotaManager
-from odradek.server.security import ListenerSecurity, inter_broker_security
+from odradek.server.security import ListenerSecurity, inter_broker_security, trust_warnings
 from odradek.storage.manager import CleanerConfig, LogManager
 from odradek.txn.coordinator import TransactionCoordinator
 
@@ -186,19 +186,11 @@ class Broker:
         cfg = self.config
         cache = AclCache(self.store)
         await cache.start()
-        inter = cfg.inter_broker_listener
-        broker_listener = inter.name if inter.security_protocol == "PLAINTEXT" else None
         self.authorizer = Authorizer(cache, parse_super_users(cfg.get("super.users")),
-                                     cfg.get("allow.everyone.if.no.acl.found"), broker_listener)
-        log.info("%s Authorizer %s: super users %s; allow.everyone.if.no.acl.found=%s%s", self.prefix,
+                                     cfg.get("allow.everyone.if.no.acl.found"))
+        log.info("%s Authorizer %s: super users %s; allow.everyone.if.no.acl.found=%s", self.prefix,
                  cfg.get("authorizer.class.name"), ";".join(sorted(self.authorizer.super_users)) or "none",
-                 str(self.authorizer.allow_if_no_acl).lower(),
-                 f"; connections on the inter-broker listener {broker_listener} act as the broker (a super user)"
-                 if broker_listener else "")
-        if broker_listener and all(lst.name == broker_listener for lst in cfg.listeners):
-            log.warning("%s The only listener, %s, is the inter-broker listener: every connection acts as the broker "
-                        "(a super user) and no ACL applies; give clients a listener of their own", self.prefix,
-                        broker_listener)
+                 str(self.authorizer.allow_if_no_acl).lower())
 
     def _make_store(self) -> MetadataStore:
         connect = self.config.zookeeper_connect
@@ -278,11 +270,17 @@ class Broker:
             raise StartupError(f"http.listener: cannot bind {address}: {exc.strerror or exc}") from None
 
     async def _listen(self) -> None:
+        securities = []
         for listener in self.config.listeners:
             try:
-                security = ListenerSecurity.for_listener(self.config, listener)
+                securities.append(ListenerSecurity.for_listener(self.config, listener))
             except ConfigError as exc:
                 raise StartupError(f"listener {listener.name}: {exc}") from None
+        if self.authorizer is not None:
+            for line in trust_warnings(securities, self.authorizer.super_users,
+                                       self.config.inter_broker_listener.name, bool(self.config.zookeeper_connect)):
+                log.warning("%s %s", self.prefix, line)
+        for listener, security in zip(self.config.listeners, securities, strict=True):
             try:
                 port = await self.server.listen(listener.host, listener.port, security)
             except OSError as exc:

@@ -51,6 +51,14 @@ class ListenerSecurity:
     ssl_context: ssl.SSLContext | None = None
     sasl: SaslSettings | None = None
     principal_rules: list[Rule] | None = None  # ssl.principal.mapping.rules; None: DEFAULT
+    @property
+    def authenticates(self) -> bool:
+        """Whether every client of this listener proves who it is (SASL, or TLS with a required client
+        certificate); elsewhere clients may be User:ANONYMOUS."""
+        if self.sasl is not None:
+            return True
+        return self.ssl_context is not None and self.ssl_context.verify_mode == ssl.CERT_REQUIRED
+
     @classmethod
     def plaintext(cls, name: str = "PLAINTEXT") -> ListenerSecurity:
         return cls(name, "PLAINTEXT")
@@ -123,3 +131,29 @@ def inter_broker_security(config: BrokerConfig) -> ClientSecurity:
                           f'username="..." password="..." in {key} (or sasl.jaas.config)')
     username, password = jaas_credentials(jaas, key)
     return ClientSecurity(protocol, context, mechanism, username, password)
+
+
+ANONYMOUS = "User:ANONYMOUS"
+
+
+def trust_warnings(listeners: list[ListenerSecurity], super_users: frozenset[str], inter_broker: str,
+                   clustered: bool) -> list[str]:
+    """What start-up warns about when an authorizer runs (Kafka's trust model: no listener is privileged;
+    who a client is comes from what its listener authenticated, else User:ANONYMOUS)."""
+    out = []
+    anonymous_super = ANONYMOUS in super_users
+    for sec in listeners:
+        if sec.authenticates:
+            continue
+        if anonymous_super:
+            out.append(f"Listener {sec.name} ({sec.protocol}) does not authenticate its clients and super.users "
+                       f"names {ANONYMOUS}: every client that reaches it is a super user and no ACL applies to it")
+        else:
+            out.append(f"Listener {sec.name} ({sec.protocol}) does not authenticate its clients: they are all "
+                       f"{ANONYMOUS}, authorized by the ACLs for that principal")
+            if clustered and sec.name == inter_broker:
+                out.append(f"The inter-broker listener {sec.name} does not authenticate: brokers reach each other as "
+                           f"{ANONYMOUS}, which super.users does not name, so replica fetches and transaction markers "
+                           "will be refused (CLUSTER_AUTHORIZATION_FAILED); authenticate brokers (SASL or mutual TLS) "
+                           "and name their principal in super.users")
+    return out

@@ -115,7 +115,13 @@ async def delete_topics(ctx: RequestContext, request: Any) -> DeleteTopicsRespon
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Neither a topic name nor a topic id was given")
             if name is None:
                 raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, "Topic id is unknown")
-            authz.require(ctx, authz.Op.DELETE, authz.TOPIC, name)
+            if not authz.allowed(ctx, authz.Op.DELETE, authz.TOPIC, name):
+                if tid != ZERO_UUID and not authz.allowed(ctx, authz.Op.DESCRIBE, authz.TOPIC, name, False):
+                    # named by id, by a principal that may not see the name: the answer keeps it secret
+                    # (Kafka does not count the id as a secret)
+                    res.name = None
+                    raise KafkaError(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Topic authorization failed.")
+                raise authz.failure(authz.TOPIC, name)
             meta = cache.topics.get(name)
             if meta is not None:
                 res.topic_id = uuid.UUID(bytes=meta.topic_id)

@@ -41,6 +41,20 @@ def _check_epoch(p: Partition, current_leader_epoch: int) -> None:
 ZERO_UUID = b"\x00" * 16
 
 
+def _check_follower(part: Partition, replica_id: int, fetch_offset: int, diverging: bool) -> None:
+    """A replica's fetch moves its position only if it is one of the partition's assigned replicas
+    (not the leader itself) and, unless its log diverges (it will truncate), asks for an offset the
+    leader has: a position past the log end would count records as replicated that the follower never
+    received."""
+    if replica_id not in part.replicas or replica_id == part.broker_id:
+        raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                         f"broker {replica_id} is not a follower of {part.name} (replicas {part.replicas})")
+    if not diverging and (fetch_offset > part.log.log_end_offset or fetch_offset < 0):
+        raise KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE,
+                         f"follower {replica_id} fetched {part.name} at {fetch_offset}, outside the log "
+                         f"[{part.log.log_start_offset}, {part.log.log_end_offset}]")
+
+
 def _wants(ctx: RequestContext, request: Any) -> list[Want]:
     """The partitions a request names, with what it asks of each."""
     by_id = ctx.broker.metadata.by_id
@@ -65,16 +79,24 @@ def _forgotten(ctx: RequestContext, request: Any) -> list[tuple[str, int]]:
     return out
 
 
+def replica_id_of(version: int, request: Any) -> int:
+    """The fetching replica's broker id (v15+: in ReplicaState), or -1 for a consumer."""
+    replica_id: int = getattr(request, "replica_id", -1)
+    state = getattr(request, "replica_state", None)
+    if version >= 15 and state is not None:
+        replica_id = state.replica_id
+    return replica_id
+
+
 class _FetchPlan:
-    """The partitions of one fetch, resolved once and read as many times as the long poll needs."""
+    """The partitions of one fetch, resolved once and read as many times as the long poll needs. A
+    replica's fetch is built only once its principal is known to hold CLUSTER_ACTION (see `fetch`): the
+    follower positions it records decide the high watermark, so what acks=all acknowledges."""
 
     def __init__(self, ctx: RequestContext, request: Any, wants: list[Want]) -> None:
         self.ctx = ctx
         self.version = ctx.version
-        replica_id = getattr(request, "replica_id", -1)
-        state = getattr(request, "replica_state", None)
-        if self.version >= 15 and state is not None:
-            replica_id = state.replica_id
+        replica_id = replica_id_of(self.version, request)
         self.is_replica = replica_id >= 0
         self.replica_id = replica_id
         self.read_committed = not self.is_replica and getattr(request, "isolation_level", 0) == 1
@@ -98,9 +120,14 @@ class _FetchPlan:
                 except KafkaError as exc:
                     err, part = exc, None
             if part is not None and self.is_replica:
-                self.diverging[(want.topic, want.partition)] = part.diverging_epoch(
+                div = self.diverging[(want.topic, want.partition)] = part.diverging_epoch(
                     want.last_fetched_epoch, want.fetch_offset)
-                replicas.record_follower_fetch(part, replica_id, want.fetch_offset)
+                try:
+                    _check_follower(part, replica_id, want.fetch_offset, div is not None)
+                    if div is None:  # a diverging follower truncates first; its position is not yet known
+                        replicas.record_follower_fetch(part, replica_id, want.fetch_offset)
+                except KafkaError as exc:
+                    err, part = exc, None
             if not self.topics or self.topics[-1][0].name != want.topic or self.topics[-1][0].topic_id != want.topic_id:
                 self.topics.append((FetchTopicResult(want.topic, want.topic_id), []))
             self.topics[-1][1].append((want, part, err))
@@ -175,6 +202,10 @@ class _FetchPlan:
 @handles(FetchRequest, FetchResponse, versions=(4, 18))
 async def fetch(ctx: RequestContext, request: Any) -> list[Piece]:
     version = ctx.version
+    if replica_id_of(version, request) >= 0 and not authz.allowed(ctx, authz.Op.CLUSTER_ACTION, authz.CLUSTER):
+        # before anything else: no fetch session, no follower position, no read
+        return encode_fetch_response(version, ctx.header.correlation_id, [],
+                                     error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     sessions = ctx.broker.fetch_sessions
     session: FetchSession | None = None
     incremental = False
@@ -204,9 +235,6 @@ async def fetch(ctx: RequestContext, request: Any) -> list[Piece]:
         cap = quotas.fetch_window_bytes(ctx.connection.principal, ctx.header.client_id or "")
         if cap is not None:
             plan.max_bytes = min(plan.max_bytes, cap)
-    if plan.is_replica and not authz.allowed(ctx, authz.Op.CLUSTER_ACTION, authz.CLUSTER):
-        return encode_fetch_response(version, ctx.header.correlation_id, [],
-                                     error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     topics, total, errors = plan.read()
     wait_ms = request.max_wait_ms
     if total < request.min_bytes and wait_ms > 0 and not errors and plan.topics:

@@ -69,6 +69,12 @@ def _topic(broker: Any, name: str, live: set[int], operations: set[int] | None) 
     )
 
 
+def _failed_id(topic_id: bytes, code: int) -> Any:
+    """A topic the request named by id only, refused: its id comes back, never its name."""
+    return MetadataResponse.MetadataResponseTopic(error_code=code, name=None, topic_id=_uuid_str(topic_id),
+                                                  is_internal=False, partitions=[])
+
+
 def _failed_topic(name: str, code: int) -> Any:
     return MetadataResponse.MetadataResponseTopic(error_code=code, name=name, topic_id=_uuid_str(ZERO_UUID),
                                                   is_internal=False, partitions=[])
@@ -104,6 +110,8 @@ async def metadata(ctx: RequestContext, request: Any) -> MetadataResponse:
     live = set(cache.brokers)
     requested = request.topics
     listing = requested is None or (version == 0 and not requested)
+    by_id: set[str] = set()  # topics the request named by id only
+    unknown_ids: list[bytes] = []
     if listing:
         names = sorted(cache.topics)
         if authz.enabled(ctx):  # topics the caller may not describe are left out of the listing
@@ -115,13 +123,21 @@ async def metadata(ctx: RequestContext, request: Any) -> MetadataResponse:
                 found = cache.by_id.get(t.topic_id.bytes)
                 if found:
                     names.append(found)
+                    by_id.add(found)
+                else:
+                    unknown_ids.append(t.topic_id.bytes)
         names = list(dict.fromkeys(names))  # each topic once, as Kafka (a topic named twice is described once)
     auto = version < 4 or request.allow_auto_topic_creation
     topic_ops = version >= 8 and request.include_topic_authorized_operations
     topics = []
     for name in names:
         if not listing and not authz.allowed(ctx, authz.Op.DESCRIBE, authz.TOPIC, name):
-            topics.append(_failed_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            if name in by_id:  # as Kafka: the id named comes back, the name it resolves to does not
+                meta = cache.topics.get(name)
+                topics.append(_failed_id(meta.topic_id if meta is not None else ZERO_UUID,
+                                         ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            else:
+                topics.append(_failed_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
             continue
         if name not in cache.topics and auto and broker.config.get("auto.create.topics.enable"):
             failed = await _auto_create(ctx, name)
@@ -129,6 +145,7 @@ async def metadata(ctx: RequestContext, request: Any) -> MetadataResponse:
                 topics.append(failed)
                 continue
         topics.append(_topic(broker, name, live, authz.operations(ctx, authz.TOPIC, name, topic_ops)))
+    topics.extend(_failed_id(tid, ErrorCode.UNKNOWN_TOPIC_ID) for tid in dict.fromkeys(unknown_ids))
     brokers = [
         MetadataResponse.MetadataResponseBroker(node_id=b.broker_id, host=host, port=port, rack=b.rack)
         for b, host, port in listener_endpoints(cache.brokers.values(), ctx.connection.security.name)

@@ -60,6 +60,7 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | l
     waits: list[tuple[Partition, asyncio.Future[None], ProducePartitionResult]] = []
     flushes: list[tuple[asyncio.Future[None], ProducePartitionResult]] = []
     any_error = False
+    authorized = False  # some partition passed authorization: only then is the request charged to quotas
     for topic in req.topics:
         name = topic.name if topic.topic_id is None else by_id.get(topic.topic_id, "")
         out = results.setdefault(topic.name if topic.topic_id is None else topic.topic_id, [])
@@ -69,11 +70,12 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | l
                 any_error = True
                 continue
             try:
-                authz.require_produce(ctx, req.transactional_id, topic.name)
-                if part.records is None or len(part.records) == 0:
-                    raise KafkaError(ErrorCode.INVALID_RECORD, "Produce request has no records")
                 if not name:  # an id no topic has (or the zero id)
                     raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, "unknown topic id")
+                authz.require_produce(ctx, req.transactional_id, name)  # the name an id stands for, too
+                authorized = True
+                if part.records is None or len(part.records) == 0:
+                    raise KafkaError(ErrorCode.INVALID_RECORD, "Produce request has no records")
                 p = replicas.leader_partition(name, part.index)
                 info = p.append_as_leader(part.records, acks)
             except RecordValidationError as exc:
@@ -93,7 +95,7 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | l
                 waits.append((p, p.hw_waiter(info.last_offset + 1), res))
     throttle = 0
     quotas = ctx.broker.quotas
-    if quotas.enabled:
+    if quotas.enabled and authorized:
         # Kafka records the request's size against producer_byte_rate, acks=0 included (then muted only)
         throttle = quotas.produce(ctx.connection.principal, ctx.header.client_id or "", len(frame))
         if throttle:
