@@ -365,3 +365,21 @@ def test_admin_still_does_it_all(target: Target) -> None:
         resp = c.request(R.MetadataRequest(topics=[R.MetadataRequest.MetadataRequestTopic(
             topic_id=target.topic_id, name=None)]), 12)
     assert resp.topics[0].name == TOPIC and resp.topics[0].error_code == 0
+
+
+def test_a_refused_fetch_gets_no_fetch_session(target: Target) -> None:
+    """A consumer Fetch opening a session (epoch 0) on topics alice may not read: refused, and no session
+    slot taken (the cache is bounded; a flood of them would evict real consumers' sessions)."""
+    part = R.FetchRequest.FetchTopic.FetchPartition(partition=0, current_leader_epoch=-1, fetch_offset=0,
+                                                    last_fetched_epoch=-1, log_start_offset=-1,
+                                                    partition_max_bytes=1 << 20)
+    request = R.FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+                             session_id=0, session_epoch=0,
+                             topics=[R.FetchRequest.FetchTopic(topic=TOPIC, partitions=[part])],
+                             forgotten_topics_data=[], rack_id="")
+    with connect_as("alice", target.sasl_port) as alice:
+        resp = alice.request(request, 12)
+    assert resp.responses[0].partitions[0].error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    assert resp.session_id == 0
+    with connect_as("admin", target.sasl_port) as admin:
+        assert admin.request(request, 12).session_id != 0  # the same request, allowed, opens one

@@ -105,6 +105,7 @@ class _FetchPlan:
         self.topics: list[tuple[FetchTopicResult, list[tuple[Want, Partition | None, KafkaError | None]]]] = []
         self.diverging: dict[tuple[str, int], tuple[int, int] | None] = {}
         self.read_wants: list[Want] = []  # the partitions of the last read, in its order
+        self.authorized_any = False  # some partition passed authorization
         replicas = ctx.broker.replicas
         for want in wants:
             part: Partition | None = None
@@ -115,6 +116,7 @@ class _FetchPlan:
                 try:
                     if not self.is_replica:
                         authz.require(ctx, authz.Op.READ, authz.TOPIC, want.topic)
+                    self.authorized_any = True
                     part = replicas.leader_partition(want.topic, want.partition)
                     _check_epoch(part, want.current_leader_epoch)
                 except KafkaError as exc:
@@ -209,14 +211,14 @@ async def fetch(ctx: RequestContext, request: Any) -> list[Piece]:
     sessions = ctx.broker.fetch_sessions
     session: FetchSession | None = None
     incremental = False
+    new_session = False
     wants = _wants(ctx, request)
     if version >= 7:
         session_id, epoch = request.session_id, request.session_epoch
         if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
             if session_id:
                 sessions.remove(session_id)
-            if epoch == INITIAL_EPOCH:
-                session = sessions.create(wants)
+            new_session = epoch == INITIAL_EPOCH
         else:
             session = sessions.get(session_id)
             if session is None:
@@ -229,6 +231,10 @@ async def fetch(ctx: RequestContext, request: Any) -> list[Piece]:
             wants = list(session.wants.values())
             incremental = True
     plan = _FetchPlan(ctx, request, wants)
+    if new_session and (plan.authorized_any or not wants or not authz.enabled(ctx)):
+        # a fetch refused on every partition gets no session: it would take a cache slot (evicting a
+        # consumer's) for nothing
+        session = sessions.create(wants)
     quotas = ctx.broker.quotas
     if quotas.enabled and not plan.is_replica:
         # As Kafka: no more than one quota window's worth of bytes (a first batch is still whole, KIP-74)
