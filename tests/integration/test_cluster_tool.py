@@ -163,6 +163,9 @@ def test_up_with_sasl_ssl_replicates_and_serves_the_printed_client_config(cluste
     assert oct(props_file.stat().st_mode & 0o777) == "0o600"
     server = (cluster_dir / "broker1" / "server.properties").read_text()
     assert f"listeners=SASL_SSL://127.0.0.1:{base}" in server and "security.inter.broker.protocol=SASL_SSL" in server
+    # the ACL authorizer runs, the brokers and the admin (both User:admin) its only super user
+    assert "super.users=User:admin" in server and "allow.everyone.if.no.acl.found=false" in server
+    assert "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer" in server
     bootstrap = f"127.0.0.1:{base},127.0.0.1:{base + 1}"
     topics = subprocess.run(odradek_cmd("topics", "--bootstrap-server", bootstrap, "--command-config", str(props_file),
                                         "--create", "--topic", "secured", "--partitions", "1", "--replication-factor",
@@ -193,6 +196,43 @@ def test_up_with_sasl_ssl_replicates_and_serves_the_printed_client_config(cluste
     assert len(outcome) == 1 and outcome[0] is not None  # a plaintext client is not served
     down = cluster("down", "--dir", str(cluster_dir), timeout=120)
     assert down.returncode == 0, down.stdout + down.stderr
+
+
+def test_up_with_ssl_requires_client_certificates_and_authorizes_them(cluster_dir: Path) -> None:
+    """--security ssl: mutual TLS (the brokers replicate with their certificate, the admin of
+    client.properties has one of its own), both super users; a TLS client without a certificate is refused."""
+    from confluent_kafka import KafkaException, Producer
+    from confluent_kafka.admin import AdminClient
+
+    from odradek.cli.common import parse_properties
+    from odradek.security.client_config import librdkafka_config
+
+    zk_base, base = pick_bases(1, 2)
+    up = cluster("up", "--brokers", "2", "--zookeepers", "1", "--dir", str(cluster_dir), "--security", "ssl",
+                 "--base-port", str(base), "--zk-base-port", str(zk_base), "--http-base-port", "0")
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        server = (cluster_dir / "broker1" / "server.properties").read_text()
+        assert "ssl.client.auth=required" in server
+        assert "super.users=User:CN=odradek-broker 127.0.0.1;User:CN=admin" in server
+        props_file = cluster_dir / "security" / "client.properties"
+        conf = {**librdkafka_config(dict(parse_properties(props_file.read_text()))),
+                "bootstrap.servers": f"127.0.0.1:{base},127.0.0.1:{base + 1}"}
+        topics = subprocess.run(odradek_cmd("topics", "--bootstrap-server", conf["bootstrap.servers"],
+                                            "--command-config", str(props_file), "--create", "--topic", "mtls",
+                                            "--partitions", "1", "--replication-factor", "2"),
+                                capture_output=True, text=True, timeout=60)
+        assert topics.returncode == 0, topics.stdout + topics.stderr
+        producer = Producer({**conf, "acks": "all"})
+        for i in range(20):
+            producer.produce("mtls", f"m{i}".encode())
+        assert producer.flush(60) == 0  # acks=all: the follower fetched as the broker's certificate
+        anonymous = {k: v for k, v in conf.items() if k not in ("ssl.certificate.location", "ssl.key.location")}
+        with pytest.raises(KafkaException):
+            AdminClient({**anonymous, "socket.timeout.ms": 3000}).list_topics(timeout=5)
+    finally:
+        down = cluster("down", "--dir", str(cluster_dir), timeout=120)
+        assert down.returncode == 0, down.stdout + down.stderr
 
 
 def test_failed_up_stops_what_it_started(cluster_dir: Path) -> None:

@@ -59,3 +59,31 @@ def test_configs_tool_scram_flags() -> None:
         parse_command([*base, "--entity-name", "alice", "--alter", "--add-config", "SCRAM-SHA-256=[iterations=8192]"])
     with pytest.raises(UsageError, match="entity-default is not allowed"):
         parse_command([*base, "--entity-default", "--alter", "--add-config", "SCRAM-SHA-256=[password=x]"])
+
+
+def test_trust_warnings_name_every_unauthenticated_listener() -> None:
+    """Kafka's trust model (issue #25): no listener is privileged; start-up warns about each listener whose
+    clients are User:ANONYMOUS, louder when super.users makes them super users or brokers would be refused."""
+    import ssl
+
+    from odradek.server.sasl import SaslSettings
+    from odradek.server.security import ListenerSecurity, trust_warnings
+
+    plain = ListenerSecurity.plaintext()
+    sasl = ListenerSecurity("SASL_PLAINTEXT", "SASL_PLAINTEXT", None, SaslSettings(("PLAIN",), {}, 0, 0))
+    required = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    required.verify_mode = ssl.CERT_REQUIRED
+    optional = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    optional.verify_mode = ssl.CERT_OPTIONAL
+    mtls, tls = ListenerSecurity("MTLS", "SSL", required), ListenerSecurity("SSL", "SSL", optional)
+    assert [s.authenticates for s in (plain, sasl, mtls, tls)] == [False, True, True, False]
+    assert trust_warnings([sasl, mtls], frozenset({"User:admin"}), "SASL_PLAINTEXT", True) == []
+    lines = trust_warnings([plain, sasl, tls], frozenset({"User:admin"}), "SASL_PLAINTEXT", True)
+    assert [line.split(" does not")[0] for line in lines] == ["Listener PLAINTEXT (PLAINTEXT)", "Listener SSL (SSL)"]
+    assert all("they are all User:ANONYMOUS" in line for line in lines)
+    refused = trust_warnings([plain, sasl], frozenset({"User:admin"}), "PLAINTEXT", True)
+    assert len(refused) == 2 and "replica fetches and transaction markers will be refused" in refused[1]
+    assert len(trust_warnings([plain, sasl], frozenset({"User:admin"}), "PLAINTEXT", False)) == 1  # one node
+    loud = trust_warnings([plain, sasl], frozenset({"User:admin", "User:ANONYMOUS"}), "PLAINTEXT", True)
+    assert loud == ["Listener PLAINTEXT (PLAINTEXT) does not authenticate its clients and super.users names "
+                    "User:ANONYMOUS: every client that reaches it is a super user and no ACL applies to it"]

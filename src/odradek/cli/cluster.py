@@ -215,7 +215,7 @@ def broker_properties(cluster: Cluster, broker: BrokerNode) -> dict[str, str]:
     replication = str(min(3, len(cluster.brokers)))
     return {
         "broker.id": str(broker.id),
-        **cluster.secured.broker_properties(f"{cluster.host}:{broker.port}"),
+        **cluster.secured.broker_properties(f"{cluster.host}:{broker.port}", cluster.host),
         "log.dirs": str(broker.home / "data"),
         "zookeeper.connect": cluster.zookeeper_connect,
         "offsets.topic.replication.factor": replication,

@@ -2,7 +2,13 @@
 for trying it out: a private CA and one broker certificate for the cluster's host (PEM, with the
 `cryptography` package), a generated password for the `admin` user (SASL/PLAIN, which the brokers also use
 among themselves over the same listener), the broker properties for that, and `client.properties` in the
-Java client's names for every tool's `--command-config` (and `--producer.config`/`--consumer.config`)."""
+Java client's names for every tool's `--command-config` (and `--producer.config`/`--consumer.config`).
+
+A secured cluster also runs the ACL authorizer with `allow.everyone.if.no.acl.found=false`, as Kafka's
+trust model wants: every client authenticates (SASL, or with `ssl` a client certificate: `ssl.client.auth`
+is required and `admin.pem` is the admin's), the brokers are super users by their own principal (User:admin
+over SASL; their certificate's subject over TLS), the admin of client.properties too, and nobody else
+until `odradek acls` grants it."""
 
 from __future__ import annotations
 
@@ -41,6 +47,11 @@ class ClusterSecurity:
         return self.directory / "broker.pem"
 
     @property
+    def admin_pem(self) -> Path:
+        """The admin's client key and certificate (mutual TLS, `ssl` only)."""
+        return self.directory / "admin.pem"
+
+    @property
     def password_file(self) -> Path:
         return self.directory / "admin.password"
 
@@ -57,10 +68,11 @@ class ClusterSecurity:
         if self.protocol == "PLAINTEXT":
             return
         self.directory.mkdir(parents=True, exist_ok=True)
-        if self.tls and not (self.ca_file.exists() and self.broker_pem.exists()):
-            ca_pem, broker_pem = issue_certificates(host)
+        if self.tls and not (self.ca_file.exists() and self.broker_pem.exists() and self.admin_pem.exists()):
+            ca_pem, broker_pem, admin_pem = issue_certificates(host)
             _write_private(self.ca_file, ca_pem, 0o644)
             _write_private(self.broker_pem, broker_pem, 0o600)
+            _write_private(self.admin_pem, admin_pem, 0o600)
         if self.sasl and not self.password_file.exists():
             _write_private(self.password_file, secrets.token_urlsafe(18) + "\n", 0o600)
         _write_private(self.client_properties, self.client_text(), 0o600)
@@ -72,14 +84,27 @@ class ClusterSecurity:
                       f'sasl.jaas.config={PLAIN_MODULE} required username="{ADMIN_USER}" password="{self.password()}";']
         if self.tls:
             lines += ["ssl.truststore.type=PEM", f"ssl.truststore.location={self.ca_file}"]
+        if self.protocol == "SSL":  # the admin's client certificate: the listener requires one
+            lines += ["ssl.keystore.type=PEM", f"ssl.keystore.location={self.admin_pem}"]
         return "\n".join(lines) + "\n"
 
-    def broker_properties(self, listener_address: str) -> dict[str, str]:
-        """One listener of this protocol (named after it), which brokers also use among themselves."""
+    def super_users(self, host: str) -> str:
+        """The principals `super.users` names: the brokers' own (how they reach each other) and the admin."""
+        if self.sasl:
+            return f"User:{ADMIN_USER}"
+        return f"User:CN={broker_common_name(host)};User:CN={ADMIN_USER}"
+
+    def broker_properties(self, listener_address: str, host: str) -> dict[str, str]:
+        """One listener of this protocol (named after it), which brokers also use among themselves; with
+        security, the ACL authorizer (see the module docstring)."""
         props = {"listeners": f"{self.protocol}://{listener_address}"}
         if self.protocol == "PLAINTEXT":
             return props
-        props["security.inter.broker.protocol"] = self.protocol
+        props |= {"security.inter.broker.protocol": self.protocol,
+                  "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                  "super.users": self.super_users(host), "allow.everyone.if.no.acl.found": "false"}
+        if self.protocol == "SSL":
+            props["ssl.client.auth"] = "required"
         if self.tls:
             props |= {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(self.broker_pem),
                       "ssl.truststore.type": "PEM", "ssl.truststore.location": str(self.ca_file)}
@@ -103,9 +128,13 @@ def _write_private(path: Path, text: str, mode: int) -> None:
     os.chmod(path, mode)
 
 
-def issue_certificates(host: str) -> tuple[str, str]:
-    """(CA certificate, broker key + certificate chain) in PEM; the broker certificate names `host` and
-    localhost/127.0.0.1, so clients verifying host names accept it."""
+def broker_common_name(host: str) -> str:
+    return f"odradek-broker {host}"
+
+
+def issue_certificates(host: str) -> tuple[str, str, str]:
+    """(CA certificate, broker key + certificate chain, admin key + client certificate chain) in PEM; the
+    broker certificate names `host` and localhost/127.0.0.1, so clients verifying host names accept it."""
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
@@ -133,7 +162,7 @@ def issue_certificates(host: str) -> tuple[str, str]:
             names.append(x509.DNSName(host))
     key = ec.generate_private_key(ec.SECP256R1())
     cert = (x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"odradek-broker {host}")]))
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, broker_common_name(host))]))
             .issuer_name(ca_name).public_key(key.public_key()).serial_number(x509.random_serial_number())
             .not_valid_before(now - datetime.timedelta(minutes=5))
             .not_valid_after(now + datetime.timedelta(days=VALID_DAYS))
@@ -142,7 +171,20 @@ def issue_certificates(host: str) -> tuple[str, str]:
             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]),
                            critical=False)
             .sign(ca_key, hashes.SHA256()))
+    admin_key = ec.generate_private_key(ec.SECP256R1())
+    admin = (x509.CertificateBuilder()
+             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, ADMIN_USER)]))
+             .issuer_name(ca_name).public_key(admin_key.public_key()).serial_number(x509.random_serial_number())
+             .not_valid_before(now - datetime.timedelta(minutes=5))
+             .not_valid_after(now + datetime.timedelta(days=VALID_DAYS))
+             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+             .sign(ca_key, hashes.SHA256()))
     pem = serialization.Encoding.PEM
     ca_pem = ca.public_bytes(pem).decode()
-    key_pem = key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
-    return ca_pem, key_pem + cert.public_bytes(pem).decode() + ca_pem
+
+    def chain(k: ec.EllipticCurvePrivateKey, c: x509.Certificate) -> str:
+        return (k.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()).decode()
+                + c.public_bytes(pem).decode() + ca_pem)
+
+    return ca_pem, chain(key, cert), chain(admin_key, admin)
