@@ -95,6 +95,14 @@ class MetadataCache:
         await self._load_controller()
         await self._load_topics()
 
+    async def resync(self) -> None:
+        """After a new store session (ZooKeeper expired the old one, and with it every watch): read
+        everything again, topics already known included, and set every watch again. Whatever changed
+        meanwhile (a new leader, a shrunk ISR, a new znode version) reaches the listeners as any change."""
+        await self._load_brokers()
+        await self._load_controller()
+        await self._load_topics(resync=True)
+
     def close(self) -> None:
         self._tasks.close()
 
@@ -135,12 +143,12 @@ class MetadataCache:
             self.controller_id = cid
             self._notify()
 
-    async def _load_topics(self) -> None:
+    async def _load_topics(self, resync: bool = False) -> None:
         gen = self._begin(zn.BROKER_TOPICS)
         names = await self.store.get_children(zn.BROKER_TOPICS, watch=self._watch(self._load_topics))
         for name in names:
-            if name not in self.topics:
-                await self._load_topic(name)
+            if resync or name not in self.topics:
+                await self._load_topic(name, resync)
         if not self._latest(zn.BROKER_TOPICS, gen):
             return  # a newer listing removes what is gone (this one may predate a topic's creation)
         for name in [n for n in self.topics if n not in names]:
@@ -150,7 +158,7 @@ class MetadataCache:
                 fn(name, meta)
         self._notify()
 
-    async def _load_topic(self, name: str) -> None:
+    async def _load_topic(self, name: str, resync: bool = False) -> None:
         gen = self._begin(zn.topic_path(name))
         try:
             data, _ = await self.store.get_json(zn.topic_path(name), watch=self._watch(self._reload_topic, name))
@@ -172,7 +180,10 @@ class MetadataCache:
         else:
             changed = [p for p, r in assignment.partitions.items() if meta.assignment.get(p) != r]
             meta.assignment = assignment.partitions
-        fresh = [p for p in assignment.partitions if p not in meta.states]
+            if resync:
+                await self._load_config(name)
+        # on a resync every state is read again (which also sets its watch again)
+        fresh = list(assignment.partitions) if resync else [p for p in assignment.partitions if p not in meta.states]
         if fresh:
             self._pending.setdefault(name, set()).update(fresh)
             await self._drain()
@@ -262,7 +273,9 @@ class MetadataCache:
             return
         old = meta.states.get(partition)
         meta.states[partition] = state
-        if old is None or (old.leader, old.leader_epoch, old.isr) != (state.leader, state.leader_epoch, state.isr):
+        # a new znode version alone counts too: a leader's conditional ISR write needs the current one
+        if old is None or ((old.leader, old.leader_epoch, old.isr, old.zk_version)
+                           != (state.leader, state.leader_epoch, state.isr, state.zk_version)):
             for fn in self.partition_listeners:
                 fn(name, partition, meta)
 

@@ -213,7 +213,7 @@ class Broker:
             await self._register()
         except StartupError as exc:
             log.error("%s %s", self.prefix, exc)
-        await self.metadata.start()
+        await self.metadata.resync()
         await self.dynamic_config.start()
         if self.quota_watcher is not None:
             await self.quota_watcher.start()
