@@ -91,9 +91,14 @@ class LeaderEpochCache:
         self._changed()
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
-        """(largest epoch <= `epoch`, the offset where it ends), or (-1, -1) if there is none."""
-        if not self.entries or epoch < self.entries[0][0]:
+        """(largest epoch <= `epoch`, the offset where it ends), or (-1, -1) with no epochs at all. An epoch
+        older than every one known answers (`epoch`, the start of the oldest known one), as Kafka's cache
+        does: those records are gone from the log (or were never here), and a follower that last fetched
+        in that epoch may replicate from there without being told it diverged."""
+        if not self.entries:
             return -1, -1
+        if epoch < self.entries[0][0]:
+            return epoch, self.entries[0][1]
         if epoch >= self.entries[-1][0]:
             return self.entries[-1][0], log_end_offset
         i = bisect_right([e for e, _ in self.entries], epoch)
