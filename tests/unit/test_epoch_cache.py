@@ -19,6 +19,7 @@ def test_end_offsets(tmp_path: Path) -> None:
     assert c.end_offset_for(2, 40) == (2, 25)
     assert c.end_offset_for(7, 40) == (5, 40)
     assert LeaderEpochCache(tmp_path).entries == [(0, 0), (2, 10), (5, 25)]
+    assert (tmp_path / "leader-epoch-checkpoint").read_text() == "0\n3\n0 0\n2 10\n5 25\n"
     assert LeaderEpochCache(tmp_path / "none").end_offset_for(3, 40) == (-1, -1)
 
 
@@ -29,7 +30,6 @@ def test_an_epoch_older_than_every_known_one_ends_where_the_oldest_starts(tmp_pa
     c.assign(1, 0)
     c.assign(3, 50)
     assert c.end_offset_for(0, 80) == (0, 0)
-    assert (tmp_path / "leader-epoch-checkpoint").read_text() == "0\n3\n0 0\n2 10\n5 25\n"
 
 
 def test_truncation(tmp_path: Path) -> None:
