@@ -368,6 +368,9 @@ class Cluster:
 
     def groups(self, with_lag: bool = True) -> list[GroupSummary]:
         listed = self.wait(self.admin.list_consumer_groups(request_timeout=self.timeout))
+        if listed.errors and not listed.valid:  # no broker listed its groups: not "no groups"
+            err = listed.errors[0]
+            raise cluster_error(err if isinstance(err, KafkaException) else KafkaException(err))
         ids = sorted(g.group_id for g in listed.valid)
         out = [GroupSummary(i, "Unknown") for i in ids]
         if not ids:

@@ -22,6 +22,7 @@ import logging
 import os
 import signal
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 from aiohttp import web
 
@@ -36,6 +37,8 @@ from odradek.console.supervisor import READY, SESSION_KEY_ENV, child_handles
 
 log = logging.getLogger("odradek.console")
 
+WORKER_THREADS = 32
+
 
 async def learn_cluster_id(cluster: Cluster) -> None:
     """After a restart: fetch the cluster's metadata once (its id for the pages), without waiting for it."""
@@ -47,6 +50,9 @@ async def learn_cluster_id(cluster: Cluster) -> None:
 
 async def serve(opts: argparse.Namespace, bootstrap: str) -> int:
     listener, control, starts = child_handles()
+    # Protocol calls run on worker threads; while a cluster stalls each may hold one until its timeout, so
+    # keep enough that pages still get a thread (and answer "unreachable" at their deadline).
+    asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(WORKER_THREADS, "console-call"))
     token, key = os.environ[TOKEN_ENV], bytes.fromhex(os.environ[SESSION_KEY_ENV])
     timeout_ms, refresh_ms, sample_ms = int(opts.timeout), int(opts.refresh_ms), int(opts.lag_sample_ms)
     properties = read_properties_file(opts.command_config)
