@@ -7,6 +7,9 @@ Playwright, opens each page, checks the values shown against what the clients wr
 reports, and uses the forms. Every test saves a screenshot of its page under its tmp dir. Waits are on
 events (Playwright's expect, wait_until on the console's log line), never on sleeps.
 
+Every test logs in as the operator does: through the URL the console prints (`Console at ...?token=`);
+`send` and `http_login` do the same for the tests that speak HTTP themselves (tests/adversarial uses them too).
+
 Chromium is Debian's package (scripts/test.sh installs it); without it these tests fail rather than skip.
 ODRADEK_CONSOLE_DOCS_SCREENSHOT=1 also copies the topic page's screenshot to docs/console-topic.png.
 """
@@ -19,12 +22,12 @@ import re
 import shutil
 import signal
 import subprocess
-import urllib.error
-import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from http.client import HTTPConnection, HTTPMessage
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -116,22 +119,37 @@ class Console:
     url: str
     proc: subprocess.Popen[bytes]
     log: Path
+    login_url: str = ""  # as printed: the console's URL with ?token=
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
 
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
+
+    @property
+    def token(self) -> str:
+        return self.login_url.split("?token=", 1)[1]
+
+
+PRINTED_URL = re.compile(r"^Console at (http://\S+)$", re.MULTILINE)
+
 
 @contextmanager
-def running_console(bootstrap: str, log: Path, *flags: str) -> Iterator[Console]:
-    """`odradek console` on a free port until the block ends (then SIGTERM by pid, SIGKILL if it lingers)."""
+def running_console(bootstrap: str, log: Path, *flags: str, env: Mapping[str, str] | None = None) -> Iterator[Console]:
+    """`odradek console` on a free port until the block ends (then SIGTERM by pid, SIGKILL if it lingers);
+    ready once it printed its URL."""
     port = free_port()
     with open(log, "wb") as out:
         proc = subprocess.Popen(odradek_cmd("console", "--bootstrap-server", bootstrap, "--port", str(port), *flags),
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                                env={**os.environ, **(env or {})})
     c = Console(f"http://127.0.0.1:{port}", proc, log)
     try:
-        wait_until(lambda: proc.poll() is None and "Odradek console listening on" in c.output(), 60,
-                   lambda: f"the console to listen (exit {proc.poll()}): {c.output()}")
+        printed = wait_until(lambda: proc.poll() is None and PRINTED_URL.search(c.output()), 60,
+                             lambda: f"the console to print its URL (exit {proc.poll()}): {c.output()}")
+        c.login_url = printed.group(1)
         yield c
     finally:
         if proc.poll() is None:
@@ -163,13 +181,21 @@ def browser() -> Iterator[Browser]:
             b.close()
 
 
+def login(pg: Page, console: Console) -> None:
+    """Log the page's browser context in through the URL the console printed (it redirects without the token)."""
+    pg.goto(console.login_url)
+    expect(pg).to_have_url(re.compile(re.escape(console.url) + r"/brokers$"))
+
+
 @pytest.fixture
-def page(browser: Browser, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Page]:
-    """A fresh page; its screenshot is saved as <tmp_path>/<test>.png when the test ends."""
+def page(browser: Browser, console: Console, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Page]:
+    """A fresh page, logged in to the module's console; its screenshot is saved as <tmp_path>/<test>.png
+    when the test ends."""
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(TIMEOUT_MS)
     pg = context.new_page()
     try:
+        login(pg, console)
         yield pg
     finally:
         pg.screenshot(path=str(tmp_path / f"{request.node.name}.png"), full_page=True)
@@ -188,6 +214,10 @@ def test_console_logs_where_it_listens(console: Console, data: BrokerProcess) ->
     line = next(x for x in console.output().splitlines() if "listening on" in x)
     assert f"Odradek console listening on {console.url} (cluster {cluster_id} at {data.bootstrap})" in line
     assert line.startswith("[") and " INFO " in line and line.endswith("(odradek.console)")
+    # The URL to log in with: a random token of 32 bytes (URL-safe base64), printed once, never logged.
+    assert re.fullmatch(r"[A-Za-z0-9_-]{43,}", console.token), console.login_url
+    assert console.login_url == f"{console.url}/?token={console.token}"
+    assert [x for x in console.output().splitlines() if console.token in x] == [f"Console at {console.login_url}"]
 
 
 def test_brokers_page(console: Console, data: BrokerProcess, page: Page, tmp_path: Path) -> None:
@@ -424,33 +454,66 @@ def test_edit_a_config(console: Console, data: BrokerProcess, page: Page) -> Non
     expect(page.locator(".flash.error")).to_contain_text("Could not change config no.such.config")
 
 
-class NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: object, **kwargs: object) -> None:
-        return None
+@dataclass
+class Answer:
+    status: int
+    headers: HTTPMessage
+    body: str
 
 
-def post(url: str, body: bytes, headers: dict[str, str]) -> int:
-    req = urllib.request.Request(url, data=body, method="POST",
-                                 headers={"Content-Type": "application/x-www-form-urlencoded", **headers})
+def send(console: Console, method: str, path: str, headers: Mapping[str, str] | None = None,
+         body: str | None = None) -> Answer:
+    """One request to the console, as sent (a Host header given here replaces the real one; no redirect
+    is followed)."""
+    conn = HTTPConnection("127.0.0.1", console.port, timeout=60)
     try:
-        with urllib.request.build_opener(NoRedirect).open(req, timeout=30) as resp:
-            return int(resp.status)
-    except urllib.error.HTTPError as exc:
-        return exc.code
+        sent = dict(headers or {})
+        if body is not None:
+            sent.setdefault("Content-Type", "application/x-www-form-urlencoded")
+        conn.request(method, path, body=body, headers=sent)
+        resp = conn.getresponse()
+        return Answer(resp.status, resp.headers, resp.read().decode(errors="replace"))
+    finally:
+        conn.close()
+
+
+@dataclass
+class HttpSession:
+    """A logged-in client without a browser: the session cookie and the CSRF token of that session."""
+
+    cookie: str
+    csrf: str
+
+    def headers(self, console: Console, **more: str) -> dict[str, str]:
+        return {"Cookie": self.cookie, "Origin": console.url, **more}
+
+
+def http_login(console: Console) -> HttpSession:
+    """Log in with the printed URL, then read the CSRF token from a page (its <meta name="csrf-token">)."""
+    answer = send(console, "GET", urlsplit(console.login_url).path + "?" + urlsplit(console.login_url).query)
+    assert answer.status == 303 and answer.headers["Location"] == "/", (answer.status, answer.body)
+    cookie = answer.headers["Set-Cookie"].split(";", 1)[0]
+    page = send(console, "GET", "/topics", {"Cookie": cookie})
+    csrf = re.search(r'<meta name="csrf-token" content="([0-9a-f]{64})">', page.body)
+    assert page.status == 200 and csrf, page.body
+    return HttpSession(cookie, csrf.group(1))
 
 
 def test_cross_origin_posts_are_refused(console: Console, data: BrokerProcess) -> None:
-    body = b"name=csrf-topic&partitions=1"
+    """Logged in and with the CSRF token, a POST still needs this console's Origin (or Referer)."""
+    s = http_login(console)
+    body = f"name=csrf-topic&partitions=1&csrf_token={s.csrf}"
     for headers in ({"Origin": "http://evil.example"}, {"Referer": "http://evil.example/page"}, {},
                     {"Origin": "null"}, {"Origin": console.url, "Sec-Fetch-Site": "cross-site"},
                     {"Origin": console.url.rsplit(":", 1)[0] + ":1"}):
-        assert post(console.url + "/topics", body, headers) == 403, headers
+        assert send(console, "POST", "/topics", {"Cookie": s.cookie, **headers}, body).status == 403, headers
     assert "csrf-topic" not in admin(data).list_topics(timeout=10).topics
     assert console.output().count("Refused POST /topics from another origin") == 6, console.output()
     # The same request from the console's own origin goes through (a redirect to the new topic's page).
-    assert post(console.url + "/topics", b"name=same-origin-topic&partitions=1", {"Origin": console.url}) == 303
-    assert post(console.url + "/topics", b"name=referer-topic&partitions=1",
-                {"Referer": console.url + "/topics"}) == 303
+    same = f"name=same-origin-topic&partitions=1&csrf_token={s.csrf}"
+    assert send(console, "POST", "/topics", s.headers(console), same).status == 303
+    referer = {"Cookie": s.cookie, "Referer": console.url + "/topics"}
+    assert send(console, "POST", "/topics", referer, f"name=referer-topic&csrf_token={s.csrf}").status == 303
     topics = admin(data).list_topics(timeout=10).topics
     assert "same-origin-topic" in topics and "referer-topic" in topics
 
@@ -491,7 +554,7 @@ def test_command_config_over_sasl(brokers: BrokerPool, browser: Browser, tmp_pat
         context.set_default_timeout(TIMEOUT_MS)
         page = context.new_page()
         try:
-            page.goto(c.url + "/brokers")
+            login(page, c)
             expect(row(page, "brokers", "broker", 0)).to_contain_text(f"127.0.0.1:{sasl}")
             page.goto(c.url + "/topics/secured/messages")
             r0 = page.locator('#messages tr[data-offset="0"]')
@@ -522,6 +585,7 @@ def test_under_replicated_partitions_are_marked(zk_standalone: ZooKeeperEnsemble
         context.set_default_timeout(TIMEOUT_MS)
         page = context.new_page()
         try:
+            login(page, c)
             page.goto(c.url + "/topics")
             expect(row(page, "topics", "topic", "replicated")).to_contain_text("2 under-replicated")
             page.goto(c.url + "/topics/replicated")
@@ -551,5 +615,6 @@ def test_unreachable_bootstrap_is_one_line() -> None:
 def test_help() -> None:
     r = run_cli("console", "--help")
     assert r.returncode == 0
-    for flag in ("--bootstrap-server", "--command-config", "--port", "--host", "--metrics-url-template"):
+    for flag in ("--bootstrap-server", "--command-config", "--port", "--host", "--metrics-url-template",
+                 "--token-file", "--allowed-host", "--read-only"):
         assert flag in r.stdout

@@ -1,16 +1,30 @@
-"""The web console's pure parts: how payloads are shown, timestamps parsed, and lag history shaped
-(the same-origin check of POSTs is tested through a running console: tests/integration/test_console.py)."""
+"""The web console's pure parts: how payloads are shown, timestamps parsed, lag history shaped, and the
+access token, session cookies, CSRF tokens and Host names checked (the checks as a running console applies
+them are tested in tests/integration/test_console.py and tests/adversarial/test_console_attacks.py)."""
 
 from __future__ import annotations
 
 import json
+from collections import deque
+from pathlib import Path
 
 import pytest
 
 from odradek.console.app import human_bytes
+from odradek.console.auth import (
+    TOKEN_ENV,
+    HostAllowlist,
+    Sessions,
+    TokenError,
+    host_name,
+    load_token,
+    same_secret,
+)
 from odradek.console.browse import MAX_SHOWN_BYTES, parse_time, payload
 from odradek.console.cluster import ClusterError
+from odradek.console.gate import safe_next
 from odradek.console.sampler import LagHistory
+from odradek.console.supervisor import how_it_ended, restart_delay
 
 
 def test_payload_kinds() -> None:
@@ -51,3 +65,81 @@ def test_lag_history_series() -> None:
 
 def test_human_bytes() -> None:
     assert [human_bytes(n) for n in (None, 0, 1023, 1024, 5 * 1024**3)] == ["-", "0 B", "1023 B", "1.0 KiB", "5.0 GiB"]
+
+
+# --- who may use the console ---------------------------------------------------------------------
+
+
+def test_tokens_are_random_unless_fixed(tmp_path: Path) -> None:
+    a, source = load_token(None, {})
+    assert source is None and len(a) >= 43 and a != load_token(None, {})[0]
+    assert load_token(None, {TOKEN_ENV: " fixed-token-0123456789 \n"}) == ("fixed-token-0123456789", TOKEN_ENV)
+    f = tmp_path / "token"
+    f.write_text("from-a-file-0123456789\n")
+    assert load_token(str(f), {TOKEN_ENV: "the-file-wins-over-this"}) == ("from-a-file-0123456789", f"--token-file {f}")
+    f.write_text("short")
+    with pytest.raises(TokenError, match="at least 16"):
+        load_token(str(f), {})
+    with pytest.raises(TokenError, match="cannot read"):
+        load_token(str(tmp_path / "missing"), {})
+
+
+def test_sessions_are_signed_and_expire() -> None:
+    now = [1_000_000.0]
+    sessions = Sessions("the-token-0123456789", b"k" * 32, max_age_s=60, clock=lambda: now[0])
+    assert sessions.check_token("the-token-0123456789")
+    assert not sessions.check_token("the-token-012345678") and not sessions.check_token(None)
+    cookie = sessions.issue()
+    sid = sessions.session_id(cookie)
+    assert sid is not None and sid == cookie.split(".")[0]
+    assert sessions.session_id(sessions.issue()) != sid
+    body, mac = cookie.rsplit(".", 1)
+    for forged in (None, "", "x", f"{body}.{'0' * 64}", f"other.{body.split('.')[1]}.{mac}", cookie + "0", "a.b.c.d"):
+        assert sessions.session_id(forged) is None, forged
+    # Another key (another console run) does not accept it.
+    assert Sessions("the-token-0123456789", b"j" * 32, clock=lambda: now[0]).session_id(cookie) is None
+    now[0] += 61
+    assert sessions.session_id(cookie) is None
+
+
+def test_csrf_token_belongs_to_its_session() -> None:
+    sessions = Sessions("the-token-0123456789", b"k" * 32)
+    a, b = sessions.session_id(sessions.issue()), sessions.session_id(sessions.issue())
+    assert a and b
+    token = sessions.csrf_token(a)
+    assert sessions.check_csrf(a, token)
+    assert not sessions.check_csrf(b, token) and not sessions.check_csrf(a, None) and not sessions.check_csrf(None, token)
+    assert not sessions.check_csrf(a, token[:-1] + ("0" if token[-1] != "0" else "1"))
+    assert same_secret("é", "é") and not same_secret("\udcff", "x")  # non-ASCII input does not raise
+
+
+def test_host_names() -> None:
+    assert host_name("LocalHost:8080") == "localhost"
+    assert host_name("example.com.") == "example.com"
+    assert host_name("[::1]:8080") == "::1" and host_name("[::1]") == "::1"
+    for bad in (None, "", "::1", "[::1", "[nope]:80", "host:port", "[::1]x"):
+        assert host_name(bad) is None, bad
+
+
+def test_host_allowlist() -> None:
+    hosts = HostAllowlist("0.0.0.0", ["console.example", "[fd00::1]"])
+    for ok in ("localhost", "localhost:1", "127.0.0.1:8080", "[::1]:8080", "0.0.0.0:80", "Console.Example:443",
+               "[fd00::1]:80"):
+        assert hosts.allows(ok), ok
+    for refused in (None, "", "evil.example:8080", "127.0.0.2", "localhost.evil.example", "[::2]:80", "console"):
+        assert not hosts.allows(refused), refused
+    assert HostAllowlist("::1").allows("[::1]") and HostAllowlist("myhost").allows("myhost:8080")
+
+
+def test_login_goes_back_only_to_this_server() -> None:
+    assert safe_next("/topics/x?partition=1") == "/topics/x?partition=1"
+    for elsewhere in (None, "", "https://evil.example/", "//evil.example/", "/\\evil.example", "topics"):
+        assert safe_next(elsewhere) == "/", elsewhere
+
+
+def test_supervisor_words_and_backoff() -> None:
+    assert how_it_ended(-6) == "from SIGABRT" and how_it_ended(3) == "with exit code 3"
+    crashes: deque[float] = deque()
+    assert [restart_delay(crashes, 100.0 + i) for i in range(7)] == [0, 0, 0, 1, 2, 4, 8]
+    assert restart_delay(crashes, 100.0 + 60 * 60) == 0  # an hour later: the old crashes are forgotten
+    assert max(restart_delay(crashes, 5000.0) for _ in range(20)) == 30

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import shutil
 import signal
 import socket
@@ -59,22 +60,24 @@ def _wait_ready(bootstrap: str, proc: subprocess.Popen, timeout: float = 30) -> 
     raise SystemExit("Error: the broker did not become ready in time")
 
 
-def _start_console(workdir: Path, bootstrap: str, port: int, metrics_url: str) -> subprocess.Popen | None:
-    """The web console (`odradek console`) on `port`, once it answers HTTP; None (with a warning) when it
-    does not come up: the demo goes on without it."""
+def _start_console(workdir: Path, bootstrap: str, port: int, metrics_url: str) -> tuple[subprocess.Popen, str] | None:
+    """The web console (`odradek console`) on `port` and its login URL (with the access token the demo gives
+    it), once it answers HTTP; None (with a warning) when it does not come up: the demo goes on without it."""
+    import secrets
     import urllib.request
 
+    token = secrets.token_urlsafe(32)
     out = open(workdir / "console.out", "wb")  # noqa: SIM115 - handed to the child process
     proc = subprocess.Popen([sys.executable, "-m", "odradek.cli.main", "console", "--bootstrap-server", bootstrap,
                              "--host", "127.0.0.1", "--port", str(port),
                              "--metrics-url-template", metrics_url.replace("127.0.0.1", "{host}")],
-                            stdout=out, stderr=subprocess.STDOUT)
+                            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "ODRADEK_CONSOLE_TOKEN": token})
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5) as page:
+        try:  # the login page is the one page that needs no session
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/login", timeout=5) as page:
                 if page.status == 200:
-                    return proc
+                    return proc, f"http://127.0.0.1:{port}/?token={token}"
         except OSError:
             time.sleep(0.2)
     print(f"Warning: the web console did not start (its output: {workdir / 'console.out'}); going on without it",
@@ -189,9 +192,9 @@ def main(argv: list[str]) -> int:
         if args.console_port >= 0:
             console_port = args.console_port or _free_port()
             with console.status("Starting the web console ..."):
-                web_console = _start_console(workdir, bootstrap, console_port, metrics_url)
-            if web_console is not None:
-                console_url = f"http://127.0.0.1:{console_port}/"
+                started_console = _start_console(workdir, bootstrap, console_port, metrics_url)
+            if started_console is not None:
+                web_console, console_url = started_console
                 links["web console"] = console_url
                 print(f"Web console running at {console_url} (topics, messages, the consumer group's lag, "
                       "the metrics as charts)", flush=True)

@@ -4,10 +4,12 @@ Pages render on the server. Each has a `live` block that the page's script re-fe
 (the same URL with the `X-Console-Fragment` header answers that block alone), so values stay current
 without a second rendering path in JavaScript; charts and the message tail poll JSON endpoints.
 
-Actions are POST forms. A POST is accepted only from the console's own pages (its Origin, or else its
-Referer, must be this server: a same-origin check against cross-site request forgery) and answers with a
-redirect back to the page carrying a one-line result or error; failures never show a stack trace.
-Protocol calls block, so handlers run them on worker threads.
+Every request first passes the gate (`gate`: Host allowlist, login, same-origin, CSRF and read-only checks).
+Actions are POST forms carrying the session's CSRF token; each answers with a redirect back to the page
+carrying a one-line result or error; failures never show a stack trace. Protocol calls block, so handlers
+run them on worker threads, and a request that the cluster does not answer within the request timeout
+(`--timeout`) gets a "cluster unreachable" page (504) while the call finishes in the background: a stalled
+or vanished cluster never hangs the console.
 """
 
 from __future__ import annotations
@@ -19,12 +21,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import quote, urlencode
 
 import jinja2
 from aiohttp import web
 
-from odradek.console import browse
+from odradek.console import browse, gate
 from odradek.console.cluster import Cluster, ClusterError
 from odradek.console.sampler import LagHistory
 from odradek.pipelines.weblogs import METRICS_TOPIC
@@ -32,8 +34,7 @@ from odradek.pipelines.weblogs import METRICS_TOPIC
 log = logging.getLogger("odradek.console")
 
 HERE = Path(__file__).parent
-FRAGMENT_HEADER = "X-Console-Fragment"
-SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+FRAGMENT_HEADER = gate.FRAGMENT_HEADER
 TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -85,7 +86,9 @@ def render(request: web.Request, name: str, status: int = 200, **context: Any) -
     app = request.app
     cluster = app[CLUSTER]
     context.update(cluster_id=cluster.cluster_id, bootstrap=cluster.bootstrap, settings=app[SETTINGS],
-                   path=request.path, ok=request.query.get("ok"), error=context.get("error") or request.query.get("error"))
+                   path=request.path, ok=request.query.get("ok"), error=context.get("error") or request.query.get("error"),
+                   csrf_token=gate.csrf_token(request), csrf_field=gate.CSRF_FIELD,
+                   read_only=app[gate.GATE].read_only)
     template = app[TEMPLATES].get_template(name)
     # A block rendered alone sees the context but not the template's top-level imports: a live block
     # imports the macros it uses itself.
@@ -108,34 +111,32 @@ async def call(fn: Callable[..., Any], *args: Any) -> Any:
 # --- middlewares -------------------------------------------------------------------------------
 
 
-def same_origin(request: web.Request) -> bool:
-    """Whether a state-changing request comes from this server's own pages."""
-    if request.headers.get("Sec-Fetch-Site") not in (None, "same-origin"):
-        return False
-    source = request.headers.get("Origin") or request.headers.get("Referer")
-    if not source or source == "null":
-        return False
-    parts = urlsplit(source)
-    return parts.scheme == request.scheme and parts.netloc == request.host
+def failure(request: web.Request, status: int, title: str, error: str) -> web.Response:
+    """An error answer: JSON for the API, else the error page."""
+    if request.path.startswith("/api/"):
+        return web.json_response({"error": error}, status=status)
+    return render(request, "error.html", status=status, title=title, error=error)
 
 
 @web.middleware
 async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Same-origin check of POSTs; cluster errors as a page with one line; no stack trace ever shown."""
-    if request.method not in SAFE_METHODS and not same_origin(request):
-        log.warning("Refused %s %s from another origin (%s)", request.method, request.path,
-                    request.headers.get("Origin") or request.headers.get("Referer") or "no Origin or Referer")
-        return web.Response(status=403, text="Forbidden: cross-origin request refused\n")
+    """A deadline on every request; cluster errors as a page with one line; no stack trace ever shown."""
+    cluster = request.app[CLUSTER]
     try:
-        return await handler(request)
+        return await asyncio.wait_for(handler(request), cluster.timeout)
     except web.HTTPException:
         raise
+    except TimeoutError:
+        log.warning("No answer from the cluster within %d ms for %s %s", cluster.timeout_ms, request.method,
+                    request.path)
+        return failure(request, 504, "Cluster unreachable",
+                       f"Cluster unreachable: no answer from {cluster.bootstrap} within {cluster.timeout_ms} ms "
+                       "(the console keeps trying; reload to retry)")
     except ClusterError as exc:
-        return render(request, "error.html", status=502, title="Cluster error", error=str(exc))
+        return failure(request, 502, "Cluster unreachable" if exc.unreachable else "Cluster error", str(exc))
     except Exception as exc:
         log.exception("Error serving %s %s", request.method, request.path)
-        return render(request, "error.html", status=500, title="Internal error",
-                      error=f"{type(exc).__name__}: {exc}")
+        return failure(request, 500, "Internal error", f"{type(exc).__name__}: {exc}")
 
 
 # --- brokers -----------------------------------------------------------------------------------
@@ -383,12 +384,14 @@ async def weblogs_api(request: web.Request) -> web.StreamResponse:
 # --- the application -----------------------------------------------------------------------------
 
 
-def create_app(cluster: Cluster, history: LagHistory, settings: Settings) -> web.Application:
-    app = web.Application(middlewares=[guard])
+def create_app(cluster: Cluster, history: LagHistory, settings: Settings, access: gate.Gate) -> web.Application:
+    app = web.Application(middlewares=[*gate.MIDDLEWARES, guard])
     app[CLUSTER] = cluster
     app[HISTORY] = history
     app[SETTINGS] = settings
     app[TEMPLATES] = environment()
+    access.login_template = app[TEMPLATES].get_template("login.html")
+    gate.install(app, access)
     r = app.router
     r.add_get("/", index)
     r.add_get("/brokers", brokers_page)

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from confluent_kafka import OFFSET_END, Consumer, KafkaError, TopicPartition
+from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
 
-from odradek.cli.common import ClientErrors, client_config
-from odradek.console.cluster import Cluster, ClusterError
+from odradek.cli.common import ClientErrors, client_config, kafka_message
+from odradek.console.cluster import Cluster, ClusterError, cluster_error
 
 MAX_SHOWN_BYTES = 16 * 1024
 MAX_MESSAGES = 500
@@ -121,6 +121,8 @@ def read(cluster: Cluster, topic: str, partition: int, offset: int | None = None
     with consumer(cluster) as c:
         try:
             low, high = c.get_watermark_offsets(TopicPartition(topic, partition), timeout=cluster.timeout)
+        except KafkaException as exc:
+            raise cluster_error(exc, f"cannot read the offsets of {topic}-{partition}: {kafka_message(exc)}") from None
         except Exception as exc:
             raise ClusterError(f"cannot read the offsets of {topic}-{partition}: {exc}") from None
         if timestamp_ms is not None:

@@ -7,7 +7,11 @@ lacks: that one request goes to each broker over the project's protocol client (
 only; a cluster that does not serve it simply shows no log dirs or sizes). Nothing here knows Odradek's
 internals, so the console works against any Kafka-compatible cluster.
 
-All calls block (bounded by the request timeout); the web app runs them on worker threads.
+All calls block (bounded by the request timeout); the web app runs them on worker threads. The client is
+made once and reconnects by itself (librdkafka retries the bootstrap servers), so a cluster that went away
+and came back is served again without a restart; errors meaning "no broker answers" are marked
+`unreachable`. A serving process started again by the supervisor makes its client without waiting for
+the cluster (`connect=False`): it serves "cluster unreachable" pages until the cluster answers.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -30,7 +34,14 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from odradek.cli.common import kafka_message, open_client
+from odradek.cli.common import (
+    UNREACHABLE_CODES,
+    ClientErrors,
+    client_config,
+    create_client,
+    kafka_message,
+    open_client,
+)
 from odradek.cli.consumer_groups import error_text, state_name
 
 log = logging.getLogger("odradek.console")
@@ -42,7 +53,20 @@ GROUP_NOT_FOUND = 69
 
 
 class ClusterError(Exception):
-    """A request the cluster refused or did not answer, worded for a person (one line)."""
+    """A request the cluster refused or did not answer, worded for a person (one line); `unreachable` when
+    no broker answered at all."""
+
+    def __init__(self, message: str, unreachable: bool = False) -> None:
+        super().__init__(message)
+        self.unreachable = unreachable
+
+
+def cluster_error(exc: KafkaException, text: str | None = None) -> ClusterError:
+    """A ClusterError for a librdkafka failure, marked unreachable when no broker could be talked to."""
+    err = exc.args[0] if exc.args else None
+    if isinstance(err, KafkaError) and err.code() in UNREACHABLE_CODES:
+        return ClusterError(f"Cluster unreachable: {text or kafka_message(exc)}", unreachable=True)
+    return ClusterError(text or kafka_message(exc))
 
 
 # --- what the pages show ------------------------------------------------------------------------
@@ -186,30 +210,39 @@ def source_name(source: Any) -> str:
 class Cluster:
     """One AdminClient (and the settings for the browser's consumers) for one cluster."""
 
-    def __init__(self, bootstrap: str, properties: Mapping[str, str], timeout_ms: int = 10_000) -> None:
+    def __init__(self, bootstrap: str, properties: Mapping[str, str], timeout_ms: int = 10_000,
+                 connect: bool = True) -> None:
+        """With `connect`, fail (CliError, one line) unless the cluster answers within `timeout_ms`."""
         self.bootstrap = bootstrap
         self.properties = dict(properties)
         self.timeout_ms = timeout_ms
         self.timeout = timeout_ms / 1000
-        self.admin, self._metadata = open_client(
-            AdminClient, bootstrap, self.properties,
-            defaults={"socket.timeout.ms": timeout_ms}, timeout_ms=timeout_ms)
-        self.cluster_id: str = getattr(self._metadata, "cluster_id", None) or "unknown"
+        defaults = {"socket.timeout.ms": timeout_ms}
+        self.cluster_id = "unknown"
+        if connect:
+            self.admin, metadata = open_client(AdminClient, bootstrap, self.properties, defaults=defaults,
+                                               timeout_ms=timeout_ms)
+            self.cluster_id = getattr(metadata, "cluster_id", None) or "unknown"
+        else:
+            self.admin = create_client(AdminClient, client_config(bootstrap, self.properties, errors=ClientErrors(),
+                                                                  defaults=defaults))
         self.log_dirs_served = self.properties.get("security.protocol", PLAINTEXT).upper() == PLAINTEXT
 
     def wait(self, future: Any) -> Any:
         try:
             return future.result(timeout=self.timeout + 5)
         except TimeoutError:
-            raise ClusterError(f"no answer from the cluster within {self.timeout_ms} ms") from None
+            raise ClusterError(f"Cluster unreachable: no answer within {self.timeout_ms} ms", unreachable=True) from None
         except KafkaException as exc:
-            raise ClusterError(error_text(exc)) from None
+            raise cluster_error(exc, error_text(exc)) from None
 
     def metadata(self, topic: str | None = None) -> Any:
         try:
-            return self.admin.list_topics(topic=topic, timeout=self.timeout)
+            md = self.admin.list_topics(topic=topic, timeout=self.timeout)
         except KafkaException as exc:
-            raise ClusterError(kafka_message(exc)) from None
+            raise cluster_error(exc) from None
+        self.cluster_id = getattr(md, "cluster_id", None) or self.cluster_id
+        return md
 
     # brokers
 
@@ -335,6 +368,9 @@ class Cluster:
 
     def groups(self, with_lag: bool = True) -> list[GroupSummary]:
         listed = self.wait(self.admin.list_consumer_groups(request_timeout=self.timeout))
+        if listed.errors and not listed.valid:  # no broker listed its groups: not "no groups"
+            err = listed.errors[0]
+            raise cluster_error(err if isinstance(err, KafkaException) else KafkaException(err))
         ids = sorted(g.group_id for g in listed.valid)
         out = [GroupSummary(i, "Unknown") for i in ids]
         if not ids:
@@ -363,7 +399,7 @@ class Cluster:
             err: Any = exc.args[0] if exc.args else None
             if hasattr(err, "code") and err.code() == GROUP_NOT_FOUND:
                 return {}
-            raise ClusterError(error_text(exc)) from None
+            raise cluster_error(exc, error_text(exc)) from None
         return {(tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions or [] if tp.offset >= 0}
 
     def group_lags(self, ids: Iterable[str]) -> dict[str, dict[str, int]]:
@@ -393,7 +429,7 @@ class Cluster:
             err: Any = exc.args[0] if exc.args else None
             if hasattr(err, "code") and err.code() == GROUP_NOT_FOUND:
                 return None
-            raise ClusterError(error_text(exc)) from None
+            raise cluster_error(exc, error_text(exc)) from None
         state = state_name(d)
         coordinator = f"{d.coordinator.host}:{d.coordinator.port} (id: {d.coordinator.id})" if d.coordinator else "-"
         group = Group(group_id, state, coordinator, d.partition_assignor or "")

@@ -1,5 +1,7 @@
 // Odradek console: live refresh of each page's `live` block, uPlot charts fed by JSON endpoints, and the
 // message browser's live tail. No framework; the pages work (without refresh) when scripts are off.
+// Forms carry the session's CSRF token as a hidden field (rendered by the server); a script that posts
+// must send it as the X-CSRF-Token header (it is in <meta name="csrf-token">). None posts today.
 "use strict";
 
 const Console = {
@@ -17,10 +19,14 @@ const Console = {
       if (!document.hidden) {
         try {
           const resp = await fetch(location.href, { headers: { "X-Console-Fragment": "live" } });
+          if (resp.status === 401) { location.reload(); return; }  // the session ended: the login page
           if (resp.ok) {
             live.innerHTML = await resp.text();
             live.dispatchEvent(new CustomEvent("console:refreshed"));
             Console.stamp();
+          } else {
+            const el = document.getElementById("updated");
+            if (el) el.textContent = resp.status >= 502 ? "cluster unreachable, retrying" : "refresh failed (" + resp.status + ")";
           }
         } catch (e) { /* the console is restarting or gone: try again next tick */ }
       }
