@@ -1,0 +1,87 @@
+"""The faults a schedule draws from, each a function (cluster, rng) -> Fault: what it did, and how to undo
+it. Durations are the schedule's business (run.py); a pause or a cut from ZooKeeper that lasts past
+the session timeout (6 s) makes ZooKeeper expire the broker's session while it is still alive."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+from random import Random
+
+from tests.faults.cluster import FaultCluster
+
+
+@dataclass
+class Fault:
+    description: str
+    heal: Callable[[], None]
+
+
+def _broker(c: FaultCluster, rng: Random) -> int:
+    return rng.randrange(c.size)
+
+
+def isolate_broker(c: FaultCluster, rng: Random) -> Fault:
+    i = _broker(c, rng)
+    c.net.isolate(f"b{i}")
+    return Fault(f"isolate b{i} from every other host", c.net.heal)
+
+
+def split_minority(c: FaultCluster, rng: Random) -> Fault:
+    """One broker alone on the minority side; ZooKeeper, the other brokers and the clients together."""
+    i = _broker(c, rng)
+    c.net.split([f"b{i}"])
+    return Fault(f"split b{i} | the rest", c.net.heal)
+
+
+def split_with_zookeeper(c: FaultCluster, rng: Random) -> Fault:
+    """ZooKeeper on the minority side with one broker; the other brokers keep the clients."""
+    i = _broker(c, rng)
+    c.net.split([f"b{i}", "zk"])
+    return Fault(f"split b{i}+zk | other brokers+clients", c.net.heal)
+
+
+def cut_from_zookeeper(c: FaultCluster, rng: Random) -> Fault:
+    i = _broker(c, rng)
+    c.net.cut(f"b{i}", "zk")
+    return Fault(f"cut b{i} from ZooKeeper only", c.net.heal)
+
+
+def cut_from_brokers(c: FaultCluster, rng: Random) -> Fault:
+    """A broker (a leader of some partitions, a follower of others) cut from the other brokers only."""
+    i = _broker(c, rng)
+    for j in range(c.size):
+        if j != i:
+            c.net.cut(f"b{i}", f"b{j}")
+    return Fault(f"cut b{i} from the other brokers only", c.net.heal)
+
+
+def pause_broker(c: FaultCluster, rng: Random) -> Fault:
+    i = _broker(c, rng)
+    c.broker(i).signal(signal.SIGSTOP)
+    return Fault(f"pause b{i} (SIGSTOP)", lambda: c.broker(i).signal(signal.SIGCONT))
+
+
+def pause_zookeeper(c: FaultCluster, rng: Random) -> Fault:
+    zk = c.procs["zk"]
+    zk.signal(signal.SIGSTOP)
+    return Fault("pause ZooKeeper (SIGSTOP)", lambda: zk.signal(signal.SIGCONT))
+
+
+def kill_broker(c: FaultCluster, rng: Random) -> Fault:
+    i = _broker(c, rng)
+    c.broker(i).kill()
+    return Fault(f"kill -9 b{i}", lambda: c.restart_broker(i))
+
+
+NEMESES: dict[str, Callable[[FaultCluster, Random], Fault]] = {
+    "isolate": isolate_broker,
+    "split-minority": split_minority,
+    "split-zookeeper": split_with_zookeeper,
+    "cut-zookeeper": cut_from_zookeeper,
+    "cut-brokers": cut_from_brokers,
+    "pause-broker": pause_broker,
+    "pause-zookeeper": pause_zookeeper,
+    "kill": kill_broker,
+}

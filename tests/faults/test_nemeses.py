@@ -1,0 +1,42 @@
+"""Every nemesis, once, against a three-broker cluster on its own simulated network (tests/faults/): while
+two idempotent acks=all producers, a transactional producer and a committing consumer group run, the fault
+lasts past the ZooKeeper session, is healed, and the checker reads everything back: nothing acknowledged
+is lost or duplicated, order holds per partition, transactions are all-or-nothing, group offsets never go
+backward, and the healed cluster serves a fresh producer. The long seeded schedules are
+`python bench/faults.py` (README, "Faults")."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.faults.cluster import FaultCluster
+from tests.faults.nemesis import NEMESES
+from tests.faults.netns import unavailable_reason
+from tests.faults.run import Schedule, run
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FaultCluster]:
+    reason = unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"fault tests need network namespaces: {reason}")
+    c = FaultCluster(tmp_path_factory.mktemp("faults"))
+    try:
+        c.start()
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.mark.parametrize("nemesis", sorted(NEMESES))
+def test_nothing_acknowledged_is_lost(cluster: FaultCluster, nemesis: str, tmp_path: Path) -> None:
+    seed = zlib.crc32(nemesis.encode())
+    schedule = Schedule([nemesis], seed, fault_s=9.0, calm_s=2.0, tag=nemesis)
+    report = run(cluster, tmp_path, schedule)
+    print("\n".join([*schedule.log, report.summary()]))
+    assert report.ok, "\n".join([f"seed {seed}", *schedule.log, report.summary(), *report.violations])
+    assert report.acknowledged > 100  # the workload did run through the fault
