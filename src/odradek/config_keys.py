@@ -800,7 +800,7 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("ssl.engine.factory.class", CLASS, None, mode=B),
     # Odradek's own (Kafka has no such key): how long a client on an SSL or SASL_SSL listener has to
     # complete the TLS handshake once its connection is accepted (it counts against max.connections
-    # meanwhile); one that takes longer is closed.
+    # meanwhile); one that takes longer is closed. It also bounds the TLS close_notify exchange on close.
     _key("ssl.handshake.timeout.ms", LONG, "10000", valid=Range(1), applied=True),
     _key("ssl.key.password", PASSWORD, None, mode=B, applied=True),
     _key("ssl.keymanager.algorithm", STRING, "SunX509", mode=B),

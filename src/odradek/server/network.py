@@ -4,9 +4,10 @@ holding file regions (zero-copy Fetch) are written by server/splice.py. Produce 
 that has appended and only waits for the ISR lets the next Produce start (`Connection.release`).
 
 What a client may hold before it is known is bounded: every accepted socket is counted against the
-connection limits at once, TLS listeners included (they listen in plain TCP and each admitted Connection
-starts TLS itself, within ssl.handshake.timeout.ms), and on SASL listeners a connection that has not
-authenticated reads one frame at a time, of at most sasl.server.max.receive.size bytes."""
+connection limits at once, TLS listeners included (their own accept loop, server/tls_accept.py, counts a
+socket before its handshake and times the handshake out), and on SASL listeners a connection that has
+not authenticated reads one frame at a time, of at most sasl.server.max.receive.size bytes, and is
+dropped on the size prefix of a larger one. Connections that close feed the heap trimmer (heap.py)."""
 
 from __future__ import annotations
 
@@ -170,7 +171,7 @@ class Connection(AdmittedProtocol):
         try:
             frames = self._decoder.feed(data)
         except FrameError as exc:
-            self.close(f"invalid frame{' before authentication' if self._unauthenticated else ''}: {exc}")
+            self.close(f"invalid frame{' before authentication' if self._unauthenticated else ''}: {exc}", abort=True)
             return
         if frames:
             self._partial_charged = False  # the first frame completed is the one that was charged
@@ -412,15 +413,20 @@ class Connection(AdmittedProtocol):
             self._muted = False
             self._update_reading()
 
-    def close(self, reason: str, quiet: bool = False) -> None:
-        """Close the socket (after what was written is sent); `quiet` when the reason was logged already."""
+    def close(self, reason: str, quiet: bool = False, abort: bool = False) -> None:
+        """Close the socket (after what was written is sent; `abort`: at once, with nothing to send and no
+        TLS close_notify exchange, while the client may still be sending); `quiet` when the reason was
+        logged already."""
         if self.closed:
             return
         if not quiet:
             log.warning("Closing connection from %s: %s", self.peer, reason)
         self.closed = True
         if self.transport is not None:
-            self.transport.close()
+            if abort:
+                self.transport.abort()
+            else:
+                self.transport.close()
 
 
 class _Refuse(asyncio.Protocol):

@@ -1,12 +1,13 @@
 """The accept loop of TLS listeners (SSL, SASL_SSL). asyncio's create_server(ssl=...) builds a connection's
 TLS state (a 256 KiB read buffer among it) as soon as the socket is accepted, and calls the protocol only
-once the handshake is over, with no deadline by default other than a minute: sockets that never send a
-ClientHello were held uncounted. Here the listening socket is plain TCP. Each accepted socket is counted
-against max.connections and max.connections.per.ip at once; one over the limits is closed before any TLS
-state exists. An admitted one is handed to the loop's connect_accepted_socket with
-ssl.handshake.timeout.ms as the handshake's deadline, and its Connection, which holds the count, releases
-it whether the handshake completes, fails, times out or cannot even start (no memory). Nothing that
-happens to one connection stops the loop accepting the next."""
+once the handshake is over, within a minute by default: sockets that never send a ClientHello were held
+uncounted. Here the listening socket is plain TCP. Each accepted socket is counted against max.connections
+and max.connections.per.ip at once; one over the limits is closed before any TLS state exists. An admitted
+one is handed to the loop's connect_accepted_socket with ssl.handshake.timeout.ms as the deadline of the
+handshake and of the closing close_notify exchange (asyncio would wait 30 s for the client's, reading what
+it sends meanwhile). Its Connection holds the count and releases it whether the handshake completes,
+fails, times out or cannot even start (no memory). Nothing that happens to one connection stops the loop
+accepting the next."""
 
 from __future__ import annotations
 
@@ -145,7 +146,8 @@ class TlsAcceptor:
         try:
             await loop.connect_accepted_socket(
                 lambda: connection, sock, ssl=self.security.ssl_context,
-                ssl_handshake_timeout=self.security.handshake_timeout_s)
+                ssl_handshake_timeout=self.security.handshake_timeout_s,
+                ssl_shutdown_timeout=self.security.handshake_timeout_s)
         except asyncio.CancelledError:  # the broker is stopping (the loop closed the transport)
             connection.connection_lost(None)
             raise
