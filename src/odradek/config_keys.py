@@ -5,10 +5,11 @@ Kafka documents (3.x ZooKeeper-mode brokers, the KRaft and 4.x additions, and th
 0.8-2.x brokers accepted and later releases removed) it records the type, the default as Kafka
 documents it (``None`` where Kafka has none), the valid values, the dynamic update mode (which
 keys AlterConfigs may change on a running broker: ``ConfigKey.dynamic``), whether Odradek applies
-the key, and a deprecation note where Kafka deprecated or removed it.  Two keys are Odradek's own,
-under KIP-578's names (``max.partitions``, ``max.broker.partitions``), and one default is Odradek's
-(``queued.max.request.bytes``); comments at those keys say why.  The topic
-catalogue maps each topic-level config to the broker property that supplies its default.
+the key, and a deprecation note where Kafka deprecated or removed it.  A few keys are Odradek's own
+(two under KIP-578's names, ``max.partitions`` and ``max.broker.partitions``; ``http.listener``;
+``ssl.handshake.timeout.ms``), and one default is Odradek's (``queued.max.request.bytes``); comments at
+those keys say why.  The topic catalogue maps each topic-level config to the broker property that
+supplies its default.
 
 Values are parsed with Kafka's rules (``ConfigDef.parseType``): surrounding whitespace is
 trimmed, booleans are ``true``/``false`` in any case, numbers must fit their Java type, lists
@@ -770,7 +771,7 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("sasl.oauthbearer.sub.claim.name", STRING, "sub"),
     _key("sasl.oauthbearer.token.endpoint.url", STRING, None),
     _key("sasl.server.callback.handler.class", CLASS, None),
-    _key("sasl.server.max.receive.size", INT, "524288"),
+    _key("sasl.server.max.receive.size", INT, "524288", valid=Range(1), applied=True),
     _key("security.inter.broker.protocol", STRING, "PLAINTEXT", valid=OneOf("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), applied=True),
     _key("security.providers", STRING, None),
     _key("share.coordinator.append.linger.ms", INT, "5", valid=Range(0)),
@@ -797,6 +798,10 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("ssl.enabled.protocols", LIST, "TLSv1.2,TLSv1.3", mode=B, applied=True),
     _key("ssl.endpoint.identification.algorithm", STRING, "https", mode=B),
     _key("ssl.engine.factory.class", CLASS, None, mode=B),
+    # Odradek's own (Kafka has no such key): how long a client on an SSL or SASL_SSL listener has to
+    # complete the TLS handshake once its connection is accepted (it counts against max.connections
+    # meanwhile); one that takes longer is closed. It also bounds the TLS close_notify exchange on close.
+    _key("ssl.handshake.timeout.ms", LONG, "10000", valid=Range(1), applied=True),
     _key("ssl.key.password", PASSWORD, None, mode=B, applied=True),
     _key("ssl.keymanager.algorithm", STRING, "SunX509", mode=B),
     _key("ssl.keystore.certificate.chain", PASSWORD, None, mode=B, applied=True),

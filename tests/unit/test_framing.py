@@ -91,6 +91,17 @@ def test_size_limit_is_inclusive_and_checked_before_the_body_arrives() -> None:
         FrameDecoder(max_frame_size=8).feed(struct.pack(">i", 9))  # only the prefix: refused at once
 
 
+def test_the_limit_may_change_between_feeds_and_names_its_key() -> None:
+    decoder = FrameDecoder(max_frame_size=100)
+    decoder.set_limit(8, "sasl.server.max.receive.size")  # before authentication
+    assert [bytes(f) for f in decoder.feed(framed(b"12345678"))] == [b"12345678"]
+    with pytest.raises(FrameError, match=r"frame of 9 bytes is larger than sasl.server.max.receive.size \(8\)"):
+        FrameDecoder(8, "sasl.server.max.receive.size").feed(struct.pack(">i", 9))
+    decoder.set_limit(100, "socket.request.max.bytes")  # authenticated
+    assert [bytes(f) for f in decoder.feed(framed(b"x" * 50))] == [b"x" * 50]
+    assert decoder.buffered == 0
+
+
 def test_frame_chunks_prefix_the_total_size() -> None:
     chunks: list[bytes | memoryview] = [b"ab", memoryview(b"cde"), b""]
     out = frame_chunks(chunks)

@@ -38,11 +38,19 @@ class RequestHeader:
 
 
 class FrameDecoder:
-    """Splits a byte stream into frames; feed bytes, get complete frame payloads back."""
+    """Splits a byte stream into frames; feed bytes, get complete frame payloads back. A size prefix over
+    the limit raises FrameError as soon as its 4 bytes are in: nothing of such a frame is buffered. The
+    limit may change between feeds (a connection that authenticates gets a larger one); `limit_name` is
+    the config key the error names."""
 
-    def __init__(self, max_frame_size: int) -> None:
+    def __init__(self, max_frame_size: int, limit_name: str = "socket.request.max.bytes") -> None:
         self.max_frame_size = max_frame_size
+        self.limit_name = limit_name
         self._buf = bytearray()
+
+    def set_limit(self, max_frame_size: int, limit_name: str) -> None:
+        """Frames whose size prefix is read from now on are held to this limit."""
+        self.max_frame_size, self.limit_name = max_frame_size, limit_name
 
     def feed(self, data: bytes) -> list[memoryview]:
         buf = self._buf
@@ -55,9 +63,7 @@ class FrameDecoder:
             if size < 0:
                 raise FrameError(f"negative frame size {size}")
             if size > self.max_frame_size:
-                raise FrameError(
-                    f"frame of {size} bytes is larger than socket.request.max.bytes ({self.max_frame_size})"
-                )
+                raise FrameError(f"frame of {size} bytes is larger than {self.limit_name} ({self.max_frame_size})")
             if n - pos - 4 < size:
                 break
             # one copy out of the buffer (slicing the bytearray itself would make a second one)

@@ -1,7 +1,13 @@
 """Asyncio socket server: one Connection per socket, frames parsed from data_received callbacks,
 requests of a connection handled in order and answered in order, with backpressure both ways. Responses
 holding file regions (zero-copy Fetch) are written by server/splice.py. Produce requests may overlap: one
-that has appended and only waits for the ISR lets the next Produce start (`Connection.release`)."""
+that has appended and only waits for the ISR lets the next Produce start (`Connection.release`).
+
+What a client may hold before it is known is bounded: every accepted socket is counted against the
+connection limits at once, TLS listeners included (their own accept loop, server/tls_accept.py, counts a
+socket before its handshake and times the handshake out), and on SASL listeners a connection that has
+not authenticated reads one frame at a time, of at most sasl.server.max.receive.size bytes, and is
+dropped on the size prefix of a larger one. Connections that close feed the heap trimmer (heap.py)."""
 
 from __future__ import annotations
 
@@ -16,10 +22,12 @@ from typing import Any
 from odradek.protocol.framing import PRODUCE_KEY, FrameDecoder, FrameError, Piece, peek_api_key
 from odradek.security.principal_mapping import NoMatchingRule
 from odradek.server import tls
+from odradek.server.heap import HeapTrimmer
 from odradek.server.limits import ConnectionLimits, RequestMemory
 from odradek.server.sasl import SaslServer
 from odradek.server.security import ListenerSecurity
 from odradek.server.splice import SpliceCounts, Splicer, has_regions
+from odradek.server.tls_accept import AdmittedProtocol, TlsAcceptor, bind
 
 log = logging.getLogger("odradek.network")
 _PLAINTEXT = ListenerSecurity.plaintext()
@@ -43,16 +51,18 @@ class CloseConnection(Exception):
     """Raised by a handler when the protocol gives no way to answer; the reason is logged."""
 
 
-class Connection(asyncio.Protocol):
+class Connection(AdmittedProtocol):
     """One client socket. Memory: the requests queued or being handled, plus the frame being read,
     are charged to the shared RequestMemory; a frame is charged in full once its size is known and the
     pool has room, else the connection stops reading until memory frees (nothing is dropped)."""
 
     def __init__(self, dispatch: Dispatcher, max_frame_size: int, registry: set[Connection],
                  limits: ConnectionLimits | None = None, memory: RequestMemory | None = None,
-                 security: ListenerSecurity | None = None, splice_counts: SpliceCounts | None = None) -> None:
+                 security: ListenerSecurity | None = None, splice_counts: SpliceCounts | None = None,
+                 trimmer: HeapTrimmer | None = None) -> None:
         self._dispatch = dispatch
         self._splice_counts = splice_counts
+        self._trimmer = trimmer
         self.security = security or _PLAINTEXT
         # Kafka's principal of the client: User:ANONYMOUS, the TLS subject, or the SASL user.
         self.principal = "User:ANONYMOUS"
@@ -60,6 +70,13 @@ class Connection(asyncio.Protocol):
         # it completes. None elsewhere, so plaintext and TLS requests pay one attribute test.
         self.sasl = SaslServer(self.security.sasl) if self.security.sasl is not None else None
         self._decoder = FrameDecoder(max_frame_size)
+        self._max_frame_size = max_frame_size
+        # Until SASL authentication first completes: frames of at most sasl.server.max.receive.size, read
+        # one at a time (as Kafka's authenticator reads them), so that a client nobody knows yet holds at
+        # most one small frame.
+        self._unauthenticated = self.sasl is not None
+        if self.security.sasl is not None:
+            self._decoder.set_limit(self.security.sasl.max_receive_size, "sasl.server.max.receive.size")
         self._registry = registry
         self._limits = limits
         self._memory = memory or RequestMemory(-1)
@@ -97,11 +114,22 @@ class Connection(asyncio.Protocol):
 
     # ---- asyncio callbacks ---------------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        """Plaintext listeners: a TCP connection was accepted. TLS listeners: its handshake completed (it
+        was admitted at accept, see server/tls_accept.py)."""
         self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not asyncio.Transport
+        try:
+            self._made(transport)
+        except Exception as exc:  # e.g. MemoryError: this connection fails, the listener serves on
+            log.warning("Closing connection from %s: setting it up failed: %r", self.peer, exc)
+            self.closed = True
+            transport.abort()  # type: ignore[attr-defined]
+            self._gone()
+
+    def _made(self, transport: asyncio.BaseTransport) -> None:
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self._address = str(peer[0]) if peer else "?"
-        if self._limits is not None:
+        if self._limits is not None and not self._admitted:
             refused = self._limits.admit(self._address)
             if refused is not None:
                 # As Kafka: the new connection is closed at once; established ones are untouched.
@@ -109,7 +137,7 @@ class Connection(asyncio.Protocol):
                 self.closed = True
                 transport.close()
                 return
-        self._admitted = True
+            self._admitted = True
         if self.security.ssl_context is not None:
             try:
                 self.principal = tls.peer_principal(transport.get_extra_info("ssl_object"),
@@ -131,13 +159,19 @@ class Connection(asyncio.Protocol):
                                lambda: self.closed, self._splice_counts)
         self._registry.add(self)
 
+    def admitted(self, address: str) -> None:
+        """TLS listeners: the connection was counted under the limits when its socket was accepted, before
+        the handshake; it is released when the connection ends, whether or not the handshake completed."""
+        self._address = address
+        self._admitted = True
+
     def data_received(self, data: bytes) -> None:
         if self.closed:
             return
         try:
             frames = self._decoder.feed(data)
         except FrameError as exc:
-            self.close(f"invalid frame: {exc}")
+            self.close(f"invalid frame{' before authentication' if self._unauthenticated else ''}: {exc}", abort=True)
             return
         if frames:
             self._partial_charged = False  # the first frame completed is the one that was charged
@@ -162,6 +196,13 @@ class Connection(asyncio.Protocol):
         return None  # close our side too
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._gone()
+
+    def _gone(self) -> None:
+        """The connection is over (closed by either side, refused, or its TLS handshake failed): release
+        everything it held, once."""
+        if self._lost:
+            return
         self.closed = True
         self._registry.discard(self)
         self._writable.set()
@@ -176,7 +217,9 @@ class Connection(asyncio.Protocol):
         self._lost = True
         if self._admitted and self._limits is not None:
             self._limits.release(self._address)
-            self._admitted = False
+        self._admitted = False
+        if self._trimmer is not None:
+            self._trimmer.connection_closed()
 
     def pause_writing(self) -> None:
         self._writable.clear()
@@ -212,10 +255,21 @@ class Connection(asyncio.Protocol):
         self._charge()
         self._update_reading()
 
+    def authenticated(self, principal: str) -> None:
+        """SASL authentication completed: requests of up to socket.request.max.bytes, read as fast as
+        memory allows, from now on (re-authentication keeps them)."""
+        self.principal = principal
+        if self._unauthenticated:
+            self._unauthenticated = False
+            self._decoder.set_limit(self._max_frame_size, "socket.request.max.bytes")
+            self._update_reading()
+
     def _update_reading(self) -> None:
         if self.closed or self.transport is None:
             return
-        if self._reading_paused:
+        if self._unauthenticated:
+            local_room = not self._queue and not self._in_flight  # one frame at a time
+        elif self._reading_paused:
             local_room = len(self._queue) < MAX_QUEUED_FRAMES // 2 and self._queued_bytes < MAX_QUEUED_BYTES // 2
         else:
             local_room = len(self._queue) < MAX_QUEUED_FRAMES and self._queued_bytes < MAX_QUEUED_BYTES
@@ -267,6 +321,8 @@ class Connection(asyncio.Protocol):
                         self.transport.writelines(response)  # type: ignore[arg-type]  # no regions
                 self._in_flight = 0
                 self._charge()
+                if self._unauthenticated:
+                    self._update_reading()  # the next frame may be read
                 if response is not None and not self._writable.is_set():
                     await self._writable.wait()
                 if self.mute_s > 0:
@@ -357,43 +413,74 @@ class Connection(asyncio.Protocol):
             self._muted = False
             self._update_reading()
 
-    def close(self, reason: str, quiet: bool = False) -> None:
-        """Close the socket (after what was written is sent); `quiet` when the reason was logged already."""
+    def close(self, reason: str, quiet: bool = False, abort: bool = False) -> None:
+        """Close the socket (after what was written is sent; `abort`: at once, with nothing to send and no
+        TLS close_notify exchange, while the client may still be sending); `quiet` when the reason was
+        logged already."""
         if self.closed:
             return
         if not quiet:
             log.warning("Closing connection from %s: %s", self.peer, reason)
         self.closed = True
         if self.transport is not None:
-            self.transport.close()
+            if abort:
+                self.transport.abort()
+            else:
+                self.transport.close()
+
+
+class _Refuse(asyncio.Protocol):
+    """Stands in for a Connection that could not be created (no memory): the socket is closed at once.
+    The accept loop must get a protocol back whatever happens, or uvloop stops accepting on the port."""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport.abort()  # type: ignore[attr-defined]
+
+
+_REFUSE = _Refuse()
 
 
 class SocketServer:
     """Listens on the configured listeners and hands frames to the dispatcher."""
 
     def __init__(self, dispatch: Dispatcher, max_frame_size: int, limits: ConnectionLimits | None = None,
-                 memory: RequestMemory | None = None) -> None:
+                 memory: RequestMemory | None = None, trimmer: HeapTrimmer | None = None) -> None:
         self._dispatch = dispatch
         self._max_frame_size = max_frame_size
         self.limits = limits
         self.memory = memory or RequestMemory(-1)
+        self.trimmer = trimmer or HeapTrimmer()
         self._servers: list[asyncio.base_events.Server] = []
+        self._tls_acceptors: list[TlsAcceptor] = []
         self.connections: set[Connection] = set()
         self.splice_counts = SpliceCounts()
 
+    def _connection(self, security: ListenerSecurity | None) -> Connection:
+        return Connection(self._dispatch, self._max_frame_size, self.connections, self.limits, self.memory,
+                          security, self.splice_counts, self.trimmer)
+
+    def _accepted(self, security: ListenerSecurity | None) -> asyncio.Protocol:
+        try:
+            return self._connection(security)
+        except Exception as exc:  # e.g. MemoryError: this connection only
+            log.warning("Closing a new connection: creating it failed: %r", exc)
+            return _REFUSE
+
     async def listen(self, host: str, port: int, security: ListenerSecurity | None = None) -> int:
+        if security is not None and security.ssl_context is not None:
+            # TLS: plain TCP sockets and our own accept loop, which counts a socket before its handshake
+            # and bounds the handshake in time (server/tls_accept.py)
+            acceptor = TlsAcceptor(bind(host, port), security, self.limits, partial(self._connection, security))
+            self._tls_acceptors.append(acceptor)
+            return acceptor.sockets[0].getsockname()[1]
         loop = asyncio.get_running_loop()
-        # A TLS handshake that fails (a plaintext client, an untrusted certificate) closes the socket before
-        # any Connection exists; asyncio logs it at debug level only.
         server = await loop.create_server(
-            lambda: Connection(self._dispatch, self._max_frame_size, self.connections, self.limits, self.memory,
-                               security, self.splice_counts),
+            partial(self._accepted, security),
             host or None,
             port,
             reuse_address=True,
             backlog=1024,
             start_serving=False,
-            ssl=security.ssl_context if security is not None else None,
         )
         self._servers.append(server)
         return server.sockets[0].getsockname()[1]
@@ -402,10 +489,15 @@ class SocketServer:
         """Accept connections only once the broker is ready (the ports were bound earlier)."""
         for s in self._servers:
             await s.start_serving()
+        for acceptor in self._tls_acceptors:
+            acceptor.start()
 
     async def close(self) -> None:
+        self.trimmer.close()
         for s in self._servers:
             s.close()
+        for acceptor in self._tls_acceptors:
+            await acceptor.close()
         for c in list(self.connections):
             if c.transport is not None:
                 c.transport.close()

@@ -209,6 +209,8 @@ class SaslSettings:
     plain_users: Mapping[str, str] = field(default_factory=dict)
     failed_delay_ms: int = 100
     max_reauth_ms: int = 0  # connections.max.reauth.ms (KIP-368): 0 = sessions never expire
+    # sasl.server.max.receive.size: the largest frame a connection may send before it has authenticated
+    max_receive_size: int = 524288
 
     def mechanism(self, name: str) -> Mechanism:
         if name == "PLAIN":

@@ -1,7 +1,7 @@
 """What one listener requires of its connections, built once at start-up from the broker's config: the
-TLS context of SSL and SASL_SSL listeners (`tls.py`) and the SASL settings of SASL_PLAINTEXT and
-SASL_SSL listeners (`sasl.py`). Per-listener keys (`listener.name.<listener>.<key>`) win over the
-broker-wide ones, as in Kafka. `inter_broker_security` is the client side of the inter-broker listener,
+TLS context and handshake timeout of SSL and SASL_SSL listeners (`tls.py`) and the SASL settings of
+SASL_PLAINTEXT and SASL_SSL listeners (`sasl.py`). Per-listener keys (`listener.name.<listener>.<key>`)
+win over the broker-wide ones, as in Kafka. `inter_broker_security` is the client side of the inter-broker listener,
 which this broker's replica fetchers, forwarding and transaction markers use to reach its peers."""
 
 from __future__ import annotations
@@ -51,6 +51,8 @@ class ListenerSecurity:
     ssl_context: ssl.SSLContext | None = None
     sasl: SaslSettings | None = None
     principal_rules: list[Rule] | None = None  # ssl.principal.mapping.rules; None: DEFAULT
+    handshake_timeout_s: float = 10.0  # ssl.handshake.timeout.ms (TLS listeners)
+
     @property
     def authenticates(self) -> bool:
         """Whether every client of this listener proves who it is (SASL, or TLS with a required client
@@ -71,13 +73,15 @@ class ListenerSecurity:
         context = tls.server_context(lookup) if protocol in ("SSL", "SASL_SSL") else None
         sasl = None
         if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
-            sasl = _sasl_settings(lookup, listener.name, config.get("connection.failed.authentication.delay.ms"))
+            sasl = _sasl_settings(lookup, listener.name, config.get("connection.failed.authentication.delay.ms"),
+                                  config.get("sasl.server.max.receive.size"))
         rules_text = (lookup("ssl.principal.mapping.rules") or "DEFAULT").strip()
         rules = parse_rules(rules_text) if context is not None and rules_text != "DEFAULT" else None
-        return cls(listener.name, protocol, context, sasl, rules)
+        timeout_ms = lookup("ssl.handshake.timeout.ms") or config.get("ssl.handshake.timeout.ms")
+        return cls(listener.name, protocol, context, sasl, rules, int(timeout_ms) / 1000)
 
 
-def _sasl_settings(lookup: tls.Lookup, listener: str, delay_ms: int) -> SaslSettings:
+def _sasl_settings(lookup: tls.Lookup, listener: str, delay_ms: int, max_receive_size: int = 524288) -> SaslSettings:
     raw = lookup("sasl.enabled.mechanisms") or "GSSAPI"  # Kafka's default
     mechanisms = tuple(m.strip().upper() for m in raw.split(",") if m.strip())
     # SCRAM credentials live in the metadata store (/config/users/<user>); Kafka also wants a
@@ -97,7 +101,8 @@ def _sasl_settings(lookup: tls.Lookup, listener: str, delay_ms: int) -> SaslSett
                               'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="..."; ')
         users = plain_users(jaas, key)
     reauth_ms = int(lookup("connections.max.reauth.ms") or 0)
-    return SaslSettings(mechanisms, users, delay_ms, reauth_ms)
+    max_receive = lookup("sasl.server.max.receive.size")  # a listener's own value wins
+    return SaslSettings(mechanisms, users, delay_ms, reauth_ms, int(max_receive) if max_receive else max_receive_size)
 
 
 def inter_broker_security(config: BrokerConfig) -> ClientSecurity:

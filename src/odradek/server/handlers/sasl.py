@@ -39,7 +39,7 @@ def _failed(conn: Connection, sasl: SaslServer, exc: AuthenticationFailed) -> No
 
 
 def _succeeded(conn: Connection, sasl: SaslServer) -> None:
-    conn.principal = sasl.principal or conn.principal
+    conn.authenticated(sasl.principal or conn.principal)
     log.debug("Authenticated %s as %s (mechanism %s)", conn.peer, conn.principal,
               sasl.mechanism.name if sasl.mechanism else "?")
 
