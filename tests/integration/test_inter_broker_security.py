@@ -123,7 +123,7 @@ def test_tools_reach_a_sasl_ssl_listener_with_command_config(brokers: BrokerPool
     broker = brokers.start({
         "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_SSL://127.0.0.1:{secured}",
         "sasl.enabled.mechanisms": "SCRAM-SHA-256", "ssl.keystore.type": "PEM", "ssl.keystore.location": str(key),
-        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer", "super.users": "User:alice",
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer", "super.users": "User:alice;User:ANONYMOUS",  # ANONYMOUS: the SCRAM set-up below over PLAINTEXT
     }, name="tools-sasl-ssl", port=plain)
     r = run_cli("configs", "--bootstrap-server", broker.bootstrap, "--alter", "--entity-type", "users",
                 "--entity-name", "alice", "--add-config", "SCRAM-SHA-256=[iterations=8192,password=alice-secret]")

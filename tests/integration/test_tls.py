@@ -199,6 +199,9 @@ def test_principal_mapping_rules_name_the_mtls_user_for_the_acls(brokers: Broker
         "listener.name.ssl.ssl.client.auth": "required",
         "listener.name.ssl.ssl.principal.mapping.rules": "RULE:^CN=([^,]+),OU=Testing.*$/$1/L",
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        # the set-up tools below use the harness's PLAINTEXT listener: as in Kafka, that takes naming
+        # its anonymous clients a super user (no listener is privileged by itself)
+        "super.users": "User:ANONYMOUS",
     }, "mtls-mapped")
     create_topic(broker.bootstrap, "mapped")
     r = run_cli("acls", "--bootstrap-server", broker.bootstrap, "--add", "--allow-principal", "User:alice",
