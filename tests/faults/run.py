@@ -22,10 +22,13 @@ class Schedule:
     fault_s: float = 10.0  # how long each fault lasts (past the 6 s session for pauses and ZooKeeper cuts)
     calm_s: float = 4.0  # healthy time before the first fault and after each healing
     tag: str = "run"  # names this run's topics and group, so runs can share a cluster
+    echo: bool = False  # print each note as it happens (progress of long runs)
     log: list[str] = field(default_factory=list)  # what happened when
 
     def note(self, line: str) -> None:
         self.log.append(f"{time.strftime('%H:%M:%S')} {line}")
+        if self.echo:
+            print(f"   {self.log[-1]}", flush=True)
 
 
 def run(cluster: FaultCluster, directory: Path, schedule: Schedule) -> Report:
