@@ -10,6 +10,7 @@ command -v kcat >/dev/null 2>&1 || need+=(kcat)
 [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
 command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
 [ -x /usr/bin/chromium ] || need+=(chromium)  # the web console's browser tests (Playwright drives it)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)  # the fault tests' network namespaces (tests/faults)
 apt_install "${need[@]}"
 ensure_venv dev,spark
 tools_hint
