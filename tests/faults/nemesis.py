@@ -16,6 +16,7 @@ from tests.faults.cluster import FaultCluster
 class Fault:
     description: str
     heal: Callable[[], None]
+    broker: int | None = None  # the broker it struck, if one
 
 
 def _broker(c: FaultCluster, rng: Random) -> int:
@@ -25,27 +26,27 @@ def _broker(c: FaultCluster, rng: Random) -> int:
 def isolate_broker(c: FaultCluster, rng: Random) -> Fault:
     i = _broker(c, rng)
     c.net.isolate(f"b{i}")
-    return Fault(f"isolate b{i} from every other host", c.net.heal)
+    return Fault(f"isolate b{i} from every other host", c.net.heal, i)
 
 
 def split_minority(c: FaultCluster, rng: Random) -> Fault:
     """One broker alone on the minority side; ZooKeeper, the other brokers and the clients together."""
     i = _broker(c, rng)
     c.net.split([f"b{i}"])
-    return Fault(f"split b{i} | the rest", c.net.heal)
+    return Fault(f"split b{i} | the rest", c.net.heal, i)
 
 
 def split_with_zookeeper(c: FaultCluster, rng: Random) -> Fault:
     """ZooKeeper on the minority side with one broker; the other brokers keep the clients."""
     i = _broker(c, rng)
     c.net.split([f"b{i}", "zk"])
-    return Fault(f"split b{i}+zk | other brokers+clients", c.net.heal)
+    return Fault(f"split b{i}+zk | other brokers+clients", c.net.heal, i)
 
 
 def cut_from_zookeeper(c: FaultCluster, rng: Random) -> Fault:
     i = _broker(c, rng)
     c.net.cut(f"b{i}", "zk")
-    return Fault(f"cut b{i} from ZooKeeper only", c.net.heal)
+    return Fault(f"cut b{i} from ZooKeeper only", c.net.heal, i)
 
 
 def cut_from_brokers(c: FaultCluster, rng: Random) -> Fault:
@@ -54,13 +55,13 @@ def cut_from_brokers(c: FaultCluster, rng: Random) -> Fault:
     for j in range(c.size):
         if j != i:
             c.net.cut(f"b{i}", f"b{j}")
-    return Fault(f"cut b{i} from the other brokers only", c.net.heal)
+    return Fault(f"cut b{i} from the other brokers only", c.net.heal, i)
 
 
 def pause_broker(c: FaultCluster, rng: Random) -> Fault:
     i = _broker(c, rng)
     c.broker(i).signal(signal.SIGSTOP)
-    return Fault(f"pause b{i} (SIGSTOP)", lambda: c.broker(i).signal(signal.SIGCONT))
+    return Fault(f"pause b{i} (SIGSTOP)", lambda: c.broker(i).signal(signal.SIGCONT), i)
 
 
 def pause_zookeeper(c: FaultCluster, rng: Random) -> Fault:
@@ -72,7 +73,7 @@ def pause_zookeeper(c: FaultCluster, rng: Random) -> Fault:
 def kill_broker(c: FaultCluster, rng: Random) -> Fault:
     i = _broker(c, rng)
     c.broker(i).kill()
-    return Fault(f"kill -9 b{i}", lambda: c.restart_broker(i))
+    return Fault(f"kill -9 b{i}", lambda: c.restart_broker(i), i)
 
 
 NEMESES: dict[str, Callable[[FaultCluster, Random], Fault]] = {

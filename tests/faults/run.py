@@ -12,7 +12,7 @@ from random import Random
 
 from tests.faults.checker import Report, check, load
 from tests.faults.cluster import FaultCluster
-from tests.faults.nemesis import NEMESES
+from tests.faults.nemesis import NEMESES, Fault
 
 
 @dataclass
@@ -24,6 +24,7 @@ class Schedule:
     tag: str = "run"  # names this run's topics and group, so runs can share a cluster
     echo: bool = False  # print each note as it happens (progress of long runs)
     log: list[str] = field(default_factory=list)  # what happened when
+    faults: list[Fault] = field(default_factory=list)  # the faults made, in order
 
     def note(self, line: str) -> None:
         self.log.append(f"{time.strftime('%H:%M:%S')} {line}")
@@ -52,6 +53,7 @@ def run(cluster: FaultCluster, directory: Path, schedule: Schedule) -> Report:
         time.sleep(schedule.calm_s)
         for name in schedule.nemeses:
             fault = NEMESES[name](c, rng)
+            schedule.faults.append(fault)
             schedule.note(f"fault: {fault.description}")
             time.sleep(schedule.fault_s)
             fault.heal()
