@@ -166,9 +166,6 @@ class FaultCluster:
 
     def wait_started(self, i: int, timeout: float = 90.0) -> None:
         p = self.broker(i)
-        starts = p.output().count("] started (cluster id")
-        if p.proc is not None and starts:
-            pass
         _wait(lambda: "] started (cluster id" in p.output() or not p.alive(), timeout, f"broker {i} to start",
               p.output)
         if not p.alive():
@@ -180,6 +177,14 @@ class FaultCluster:
         p.start()
         _wait(lambda: p.output().count("] started (cluster id") > marker or not p.alive(), 90,
               f"broker {i} to start again", p.output)
+
+    def dump_stacks(self) -> None:
+        """Every broker prints its threads' stacks into its log (SIGUSR1, see cli/server_start.py)."""
+        for i in range(self.size):
+            p = self.broker(i)
+            if p.alive() and p.proc is not None:
+                p.proc.send_signal(signal.SIGUSR1)
+        time.sleep(1)  # the dumps are written by the brokers' signal handlers, at once
 
     def close(self) -> None:
         try:

@@ -58,7 +58,11 @@ def run(cluster: FaultCluster, directory: Path, schedule: Schedule) -> Report:
             time.sleep(schedule.fault_s)
             fault.heal()
             schedule.note(f"healed: {fault.description}")
-            c.client_run(["wait-isr", c.bootstrap, TOPIC, TXN_TOPIC, "--timeout", "120"], timeout=150)
+            try:
+                c.client_run(["wait-isr", c.bootstrap, TOPIC, TXN_TOPIC, "--timeout", "120"], timeout=150)
+            except AssertionError:
+                c.dump_stacks()  # into each broker's log: a stuck broker shows where
+                raise
             schedule.note("every replica in sync again")
             time.sleep(schedule.calm_s)
     finally:

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import logging
 import os
+import faulthandler
 import signal
 import subprocess
 import sys
@@ -94,6 +95,9 @@ def main(argv: list[str]) -> int:
     if args.daemon:
         return _daemonize(args, None)
     setup_logging()
+    # `kill -USR1 <pid>` prints every thread's stack on stderr: how a broker that stopped answering is
+    # told apart from one that is merely slow (the fault tests ask for it when a wait gives up)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     try:
         import uvloop
 
