@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
 import logging
 import os
-import faulthandler
 import signal
 import subprocess
 import sys
