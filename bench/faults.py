@@ -21,6 +21,7 @@ from random import Random
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tests.faults.checker import Report  # noqa: E402
 from tests.faults.cluster import FaultCluster  # noqa: E402
 from tests.faults.nemesis import NEMESES  # noqa: E402
 from tests.faults.netns import unavailable_reason  # noqa: E402
@@ -63,6 +64,11 @@ def main(argv: list[str] | None = None) -> int:
         try:
             cluster.start()
             report = run(cluster, directory, schedule)
+        except AssertionError as exc:  # the cluster did not heal: a failure of this schedule, the next one runs
+            report = Report()
+            report.violations.append(f"did not heal: {str(exc).strip().splitlines()[-1]} (stacks in the brokers' "
+                                     f"logs under {directory / 'cluster'})")
+            report.lost.append("?")
         finally:
             cluster.close()
         minutes = (time.monotonic() - started) / 60
