@@ -227,3 +227,22 @@ def test_only_the_leader_appends(tmp_path: Path) -> None:
     with pytest.raises(KafkaError) as info:
         p.append_as_leader(records(1), required_acks=1)
     assert info.value.code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+def test_an_epoch_led_without_appending_is_dropped_when_the_new_leader_says_it_diverged(tmp_path: Path) -> None:
+    """A broker led epoch 5 without appending, then lost the leadership to a broker that went on at epoch
+    6 from its own log. The follower's last fetched epoch (5) is one the leader never had: the leader
+    answers a divergence that ends past the follower's log end, and the follower must forget epoch 5
+    (nothing to truncate) or it is told the same forever and never counted as caught up."""
+    new = leader(tmp_path / "new", isr=REPLICAS, epoch=4)
+    new.append_as_leader(records(10), required_acks=1)
+    new.make_leader(PartitionState(leader=ME, leader_epoch=6, isr=REPLICAS, controller_epoch=2), REPLICAS)
+    old = Partition("orders", 0, F2, Log(tmp_path / "old" / "orders-0"))
+    old.log.append_as_follower(memoryview(bytearray(new.log.read(0, 1 << 20, max_offset=None).records)))
+    old.log.epochs.assign(5, old.log.log_end_offset)  # led epoch 5 at offset 10, appended nothing
+    assert old.log.epochs.latest_epoch == 5
+    div = new.diverging_epoch(5, old.log.log_end_offset)
+    assert div == (4, 10)
+    assert old.truncate_to_diverging(*div) == 10  # nothing of the log goes ...
+    assert old.log.epochs.latest_epoch == 4  # ... but epoch 5 does
+    assert new.diverging_epoch(old.log.epochs.latest_epoch, old.log.log_end_offset) is None

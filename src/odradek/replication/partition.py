@@ -200,7 +200,8 @@ class Partition:
         if target < self.log.log_end_offset:
             log.info("%s Truncating to offset %d after a divergence at epoch %d (leader end offset %d)",
                      self.prefix, target, epoch, end_offset)
-            self.log.truncate_to(max(target, self.log.log_start_offset))
+        # also at or past the end: that drops an epoch of ours the leader never had (Log.truncate_to)
+        self.log.truncate_to(max(target, self.log.log_start_offset))
         return self.log.log_end_offset
 
     def set_follower_hw(self, leader_hw: int) -> None:

@@ -1142,6 +1142,11 @@ class Log:
             if offset < 0:
                 raise ValueError(f"Cannot truncate to negative offset {offset}")
             if offset >= self._leo:
+                # Nothing to drop, but an epoch that starts at the log end (this broker led it without
+                # appending, then lost the leadership) conflicts with the new leader's history, and a
+                # follower that keeps naming it as its last fetched epoch is told it diverged forever:
+                # forget it, as Kafka's truncateTo does.
+                self.epochs.truncate_from_end(self._leo)
                 return
             log.info("%s Truncating to offset %d", self._prefix, offset)
             if offset < self._segments[0].base_offset:
