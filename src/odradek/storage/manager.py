@@ -281,7 +281,10 @@ class LogManager:
                 if created and config.compact:
                     self._mark_compacted_locked(created)
             for d in {lg.dir.parent for lg in created}:
-                fsync_dir(d)
+                try:
+                    fsync_dir(d)
+                except OSError as exc:  # the dir failed: its new logs went offline with it
+                    self._report(d, f"creating logs of {topic}", exc)
 
     def _topic_config_locked(self, topic: str, props: Mapping[str, str] | None) -> LogConfig:
         if props is None:
