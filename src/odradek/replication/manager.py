@@ -72,7 +72,7 @@ class ReplicaManager:
         p = self.partitions.get((topic, partition))
         if p is not None and p.is_leader and not p.offline:
             return p
-        if (p is not None and p.offline) or (p is None and (topic, partition) in self.logs.offline_partitions()):
+        if (p is not None and p.offline) or (p is None and self.logs.is_offline(topic, partition)):
             raise StorageError(message=f"The replica of {topic}-{partition} on broker {self.broker_id} is offline: "
                                        "its log dir failed")
         meta = self.metadata.topics.get(topic)

@@ -328,6 +328,10 @@ class LogManager:
     def online_dirs(self) -> list[Path]:
         return [d for d in self.log_dirs if not self.failures.is_offline(d)]
 
+    def is_offline(self, topic: str, partition: int) -> bool:
+        """Whether the partition's log is in a dir that failed (no lock: a request path asks)."""
+        return (topic, partition) in self._offline_logs
+
     def offline_partitions(self) -> dict[TopicPartition, Path]:
         """Partitions whose log is in a dir that failed (their replicas here are offline), with that dir."""
         with self._mutex:
