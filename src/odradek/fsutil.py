@@ -15,27 +15,39 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+TMP_SUFFIX = ".tmp"
+
 
 @contextmanager
-def replacing(path: Path) -> Iterator[Path]:
+def replacing(path: Path, durable: bool = True) -> Iterator[Path]:
     """Yield a temporary path to write the new content of `path` to. When the block ends without an
     error, that file is fsynced and renamed over `path` and the directory is fsynced; otherwise it is
-    removed and `path` is left as it was."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    removed and `path` is left as it was (a full disk leaves the old content, never a torn file).
+    Not `durable`: the same without the fsyncs, for files that a crash may lose or leave empty (their
+    readers rebuild them), never torn by a failed write."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}{TMP_SUFFIX}")
     try:
         yield tmp
-        _fsync(tmp, os.O_RDWR)
+        if durable:
+            _fsync(tmp, os.O_RDWR)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    fsync_dir(path.parent)
+    if durable:
+        fsync_dir(path.parent)
 
 
-def atomic_write(path: Path, data: bytes | str) -> None:
-    """Replace the content of `path` with `data` (str is written as UTF-8), atomically and durably."""
-    with replacing(path) as tmp:
+def atomic_write(path: Path, data: bytes | str, durable: bool = True) -> None:
+    """Replace the content of `path` with `data` (str is written as UTF-8), atomically and (unless not
+    `durable`, see `replacing`) durably."""
+    with replacing(path, durable) as tmp:
         tmp.write_bytes(data.encode() if isinstance(data, str) else data)
+
+
+def is_temporary(name: str) -> bool:
+    """Whether a file name is one of `replacing`'s temporary files (left by a crash, safe to delete)."""
+    return name.startswith(".") and name.endswith(TMP_SUFFIX)
 
 
 def fsync_dir(path: Path) -> None:

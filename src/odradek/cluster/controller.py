@@ -5,7 +5,11 @@ auto leader rebalance) and partition reassignments (AlterPartitionReassignments,
 `/admin/reassign_partitions`; KIP-455 in ZooKeeper mode).
 
 Every decision is a conditional write to the store (fenced by znode versions); every leader change bumps
-the leader epoch. Requests that arrive on other brokers are forwarded here by the request handlers.
+the leader epoch. A replica counts as live when its broker is registered and does not list it among its
+`offline_replicas` (replicas in a failed log dir); a broker whose log dir failed writes a
+`/log_dir_event_notification/log_dir_event_<seq>` znode, on which the controller re-reads its registration,
+elects other leaders for the partitions it led there and removes it from their ISRs (Kafka's
+LogDirEventNotification handling). Requests that arrive on other brokers are forwarded here by the request handlers.
 
 Reassignment of a partition from its original replicas O to target replicas T:
 1. the topic znode gets replicas = T ++ O (distinct), adding_replicas = T - O, removing_replicas = O - T,
@@ -141,6 +145,7 @@ class Controller:
         self._lock = asyncio.Lock()
         self._tasks = TaskSet(log, "Controller step")
         self._live: set[int] = set()
+        self._offline_replicas: dict[int, set[TopicPartition]] = {}  # live broker -> its replicas in failed dirs
         self._watched: set[str] = set()  # paths with one of our one-shot watches pending
         self._synced: set[str] = set()  # topics whose states this term has written (their watch is set)
         self._rebalance_task: asyncio.Task | None = None
@@ -205,6 +210,7 @@ class Controller:
                  self.prefix, self.broker_id, self.epoch)
         await self.store.exists(zn.CONTROLLER, watch=self._on_controller_change)
         await self._on_brokers_change()
+        await self._on_log_dir_event()
         await self._sync_topics()
         await self._process_deletions()
         await self._resume_reassignments()
@@ -332,7 +338,8 @@ class Controller:
             ops.append(Create(zn.partitions_path(name)))
         for p in missing:
             replicas = topic.partitions[p]
-            live = [b for b in replicas if b in self._live]
+            online = self._live_for(name, p)
+            live = [b for b in replicas if b in online]
             state = zn.PartitionState(live[0] if live else -1, 0, live or list(replicas[:1]), self.epoch)
             if str(p) not in parents:
                 ops.append(Create(f"{zn.partitions_path(name)}/{p}"))
@@ -413,7 +420,62 @@ class Controller:
             log.info("%s Broker failure callback for %s", self.prefix, sorted(dead))
         if born:
             log.info("%s Newly added brokers: %s", self.prefix, sorted(born))
+        await self._read_offline_replicas(sorted(live), replace=True)
         await self._elect_offline_leaders()
+
+    # ---- log dir failures ----------------------------------------------------------------------
+    def _live_for(self, name: str, p: int) -> set[int]:
+        """The brokers whose replica of the partition is online: live, and its log dir has not failed."""
+        if not any(self._offline_replicas.values()):
+            return self._live
+        return {b for b in self._live if (name, p) not in self._offline_replicas.get(b, ())}
+
+    async def _read_offline_replicas(self, broker_ids: list[int], replace: bool = False) -> None:
+        """The offline replicas these brokers list in their registrations (`replace`: of all live brokers)."""
+        got = await self.store.get_many([zn.broker_path(b) for b in broker_ids])
+        offline: dict[int, set[TopicPartition]] = {} if replace else dict(self._offline_replicas)
+        for b, item in zip(broker_ids, got, strict=True):
+            offline.pop(b, None)
+            if item is None:
+                continue
+            try:
+                replicas = set(zn.BrokerInfo.from_json(b, json.loads(item[0])).offline_replicas)
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                log.warning("%s Ignoring malformed registration of broker %d: %s", self.prefix, b, exc)
+                continue
+            if replicas:
+                offline[b] = replicas
+        for b, replicas in offline.items():
+            if replicas != self._offline_replicas.get(b):
+                log.info("%s Broker %d has offline replicas (failed log dirs): %s", self.prefix, b,
+                         ",".join(tp_str(tp) for tp in sorted(replicas)))
+        self._offline_replicas = offline
+
+    async def _on_log_dir_event(self) -> None:
+        """Kafka's LogDirEventNotification: brokers whose log dir failed. Their offline replicas come from
+        their registrations; partitions they led get other leaders, their ISRs lose them. The
+        notifications are deleted once handled."""
+        if not self.active:
+            return
+        children = await self.store.get_children(zn.LOG_DIR_EVENT_NOTIFICATION, watch=self._on(self._on_log_dir_event))
+        events = sorted(c for c in children if c.startswith(zn.LOG_DIR_EVENT_PREFIX))
+        if not events:
+            return
+        paths = [f"{zn.LOG_DIR_EVENT_NOTIFICATION}/{c}" for c in events]
+        brokers: set[int] = set()
+        for path, item in zip(paths, await self.store.get_many(paths), strict=True):
+            try:
+                if item is not None:
+                    brokers.add(int(json.loads(item[0])["broker"]))
+            except (ValueError, KeyError, TypeError) as exc:
+                log.warning("%s Ignoring malformed log dir event %s: %s", self.prefix, path, exc)
+        ids = sorted(brokers & self._live)
+        if ids:
+            log.info("%s Handling log directory failure for brokers %s", self.prefix, ",".join(map(str, ids)))
+            await self._read_offline_replicas(ids)
+            await self._elect_offline_leaders()
+        for path in paths:
+            await self._delete_quietly(path)
 
     async def _elect_offline_leaders(self) -> None:
         """Partitions whose leader is not live get a new leader from the live ISR (or go offline); dead
@@ -435,12 +497,13 @@ class Controller:
         """(old, new) state if the partition's leader or ISR must change for the live brokers."""
         if state is None:
             return None
-        live_isr = [b for b in state.isr if b in self._live]
-        if state.leader in self._live:
+        live = self._live_for(name, p)
+        live_isr = [b for b in state.isr if b in live]
+        if state.leader in live:
             if live_isr == state.isr:
                 return None
             return state, zn.PartitionState(state.leader, state.leader_epoch, live_isr, self.epoch)
-        choice = offline_election(replicas, live_isr, self._live, self._unclean_allowed(name))
+        choice = offline_election(replicas, live_isr, live, self._unclean_allowed(name))
         if choice.unclean:
             self._log_unclean(name, p, state.isr, choice.leader)
         new_leader = choice.leader
@@ -521,17 +584,18 @@ class Controller:
             state = await self._read_state(name, p)
             if state is None:
                 return Election(error=ErrorCode.LEADER_NOT_AVAILABLE, message=f"{tp_str(tp)} has no state yet")
+            live = self._live_for(name, p)
             if election_type == PREFERRED:
-                choice = preferred_election(tp, replicas, state.leader, state.isr, self._live)
+                choice = preferred_election(tp, replicas, state.leader, state.isr, live)
             else:
-                choice = unclean_election(tp, replicas, state.leader, state.isr, self._live)
+                choice = unclean_election(tp, replicas, state.leader, state.isr, live)
             if not choice.elected:
                 return choice
             if choice.unclean:
                 self._log_unclean(name, p, state.isr, choice.leader)
                 isr = [choice.leader]
             else:
-                isr = [b for b in state.isr if b in self._live]
+                isr = [b for b in state.isr if b in live]
             new = zn.PartitionState(choice.leader, state.leader_epoch + 1, isr, self.epoch)
             if await self._write_state(name, p, new, state.zk_version):
                 self._log_leader(name, p, new)
@@ -673,8 +737,9 @@ class Controller:
             if state is None:
                 return False
             leader = state.leader
-            if leader not in replicas or leader not in self._live:
-                choice = offline_election(replicas, state.isr, self._live, allow_unclean=False)
+            live = self._live_for(name, p)
+            if leader not in replicas or leader not in live:
+                choice = offline_election(replicas, state.isr, live, allow_unclean=False)
                 if not choice.elected and state.leader >= 0:
                     return False
                 leader = choice.leader

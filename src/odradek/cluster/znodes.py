@@ -21,6 +21,9 @@ DELETE_TOPICS = "/admin/delete_topics"
 PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
+LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
+LOG_DIR_EVENT_PREFIX = "log_dir_event_"
+LOG_DIR_FAILURE_EVENT = 1
 CLUSTER_ID = "/cluster/id"
 
 PERSISTENT_PATHS = (
@@ -32,6 +35,7 @@ PERSISTENT_PATHS = (
     CONFIG_CHANGES,
     DELETE_TOPICS,
     ISR_CHANGE_NOTIFICATION,
+    LOG_DIR_EVENT_NOTIFICATION,
     "/cluster",
 )
 
@@ -54,6 +58,12 @@ def partition_state_path(topic: str, partition: int) -> str:
 
 def topic_config_path(topic: str) -> str:
     return f"{CONFIG_TOPICS}/{topic}"
+
+
+def log_dir_event_json(broker_id: int) -> dict[str, Any]:
+    """Content of a /log_dir_event_notification/log_dir_event_NNNNNNNNNN notification (Kafka's
+    LogDirEventNotificationSequenceZNode): a log dir of that broker failed."""
+    return {"version": 1, "broker": broker_id, "event": LOG_DIR_FAILURE_EVENT}
 
 
 # the entity name of the cluster-wide default broker config (ZooKeeperInternals.DEFAULT_STRING)
@@ -92,7 +102,9 @@ def new_uuid() -> bytes:
 @dataclass(slots=True)
 class BrokerInfo:
     """/brokers/ids/<id>. host/port are the first endpoint, the inter-broker one; `endpoints` holds every
-    advertised listener by name with its security protocol in `protocols`."""
+    advertised listener by name with its security protocol in `protocols`. `offline_replicas` (Odradek's
+    field, absent while there are none): the broker's replicas whose log dir failed, which the controller
+    treats as offline (Kafka's controller learns them from the LeaderAndIsr answers instead)."""
 
     broker_id: int
     host: str
@@ -101,6 +113,7 @@ class BrokerInfo:
     listener_name: str = "PLAINTEXT"
     endpoints: dict[str, tuple[str, int]] = field(default_factory=dict)
     protocols: dict[str, str] = field(default_factory=dict)
+    offline_replicas: list[tuple[str, int]] = field(default_factory=list)
 
     def endpoint(self, listener: str) -> tuple[str, int] | None:
         """(host, port) of `listener`; a registration without listener names has one endpoint for all."""
@@ -121,6 +134,7 @@ class BrokerInfo:
             "port": self.port,
             "version": 5,
             **({"rack": self.rack} if self.rack else {}),
+            **({"offline_replicas": _by_topic(self.offline_replicas)} if self.offline_replicas else {}),
         }
 
     @classmethod
@@ -137,7 +151,15 @@ class BrokerInfo:
         if not isinstance(host, str) or not isinstance(port, int):
             raise ValueError(f"broker {broker_id} registration has no usable endpoint")
         protocols = {str(k): str(v) for k, v in (d.get("listener_security_protocol_map") or {}).items()}
-        return cls(broker_id, host, port, d.get("rack"), listener_name, endpoints, protocols)
+        offline = [(str(t), int(p)) for t, ps in (d.get("offline_replicas") or {}).items() for p in ps]
+        return cls(broker_id, host, port, d.get("rack"), listener_name, endpoints, protocols, offline)
+
+
+def _by_topic(replicas: list[tuple[str, int]]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for topic, p in sorted(replicas):
+        out.setdefault(topic, []).append(p)
+    return out
 
 
 def _host(host: str) -> str:

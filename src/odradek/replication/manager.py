@@ -2,12 +2,15 @@
 metadata cache (become leader or follower, create or delete logs), runs the replica fetchers for the
 partitions it follows, maintains the ISR of the partitions it leads (shrink after replica.lag.time.max.ms,
 expand once caught up; conditional writes to the partition state znode), and is what the produce and
-fetch handlers talk to."""
+fetch handlers talk to. When a log dir fails it stops serving the replicas in it (`stop_serving_dir`,
+Kafka's ReplicaManager.handleLogDirFailure): they answer KAFKA_STORAGE_ERROR, their fetchers stop, and
+metadata changes no longer touch them until the broker restarts."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 from typing import Any
 
 from odradek.aio import TaskSet
@@ -19,7 +22,7 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.replication.fetcher import ReplicaFetcher
 from odradek.replication.partition import Partition
 from odradek.storage.log import Log
-from odradek.storage.manager import LogManager
+from odradek.storage.manager import LogManager, StorageError
 
 log = logging.getLogger("odradek.replica")
 
@@ -67,8 +70,11 @@ class ReplicaManager:
     def leader_partition(self, topic: str, partition: int) -> Partition:
         """The partition if this broker leads it; otherwise the Kafka error a client should see."""
         p = self.partitions.get((topic, partition))
-        if p is not None and p.is_leader:
+        if p is not None and p.is_leader and not p.offline:
             return p
+        if (p is not None and p.offline) or (p is None and self.logs.is_offline(topic, partition)):
+            raise StorageError(message=f"The replica of {topic}-{partition} on broker {self.broker_id} is offline: "
+                                       "its log dir failed")
         meta = self.metadata.topics.get(topic)
         if meta is None or partition not in meta.assignment:
             raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{partition} does not exist")
@@ -78,7 +84,23 @@ class ReplicaManager:
         raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"broker {self.broker_id} does not lead {topic}-{partition}")
 
     def leaders(self) -> list[Partition]:
-        return [p for p in self.partitions.values() if p.is_leader]
+        return [p for p in self.partitions.values() if p.is_leader and not p.offline]
+
+    def offline_partitions(self) -> list[tuple[str, int]]:
+        """The replicas of this broker that are offline (their log dir failed), the ones without a
+        Partition yet (their log could not be created) included."""
+        return sorted({*self.logs.offline_partitions(), *(k for k, p in self.partitions.items() if p.offline)})
+
+    def stop_serving_dir(self, log_dir: Path) -> list[Partition]:
+        """Log dir `log_dir` failed (on the event loop, at once): its replicas go offline and stop fetching."""
+        stopped = [p for p in self.partitions.values() if not p.offline and p.log.dir.parent == log_dir]
+        for part in stopped:
+            part.go_offline()
+            self._stop_fetching(part)
+        if stopped:
+            log.info("Broker %d stopped fetcher for partitions %s because they are in the failed log directory %s",
+                     self.broker_id, ",".join(p.name for p in stopped), log_dir)
+        return stopped
 
     def _min_isr(self, meta: TopicMeta) -> int:
         try:
@@ -93,8 +115,11 @@ class ReplicaManager:
         wanted = [p for p in partitions if self.broker_id in meta.assignment.get(p, ())
                   and self.logs.get_log(topic, p) is None]
         if wanted and not self.stopping:
-            await asyncio.get_running_loop().run_in_executor(
-                None, self.logs.create_logs, topic, wanted, dict(meta.config))
+            try:
+                await asyncio.get_running_loop().run_in_executor(
+                    None, self.logs.create_logs, topic, wanted, dict(meta.config))
+            except StorageError as exc:  # a log dir failed: the replicas it could not create are offline
+                log.warning("Creating the logs of %s on broker %d: %s", topic, self.broker_id, exc)
 
     def _on_partition_state(self, topic: str, index: int, meta: TopicMeta) -> None:
         if self.stopping:
@@ -107,8 +132,14 @@ class ReplicaManager:
                 self._remove_replica(part)
             return
         part = self.partitions.get((topic, index))
+        if part is not None and part.offline:
+            return  # until the broker restarts (the controller knows it is offline)
         if part is None:
-            log_ = self.logs.get_or_create_log(topic, index, meta.config)
+            try:
+                log_ = self.logs.get_or_create_log(topic, index, meta.config)
+            except StorageError as exc:
+                log.warning("Not serving %s-%d on broker %d: %s", topic, index, self.broker_id, exc)
+                return
             part = Partition(topic, index, self.broker_id, log_)
             self.partitions[(topic, index)] = part
         part.min_insync_replicas = self._min_isr(meta)
@@ -137,6 +168,9 @@ class ReplicaManager:
             part._fail_hw_waiters()
             part._wake_data()
             self.logs.delete_log(topic, key[1])
+        for key in self.logs.offline_partitions():  # offline before they had a Partition
+            if key[0] == topic:
+                self.logs.delete_log(*key)
         log.info("Deleted logs of topic %s on broker %d", topic, self.broker_id)
 
     def _remove_replica(self, part: Partition) -> None:

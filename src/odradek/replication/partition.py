@@ -1,6 +1,6 @@
 """One partition replica on this broker: its log, leadership and leader epoch, ISR and high watermark,
 the progress of its followers (when leader), and the waiters parked on it (long-poll fetches,
-acks=all produces)."""
+acks=all produces). A replica whose log dir failed is offline (`go_offline`) until the broker restarts."""
 
 from __future__ import annotations
 
@@ -46,6 +46,7 @@ class Partition:
         self.min_insync_replicas = 1
         self.followers: dict[int, FollowerState] = {}
         self.isr_change_pending = False
+        self.offline = False  # its log dir failed: every request for it answers KAFKA_STORAGE_ERROR
         # long-polling fetches: consumers' wake on appends and high watermark moves, followers' (which read
         # to the log end) on appends only, as Kafka's delayed fetches complete
         self._data_waiters: list[asyncio.Future[None]] = []
@@ -63,6 +64,14 @@ class Partition:
     @property
     def is_leader(self) -> bool:
         return self.leader_id == self.broker_id
+
+    def go_offline(self) -> None:
+        """The log dir failed: acks=all produces waiting here fail with KAFKA_STORAGE_ERROR, long polls
+        wake (and their next read fails)."""
+        self.offline = True
+        self.leader_id = -1  # leads nothing here any more (the controller moves leadership)
+        self._fail_hw_waiters(ErrorCode.KAFKA_STORAGE_ERROR, f"the log dir of {self.name} failed")
+        self._wake_data()
 
     @property
     def high_watermark(self) -> int:
@@ -259,8 +268,8 @@ class Partition:
         self._hw_waiters = keep
         self._wake_consumers()
 
-    def _fail_hw_waiters(self) -> None:
+    def _fail_hw_waiters(self, code: ErrorCode = ErrorCode.NOT_LEADER_OR_FOLLOWER, why: str = "") -> None:
         for _off, f in self._hw_waiters:
             if not f.done():
-                f.set_exception(KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"leadership of {self.name} moved"))
+                f.set_exception(KafkaError(code, why or f"leadership of {self.name} moved"))
         self._hw_waiters = []

@@ -31,6 +31,7 @@ from odradek.cluster.store import (
 from odradek.cluster.topic_admin import TopicAdmin
 from odradek.config import BrokerConfig, Listener
 from odradek.config_keys import ConfigError
+from odradek.fsutil import atomic_write
 from odradek.groups.consumer_coordinator import (
     ConsumerGroupCoordinator,
     ConsumerGroupSettings,
@@ -48,6 +49,7 @@ from odradek.server.dynamic_config import DynamicBrokerConfig
 from odradek.server.fetch_sessions import FetchSessionCache
 from odradek.server.http_endpoint import HttpEndpoint
 from odradek.server.limits import ConnectionLimits, RequestMemory
+from odradek.server.log_dir_failure import LogDirFailureHandler
 from odradek.server.metrics import BrokerMetrics
 from odradek.server.network import SocketServer
 from odradek.server.quotas import QuotaManager
@@ -151,6 +153,9 @@ class Broker:
         self.producer_ids = ProducerIdAllocator(self.store, self.broker_id)
         self.replicas = ReplicaManager(self.broker_id, self.logs, self.metadata, self.store, cfg)
         self.replicas.inter_broker_security = self.inter_broker_security
+        # a failed log dir: its replicas stop, the controller hears of it (or the broker halts)
+        store_dir = None if cfg.zookeeper_connect else Path(cfg.log_dirs[0]).absolute()
+        self.log_dir_failures = LogDirFailureHandler(self, store_dir)
         loop = asyncio.get_running_loop()
 
         def on_loop(fn: Callable[[], None]) -> None:
@@ -253,7 +258,7 @@ class Broker:
                     raise StartupError(
                         f"broker.id {self.broker_id} does not match the broker.id {existing['broker.id']} stored in {path}"
                     )
-            path.write_text(f"#\n#{path.name}\nversion=0\nbroker.id={self.broker_id}\ncluster.id={self.cluster_id}\n")
+            atomic_write(path, f"#\n#{path.name}\nversion=0\nbroker.id={self.broker_id}\ncluster.id={self.cluster_id}\n")
 
     async def _start_http(self) -> None:
         """The HTTP endpoint first, so that readiness says 'starting' while logs load."""
@@ -300,7 +305,8 @@ class Broker:
         """The inter-broker endpoint."""
         return self._advertised_endpoint(self.config.inter_broker_listener)
 
-    async def _register(self) -> None:
+    def broker_info(self) -> zn.BrokerInfo:
+        """This broker's registration: its endpoints, and its replicas in failed log dirs."""
         host, port = self.advertised()
         inter = self.config.inter_broker_listener
         endpoints = {inter.name: (host, port)}
@@ -308,8 +314,13 @@ class Broker:
         for adv in self.config.advertised_listeners:
             endpoints.setdefault(adv.name, self._advertised_endpoint(adv))
             protocols.setdefault(adv.name, adv.security_protocol)
-        info = zn.BrokerInfo(self.broker_id, host, port, self.config.get("broker.rack"), inter.name, endpoints,
-                             protocols)
+        offline = self.replicas.offline_partitions() if hasattr(self, "replicas") else []
+        return zn.BrokerInfo(self.broker_id, host, port, self.config.get("broker.rack"), inter.name, endpoints,
+                             protocols, offline)
+
+    async def _register(self) -> None:
+        info = self.broker_info()
+        host, port, endpoints = info.host, info.port, info.endpoints
         path = zn.broker_path(self.broker_id)
         loop = asyncio.get_running_loop()
         # A znode holding our own endpoint is our previous incarnation (killed before its session expired):
@@ -403,6 +414,8 @@ class Broker:
         if hasattr(self, "replicas"):
             await self.replicas.shutdown()
         self._tasks.close()
+        if hasattr(self, "log_dir_failures"):
+            self.log_dir_failures.close()
         if hasattr(self, "logs"):
             self.logs.stop_cleaning()
         if self._disk_jobs:

@@ -206,6 +206,8 @@ def _replicas(broker: Any) -> Iterator[Metric]:
          under),
         ("kafka_server_replicamanager_underminisrpartitioncount", "Led partitions below min.insync.replicas",
          below_min),
+        ("kafka_server_replicamanager_offlinereplicacount", "Replicas here whose log dir failed",
+         len(replicas.offline_partitions())),
     ):
         yield GaugeMetricFamily(name, doc, value=value)
     for name, key in (("kafka_server_replicamanager_isrshrinks", "shrink"),
@@ -227,6 +229,15 @@ def _controller(broker: Any) -> Iterator[Metric]:
 
 
 def _logs(broker: Any) -> Iterator[Metric]:
+    logs = broker.logs
+    offline = set(logs.failures.offline_dirs())
+    yield GaugeMetricFamily("kafka_log_logmanager_offlinelogdirectorycount", "Log dirs that failed (offline)",
+                            value=len(offline))
+    per_dir = GaugeMetricFamily("kafka_log_logmanager_logdirectoryoffline", "1 when the log dir failed",
+                                labels=["logDirectory"])
+    for d in logs.log_dirs:
+        per_dir.add_metric([str(d)], 1 if d in offline else 0)
+    yield per_dir
     sizes = GaugeMetricFamily("kafka_log_log_size", "Bytes of a partition's log", labels=["topic", "partition"])
     ends = GaugeMetricFamily("kafka_log_log_logendoffset", "Log end offset", labels=["topic", "partition"])
     for log in broker.logs.logs():

@@ -50,13 +50,11 @@ class LeaderEpochCache:
         changes = self._changes
         entries = list(self.entries)
         body = f"0\n{len(entries)}\n" + "".join(f"{e} {o}\n" for e, o in entries)
-        if self.loaded:
-            atomic_write(self.path, body)
-        else:
-            # No file yet (a new log): written without fsyncs, as a crash can only leave it missing or torn,
-            # and then the log's load rebuilds the cache from its batches. Saves a new partition two fsyncs.
-            self.path.write_text(body)
-            self.loaded = True
+        # No file yet (a new log): replaced without fsyncs, as a crash can only leave it missing or empty,
+        # and then the log's load rebuilds the cache from its batches. Saves a new partition two fsyncs.
+        # Either way through a temporary file: a failed write (a full disk) leaves the old file whole.
+        atomic_write(self.path, body, durable=self.loaded)
+        self.loaded = True
         self._written = max(self._written, changes)
 
     def flush_if_changed(self) -> None:

@@ -14,6 +14,11 @@ again, moves the recovery point up to what it covered (unless the log was trunca
 recovery point never passes data that is not on disk. Changes to non-active segments (retention,
 truncation, the cleaner's swap, close) also take `swap_lock`, before the lock, which lets the cleaner
 fsync the directory between the steps of a swap without holding the lock.
+
+An I/O error met by an operation (an append, a roll, a flush, a truncation, a checkpoint write on the disk
+worker...) is reported to the log dir failure channel (storage/failure.py), which takes the whole dir
+offline and marks this log offline (`mark_offline`): from then on it refuses every operation with
+KAFKA_STORAGE_ERROR and the disk worker skips its jobs. The operation itself fails with a StorageError.
 """
 
 from __future__ import annotations
@@ -29,12 +34,14 @@ import threading
 import time
 import uuid
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, Literal, TypeVar, overload
 
+from odradek.fsutil import is_temporary
 from odradek.protocol.errors import ErrorCode, InvalidRecordError, KafkaError, RecordValidationError
 from odradek.protocol.records import (
     COMPRESSION_CODECS,
@@ -51,6 +58,7 @@ from odradek.protocol.records import (
 )
 from odradek.storage.background import disk_worker
 from odradek.storage.epoch_cache import LeaderEpochCache
+from odradek.storage.failure import LogDirFailureChannel, io_error_of
 from odradek.storage.log_config import LogConfig
 from odradek.storage.producer_state import (
     SNAPSHOT_SUFFIX,
@@ -81,6 +89,14 @@ log = logging.getLogger("odradek.storage")
 LONG_MAX = 9223372036854775807
 _BOUNDARY_CACHE_SIZE = 64
 _STALE_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)
+# what the disk worker's jobs do, for the message of an I/O error they meet (Kafka's wording)
+_JOB_ACTIONS = {
+    "_flush_rolled": "flushing log for",
+    "_requested_flush": "flushing log for",
+    "_scheduled_flush": "writing the leader-epoch-checkpoint of",
+    "_write_snapshot": "writing a producer snapshot of",
+    "delete": "deleting segments of",
+}
 
 
 def now_ms() -> int:
@@ -184,6 +200,7 @@ class Log:
         time_ms: Callable[[], int] = now_ms,
         cleaner_checkpoint: int | None = None,
         background: Executor | None = None,
+        failures: LogDirFailureChannel | None = None,
     ) -> None:
         self.dir = Path(dir)
         future = parse_future_dir(self.dir.name)
@@ -191,6 +208,9 @@ class Log:
         self.config = config or LogConfig.from_props()
         self.lock = threading.RLock()
         self.closed = False
+        # where I/O errors are reported (None: they only fail the operation); offline: its dir failed
+        self.failures = failures
+        self.offline = False
         # set when a move to another log dir retired this log (closed): flushes asked of it go there
         self.successor: Log | None = None
         # told (under the lock) of every truncation, with the new log end offset and whether it was a full
@@ -360,7 +380,7 @@ class Log:
         indexes: list[tuple[int, Path]] = []
         for entry in os.scandir(self.dir):
             name = entry.name
-            if name.endswith(_STALE_SUFFIXES):
+            if name.endswith(_STALE_SUFFIXES) or is_temporary(name):
                 log.info("%s Deleting stray file %s", self._prefix, name)
                 os.unlink(entry.path)
                 continue
@@ -481,7 +501,7 @@ class Log:
             data, batches = self._recompress(data, batches)
         if self.config.compact:
             self._check_keys(data, batches)
-        with self.lock:
+        with self._io("appending records to"), self.lock:
             self._check_open()
             now = self._time()
             self._check_timestamps(data, batches, now)
@@ -535,7 +555,7 @@ class Log:
         into a future log must keep the log start offset of the log it copies)."""
         data = bytearray(records)
         batches = validate_batches(data, None, producer=False)
-        with self.lock:
+        with self._io("appending records to"), self.lock:
             self._check_open()
             if batches[0][1].base_offset < self._leo:
                 raise _out_of_range(
@@ -710,11 +730,10 @@ class Log:
         self._submit(self._write_snapshot, state, path)
 
     def _write_snapshot(self, state: ProducerStateManager, path: Path) -> None:
-        try:
-            state.write_snapshot(path)
-        except OSError as exc:
-            log.warning("%s Writing producer snapshot %s failed: %s", self._prefix, path.name, exc)
+        """On the disk worker; an I/O error is reported by `_run_job`."""
+        if self.closed:
             return
+        state.write_snapshot(path)
         keep = set(self._snapshots()[-2:])
         for offset in self._snapshots():
             if offset not in keep and offset < self.log_start_offset:
@@ -784,7 +803,43 @@ class Log:
 
     def _check_open(self) -> None:
         if self.closed:
+            if self.offline:
+                raise StorageError(message=f"Log {self.topic}-{self.partition} in dir {self.dir.parent} is offline "
+                                           "(the log dir failed)")
             raise StorageError(message=f"Log {self.topic}-{self.partition} is closed")
+
+    # --- I/O errors --------------------------------------------------------------------------
+
+    def _io_failure(self, action: str, exc: BaseException) -> StorageError | None:
+        """For an exception met while `action` (e.g. "appending records to"): the StorageError to raise
+        instead if it is an I/O error, after reporting it to the failure channel (which takes the log dir
+        offline); None if it is not one, or the log was closed or deleted under the operation."""
+        cause = io_error_of(exc)
+        if cause is None or (self.closed and not self.offline):
+            return None
+        parent = self.dir.parent
+        message = f"Error while {action} {self.topic}-{self.partition} in dir {parent}: {cause}"
+        if self.failures is not None and not self.offline:
+            self.failures.report(parent, message)
+        return StorageError(message=message)
+
+    @contextmanager
+    def _io(self, action: str) -> Iterator[None]:
+        """An I/O error in the block becomes a reported StorageError (see `_io_failure`)."""
+        try:
+            yield
+        except (OSError, StorageError) as exc:
+            failure = self._io_failure(action, exc)
+            if failure is None:
+                raise
+            raise failure from exc
+
+    def mark_offline(self) -> None:
+        """Its log dir failed: from now on every operation fails with KAFKA_STORAGE_ERROR and the disk worker
+        skips its jobs. Any thread, no lock (an operation under way fails or finishes on its own); the files
+        are closed later, by `close_files`."""
+        self.offline = True
+        self.closed = True
 
     def _check_timestamps(self, data: bytearray, batches: list[tuple[int, BatchHeader]], now: int) -> None:
         """CreateTime bounds from message.timestamp.{difference,before,after}.max.ms. A batch header gives
@@ -866,7 +921,7 @@ class Log:
 
     def roll(self) -> LogSegment:
         """Start a new active segment at the log end offset (no-op when the active one is empty)."""
-        with self.lock:
+        with self._io("rolling log segment for"), self.lock:
             self._check_open()
             return self._roll_locked(self._leo)
 
@@ -919,7 +974,7 @@ class Log:
         successor = self.successor
         if successor is not None:  # moved to another log dir while a reader held on to this log
             return successor.read(start_offset, max_bytes, max_offset, min_one_message, zero_copy=zero_copy)
-        with self.lock:
+        with self._io("reading from"), self.lock:
             self._check_open()
             if start_offset < self.log_start_offset or start_offset > self._leo:
                 raise _out_of_range(
@@ -1025,7 +1080,7 @@ class Log:
     def delete_records_before(self, offset: int) -> int:
         """DeleteRecords: move the log start offset up to `offset` (-1 = high watermark), drop the
         segments entirely below it; returns the new low watermark."""
-        with self.lock:
+        with self._io("moving the log start offset of"), self.lock:
             self._check_open()
             if offset == -1:
                 offset = self._high_watermark
@@ -1056,7 +1111,7 @@ class Log:
     def delete_old_segments(self, predicate: Callable[[LogSegment, LogSegment], bool], reason: str) -> int:
         """Delete the oldest non-active segments while `predicate(segment, next_segment)` holds and the
         segment lies wholly below the high watermark. Returns how many were deleted."""
-        with self.swap_lock, self.lock:
+        with self._io("deleting segments of"), self.swap_lock, self.lock:
             if self.closed:
                 return 0
             doomed: list[LogSegment] = []
@@ -1102,7 +1157,7 @@ class Log:
         3. under the lock: rename `cleaned` to its final names. Then fsync (a crash before it just leaves
            the `.swap` for the next load to complete). The `.deleted` files are unlinked by the disk worker.
         """
-        with self.swap_lock:
+        with self._io("replacing cleaned segments of"), self.swap_lock:
             with self.lock:
                 if self._position_of(old, sizes) is None:
                     return False
@@ -1110,7 +1165,9 @@ class Log:
             self._fsync_dir()
             with self.lock:
                 i = self._position_of(old, sizes)
-                assert i is not None, "swap_lock keeps the segments in place"
+                if i is None:  # swap_lock keeps the segments in place: the log went offline meanwhile
+                    self._check_open()
+                    raise AssertionError("the cleaned segments moved during their swap")
                 for seg in old:
                     self._retire(seg)
                 self._segments[i : i + len(old)] = [cleaned]
@@ -1137,7 +1194,7 @@ class Log:
     def truncate_to(self, offset: int) -> None:
         """Remove everything at or above `offset`; a batch straddling it goes entirely, so the log end
         offset becomes that batch's base offset."""
-        with self.swap_lock, self.lock:
+        with self._io("truncating"), self.swap_lock, self.lock:
             self._check_open()
             if offset < 0:
                 raise ValueError(f"Cannot truncate to negative offset {offset}")
@@ -1180,7 +1237,7 @@ class Log:
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete every segment and restart the (empty) log at `offset`."""
-        with self.swap_lock, self.lock:
+        with self._io("truncating"), self.swap_lock, self.lock:
             self._check_open()
             self._truncate_fully_locked(offset)
             self._request_flush()  # the directory, on disk
@@ -1211,18 +1268,19 @@ class Log:
     def flush(self) -> None:
         """fsync every segment written since the recovery point (without holding the lock while the
         fsyncs run); the recovery point becomes the log end offset the flush started from."""
-        with self.lock:
-            if self.closed:
-                return
-            sync = self._plan_sync(self._leo)
-        try:
-            self._run_sync(sync)
-        except OSError:
-            if self.closed:  # deleted meanwhile (its directory renamed away)
-                return
-            raise
-        with self.lock:
-            self._complete_sync(sync)
+        with self._io("flushing log for"):
+            with self.lock:
+                if self.closed:
+                    return
+                sync = self._plan_sync(self._leo)
+            try:
+                self._run_sync(sync)
+            except OSError:
+                if self.closed and not self.offline:  # deleted meanwhile (its directory renamed away)
+                    return
+                raise
+            with self.lock:
+                self._complete_sync(sync)
 
     def _flush_locked(self) -> None:
         """flush(), all under the lock (at close)."""
@@ -1244,6 +1302,7 @@ class Log:
             if self.closed:
                 if successor is not None:  # the records it was asked to make durable are there now
                     successor.flush()
+                self._check_open()  # an offline log did not make them durable: the flush fails
                 return
             sync = self._plan_sync(self._leo)
         self._run_sync(sync)
@@ -1331,12 +1390,20 @@ class Log:
         return job
 
     def _run_job(self, fn: Callable[..., object], args: tuple[object, ...]) -> None:
+        if self.offline:  # no more disk work in a failed dir; whoever waits for it learns so
+            self._check_open()
         try:
             fn(*args)
-        except Exception:
+        except Exception as exc:
+            name = getattr(fn, "__name__", str(fn))
+            failure = self._io_failure(_JOB_ACTIONS.get(name, f"running {name} for"), exc)
+            if failure is not None:  # reported: the failure channel logged it
+                raise failure from exc
             if self.closed:
+                if isinstance(exc, StorageError):  # offline: whoever waits for the job must not take it as done
+                    raise
                 return
-            log.exception("%s Background disk work %s failed", self._prefix, getattr(fn, "__name__", fn))
+            log.exception("%s Background disk work %s failed", self._prefix, name)
             raise
 
     def wait_for_background(self) -> None:

@@ -6,6 +6,14 @@ being moved into it, see storage/log_mover.py) plus Kafka's bookkeeping files:
 `recovery-point-offset-checkpoint`, `log-start-offset-checkpoint`, `replication-offset-checkpoint`,
 `cleaner-offset-checkpoint` (each compacted log's first dirty offset), `.kafka_cleanshutdown` (present
 only while the broker is stopped after a clean shutdown) and `.lock`.
+
+Offline log dirs (Kafka's LogManager with its LogDirFailureChannel): an I/O error in a dir is reported to
+the manager's failure channel (storage/failure.py); at once every log in the dir refuses all operations
+(`_dir_failed`, on the reporting thread), and the broker then calls `handle_dir_failure` (off the event
+loop), which forgets the dir's logs (remembering which partitions were there, `offline_partitions`), stops
+the moves into or out of it and closes their files. Nothing writes to the dir again: no checkpoints,
+flushes, retention or cleaning; new partitions go to the other dirs. A dir that fails while the logs load
+fails the start-up.
 """
 
 from __future__ import annotations
@@ -19,9 +27,10 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from odradek.fsutil import atomic_write, fsync_dir
+from odradek.fsutil import atomic_write, fsync_dir, is_temporary
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.storage.cleaner import CleanerConfig, CleaningAborted, compact, run_cleanup
+from odradek.storage.failure import LogDirFailureChannel, io_error_of
 from odradek.storage.log import (
     MAX_FILE_NAME,
     Log,
@@ -88,6 +97,7 @@ class LogManager:
         *,
         time_ms: Callable[[], int] = now_ms,
         cleaner: CleanerConfig | None = None,
+        failures: LogDirFailureChannel | None = None,
     ) -> None:
         self.log_dirs = [Path(d).absolute() for d in log_dirs]
         if not self.log_dirs:
@@ -117,6 +127,10 @@ class LogManager:
         self._alter_lock = threading.Lock()  # one AlterReplicaLogDirs change at a time
         self.mover = LogDirMover(self)
         self.replaced_listeners: list[Callable[[str, int, Log], None]] = []
+        # I/O errors are reported here; partitions whose log was in a dir that failed, with that dir
+        self.failures = failures or LogDirFailureChannel()
+        self.failures.listeners.insert(0, self._dir_failed)
+        self._offline_logs: dict[TopicPartition, Path] = {}
 
     # --- start-up ----------------------------------------------------------------------------
 
@@ -139,6 +153,8 @@ class LogManager:
             if loaded.config.compact and loaded.cleaner_checkpoint is None:
                 loaded.cleaner_checkpoint = loaded.log_start_offset  # written just below
         self.checkpoint()
+        for d in self.failures.offline_dirs():  # Kafka starts without it; here the start-up fails
+            raise StorageError(message=f"Log dir {d} failed while loading: {self.failures.cause(d)}")
         log.info("Loaded %d logs in %d ms", len(self._logs), int((time.monotonic() - started) * 1000))
 
     def _prepare_dir(self, d: Path) -> None:
@@ -171,6 +187,8 @@ class LogManager:
         cleaner_offsets = read_checkpoint(d / CLEANER_OFFSET_CHECKPOINT)
         for entry in sorted(os.scandir(d), key=lambda e: e.name):
             if not entry.is_dir():
+                if is_temporary(entry.name):  # a checkpoint being replaced when the broker stopped
+                    os.unlink(entry.path)
                 continue
             name = entry.name
             if name.endswith("-delete"):
@@ -198,6 +216,7 @@ class LogManager:
                 clean_shutdown=clean,
                 time_ms=self._time,
                 cleaner_checkpoint=cleaner_offsets.get(key),
+                failures=self.failures,
             )
             if future:
                 self._futures[key] = loaded
@@ -242,6 +261,7 @@ class LogManager:
             existing = self._logs.get(key)
             if existing is not None:
                 return existing
+            self._check_not_offline(key)
             created = self._create_locked(key, self._topic_config_locked(topic, props))
             if created.config.compact:
                 self._mark_compacted_locked([created])
@@ -256,12 +276,15 @@ class LogManager:
         for i in range(0, len(todo), chunk):
             with self._mutex:
                 config = self._topic_config_locked(topic, props)
-                created = [self._create_locked((topic, p), config)
-                           for p in todo[i:i + chunk] if (topic, p) not in self._logs]
+                created = [self._create_locked((topic, p), config) for p in todo[i:i + chunk]
+                           if (topic, p) not in self._logs and (topic, p) not in self._offline_logs]
                 if created and config.compact:
                     self._mark_compacted_locked(created)
             for d in {lg.dir.parent for lg in created}:
-                fsync_dir(d)
+                try:
+                    fsync_dir(d)
+                except OSError as exc:  # the dir failed: its new logs went offline with it
+                    self._report(d, f"creating logs of {topic}", exc)
 
     def _topic_config_locked(self, topic: str, props: Mapping[str, str] | None) -> LogConfig:
         if props is None:
@@ -269,9 +292,27 @@ class LogManager:
         self._topic_props[topic] = dict(props)
         return LogConfig.from_props({**self.default_props, **props})
 
+    def _check_not_offline(self, key: TopicPartition) -> None:
+        d = self._offline_logs.get(key)
+        if d is not None:
+            raise StorageError(message=f"Cannot create log for {key[0]}-{key[1]} because its log dir {d} is offline")
+
     def _create_locked(self, key: TopicPartition, config: LogConfig) -> Log:
-        d = self._preferred_dirs.pop(key, None) or min(self.log_dirs, key=lambda x: self._dir_counts.get(x, 0))
-        created = Log(d / f"{key[0]}-{key[1]}", config, time_ms=self._time)
+        online = self.online_dirs
+        if not online:
+            raise StorageError(message=f"Cannot create log for {key[0]}-{key[1]}: every log dir is offline")
+        d = self._preferred_dirs.pop(key, None)
+        if d is None or d not in online:
+            d = min(online, key=lambda x: self._dir_counts.get(x, 0))
+        try:
+            created = Log(d / f"{key[0]}-{key[1]}", config, time_ms=self._time, failures=self.failures)
+        except OSError as exc:  # the dir failed: the replica is offline with it (Kafka's getOrCreateLog)
+            if io_error_of(exc) is None:
+                raise
+            self._offline_logs[key] = d
+            message = f"Error while creating log for {key[0]}-{key[1]} in dir {d}: {exc}"
+            self.failures.report(d, message)
+            raise StorageError(message=message) from exc
         log.info("Created log for partition %s-%d in %s", key[0], key[1], d)
         self._register(key, d, created)
         return created
@@ -282,6 +323,19 @@ class LogManager:
 
     def log_dir_of(self, topic: str, partition: int) -> Path | None:
         return self._dir_of.get((topic, partition))
+
+    @property
+    def online_dirs(self) -> list[Path]:
+        return [d for d in self.log_dirs if not self.failures.is_offline(d)]
+
+    def is_offline(self, topic: str, partition: int) -> bool:
+        """Whether the partition's log is in a dir that failed (no lock: a request path asks)."""
+        return (topic, partition) in self._offline_logs
+
+    def offline_partitions(self) -> dict[TopicPartition, Path]:
+        """Partitions whose log is in a dir that failed (their replicas here are offline), with that dir."""
+        with self._mutex:
+            return dict(self._offline_logs)
 
     def topic_props(self, topic: str) -> dict[str, str]:
         """The topic's override props (not the defaults)."""
@@ -298,7 +352,8 @@ class LogManager:
             if d is not None:
                 self._dir_counts[d] -= 1
         if doomed is None:
-            return False
+            with self._mutex:  # a replica in a failed dir: nothing to delete there, nothing to serve
+                return self._offline_logs.pop(key, None) is not None
         self._uncleanable.discard(key)
         doomed.delete()
         return True
@@ -357,9 +412,8 @@ class LogManager:
         """The configured log dir whose absolute path is `path` (Kafka compares the strings)."""
         return next((d for d in self.log_dirs if str(d) == path), None)
 
-    @staticmethod
-    def dir_online(d: Path) -> bool:
-        return d.is_dir() and os.access(d, os.W_OK | os.X_OK)
+    def dir_online(self, d: Path) -> bool:
+        return not self.failures.is_offline(d) and d.is_dir() and os.access(d, os.W_OK | os.X_OK)
 
     def start_moves(self, run_swap: Callable[[Callable[[], None]], None] | None = None) -> None:
         """Start the mover thread (moves resumed at load wait for it); `run_swap` runs a move's final
@@ -374,7 +428,7 @@ class LogManager:
         key = (topic, partition)
         if len(future_dir_name(topic, partition).encode()) > MAX_FILE_NAME:
             return ErrorCode.INVALID_TOPIC_EXCEPTION
-        if not self.dir_online(dest):
+        if not self.dir_online(dest) or key in self._offline_logs:
             return ErrorCode.KAFKA_STORAGE_ERROR
         with self._alter_lock:
             future = self._futures.get(key)
@@ -394,7 +448,11 @@ class LogManager:
             try:
                 self._create_future(key, current, dest)
             except (OSError, StorageError) as exc:
-                log.error("Cannot create the future log of %s-%d in %s: %s", topic, partition, dest, exc)
+                if isinstance(exc, OSError) and io_error_of(exc) is not None:
+                    self.failures.report(dest, f"Error while creating the future log of {topic}-{partition} "
+                                               f"in dir {dest}: {exc}")
+                else:
+                    log.error("Cannot create the future log of %s-%d in %s: %s", topic, partition, dest, exc)
                 return ErrorCode.KAFKA_STORAGE_ERROR
             return ErrorCode.NONE
 
@@ -403,7 +461,7 @@ class LogManager:
             start, hw = current.log_start_offset, current.high_watermark
             gaps = current.cleaner_checkpoint is not None
         future = Log(dest / future_dir_name(*key), current.config, log_start_offset=start, high_watermark=hw,
-                     time_ms=self._time)
+                     time_ms=self._time, failures=self.failures)
         if gaps or future.config.compact:  # offsets may have gaps: recovery must know (see _mark_compacted)
             future.cleaner_checkpoint = start
         with self._mutex:
@@ -438,17 +496,71 @@ class LogManager:
         for listener in self.replaced_listeners:
             listener(key[0], key[1], new)
 
+    # --- offline log dirs --------------------------------------------------------------------
+
+    def _dir_failed(self, d: Path) -> None:
+        """The failure channel's first report of `d` (on the reporting thread, which may hold `_mutex` or a
+        log's lock: neither is taken here): every log in it refuses every operation from now on."""
+        dir_of = dict(self._dir_of)
+        for key, lg in list(self._logs.items()):
+            if dir_of.get(key) == d:
+                lg.mark_offline()
+        for lg in list(self._futures.values()):
+            if lg.dir.parent == d:
+                lg.mark_offline()
+
+    def handle_dir_failure(self, d: Path) -> list[TopicPartition]:
+        """After `d` failed (a worker thread's job, Kafka's LogManager.handleLogDirFailure): forget its logs
+        and the future logs in it, stop the moves into or out of it, close their files. Returns the
+        partitions whose replicas here are offline now."""
+        self._dir_failed(d)  # again: a log created in it since the report
+        with self._mutex:
+            offline = sorted(key for key, where in self._dir_of.items() if where == d)
+            closing = []
+            for key in offline:
+                closing.append(self._logs.pop(key))
+                del self._dir_of[key]
+                self._offline_logs[key] = d
+            self._dir_counts.pop(d, None)
+            moving = sorted(key for key, future in self._futures.items() if future.dir.parent == d or key in offline)
+            futures = [self._futures.pop(key) for key in moving]
+            for key in [key for key, where in self._preferred_dirs.items() if where == d]:
+                del self._preferred_dirs[key]
+            gone = sorted(key for key, where in self._offline_logs.items() if where == d)
+        for key in moving:
+            self.mover.cancel(key)
+        for lg in closing:
+            lg.close_files()
+        for future in futures:
+            if future.offline:
+                future.close_files()
+            else:  # in a healthy dir, moving an offline replica: kept on disk, the move resumes at start-up
+                try:
+                    future.close()
+                except (OSError, StorageError) as exc:
+                    log.warning("Closing the future log of %s-%d in %s: %s", future.topic, future.partition,
+                                future.dir.parent, exc)
+        log.warning("Logs for partitions %s are offline and logs for future partitions %s are offline due to "
+                    "failure on log directory %s", ",".join(f"{t}-{p}" for t, p in gone) or "none",
+                    ",".join(f"{t}-{p}" for t, p in moving if (t, p) not in offline) or "none", d)
+        return gone
+
     # --- background work ---------------------------------------------------------------------
 
     def checkpoint(self) -> None:
         """Write the checkpoint files (recovery points, log start offsets, high watermarks, cleaner
         offsets) in every log dir. A worker thread's job: each file is fsynced."""
         with self._checkpoint_lock:
-            for d in self.log_dirs:
+            for d in self.online_dirs:
                 mine = self._logs_in(d)
-                write_checkpoint(d / RECOVERY_POINT_CHECKPOINT, {key: lg.recovery_point for key, lg in mine})
-                write_checkpoint(d / LOG_START_OFFSET_CHECKPOINT, {key: lg.log_start_offset for key, lg in mine})
-                write_checkpoint(d / REPLICATION_OFFSET_CHECKPOINT, {key: lg.high_watermark for key, lg in mine})
+                try:
+                    write_checkpoint(d / RECOVERY_POINT_CHECKPOINT, {key: lg.recovery_point for key, lg in mine})
+                    write_checkpoint(d / LOG_START_OFFSET_CHECKPOINT,
+                                     {key: lg.log_start_offset for key, lg in mine})
+                    write_checkpoint(d / REPLICATION_OFFSET_CHECKPOINT, {key: lg.high_watermark for key, lg in mine})
+                except OSError as exc:
+                    self._report(d, "writing the offset checkpoint files", exc)
+                    continue
                 self._write_cleaner_checkpoint_locked(d)
 
     def _logs_in(self, d: Path) -> list[tuple[TopicPartition, Log]]:
@@ -463,8 +575,19 @@ class LogManager:
             self._write_cleaner_checkpoint_locked(d)
 
     def _write_cleaner_checkpoint_locked(self, d: Path) -> None:
+        if self.failures.is_offline(d):
+            return
         offsets = {key: lg.cleaner_checkpoint for key, lg in self._logs_in(d) if lg.cleaner_checkpoint is not None}
-        write_checkpoint(d / CLEANER_OFFSET_CHECKPOINT, offsets)
+        try:
+            write_checkpoint(d / CLEANER_OFFSET_CHECKPOINT, offsets)
+        except OSError as exc:
+            self._report(d, f"writing {CLEANER_OFFSET_CHECKPOINT}", exc)
+
+    def _report(self, d: Path, action: str, exc: OSError) -> None:
+        """An OSError met in dir `d`: if it is an I/O error, the dir goes offline; raised again otherwise."""
+        if io_error_of(exc) is None:
+            raise exc
+        self.failures.report(d, f"Error while {action} in dir {d}: {exc}")
 
     def run_retention(self) -> int:
         """One retention pass over every log; returns how many segments were deleted."""
@@ -473,6 +596,8 @@ class LogManager:
         for target in self.logs():
             try:
                 deleted += run_cleanup(target, now)
+            except StorageError:  # its dir failed (reported, or already offline)
+                continue
             except (OSError, KafkaError):
                 log.exception("Retention failed for %s", target)
         return deleted
@@ -501,8 +626,14 @@ class LogManager:
             return compact(target, self._time(), self.cleaner, lambda: self._cleaner_stopping) is not None
         except CleaningAborted as exc:
             log.info("Cleaning of %s-%d stopped: %s", key[0], key[1], exc)
-        except OSError:
-            log.exception("Cleaning of %s-%d failed", key[0], key[1])
+        except StorageError:  # its dir failed (reported, or already offline)
+            pass
+        except OSError as exc:
+            if io_error_of(exc) is not None and not target.closed:
+                d = target.dir.parent
+                self.failures.report(d, f"Error while cleaning log {key[0]}-{key[1]} in dir {d}: {exc}")
+            else:
+                log.exception("Cleaning of %s-%d failed", key[0], key[1])
         except Exception:  # a bug or a corrupt segment: stop retrying it, as Kafka marks it uncleanable
             log.exception("Cleaning of %s-%d failed; the log is marked uncleanable", key[0], key[1])
             self._uncleanable.add(key)
@@ -517,7 +648,10 @@ class LogManager:
                 target.recovery_point < target.log_end_offset
                 and now_ms - target.last_flush_ms >= target.config.flush_ms
             ):
-                target.flush()
+                try:
+                    target.flush()
+                except StorageError:  # its dir failed (reported, or already offline)
+                    continue
                 flushed += 1
         return flushed
 
@@ -532,22 +666,25 @@ class LogManager:
         self.mover.stop()
         with self._cleaner_lock:  # a running cleaner pass notices the flag at its next batch
             pass
-        failed: set[Path] = set()
+        failed: set[Path] = set(self.failures.offline_dirs())
         targets = [(self._dir_of[key], lg) for key, lg in self._logs.items()]
         targets += [(lg.dir.parent, lg) for lg in self._futures.values()]
         for d, target in targets:
             try:
                 target.close()
-            except OSError:
-                log.exception("Error closing %s", target)
+            except (OSError, StorageError) as exc:
+                log.error("Error closing %s in dir %s: %s", target, d, exc)
                 failed.add(d)
         self.checkpoint()
         for d in self.log_dirs:
-            if d in failed:  # its logs were not all flushed: the next start-up must recover them
+            if d in failed or self.failures.is_offline(d):  # not all flushed: the next start-up recovers them
                 continue
             marker = d / CLEAN_SHUTDOWN_FILE
-            os.close(os.open(marker, os.O_WRONLY | os.O_CREAT, 0o644))
-            fsync_dir(d)
+            try:
+                os.close(os.open(marker, os.O_WRONLY | os.O_CREAT, 0o644))
+                fsync_dir(d)
+            except OSError as exc:
+                log.error("Could not mark %s cleanly shut down (its logs will be recovered at start-up): %s", d, exc)
         for fd in self._lock_fds.values():
             os.close(fd)
         self._lock_fds.clear()

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from crc32c import crc32c
 
+from odradek.fsutil import atomic_write
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.records import ABORT_MARKER, COMMIT_MARKER, BatchHeader
 
@@ -202,12 +203,7 @@ class ProducerStateManager:
                 pid, e.epoch, last.last_seq if last else -1, last.last_offset if last else -1,
                 (last.last_offset - last.first_offset) if last else 0, e.last_timestamp, e.coordinator_epoch,
                 e.txn_first_offset)
-        data = _SNAP_HEAD.pack(SNAPSHOT_VERSION, crc32c(bytes(body))) + bytes(body)
-        tmp = path.with_name(path.name + ".tmp")
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-        tmp.replace(path)
+        atomic_write(path, _SNAP_HEAD.pack(SNAPSHOT_VERSION, crc32c(bytes(body))) + bytes(body))
 
     def read_snapshot(self, path: Path) -> None:
         """Replace the state with a snapshot's; raises ValueError if it is not a valid one."""

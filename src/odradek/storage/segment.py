@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
+from odradek.fsutil import atomic_write
 from odradek.protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from odradek.protocol.records import (
     ATTRIBUTES_OFFSET,
@@ -378,12 +379,7 @@ class LogSegment:
             struct.pack(">qi", t, o) for t, o in zip(self._ti_timestamps, self._ti_offsets, strict=True)
         )
         for path, data in ((self.index_path, pairs.tobytes()), (self.timeindex_path, ti)):
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                os.write(fd, data)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            atomic_write(path, data)
 
     def _reset_indexes(self) -> None:
         self._indexes_loaded = True

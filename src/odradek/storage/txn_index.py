@@ -17,6 +17,8 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from odradek.fsutil import atomic_write
+
 log = logging.getLogger("odradek.storage")
 
 TXN_INDEX_SUFFIX = ".txnindex"
@@ -126,7 +128,5 @@ class AbortedTxnIndex:
             if base is not None and base not in by_base:
                 os.unlink(self.dir / name)
         for base, entries in by_base.items():
-            path = self.dir / index_name(base)
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_bytes(b"".join(e.encode() for e in entries))
-            tmp.replace(path)
+            # no fsync (rewrites happen under the log's lock), but never torn: a load finds the old or the new
+            atomic_write(self.dir / index_name(base), b"".join(e.encode() for e in entries), durable=False)

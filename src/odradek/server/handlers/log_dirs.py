@@ -1,6 +1,7 @@
 """The log dir APIs. DescribeLogDirs: each of the broker's `log.dirs` with the size of every partition log in
 it (and of every future log: a replica being moved there, `is_future_key`, lagging the current log by its
-end offsets) and the disk's total and usable bytes, as `kafka-log-dirs.sh --describe` shows them.
+end offsets) and the disk's total and usable bytes, as `kafka-log-dirs.sh --describe` shows them; a dir
+that failed (offline) answers KAFKA_STORAGE_ERROR without partitions, as Kafka's does.
 AlterReplicaLogDirs (KIP-113): move replicas of this broker to another of its log dirs while they keep
 serving (storage/log_mover.py does the moving)."""
 
@@ -58,10 +59,13 @@ async def describe_log_dirs(ctx: RequestContext, request: Any) -> DescribeLogDir
     results = []
     for d, topics in by_dir.items():
         try:
+            if logs.failures.is_offline(d):
+                raise OSError(f"log dir {d} is offline")
             usage = shutil.disk_usage(d)
             total, usable, error = usage.total, usage.free, 0
         except OSError:
             total, usable, error = -1, -1, int(ErrorCode.KAFKA_STORAGE_ERROR)
+            topics.clear()
         results.append(_Result(
             error_code=error, log_dir=str(d), total_bytes=total, usable_bytes=usable, is_cordoned=False,
             topics=[_Topic(name=name, partitions=sorted(parts, key=lambda p: p.partition_index))
