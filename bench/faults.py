@@ -13,6 +13,7 @@ root (network namespaces).
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import tempfile
 import time
@@ -28,7 +29,12 @@ from tests.faults.netns import unavailable_reason  # noqa: E402
 from tests.faults.run import Schedule, run  # noqa: E402
 
 
+def _stop(signum: int, _frame: object) -> None:
+    raise SystemExit(f"faults: stopped by signal {signum}")  # runs the finally blocks: clusters and namespaces go
+
+
 def main(argv: list[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, _stop)
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--seeds", type=int, default=10, help="how many schedules (default 10)")
     p.add_argument("--seed-base", type=int, default=1, help="the first seed (default 1)")
