@@ -213,3 +213,27 @@ def test_a_failed_checkpoint_file_takes_only_its_dir_offline(
     monkeypatch.undo()
     manager.handle_dir_failure(d1)
     manager.shutdown()
+
+
+def test_a_disk_job_overtaken_by_a_rename_runs_again_at_the_new_path(tmp_path: Path,
+                                                                      caplog: pytest.LogCaptureFixture) -> None:
+    """A moved log takes its final name while a disk job (its leader-epoch checkpoint) is writing at the
+    old path: the FileNotFoundError is the rename's doing, not the disk's. The job runs again at the new
+    path and the dir stays online (a race the log mover's tests met under load)."""
+    from odradek.storage.log import Log
+
+    lg = Log(tmp_path / "d" / "t-0")
+    seen: list[Path] = []
+
+    def job() -> None:
+        target = lg.dir / "probe"
+        seen.append(target)
+        if len(seen) == 1:
+            lg.rename_dir(tmp_path / "d" / "t-1")  # overtakes the write below
+        target.write_text("x")
+
+    lg._submit(job).result(10)
+    assert seen == [tmp_path / "d" / "t-0" / "probe", tmp_path / "d" / "t-1" / "probe"]
+    assert (tmp_path / "d" / "t-1" / "probe").read_text() == "x"
+    assert not lg.offline and errors(caplog) == []
+    lg.close()

@@ -1392,8 +1392,16 @@ class Log:
     def _run_job(self, fn: Callable[..., object], args: tuple[object, ...]) -> None:
         if self.offline:  # no more disk work in a failed dir; whoever waits for it learns so
             self._check_open()
+        dir_before = self.dir
         try:
-            fn(*args)
+            try:
+                fn(*args)
+            except FileNotFoundError:
+                if self.dir == dir_before or self.closed:
+                    raise
+                # the partition directory was renamed under the job (a moved log taking its final name,
+                # see rename_dir): its paths follow the log, so once more at the new ones; not an I/O error
+                fn(*args)
         except Exception as exc:
             name = getattr(fn, "__name__", str(fn))
             failure = self._io_failure(_JOB_ACTIONS.get(name, f"running {name} for"), exc)
