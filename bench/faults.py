@@ -43,6 +43,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--calm-seconds", type=float, default=5.0, help="healthy time after each healing (default 5)")
     p.add_argument("--nemeses", default=",".join(sorted(NEMESES)),
                    help=f"comma-separated, from: {', '.join(sorted(NEMESES))}")
+    p.add_argument("--tmpfs-mb", type=int, default=512,
+                   help="each broker's log dir on a tmpfs of this size, for fill-disk (default 512)")
     p.add_argument("--dir", type=Path, help="keep each run's history here (default: a temp dir)")
     args = p.parse_args(argv)
     names = [n.strip() for n in args.nemeses.split(",") if n.strip()]
@@ -66,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
         directory = root / f"seed-{seed}"
         started = time.monotonic()
         print(f"== schedule {seed}: {count} faults, history in {directory}", flush=True)
-        cluster = FaultCluster(directory / "cluster")
+        cluster = FaultCluster(directory / "cluster", tmpfs_mb=args.tmpfs_mb)
         try:
             cluster.start()
             report = run(cluster, directory, schedule)

@@ -92,20 +92,47 @@ class Proc:
 class FaultCluster:
     """ZooKeeper and `size` brokers, each on its own host, plus a client host."""
 
-    def __init__(self, workdir: Path, size: int = 3, overrides: dict[str, str] | None = None) -> None:
+    def __init__(self, workdir: Path, size: int = 3, overrides: dict[str, str] | None = None,
+                 tmpfs_mb: int = 0) -> None:
+        """`tmpfs_mb`: give each broker's log dir a tmpfs of that size (the fill-disk nemesis needs one);
+        `self.tmpfs` says whether the mounts could be made."""
         self.workdir = workdir
         self.size = size
         self.net = Network()
         self.procs: dict[str, Proc] = {}
+        self.mounts: list[Path] = []
+        self.tmpfs = False
         try:
             self.net.add("zk")
             for i in range(size):
                 self.net.add(f"b{i}")
             self.net.add("client")
             self._configure(overrides or {})
+            if tmpfs_mb:
+                self.tmpfs = self._mount(tmpfs_mb)
         except BaseException:
+            self._unmount()
             self.net.close()
             raise
+
+    def data_dir(self, i: int) -> Path:
+        return self.workdir / f"broker{i}" / "data"
+
+    def _mount(self, size_mb: int) -> bool:
+        for i in range(self.size):
+            d = self.data_dir(i)
+            d.mkdir(parents=True, exist_ok=True)
+            res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mb}m", "tmpfs", str(d)],
+                                 capture_output=True, text=True, timeout=30)
+            if res.returncode != 0:
+                return False
+            self.mounts.append(d)
+        return True
+
+    def _unmount(self) -> None:
+        for d in self.mounts:
+            subprocess.run(["umount", "-l", str(d)], capture_output=True, timeout=30)
+        self.mounts.clear()
 
     @property
     def bootstrap(self) -> str:
@@ -193,6 +220,7 @@ class FaultCluster:
                     p.kill()
             self.procs["zk"].stop()
         finally:
+            self._unmount()
             self.net.close()
 
     # ---- clients -----------------------------------------------------------------------------------

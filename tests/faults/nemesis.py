@@ -4,6 +4,7 @@ the session timeout (6 s) makes ZooKeeper expire the broker's session while it i
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -76,7 +77,30 @@ def kill_broker(c: FaultCluster, rng: Random) -> Fault:
     return Fault(f"kill -9 b{i}", lambda: c.restart_broker(i), i)
 
 
+def fill_disk(c: FaultCluster, rng: Random) -> Fault:
+    """A broker's only log dir (a tmpfs) fills up: its next write fails, the dir goes offline and the
+    broker, with no dir left, halts; healing frees the space and starts the broker again."""
+    if not c.tmpfs:
+        raise RuntimeError("fill-disk needs the brokers' log dirs on tmpfs (FaultCluster(tmpfs_mb=...))")
+    i = _broker(c, rng)
+    filler = c.data_dir(i) / "filler"
+    st = os.statvfs(c.data_dir(i))
+    with open(filler, "wb") as f:
+        try:
+            os.posix_fallocate(f.fileno(), 0, st.f_bavail * st.f_frsize)
+        except OSError:
+            pass  # whatever it took, the dir is (nearly) full
+
+    def heal() -> None:
+        filler.unlink(missing_ok=True)
+        if not c.broker(i).alive():
+            c.restart_broker(i)
+
+    return Fault(f"fill b{i}'s log dir", heal, i)
+
+
 NEMESES: dict[str, Callable[[FaultCluster, Random], Fault]] = {
+    "fill-disk": fill_disk,
     "isolate": isolate_broker,
     "split-minority": split_minority,
     "split-zookeeper": split_with_zookeeper,
