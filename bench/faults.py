@@ -72,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
         try:
             cluster.start()
             report = run(cluster, directory, schedule)
+            if not report.ok:
+                cluster.keep_data(directory)
         except AssertionError as exc:  # the cluster did not heal: a failure of this schedule, the next one runs
             report = Report()
             report.violations.append(f"did not heal: {str(exc).strip().splitlines()[-1]} (stacks in the brokers' "

@@ -7,6 +7,7 @@ temp dirs, and close() removes processes and namespaces whatever happened."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -204,6 +205,14 @@ class FaultCluster:
         p.start()
         _wait(lambda: p.output().count("] started (cluster id") > marker or not p.alive(), 90,
               f"broker {i} to start again", p.output)
+
+    def keep_data(self, into: Path) -> None:
+        """Copy every broker's log dir into `into` (they live on tmpfs mounts that close() removes), so a
+        failed run's batches can be read afterwards with `odradek dump-log` (producer ids, epochs,
+        sequences)."""
+        for i in range(self.size):
+            if self.data_dir(i).exists():
+                shutil.copytree(self.data_dir(i), into / f"data-b{i}", dirs_exist_ok=True)
 
     def dump_stacks(self) -> None:
         """Every broker prints its threads' stacks into its log (SIGUSR1, see cli/server_start.py)."""

@@ -44,6 +44,8 @@ def test_nothing_acknowledged_is_lost(cluster: FaultCluster, nemesis: str, tmp_p
     sessions = {i: cluster.broker(i).output().count(NEW_SESSION) for i in range(cluster.size)}
     report = run(cluster, tmp_path, schedule)
     print("\n".join([*schedule.log, report.summary()]))
+    if not report.ok:
+        cluster.keep_data(tmp_path)  # the batches, for odradek dump-log
     assert report.ok, "\n".join([f"seed {seed}", *schedule.log, report.summary(), *report.violations])
     assert report.acknowledged > 100  # the workload did run through the fault
     if nemesis == "fill-disk":  # the dir went offline at its first failed write, and the broker halted
