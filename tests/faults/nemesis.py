@@ -4,10 +4,12 @@ the session timeout (6 s) makes ZooKeeper expire the broker's session while it i
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from random import Random
 
 from tests.faults.cluster import FaultCluster
@@ -77,6 +79,24 @@ def kill_broker(c: FaultCluster, rng: Random) -> Fault:
     return Fault(f"kill -9 b{i}", lambda: c.restart_broker(i), i)
 
 
+def _fill(path: Path) -> None:
+    """Write zeros to `path` until its file system has not one byte left (the broker keeps writing
+    meanwhile, so no size computed beforehand would do)."""
+    chunk = bytes(1 << 20)
+    size = len(chunk)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        while size:
+            try:
+                os.write(fd, chunk[:size])
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+                size //= 2
+    finally:
+        os.close(fd)
+
+
 def fill_disk(c: FaultCluster, rng: Random) -> Fault:
     """A broker's only log dir (a tmpfs) fills up: its next write fails, the dir goes offline and the
     broker, with no dir left, halts; healing frees the space and starts the broker again."""
@@ -84,12 +104,7 @@ def fill_disk(c: FaultCluster, rng: Random) -> Fault:
         raise RuntimeError("fill-disk needs the brokers' log dirs on tmpfs (FaultCluster(tmpfs_mb=...))")
     i = _broker(c, rng)
     filler = c.data_dir(i) / "filler"
-    st = os.statvfs(c.data_dir(i))
-    with open(filler, "wb") as f:
-        try:
-            os.posix_fallocate(f.fileno(), 0, st.f_bavail * st.f_frsize)
-        except OSError:
-            pass  # whatever it took, the dir is (nearly) full
+    _fill(filler)
 
     def heal() -> None:
         filler.unlink(missing_ok=True)
