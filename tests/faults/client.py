@@ -18,6 +18,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -50,48 +51,47 @@ def zk_ready(args: argparse.Namespace) -> int:
     return 0
 
 
-def wait_brokers(args: argparse.Namespace) -> int:
-    admin = AdminClient({"bootstrap.servers": args.bootstrap, **QUIET})
-    deadline = time.monotonic() + args.timeout
+def _until(check: Callable[[], bool], timeout: float) -> bool:
+    """Poll `check` (a cluster that does not answer yet counts as "not yet") until it holds or time is up."""
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            if len(admin.list_topics(timeout=3).brokers) >= args.count:
-                return 0
+            if check():
+                return True
         except KafkaException:
             pass
         time.sleep(0.3)
+    return False
+
+
+def wait_brokers(args: argparse.Namespace) -> int:
+    admin = AdminClient({"bootstrap.servers": args.bootstrap, **QUIET})
+    if _until(lambda: len(admin.list_topics(timeout=3).brokers) >= args.count, args.timeout):
+        return 0
     print(f"fewer than {args.count} brokers after {args.timeout}s", file=sys.stderr)
     return 1
+
+
+def _in_sync(admin: AdminClient, topics: list[str]) -> bool:
+    """Every partition of `topics` has a leader and its whole assignment in sync."""
+    md = admin.list_topics(timeout=5)
+    return all(t in md.topics and md.topics[t].error is None and md.topics[t].partitions and all(
+        p.leader >= 0 and sorted(p.isrs) == sorted(p.replicas) for p in md.topics[t].partitions.values())
+        for t in topics)
 
 
 def create_topic(args: argparse.Namespace) -> int:
     admin = AdminClient({"bootstrap.servers": args.bootstrap, **QUIET})
     for f in admin.create_topics([NewTopic(args.topic, args.partitions, args.rf)]).values():
         f.result(60)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:  # until every partition has a leader and a full ISR
-        t = admin.list_topics(args.topic, timeout=5).topics[args.topic]
-        if t.error is None and len(t.partitions) == args.partitions and all(
-                p.leader >= 0 and len(p.isrs) == args.rf for p in t.partitions.values()):
-            return 0
-        time.sleep(0.3)
-    return 1
+    return 0 if _until(lambda: _in_sync(admin, [args.topic]), 60) else 1
 
 
 def wait_isr(args: argparse.Namespace) -> int:
     """Until every partition of the topics has a leader and its whole assignment in sync."""
     admin = AdminClient({"bootstrap.servers": args.bootstrap, **QUIET})
-    deadline = time.monotonic() + args.timeout
-    while time.monotonic() < deadline:
-        try:
-            md = admin.list_topics(timeout=5)
-            if all(t in md.topics and md.topics[t].error is None and all(
-                    p.leader >= 0 and sorted(p.isrs) == sorted(p.replicas) for p in md.topics[t].partitions.values())
-                   for t in args.topics):
-                return 0
-        except KafkaException:
-            pass
-        time.sleep(0.3)
+    if _until(lambda: _in_sync(admin, args.topics), args.timeout):
+        return 0
     print(f"some partition of {args.topics} still without a leader or a full ISR after {args.timeout}s",
           file=sys.stderr)
     return 1

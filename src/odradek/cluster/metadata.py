@@ -90,18 +90,16 @@ class MetadataCache:
         return self._loads.get(key) == n
 
     # ---- loading -------------------------------------------------------------------------------
-    async def start(self) -> None:
-        await self._load_brokers()
-        await self._load_controller()
-        await self._load_topics()
-
-    async def resync(self) -> None:
-        """After a new store session (ZooKeeper expired the old one, and with it every watch): read
-        everything again, topics already known included, and set every watch again. Whatever changed
+    async def start(self, resync: bool = False) -> None:
+        """Read the cluster and set the watches. `resync` after a new store session (ZooKeeper expired the
+        old one, and with it every watch): topics already known are read again too, so whatever changed
         meanwhile (a new leader, a shrunk ISR, a new znode version) reaches the listeners as any change."""
         await self._load_brokers()
         await self._load_controller()
-        await self._load_topics(resync=True)
+        await self._load_topics(resync)
+
+    async def resync(self) -> None:
+        await self.start(resync=True)
 
     def close(self) -> None:
         self._tasks.close()
