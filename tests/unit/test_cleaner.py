@@ -20,9 +20,10 @@ from odradek.protocol.records import (
     iter_batches,
     read_header,
 )
-from odradek.storage import log as log_module
+from odradek.storage import log_validator
 from odradek.storage.cleaner import CleanerConfig, CleaningAborted, compact, run_cleanup
 from odradek.storage.log import Log, LogConfig
+from odradek.storage.log_validator import AppendOrigin
 from odradek.storage.manager import CLEANER_OFFSET_CHECKPOINT, LogManager, read_checkpoint
 from odradek.storage.segment import DELETED_SUFFIX, LogSegment
 from tests.unit.background import repeatedly_in_background
@@ -322,7 +323,7 @@ def test_null_key_rejected_only_for_compacted_topics(tmp_path: Path, monkeypatch
     def no_decoding(*args: object) -> None:
         raise AssertionError("records decoded for a topic that is not compacted")
 
-    monkeypatch.setattr(log_module, "decode_records", no_decoding)
+    monkeypatch.setattr(log_validator, "decode_records", no_decoding)
     assert plain.append_as_leader(build_batch([(None, b"v")]), 0).first_offset == 0
 
 
@@ -589,7 +590,7 @@ def test_aborted_transactions_are_removed_and_never_shadow_committed_values(tmp_
 
     def end(pid: int, commit: bool) -> None:
         log.append_as_leader(build_marker(pid, 0, commit, coordinator_epoch=1, timestamp=T0), 3,
-                             origin="coordinator")
+                             origin=AppendOrigin.COORDINATOR)
 
     txn(7, 0, b"k", b"committed")
     end(7, commit=True)

@@ -32,6 +32,7 @@ from odradek.groups.schemas import (
 )
 from odradek.groups.store import GroupOwner, GroupStore, LoadedGroup
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.storage.log_validator import AppendOrigin
 
 E = ErrorCode
 SESSION = 300  # ms
@@ -922,14 +923,14 @@ def test_transactional_offsets_replay_only_where_committed(tmp_path: Any) -> Non
 
     def txn(pid: int, offsets: dict[tuple[str, int], OffsetValue]) -> None:
         log.append_as_leader(build_batch(offset_records("g", offsets), producer_id=pid, producer_epoch=0,
-                                         is_transactional=True), 0, origin="coordinator")
+                                         is_transactional=True), 0, origin=AppendOrigin.COORDINATOR)
 
     log.append_as_leader(build_batch(offset_records("g", {("t", 0): OffsetValue(1, "", 1)})), 0)
     txn(5, {("t", 0): OffsetValue(10, "", 2)})
     txn(6, {("t", 1): OffsetValue(60, "", 2)})
     txn(7, {("t", 2): OffsetValue(70, "", 2)})
-    log.append_as_leader(build_marker(6, 0, commit=False, coordinator_epoch=0), 0, origin="coordinator")
-    log.append_as_leader(build_marker(5, 0, commit=True, coordinator_epoch=0), 0, origin="coordinator")
+    log.append_as_leader(build_marker(6, 0, commit=False, coordinator_epoch=0), 0, origin=AppendOrigin.COORDINATOR)
+    log.append_as_leader(build_marker(5, 0, commit=True, coordinator_epoch=0), 0, origin=AppendOrigin.COORDINATOR)
     open_txns: dict[int, list[tuple[bytes | None, bytes | None]]] = {}
     records = read_partition(log, 1 << 20, "__consumer_offsets", open_txns)
     store = OffsetStore.__new__(OffsetStore)

@@ -14,6 +14,7 @@ from typing import Any
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.records import build_batch, decode_records
 from odradek.storage.log import Log
+from odradek.storage.log_validator import AppendOrigin
 from odradek.storage.manager import LogManager
 from tests.waiting import wait_until
 
@@ -312,7 +313,7 @@ def test_move_keeps_transactions_and_producer_state(tmp_path: Path) -> None:
     manager.start_moves(app.run_swap)
     lg = manager.get_or_create_log("x", 0)
     lg.append_as_leader(txn(1, 0), 0)  # 0: aborted below
-    lg.append_as_leader(build_marker(1, 0, False, coordinator_epoch=1), 0, origin="coordinator")  # 1
+    lg.append_as_leader(build_marker(1, 0, False, coordinator_epoch=1), 0, origin=AppendOrigin.COORDINATOR)  # 1
     lg.append_as_leader(txn(2, 0), 0)  # 2: left open
     idempotent = build_batch([(None, b"i")], producer_id=3, producer_epoch=0, base_sequence=0)
     first = lg.append_as_leader(idempotent, 0)  # 3
@@ -325,7 +326,7 @@ def test_move_keeps_transactions_and_producer_state(tmp_path: Path) -> None:
     assert new.last_stable_offset == 2 and new.collect_aborted(0, 4) == [(1, 0)]
     retry = new.append_as_leader(idempotent, 0)
     assert (retry.first_offset, new.log_end_offset) == (first.first_offset, 4)  # a duplicate, not rewritten
-    new.append_as_leader(build_marker(2, 0, True, coordinator_epoch=1), 0, origin="coordinator")
+    new.append_as_leader(build_marker(2, 0, True, coordinator_epoch=1), 0, origin=AppendOrigin.COORDINATOR)
     new.high_watermark = new.log_end_offset
     assert new.last_stable_offset == 5
     manager.shutdown()

@@ -14,6 +14,7 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.records import build_batch, build_marker
 from odradek.storage.log import Log
 from odradek.storage.log_config import LogConfig
+from odradek.storage.log_validator import AppendOrigin
 from odradek.storage.producer_state import ProducerStateManager
 from odradek.storage.txn_index import ENTRY_SIZE, read_index
 
@@ -45,11 +46,11 @@ def test_open_transactions_hold_the_lso_until_their_marker_is_replicated(tmp_pat
     log.append_as_leader(plain(), 0)  # 3
     log.append_as_leader(txn_batch(OTHER, 0), 0)  # 4-5
     assert lso(log) == 1
-    log.append_as_leader(marker(PID, commit=True), 0, origin="coordinator")  # 6
+    log.append_as_leader(marker(PID, commit=True), 0, origin=AppendOrigin.COORDINATOR)  # 6
     log.high_watermark = 6  # the marker itself not yet replicated: PID's transaction is still unstable
     assert log.last_stable_offset == 1
     assert lso(log) == 4  # now only OTHER's open transaction holds it
-    log.append_as_leader(marker(OTHER, commit=False), 0, origin="coordinator")  # 7
+    log.append_as_leader(marker(OTHER, commit=False), 0, origin=AppendOrigin.COORDINATOR)  # 7
     assert lso(log) == 8 == log.log_end_offset
     assert log.collect_aborted(0, 8) == [(OTHER, 4)]
     assert log.collect_aborted(8, 9) == []  # the abort marker is below the fetch
@@ -68,9 +69,9 @@ def test_markers_of_an_older_epoch_are_fenced(tmp_path: Path) -> None:
     log = Log(tmp_path / "t-0")
     log.append_as_leader(txn_batch(PID, 0, epoch=5), 0)
     with pytest.raises(KafkaError) as info:
-        log.append_as_leader(marker(PID, commit=True, epoch=4), 0, origin="coordinator")
+        log.append_as_leader(marker(PID, commit=True, epoch=4), 0, origin=AppendOrigin.COORDINATOR)
     assert info.value.code == ErrorCode.INVALID_PRODUCER_EPOCH
-    log.append_as_leader(marker(PID, commit=False, epoch=6), 0, origin="coordinator")  # a fencing abort
+    log.append_as_leader(marker(PID, commit=False, epoch=6), 0, origin=AppendOrigin.COORDINATOR)  # a fencing abort
     assert lso(log) == log.log_end_offset
     log.close()
 
@@ -79,7 +80,7 @@ def test_txnindex_is_kafkas_format_and_survives_restart_crash_and_truncation(tmp
     d = tmp_path / "t-0"
     log = Log(d, LogConfig.from_props({"segment.bytes": "400"}))
     log.append_as_leader(txn_batch(PID, 0), 0)  # 0-1
-    log.append_as_leader(marker(PID, commit=False), 0, origin="coordinator")  # 2
+    log.append_as_leader(marker(PID, commit=False), 0, origin=AppendOrigin.COORDINATOR)  # 2
     for _ in range(6):
         log.append_as_leader(plain(3), 0)  # rolls segments
     log.append_as_leader(txn_batch(PID, 2), 0)
@@ -133,7 +134,7 @@ def test_dump_log_shows_the_txnindex_and_snapshots(tmp_path: Path, capsys: pytes
     d = tmp_path / "t-0"
     log = Log(d)
     log.append_as_leader(txn_batch(PID, 0), 0)
-    log.append_as_leader(marker(PID, commit=False), 0, origin="coordinator")
+    log.append_as_leader(marker(PID, commit=False), 0, origin=AppendOrigin.COORDINATOR)
     log.append_as_leader(txn_batch(PID, 2, n=1), 0)
     log.close()
     files = [str(d / "00000000000000000000.txnindex"), str(next(d.glob("*.snapshot")))]
@@ -146,12 +147,12 @@ def test_dump_log_shows_the_txnindex_and_snapshots(tmp_path: Path, capsys: pytes
 def test_a_marker_from_an_older_coordinator_epoch_is_fenced(tmp_path: Path) -> None:
     log = Log(tmp_path / "t-0")
     log.append_as_leader(txn_batch(PID, 0), 0)
-    log.append_as_leader(build_marker(PID, 0, True, coordinator_epoch=5), 0, origin="coordinator")
+    log.append_as_leader(build_marker(PID, 0, True, coordinator_epoch=5), 0, origin=AppendOrigin.COORDINATOR)
     log.append_as_leader(txn_batch(PID, 2), 0)
     with pytest.raises(KafkaError) as info:  # a zombie coordinator's late marker
-        log.append_as_leader(build_marker(PID, 0, False, coordinator_epoch=4), 0, origin="coordinator")
+        log.append_as_leader(build_marker(PID, 0, False, coordinator_epoch=4), 0, origin=AppendOrigin.COORDINATOR)
     assert info.value.code == ErrorCode.TRANSACTION_COORDINATOR_FENCED
-    log.append_as_leader(build_marker(PID, 0, True, coordinator_epoch=6), 0, origin="coordinator")
+    log.append_as_leader(build_marker(PID, 0, True, coordinator_epoch=6), 0, origin=AppendOrigin.COORDINATOR)
     assert lso(log) == log.log_end_offset
     log.close()
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from odradek.cluster.znodes import PartitionState
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.storage.log import AppendInfo, FetchDataInfo, Log
+from odradek.storage.log_validator import AppendOrigin
 from odradek.storage.region import FileRegion
 
 log = logging.getLogger("odradek.partition")
@@ -123,9 +124,10 @@ class Partition:
         return changed
 
     # ---- leader side ---------------------------------------------------------------------------
-    def append_as_leader(self, records: memoryview, required_acks: int, origin: str = "client") -> AppendInfo:
-        """Append as leader; `origin` "coordinator" (transaction markers, transactional offset commits) may
-        write control batches, which clients may not."""
+    def append_as_leader(self, records: memoryview, required_acks: int,
+                         origin: AppendOrigin = AppendOrigin.CLIENT) -> AppendInfo:
+        """Append as leader; a coordinator (transaction markers, transactional offset commits) may write
+        control batches, which clients may not."""
         if not self.is_leader:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"This broker is not the leader of {self.name}")
         if required_acks == -1 and len(self.isr) < self.min_insync_replicas:

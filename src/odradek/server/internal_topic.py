@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.records import COMMIT_MARKER, build_batch, decode_records, iter_batches, marker_type
+from odradek.storage.log_validator import AppendOrigin
 
 if TYPE_CHECKING:
     from odradek.cluster.metadata import TopicMeta
@@ -319,7 +320,7 @@ class InternalTopicStore:
             else:
                 batch = build_batch(records, producer_id=producer[0], producer_epoch=producer[1],
                                     is_transactional=True)
-                info = part.append_as_leader(memoryview(batch), -1, origin="coordinator")
+                info = part.append_as_leader(memoryview(batch), -1, origin=AppendOrigin.COORDINATOR)
             target = part.log.log_end_offset
             if info.durable is not None:
                 await asyncio.wrap_future(info.durable)

@@ -42,24 +42,28 @@ from pathlib import Path
 from typing import Generic, Literal, TypeVar, overload
 
 from odradek.fsutil import is_temporary
-from odradek.protocol.errors import ErrorCode, InvalidRecordError, KafkaError, RecordValidationError
+from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.records import (
-    COMPRESSION_CODECS,
-    CONTROL_MASK,
     LOG_OVERHEAD,
     BatchHeader,
-    build_batch,
     decode_records,
     read_marker,
     set_base_offset,
     set_log_append_time,
     set_partition_leader_epoch,
-    validate_batches,
 )
 from odradek.storage.background import disk_worker
 from odradek.storage.epoch_cache import LeaderEpochCache
 from odradek.storage.failure import LogDirFailureChannel, io_error_of
 from odradek.storage.log_config import LogConfig
+from odradek.storage.log_validator import (
+    AppendOrigin,
+    check_increasing,
+    check_timestamps,
+    dense_runs,
+    validate_as_follower,
+    validate_as_leader,
+)
 from odradek.storage.producer_state import (
     SNAPSHOT_SUFFIX,
     CompletedTxn,
@@ -86,7 +90,6 @@ from odradek.storage.txn_index import AbortedTxn, AbortedTxnIndex
 
 log = logging.getLogger("odradek.storage")
 
-LONG_MAX = 9223372036854775807
 _BOUNDARY_CACHE_SIZE = 64
 _STALE_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)
 # what the disk worker's jobs do, for the message of an I/O error they meet (Kafka's wording)
@@ -491,20 +494,13 @@ class Log:
     # --- append ------------------------------------------------------------------------------
 
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int,
-                         origin: str = "client") -> AppendInfo:
+                         origin: AppendOrigin = AppendOrigin.CLIENT) -> AppendInfo:
         """Validate, assign offsets from the log end offset, stamp the leader epoch, write."""
-        data = bytearray(records)
-        batches = validate_batches(data, self.config.max_message_bytes)
-        if origin == "client" and any(h.is_control for _, h in batches):
-            raise InvalidRecordError(message="Clients may not write control batches (transaction markers)")
-        if self.config.compression_type != "producer" and origin == "client":
-            data, batches = self._recompress(data, batches)
-        if self.config.compact:
-            self._check_keys(data, batches)
+        data, batches = validate_as_leader(records, self.config, origin, f"{self.topic}-{self.partition}")
         with self._io("appending records to"), self.lock:
             self._check_open()
             now = self._time()
-            self._check_timestamps(data, batches, now)
+            check_timestamps(data, batches, self.config, now)
             duplicate = self._check_producers(batches, data)
             if duplicate is not None:
                 return duplicate
@@ -553,8 +549,7 @@ class Log:
         log that was never compacted (its recovery checks dense offsets) a gap starts a new segment. A gap
         after an empty active segment replaces it (moving the log start up), unless `keep_start` (a copy
         into a future log must keep the log start offset of the log it copies)."""
-        data = bytearray(records)
-        batches = validate_batches(data, None, producer=False)
+        data, batches = validate_as_follower(records)
         with self._io("appending records to"), self.lock:
             self._check_open()
             if batches[0][1].base_offset < self._leo:
@@ -564,7 +559,7 @@ class Log:
             view = memoryview(data)
             max_ts = off_max = -1
             n_records = 0
-            runs = self._dense_runs(batches) if self._dense else [(0, len(data), self._increasing(batches))]
+            runs = dense_runs(batches) if self._dense else [(0, len(data), check_increasing(batches))]
             durable: Future[None] | None = None
             for start, end, run in runs:
                 entries = [BatchEntry(pos - start, h.size, h.last_offset, h.max_timestamp) for pos, h in run]
@@ -599,25 +594,6 @@ class Log:
                 n_records,
                 durable,
             )
-
-    def _check_keys(self, data: bytearray, batches: list[tuple[int, BatchHeader]]) -> None:
-        """A compacted topic keeps the latest record per key, so every record needs one (Kafka's rule).
-        This decodes the records, which only compacted topics pay for."""
-        view = memoryview(data)
-        message = (f"Compacted topic cannot accept message without key in topic partition "
-                   f"{self.topic}-{self.partition}.")
-        keyless: list[tuple[int, str | None]] = []
-        index = 0
-        for pos, h in batches:
-            if h.is_control:
-                index += h.records_count
-                continue
-            for record in decode_records(view[pos : pos + h.size]):
-                if record.key is None:
-                    keyless.append((index, message))
-                index += 1
-        if keyless:
-            raise RecordValidationError(ErrorCode.INVALID_RECORD, message, keyless)
 
     def _check_producers(self, batches: list[tuple[int, BatchHeader]], data: bytearray) -> AppendInfo | None:
         """Reject out-of-order or fenced idempotent batches, and markers of a fenced producer epoch or
@@ -739,29 +715,6 @@ class Log:
             if offset not in keep and offset < self.log_start_offset:
                 (self.dir / snapshot_name(offset)).unlink(missing_ok=True)
 
-    @staticmethod
-    def _increasing(batches: list[tuple[int, BatchHeader]]) -> list[tuple[int, BatchHeader]]:
-        for (_, prev), (_, h) in zip(batches, batches[1:], strict=False):
-            if h.base_offset < prev.next_offset:
-                raise InvalidRecordError(
-                    message=f"Out of order offsets: batch at {h.base_offset} follows one ending at {prev.last_offset}"
-                )
-        return batches
-
-    @staticmethod
-    def _dense_runs(
-        batches: list[tuple[int, BatchHeader]],
-    ) -> list[tuple[int, int, list[tuple[int, BatchHeader]]]]:
-        runs: list[tuple[int, int, list[tuple[int, BatchHeader]]]] = []
-        run: list[tuple[int, BatchHeader]] = []
-        for pos, h in Log._increasing(batches):
-            if run and h.base_offset != run[-1][1].next_offset:
-                runs.append((run[0][0], pos, run))
-                run = []
-            run.append((pos, h))
-        runs.append((run[0][0], run[-1][0] + run[-1][1].size, run))
-        return runs
-
     def _append(
         self,
         data: bytes | bytearray | memoryview,
@@ -840,63 +793,6 @@ class Log:
         are closed later, by `close_files`."""
         self.offline = True
         self.closed = True
-
-    def _check_timestamps(self, data: bytearray, batches: list[tuple[int, BatchHeader]], now: int) -> None:
-        """CreateTime bounds from message.timestamp.{difference,before,after}.max.ms. A batch header gives
-        the first and the largest timestamp, not the smallest, so every record is read: only topics
-        that set a bound pay for it. The offending records are named (KIP-467)."""
-        cfg = self.config
-        if cfg.message_timestamp_type != "CreateTime":
-            return
-        before = min(cfg.message_timestamp_difference_max_ms, cfg.message_timestamp_before_max_ms)
-        after = min(cfg.message_timestamp_difference_max_ms, cfg.message_timestamp_after_max_ms)
-        if before == LONG_MAX and after == LONG_MAX:
-            return
-        low, high = now - before, min(now + after, LONG_MAX)
-
-        def out_of_range(ts: int) -> bool:
-            return ts >= 0 and (ts < low or ts > high)
-
-        view = memoryview(data)
-        errors: list[tuple[int, str | None]] = []
-        index = 0
-        for pos, h in batches:
-            for record in decode_records(view[pos : pos + h.size]):
-                if out_of_range(record.timestamp):
-                    errors.append((index, f"Timestamp {record.timestamp} of message with offset {index} is out "
-                                          f"of range. The timestamp should be within [{low}, {high}]"))
-                index += 1
-        if errors:
-            raise RecordValidationError(ErrorCode.INVALID_TIMESTAMP, errors[0][1] or "", errors)
-
-    def _recompress(
-        self, data: bytearray, batches: list[tuple[int, BatchHeader]]
-    ) -> tuple[bytearray, list[tuple[int, BatchHeader]]]:
-        """Rewrite batches whose codec differs from the topic's compression.type, at the topic's
-        compression.<codec>.level (not a hot path)."""
-        name = self.config.compression_type
-        target = 0 if name == "uncompressed" else COMPRESSION_CODECS[name]
-        if all(h.compression == target or h.attributes & CONTROL_MASK for _, h in batches):
-            return data, batches
-        out = bytearray()
-        view = memoryview(data)
-        for pos, h in batches:
-            raw = view[pos : pos + h.size]
-            if h.compression == target or h.is_control:
-                out += raw
-                continue
-            out += build_batch(
-                decode_records(raw),
-                base_offset=h.base_offset,
-                compression=target,
-                compression_level=self.config.compression_level(target),
-                producer_id=h.producer_id,
-                producer_epoch=h.producer_epoch,
-                base_sequence=h.base_sequence,
-                partition_leader_epoch=h.partition_leader_epoch,
-                is_transactional=h.is_transactional,
-            )
-        return out, validate_batches(out, self.config.max_message_bytes)
 
     # --- roll --------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from odradek.groups import OFFSETS_TOPIC
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.records import build_marker
 from odradek.protocol.transport import AsyncConnection
+from odradek.storage.log_validator import AppendOrigin
 
 if TYPE_CHECKING:
     from odradek.server.broker import Broker
@@ -41,7 +42,7 @@ async def append_marker(broker: Broker, topic: str, partition: int, producer_id:
     try:
         part = broker.replicas.leader_partition(topic, partition)
         batch = build_marker(producer_id, producer_epoch, commit, coordinator_epoch)
-        info = part.append_as_leader(memoryview(batch), -1, origin="coordinator")
+        info = part.append_as_leader(memoryview(batch), -1, origin=AppendOrigin.COORDINATOR)
         if info.durable is not None:
             await asyncio.wrap_future(info.durable)
         await asyncio.wait_for(part.hw_waiter(info.last_offset + 1), timeout_s)
