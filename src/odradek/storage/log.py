@@ -23,7 +23,6 @@ KAFKA_STORAGE_ERROR and the disk worker skips its jobs. The operation itself fai
 
 from __future__ import annotations
 
-import copy
 import errno
 import logging
 import os
@@ -41,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, Literal, TypeVar, overload
 
-from odradek.fsutil import is_temporary
+from odradek.fsutil import fsync_dir
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.records import (
     LOG_OVERHEAD,
@@ -56,6 +55,7 @@ from odradek.storage.background import disk_worker
 from odradek.storage.epoch_cache import LeaderEpochCache
 from odradek.storage.failure import LogDirFailureChannel, io_error_of
 from odradek.storage.log_config import LogConfig
+from odradek.storage.log_loader import LogLoader, rebuild_epochs
 from odradek.storage.log_validator import (
     AppendOrigin,
     check_increasing,
@@ -64,8 +64,13 @@ from odradek.storage.log_validator import (
     validate_as_follower,
     validate_as_leader,
 )
+from odradek.storage.producer_snapshots import (
+    delete_snapshots,
+    frozen_copy,
+    restore_producer_state,
+    write_and_prune,
+)
 from odradek.storage.producer_state import (
-    SNAPSHOT_SUFFIX,
     CompletedTxn,
     ProducerStateManager,
     last_sequence,
@@ -73,7 +78,6 @@ from odradek.storage.producer_state import (
 )
 from odradek.storage.region import FileRegion
 from odradek.storage.segment import (
-    CLEANED_SUFFIX,
     DELETED_SUFFIX,
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -83,15 +87,12 @@ from odradek.storage.segment import (
     BatchEntry,
     LogSegment,
     StorageError,
-    file_name,
-    parse_base_offset,
 )
 from odradek.storage.txn_index import AbortedTxn, AbortedTxnIndex
 
 log = logging.getLogger("odradek.storage")
 
 _BOUNDARY_CACHE_SIZE = 64
-_STALE_SUFFIXES = (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)
 # what the disk worker's jobs do, for the message of an I/O error they meet (Kafka's wording)
 _JOB_ACTIONS = {
     "_flush_rolled": "flushing log for",
@@ -246,7 +247,7 @@ class Log:
         self._load(clean_shutdown)
         self.epochs = LeaderEpochCache(self.dir, self._submit)
         if not self.epochs.loaded or not clean_shutdown:
-            self._rebuild_epochs()
+            rebuild_epochs(self._segments, self.epochs)
         self.txn_index.load(self._bases, self._leo)
         self._restore_producer_state(self._leo)
         self._high_watermark = self._leo
@@ -336,26 +337,15 @@ class Log:
         return seg
 
     def _load(self, clean_shutdown: bool) -> None:
+        """The segments and offsets from the directory (storage/log_loader.py)."""
         started = time.monotonic()
-        bases = self._scan_dir()
-        now = self._time()
-        for base in bases:
-            self._add_segment(self.open_segment(base, now))
-        if not self._segments:
-            self._add_segment(self._new_segment(self.log_start_offset))
-        elif not clean_shutdown:
-            first = max(bisect_right(self._bases, self.recovery_point) - 1, 0)
-            self._recover_from(first)
-        elif not self.active_segment.scan_tail(self._dense):
-            log.warning(
-                "%s The tail of the active segment is not whole batches despite a clean shutdown",
-                self._prefix,
-            )
-            self._recover_from(len(self._segments) - 1)
-        leo = self.active_segment.next_offset
-        assert leo is not None, "the active segment's tail is scanned at load"
-        self._leo = leo
-        self.log_start_offset = max(self.log_start_offset, self._segments[0].base_offset)
+        loader = LogLoader(self.dir, self._prefix, dense=self._dense, open_segment=self.open_segment,
+                           new_segment=self._new_segment, time_ms=self._time)
+        loaded = loader.load(clean_shutdown, self.log_start_offset, self.recovery_point)
+        for seg in loaded.segments:
+            self._add_segment(seg)
+        self._leo = loaded.next_offset
+        self.log_start_offset = loaded.log_start_offset
         if self._leo < self.log_start_offset:
             log.warning(
                 "%s Log end offset %d is below the log start offset %d; starting the log at %d",
@@ -375,121 +365,9 @@ class Log:
             int((time.monotonic() - started) * 1000),
         )
 
-    def _scan_dir(self) -> list[int]:
-        """Sweep leftovers of interrupted deletes and cleanings, complete an interrupted swap of cleaned
-        segments, return the base offsets of the .log files."""
-        self._complete_swaps()
-        bases: list[int] = []
-        indexes: list[tuple[int, Path]] = []
-        for entry in os.scandir(self.dir):
-            name = entry.name
-            if name.endswith(_STALE_SUFFIXES) or is_temporary(name):
-                log.info("%s Deleting stray file %s", self._prefix, name)
-                os.unlink(entry.path)
-                continue
-            base = parse_base_offset(name, LOG_SUFFIX)
-            if base is not None:
-                bases.append(base)
-                continue
-            for suffix in (INDEX_SUFFIX, TIMEINDEX_SUFFIX):
-                base = parse_base_offset(name, suffix)
-                if base is not None:
-                    indexes.append((base, Path(entry.path)))
-        known = set(bases)
-        for base, path in indexes:
-            if base not in known:
-                log.warning("%s Deleting index %s without a log file", self._prefix, path.name)
-                path.unlink()
-        return sorted(bases)
-
-    def _complete_swaps(self) -> None:
-        """A `<base>.log.swap` is a cleaned segment whose swap was committed (written and fsynced in full)
-        but maybe not finished: it replaces every old segment with a base offset from `base` up to its own
-        next offset (the cleaner never lets a merged group end with a segment it emptied, so that range
-        covers the whole group). `.cleaned` files (swap not committed) are swept as strays."""
-        swaps = sorted(
-            base
-            for name in os.listdir(self.dir)
-            if (base := parse_base_offset(name.removesuffix(SWAP_SUFFIX), LOG_SUFFIX)) is not None
-            and name.endswith(SWAP_SUFFIX)
-        )
-        for base in swaps:
-            swap = LogSegment(
-                self.dir, base, index_interval_bytes=1, max_index_bytes=0, now_ms=0, suffix=SWAP_SUFFIX
-            )
-            end = swap.scan_next_offset()
-            swap.close()
-            for name in os.listdir(self.dir):
-                old = parse_base_offset(name, LOG_SUFFIX)
-                if old is not None and base < old < end:
-                    LogSegment(self.dir, old, index_interval_bytes=1, max_index_bytes=0, now_ms=0).delete()
-            # the indexes (old ones and any swapped ones) go first: they are rebuilt from the new .log
-            for suffix in (INDEX_SUFFIX, TIMEINDEX_SUFFIX):
-                (self.dir / file_name(base, suffix)).unlink(missing_ok=True)
-                (self.dir / (file_name(base, suffix) + SWAP_SUFFIX)).unlink(missing_ok=True)
-            swap.change_suffix("")
-            log.info(
-                "%s Completed the interrupted swap of cleaned segment %d (replacing segments below offset %d)",
-                self._prefix,
-                base,
-                end,
-            )
-        if swaps:
-            self._fsync_dir()
-
-    def _recover_from(self, first: int) -> None:
-        """Validate segments[first:], truncating at the first bad batch and dropping all after it."""
-        for i in range(first, len(self._segments)):
-            seg = self._segments[i]
-            log.info("%s Recovering unflushed segment %d", self._prefix, seg.base_offset)
-            valid, reason = seg.recover(self._dense)
-            is_last = i == len(self._segments) - 1
-            if reason is not None:
-                log.warning(
-                    "%s Truncating segment %s to %d bytes after finding a corrupt or partial batch at position %d (%s)",
-                    self._prefix,
-                    seg.log_path.name,
-                    valid,
-                    valid,
-                    reason,
-                )
-            elif not is_last:
-                seg.on_become_inactive()  # as at roll: the time index ends with the segment's max
-            seg.flush()
-            if is_last:
-                break
-            seg.close_index_files()
-            following = self._segments[i + 1].base_offset
-            if reason is None and seg.next_offset is not None and seg.next_offset <= following:
-                continue
-            if reason is None:
-                log.warning(
-                    "%s Segment %s overlaps offset %d of the next one",
-                    self._prefix,
-                    seg.log_path.name,
-                    following,
-                )
-            self._drop_segments_after(i)
-            break
-        self._fsync_dir()
-
-    def _drop_segments_after(self, i: int) -> None:
-        for dropped in self._segments[i + 1 :]:
-            log.warning("%s Deleting segment %s after the corrupt batch", self._prefix, dropped.log_path.name)
-            dropped.delete()
-        del self._segments[i + 1 :]
-        del self._bases[i + 1 :]
-
     def _add_segment(self, seg: LogSegment) -> None:
         self._segments.append(seg)
         self._bases.append(seg.base_offset)
-
-    def _fsync_dir(self) -> None:
-        fd = os.open(self.dir, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
     # --- append ------------------------------------------------------------------------------
 
@@ -611,17 +489,6 @@ class Log:
                 pending[h.producer_id] = last_sequence(h)
         return None
 
-    def _rebuild_epochs(self) -> None:
-        """The leader epoch cache from batch headers (when its checkpoint is missing or may be stale)."""
-        entries: list[tuple[int, int]] = []
-        for seg in self._segments:
-            for _pos, h in seg.iter_headers():
-                if h.partition_leader_epoch >= 0 and (not entries or h.partition_leader_epoch > entries[-1][0]):
-                    entries.append((h.partition_leader_epoch, h.base_offset))
-        if entries != self.epochs.entries:
-            self.epochs.entries = entries
-            self.epochs.flush()
-
     # --- producer state and transactions -------------------------------------------------------
 
     def _update_producer(self, h: BatchHeader, offset: int, data: bytes | bytearray | memoryview,
@@ -643,77 +510,21 @@ class Log:
                 self.txn_index.add(AbortedTxn(txn.last_offset, txn.producer_id, txn.first_offset, lso),
                                    self._bases[max(i, 0)])
 
-    def _snapshots(self) -> list[int]:
-        """Offsets of the producer snapshots in the directory, ascending."""
-        out = []
-        for name in os.listdir(self.dir):
-            if name.endswith(SNAPSHOT_SUFFIX):
-                base = parse_base_offset(name, SNAPSHOT_SUFFIX)
-                if base is not None:
-                    out.append(base)
-        return sorted(out)
-
     def _restore_producer_state(self, upto: int) -> None:
-        """From the newest valid snapshot at or below `upto` (after a clean shutdown, the one written at
-        the end), then the batch headers after it. Without a snapshot every segment's headers are read: an
-        open transaction can start anywhere."""
-        self.producer_state.clear()
-        start = self.log_start_offset
-        for offset in reversed(self._snapshots()):
-            path = self.dir / snapshot_name(offset)
-            if offset > upto or offset < self.log_start_offset:
-                if offset > upto:
-                    path.unlink(missing_ok=True)
-                continue
-            try:
-                self.producer_state.read_snapshot(path)
-            except (OSError, ValueError) as exc:
-                log.warning("%s Ignoring producer snapshot %s: %s", self._prefix, path.name, exc)
-                self.producer_state.clear()
-                continue
-            start = offset
-            break
-        if start < upto:
-            self._scan_producers(start, upto)
-
-    def _scan_producers(self, start: int, upto: int) -> None:
-        """Apply the batches in [start, upto) to the producer state; aborted transactions found are
-        (re)indexed."""
-        first = max(bisect_right(self._bases, start) - 1, 0)
-        for seg in self._segments[first:]:
-            if seg.base_offset >= upto:
-                break
-            for pos, h in seg.iter_headers():
-                if h.next_offset <= start or h.base_offset >= upto:
-                    continue
-                if h.producer_id < 0:
-                    continue
-                if h.is_control:
-                    kind, coordinator_epoch = read_marker(seg.pread(h.size, pos))
-                    done = self.producer_state.update(h, h.base_offset, kind, coordinator_epoch)
-                    if done is not None:
-                        self._index_aborted([done], -1)
-                else:
-                    self.producer_state.update(h, h.base_offset)
+        """The producer state as of `upto`, from the newest snapshot and the batches after it; aborted
+        transactions found in those batches are (re)indexed."""
+        restore_producer_state(self.producer_state, self.dir, self._segments, self._bases, self.log_start_offset,
+                               upto, lambda done: self._index_aborted([done], -1), self._prefix)
 
     def _take_snapshot(self, offset: int) -> None:
         """Write the producer state as of `offset` (the log end offset now) on the disk worker."""
-        state = ProducerStateManager()
-        state.producers = {pid: copy.copy(e) for pid, e in self.producer_state.producers.items()}
-        for e in state.producers.values():
-            e.batches = e.batches.copy()
-        path = self.dir / snapshot_name(offset)
-        self._submit(self._write_snapshot, state, path)
+        self._submit(self._write_snapshot, frozen_copy(self.producer_state), self.dir / snapshot_name(offset))
 
     def _write_snapshot(self, state: ProducerStateManager, path: Path) -> None:
         """On the disk worker; an I/O error is reported by `_run_job`."""
         if self.closed:
             return
-        state.write_snapshot(path)
-        keep = set(self._snapshots()[-2:])
-        for offset in self._snapshots():
-            if offset not in keep and offset < self.log_start_offset:
-                (self.dir / snapshot_name(offset)).unlink(missing_ok=True)
+        write_and_prune(state, path, self.dir, self.log_start_offset)
 
     def _append(
         self,
@@ -1039,7 +850,7 @@ class Log:
         that of old[0]) for the consecutive non-active segments `old`, which must still be in the log with
         the given sizes; False, changing nothing, when they are not (retention or truncation got there
         first). Kafka's order: rename to `.swap` (the commit), delete the old segments, rename to the final
-        names; a crash after the commit is completed at load by `_complete_swaps`.
+        names; a crash after the commit is completed at load by `LogLoader`.
 
         The directory fsyncs happen outside the log's lock (appends go on meanwhile); `swap_lock`, held
         throughout, keeps retention, truncation and close away from the segments being swapped, and appends
@@ -1058,7 +869,7 @@ class Log:
                 if self._position_of(old, sizes) is None:
                     return False
             cleaned.change_suffix(SWAP_SUFFIX)
-            self._fsync_dir()
+            fsync_dir(self.dir)
             with self.lock:
                 i = self._position_of(old, sizes)
                 if i is None:  # swap_lock keeps the segments in place: the log went offline meanwhile
@@ -1070,10 +881,10 @@ class Log:
                 self._bases[i : i + len(old)] = [cleaned.base_offset]
                 self._boundaries.clear()
                 self.txn_index.rewrite(self._bases)
-            self._fsync_dir()
+            fsync_dir(self.dir)
             with self.lock:
                 cleaned.change_suffix("")
-            self._fsync_dir()
+            fsync_dir(self.dir)
             return True
 
     def _position_of(self, old: Sequence[LogSegment], sizes: Sequence[int]) -> int | None:
@@ -1152,8 +963,7 @@ class Log:
         self._boundaries.clear()
         self.producer_state.clear()
         self.txn_index.truncate_to(-1, self._bases)
-        for snap in self._snapshots():
-            (self.dir / snapshot_name(snap)).unlink(missing_ok=True)
+        delete_snapshots(self.dir)
         if hasattr(self, "epochs"):
             self.epochs.clear()
         if self.truncation_listener is not None:
@@ -1248,7 +1058,7 @@ class Log:
         finally:
             self._close_fds(sync)
         if sync.dir_changes is not None:
-            self._fsync_dir()
+            fsync_dir(self.dir)
 
     @staticmethod
     def _close_fds(sync: _Sync) -> None:
