@@ -27,16 +27,14 @@ import errno
 import logging
 import os
 import random
-import re
 import shutil
 import threading
 import time
-import uuid
 from bisect import bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Literal, TypeVar, overload
 
@@ -52,8 +50,10 @@ from odradek.protocol.records import (
     set_partition_leader_epoch,
 )
 from odradek.storage.background import disk_worker
+from odradek.storage.dir_names import delete_dir_name, parse_future_dir, parse_topic_partition
 from odradek.storage.epoch_cache import LeaderEpochCache
 from odradek.storage.failure import LogDirFailureChannel, io_error_of
+from odradek.storage.flush_plan import FlushPlan
 from odradek.storage.log_config import LogConfig
 from odradek.storage.log_loader import LogLoader, rebuild_epochs
 from odradek.storage.log_validator import (
@@ -134,56 +134,8 @@ class FetchDataInfo(Generic[_Records]):
     records: _Records  # bytes, or with zero_copy a FileRegion of the segment file
 
 
-MAX_FILE_NAME = 255  # bytes in one path component (ext4, xfs, ...)
-
-
-def delete_dir_name(topic: str, partition: int) -> str:
-    """`<topic>-<partition>.<uuid>-delete`, the topic cut short (as Kafka does) so that the name stays within
-    MAX_FILE_NAME: a topic name may have 249 characters, and `<topic>-<partition>` alone fits."""
-    suffix = f"-{partition}.{uuid.uuid4().hex}-delete"
-    prefix = topic.encode()[: MAX_FILE_NAME - len(suffix)].decode(errors="ignore")
-    return prefix + suffix
-
-
-FUTURE_DIR_SUFFIX = "-future"
-_FUTURE_DIR = re.compile(r"^(.+-\d+)\.[0-9a-f]{32}-future$")
-
-
-def future_dir_name(topic: str, partition: int) -> str:
-    """`<topic>-<partition>.<uuid>-future`: a replica being moved into this log dir (KIP-113). Not cut
-    short like a delete name: AlterReplicaLogDirs refuses topics whose future name would not fit."""
-    return f"{topic}-{partition}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"
-
-
-def parse_future_dir(name: str) -> tuple[str, int] | None:
-    """The partition of a future replica's directory name, None for any other name."""
-    m = _FUTURE_DIR.match(name)
-    return parse_topic_partition(m.group(1)) if m else None
-
-
-def parse_topic_partition(name: str) -> tuple[str, int]:
-    """'my-topic-3' -> ('my-topic', 3): the partition follows the LAST dash."""
-    topic, sep, partition = name.rpartition("-")
-    if not sep or not topic or not partition.isdigit():
-        raise ValueError(f"Not a partition directory name: {name!r}")
-    return topic, int(partition)
-
-
 def _out_of_range(message: str) -> KafkaError:
     return KafkaError(ErrorCode.OFFSET_OUT_OF_RANGE, message)
-
-
-@dataclass
-class _Sync:
-    """One flush, planned under the log's lock, run without it, completed under it again."""
-
-    first: int  # base offset of the first segment it considered
-    upto: int  # it covers the segments with a base offset below this
-    target: int  # the recovery point it earns
-    truncations: int  # the log's truncation count when planned
-    segments: list[tuple[LogSegment, int]] = field(default_factory=list)  # with their write counts
-    fds: list[int] = field(default_factory=list)  # duplicated descriptors to fsync (and close)
-    dir_changes: int | None = None  # the directory change count to fsync up to, if any
 
 
 # --- the log -------------------------------------------------------------------------------------
@@ -1025,65 +977,30 @@ class Log:
         with self.lock:
             self._complete_sync(sync)
 
-    def _plan_sync(self, upto: int) -> _Sync:
-        """Under the lock: what a flush of the segments below `upto` must fsync. Segments below the
-        recovery point's segment are all on disk already."""
-        i = max(bisect_right(self._bases, self.recovery_point) - 1, 0)
-        sync = _Sync(self._bases[i], upto, min(upto, self._leo), self._truncations)
-        try:
-            for seg in self._segments[i:]:
-                if seg.base_offset >= upto:
-                    break
-                if seg.dirty:
-                    writes, fds = seg.sync_handles()
-                    sync.segments.append((seg, writes))
-                    sync.fds += fds
-        except OSError:
-            self._close_fds(sync)
-            raise
-        # the directory too when there is data to make durable: a segment holding records must not be
-        # lost with its directory entry (an empty one lost is harmless: load creates the first segment)
-        if self._dir_changes != self._dir_synced and sync.fds:
-            sync.dir_changes = self._dir_changes
+    def _plan_sync(self, upto: int) -> FlushPlan:
+        """Under the lock: the flush of the segments below `upto` (storage/flush_plan.py)."""
+        sync = FlushPlan.make(self._segments, self._bases, recovery_point=self.recovery_point, upto=upto,
+                              log_end_offset=self._leo, truncations=self._truncations,
+                              dir_changes=self._dir_changes, dir_synced=self._dir_synced)
         if upto >= self._leo:
             self._unflushed_messages = 0
             self._last_flush_ms = self._time()
         return sync
 
-    def _run_sync(self, sync: _Sync) -> None:
-        """The fsyncs of a planned flush, without the lock: segment files, then the directory."""
-        try:
-            for fd in sync.fds:
-                os.fsync(fd)
-        finally:
-            self._close_fds(sync)
-        if sync.dir_changes is not None:
-            fsync_dir(self.dir)
+    def _run_sync(self, sync: FlushPlan) -> None:
+        """The fsyncs of a planned flush, without the lock."""
+        sync.run(self.dir)
 
-    @staticmethod
-    def _close_fds(sync: _Sync) -> None:
-        fds, sync.fds = sync.fds, []
-        for fd in fds:
-            os.close(fd)
-
-    def _complete_sync(self, sync: _Sync) -> None:
+    def _complete_sync(self, sync: FlushPlan) -> None:
         """Under the lock, after the fsyncs: record them and move the recovery point up, unless the log
         was truncated since the flush was planned (what it covered may be gone, or rewritten)."""
-        for seg, writes in sync.segments:
-            seg.mark_synced(writes)
+        sync.mark_synced()
         if sync.dir_changes is not None:
             self._dir_synced = max(self._dir_synced, sync.dir_changes)
         if self.closed or sync.truncations != self._truncations:
             return
         self.recovery_point = max(self.recovery_point, min(sync.target, self._leo))
-        # inactive segments on disk need no index descriptors any more (fewer open files)
-        last = len(self._segments) - 1
-        for k in range(max(bisect_right(self._bases, sync.first) - 1, 0), last):
-            seg = self._segments[k]
-            if seg.base_offset >= sync.upto:
-                break
-            if not seg.dirty:
-                seg.close_index_files()
+        sync.close_synced_indexes(self._segments, self._bases)
 
     # --- the disk worker ---------------------------------------------------------------------
 

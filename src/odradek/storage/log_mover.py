@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING
 
 from odradek.fsutil import fsync_dir
 from odradek.protocol.errors import KafkaError
-from odradek.storage.log import Log, delete_dir_name
+from odradek.storage.dir_names import delete_dir_name
+from odradek.storage.log import Log
 
 if TYPE_CHECKING:
     from odradek.storage.manager import LogManager

@@ -30,15 +30,9 @@ from pathlib import Path
 from odradek.fsutil import atomic_write, fsync_dir, is_temporary
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.storage.cleaner import CleanerConfig, CleaningAborted, compact, run_cleanup
+from odradek.storage.dir_names import MAX_FILE_NAME, future_dir_name, parse_future_dir, parse_topic_partition
 from odradek.storage.failure import LogDirFailureChannel, io_error_of
-from odradek.storage.log import (
-    MAX_FILE_NAME,
-    Log,
-    future_dir_name,
-    now_ms,
-    parse_future_dir,
-    parse_topic_partition,
-)
+from odradek.storage.log import Log, now_ms
 from odradek.storage.log_config import LogConfig
 from odradek.storage.log_mover import LogDirMover
 from odradek.storage.segment import StorageError
