@@ -25,7 +25,7 @@ Compaction (`compact`) keeps the latest record of every key, with Kafka's LogCle
   wrote so far plus the next segment's size stays within segment.bytes (Kafka sums the segments' sizes
   before cleaning; counting what cleaning left lets emptied segments merge away at once). A merged group never ends with a segment that cleaning emptied (such a
   segment starts the next group instead), so a swapped-in segment always reaches into the last segment
-  it replaces: crash recovery relies on that (`Log._complete_swaps`).
+  it replaces: crash recovery relies on that (`LogLoader._complete_swaps`, storage/log_loader.py).
 
 The heavy work runs without the log's lock, reading the segments through descriptors of its own (so
 retention deleting a segment meanwhile cannot pull the file away); the lock is taken only to plan and to

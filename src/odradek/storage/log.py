@@ -1,4 +1,11 @@
-"""One partition's log: its segments, roll, log start/end offsets, high watermark, truncation, recovery.
+"""One partition's log, the facade over its parts: segments, append (leader and follower), read, roll,
+log start/end offsets, high watermark, retention, truncation, the cleaner's swap, flushes, close.
+
+The parts it delegates to, one job each: loading and recovery (storage/log_loader.py), batch checks,
+recompression, keys and timestamps before an append (storage/log_validator.py, with `AppendOrigin`),
+the producer snapshots (storage/producer_snapshots.py; the producer state itself is
+storage/producer_state.py), the steps of one flush (storage/flush_plan.py), the names of partition
+directories (storage/dir_names.py).
 
 Every public method takes the log's lock: the broker's event loop thread appends and reads, while
 retention and the log cleaner run in worker threads. The cleaner (storage/cleaner.py) builds cleaned
