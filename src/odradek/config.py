@@ -27,7 +27,7 @@ import socket
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 from odradek.config_keys import (
     BROKER_KEYS,
@@ -42,6 +42,19 @@ from odradek.config_keys import (
     invalid_value,
     parse_typed,
 )
+
+if TYPE_CHECKING:
+    from odradek.config_key_types import (
+        BoolKey,
+        FloatKey,
+        IntKey,
+        ListKey,
+        OptionalIntKey,
+        OptionalListKey,
+        OptionalPasswordKey,
+        OptionalStrKey,
+        StrKey,
+    )
 
 __all__ = [
     "BROKER_KEYS",
@@ -439,9 +452,11 @@ class BrokerConfig:
     """A validated broker configuration.
 
     Build it with :meth:`load` (a server.properties file plus ``--override key=value`` strings)
-    or :meth:`from_props`.  Every catalogue key reads through :meth:`get` (typed value, or the
-    documented default when unset) and as an attribute with dots turned into underscores
-    (``cfg.num_partitions``, ``cfg.log_segment_bytes``).  The computed values are properties:
+    or :meth:`from_props`.  Every catalogue key reads through :meth:`get` (its value, or the
+    documented default when unset), typed by the key for mypy (``cfg.get("num.partitions")`` is an
+    ``int``, ``cfg.get("broker.rack")`` a ``str | None``: overloads over the key groups that
+    ``config_key_types.py`` generates from the catalogue); :meth:`value` reads a name known only at
+    run time.  The computed values are properties:
     ``broker_id``, ``listeners``, ``advertised_listeners``, ``log_dirs``, ``zookeeper_connect``,
     ``log_retention_ms``, ``log_roll_ms``, ``log_roll_jitter_ms``, ``log_flush_interval_ms``.
     ``warnings`` holds one line per deprecated or not-applicable key that was set.
@@ -780,10 +795,10 @@ class BrokerConfig:
     def _check_durations(self) -> None:
         retention = self.log_retention_ms
         if retention == 0:
-            name = next(n for n in _SYNONYMS["log.retention.ms"] if self.get(n) is not None)
+            name = next(n for n in _SYNONYMS["log.retention.ms"] if self.value(n) is not None)
             raise invalid_value(
                 name,
-                self.get(name),
+                self.value(name),
                 "log.retention.ms must be unlimited (-1) or, equal or greater than 1",
             )
         if self.log_roll_ms < 1:
@@ -824,8 +839,35 @@ class BrokerConfig:
 
     # -- access --------------------------------------------------------------------------------
 
-    def get(self, name: str) -> Any:
-        """The typed value of ``name``: as configured, else Kafka's documented default.
+    @overload
+    def get(self, name: BoolKey) -> bool: ...
+    @overload
+    def get(self, name: IntKey) -> int: ...
+    @overload
+    def get(self, name: OptionalIntKey) -> int | None: ...
+    @overload
+    def get(self, name: FloatKey) -> float: ...
+    @overload
+    def get(self, name: StrKey) -> str: ...
+    @overload
+    def get(self, name: OptionalStrKey) -> str | None: ...
+    @overload
+    def get(self, name: ListKey) -> list[str]: ...
+    @overload
+    def get(self, name: OptionalListKey) -> list[str] | None: ...
+    @overload
+    def get(self, name: OptionalPasswordKey) -> Password | None: ...
+
+    def get(self, name: str) -> object:
+        """The typed value of catalogue key ``name``: as configured, else Kafka's documented default.
+
+        Typed by the key (the overloads, generated from the catalogue in ``config_key_types.py``): a
+        name that is not a literal catalogue key does not type-check; :meth:`value` takes any name.
+        """
+        return self.value(name)
+
+    def value(self, name: str) -> object:
+        """:meth:`get` for a name known only at run time (a loop over keys, a prefixed key).
 
         Prefixed keys (``listener.name.*``, ``ssl.*``, ...) that are not in the catalogue give
         their raw string, or ``None`` when unset.  An unknown name raises ``KeyError``.
@@ -849,14 +891,6 @@ class BrokerConfig:
     def is_set(self, name: str) -> bool:
         """Whether ``name`` was given statically (in the file, an override, or through a deprecated alias)."""
         return name in self._values or name in self._extra
-
-    def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("_"):
-            raise AttributeError(attr)
-        name = attr.replace("_", ".")
-        if name in BROKER_KEYS:
-            return self.get(name)
-        raise AttributeError(f"{type(self).__name__} has no attribute {attr!r}")
 
     @property
     def single_node(self) -> bool:
@@ -972,7 +1006,7 @@ class BrokerConfig:
             if server is None:
                 defaults[name] = key.default or ""
             else:
-                value = computed[server] if server in computed else self.get(server)
+                value = computed[server] if server in computed else self.value(server)
                 defaults[name] = BROKER_KEYS[server].format(value) or ""
         return defaults
 
@@ -1117,7 +1151,7 @@ class BrokerConfig:
             if name in computed:
                 value: str | None = key.format(computed[name])
             else:
-                value = key.format(self.get(name))
+                value = key.format(self.value(name))
             if key.sensitive:
                 value = None
             synonyms = tuple(self.synonyms(name))

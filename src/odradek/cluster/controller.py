@@ -29,7 +29,7 @@ import contextlib
 import json
 import logging
 from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from odradek.aio import TaskSet
 from odradek.cluster import znodes as zn
@@ -68,6 +68,9 @@ from odradek.cluster.store import (
     to_json,
 )
 from odradek.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from odradek.config import BrokerConfig
 
 log = logging.getLogger("odradek.controller")
 
@@ -130,7 +133,7 @@ class Controller:
         metadata: MetadataCache,
         delete_topic_enable: bool = True,
         unclean_leader_election: bool = False,
-        config: Any | None = None,
+        config: BrokerConfig | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.store = store

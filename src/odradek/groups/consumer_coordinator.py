@@ -29,7 +29,7 @@ import logging
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from odradek.aio import TaskSet
 from odradek.cluster.znodes import BrokerInfo
@@ -52,6 +52,9 @@ from odradek.groups.group import Group, GroupState
 from odradek.groups.schemas import OffsetValue, Records, TopicPartition, group_records, offset_records
 from odradek.groups.store import GroupOwner, GroupStore, LoadedGroup
 from odradek.protocol.errors import ErrorCode, KafkaError
+
+if TYPE_CHECKING:
+    from odradek.config import BrokerConfig
 
 log = logging.getLogger("odradek.groups.consumer")
 
@@ -76,10 +79,8 @@ class ConsumerGroupSettings:
     retention_check_interval_ms: int = 600_000
 
     @classmethod
-    def from_config(cls, config: Any) -> ConsumerGroupSettings:
-        def get(key: str) -> Any:
-            return config.get(key)
-
+    def from_config(cls, config: BrokerConfig) -> ConsumerGroupSettings:
+        get = config.get
         session = min(max(int(get("group.consumer.session.timeout.ms")),
                           int(get("group.consumer.min.session.timeout.ms"))),
                       int(get("group.consumer.max.session.timeout.ms")))

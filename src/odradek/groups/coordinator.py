@@ -18,7 +18,7 @@ import asyncio
 import logging
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odradek.aio import TaskSet
 from odradek.cluster.znodes import BrokerInfo
@@ -36,6 +36,9 @@ from odradek.groups.schemas import OffsetValue, Records, TopicPartition, group_r
 from odradek.groups.store import GroupStore, LoadedGroup
 from odradek.protocol.errors import ErrorCode, KafkaError
 
+if TYPE_CHECKING:
+    from odradek.config import BrokerConfig
+
 log = logging.getLogger("odradek.groups")
 
 
@@ -50,20 +53,16 @@ class GroupSettings:
     retention_check_interval_ms: int = 600_000
 
     @classmethod
-    def from_config(cls, config: Any) -> GroupSettings:
-        return cls(**{name: int(config.get(key)) * scale for name, (key, scale) in _CONFIG_KEYS.items()})
-
-
-# GroupSettings field -> the broker key behind it, and the factor that turns its unit into ours
-_CONFIG_KEYS = {
-    "min_session_timeout_ms": ("group.min.session.timeout.ms", 1),
-    "max_session_timeout_ms": ("group.max.session.timeout.ms", 1),
-    "initial_rebalance_delay_ms": ("group.initial.rebalance.delay.ms", 1),
-    "max_size": ("group.max.size", 1),
-    "metadata_max_bytes": ("offset.metadata.max.bytes", 1),
-    "retention_ms": ("offsets.retention.minutes", 60_000),
-    "retention_check_interval_ms": ("offsets.retention.check.interval.ms", 1),
-}
+    def from_config(cls, config: BrokerConfig) -> GroupSettings:
+        return cls(
+            min_session_timeout_ms=config.get("group.min.session.timeout.ms"),
+            max_session_timeout_ms=config.get("group.max.session.timeout.ms"),
+            initial_rebalance_delay_ms=config.get("group.initial.rebalance.delay.ms"),
+            max_size=config.get("group.max.size"),
+            metadata_max_bytes=config.get("offset.metadata.max.bytes"),
+            retention_ms=config.get("offsets.retention.minutes") * 60_000,
+            retention_check_interval_ms=config.get("offsets.retention.check.interval.ms"),
+        )
 
 
 def resolve(fut: asyncio.Future[Any] | None, value: Any) -> None:

@@ -25,6 +25,7 @@ from odradek.server.internal_topic import (
 
 if TYPE_CHECKING:
     from odradek.cluster.znodes import BrokerInfo
+    from odradek.config import BrokerConfig
 
 __all__ = ["OffsetStore", "java_string_hash", "kafka_abs", "partition_for", "read_partition", "replay"]
 
@@ -73,7 +74,7 @@ def _apply(groups: dict[str, LoadedGroup], raw_key: bytes | None, raw_value: byt
             entry.consumer = None  # a classic group replaced the consumer group of this id
 
 
-def offsets_topic_settings(cfg: Any) -> TopicSettings:
+def offsets_topic_settings(cfg: BrokerConfig) -> TopicSettings:
     return TopicSettings(
         OFFSETS_TOPIC,
         int(cfg.get("offsets.topic.num.partitions")),

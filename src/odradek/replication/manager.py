@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from odradek.aio import TaskSet
 from odradek.cluster import znodes as zn
@@ -24,12 +24,15 @@ from odradek.replication.partition import Partition
 from odradek.storage.log import Log
 from odradek.storage.manager import LogManager, StorageError
 
+if TYPE_CHECKING:
+    from odradek.config import BrokerConfig
+
 log = logging.getLogger("odradek.replica")
 
 
 class ReplicaManager:
     def __init__(self, broker_id: int, logs: LogManager, metadata: MetadataCache, store: MetadataStore,
-                 config: Any) -> None:
+                 config: BrokerConfig) -> None:
         self.broker_id = broker_id
         self.logs = logs
         self.metadata = metadata

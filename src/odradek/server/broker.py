@@ -125,7 +125,7 @@ class Broker:
         log.info("Log directories: %s", ",".join(cfg.log_dirs))
         await self._start_http()
         logs = LogManager([Path(d) for d in cfg.log_dirs], cfg.topic_defaults(),
-                          cleaner=CleanerConfig.from_broker(cfg.get))
+                          cleaner=CleanerConfig.from_broker(cfg))
         try:
             await asyncio.get_running_loop().run_in_executor(None, logs.startup)
         except Exception as exc:

@@ -74,7 +74,7 @@ class DynamicBrokerConfig:
         defaults = cfg.topic_defaults()
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, broker.logs.update_defaults, defaults)  # every log: off the event loop
-        broker.logs.cleaner = CleanerConfig.from_broker(cfg.get)
+        broker.logs.cleaner = CleanerConfig.from_broker(cfg)
         if (admin := getattr(broker, "topic_admin", None)) is not None:
             admin.topic_defaults = defaults
             admin.limits = PartitionLimits(cfg.get("max.partitions"), cfg.get("max.broker.partitions"))

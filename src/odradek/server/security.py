@@ -69,7 +69,7 @@ class ListenerSecurity:
     def for_listener(cls, config: BrokerConfig, listener: Listener) -> ListenerSecurity:
         """Raises ConfigError (one line) on a setting this listener cannot use."""
         protocol = listener.security_protocol
-        lookup = listener_lookup(config.get, config.is_set, listener.name)
+        lookup = listener_lookup(config.value, config.is_set, listener.name)
         context = tls.server_context(lookup) if protocol in ("SSL", "SASL_SSL") else None
         sasl = None
         if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
@@ -117,7 +117,7 @@ def inter_broker_security(config: BrokerConfig) -> ClientSecurity:
     protocol = listener.security_protocol
     if protocol == "PLAINTEXT":
         return PLAINTEXT
-    lookup = listener_lookup(config.get, config.is_set, listener.name)
+    lookup = listener_lookup(config.value, config.is_set, listener.name)
     context = tls.client_context(lookup) if protocol in ("SSL", "SASL_SSL") else None
     if protocol == "SSL":
         return ClientSecurity(protocol, context)

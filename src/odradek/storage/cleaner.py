@@ -41,7 +41,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from odradek.protocol.records import (
     BATCH_OVERHEAD,
@@ -53,6 +53,9 @@ from odradek.protocol.records import (
 )
 from odradek.storage.log import Log
 from odradek.storage.segment import CLEANED_SUFFIX, MAX_RELATIVE_OFFSET, BatchEntry, LogSegment
+
+if TYPE_CHECKING:
+    from odradek.config import BrokerConfig
 
 logger = logging.getLogger("odradek.storage.cleaner")
 
@@ -125,15 +128,15 @@ class CleanerConfig:
     backoff_ms: int = 15000
 
     @classmethod
-    def from_broker(cls, get: Callable[[str], Any]) -> CleanerConfig:
-        """From a broker config's typed getter (`KafkaConfig.get`)."""
+    def from_broker(cls, config: BrokerConfig) -> CleanerConfig:
+        """From a broker config's log.cleaner.* keys."""
         return cls(
-            enable=bool(get("log.cleaner.enable")),
-            threads=int(get("log.cleaner.threads")),
-            dedupe_buffer_size=int(get("log.cleaner.dedupe.buffer.size")),
-            io_buffer_size=int(get("log.cleaner.io.buffer.size")),
-            io_buffer_load_factor=float(get("log.cleaner.io.buffer.load.factor")),
-            backoff_ms=int(get("log.cleaner.backoff.ms")),
+            enable=config.get("log.cleaner.enable"),
+            threads=config.get("log.cleaner.threads"),
+            dedupe_buffer_size=config.get("log.cleaner.dedupe.buffer.size"),
+            io_buffer_size=config.get("log.cleaner.io.buffer.size"),
+            io_buffer_load_factor=config.get("log.cleaner.io.buffer.load.factor"),
+            backoff_ms=config.get("log.cleaner.backoff.ms"),
         )
 
     @property

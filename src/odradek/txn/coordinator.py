@@ -34,6 +34,7 @@ from odradek.txn.state import MAX_EPOCH, TopicPartition, TxnMetadata, TxnState, 
 
 if TYPE_CHECKING:
     from odradek.cluster.znodes import BrokerInfo
+    from odradek.config import BrokerConfig
     from odradek.server.broker import Broker
 
 log = logging.getLogger("odradek.txn")
@@ -47,13 +48,13 @@ class TxnSettings:
     remove_interval_ms: int = 3_600_000
 
     @classmethod
-    def from_config(cls, cfg: Any) -> TxnSettings:
+    def from_config(cls, cfg: BrokerConfig) -> TxnSettings:
         return cls(int(cfg.get("transaction.max.timeout.ms")), int(cfg.get("transactional.id.expiration.ms")),
                    int(cfg.get("transaction.abort.timed.out.transaction.cleanup.interval.ms")),
                    int(cfg.get("transaction.remove.expired.transaction.cleanup.interval.ms")))
 
 
-def txn_topic_settings(cfg: Any) -> TopicSettings:
+def txn_topic_settings(cfg: BrokerConfig) -> TopicSettings:
     return TopicSettings(
         TRANSACTION_STATE_TOPIC,
         int(cfg.get("transaction.state.log.num.partitions")),
