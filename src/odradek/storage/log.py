@@ -168,6 +168,7 @@ class Log:
         self.dir = Path(dir)
         future = parse_future_dir(self.dir.name)
         self.topic, self.partition = future or parse_topic_partition(self.dir.name)
+        self._name = f"{self.topic}-{self.partition}"
         self.config = config or LogConfig.from_props()
         self.lock = threading.RLock()
         self.closed = False
@@ -333,7 +334,7 @@ class Log:
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int,
                          origin: AppendOrigin = AppendOrigin.CLIENT) -> AppendInfo:
         """Validate, assign offsets from the log end offset, stamp the leader epoch, write."""
-        data, batches = validate_as_leader(records, self.config, origin, f"{self.topic}-{self.partition}")
+        data, batches = validate_as_leader(records, self.config, origin, self._name)
         with self._io("appending records to"), self.lock:
             self._check_open()
             now = self._time()
