@@ -1,13 +1,17 @@
 """src/odradek/config_key_types.py, the catalogue's broker keys grouped by the type of their values (what
 types `BrokerConfig.get`), is generated from the catalogue: this test checks it is current, and running
-this file (`python -m tests.unit.test_config_key_types`) rewrites it after a change to the catalogue."""
+this file (`python -m tests.unit.test_config_key_types`) rewrites it after a change to the catalogue. And
+LogConfig's typed fields are checked against the catalogue's topic keys."""
 
 from __future__ import annotations
 
+from dataclasses import fields
 from pathlib import Path
+from typing import get_type_hints
 
 from odradek.config import BrokerConfig
-from odradek.config_keys import BROKER_KEYS, ConfigKey, ConfigType, Password
+from odradek.config_keys import BROKER_KEYS, TOPIC_CONFIGS, ConfigKey, ConfigType, Password
+from odradek.storage.log_config import LogConfig
 
 GENERATED = Path(__file__).resolve().parents[2] / "src" / "odradek" / "config_key_types.py"
 
@@ -78,6 +82,22 @@ def test_every_value_has_its_generated_type() -> None:
         assert isinstance(value, expected) and not (expected is int and isinstance(value, bool)), (name, value)
         if expected is list:
             assert all(isinstance(item, str) for item in value), name
+
+
+def test_log_config_fields_have_the_catalogue_types() -> None:
+    """LogConfig, the typed topic config the log reads, is built from catalogue values without a type
+    check by mypy (`cls(**values)`): its field types must be the catalogue's (cleanup.policy, a list
+    there, becomes a tuple)."""
+    hints = get_type_hints(LogConfig)
+    for field in fields(LogConfig):
+        key = TOPIC_CONFIGS[field.name.replace("_", ".")]
+        expected = _PY_TYPES[key.type][1]
+        hint = hints[field.name]
+        if expected is list:
+            assert hint == tuple[str, ...], field.name
+        else:
+            assert hint is expected and key.default is not None, field.name
+        assert isinstance(getattr(LogConfig.from_props(), field.name), tuple if expected is list else expected)
 
 
 if __name__ == "__main__":
