@@ -27,7 +27,7 @@ import socket
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, overload
+from typing import TYPE_CHECKING, NamedTuple, overload
 
 from odradek.config_keys import (
     BROKER_KEYS,
@@ -471,7 +471,7 @@ class BrokerConfig:
     origin: str = "server.properties"
     props: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    _values: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
+    _values: dict[str, object] = field(default_factory=dict, init=False, repr=False)
     _extra: dict[str, str] = field(default_factory=dict, init=False, repr=False)
     _listeners: list[Listener] = field(default_factory=list, init=False, repr=False)
     _advertised: list[Listener] = field(default_factory=list, init=False, repr=False)
@@ -480,7 +480,7 @@ class BrokerConfig:
     _broker_id: int = field(default=-1, init=False)
     _zookeeper_connect: str | None = field(default=None, init=False)
     # (per-broker, cluster default): typed values, and the strings as stored; replaced whole, never mutated
-    _dynamic: tuple[dict[str, Any], dict[str, Any]] = field(default=({}, {}), init=False, repr=False)
+    _dynamic: tuple[dict[str, object], dict[str, object]] = field(default=({}, {}), init=False, repr=False)
     _dynamic_raw: tuple[dict[str, str], dict[str, str]] = field(default=({}, {}), init=False, repr=False)
 
     # -- construction --------------------------------------------------------------------------
@@ -575,7 +575,7 @@ class BrokerConfig:
     # -- cross-key resolution ------------------------------------------------------------------
 
     def _resolve(self) -> None:
-        zk = self._values.get("zookeeper.connect")
+        zk = self._given("zookeeper.connect")
         self._zookeeper_connect = zk if zk else None
         if self._zookeeper_connect is not None:
             self._check_zookeeper_connect(self._zookeeper_connect)
@@ -608,8 +608,8 @@ class BrokerConfig:
             raise invalid_value("zookeeper.connect", connect, "the chroot path must not end with '/'")
 
     def _resolve_broker_id(self) -> None:
-        broker_id = self._values.get("broker.id")
-        node_id = self._values.get("node.id")
+        broker_id = self._given("broker.id")
+        node_id = self._given("node.id")
         if broker_id is not None and node_id is not None and broker_id != node_id:
             raise invalid_value("node.id", node_id, f"must equal broker.id ({broker_id}) when both are set")
         configured = broker_id if broker_id is not None else node_id
@@ -630,7 +630,7 @@ class BrokerConfig:
         self._broker_id = value
 
     def _resolve_legacy_keys(self) -> None:
-        mins = self._values.get("log.cleanup.interval.mins")
+        mins = self._given("log.cleanup.interval.mins")
         if mins is not None:
             if "log.retention.check.interval.ms" in self._values:
                 outcome = "ignored because log.retention.check.interval.ms is set"
@@ -641,13 +641,14 @@ class BrokerConfig:
 
     def _resolve_listeners(self) -> None:
         protocol_map = _parse_protocol_map(self.get("listener.security.protocol.map"))
-        port = self._values.get("port")
-        host_name = self._values.get("host.name")
+        port = self._given("port")
+        host_name = self._given("host.name")
         legacy_set = [n for n in ("port", "host.name") if n in self._values]
 
         # listeners, or the 0.9-2.x aliases port / host.name
-        if "listeners" in self._values:
-            raw_listeners = self._values["listeners"]
+        given = self._given("listeners")
+        if given is not None:
+            raw_listeners = given
             self._warn_deprecated(legacy_set, "ignored because listeners is set")
         elif legacy_set:
             raw_listeners = _plaintext_listener(host_name or "", 9092 if port is None else port)
@@ -661,12 +662,13 @@ class BrokerConfig:
         self._listeners = listeners
 
         # advertised.listeners, or the aliases advertised.host.name / advertised.port
-        adv_host = self._values.get("advertised.host.name")
-        adv_port = self._values.get("advertised.port")
+        adv_host = self._given("advertised.host.name")
+        adv_port = self._given("advertised.port")
         adv_legacy = [n for n in ("advertised.host.name", "advertised.port") if n in self._values]
         explicit = True
-        if "advertised.listeners" in self._values and self._values["advertised.listeners"].strip():
-            raw_adv = self._values["advertised.listeners"]
+        given_adv = self._given("advertised.listeners")
+        if given_adv is not None and given_adv.strip():
+            raw_adv = given_adv
             self._warn_deprecated(adv_legacy, "ignored because advertised.listeners is set")
         elif adv_legacy:
             host = adv_host if adv_host is not None else (host_name or "")
@@ -706,7 +708,7 @@ class BrokerConfig:
                     )
         self._advertised = [self._advertisable(lst) for lst in advertised]
 
-        inter_name = self._values.get("inter.broker.listener.name")
+        inter_name = self._given("inter.broker.listener.name")
         if inter_name is not None:
             if "security.inter.broker.protocol" in self._values:
                 raise invalid_value(
@@ -770,12 +772,14 @@ class BrokerConfig:
         return False
 
     def _resolve_log_dirs(self) -> None:
-        if "log.dirs" in self._values:
-            raw = self._values["log.dirs"]
+        given = self._given("log.dirs")
+        if given is not None:
+            raw = given
             name = "log.dirs"
-            if "log.dir" in self._values and self._values["log.dir"] != raw:
+            log_dir = self._given("log.dir")
+            if log_dir is not None and log_dir != raw:
                 self.warnings.append(
-                    f"Configuration log.dir = {self._values['log.dir']} is ignored because log.dirs is set"
+                    f"Configuration log.dir = {log_dir} is ignored because log.dirs is set"
                     f" (log.dirs = {raw})"
                 )
         else:
@@ -887,6 +891,16 @@ class BrokerConfig:
         suggestion = _suggest(name)
         hint = f" (did you mean {suggestion}?)" if suggestion else ""
         raise KeyError(f"Unknown configuration '{name}'{hint}")
+
+    @overload
+    def _given(self, name: IntKey | OptionalIntKey) -> int | None: ...
+    @overload
+    def _given(self, name: StrKey | OptionalStrKey) -> str | None: ...
+
+    def _given(self, name: str) -> object:
+        """The value given statically for ``name`` (the file, an override, a deprecated alias), None
+        when not given: for resolving keys from one another at construction, before any dynamic layer."""
+        return self._values.get(name)
 
     def is_set(self, name: str) -> bool:
         """Whether ``name`` was given statically (in the file, an override, or through a deprecated alias)."""
@@ -1010,7 +1024,7 @@ class BrokerConfig:
                 defaults[name] = BROKER_KEYS[server].format(value) or ""
         return defaults
 
-    def _computed(self) -> dict[str, Any]:
+    def _computed(self) -> dict[str, object]:
         """The effective value of each key computed from a family of keys (see ``_SYNONYMS``)."""
         return {
             "log.retention.ms": self.log_retention_ms,
@@ -1057,9 +1071,9 @@ class BrokerConfig:
         break a rule across keys is not installed and the previous one stays.
         """
         warnings: list[str] = []
-        layers: list[tuple[dict[str, Any], dict[str, str]]] = []
+        layers: list[tuple[dict[str, object], dict[str, str]]] = []
         for label, props in (("broker", per_broker), ("default cluster", cluster_default)):
-            typed: dict[str, Any] = {}
+            typed: dict[str, object] = {}
             raw: dict[str, str] = {}
             for name, value in props.items():
                 key = BROKER_KEYS.get(name)
@@ -1084,7 +1098,7 @@ class BrokerConfig:
         self._dynamic, self._dynamic_raw = new._dynamic, new._dynamic_raw
         return warnings
 
-    def _layered(self, typed: dict[str, Any], raw: dict[str, str], per_broker: bool) -> BrokerConfig:
+    def _layered(self, typed: dict[str, object], raw: dict[str, str], per_broker: bool) -> BrokerConfig:
         """A copy of this configuration with one dynamic layer replaced."""
         new = copy.copy(self)
         i = 0 if per_broker else 1
@@ -1128,7 +1142,7 @@ class BrokerConfig:
         return None if _sensitive_name(name) else value
 
     @staticmethod
-    def _format(name: str, value: Any) -> str | None:
+    def _format(name: str, value: object) -> str | None:
         key = BROKER_KEYS.get(name)
         return key.format(value) if key is not None else (None if value is None else str(value))
 
@@ -1192,7 +1206,7 @@ def validate_topic_configs(props: Mapping[str, str], defaults: Mapping[str, str]
     Returns the configs with surrounding whitespace trimmed from the values.
     """
     checked: dict[str, str] = {}
-    parsed: dict[str, Any] = {
+    parsed: dict[str, object] = {
         name: TOPIC_CONFIGS[name].parse(raw) for name, raw in (defaults or {}).items() if name not in props
     }
     for name, raw in props.items():
