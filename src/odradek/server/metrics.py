@@ -1,5 +1,7 @@
-"""Broker metrics in Prometheus' text format, named as the Prometheus JMX exporter names Kafka's MBeans
-(lower-cased), so Kafka dashboards work. The request path only bumps plain counters (per batch and per
+"""Broker metrics in Prometheus' text format, named as the Prometheus JMX exporter's standard Kafka rules
+name Kafka's MBeans (lower-cased, `PerSec` dropped: `MessagesInPerSec` is
+`kafka_server_brokertopicmetrics_messagesin_total`), so stock Kafka dashboards work; plus prometheus-client's
+`process_*` metrics (CPU, memory, open files). The request path only bumps plain counters (per batch and per
 request, never per record); everything else is read from the broker's state when Prometheus scrapes,
 by a prometheus-client collector on a registry of the broker's own."""
 
@@ -11,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -52,6 +54,7 @@ class BrokerMetrics:
         self.errors: defaultdict[tuple[str, int], int] = defaultdict(int)  # (api, error code) -> responses
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_Collector(self))
+        ProcessCollector(registry=self.registry)
 
     def produced(self, topic: str, records: int, size: int) -> None:
         self.messages_in[topic] += records
@@ -117,9 +120,9 @@ class _Collector(Collector):
     def collect(self) -> Iterator[Metric]:
         m = self.metrics
         broker = m.broker
-        yield _per_topic("kafka_server_brokertopicmetrics_messages_in", "Records appended as leader", m.messages_in)
-        yield _per_topic("kafka_server_brokertopicmetrics_bytes_in", "Record bytes appended as leader", m.bytes_in)
-        yield _per_topic("kafka_server_brokertopicmetrics_bytes_out", "Record bytes sent to consumers", m.bytes_out)
+        yield _per_topic("kafka_server_brokertopicmetrics_messagesin", "Records appended as leader", m.messages_in)
+        yield _per_topic("kafka_server_brokertopicmetrics_bytesin", "Record bytes appended as leader", m.bytes_in)
+        yield _per_topic("kafka_server_brokertopicmetrics_bytesout", "Record bytes sent to consumers", m.bytes_out)
         yield from _requests(m)
         yield from _fetch_regions(broker)
         yield from _throttles(broker)
