@@ -134,6 +134,24 @@ def test_main_unknown_tool(capsys: pytest.CaptureFixture[str]) -> None:
     assert "topics" in err
 
 
+@pytest.mark.parametrize(("typed", "hint"), [
+    ("topic", "odradek: unknown tool 'topic' (did you mean topics?)"),
+    ("consumer-group", "odradek: unknown tool 'consumer-group' (did you mean consumer-groups or "
+                       "consumer-perf-test?)"),
+    ("zookeeper", "odradek: unknown tool 'zookeeper' (did you mean zookeeper-server-stop or "
+                  "zookeeper-server-start?)"),
+])
+def test_main_unknown_tool_suggests_the_closest(typed: str, hint: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main.main([typed]) == 2
+    assert capsys.readouterr().err.splitlines()[0] == hint
+
+
+def test_main_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main.main(["--version"]) == 0
+    out = capsys.readouterr().out.strip()
+    assert out.startswith("odradek ") and out.split()[1][0].isdigit()
+
+
 # --- topics -------------------------------------------------------------------------------------
 
 
