@@ -81,5 +81,6 @@ def main(argv: list[str]) -> int:
         print(f"odradek pipeline {args.action}: {exc} (install the spark extra: pip install -e '.[spark]')",
               file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a batch action (archive) interrupted in the middle of a Spark job
+        print(f"odradek pipeline {args.action}: interrupted", file=sys.stderr)
         return 130
