@@ -239,7 +239,7 @@ def main(argv: list[str]) -> int:
         give_up = time.monotonic() + FIRST_METRICS_TIMEOUT_S
         # The clock starts with the first metrics: Spark's start-up and first micro-batch take a while,
         # longer still on a busy machine, and a run that ends before them shows nothing.
-        live = Live(render(state), console=console, refresh_per_second=4, transient=True) if tty else None
+        live = Live(render(state, *console.size), console=console, refresh_per_second=4, transient=True) if tty else None
         with live if live is not None else nullcontext():
             while not stop.is_set():
                 changed = view.poll(0.25)
@@ -264,7 +264,7 @@ def main(argv: list[str]) -> int:
                     finished = True
                     break
                 if live is not None:
-                    live.update(render(state))
+                    live.update(render(state, *console.size))
                 elif changed:
                     print(status_text(state).plain, flush=True)
         view.poll(0.5)
@@ -293,7 +293,7 @@ def main(argv: list[str]) -> int:
             shutil.rmtree(output, ignore_errors=True)  # interrupted before any output: nothing to keep
     windows = list(view.windows.values()) if view else []
     if windows:
-        print(render_table(windows))
+        print(render_table(windows, width=shutil.get_terminal_size().columns))
     verb = "Done" if finished or not stop.signalled else "Stopped"
     print(f"\n{verb}: {stats.produced:,} events produced, {view.dead_letters if view else 0:,} dead letters.")
     if output.exists():
