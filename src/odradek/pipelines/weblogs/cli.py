@@ -167,7 +167,12 @@ def archive(args: argparse.Namespace) -> int:
         opts["startingOffsetsByTimestampStrategy"] = "latest"
     if args.ending_timestamp:
         opts["endingTimestamp"] = str(parse_time_ms(args.ending_timestamp))
-    spark = local_session("odradek-weblogs-archive")
+    log_file = None
+    if not args.verbose:  # Spark's banner and WARN lines go to a file: the terminal shows the report
+        Path(args.output).mkdir(parents=True, exist_ok=True)
+        log_file = Path(args.output) / "spark.log"
+        print(f"Starting Spark (its log: {log_file}; --verbose to see it here) ...", flush=True)
+    spark = local_session("odradek-weblogs-archive", log_file=log_file)
     try:
         summary = archive(spark, ArchiveConfig(args.bootstrap_server, Path(args.output), args.topic, opts))
     finally:
