@@ -595,6 +595,15 @@ class _Broker:
         self._changed(i)
 
 
+def _runtime(broker: _Broker) -> Any:
+    from odradek.coordinator.runtime import CoordinatorRuntime
+    from odradek.groups.offsets import offsets_topic_settings
+    from odradek.server.coordinator_partitions import BrokerPartitions
+
+    partitions = BrokerPartitions(broker.metadata, broker.replicas, None)  # type: ignore[arg-type]
+    return CoordinatorRuntime(offsets_topic_settings(broker.config), partitions, partitions, kind="group")
+
+
 def test_offset_store_loads_a_partition_then_serves_and_writes_it(tmp_path: Any, monkeypatch: Any) -> None:
     from odradek.groups import offsets as store_mod
     from odradek.protocol.records import COMPRESSION_GZIP, build_batch
@@ -618,13 +627,13 @@ def test_offset_store_loads_a_partition_then_serves_and_writes_it(tmp_path: Any,
             time.sleep(0.01)
         return real_read(log_, size, topic, open_txns)
 
-    from odradek.server import internal_topic
+    from odradek.coordinator import loader, runtime
 
-    monkeypatch.setattr(internal_topic, "read_partition", gated_read)
-    monkeypatch.setattr(internal_topic, "LOAD_WAIT_S", 0.05)
+    monkeypatch.setattr(loader, "read_partition", gated_read)
+    monkeypatch.setattr(runtime, "LOAD_WAIT_S", 0.05)
 
     async def main() -> None:
-        gc = GroupCoordinator(GroupSettings.from_config(broker.config), OffsetStore(broker))
+        gc = GroupCoordinator(GroupSettings.from_config(broker.config), OffsetStore(_runtime(broker)))
         await gc.start()
         try:
             with pytest.raises(KafkaError) as info:
@@ -913,9 +922,9 @@ def test_fake_and_offset_store_implement_the_whole_group_store_protocol() -> Non
 def test_transactional_offsets_replay_only_where_committed(tmp_path: Any) -> None:
     """TxnOffsetCommit writes offsets as transactional records of the producer: a partition's replay applies
     them at the commit marker, drops them on abort, and keeps those of a still-open transaction pending."""
-    from odradek.groups.offsets import OffsetStore
+    from odradek.coordinator.loader import read_partition
+    from odradek.groups.offsets import replay_partition
     from odradek.protocol.records import build_batch, build_marker
-    from odradek.server.internal_topic import read_partition
     from odradek.storage.log import Log
 
     log = Log(tmp_path / "__consumer_offsets-0")
@@ -932,8 +941,7 @@ def test_transactional_offsets_replay_only_where_committed(tmp_path: Any) -> Non
     log.append_as_leader(build_marker(5, 0, commit=True, coordinator_epoch=0), 0, origin="coordinator")
     open_txns: dict[int, list[tuple[bytes | None, bytes | None]]] = {}
     records = read_partition(log, 1 << 20, "__consumer_offsets", open_txns)
-    store = OffsetStore.__new__(OffsetStore)
-    groups = store.replay(records, open_txns)
+    groups = replay_partition(records, open_txns)
     assert groups["g"].offsets == {("t", 0): OffsetValue(10, "", 2)}  # pid 5 committed over the plain commit
     assert groups["g"].pending_txn == {7: {("t", 2): OffsetValue(70, "", 2)}}  # pid 6 aborted: gone
     log.close()
