@@ -9,19 +9,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from odradek.coordinator.loader import read_partition
 from odradek.coordinator.partitions import Replayed
 from odradek.coordinator.placement import java_string_hash, kafka_abs, partition_for
-from odradek.coordinator.runtime import CoordinatorRuntime, TopicSettings
+from odradek.coordinator.runtime import TopicSettings
 from odradek.groups import OFFSETS_TOPIC, consumer_schemas, schemas
-from odradek.groups.store import GroupOwner, LoadedGroup
+from odradek.groups.store import LoadedGroup
 
-if TYPE_CHECKING:
-    from odradek.cluster.znodes import BrokerInfo
-
-__all__ = ["OffsetStore", "java_string_hash", "kafka_abs", "partition_for", "read_partition", "replay",
+__all__ = ["java_string_hash", "kafka_abs", "partition_for", "read_partition", "replay",
            "replay_partition"]
 
 log = logging.getLogger("odradek.groups.offsets")
@@ -88,61 +85,3 @@ def replay_partition(records: Replayed, open_txns: dict[int, Replayed]) -> dict[
         for gid, g in replay(txn_records).items():
             groups.setdefault(gid, LoadedGroup()).pending_txn[pid] = g.offsets
     return groups
-
-
-GroupRuntime = CoordinatorRuntime[dict[str, LoadedGroup]]
-
-
-class OffsetStore:
-    """Persistence and ownership of groups for the coordinator of one broker (a `GroupStore`), on the
-    coordinator runtime of `__consumer_offsets`."""
-
-    def __init__(self, runtime: GroupRuntime) -> None:
-        self.runtime = runtime
-        self._owner: GroupOwner | None = None
-
-    # ---- the CoordinatorShard the runtime loads into ----
-    def replay(self, records: Replayed, open_txns: dict[int, Replayed]) -> dict[str, LoadedGroup]:
-        return replay_partition(records, open_txns)
-
-    def loaded(self, index: int, state: dict[str, LoadedGroup]) -> None:
-        self._group_owner.install(state)
-
-    def unloaded(self, index: int) -> None:
-        self._group_owner.unload_partition(index)
-
-    @property
-    def _group_owner(self) -> GroupOwner:
-        if self._owner is None:
-            raise RuntimeError("OffsetStore.start() has not been called")
-        return self._owner
-
-    # ---- GroupStore ----
-    async def start(self, owner: GroupOwner) -> None:
-        self._owner = owner
-        await self.runtime.start(self)
-
-    async def shutdown(self) -> None:
-        await self.runtime.shutdown()
-
-    def partition_for(self, group_id: str) -> int:
-        return self.runtime.partition_for(group_id)
-
-    def check(self, group_id: str) -> None:
-        self.runtime.check(group_id)
-
-    def loading(self) -> bool:
-        return self.runtime.loading()
-
-    async def wait_ready(self, group_id: str, create: bool = False) -> None:
-        await self.runtime.wait_ready(group_id, create)
-
-    async def write(self, group_id: str, records: schemas.Records) -> None:
-        await self.runtime.write(group_id, records)
-
-    async def write_transactional(self, group_id: str, records: schemas.Records, producer_id: int,
-                                  producer_epoch: int) -> None:
-        await self.runtime.write_transactional(group_id, records, producer_id, producer_epoch)
-
-    async def coordinator_node(self, group_id: str) -> BrokerInfo:
-        return await self.runtime.coordinator_node(group_id)

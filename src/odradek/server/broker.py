@@ -33,14 +33,10 @@ from odradek.config import BrokerConfig, Listener
 from odradek.config_keys import ConfigError
 from odradek.coordinator.runtime import CoordinatorRuntime
 from odradek.fsutil import atomic_write
-from odradek.groups.consumer_coordinator import (
-    ConsumerGroupCoordinator,
-    ConsumerGroupSettings,
-    MetadataTopics,
-    SplitStore,
-)
-from odradek.groups.coordinator import GroupCoordinator, GroupSettings
-from odradek.groups.offsets import OffsetStore, offsets_topic_settings
+from odradek.groups.consumer_coordinator import ConsumerGroupSettings, MetadataTopics
+from odradek.groups.coordinator import GroupSettings
+from odradek.groups.offsets import offsets_topic_settings
+from odradek.groups.service import GroupCoordinatorService
 from odradek.protocol.client_security import PLAINTEXT, ClientSecurity
 from odradek.replication.manager import ReplicaManager
 from odradek.security.acl_store import AclCache
@@ -170,14 +166,12 @@ class Broker:
         await self.metadata.start()
         self.replicas.start()
         partitions = BrokerPartitions(self.metadata, self.replicas, self.topic_admin)
-        offsets = OffsetStore(CoordinatorRuntime(offsets_topic_settings(cfg), partitions, partitions,
-                                                 what="offsets and group metadata", kind="group"))
-        self.consumer_groups = ConsumerGroupCoordinator(ConsumerGroupSettings.from_config(cfg), offsets,
-                                                        MetadataTopics(self.metadata, INTERNAL_TOPICS))
-        self.groups = GroupCoordinator(GroupSettings.from_config(cfg), SplitStore(offsets, self.consumer_groups))
-        self.consumer_groups.classic = self.groups
+        self.groups = GroupCoordinatorService(
+            GroupSettings.from_config(cfg), ConsumerGroupSettings.from_config(cfg),
+            CoordinatorRuntime(offsets_topic_settings(cfg), partitions, partitions, what="offsets and group metadata",
+                               kind="group"),
+            MetadataTopics(self.metadata, INTERNAL_TOPICS))
         await self.groups.start()
-        await self.consumer_groups.start()
         self.transactions = TransactionCoordinator(
             TxnSettings.from_config(cfg),
             CoordinatorRuntime(txn_topic_settings(cfg), partitions, partitions, what="transaction metadata",
@@ -411,8 +405,6 @@ class Broker:
         log.info("%s shutting down", self.prefix)
         if getattr(self, "transactions", None) is not None:
             await self.transactions.shutdown()
-        if getattr(self, "consumer_groups", None) is not None:
-            await self.consumer_groups.shutdown()
         if getattr(self, "groups", None) is not None:
             await self.groups.shutdown()
         if hasattr(self, "replicas") and self.config.zookeeper_connect and self.config.get("controlled.shutdown.enable"):

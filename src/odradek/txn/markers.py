@@ -54,7 +54,6 @@ async def append_marker(broker: Broker, topic: str, partition: int, producer_id:
         return ErrorCode.KAFKA_STORAGE_ERROR
     if topic == OFFSETS_TOPIC:
         broker.groups.complete_transaction(partition, producer_id, commit)
-        broker.consumer_groups.complete_transaction(partition, producer_id, commit)
     return ErrorCode.NONE
 
 

@@ -125,7 +125,7 @@ async def add_offsets_to_txn(ctx: RequestContext, request: Any) -> AddOffsetsToT
         authz.require(ctx, authz.Op.READ, authz.GROUP, request.group_id)
         gc = ctx.broker.groups
         await gc.coordinator_node(request.group_id)  # creates __consumer_offsets on first use
-        tp = (OFFSETS_TOPIC, gc.store.partition_for(request.group_id))
+        tp = (OFFSETS_TOPIC, gc.partition_for(request.group_id))
         await ctx.broker.transactions.add_partitions(request.transactional_id, request.producer_id,
                                                      request.producer_epoch, {tp})
 
