@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from odradek.aio import TaskSet
+from odradek.cluster.metadata import MetadataCache
 from odradek.groups import consumer_schemas as cs
 from odradek.groups.assignors import configured_assignors
 from odradek.groups.consumer_group import (
@@ -116,7 +117,7 @@ class Topics(Protocol):
 class MetadataTopics:
     """`Topics` over the broker's metadata cache (`odradek.cluster.metadata.MetadataCache`)."""
 
-    def __init__(self, metadata: Any, internal: Iterable[str] = ()) -> None:
+    def __init__(self, metadata: MetadataCache, internal: Iterable[str] = ()) -> None:
         self.metadata = metadata
         self.internal = frozenset(internal)
 

@@ -54,7 +54,7 @@ from odradek.server.quotas import QuotaManager
 from odradek.server.security import ListenerSecurity, inter_broker_security, trust_warnings
 from odradek.storage.manager import CleanerConfig, LogManager
 from odradek.txn.coordinator import TransactionCoordinator, TxnSettings, txn_topic_settings
-from odradek.txn.markers import MarkerSender
+from odradek.txn.markers import MarkerSender, MarkerWriter
 
 log = logging.getLogger("odradek.server")
 
@@ -172,11 +172,14 @@ class Broker:
                                kind="group"),
             MetadataTopics(self.metadata, INTERNAL_TOPICS))
         await self.groups.start()
+        self.txn_markers = MarkerWriter(self.replicas, self.groups.complete_transaction)
         self.transactions = TransactionCoordinator(
             TxnSettings.from_config(cfg),
             CoordinatorRuntime(txn_topic_settings(cfg), partitions, partitions, what="transaction metadata",
                                kind="transactional id"),
-            MarkerSender(self), self.producer_ids)
+            MarkerSender(self.broker_id, self.metadata, self.txn_markers, self.inter_broker_security,
+                         int(cfg.get("request.timeout.ms")) / 1000),
+            self.producer_ids)
         await self.transactions.start()
         self.controller = Controller(
             self.broker_id, self.store, self.metadata,

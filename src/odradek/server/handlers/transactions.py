@@ -33,7 +33,6 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.server import authz
 from odradek.server.registry import RequestContext, handles
 from odradek.server.safe_regex import compile_safe_pattern
-from odradek.txn.markers import append_marker
 from odradek.txn.state import MAX_EPOCH, TxnState, now_ms
 
 log = logging.getLogger("odradek.txn")
@@ -165,8 +164,8 @@ async def write_txn_markers(ctx: RequestContext, request: Any) -> WriteTxnMarker
                 if refused:
                     parts.append(part_cls(partition_index=p, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
                     continue
-                err = await append_marker(ctx.broker, t.name, p, m.producer_id, m.producer_epoch,
-                                          m.transaction_result, m.coordinator_epoch, timeout_s)
+                err = await ctx.broker.txn_markers.append(t.name, p, m.producer_id, m.producer_epoch,
+                                                          m.transaction_result, m.coordinator_epoch, timeout_s)
                 parts.append(part_cls(partition_index=p, error_code=err))
             topics.append(topic_cls(name=t.name, partitions=parts))
         markers.append(result_cls(producer_id=m.producer_id, topics=topics))
