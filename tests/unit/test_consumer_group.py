@@ -430,14 +430,14 @@ def test_empty_groups_migrate_between_protocols() -> None:
         cg.classic.groups["g"] = classic
         a = Client(cg, "a", ["t"])
         await a.beat()
-        assert cg.owns("g") and "g" not in cg.classic.groups and cg.groups["g"].offsets[("t", 0)].offset == 7
+        assert cg.offsets_of("g") is not None and "g" not in cg.classic.groups and cg.groups["g"].offsets[("t", 0)].offset == 7
         assert group_records("g", None)[0] in store.records  # the classic group's tombstone
         with pytest.raises(KafkaError) as exc:
             await cg.before_classic_join("g")  # a member is still there
         assert exc.value.code == E.INCONSISTENT_GROUP_PROTOCOL
         await cg.heartbeat(Heartbeat("g", "a", -1))
         await cg.before_classic_join("g")
-        assert not cg.owns("g") and cg.classic.groups["g"].offsets[("t", 0)].offset == 7
+        assert cg.offsets_of("g") is None and cg.classic.groups["g"].offsets[("t", 0)].offset == 7
         assert "g" not in replay(store.records)  # the consumer group's records are tombstoned
         busy = Group("h")
         busy.state = busy.state.__class__.STABLE
@@ -454,7 +454,7 @@ def test_loaded_group_split_between_coordinators() -> None:
         svc, _ = make_service()
         consumer = cs.LoadedConsumerGroup(epoch=1)
         svc.loaded(0, {"c": LoadedGroup(consumer=consumer), "k": LoadedGroup(offsets={("t", 0): OffsetValue(1)})})
-        assert list(svc.classic.groups) == ["k"] and svc.consumer.owns("c")
+        assert list(svc.classic.groups) == ["k"] and svc.consumer.offsets_of("c") is not None
         assert svc.group_type("c") == "consumer" and svc.group_type("k") == "classic" and svc.group_type("x") is None
         await svc.shutdown()
 

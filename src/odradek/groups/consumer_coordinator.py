@@ -236,11 +236,6 @@ class ConsumerGroupCoordinator:
             g.dead = True
         self.groups.clear()
 
-    def owns(self, group_id: str | None) -> bool:
-        """Whether `group_id` is a consumer group here (the offsets and admin APIs route on this)."""
-        g = self.groups.get(group_id or "")
-        return g is not None and not g.dead
-
     def _lock(self, group_id: str) -> asyncio.Lock:
         lock = self._locks.get(group_id)
         if lock is None:
