@@ -34,6 +34,7 @@ from odradek.groups.group import (
     Member,
     SyncResult,
 )
+from odradek.groups.offset_manager import OffsetSettings
 from odradek.groups.schemas import OffsetValue, Records, TopicPartition, group_records, offset_records
 from odradek.groups.store import GroupStore, LoadedGroup
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -49,9 +50,13 @@ class GroupSettings:
     max_session_timeout_ms: int = 1_800_000
     initial_rebalance_delay_ms: int = 3000
     max_size: int = 2**31 - 1
+    # the offsets keys, for the offset manager of every group type (`GroupSettings.offsets`)
     metadata_max_bytes: int = 4096
     retention_ms: int = 7 * 24 * 3600 * 1000
     retention_check_interval_ms: int = 600_000
+
+    def offsets(self) -> OffsetSettings:
+        return OffsetSettings(self.metadata_max_bytes, self.retention_ms, self.retention_check_interval_ms)
 
     @classmethod
     def from_config(cls, config: Any) -> GroupSettings:

@@ -29,7 +29,6 @@ from odradek.groups.offset_manager import (
     LATEST_OFFSET_COMMIT_VERSION,
     OffsetManager,
     Offsets,
-    OffsetSettings,
 )
 from odradek.groups.offsets import replay_partition
 from odradek.groups.schemas import OffsetValue, TopicPartition
@@ -47,9 +46,7 @@ class GroupCoordinatorService:
         self.store = store
         self.classic = GroupCoordinator(settings, store)
         self.consumer = ConsumerGroupCoordinator(consumer_settings, store, topics, self.classic)
-        self.offsets = OffsetManager(
-            OffsetSettings(settings.metadata_max_bytes, settings.retention_ms, settings.retention_check_interval_ms),
-            store, (self.consumer, self.classic))
+        self.offsets = OffsetManager(settings.offsets(), store, (self.consumer, self.classic))
 
     # ---- life cycle ----
     async def start(self) -> None:
