@@ -11,8 +11,8 @@ interprets member metadata or assignments, except (as Kafka does) the consumer p
 topics for OffsetDelete and offset retention.
 
 Persistence goes through an injected `odradek.groups.store.GroupStore` (the coordinator runtime of
-`__consumer_offsets`; a fake in unit tests): `check`/`wait_ready` say whether this broker coordinates a group, `write` appends
-records to the group's `__consumer_offsets` partition and returns once they are committed.
+`__consumer_offsets`; a fake in unit tests): `check`/`wait_ready` say whether this broker coordinates a
+group, `write` appends records to the group's partition and returns once they are committed.
 """
 
 from __future__ import annotations
