@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,7 +115,7 @@ class TransactionCoordinator:
         await self.markers.close()
         self.txns.clear()
 
-    async def _every(self, interval_ms: int, fn: Any) -> None:
+    async def _every(self, interval_ms: int, fn: Callable[[], Awaitable[None]]) -> None:
         while True:
             await asyncio.sleep(interval_ms / 1000)
             try:
