@@ -258,7 +258,7 @@ def _lag(broker: Any) -> Iterator[Metric]:
                             labels=["consumergroup", "topic", "partition"])
     coordinator = getattr(broker, "groups", None)
     if coordinator is not None:
-        for group_id, group in sorted(coordinator.groups.items()):
+        for group_id, group in sorted(coordinator.classic.groups.items()):
             for (topic, partition), committed in sorted(group.offsets.items()):
                 part = broker.replicas.get(topic, partition)
                 if part is not None and part.is_leader:
@@ -272,10 +272,11 @@ def _coordinators(broker: Any) -> Iterator[Metric]:
     groups = getattr(broker, "groups", None)
     if groups is not None:
         by_state: defaultdict[str, int] = defaultdict(int)
-        for group in groups.groups.values():
+        classic = groups.classic.groups
+        for group in classic.values():
             by_state[group.state.name.replace("_", "").lower()] += 1
         yield GaugeMetricFamily("kafka_coordinator_group_groupmetadatamanager_numgroups",
-                                "Groups this broker coordinates", value=len(groups.groups))
+                                "Groups this broker coordinates", value=len(classic))
         for state in ("preparingrebalance", "completingrebalance", "stable", "dead", "empty"):
             yield GaugeMetricFamily(f"kafka_coordinator_group_groupmetadatamanager_numgroups{state}",
                                     f"Groups in state {state}", value=by_state.get(state, 0))
