@@ -84,17 +84,17 @@ def main(argv: list[str] | None = None) -> int:
         minutes = (time.monotonic() - started) / 60
         print(f"== schedule {seed}: {'ok' if report.ok else 'FAILED'} in {minutes:.1f} min: {report.summary()}",
               flush=True)
-        for line in report.violations:
+        for line in report.violations + report.notes:
             print(f"   {line}", flush=True)
         failed |= not report.ok
         kinds = ", ".join(f"{n} x{chosen.count(n)}" for n in sorted(set(chosen)))
         rows.append(f"| {seed} | {kinds} | {minutes:.1f} | {report.acknowledged} | {len(report.lost)} | "
-                    f"{len(report.duplicated)} | {len(report.out_of_order)} | "
+                    f"{len(report.duplicated)} | {len(report.resent)} | {len(report.out_of_order)} | "
                     f"{report.transactions.get('commit', 0)}/{report.transactions.get('abort', 0)} | "
                     f"{len(report.torn_transactions)} | {len(report.offsets_backward)} |")
-    print("\n| seed | faults | minutes | acknowledged | lost | duplicated | out of order | "
+    print("\n| seed | faults | minutes | acknowledged | lost | duplicated | re-sent by the client | out of order | "
           "transactions committed/aborted | torn | offsets backward |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     return 1 if failed else 0
 

@@ -40,9 +40,12 @@ ensure_venv() {  # ensure_venv EXTRAS : .venv exists and has the package install
   stamp=.venv/.odradek-installed
   want="$extras $(sha256sum pyproject.toml | cut -d' ' -f1)"
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
-    echo "odradek: installing the package and its [$extras] extras into .venv" >&2
+    echo "odradek: installing the package and its [$extras] extras into .venv (a minute or two the first time)" >&2
     .venv/bin/python -m pip install -q --upgrade pip
-    .venv/bin/python -m pip install -q -e ".[$extras]"
+    # one line per package as pip collects it, so a first install is not a silent minute; pip's errors
+    # go to stderr untouched, and pipefail (set by the callers) keeps its exit status
+    .venv/bin/python -m pip install --progress-bar off -e ".[$extras]" |
+      { grep --line-buffered -E '^(Collecting|Successfully installed)' | sed -u 's/^/odradek:   /' || true; } >&2
     echo "$want" > "$stamp"
   fi
   export PATH="$PWD/.venv/bin:$PATH"

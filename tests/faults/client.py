@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -25,7 +26,9 @@ from typing import Any, TextIO
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-QUIET = {"log_level": 2}  # librdkafka: errors only, the history says the rest
+QUIET: dict[str, Any] = {"log_level": 2}  # librdkafka: errors only, the history says the rest
+if os.environ.get("FAULTS_RDKAFKA_DEBUG"):  # e.g. "eos,msg,protocol": the producers' view of a failed run
+    QUIET = {"log_level": 7, "debug": os.environ["FAULTS_RDKAFKA_DEBUG"]}
 
 
 def _write(out: TextIO, event: dict[str, Any]) -> None:

@@ -13,6 +13,7 @@ from random import Random
 from tests.faults.checker import Report, check, load
 from tests.faults.cluster import FaultCluster
 from tests.faults.nemesis import NEMESES, Fault
+from tests.faults.provenance import copies_at
 
 
 @dataclass
@@ -82,9 +83,11 @@ def run(cluster: FaultCluster, directory: Path, schedule: Schedule) -> Report:
                  timeout=180)
     c.client_run(["committed", c.bootstrap, GROUP, TOPIC, "--out", str(directory / "read.jsonl")])
     events = load(history, directory / "read.jsonl")
-    report = check(events)
+    data_dirs = [c.data_dir(i) for i in range(c.size)]
+    report = check(events, lambda partition, offsets: copies_at(data_dirs, TOPIC, partition, offsets))
     if not any(e["op"] == "ack" and e["v"].startswith("fresh-") for e in events):
         report.lost.append("fresh: the healed cluster acknowledged nothing")
         report.violations.append("after healing, a fresh producer got no acknowledgement in 3 s")
-    (directory / "summary.txt").write_text("\n".join([*schedule.log, report.summary(), *report.violations]) + "\n")
+    (directory / "summary.txt").write_text("\n".join([*schedule.log, report.summary(), *report.violations,
+                                                    *report.notes]) + "\n")
     return report

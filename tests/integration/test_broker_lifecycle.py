@@ -68,6 +68,38 @@ def test_port_in_use(tmp_path: Path) -> None:
     assert "Traceback" not in r.stderr + r.stdout
 
 
+def test_port_in_use_on_a_terminal_is_said_once(tmp_path: Path) -> None:
+    """On a terminal the ERROR log line is the message; the stderr copy would repeat it."""
+    import pty
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        cfg = tmp_path / "server.properties"
+        cfg.write_text(_base(tmp_path, port))
+        leader, follower = pty.openpty()
+        try:
+            proc = subprocess.Popen(odradek_cmd("server-start", str(cfg)), stdin=subprocess.DEVNULL, stdout=follower,
+                                    stderr=follower)
+            os.close(follower)
+            out = b""
+            while True:
+                try:
+                    chunk = os.read(leader, 65536)
+                except OSError:  # EIO: the child closed its end
+                    break
+                if not chunk:
+                    break
+                out += chunk
+            assert proc.wait(30) != 0
+        finally:
+            os.close(leader)
+    text = out.decode(errors="replace")
+    assert text.count("address already in use") == 1, text
+    assert "Fatal error during broker start-up" in text and "Traceback" not in text
+
+
 def test_missing_config_file(tmp_path: Path) -> None:
     r = run_cli("server-start", str(tmp_path / "nope.properties"))
     assert r.returncode != 0 and "nope.properties" in r.stderr and "Traceback" not in r.stderr

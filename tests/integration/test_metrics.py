@@ -4,6 +4,7 @@ the committed offset, request counts and times), readiness, and bad requests to 
 
 from __future__ import annotations
 
+import re
 import socket
 import urllib.error
 import urllib.request
@@ -64,13 +65,13 @@ def test_metrics_match_what_clients_did(brokers: BrokerPool) -> None:
     def value(name: str, **labels: str) -> float:
         return m[(name, tuple(sorted(labels.items())))]
 
-    assert value("kafka_server_brokertopicmetrics_messages_in_total", topic="m1") == 40
-    assert value("kafka_server_brokertopicmetrics_messages_in_total", topic="m2") == 5
-    assert value("kafka_server_brokertopicmetrics_messages_in_total") >= 45  # all topics (offsets included)
-    bytes_in = value("kafka_server_brokertopicmetrics_bytes_in_total", topic="m1")
+    assert value("kafka_server_brokertopicmetrics_messagesin_total", topic="m1") == 40
+    assert value("kafka_server_brokertopicmetrics_messagesin_total", topic="m2") == 5
+    assert value("kafka_server_brokertopicmetrics_messagesin_total") >= 45  # all topics (offsets included)
+    bytes_in = value("kafka_server_brokertopicmetrics_bytesin_total", topic="m1")
     assert 4000 < bytes_in < 4000 + 40 * 100  # record bytes plus batch overhead
-    assert value("kafka_server_brokertopicmetrics_bytes_out_total", topic="m1") >= 3000
-    assert ("kafka_server_brokertopicmetrics_bytes_out_total", (("topic", "m2"),)) not in m  # never read
+    assert value("kafka_server_brokertopicmetrics_bytesout_total", topic="m1") >= 3000
+    assert ("kafka_server_brokertopicmetrics_bytesout_total", (("topic", "m2"),)) not in m  # never read
     assert value("kafka_server_replicamanager_partitioncount") >= 3
     assert value("kafka_server_replicamanager_leadercount") == value("kafka_server_replicamanager_partitioncount")
     assert value("kafka_server_replicamanager_underreplicatedpartitions") == 0
@@ -90,7 +91,42 @@ def test_metrics_match_what_clients_did(brokers: BrokerPool) -> None:
     assert value("kafka_coordinator_group_groupmetadatamanager_numgroups") >= 1
     assert value("kafka_coordinator_group_groupmetadatamanager_numgroupsempty") >= 1
     assert value("kafka_coordinator_transaction_transactionstatemanager_transactionalids", state="Ongoing") == 1
+    for mbean, labels in STOCK_DASHBOARD_MBEANS:  # named as the JMX exporter's standard rules name them
+        assert (jmx_exporter_name(mbean), labels) in m, jmx_exporter_name(mbean)
+    assert value("process_resident_memory_bytes") > 10_000_000
+    assert value("process_open_fds") > 3
+    assert value("process_cpu_seconds_total") > 0
     tp.abort_transaction(30)
+
+
+# MBeans a stock Kafka dashboard's panels query (throughput, replication, controller, requests), with the
+# labels of the series we look for
+STOCK_DASHBOARD_MBEANS = [
+    ("kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec,topic=m1", (("topic", "m1"),)),
+    ("kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec,topic=m1", (("topic", "m1"),)),
+    ("kafka.server:type=BrokerTopicMetrics,name=BytesOutPerSec,topic=m1", (("topic", "m1"),)),
+    ("kafka.server:type=BrokerTopicMetrics,name=MessagesInPerSec", ()),
+    ("kafka.server:type=BrokerTopicMetrics,name=BytesInPerSec", ()),
+    ("kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions", ()),
+    ("kafka.server:type=ReplicaManager,name=PartitionCount", ()),
+    ("kafka.server:type=ReplicaManager,name=LeaderCount", ()),
+    ("kafka.server:type=ReplicaManager,name=IsrShrinksPerSec", ()),
+    ("kafka.server:type=ReplicaManager,name=IsrExpandsPerSec", ()),
+    ("kafka.controller:type=KafkaController,name=ActiveControllerCount", ()),
+    ("kafka.controller:type=KafkaController,name=OfflinePartitionsCount", ()),
+    ("kafka.network:type=RequestMetrics,name=RequestsPerSec,request=Produce", (("request", "Produce"),)),
+]
+
+
+def jmx_exporter_name(mbean: str) -> str:
+    """The Prometheus name the JMX exporter's standard Kafka rules (lowercaseOutputName) give an MBean's
+    Count (rates: `PerSec` dropped, `_total` added) or Value attribute."""
+    domain, _, props = mbean.partition(":")
+    keys = dict(kv.split("=") for kv in props.split(","))
+    name = keys["name"]
+    rate = re.fullmatch(r"(.+)PerSec\w*", name)
+    base = f"{domain.removeprefix('kafka.')}_{keys['type']}_{rate.group(1) if rate else name}"
+    return f"kafka_{base}{'_total' if rate else ''}".lower()
 
 
 def test_the_endpoint_refuses_what_it_does_not_serve(brokers: BrokerPool) -> None:
@@ -130,7 +166,7 @@ def test_cluster_metrics_add_up(zk_standalone: ZooKeeperEnsemble, brokers: Broke
         return sum(m.get(key, 0.0) for m in scraped)
 
     assert total("kafka_controller_kafkacontroller_activecontrollercount") == 1
-    assert total("kafka_server_brokertopicmetrics_messages_in_total", topic="spread-m") == sum(range(1, 7))
+    assert total("kafka_server_brokertopicmetrics_messagesin_total", topic="spread-m") == sum(range(1, 7))
     assert total("kafka_server_replicamanager_leadercount") >= 6
     assert total("kafka_server_replicamanager_partitioncount") >= 12  # 6 partitions x 2 replicas
     wait_until(lambda: sum(scrape(p)[("kafka_server_replicamanager_underreplicatedpartitions", ())] for p in ports)

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.clients import consume_all
 from tests.harness import run_cli
@@ -33,3 +36,27 @@ def test_generate_backfill(broker: Any) -> None:
     assert min(m.timestamp()[1] for m in msgs) >= 1_763_726_400_000
     lines = [m.value() or b"" for m in msgs]
     assert sum(b'HTTP/1.1" ' in v for v in lines) > 550
+
+
+def test_every_generate_option_is_described() -> None:
+    helped = run_cli("pipeline", "generate", "--help")
+    assert helped.returncode == 0
+    for flag in ("--topic", "--seed", "--rate", "--count", "--duration"):
+        described = re.search(rf"^\s+{flag}\b.*\n(?:\s{{20,}}.*\n)*", helped.stdout, re.M)
+        assert described and len(described.group(0).split()) > 2, (flag, helped.stdout)
+
+
+def test_archive_keeps_sparks_noise_in_a_file(broker: Any, tmp_path: Path) -> None:
+    pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
+    made = run_cli("pipeline", "generate", "weblogs", "--bootstrap-server", broker.bootstrap, "--topic", "arc-test",
+                   "--partitions", "1", "--count", "300", "--start-time", "2025-11-21T12:00:00Z")
+    assert made.returncode == 0, made.stderr
+    out = tmp_path / "archive"
+    result = run_cli("pipeline", "archive", "weblogs", "--bootstrap-server", broker.bootstrap, "--topic", "arc-test",
+                     "--output", str(out), timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    assert "records read" in result.stdout and (out / "summary.json").exists()
+    terminal = result.stdout + result.stderr
+    for noise in ("log4j", "WARN", "NativeCodeLoader", "incubator", "replaced a statically registered"):
+        assert noise not in terminal, (noise, terminal)
+    assert (out / "spark.log").stat().st_size > 0

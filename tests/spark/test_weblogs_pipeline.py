@@ -5,7 +5,9 @@ and a streaming run killed with kill -9 and restarted ends with the same output.
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -159,3 +161,34 @@ def test_kill_9_mid_stream_and_restart_gives_the_same_output(fresh_broker: Any, 
     dlq = read_whole_topic(bootstrap, DLQ_TOPIC)
     origins = {(dict(m.headers())["odradek.dlq.partition"], dict(m.headers())["odradek.dlq.offset"]) for m in dlq}
     assert len(origins) == len(bad) <= len(dlq)  # at-least-once: each malformed line, maybe twice
+
+
+def test_ctrl_c_stops_a_running_job_with_its_closing_line(fresh_broker: Any, tmp_path: Path) -> None:
+    """SIGINT to the job's process group, as a terminal's Ctrl-C: one "stopping" line, no traceback, the
+    closing line, exit 0 (Ctrl-C is how `pipeline run` is stopped), nothing left running."""
+    bootstrap = fresh_broker.bootstrap
+    ensure_topics(bootstrap)
+    produce_records(bootstrap, LOGS_TOPIC, generated()[:2000])
+    job = subprocess.Popen([sys.executable, "-m", "odradek.cli.main", "pipeline", "run", "weblogs", "--bootstrap-server",
+                            bootstrap, "--checkpoint", str(tmp_path / "ck"), "--output", str(tmp_path / "out"),
+                            "--trigger", "1s"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=True)
+    try:
+        assert job.stdout is not None
+        seen: list[str] = []
+        for line in job.stdout:  # a batch line: the job is running
+            seen.append(line)
+            if re.match(r"batch \d+: ", line):
+                break
+        else:
+            raise AssertionError("the job ended before its first batch:\n" + "".join(seen))
+        os.killpg(job.pid, signal.SIGINT)
+        out, err = job.communicate(timeout=300)
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+    out = "".join(seen) + out
+    assert job.returncode == 0, out + err
+    assert "Traceback" not in out + err and err.count("stopping ...") == 1, err
+    assert f"weblogs: stopped; Parquet metrics in {tmp_path / 'out' / 'metrics'}" in out, out
+    wait_session_gone(job.pid, "the stopped job's processes")

@@ -134,6 +134,24 @@ def test_main_unknown_tool(capsys: pytest.CaptureFixture[str]) -> None:
     assert "topics" in err
 
 
+@pytest.mark.parametrize(("typed", "hint"), [
+    ("topic", "odradek: unknown tool 'topic' (did you mean topics?)"),
+    ("consumer-group", "odradek: unknown tool 'consumer-group' (did you mean consumer-groups or "
+                       "consumer-perf-test?)"),
+    ("zookeeper", "odradek: unknown tool 'zookeeper' (did you mean zookeeper-server-stop or "
+                  "zookeeper-server-start?)"),
+])
+def test_main_unknown_tool_suggests_the_closest(typed: str, hint: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main.main([typed]) == 2
+    assert capsys.readouterr().err.splitlines()[0] == hint
+
+
+def test_main_version(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main.main(["--version"]) == 0
+    out = capsys.readouterr().out.strip()
+    assert out.startswith("odradek ") and out.split()[1][0].isdigit()
+
+
 # --- topics -------------------------------------------------------------------------------------
 
 
@@ -482,3 +500,19 @@ def test_topic_id_text_is_url_safe_base64() -> None:
     assert topics.topic_id_text(Uuid(1, 2)) == "AAAAAAAAAAEAAAAAAAAAAg"
     text = topics.topic_id_text(Uuid(-1, -2))
     assert text == "_____________________g" and len(text) == 22
+
+
+def test_cluster_up_on_a_taken_port_names_it_and_its_flag(tmp_path: Path) -> None:
+    import socket
+
+    from odradek.cli import cluster as cluster_cli
+    from odradek.cli.common import CliError
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        taken = s.getsockname()[1]
+        layout = cluster_cli.plan(tmp_path, "127.0.0.1", 1, 1, zk_base=taken - 7000 if taken > 8000 else 30000,
+                                  base=40000, http_base=taken)
+        with pytest.raises(CliError) as e:
+            cluster_cli.check_ports(layout)
+    assert f"{taken}, broker 0's metrics port (--http-base-port)" in str(e.value)

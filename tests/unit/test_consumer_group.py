@@ -15,7 +15,6 @@ from odradek.groups.consumer_coordinator import (
     ConsumerGroupCoordinator,
     ConsumerGroupSettings,
     Heartbeat,
-    SplitOwner,
 )
 from odradek.groups.consumer_group import (
     ConsumerMember,
@@ -24,10 +23,11 @@ from odradek.groups.consumer_group import (
     compile_regex,
     reconcile,
 )
-from odradek.groups.coordinator import GroupCoordinator, GroupSettings
+from odradek.groups.coordinator import GroupSettings
 from odradek.groups.group import Group
 from odradek.groups.offsets import replay
 from odradek.groups.schemas import OffsetValue, group_records
+from odradek.groups.service import GroupCoordinatorService
 from odradek.groups.store import LoadedGroup
 from odradek.protocol.errors import ErrorCode, KafkaError
 
@@ -235,12 +235,16 @@ class FakeTopics:
 SETTINGS = ConsumerGroupSettings(session_timeout_ms=200, heartbeat_interval_ms=50)
 
 
+def make_service(topics: FakeTopics | None = None, settings: ConsumerGroupSettings = SETTINGS,
+                 ) -> tuple[GroupCoordinatorService, FakeStore]:
+    store = FakeStore()
+    return GroupCoordinatorService(GroupSettings(), settings, store, topics or FakeTopics(t=6)), store
+
+
 def make(topics: FakeTopics | None = None, settings: ConsumerGroupSettings = SETTINGS,
          ) -> tuple[ConsumerGroupCoordinator, FakeStore]:
-    store = FakeStore()
-    cg = ConsumerGroupCoordinator(settings, store, topics or FakeTopics(t=6))
-    cg.classic = GroupCoordinator(GroupSettings(), store)
-    return cg, store
+    svc, store = make_service(topics, settings)
+    return svc.consumer, store
 
 
 class Client:
@@ -325,7 +329,8 @@ def test_session_timeout_removes_a_silent_member() -> None:
 
 def test_epoch_errors_and_request_checks() -> None:
     async def main() -> None:
-        cg, _ = make()
+        svc, _ = make_service()
+        cg = svc.consumer
         a = Client(cg, "a", ["t"])
         await settle([a])
         ahead = await cg.heartbeat(Heartbeat("g", "a", a.epoch + 5, owned={}))
@@ -342,16 +347,16 @@ def test_epoch_errors_and_request_checks() -> None:
         assert regex.error == E.INVALID_REGULAR_EXPRESSION
         # offsets: the member's epoch fences commits and fetches
         value = {("t", 0): OffsetValue(5)}
-        assert await cg.commit("g", a.epoch, "a", 9, value) == E.NONE
-        assert await cg.commit("g", a.epoch - 1, "a", 9, value) == E.STALE_MEMBER_EPOCH
-        assert await cg.commit("g", a.epoch + 1, "a", 9, value) == E.FENCED_MEMBER_EPOCH
-        assert await cg.commit("g", a.epoch, "a", 8, value) == E.UNSUPPORTED_VERSION
-        assert await cg.commit("g", -1, "", 9, value) == E.UNKNOWN_MEMBER_ID
+        assert await svc.commit("g", a.epoch, "a", None, value, api_version=9) == E.NONE
+        assert await svc.commit("g", a.epoch - 1, "a", None, value, api_version=9) == E.STALE_MEMBER_EPOCH
+        assert await svc.commit("g", a.epoch + 1, "a", None, value, api_version=9) == E.FENCED_MEMBER_EPOCH
+        assert await svc.commit("g", a.epoch, "a", None, value, api_version=8) == E.UNSUPPORTED_VERSION
+        assert await svc.commit("g", -1, "", None, value, api_version=9) == E.UNKNOWN_MEMBER_ID
         with pytest.raises(KafkaError) as exc:
-            await cg.fetch_offsets("g", "a", a.epoch - 1, None)
+            await svc.fetch_offsets("g", None, "a", a.epoch - 1)
         assert exc.value.code == E.STALE_MEMBER_EPOCH
-        assert (await cg.fetch_offsets("g", None, -1, [("t", 0)]))[0][1] == OffsetValue(5)
-        await cg.shutdown()
+        assert (await svc.fetch_offsets("g", [("t", 0)], None, -1))[0][1] == OffsetValue(5)
+        await svc.shutdown()
 
     run(main())
 
@@ -394,14 +399,16 @@ def test_regex_subscription_follows_new_topics() -> None:
 
 def test_reload_from_records_restores_the_group() -> None:
     async def main() -> None:
-        cg, store = make()
+        svc, store = make_service()
+        cg = svc.consumer
         a, b = Client(cg, "a", ["t"]), Client(cg, "b", ["t"])
         await settle([a, b])
-        assert await cg.commit("g", a.epoch, "a", 9, {("t", 1): OffsetValue(42)}) == E.NONE
+        assert await svc.commit("g", a.epoch, "a", None, {("t", 1): OffsetValue(42)}) == E.NONE
         before = await cg.describe("g")
-        await cg.shutdown()
-        cg2, _ = make()
-        SplitOwner(cg2.classic, cg2).install(replay(store.records))
+        await svc.shutdown()
+        svc2, _ = make_service()
+        cg2 = svc2.consumer
+        svc2.loaded(0, replay(store.records))
         after = await cg2.describe("g")
         assert (after.state, after.group_epoch, after.assignment_epoch) == (
             before.state, before.group_epoch, before.assignment_epoch)
@@ -423,14 +430,14 @@ def test_empty_groups_migrate_between_protocols() -> None:
         cg.classic.groups["g"] = classic
         a = Client(cg, "a", ["t"])
         await a.beat()
-        assert cg.owns("g") and "g" not in cg.classic.groups and cg.groups["g"].offsets[("t", 0)].offset == 7
+        assert cg.offsets_of("g") is not None and "g" not in cg.classic.groups and cg.groups["g"].offsets[("t", 0)].offset == 7
         assert group_records("g", None)[0] in store.records  # the classic group's tombstone
         with pytest.raises(KafkaError) as exc:
             await cg.before_classic_join("g")  # a member is still there
         assert exc.value.code == E.INCONSISTENT_GROUP_PROTOCOL
         await cg.heartbeat(Heartbeat("g", "a", -1))
         await cg.before_classic_join("g")
-        assert not cg.owns("g") and cg.classic.groups["g"].offsets[("t", 0)].offset == 7
+        assert cg.offsets_of("g") is None and cg.classic.groups["g"].offsets[("t", 0)].offset == 7
         assert "g" not in replay(store.records)  # the consumer group's records are tombstoned
         busy = Group("h")
         busy.state = busy.state.__class__.STABLE
@@ -443,27 +450,13 @@ def test_empty_groups_migrate_between_protocols() -> None:
 
 
 def test_loaded_group_split_between_coordinators() -> None:
-    cg, _ = make()
-
-    class Owner:
-        def __init__(self) -> None:
-            self.groups: dict[str, Any] = {}
-            self.installed: dict[str, LoadedGroup] = {}
-
-        def install(self, groups: dict[str, LoadedGroup]) -> None:
-            self.installed = groups
-
-        def unload_partition(self, partition: int) -> None:
-            pass
-
-    owner = Owner()
-
     async def main() -> None:
-        split = SplitOwner(owner, cg)  # type: ignore[arg-type]
+        svc, _ = make_service()
         consumer = cs.LoadedConsumerGroup(epoch=1)
-        split.install({"c": LoadedGroup(consumer=consumer), "k": LoadedGroup(offsets={("t", 0): OffsetValue(1)})})
-        assert list(owner.installed) == ["k"] and cg.owns("c")
-        await cg.shutdown()
+        svc.loaded(0, {"c": LoadedGroup(consumer=consumer), "k": LoadedGroup(offsets={("t", 0): OffsetValue(1)})})
+        assert list(svc.classic.groups) == ["k"] and svc.consumer.offsets_of("c") is not None
+        assert svc.group_type("c") == "consumer" and svc.group_type("k") == "classic" and svc.group_type("x") is None
+        await svc.shutdown()
 
     run(main())
 

@@ -11,7 +11,10 @@ from typing import Any
 
 import pytest
 
-from odradek.groups.coordinator import GroupCoordinator, GroupSettings, group_record
+from odradek.coordinator.runtime import CoordinatorRuntime
+from odradek.groups.consumer_coordinator import ConsumerGroupSettings
+from odradek.groups.consumer_group import TopicInfo
+from odradek.groups.coordinator import GroupSettings, group_record
 from odradek.groups.group import (
     Group,
     GroupState,
@@ -21,7 +24,6 @@ from odradek.groups.group import (
     MemberProfile,
     parse_subscription,
 )
-from odradek.groups.offsets import OffsetStore
 from odradek.groups.schemas import (
     GroupKey,
     OffsetKey,
@@ -30,7 +32,8 @@ from odradek.groups.schemas import (
     decode_key,
     offset_records,
 )
-from odradek.groups.store import GroupOwner, GroupStore, LoadedGroup
+from odradek.groups.service import GroupCoordinatorService
+from odradek.groups.store import GroupShard, GroupStore, LoadedGroup
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.storage.log_validator import AppendOrigin
 
@@ -45,37 +48,37 @@ class FakeStore:
         self.writes: list[tuple[str, list[tuple[bytes, bytes | None]]]] = []
         self.fail: ErrorCode | None = None
         self.owned = True
-        self.owner: GroupOwner | None = None
+        self.shard: GroupShard | None = None
         self.transactional: list[tuple[int, int]] = []
 
-    async def start(self, owner: GroupOwner) -> None:
-        self.owner = owner
+    async def start(self, shard: GroupShard) -> None:
+        self.shard = shard
 
     async def shutdown(self) -> None:
-        self.owner = None
+        self.shard = None
 
-    async def coordinator_node(self, group_id: str) -> Any:
+    async def coordinator_node(self, key: str) -> Any:
         raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
 
-    def check(self, group_id: str) -> None:
+    def check(self, key: str) -> None:
         if not self.owned:
             raise KafkaError(ErrorCode.NOT_COORDINATOR)
 
-    async def wait_ready(self, group_id: str, create: bool = False) -> None:
-        self.check(group_id)
+    async def wait_ready(self, key: str, create: bool = False) -> None:
+        self.check(key)
 
-    async def write(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> None:
+    async def write(self, key: str, records: list[tuple[bytes, bytes | None]]) -> None:
         await asyncio.sleep(0)
         if self.fail is not None:
             raise KafkaError(self.fail)
-        self.writes.append((group_id, records))
+        self.writes.append((key, records))
 
-    async def write_transactional(self, group_id: str, records: list[tuple[bytes, bytes | None]], producer_id: int,
+    async def write_transactional(self, key: str, records: list[tuple[bytes, bytes | None]], producer_id: int,
                                   producer_epoch: int) -> None:
-        await self.write(group_id, records)
+        await self.write(key, records)
         self.transactional.append((producer_id, producer_epoch))
 
-    def partition_for(self, group_id: str) -> int:
+    def partition_for(self, key: str) -> int:
         return 0
 
     def loading(self) -> bool:
@@ -92,10 +95,27 @@ def settings(**kw: int) -> GroupSettings:
     return GroupSettings(**base)  # type: ignore[arg-type]
 
 
-def run(body: Callable[[GroupCoordinator, FakeStore], Awaitable[None]], **kw: int) -> None:
+class NoTopics:
+    """The cluster's topics as a consumer group type sees them: none (classic groups never ask)."""
+
+    def info(self, name: str) -> TopicInfo | None:
+        return None
+
+    def names(self) -> list[str]:
+        return []
+
+    def name_of(self, topic_id: bytes) -> str | None:
+        return None
+
+
+def service(store: GroupStore, group_settings: GroupSettings) -> GroupCoordinatorService:
+    return GroupCoordinatorService(group_settings, ConsumerGroupSettings(), store, NoTopics())
+
+
+def run(body: Callable[[GroupCoordinatorService, FakeStore], Awaitable[None]], **kw: int) -> None:
     async def main() -> None:
         store = FakeStore()
-        gc = GroupCoordinator(settings=settings(**kw), store=store)
+        gc = service(store, settings(**kw))
         await gc.start()
         try:
             await asyncio.wait_for(body(gc, store), 10)
@@ -120,7 +140,7 @@ def req(member_id: str = "", *, group: str = "g", protocols: list[tuple[str, byt
     return JoinRequest(group, member_id, instance, profile, require_known_member_id=v4)
 
 
-async def join_alone(gc: GroupCoordinator, assignment: bytes = b"A", **kw: Any) -> JoinResult:
+async def join_alone(gc: GroupCoordinatorService, assignment: bytes = b"A", **kw: Any) -> JoinResult:
     res = await gc.join(req(**kw))
     assert res.error == E.NONE, res
     sync = await gc.sync("g", res.generation, res.member_id, kw.get("instance"), None, None,
@@ -133,18 +153,18 @@ async def join_alone(gc: GroupCoordinator, assignment: bytes = b"A", **kw: Any) 
 
 
 def test_first_join_v4_needs_member_id_then_forms_generation_1() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         first = await gc.join(req(v4=True))
         assert first.error == E.MEMBER_ID_REQUIRED
         assert first.member_id.startswith("client-") and len(first.member_id) == len("client-") + 36
-        assert gc.groups["g"].pending_members
+        assert gc.classic.groups["g"].pending_members
         res = await gc.join(req(first.member_id, v4=True))
         assert (res.error, res.generation, res.leader, res.protocol_name) == (E.NONE, 1, first.member_id, "range")
         assert [m[0] for m in res.members] == [first.member_id]
-        assert gc.groups["g"].state is GroupState.COMPLETING_REBALANCE
+        assert gc.classic.groups["g"].state is GroupState.COMPLETING_REBALANCE
         sync = await gc.sync("g", 1, res.member_id, None, "consumer", "range", [(res.member_id, b"x")])
         assert sync.error == E.NONE and sync.assignment == b"x"
-        assert gc.groups["g"].state is GroupState.STABLE
+        assert gc.classic.groups["g"].state is GroupState.STABLE
         key, value = store.decoded()[-1]
         assert key == GroupKey("g")
         stored = decode_group_value(value)
@@ -154,11 +174,11 @@ def test_first_join_v4_needs_member_id_then_forms_generation_1() -> None:
 
 
 def test_second_member_triggers_rebalance_and_sync_waits_for_leader() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         a = await join_alone(gc)
         b_join = asyncio.create_task(gc.join(req()))
         await asyncio.sleep(0.01)
-        group = gc.groups["g"]
+        group = gc.classic.groups["g"]
         assert group.state is GroupState.PREPARING_REBALANCE
         assert await gc.heartbeat("g", 1, a.member_id, None) == E.REBALANCE_IN_PROGRESS
         a2 = await gc.join(req(a.member_id))
@@ -178,7 +198,7 @@ def test_second_member_triggers_rebalance_and_sync_waits_for_leader() -> None:
 
 
 def test_follower_rejoin_with_same_metadata_in_stable_does_not_rebalance() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         a = await join_alone(gc)
         b_task = asyncio.create_task(gc.join(req()))
         await asyncio.sleep(0.01)
@@ -189,7 +209,7 @@ def test_follower_rejoin_with_same_metadata_in_stable_does_not_rebalance() -> No
         await b_sync
         again = await gc.join(req(b.member_id))
         assert (again.error, again.generation) == (E.NONE, 2)
-        assert gc.groups["g"].state is GroupState.STABLE
+        assert gc.classic.groups["g"].state is GroupState.STABLE
 
     run(body)
 
@@ -211,7 +231,7 @@ def test_protocol_selection_votes_with_leader_preference_on_ties() -> None:
 
 
 def test_inconsistent_protocols_and_bad_session_timeouts() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         await join_alone(gc)
         res = await gc.join(req(protocols=[("roundrobin", b"")]))
         assert res.error == E.INCONSISTENT_GROUP_PROTOCOL
@@ -220,7 +240,7 @@ def test_inconsistent_protocols_and_bad_session_timeouts() -> None:
         assert (await gc.join(req(group="h", protocols=[]))).error == E.INCONSISTENT_GROUP_PROTOCOL
         assert (await gc.join(req(group="h", session=5))).error == E.INVALID_SESSION_TIMEOUT
         assert (await gc.join(req(group="h", session=20_000))).error == E.INVALID_SESSION_TIMEOUT
-        assert "h" not in gc.groups
+        assert "h" not in gc.classic.groups
         assert (await gc.join(req("nobody", group="h"))).error == E.UNKNOWN_MEMBER_ID
         assert (await gc.join(req(group=""))).error == E.INVALID_GROUP_ID
 
@@ -228,7 +248,7 @@ def test_inconsistent_protocols_and_bad_session_timeouts() -> None:
 
 
 def test_group_max_size() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         await join_alone(gc)
         assert (await gc.join(req())).error == E.GROUP_MAX_SIZE_REACHED
 
@@ -236,7 +256,7 @@ def test_group_max_size() -> None:
 
 
 def test_initial_rebalance_delay_collects_members_into_one_generation() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         t1 = asyncio.create_task(gc.join(req()))
         await asyncio.sleep(0.05)
         t2 = asyncio.create_task(gc.join(req()))
@@ -251,10 +271,10 @@ def test_initial_rebalance_delay_collects_members_into_one_generation() -> None:
 
 
 def test_session_timeout_removes_member_and_group_becomes_empty() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         a = await join_alone(gc)
         await asyncio.sleep(SESSION / 1000 * 2)
-        group = gc.groups["g"]
+        group = gc.classic.groups["g"]
         assert group.state is GroupState.EMPTY and group.generation == 2 and not group.members
         await asyncio.sleep(0.01)
         stored = decode_group_value(store.decoded()[-1][1])
@@ -265,28 +285,28 @@ def test_session_timeout_removes_member_and_group_becomes_empty() -> None:
 
 
 def test_heartbeats_keep_a_member_alive() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         a = await join_alone(gc)
         for _ in range(8):
             await asyncio.sleep(SESSION / 1000 / 3)
             assert await gc.heartbeat("g", 1, a.member_id, None) == E.NONE
-        assert gc.groups["g"].state is GroupState.STABLE
+        assert gc.classic.groups["g"].state is GroupState.STABLE
 
     run(body)
 
 
 def test_member_that_does_not_rejoin_is_dropped_after_rebalance_timeout() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         a = await join_alone(gc, session=5000, rebalance=200)
         b = await asyncio.wait_for(gc.join(req(session=5000, rebalance=200)), 2)  # a never rejoins
         assert (b.generation, b.leader, [m[0] for m in b.members]) == (2, b.member_id, [b.member_id])
-        assert a.member_id not in gc.groups["g"].members
+        assert a.member_id not in gc.classic.groups["g"].members
 
     run(body)
 
 
 def test_heartbeat_errors() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         a = await join_alone(gc)
         assert await gc.heartbeat("g", 1, "stranger", None) == E.UNKNOWN_MEMBER_ID
         assert await gc.heartbeat("g", 7, a.member_id, None) == E.ILLEGAL_GENERATION
@@ -298,7 +318,7 @@ def test_heartbeat_errors() -> None:
 
 
 def test_sync_errors() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         a = await join_alone(gc)
         assert (await gc.sync("g", 0, a.member_id, None, None, None, [])).error == E.ILLEGAL_GENERATION
         assert (await gc.sync("g", 1, "x", None, None, None, [])).error == E.UNKNOWN_MEMBER_ID
@@ -313,7 +333,7 @@ def test_sync_errors() -> None:
 
 
 def test_leave_group_rebalances_survivors() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         a = await join_alone(gc)
         b_task = asyncio.create_task(gc.join(req()))
         await asyncio.sleep(0.01)
@@ -323,24 +343,24 @@ def test_leave_group_rebalances_survivors() -> None:
         await gc.sync("g", 2, a.member_id, None, None, None, [])
         await b_sync
         assert await gc.leave("g", [(a.member_id, None), ("ghost", None)]) == [E.NONE, E.UNKNOWN_MEMBER_ID]
-        assert gc.groups["g"].state is GroupState.PREPARING_REBALANCE
+        assert gc.classic.groups["g"].state is GroupState.PREPARING_REBALANCE
         assert await gc.heartbeat("g", 2, b.member_id, None) == E.REBALANCE_IN_PROGRESS
         b3 = await gc.join(req(b.member_id))
         assert (b3.generation, b3.leader) == (3, b.member_id)
         assert await gc.leave("g", [(b.member_id, None)]) == [E.NONE]
-        assert gc.groups["g"].state is GroupState.EMPTY
+        assert gc.classic.groups["g"].state is GroupState.EMPTY
         assert await gc.leave("unknown-group", [("m", None)]) == [E.UNKNOWN_MEMBER_ID]
 
     run(body)
 
 
 def test_failed_assignment_write_restarts_the_rebalance() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         res = await gc.join(req())
         store.fail = E.NOT_COORDINATOR
         sync = await gc.sync("g", res.generation, res.member_id, None, None, None, [(res.member_id, b"a")])
         assert sync.error == E.NOT_COORDINATOR
-        assert gc.groups["g"].state is GroupState.PREPARING_REBALANCE
+        assert gc.classic.groups["g"].state is GroupState.PREPARING_REBALANCE
 
     run(body)
 
@@ -349,7 +369,7 @@ def test_failed_assignment_write_restarts_the_rebalance() -> None:
 
 
 def test_static_member_rejoin_keeps_assignment_and_fences_old_id() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         first = await gc.join(req(instance="i-1", v4=True))  # static members skip MEMBER_ID_REQUIRED
         assert first.error == E.NONE
         await gc.sync("g", 1, first.member_id, "i-1", None, None, [(first.member_id, b"mine")])
@@ -357,7 +377,7 @@ def test_static_member_rejoin_keeps_assignment_and_fences_old_id() -> None:
         again = await gc.join(req(instance="i-1", v4=True))
         assert again.error == E.NONE and again.member_id != first.member_id
         assert again.generation == 1 and again.skip_assignment and again.leader == again.member_id
-        group = gc.groups["g"]
+        group = gc.classic.groups["g"]
         assert group.state is GroupState.STABLE and group.static_members == {"i-1": again.member_id}
         assert len(store.writes) == writes + 1  # the new member id is persisted, no rebalance
         sync = await gc.sync("g", 1, again.member_id, "i-1", None, None, [])
@@ -372,7 +392,7 @@ def test_static_member_rejoin_keeps_assignment_and_fences_old_id() -> None:
 
 
 def test_static_leader_rejoin_before_v9_is_told_it_is_a_follower() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         first = await join_alone(gc, instance="i-1")
         r = req(instance="i-1")
         r.supports_skip_assignment = False
@@ -384,12 +404,12 @@ def test_static_leader_rejoin_before_v9_is_told_it_is_a_follower() -> None:
 
 
 def test_static_member_survives_rebalance_timeout_and_leaves_by_instance_id() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         s = await join_alone(gc, instance="i-1", session=5000, rebalance=200)
         d = await gc.join(req(session=5000, rebalance=200))  # s does not rejoin within 200 ms
-        assert d.generation == 2 and s.member_id in gc.groups["g"].members
+        assert d.generation == 2 and s.member_id in gc.classic.groups["g"].members
         assert await gc.leave("g", [("", "i-1")]) == [E.NONE]
-        assert s.member_id not in gc.groups["g"].members
+        assert s.member_id not in gc.classic.groups["g"].members
 
     run(body)
 
@@ -398,7 +418,7 @@ def test_static_member_survives_rebalance_timeout_and_leaves_by_instance_id() ->
 
 
 def test_commit_rules() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         off = {("t", 0): OffsetValue(10, "meta", 1)}
         assert await gc.commit("solo", -1, "", None, off) == E.NONE  # assign() consumer, new group
         assert await gc.commit("solo", -1, "", None, {("t", 1): OffsetValue(3)}) == E.NONE
@@ -423,7 +443,7 @@ def test_commit_rules() -> None:
 
 
 def test_commit_during_completing_rebalance_is_refused() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         res = await gc.join(req())
         assert await gc.commit("g", 1, res.member_id, None, {("t", 0): OffsetValue(1)}) == E.REBALANCE_IN_PROGRESS
 
@@ -431,13 +451,13 @@ def test_commit_during_completing_rebalance_is_refused() -> None:
 
 
 def test_delete_groups() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         await join_alone(gc)
         assert await gc.delete_group("g") == E.NON_EMPTY_GROUP
         assert await gc.delete_group("none") == E.GROUP_ID_NOT_FOUND
         await gc.commit("solo", -1, "", None, {("t", 0): OffsetValue(1)})
         assert await gc.delete_group("solo") == E.NONE
-        assert "solo" not in gc.groups
+        assert "solo" not in gc.classic.groups
         assert store.decoded()[-2:] == [(OffsetKey("solo", "t", 0), None), (GroupKey("solo"), None)]
         assert dict(await gc.fetch_offsets("solo", [("t", 0)]))[("t", 0)] is None
 
@@ -445,12 +465,12 @@ def test_delete_groups() -> None:
 
 
 def test_offset_delete_respects_subscriptions() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         a = await join_alone(gc)
         await gc.commit("g", 1, a.member_id, None, {("t", 0): OffsetValue(1), ("u", 0): OffsetValue(2)})
         result = await gc.delete_offsets("g", [("t", 0), ("u", 0)])
         assert result == {("t", 0): E.GROUP_SUBSCRIBED_TO_TOPIC, ("u", 0): E.NONE}
-        assert set(gc.groups["g"].offsets) == {("t", 0)}
+        assert set(gc.classic.groups["g"].offsets) == {("t", 0)}
         with pytest.raises(KafkaError) as info:
             await gc.delete_offsets("missing", [("t", 0)])
         assert info.value.code == E.GROUP_ID_NOT_FOUND
@@ -459,21 +479,21 @@ def test_offset_delete_respects_subscriptions() -> None:
 
 
 def test_retention_expires_offsets_of_empty_groups_only() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         await gc.commit("solo", -1, "", None, {("t", 0): OffsetValue(1, "", commit_timestamp=0)})
         a = await join_alone(gc)
         await gc.commit("g", 1, a.member_id, None, {("t", 0): OffsetValue(5, "", commit_timestamp=0)})
         removed = await gc.expire_offsets(now=10**13)
         assert removed == 1
-        assert "solo" not in gc.groups  # no offsets left: the group is dropped with a tombstone
-        assert gc.groups["g"].offsets  # Stable group still subscribed to t keeps its offsets
+        assert "solo" not in gc.classic.groups  # no offsets left: the group is dropped with a tombstone
+        assert gc.classic.groups["g"].offsets  # Stable group still subscribed to t keeps its offsets
         assert (GroupKey("solo"), None) in store.decoded()
 
     run(body, retention_ms=1000)
 
 
 def test_describe_and_list() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         a = await join_alone(gc, assignment=b"asg")
         await gc.commit("solo", -1, "", None, {("t", 0): OffsetValue(1)})
         summary = await gc.describe("g")
@@ -481,24 +501,24 @@ def test_describe_and_list() -> None:
         assert summary.members[0].member_id == a.member_id and summary.members[0].assignment == b"asg"
         assert summary.members[0].client_host == "/127.0.0.1"
         assert (await gc.describe("nope")).state == "Dead"
-        err, groups = gc.list_groups()
+        err, groups = gc.classic.list_groups()
         assert err == E.NONE and groups == [("g", "consumer", "Stable"), ("solo", "", "Empty")]
-        assert gc.list_groups({"empty"})[1] == [("solo", "", "Empty")]
+        assert gc.classic.list_groups({"empty"})[1] == [("solo", "", "Empty")]
 
     run(body)
 
 
 def test_group_round_trips_through_its_stored_value() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         a = await join_alone(gc, assignment=b"asg", instance="i-9")
         value = decode_group_value(store.decoded()[-1][1])
         loaded = Group.from_value("g", value, {("t", 0): OffsetValue(4)})
         assert loaded.state is GroupState.STABLE and loaded.generation == 1
         assert loaded.leader_id == a.member_id and loaded.static_members == {"i-9": a.member_id}
         assert loaded.members[a.member_id].assignment == b"asg" and loaded.protocol_name == "range"
-        gc.groups.clear()
-        gc.install({"g": LoadedGroup(value, {("t", 0): OffsetValue(4)})})
-        assert gc.groups["g"].state is GroupState.STABLE and gc.groups["g"].offsets[("t", 0)].offset == 4
+        gc.classic.groups.clear()
+        gc.classic.install({"g": LoadedGroup(value, {("t", 0): OffsetValue(4)})})
+        assert gc.classic.groups["g"].state is GroupState.STABLE and gc.classic.groups["g"].offsets[("t", 0)].offset == 4
         assert await gc.heartbeat("g", 1, a.member_id, "i-9") == E.NONE
         assert (await gc.sync("g", 1, a.member_id, "i-9", None, None, [])).assignment == b"asg"
 
@@ -596,6 +616,15 @@ class _Broker:
         self._changed(i)
 
 
+def _runtime(broker: _Broker) -> Any:
+    from odradek.coordinator.runtime import CoordinatorRuntime
+    from odradek.groups.offsets import offsets_topic_settings
+    from odradek.server.coordinator_partitions import BrokerPartitions
+
+    partitions = BrokerPartitions(broker.metadata, broker.replicas, None)  # type: ignore[arg-type]
+    return CoordinatorRuntime(offsets_topic_settings(broker.config), partitions, partitions, kind="group")
+
+
 def test_offset_store_loads_a_partition_then_serves_and_writes_it(tmp_path: Any, monkeypatch: Any) -> None:
     from odradek.groups import offsets as store_mod
     from odradek.protocol.records import COMPRESSION_GZIP, build_batch
@@ -619,13 +648,13 @@ def test_offset_store_loads_a_partition_then_serves_and_writes_it(tmp_path: Any,
             time.sleep(0.01)
         return real_read(log_, size, topic, open_txns)
 
-    from odradek.server import internal_topic
+    from odradek.coordinator import loader, runtime
 
-    monkeypatch.setattr(internal_topic, "read_partition", gated_read)
-    monkeypatch.setattr(internal_topic, "LOAD_WAIT_S", 0.05)
+    monkeypatch.setattr(loader, "read_partition", gated_read)
+    monkeypatch.setattr(runtime, "LOAD_WAIT_S", 0.05)
 
     async def main() -> None:
-        gc = GroupCoordinator(GroupSettings.from_config(broker.config), OffsetStore(broker))
+        gc = service(_runtime(broker), GroupSettings.from_config(broker.config))
         await gc.start()
         try:
             with pytest.raises(KafkaError) as info:
@@ -641,7 +670,7 @@ def test_offset_store_loads_a_partition_then_serves_and_writes_it(tmp_path: Any,
             fetched = dict(await gc.fetch_offsets("g", None))
             assert fetched[("t", 0)].offset == 5 and fetched[("t", 0)].metadata == "late"  # type: ignore[union-attr]
             assert ("t", 7) not in fetched and fetched[("t", 6)].offset == 106  # type: ignore[union-attr]
-            assert gc.groups["g"].generation == 4 and gc.groups["g"].state is GroupState.EMPTY
+            assert gc.classic.groups["g"].generation == 4 and gc.classic.groups["g"].state is GroupState.EMPTY
             assert await gc.commit("g", -1, "", None, {("t", 1): OffsetValue(77, "", 3)}) == E.NONE
             replayed = store_mod.replay(real_read(log, 1 << 20))
             assert replayed["g"].offsets[("t", 1)].offset == 77
@@ -649,7 +678,7 @@ def test_offset_store_loads_a_partition_then_serves_and_writes_it(tmp_path: Any,
             with pytest.raises(KafkaError) as info:
                 await gc.fetch_offsets("g", None)
             assert info.value.code == E.NOT_COORDINATOR
-            assert "g" not in gc.groups
+            assert "g" not in gc.classic.groups
         finally:
             await gc.shutdown()
 
@@ -710,20 +739,20 @@ def test_membership_bookkeeping_of_static_members_leaders_and_pending_syncs() ->
 
 
 def test_first_join_waits_in_preparing_rebalance_for_the_initial_delay() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         join = asyncio.create_task(gc.join(req()))
         await asyncio.sleep(0.02)
-        assert gc.groups["g"].state is S.PREPARING_REBALANCE  # Empty -> PreparingRebalance
+        assert gc.classic.groups["g"].state is S.PREPARING_REBALANCE  # Empty -> PreparingRebalance
         res = await join
-        assert res.error == E.NONE and gc.groups["g"].state is S.COMPLETING_REBALANCE
+        assert res.error == E.NONE and gc.classic.groups["g"].state is S.COMPLETING_REBALANCE
 
     run(body, initial_rebalance_delay_ms=100)
 
 
 def test_join_during_completing_rebalance_restarts_the_rebalance() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         a = await gc.join(req())
-        group = gc.groups["g"]
+        group = gc.classic.groups["g"]
         assert group.state is S.COMPLETING_REBALANCE
         a_sync = asyncio.create_task(gc.sync("g", 1, a.member_id, None, None, None, []))  # parks; store writes
         b_join = asyncio.create_task(gc.join(req()))  # arrives before the assignment is stored
@@ -737,11 +766,11 @@ def test_join_during_completing_rebalance_restarts_the_rebalance() -> None:
 
 
 def test_leader_missing_its_sync_sends_the_group_back_to_preparing_rebalance() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         a, b = await two_members_completing(gc)
         b_sync = await gc.sync("g", 2, b.member_id, None, None, None, [])  # the leader never syncs
         assert b_sync.error == E.REBALANCE_IN_PROGRESS
-        group = gc.groups["g"]
+        group = gc.classic.groups["g"]
         assert group.state is S.PREPARING_REBALANCE and a.member_id not in group.members
         b3 = await gc.join(req(b.member_id, session=5000, rebalance=200))
         assert (b3.error, b3.generation, b3.leader) == (E.NONE, 3, b.member_id)
@@ -750,10 +779,10 @@ def test_leader_missing_its_sync_sends_the_group_back_to_preparing_rebalance() -
 
 
 def test_follower_missing_its_sync_rebalances_a_stable_group() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         a, b = await two_members_completing(gc)
         sync = await gc.sync("g", 2, a.member_id, None, None, None, [(a.member_id, b"1"), (b.member_id, b"2")])
-        group = gc.groups["g"]
+        group = gc.classic.groups["g"]
         assert sync.error == E.NONE and group.state is S.STABLE and group.pending_sync == {b.member_id}
         while b.member_id in group.members:  # removed once the rebalance timeout passes without its sync
             await asyncio.sleep(0.01)
@@ -766,9 +795,9 @@ def test_follower_missing_its_sync_rebalances_a_stable_group() -> None:
 
 
 def test_leader_rejoining_a_stable_group_rebalances_it_as_does_changed_metadata() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         a = await join_alone(gc)
-        group = gc.groups["g"]
+        group = gc.classic.groups["g"]
         assert (await gc.join(req(a.member_id))).generation == 2  # leader: Stable -> PreparingRebalance
         await gc.sync("g", 2, a.member_id, None, None, None, [(a.member_id, b"x")])
         assert group.state is S.STABLE
@@ -779,15 +808,15 @@ def test_leader_rejoining_a_stable_group_rebalances_it_as_does_changed_metadata(
 
 
 def test_unloading_a_partition_kills_its_groups_and_answers_parked_requests() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         a = await gc.join(req())
-        group = gc.groups["g"]
+        group = gc.classic.groups["g"]
         parked = asyncio.create_task(gc.sync("g", 1, "ghost", None, None, None, []))
         b_join = asyncio.create_task(gc.join(req()))
         await asyncio.sleep(0.01)
         assert group.state is S.PREPARING_REBALANCE
-        gc.unload_partition(0)
-        assert group.state is S.DEAD and "g" not in gc.groups
+        gc.unloaded(0)
+        assert group.state is S.DEAD and "g" not in gc.classic.groups
         assert (await b_join).error == E.NOT_COORDINATOR
         assert (await parked).error == E.UNKNOWN_MEMBER_ID
         assert await gc.heartbeat("g", 1, a.member_id, None) == E.UNKNOWN_MEMBER_ID
@@ -796,38 +825,38 @@ def test_unloading_a_partition_kills_its_groups_and_answers_parked_requests() ->
 
 
 def test_deleting_an_empty_group_kills_it() -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         a = await join_alone(gc)
         await gc.leave("g", [(a.member_id, None)])
-        group = gc.groups["g"]
+        group = gc.classic.groups["g"]
         assert group.state is S.EMPTY
         assert await gc.delete_group("g") == E.NONE
-        assert group.state is S.DEAD and "g" not in gc.groups
+        assert group.state is S.DEAD and "g" not in gc.classic.groups
 
     run(body)
 
 
-async def two_members_completing(gc: GroupCoordinator) -> tuple[JoinResult, JoinResult]:
+async def two_members_completing(gc: GroupCoordinatorService) -> tuple[JoinResult, JoinResult]:
     """Generation 2 of a two-member group (a leads) in CompletingRebalance, 200 ms rebalance timeouts."""
     a = await join_alone(gc, session=5000, rebalance=200)
     b_join = asyncio.create_task(gc.join(req(session=5000, rebalance=200)))
     await asyncio.sleep(0.01)
     a2 = await gc.join(req(a.member_id, session=5000, rebalance=200))
     b = await b_join
-    assert gc.groups["g"].state is S.COMPLETING_REBALANCE and a2.leader == a.member_id
+    assert gc.classic.groups["g"].state is S.COMPLETING_REBALANCE and a2.leader == a.member_id
     return a2, b
 
 
 # ---- the error codes of each state ----------------------------------------------------------------
 
 
-async def into_state(gc: GroupCoordinator, state: GroupState, keep: list[Any]) -> tuple[str, int]:
+async def into_state(gc: GroupCoordinatorService, state: GroupState, keep: list[Any]) -> tuple[str, int]:
     """Put group "g" in `state`; returns a member id and generation that were current just before."""
     if state is S.COMPLETING_REBALANCE:
         res = await gc.join(req())
         return res.member_id, res.generation
     a = await join_alone(gc)
-    group = gc.groups["g"]
+    group = gc.classic.groups["g"]
     if state is S.PREPARING_REBALANCE:
         keep.append(asyncio.create_task(gc.join(req())))  # a newcomer, parked until a rejoins
         await asyncio.sleep(0.01)
@@ -849,7 +878,7 @@ PER_STATE = {  # operation -> error code in Empty, PreparingRebalance, Completin
     "sync_old_generation": (E.UNKNOWN_MEMBER_ID, E.ILLEGAL_GENERATION, E.ILLEGAL_GENERATION,
                             E.ILLEGAL_GENERATION, E.COORDINATOR_NOT_AVAILABLE),
     "commit": (E.UNKNOWN_MEMBER_ID, E.NONE, E.REBALANCE_IN_PROGRESS, E.NONE, E.COORDINATOR_NOT_AVAILABLE),
-    # Kafka's GroupCoordinator checks the member, then the generation, then the state
+    # Kafka's GroupCoordinatorService checks the member, then the generation, then the state
     "commit_old_generation": (E.UNKNOWN_MEMBER_ID, E.ILLEGAL_GENERATION, E.ILLEGAL_GENERATION,
                               E.ILLEGAL_GENERATION, E.COORDINATOR_NOT_AVAILABLE),
     "commit_unmanaged": (E.NONE, E.UNKNOWN_MEMBER_ID, E.UNKNOWN_MEMBER_ID, E.UNKNOWN_MEMBER_ID,
@@ -862,7 +891,7 @@ PER_STATE = {  # operation -> error code in Empty, PreparingRebalance, Completin
 STATES = [S.EMPTY, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE, S.STABLE, S.DEAD]
 
 
-async def _operate(gc: GroupCoordinator, op: str, member_id: str, generation: int) -> ErrorCode:
+async def _operate(gc: GroupCoordinatorService, op: str, member_id: str, generation: int) -> ErrorCode:
     off = {("other", 0): OffsetValue(1)}
     try:
         if op.startswith("heartbeat"):
@@ -890,7 +919,7 @@ async def _operate(gc: GroupCoordinator, op: str, member_id: str, generation: in
 @pytest.mark.parametrize("state", STATES, ids=lambda s: s.value)
 @pytest.mark.parametrize("op", list(PER_STATE))
 def test_error_code_of_each_request_in_each_state(op: str, state: GroupState) -> None:
-    async def body(gc: GroupCoordinator, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
         keep: list[Any] = []
         member_id, generation = await into_state(gc, state, keep)
         assert await _operate(gc, op, member_id, generation) == PER_STATE[op][STATES.index(state)]
@@ -900,10 +929,10 @@ def test_error_code_of_each_request_in_each_state(op: str, state: GroupState) ->
     run(body)
 
 
-def test_fake_and_offset_store_implement_the_whole_group_store_protocol() -> None:
+def test_fake_store_and_the_runtime_implement_the_whole_group_store_protocol() -> None:
     wanted = {name for name in vars(GroupStore) if not name.startswith("_")}
     assert {"start", "shutdown", "check", "wait_ready", "write", "coordinator_node"} <= wanted
-    for impl in (FakeStore, OffsetStore):
+    for impl in (FakeStore, CoordinatorRuntime):
         for name in wanted:
             ours, theirs = inspect.signature(getattr(impl, name)), inspect.signature(getattr(GroupStore, name))
             assert list(ours.parameters) == list(theirs.parameters), (impl, name)
@@ -914,9 +943,9 @@ def test_fake_and_offset_store_implement_the_whole_group_store_protocol() -> Non
 def test_transactional_offsets_replay_only_where_committed(tmp_path: Any) -> None:
     """TxnOffsetCommit writes offsets as transactional records of the producer: a partition's replay applies
     them at the commit marker, drops them on abort, and keeps those of a still-open transaction pending."""
-    from odradek.groups.offsets import OffsetStore
+    from odradek.coordinator.loader import read_partition
+    from odradek.groups.offsets import replay_partition
     from odradek.protocol.records import build_batch, build_marker
-    from odradek.server.internal_topic import read_partition
     from odradek.storage.log import Log
 
     log = Log(tmp_path / "__consumer_offsets-0")
@@ -933,8 +962,7 @@ def test_transactional_offsets_replay_only_where_committed(tmp_path: Any) -> Non
     log.append_as_leader(build_marker(5, 0, commit=True, coordinator_epoch=0), 0, origin=AppendOrigin.COORDINATOR)
     open_txns: dict[int, list[tuple[bytes | None, bytes | None]]] = {}
     records = read_partition(log, 1 << 20, "__consumer_offsets", open_txns)
-    store = OffsetStore.__new__(OffsetStore)
-    groups = store.replay(records, open_txns)
+    groups = replay_partition(records, open_txns)
     assert groups["g"].offsets == {("t", 0): OffsetValue(10, "", 2)}  # pid 5 committed over the plain commit
     assert groups["g"].pending_txn == {7: {("t", 2): OffsetValue(70, "", 2)}}  # pid 6 aborted: gone
     log.close()
@@ -943,7 +971,7 @@ def test_transactional_offsets_replay_only_where_committed(tmp_path: Any) -> Non
 def test_txn_offsets_become_committed_only_with_the_commit_marker() -> None:
     async def main() -> None:
         store = FakeStore()
-        gc = GroupCoordinator(settings(), store)
+        gc = service(store, settings())
         await gc.start()
         tp = ("t", 0)
         assert await gc.txn_commit("g", 9, 1, -1, "", None, {tp: OffsetValue(40, "", 1)}) == E.NONE

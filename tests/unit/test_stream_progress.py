@@ -29,3 +29,5 @@ def test_status_line() -> None:
     line = status_line(PROGRESS, {TP("access-logs", 0): 130})
     assert line == ("batch 7: 1,200 rows in, 2,400 rows/s, watermark 2026-11-24T04:00:00.000Z, lag 30 records")
     assert status_line(None, {}) == "waiting for the first micro-batch ..."
+    first = {**PROGRESS, "eventTime": {"watermark": "1970-01-01T00:00:00.000Z"}}
+    assert "watermark none yet," in status_line(first, {TP("access-logs", 0): 130})

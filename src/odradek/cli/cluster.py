@@ -188,7 +188,21 @@ def check_ports(cluster: Cluster) -> None:
                          "--zk-base-port or --http-base-port")
     busy = [p for p in ports if not port_is_free(cluster.host, p)]
     if busy:
-        raise CliError(f"Error: port(s) {', '.join(map(str, busy))} on {cluster.host} are already in use")
+        raise CliError(f"Error: port(s) on {cluster.host} already in use: {'; '.join(_port_roles(cluster, busy))}")
+
+
+def _port_roles(cluster: Cluster, ports: list[int]) -> list[str]:
+    """Each busy port with what it was for and the flag that moves it."""
+    roles: dict[int, str] = {}
+    for z in cluster.zookeepers:
+        roles[z.client_port] = f"ZooKeeper {z.id}'s client port (--zk-base-port)"
+        roles[z.quorum_port] = f"ZooKeeper {z.id}'s quorum port (--zk-base-port)"
+        roles[z.election_port] = f"ZooKeeper {z.id}'s election port (--zk-base-port)"
+    for b in cluster.brokers:
+        roles[b.port] = f"broker {b.id}'s port (--base-port)"
+        if b.http_port:
+            roles[b.http_port] = f"broker {b.id}'s metrics port (--http-base-port)"
+    return [f"{p}, {roles.get(p, 'a cluster port')}" for p in ports]
 
 
 # ---------------------------------------------------------------------------------------------

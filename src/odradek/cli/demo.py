@@ -3,7 +3,8 @@ the weblogs topics, starts the web console (`odradek console`) on it, runs the a
 Spark streaming job, and shows the console and metrics URLs and the live per-minute
 metrics (read back from topic `access-metrics`) as a live table with a legend of its columns; the run's
 clock starts with the first metrics, after Spark's start-up. Then it stops everything and prints the
-final table and where the Parquet output is."""
+final table and where the Parquet output is. Ctrl-C at any moment stops it the same way: one "stopping"
+line, the table so far, its temporary directories removed, exit status 130."""
 
 from __future__ import annotations
 
@@ -23,7 +24,13 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
+from odradek.interrupts import StopRequest
+
 FIRST_METRICS_TIMEOUT_S = 600.0  # Spark's start-up and first micro-batch, however busy the machine
+
+
+class _Stopped(Exception):
+    """Ctrl-C (or SIGTERM) arrived during a start-up phase: skip to the shutdown."""
 
 
 def _free_port() -> int:
@@ -44,12 +51,14 @@ def _start_broker(workdir: Path, port: int, http_port: int) -> subprocess.Popen:
                             stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def _wait_ready(bootstrap: str, proc: subprocess.Popen, timeout: float = 30) -> None:
+def _wait_ready(bootstrap: str, proc: subprocess.Popen, stop: StopRequest, timeout: float = 30) -> None:
     from confluent_kafka.admin import AdminClient
 
     deadline = time.monotonic() + timeout
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
     while time.monotonic() < deadline:
+        if stop.is_set():
+            raise _Stopped
         if proc.poll() is not None:
             raise SystemExit(f"Error: the broker exited with status {proc.returncode}")
         try:
@@ -71,7 +80,8 @@ def _start_console(workdir: Path, bootstrap: str, port: int, metrics_url: str) -
     proc = subprocess.Popen([sys.executable, "-m", "odradek.cli.main", "console", "--bootstrap-server", bootstrap,
                              "--host", "127.0.0.1", "--port", str(port),
                              "--metrics-url-template", metrics_url.replace("127.0.0.1", "{host}")],
-                            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "ODRADEK_CONSOLE_TOKEN": token})
+                            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "ODRADEK_CONSOLE_TOKEN": token},
+                            start_new_session=True)  # Ctrl-C is the demo's to handle: it stops the console
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
         try:  # the login page is the one page that needs no session
@@ -164,14 +174,18 @@ def main(argv: list[str]) -> int:
     from odradek.pipelines.weblogs.stream_job import JobConfig, start
     from odradek.pipelines.weblogs.topics import ensure_topics
 
-    stop = threading.Event()
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    stop = StopRequest("stopping the demo")
+
+    def check_stop() -> None:
+        if stop.is_set():
+            raise _Stopped
+
     port = args.port or _free_port()
     bootstrap = f"127.0.0.1:{port}"
     http_port = _free_port()
     metrics_url = f"http://127.0.0.1:{http_port}/metrics"
     links = {"broker metrics (Prometheus)": metrics_url}
+    own_output = not args.output
     output = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix="odradek-demo-output-"))
     workdir = Path(tempfile.mkdtemp(prefix="odradek-demo-"))
     console = Console()
@@ -182,13 +196,15 @@ def main(argv: list[str]) -> int:
     view = None
     gen_thread = None
     stats = ProduceStats()
+    finished = False
     try:
         with console.status("Starting the broker ..."):
             broker = _start_broker(workdir, port, http_port)
-            _wait_ready(bootstrap, broker)
+            _wait_ready(bootstrap, broker, stop)
         print(f"Broker running at {bootstrap} (data in {workdir / 'data'}); metrics at {metrics_url}", flush=True)
         ensure_topics(bootstrap)
         print(f"Topics: {LOGS_TOPIC}, {METRICS_TOPIC}, {DLQ_TOPIC}", flush=True)
+        check_stop()
         if args.console_port >= 0:
             console_port = args.console_port or _free_port()
             with console.status("Starting the web console ..."):
@@ -201,16 +217,19 @@ def main(argv: list[str]) -> int:
 
         def generate() -> None:
             cfg = GeneratorConfig(seed=args.seed, rate=args.rate, malformed_fraction=args.malformed_fraction)
-            produce_records(bootstrap, LOGS_TOPIC, WeblogGenerator(cfg).records(), live=True, stop=stop,
+            produce_records(bootstrap, LOGS_TOPIC, WeblogGenerator(cfg).records(), live=True, stop=stop.event,
                             on_progress=lambda s: setattr(stats, "produced", s.produced))
 
+        check_stop()
         gen_thread = threading.Thread(target=generate, name="generator", daemon=True)
         gen_thread.start()
         print(f"Generator: ~{args.rate:g} access events/s to {LOGS_TOPIC}", flush=True)
         with console.status("Starting Spark (local[2]) and the streaming job ..."):
             spark = local_session("odradek-demo", log_file=workdir / "spark.log")
             job = JobConfig(bootstrap=bootstrap, checkpoint=workdir / "checkpoint", output=output, trigger=args.trigger)
+            check_stop()
             queries = start(spark, job)
+        check_stop()
         print(f"Streaming job running (trigger {args.trigger}; Spark's log: {workdir / 'spark.log'}); "
               f"the {args.duration:g} s run starts with its first metrics", flush=True)
         view = MetricsView(bootstrap, METRICS_TOPIC, DLQ_TOPIC)
@@ -220,7 +239,7 @@ def main(argv: list[str]) -> int:
         give_up = time.monotonic() + FIRST_METRICS_TIMEOUT_S
         # The clock starts with the first metrics: Spark's start-up and first micro-batch take a while,
         # longer still on a busy machine, and a run that ends before them shows nothing.
-        live = Live(render(state), console=console, refresh_per_second=4, transient=True) if tty else None
+        live = Live(render(state, *console.size), console=console, refresh_per_second=4, transient=True) if tty else None
         with live if live is not None else nullcontext():
             while not stop.is_set():
                 changed = view.poll(0.25)
@@ -242,13 +261,17 @@ def main(argv: list[str]) -> int:
                 state.batch = queries[0].lastProgress or {}
                 state.windows = list(view.windows.values())
                 if first_metrics_at is not None and state.clock_s >= args.duration:
+                    finished = True
                     break
                 if live is not None:
-                    live.update(render(state))
+                    live.update(render(state, *console.size))
                 elif changed:
                     print(status_text(state).plain, flush=True)
         view.poll(0.5)
-        print("Stopping ...", flush=True)
+        if not stop.signalled:
+            print("Stopping ...", flush=True)
+    except _Stopped:
+        pass
     finally:
         stop.set()
         if gen_thread is not None:
@@ -265,9 +288,14 @@ def main(argv: list[str]) -> int:
             _stop_process(web_console)
         if broker is not None:
             _stop_process(broker)
-    windows = view.windows.values() if view else []
-    print(render_table(windows))
-    print(f"\nDone: {stats.produced:,} events produced, {view.dead_letters if view else 0:,} dead letters.")
-    print(f"Parquet metrics (one file per window, partitioned by date and hour): {output / 'metrics'}")
-    shutil.rmtree(workdir, ignore_errors=True)
-    return 0
+        shutil.rmtree(workdir, ignore_errors=True)
+        if own_output and not any((output / "metrics").glob("**/*.parquet")):
+            shutil.rmtree(output, ignore_errors=True)  # interrupted before any output: nothing to keep
+    windows = list(view.windows.values()) if view else []
+    if windows:
+        print(render_table(windows, width=shutil.get_terminal_size().columns))
+    verb = "Done" if finished or not stop.signalled else "Stopped"
+    print(f"\n{verb}: {stats.produced:,} events produced, {view.dead_letters if view else 0:,} dead letters.")
+    if output.exists():
+        print(f"Parquet metrics (one file per window, partitioned by date and hour): {output / 'metrics'}")
+    return 130 if stop.signalled and not finished else 0

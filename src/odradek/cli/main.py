@@ -7,9 +7,11 @@ and `odradek --help` stays fast. Each tool is a function `(argv: list[str]) -> i
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import sys
 from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
 from typing import NamedTuple
 
 
@@ -63,8 +65,23 @@ def usage() -> str:
         "Odradek, a Kafka-compatible commit-log broker. Tools:",
     ]
     lines += [f"  {name.ljust(width)}  {tool.summary}" for name, tool in TOOLS.items()]
-    lines += ["", f"Run '{PROG} <tool> --help' for the flags of a tool."]
+    lines += ["", f"Run '{PROG} <tool> --help' for the flags of a tool, '{PROG} --version' for the version."]
     return "\n".join(lines)
+
+
+def package_version() -> str:
+    try:
+        return version("odradek")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
+def unknown_tool(name: str) -> str:
+    """The error line for a tool name not in the table, with the closest tool names."""
+    close = difflib.get_close_matches(name, list(TOOLS), n=2, cutoff=0.6)
+    close += [t for t in TOOLS if t.startswith(name) and t not in close][: 2 - len(close)] if name else []
+    hint = f" (did you mean {' or '.join(close)}?)" if close else ""
+    return f"{PROG}: unknown tool '{name}'{hint}"
 
 
 def load_tool(name: str) -> Callable[[list[str]], int]:
@@ -83,9 +100,12 @@ def main(argv: list[str] | None = None) -> int:
     if args[0] in ("-h", "--help", "help"):
         print(usage())
         return 0
+    if args[0] in ("-V", "--version", "version"):
+        print(f"{PROG} {package_version()}")
+        return 0
     name, rest = args[0], args[1:]
     if name not in TOOLS:
-        print(f"{PROG}: unknown tool '{name}'", file=sys.stderr)
+        print(unknown_tool(name), file=sys.stderr)
         print(usage(), file=sys.stderr)
         return 2
     try:

@@ -31,12 +31,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     gen = sub.add_parser("generate", help="produce generated input records")
     common(gen)
-    gen.add_argument("--topic", default="access-logs")
+    gen.add_argument("--topic", default="access-logs", help="topic to produce to (default access-logs)")
     gen.add_argument("--partitions", type=int, default=0, help="create the topic with this many partitions if missing")
     gen.add_argument("--rate", type=float, default=500.0, help="events per second (default 500)")
     gen.add_argument("--count", type=int, default=0, help="stop after this many records")
     gen.add_argument("--duration", type=float, default=None, help="stop after this many seconds")
-    gen.add_argument("--seed", type=int, default=42)
+    gen.add_argument("--seed", type=int, default=42,
+                     help="seed of the generator: the same seed gives the same events (default 42)")
     gen.add_argument("--malformed-fraction", type=float, default=0.01, help="share of damaged lines (default 0.01)")
     gen.add_argument("--start-time", default=None,
                      help="event time of the first record (ms or ISO 8601): produce as fast as possible with "
@@ -56,12 +57,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     arc = sub.add_parser("archive", help="run the batch job over a range of the input topic")
     common(arc)
-    arc.add_argument("--output", required=True)
-    arc.add_argument("--topic", default="access-logs")
+    arc.add_argument("--output", required=True, help="output directory (Parquet events and summary.json)")
+    arc.add_argument("--topic", default="access-logs", help="topic to read (default access-logs)")
     arc.add_argument("--starting-offsets", default=None, help="earliest (default) or per-partition JSON")
     arc.add_argument("--ending-offsets", default=None, help="latest (default) or per-partition JSON")
     arc.add_argument("--starting-timestamp", default=None, help="ms or ISO 8601")
     arc.add_argument("--ending-timestamp", default=None, help="ms or ISO 8601")
+    arc.add_argument("--verbose", action="store_true",
+                     help="show Spark's own log on the terminal (by default it goes to OUTPUT/spark.log)")
     return ap
 
 
@@ -81,5 +84,6 @@ def main(argv: list[str]) -> int:
         print(f"odradek pipeline {args.action}: {exc} (install the spark extra: pip install -e '.[spark]')",
               file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a batch action (archive) interrupted in the middle of a Spark job
+        print(f"odradek pipeline {args.action}: interrupted", file=sys.stderr)
         return 130

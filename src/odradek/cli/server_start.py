@@ -62,6 +62,14 @@ def _daemonize(args: argparse.Namespace, config_port: int | None) -> int:
     return 0
 
 
+def _same_terminal() -> bool:
+    """stdout (the log) and stderr are one terminal."""
+    try:
+        return os.isatty(1) and os.isatty(2) and os.path.samestat(os.fstat(1), os.fstat(2))
+    except OSError:
+        return False
+
+
 async def _run(config: object) -> int:
     from odradek.server.broker import Broker, StartupError
 
@@ -73,7 +81,8 @@ async def _run(config: object) -> int:
         await broker.start()
     except StartupError as exc:
         logging.getLogger("odradek.server").error("Fatal error during broker start-up: %s", exc)
-        print(f"Error: {exc}", file=sys.stderr)
+        if not _same_terminal():  # the log line above is already on the screen: say it once
+            print(f"Error: {exc}", file=sys.stderr)
         await broker.shutdown()
         return 1
     await broker.wait_stopped()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -375,10 +376,21 @@ async def weblogs_api(request: web.Request) -> web.StreamResponse:
     windows = await call(browse.weblogs_metrics, request.app[CLUSTER], request.app[SETTINGS].weblogs_topic)
     keys = ("requests", "bytes", "error_rate_4xx", "error_rate_5xx", "latency_p50_ms", "latency_p95_ms",
             "latency_p99_ms", "distinct_clients")
-    latest = windows[-1] if windows else None
-    return web.json_response({"t": [w["t"] for w in windows],
-                              **{k: [w.get(k) for w in windows] for k in keys},
-                              "latest": latest})
+    # the minute under way is still counting: charted with the finished ones it would look like a drop
+    now = time.time()
+    done = [w for w in windows if _window_end_s(w) <= now]
+    current = next((w for w in reversed(windows) if _window_end_s(w) > now), None)
+    return web.json_response({"t": [w["t"] for w in done],
+                              **{k: [w.get(k) for w in done] for k in keys},
+                              "latest": done[-1] if done else None, "current": current})
+
+
+def _window_end_s(window: dict[str, Any]) -> float:
+    end = window.get("window_end")
+    try:
+        return browse.parse_time(str(end)) / 1000 if end is not None else float(window["t"]) + 60
+    except ValueError:
+        return float(window["t"]) + 60
 
 
 # --- the application -----------------------------------------------------------------------------

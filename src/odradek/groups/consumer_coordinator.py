@@ -1,8 +1,9 @@
 """The coordinator of KIP-848 consumer groups (`group.protocol=consumer`), beside the classic one.
 
 It serves ConsumerGroupHeartbeat and ConsumerGroupDescribe over the state in
-`odradek.groups.consumer_group`, the offsets APIs for groups of this type (commits validated by member
-epoch), and the hand-over of an *empty* group between the two protocols (KIP-848's online migration for
+`odradek.groups.consumer_group`, answers what the one offset manager (`odradek.groups.offset_manager`) asks
+of a consumer group (commits and fetches validated by member epoch, subscribed topics, expired offsets),
+and the hand-over of an *empty* group between the two protocols (KIP-848's online migration for
 empty groups: a classic group with no members becomes a consumer group on a consumer heartbeat, a
 consumer group with no members becomes a classic group on a JoinGroup; `group.consumer.migration.policy`).
 
@@ -17,9 +18,8 @@ write answers the heartbeat with the store's error (the member retries) and leav
 log until the next successful write of the same keys — departure: Kafka rolls memory back (its timeline
 data structures).
 
-The classic coordinator is not modified: both share the broker's `GroupStore`, whose loads pass through
-`SplitOwner` (consumer groups here, the rest to the classic coordinator), and the request handlers ask
-`owns(group_id)` to route the offsets and admin APIs.
+Both group types share the broker's `GroupStore`; `odradek.groups.service.GroupCoordinatorService` hands
+each the groups of its type when a partition loads, and routes the offsets and admin APIs by type.
 """
 
 from __future__ import annotations
@@ -28,11 +28,12 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Iterable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from odradek.aio import TaskSet
-from odradek.cluster.znodes import BrokerInfo
+from odradek.cluster.metadata import MetadataCache
 from odradek.groups import consumer_schemas as cs
 from odradek.groups.assignors import configured_assignors
 from odradek.groups.consumer_group import (
@@ -48,9 +49,10 @@ from odradek.groups.consumer_group import (
     reconcile,
     same_assignment,
 )
+from odradek.groups.coordinator import GroupCoordinator
 from odradek.groups.group import Group, GroupState
 from odradek.groups.schemas import OffsetValue, Records, TopicPartition, group_records, offset_records
-from odradek.groups.store import GroupOwner, GroupStore, LoadedGroup
+from odradek.groups.store import GroupStore, LoadedGroup
 from odradek.protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
@@ -60,7 +62,6 @@ log = logging.getLogger("odradek.groups.consumer")
 
 Assignment = cs.Assignment
 GROUP_TYPE_CONSUMER = "consumer"
-GROUP_TYPE_CLASSIC = "classic"
 # The member metadata cannot name a regex refresh interval; Kafka re-resolves regexes in the background
 # every few seconds. Here a heartbeat re-resolves its group's regexes when they are older than this.
 REGEX_REFRESH_MS = 1000
@@ -74,9 +75,6 @@ class ConsumerGroupSettings:
     max_size: int = 2**31 - 1
     assignors: tuple[str, ...] = ("uniform", "range")
     migration_policy: str = "bidirectional"
-    metadata_max_bytes: int = 4096
-    retention_ms: int = 7 * 24 * 3600 * 1000
-    retention_check_interval_ms: int = 600_000
 
     @classmethod
     def from_config(cls, config: BrokerConfig) -> ConsumerGroupSettings:
@@ -96,9 +94,6 @@ class ConsumerGroupSettings:
             max_size=int(get("group.consumer.max.size")),
             assignors=tuple(configured_assignors(get("group.consumer.assignors"))),
             migration_policy=str(get("group.consumer.migration.policy")).lower(),
-            metadata_max_bytes=int(get("offset.metadata.max.bytes")),
-            retention_ms=int(get("offsets.retention.minutes")) * 60_000,
-            retention_check_interval_ms=int(get("offsets.retention.check.interval.ms")),
         )
 
     def upgrades(self) -> bool:
@@ -123,7 +118,7 @@ class Topics(Protocol):
 class MetadataTopics:
     """`Topics` over the broker's metadata cache (`odradek.cluster.metadata.MetadataCache`)."""
 
-    def __init__(self, metadata: Any, internal: Iterable[str] = ()) -> None:
+    def __init__(self, metadata: MetadataCache, internal: Iterable[str] = ()) -> None:
         self.metadata = metadata
         self.internal = frozenset(internal)
 
@@ -218,26 +213,21 @@ def new_member_id() -> str:
 class ConsumerGroupCoordinator:
     """Owns the consumer groups of the `__consumer_offsets` partitions this broker leads."""
 
-    def __init__(self, settings: ConsumerGroupSettings, store: GroupStore, topics: Topics) -> None:
+    type_name = GROUP_TYPE_CONSUMER
+
+    def __init__(self, settings: ConsumerGroupSettings, store: GroupStore, topics: Topics,
+                 classic: GroupCoordinator) -> None:
         self.settings = settings
         self.store = store
         self.topics = topics
-        self.classic: Any = None  # the classic GroupCoordinator, set by the broker (for migration)
+        self.classic = classic  # for the migration of empty groups between the two types
         self.groups: dict[str, ConsumerGroup] = {}
-        self.txn_offsets: dict[str, dict[int, dict[TopicPartition, OffsetValue]]] = {}
         self._timers: dict[tuple[str, str], _Timers] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._regex_refreshed: dict[str, int] = {}
         self._tasks = TaskSet(log, "Consumer group coordinator task")
 
     # ---- life cycle ----
-    def wrap(self, owner: GroupOwner) -> SplitOwner:
-        return SplitOwner(owner, self)
-
-    async def start(self) -> None:
-        self._tasks.every(max(self.settings.retention_check_interval_ms, 10) / 1000,
-                          lambda: self.expire_offsets(now_ms()), "Offset expiration of consumer groups")
-
     async def shutdown(self) -> None:
         self._tasks.close()
         for t in self._timers.values():
@@ -247,18 +237,13 @@ class ConsumerGroupCoordinator:
             g.dead = True
         self.groups.clear()
 
-    def owns(self, group_id: str | None) -> bool:
-        """Whether `group_id` is a consumer group here (the offsets and admin APIs route on this)."""
-        g = self.groups.get(group_id or "")
-        return g is not None and not g.dead
-
     def _lock(self, group_id: str) -> asyncio.Lock:
         lock = self._locks.get(group_id)
         if lock is None:
             lock = self._locks[group_id] = asyncio.Lock()
         return lock
 
-    # ---- loading (through SplitOwner) ----
+    # ---- loading (the service calls these when the runtime loads or unloads a partition) ----
     def install(self, loaded: dict[str, LoadedGroup]) -> None:
         for gid, entry in loaded.items():
             c = entry.consumer
@@ -269,8 +254,6 @@ class ConsumerGroupCoordinator:
                                           entry.offsets)
             group.assignor = group.preferred_assignor(self.settings.assignors[0])
             self.groups[gid] = group
-            if entry.pending_txn:
-                self.txn_offsets[gid] = {pid: dict(o) for pid, o in entry.pending_txn.items()}
             for mid in group.members:
                 self._touch(group, mid)
             log.debug("Loaded consumer group %s (epoch %d, %d members, %d offsets)", gid, group.group_epoch,
@@ -279,8 +262,6 @@ class ConsumerGroupCoordinator:
     def unload_partition(self, partition: int) -> None:
         for gid in [g for g in self.groups if self.store.partition_for(g) == partition]:
             self._drop(gid)
-        for gid in [g for g in self.txn_offsets if self.store.partition_for(g) == partition]:
-            del self.txn_offsets[gid]
 
     def _drop(self, group_id: str) -> None:
         group = self.groups.pop(group_id, None)
@@ -428,7 +409,7 @@ class ConsumerGroupCoordinator:
         group = self.groups.get(group_id)
         if group is not None and not group.dead:
             return group, []
-        classic: Group | None = self.classic.groups.get(group_id) if self.classic is not None else None
+        classic = self.classic.groups.get(group_id)
         retire: Records = []
         group = ConsumerGroup(group_id)
         if classic is not None and not classic.is_(GroupState.DEAD):
@@ -438,9 +419,6 @@ class ConsumerGroupCoordinator:
             del self.classic.groups[group_id]
             classic.state = GroupState.DEAD
             group.offsets = dict(classic.offsets)
-            pending = self.classic.txn_offsets.pop(group_id, None)
-            if pending:
-                self.txn_offsets[group_id] = pending
             retire = group_records(group_id, None)
             log.info("Converted empty classic group %s to a consumer group", group_id)
         self.groups[group_id] = group
@@ -593,7 +571,7 @@ class ConsumerGroupCoordinator:
             return GroupDescription(group_id, exc.code, exc.message)
         group = self.groups.get(group_id)
         if group is None or group.dead:
-            classic = self.classic.groups.get(group_id) if self.classic is not None else None
+            classic = self.classic.groups.get(group_id)
             if classic is not None and not classic.is_(GroupState.DEAD):
                 return GroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
             return GroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
@@ -629,9 +607,6 @@ class ConsumerGroupCoordinator:
             classic.offsets = dict(group.offsets)
             self._drop(group_id)
             self.classic.groups[group_id] = classic
-            pending = self.txn_offsets.pop(group_id, None)
-            if pending:
-                self.classic.txn_offsets[group_id] = pending
             log.info("Converted empty consumer group %s to a classic group", group_id)
             await self.store.write(group_id, records)
 
@@ -647,7 +622,14 @@ class ConsumerGroupCoordinator:
             out = offset_records(gid, dict.fromkeys(group.offsets)) + out
         return out
 
-    # ---- offsets ----
+    # ---- what the offset manager asks of a consumer group (GroupType) ----
+    def group_ids(self) -> list[str]:
+        return [gid for gid, g in self.groups.items() if not g.dead]
+
+    def offsets_of(self, group_id: str) -> dict[TopicPartition, OffsetValue] | None:
+        group = self.groups.get(group_id)
+        return None if group is None or group.dead else group.offsets
+
     def _member_epoch_check(self, group: ConsumerGroup, member_id: str | None, epoch: int) -> None:
         member = group.members.get(member_id or "")
         if member is None:
@@ -662,84 +644,48 @@ class ConsumerGroupCoordinator:
                              f"The received member epoch {epoch} is smaller than the expected member epoch "
                              f"{member.member_epoch}.")
 
-    async def commit(self, group_id: str, member_epoch: int, member_id: str, api_version: int,
-                     offsets: dict[TopicPartition, OffsetValue]) -> ErrorCode:
-        try:
-            await self.store.wait_ready(group_id)
-            group = self._owned(group_id)
-            if not (member_epoch < 0 and not group.members):
-                if api_version < 9 and (member_id or "") in group.members:
-                    raise KafkaError(ErrorCode.UNSUPPORTED_VERSION,
-                                     "OffsetCommit version 9 or above must be used by members using the consumer "
-                                     "group protocol")
-                self._member_epoch_check(group, member_id, member_epoch)
-            if offsets:
-                await self.store.write(group_id, offset_records(group_id, dict(offsets)))
-        except KafkaError as exc:
-            return exc.code
-        if self.groups.get(group_id) is group:
-            group.offsets.update(offsets)
-        return ErrorCode.NONE
-
-    async def txn_commit(self, group_id: str, producer_id: int, producer_epoch: int, member_epoch: int,
-                         member_id: str, offsets: dict[TopicPartition, OffsetValue]) -> ErrorCode:
-        try:
-            await self.store.wait_ready(group_id)
-            group = self._owned(group_id)
-            if member_epoch >= 0 or member_id:
-                self._member_epoch_check(group, member_id, member_epoch)
-            if offsets:
-                await self.store.write_transactional(group_id, offset_records(group_id, dict(offsets)), producer_id,
-                                                     producer_epoch)
-        except KafkaError as exc:
-            return exc.code
-        self.txn_offsets.setdefault(group_id, {}).setdefault(producer_id, {}).update(offsets)
-        return ErrorCode.NONE
-
-    def complete_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
-        for gid in [g for g, by_pid in self.txn_offsets.items()
-                    if producer_id in by_pid and self.store.partition_for(g) == partition]:
-            pending = self.txn_offsets[gid].pop(producer_id)
-            if not self.txn_offsets[gid]:
-                del self.txn_offsets[gid]
-            group = self.groups.get(gid)
-            if commit and group is not None and not group.dead:
-                group.offsets.update(pending)
-
-    def unstable(self, group_id: str, tp: TopicPartition) -> bool:
-        return any(tp in o for o in self.txn_offsets.get(group_id, {}).values())
-
     def _owned(self, group_id: str) -> ConsumerGroup:
         group = self.groups.get(group_id)
         if group is None or group.dead:
             raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE, f"Group {group_id} is being unloaded")
         return group
 
-    async def fetch_offsets(self, group_id: str, member_id: str | None, member_epoch: int,
-                            partitions: list[TopicPartition] | None) -> list[tuple[TopicPartition, OffsetValue | None]]:
-        await self.store.wait_ready(group_id)
+    def validate_offset_commit(self, group_id: str, member_id: str, instance_id: str | None,
+                               generation_or_epoch: int, api_version: int, transactional: bool) -> None:
+        """Kafka's ConsumerGroup.validateOffsetCommit: a member commits at its current member epoch; a
+        client outside the group may commit only while the group has no members."""
+        group = self._owned(group_id)
+        if transactional:
+            if generation_or_epoch >= 0 or member_id:
+                self._member_epoch_check(group, member_id, generation_or_epoch)
+            return
+        if generation_or_epoch < 0 and not group.members:
+            return
+        if api_version < 9 and (member_id or "") in group.members:
+            raise KafkaError(ErrorCode.UNSUPPORTED_VERSION,
+                             "OffsetCommit version 9 or above must be used by members using the consumer "
+                             "group protocol")
+        self._member_epoch_check(group, member_id, generation_or_epoch)
+
+    def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> None:
         group = self._owned(group_id)
         if not (member_epoch < 0 and member_id is None):
             self._member_epoch_check(group, member_id, member_epoch)
-        if partitions is None:
-            return sorted(group.offsets.items())
-        return [(tp, group.offsets.get(tp)) for tp in partitions]
 
-    async def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
-        await self.store.wait_ready(group_id)
-        group = self._owned(group_id)
-        subscribed = group.subscribed_names()
-        result = {tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if tp[0] in subscribed else ErrorCode.NONE
-                  for tp in partitions}
-        gone = {tp: None for tp, err in result.items() if err == ErrorCode.NONE and tp in group.offsets}
-        if gone:
-            try:
-                await self.store.write(group_id, offset_records(group_id, gone))
-            except KafkaError as exc:
-                return {tp: (exc.code if tp in gone else err) for tp, err in result.items()}
-            for tp in gone:
-                group.offsets.pop(tp, None)
-        return result
+    def validate_offset_delete(self, group_id: str) -> set[str]:
+        return self._owned(group_id).subscribed_names()
+
+    def expired_offsets(self, group_id: str, now: int, retention_ms: int) -> list[TopicPartition]:
+        group = self.groups.get(group_id)
+        return [] if group is None or group.dead else group.expired_offsets(now, retention_ms)
+
+    def lock(self, group_id: str) -> AbstractAsyncContextManager[Any]:
+        return self._lock(group_id)
+
+    async def delete_if_unused(self, group_id: str) -> None:
+        group = self.groups.get(group_id)
+        if group is not None and not group.dead and not group.members and not group.offsets:
+            await self._delete(group)
 
     async def delete_group(self, group_id: str) -> ErrorCode:
         try:
@@ -764,93 +710,6 @@ class ConsumerGroupCoordinator:
         log.info("Consumer group %s removed (%d offsets deleted)", group.group_id, len(group.offsets))
         return ErrorCode.NONE
 
-    # ---- retention ----
-    async def expire_offsets(self, now: int) -> int:
-        removed = 0
-        for group in list(self.groups.values()):
-            try:
-                self.store.check(group.group_id)
-            except KafkaError:
-                continue
-            async with self._lock(group.group_id):
-                if self.groups.get(group.group_id) is not group:
-                    continue
-                expired = group.expired_offsets(now, self.settings.retention_ms)
-                if expired:
-                    try:
-                        await self.store.write(group.group_id, offset_records(group.group_id, dict.fromkeys(expired)))
-                    except KafkaError as exc:
-                        log.warning("Could not expire offsets of group %s: %s", group.group_id, exc)
-                        continue
-                    for tp in expired:
-                        group.offsets.pop(tp, None)
-                    removed += len(expired)
-                if not group.members and not group.offsets:
-                    await self._delete(group)
-        return removed
-
 
 def _subscription(m: ConsumerMember) -> tuple[Any, ...]:
     return (tuple(m.subscribed_topic_names), m.subscribed_topic_regex, m.server_assignor)
-
-
-class SplitOwner:
-    """The `GroupOwner` the store reports to: consumer groups go to the consumer coordinator, everything
-    else to the classic one (which the store would otherwise have called directly)."""
-
-    def __init__(self, classic: GroupOwner, consumer: ConsumerGroupCoordinator) -> None:
-        self.classic = classic
-        self.consumer = consumer
-
-    def install(self, groups: dict[str, LoadedGroup]) -> None:
-        modern = {gid: g for gid, g in groups.items() if g.consumer is not None and g.consumer.epoch is not None}
-        rest = {gid: g for gid, g in groups.items() if gid not in modern}
-        self.classic.install(rest)
-        classic_groups = getattr(self.classic, "groups", None)
-        for gid in modern:
-            if classic_groups is not None:
-                old = classic_groups.pop(gid, None)
-                if old is not None:
-                    old.state = GroupState.DEAD
-        self.consumer.install(modern)
-
-    def unload_partition(self, partition: int) -> None:
-        self.classic.unload_partition(partition)
-        self.consumer.unload_partition(partition)
-
-
-class SplitStore:
-    """The broker's `GroupStore` as the classic coordinator is given it: the same store, except that
-    `start` registers a `SplitOwner` so that loaded consumer groups reach the consumer coordinator."""
-
-    def __init__(self, inner: GroupStore, consumer: ConsumerGroupCoordinator) -> None:
-        self.inner = inner
-        self.consumer = consumer
-
-    async def start(self, owner: GroupOwner) -> None:
-        await self.inner.start(self.consumer.wrap(owner))
-
-    async def shutdown(self) -> None:
-        await self.inner.shutdown()
-
-    def partition_for(self, group_id: str) -> int:
-        return self.inner.partition_for(group_id)
-
-    def check(self, group_id: str) -> None:
-        self.inner.check(group_id)
-
-    async def wait_ready(self, group_id: str, create: bool = False) -> None:
-        await self.inner.wait_ready(group_id, create)
-
-    def loading(self) -> bool:
-        return self.inner.loading()
-
-    async def write(self, group_id: str, records: Records) -> None:
-        await self.inner.write(group_id, records)
-
-    async def coordinator_node(self, group_id: str) -> BrokerInfo:
-        return await self.inner.coordinator_node(group_id)
-
-    async def write_transactional(self, group_id: str, records: Records, producer_id: int,
-                                  producer_epoch: int) -> None:
-        await self.inner.write_transactional(group_id, records, producer_id, producer_epoch)

@@ -1,5 +1,8 @@
-"""The group coordinator of the classic rebalance protocol: timers, the JoinGroup / SyncGroup / Heartbeat /
-LeaveGroup orchestration, and the offset APIs, over the state machine in `odradek.groups.group`.
+"""The classic group type: the group coordinator of the classic rebalance protocol (timers, the JoinGroup /
+SyncGroup / Heartbeat / LeaveGroup orchestration, DescribeGroups, DeleteGroups) over the state machine in
+`odradek.groups.group`, and what the one offset manager (`odradek.groups.offset_manager`) asks of a
+classic group: may this member commit (generation, member id, static instance), which topics does the group
+subscribe to, which offsets expired.
 
 JoinGroup and SyncGroup requests that must wait for the rebalance park as futures on their member and
 are completed when the rebalance moves on. Session timeouts, the rebalance timeout, the initial
@@ -7,9 +10,9 @@ rebalance delay of an empty group and the wait for SyncGroups are asyncio timers
 interprets member metadata or assignments, except (as Kafka does) the consumer protocol's subscribed
 topics for OffsetDelete and offset retention.
 
-Persistence goes through an injected `odradek.groups.store.GroupStore` (the broker's `OffsetStore`; a
-fake in unit tests): `check`/`wait_ready` say whether this broker coordinates a group, `write` appends
-records to the group's `__consumer_offsets` partition and returns once they are committed.
+Persistence goes through an injected `odradek.groups.store.GroupStore` (the coordinator runtime of
+`__consumer_offsets`; a fake in unit tests): `check`/`wait_ready` say whether this broker coordinates a
+group, `write` appends records to the group's partition and returns once they are committed.
 """
 
 from __future__ import annotations
@@ -17,11 +20,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from odradek.aio import TaskSet
-from odradek.cluster.znodes import BrokerInfo
 from odradek.groups.group import (
     Group,
     GroupState,
@@ -30,8 +33,8 @@ from odradek.groups.group import (
     JoinResult,
     Member,
     SyncResult,
-    now_ms,
 )
+from odradek.groups.offset_manager import OffsetSettings
 from odradek.groups.schemas import OffsetValue, Records, TopicPartition, group_records, offset_records
 from odradek.groups.store import GroupStore, LoadedGroup
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -41,6 +44,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("odradek.groups")
 
+GROUP_TYPE_CLASSIC = "classic"
+
 
 @dataclass(frozen=True, slots=True)
 class GroupSettings:
@@ -48,9 +53,13 @@ class GroupSettings:
     max_session_timeout_ms: int = 1_800_000
     initial_rebalance_delay_ms: int = 3000
     max_size: int = 2**31 - 1
+    # the offsets keys, for the offset manager of every group type (`GroupSettings.offsets`)
     metadata_max_bytes: int = 4096
     retention_ms: int = 7 * 24 * 3600 * 1000
     retention_check_interval_ms: int = 600_000
+
+    def offsets(self) -> OffsetSettings:
+        return OffsetSettings(self.metadata_max_bytes, self.retention_ms, self.retention_check_interval_ms)
 
     @classmethod
     def from_config(cls, config: BrokerConfig) -> GroupSettings:
@@ -79,40 +88,22 @@ def group_record(group: Group, assignments: dict[str, bytes] | None = None) -> R
 class GroupCoordinator:
     """Owns the groups of the `__consumer_offsets` partitions this broker leads."""
 
+    type_name = GROUP_TYPE_CLASSIC
+
     def __init__(self, settings: GroupSettings, store: GroupStore) -> None:
         self.settings = settings
         self.store = store
         self.groups: dict[str, Group] = {}
-        # TxnOffsetCommit offsets of transactions still open: group -> producer id -> offsets
-        self.txn_offsets: dict[str, dict[int, dict[TopicPartition, OffsetValue]]] = {}
         self._tasks = TaskSet(log, "Group coordinator task")
-        self._started: asyncio.Future[None] | None = None
 
     # ---- life cycle ----
-    async def start(self) -> None:
-        """Idempotent; concurrent callers wait for the first."""
-        if self._started is None:
-            self._started = asyncio.get_running_loop().create_future()
-            try:
-                await self.store.start(self)
-                self._tasks.every(max(self.settings.retention_check_interval_ms, 10) / 1000,
-                                  lambda: self.expire_offsets(now_ms()), "Offset expiration")
-            finally:
-                self._started.set_result(None)
-        await self._started
-
     async def shutdown(self) -> None:
         self._tasks.close()
         for group in list(self.groups.values()):
             self._unload(group, ErrorCode.NOT_COORDINATOR)
         self.groups.clear()
-        await self.store.shutdown()
 
-    async def coordinator_node(self, group_id: str) -> BrokerInfo:
-        """The broker that coordinates `group_id` (creating `__consumer_offsets` on first use)."""
-        return await self.store.coordinator_node(group_id)
-
-    # ---- loading and unloading (the store calls these: GroupOwner) ----
+    # ---- loading and unloading (the service calls these when the runtime loads or unloads a partition) ----
     def install(self, loaded: dict[str, LoadedGroup]) -> None:
         for group_id, entry in loaded.items():
             group = Group.from_value(group_id, entry.metadata, entry.offsets)
@@ -120,8 +111,6 @@ class GroupCoordinator:
             if old is not None:
                 self._unload(old, ErrorCode.NOT_COORDINATOR)
             self.groups[group_id] = group
-            if entry.pending_txn:
-                self.txn_offsets[group_id] = {pid: dict(o) for pid, o in entry.pending_txn.items()}
             for member in group.members.values():
                 self._touch(group, member)
             log.debug("Loaded group %s (%s, generation %d, %d members, %d offsets)", group_id,
@@ -130,8 +119,12 @@ class GroupCoordinator:
     def unload_partition(self, partition: int) -> None:
         for gid in [g for g in self.groups if self.store.partition_for(g) == partition]:
             self._unload(self.groups.pop(gid), ErrorCode.NOT_COORDINATOR)
-        for gid in [g for g in self.txn_offsets if self.store.partition_for(g) == partition]:
-            del self.txn_offsets[gid]
+
+    def drop(self, group_id: str) -> None:
+        """A consumer group replaced the classic group of this id (a partition's load said so)."""
+        old = self.groups.pop(group_id, None)
+        if old is not None:
+            old.state = GroupState.DEAD
 
     def _unload(self, group: Group, error: ErrorCode) -> None:
         for t in (group.join_timer, group.sync_timer):
@@ -570,65 +563,56 @@ class GroupCoordinator:
         self._remove_member(group, member, "member left")
         return ErrorCode.NONE
 
-    # ---- OffsetCommit / OffsetFetch / OffsetDelete ----
-    def metadata_too_large(self, metadata: str | None) -> bool:
-        return metadata is not None and len(metadata) > self.settings.metadata_max_bytes
+    # ---- what the offset manager asks of a classic group (GroupType) ----
+    def group_ids(self) -> list[str]:
+        return [gid for gid, g in self.groups.items() if not g.is_(GroupState.DEAD)]
 
-    async def commit(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
-                     offsets: dict[TopicPartition, OffsetValue]) -> ErrorCode:
-        """Commit all offsets or none; returns the error for every partition."""
-        try:
-            await self._ready(group_id, create=True, allow_empty=True)
-            group = self.groups.get(group_id)
-            if group is None:
-                if generation >= 0:
-                    raise KafkaError(ErrorCode.ILLEGAL_GENERATION)
-                group = self.groups[group_id] = Group(group_id)
-            member = self._commit_check(group, generation, member_id, instance_id)
-            if member is not None:
-                self._touch(group, member)
-            if offsets:
-                await self.store.write(group_id, offset_records(group_id, dict(offsets)))
-        except KafkaError as exc:
-            return exc.code
-        if self.groups.get(group_id) is group and not group.is_(GroupState.DEAD):
-            group.offsets.update(offsets)
-        return ErrorCode.NONE
+    def offsets_of(self, group_id: str) -> dict[TopicPartition, OffsetValue] | None:
+        group = self.groups.get(group_id)
+        return None if group is None or group.is_(GroupState.DEAD) else group.offsets
 
-    async def txn_commit(self, group_id: str, producer_id: int, producer_epoch: int, generation: int,
-                         member_id: str, instance_id: str | None,
-                         offsets: dict[TopicPartition, OffsetValue]) -> ErrorCode:
-        """TxnOffsetCommit: the offsets are written as part of the producer's transaction and become the
-        group's committed offsets only when its commit marker reaches the group's partition."""
-        try:
-            await self._ready(group_id, create=True, allow_empty=True)
-            group = self.groups.get(group_id)
-            if group is None:
-                group = self.groups[group_id] = Group(group_id)
-            if generation >= 0 or member_id:  # KIP-447: a group member's commit is fenced like OffsetCommit
-                self._commit_check(group, generation, member_id, instance_id)
-            if offsets:
-                await self.store.write_transactional(group_id, offset_records(group_id, dict(offsets)), producer_id,
-                                                     producer_epoch)
-        except KafkaError as exc:
-            return exc.code
-        self.txn_offsets.setdefault(group_id, {}).setdefault(producer_id, {}).update(offsets)
-        return ErrorCode.NONE
+    def validate_offset_commit(self, group_id: str, member_id: str, instance_id: str | None,
+                               generation_or_epoch: int, api_version: int, transactional: bool) -> None:
+        """Kafka's ClassicGroup.validateOffsetCommit. A commit for a group that does not exist creates it
+        (a consumer without group management), unless it names a generation."""
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_or_epoch >= 0 and not transactional:
+                raise KafkaError(ErrorCode.ILLEGAL_GENERATION)
+            group = self.groups[group_id] = Group(group_id)
+        if transactional:
+            if generation_or_epoch >= 0 or member_id:  # KIP-447: a member's commit is fenced like OffsetCommit
+                self._commit_check(group, generation_or_epoch, member_id, instance_id)
+            return
+        member = self._commit_check(group, generation_or_epoch, member_id, instance_id)
+        if member is not None:
+            self._touch(group, member)
 
-    def complete_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
-        """A marker of the producer's transaction reached `__consumer_offsets` partition `partition`."""
-        for gid in [g for g, by_pid in self.txn_offsets.items()
-                    if producer_id in by_pid and self.store.partition_for(g) == partition]:
-            pending = self.txn_offsets[gid].pop(producer_id)
-            if not self.txn_offsets[gid]:
-                del self.txn_offsets[gid]
-            group = self.groups.get(gid)
-            if commit and group is not None and not group.is_(GroupState.DEAD):
-                group.offsets.update(pending)
+    def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> None:
+        pass  # any client may read a classic group's offsets
 
-    def unstable(self, group_id: str, tp: TopicPartition) -> bool:
-        """Whether an open transaction holds an offset of the partition (OffsetFetch require_stable)."""
-        return any(tp in offsets for offsets in self.txn_offsets.get(group_id, {}).values())
+    def validate_offset_delete(self, group_id: str) -> set[str]:
+        group = self.groups.get(group_id)
+        if group is None or group.is_(GroupState.DEAD):
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND)
+        if group.is_(GroupState.EMPTY):
+            return set()
+        topics = group.subscribed_topics()
+        if topics is None:
+            raise KafkaError(ErrorCode.NON_EMPTY_GROUP)
+        return topics
+
+    def expired_offsets(self, group_id: str, now: int, retention_ms: int) -> list[TopicPartition]:
+        group = self.groups.get(group_id)
+        return [] if group is None else group.expired_offsets(now, retention_ms)
+
+    def lock(self, group_id: str) -> AbstractAsyncContextManager[Any]:
+        return nullcontext()  # classic groups change only on the event loop, between awaits
+
+    async def delete_if_unused(self, group_id: str) -> None:
+        group = self.groups.get(group_id)
+        if group is not None and group.is_(GroupState.EMPTY) and not group.offsets and not group.pending_members:
+            await self._delete(group)
 
     def _commit_check(self, group: Group, generation: int, member_id: str, instance_id: str | None) -> Member | None:
         if group.is_(GroupState.DEAD):
@@ -647,39 +631,6 @@ class GroupCoordinator:
         if group.is_(GroupState.COMPLETING_REBALANCE):
             raise KafkaError(ErrorCode.REBALANCE_IN_PROGRESS)
         return member
-
-    async def fetch_offsets(self, group_id: str,
-                            partitions: list[TopicPartition] | None) -> list[tuple[TopicPartition, OffsetValue | None]]:
-        """Committed offsets (None where nothing is committed); all of the group's if partitions is None."""
-        await self._ready(group_id, allow_empty=True)
-        group = self.groups.get(group_id)
-        offsets = group.offsets if group is not None else {}
-        if partitions is None:
-            return sorted(offsets.items())
-        return [(tp, offsets.get(tp)) for tp in partitions]
-
-    async def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
-        await self._ready(group_id, allow_empty=True)
-        group = self.groups.get(group_id)
-        if group is None or group.is_(GroupState.DEAD):
-            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND)
-        subscribed: set[str] = set()
-        if not group.is_(GroupState.EMPTY):
-            topics = group.subscribed_topics()
-            if topics is None:
-                raise KafkaError(ErrorCode.NON_EMPTY_GROUP)
-            subscribed = topics
-        result = {tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC if tp[0] in subscribed else ErrorCode.NONE
-                  for tp in partitions}
-        gone = {tp: None for tp, err in result.items() if err == ErrorCode.NONE and tp in group.offsets}
-        if gone:
-            try:
-                await self.store.write(group_id, offset_records(group_id, gone))
-            except KafkaError as exc:
-                return {tp: (exc.code if tp in gone else err) for tp, err in result.items()}
-            for tp in gone:
-                group.offsets.pop(tp, None)
-        return result
 
     # ---- DescribeGroups / ListGroups / DeleteGroups ----
     async def describe(self, group_id: str) -> GroupSummary:
@@ -720,31 +671,3 @@ class GroupCoordinator:
             return exc.code
         log.info("Group %s removed (%d offsets deleted)", group.group_id, len(group.offsets))
         return ErrorCode.NONE
-
-    # ---- retention ----
-    async def expire_offsets(self, now: int) -> int:
-        """One retention pass; returns how many offsets were removed."""
-        removed = 0
-        for group in list(self.groups.values()):
-            try:
-                self.store.check(group.group_id)
-            except KafkaError:
-                continue
-            removed += await self._expire_group(group, now)
-        return removed
-
-    async def _expire_group(self, group: Group, now: int) -> int:
-        expired = group.expired_offsets(now, self.settings.retention_ms)
-        if expired:
-            try:
-                await self.store.write(group.group_id, offset_records(group.group_id, dict.fromkeys(expired)))
-            except KafkaError as exc:
-                log.warning("Could not expire offsets of group %s: %s", group.group_id, exc)
-                return 0
-            for tp in expired:
-                group.offsets.pop(tp, None)
-            log.info("Removed %d expired offsets of group %s", len(expired), group.group_id)
-        if (group.is_(GroupState.EMPTY) and not group.offsets and not group.pending_members
-                and self.groups.get(group.group_id) is group):
-            await self._delete(group)
-        return len(expired)

@@ -1,33 +1,28 @@
-"""The offset store: group metadata and committed offsets as records in `__consumer_offsets`, on the
-shared internal-topic machinery of `odradek.server.internal_topic` (placement by Kafka's hash of the group
-id, writes through the partition leader returning once committed, loading a partition when this broker
-becomes its leader and serving its groups only then; the topic created on first use with
-`offsets.topic.*`). This module adds the group side: how records replay into groups, and telling the
-coordinator (a `GroupOwner`) what was loaded or unloaded.
+"""Groups in `__consumer_offsets`: how the partition's records replay into groups (Kafka's formats), and
+the topic's settings. The partition itself (placement by Kafka's hash of the group id, writes through the
+leader returning once committed, loading when this broker becomes its leader and serving its groups only
+then; the topic created on first use with `offsets.topic.*`) is the coordinator runtime's
+(`odradek.coordinator.runtime`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from odradek.coordinator.loader import read_partition
+from odradek.coordinator.partitions import Replayed
+from odradek.coordinator.placement import java_string_hash, kafka_abs, partition_for
+from odradek.coordinator.runtime import TopicSettings
 from odradek.groups import OFFSETS_TOPIC, consumer_schemas, schemas
-from odradek.groups.store import GroupOwner, LoadedGroup
-from odradek.server.internal_topic import (
-    InternalTopicStore,
-    TopicSettings,
-    java_string_hash,
-    kafka_abs,
-    partition_for,
-    read_partition,
-)
+from odradek.groups.store import LoadedGroup
 
 if TYPE_CHECKING:
-    from odradek.cluster.znodes import BrokerInfo
     from odradek.config import BrokerConfig
 
-__all__ = ["OffsetStore", "java_string_hash", "kafka_abs", "partition_for", "read_partition", "replay"]
+__all__ = ["java_string_hash", "kafka_abs", "partition_for", "read_partition", "replay",
+           "replay_partition"]
 
 log = logging.getLogger("odradek.groups.offsets")
 
@@ -86,66 +81,10 @@ def offsets_topic_settings(cfg: BrokerConfig) -> TopicSettings:
     )
 
 
-class OffsetStore(InternalTopicStore):
-    """Persistence and ownership of groups for the coordinator of one broker (a `GroupStore`)."""
-
-    what = "offsets and group metadata"
-
-    def __init__(self, broker: Any) -> None:
-        super().__init__(broker, offsets_topic_settings(broker.config))
-        self._owner: GroupOwner | None = None
-
-    @property
-    def default_partitions(self) -> int:
-        return self.settings.num_partitions
-
-    # ---- the InternalTopicStore hooks ----
-    def replay(self, records: Iterable[tuple[bytes | None, bytes | None]],
-               open_txns: dict[int, list[tuple[bytes | None, bytes | None]]]) -> dict[str, LoadedGroup]:
-        groups = replay(records)
-        for pid, txn_records in open_txns.items():
-            for gid, g in replay(txn_records).items():
-                groups.setdefault(gid, LoadedGroup()).pending_txn[pid] = g.offsets
-        return groups
-
-    def installed(self, index: int, loaded: Any) -> None:
-        self._group_owner.install(loaded)
-
-    def unloaded(self, index: int) -> None:
-        self._group_owner.unload_partition(index)
-
-    @property
-    def _group_owner(self) -> GroupOwner:
-        if self._owner is None:
-            raise RuntimeError("OffsetStore.start() has not been called")
-        return self._owner
-
-    # ---- GroupStore ----
-    async def start(self, owner: GroupOwner) -> None:
-        self._owner = owner
-        self.follow()
-
-    async def shutdown(self) -> None:
-        await super().shutdown()
-
-    def partition_for(self, group_id: str) -> int:
-        return super().partition_for(group_id)
-
-    def check(self, group_id: str) -> None:  # type: ignore[override]
-        super().check(group_id, "group")
-
-    def loading(self) -> bool:
-        return super().loading()
-
-    async def wait_ready(self, group_id: str, create: bool = False) -> None:  # type: ignore[override]
-        await super().wait_ready(group_id, create, "group")
-
-    async def write(self, group_id: str, records: schemas.Records) -> None:  # type: ignore[override]
-        await super().write(group_id, records, "group")
-
-    async def write_transactional(self, group_id: str, records: schemas.Records, producer_id: int,
-                                  producer_epoch: int) -> None:
-        await self.write_to(self.partition_for(group_id), records, "group", group_id, (producer_id, producer_epoch))
-
-    async def coordinator_node(self, group_id: str) -> BrokerInfo:
-        return await super().coordinator_node(group_id)
+def replay_partition(records: Replayed, open_txns: dict[int, Replayed]) -> dict[str, LoadedGroup]:
+    """A whole partition: its groups, with the offsets of still-open transactions pending by producer id."""
+    groups = replay(records)
+    for pid, txn_records in open_txns.items():
+        for gid, g in replay(txn_records).items():
+            groups.setdefault(gid, LoadedGroup()).pending_txn[pid] = g.offsets
+    return groups

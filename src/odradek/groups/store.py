@@ -1,9 +1,10 @@
 """The contract between the group coordinator and its persistence, in both directions.
 
-`GroupStore` is what the coordinator calls: `odradek.groups.offsets.OffsetStore` in the broker (the
-broker builds it and hands it to the coordinator), an in-memory fake in unit tests. `GroupOwner` is what
-the store calls back once `start` gave it the coordinator: groups loaded from a partition this broker now
-leads, and partitions whose groups must be dropped. Neither side imports the other.
+`GroupStore` is what the group coordinator calls: the coordinator runtime of `__consumer_offsets` in the
+broker (`odradek.coordinator.runtime.CoordinatorRuntime`, which the broker builds and hands over), an
+in-memory fake in unit tests. The store calls back the `GroupShard` that `start` gave it: replay a
+partition's records, serve the groups loaded from a partition this broker now leads, drop those of a
+partition it no longer leads.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from odradek.cluster.znodes import BrokerInfo
+from odradek.coordinator.runtime import CoordinatorShard
 from odradek.groups.consumer_schemas import LoadedConsumerGroup
 from odradek.groups.schemas import GroupValue, OffsetValue, Records, TopicPartition
 
@@ -28,36 +30,28 @@ class LoadedGroup:
     consumer: LoadedConsumerGroup | None = None
 
 
-class GroupOwner(Protocol):
-    """The store's view of the coordinator."""
-
-    def install(self, groups: dict[str, LoadedGroup]) -> None:
-        """Serve these groups (replacing any in memory under the same id)."""
-        ...
-
-    def unload_partition(self, partition: int) -> None:
-        """Drop every group of this `__consumer_offsets` partition: this broker no longer leads it."""
-        ...
+GroupShard = CoordinatorShard[dict[str, LoadedGroup]]
+"""What `__consumer_offsets` partitions load into: `odradek.groups.service.GroupCoordinatorService`."""
 
 
 class GroupStore(Protocol):
-    """The coordinator's view of persistence."""
+    """The group coordinator's view of persistence (`odradek.coordinator.runtime.CoordinatorRuntime`)."""
 
-    async def start(self, owner: GroupOwner) -> None:
-        """Begin following leadership of `__consumer_offsets`, reporting loads and unloads to `owner`."""
+    async def start(self, shard: GroupShard) -> None:
+        """Begin following leadership of `__consumer_offsets`, loading partitions into `shard`."""
         ...
 
     async def shutdown(self) -> None: ...
 
-    def partition_for(self, group_id: str) -> int:
+    def partition_for(self, key: str) -> int:
         """The `__consumer_offsets` partition that holds the group."""
         ...
 
-    def check(self, group_id: str) -> None:
+    def check(self, key: str) -> None:
         """Raise NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS unless this broker serves the group now."""
         ...
 
-    async def wait_ready(self, group_id: str, create: bool = False) -> None:
+    async def wait_ready(self, key: str, create: bool = False) -> None:
         """Like `check`, after waiting a little for a load under way (creating the topic if `create`)."""
         ...
 
@@ -65,15 +59,14 @@ class GroupStore(Protocol):
         """Whether any partition this broker leads is still being loaded."""
         ...
 
-    async def write(self, group_id: str, records: Records) -> None:
+    async def write(self, key: str, records: Records) -> None:
         """Append records to the group's partition; returns once they are committed, else KafkaError."""
         ...
 
-    async def coordinator_node(self, group_id: str) -> BrokerInfo:
+    async def coordinator_node(self, key: str) -> BrokerInfo:
         """The broker that coordinates the group (creating `__consumer_offsets` on first use)."""
         ...
 
-    async def write_transactional(self, group_id: str, records: Records, producer_id: int,
-                                  producer_epoch: int) -> None:
+    async def write_transactional(self, key: str, records: Records, producer_id: int, producer_epoch: int) -> None:
         """Like `write`, as a batch of the producer's transaction (visible once its commit marker is)."""
         ...

@@ -31,19 +31,17 @@ from odradek.cluster.store import (
 from odradek.cluster.topic_admin import TopicAdmin
 from odradek.config import BrokerConfig, Listener
 from odradek.config_keys import ConfigError
+from odradek.coordinator.runtime import CoordinatorRuntime
 from odradek.fsutil import atomic_write
-from odradek.groups.consumer_coordinator import (
-    ConsumerGroupCoordinator,
-    ConsumerGroupSettings,
-    MetadataTopics,
-    SplitStore,
-)
-from odradek.groups.coordinator import GroupCoordinator, GroupSettings
-from odradek.groups.offsets import OffsetStore
+from odradek.groups.consumer_coordinator import ConsumerGroupSettings, MetadataTopics
+from odradek.groups.coordinator import GroupSettings
+from odradek.groups.offsets import offsets_topic_settings
+from odradek.groups.service import GroupCoordinatorService
 from odradek.protocol.client_security import PLAINTEXT, ClientSecurity
 from odradek.replication.manager import ReplicaManager
 from odradek.security.acl_store import AclCache
 from odradek.security.authorizer import Authorizer, check_class, parse_super_users
+from odradek.server.coordinator_partitions import BrokerPartitions
 from odradek.server.dispatcher import Dispatcher
 from odradek.server.dynamic_config import DynamicBrokerConfig
 from odradek.server.fetch_sessions import FetchSessionCache
@@ -55,7 +53,8 @@ from odradek.server.network import SocketServer
 from odradek.server.quotas import QuotaManager
 from odradek.server.security import ListenerSecurity, inter_broker_security, trust_warnings
 from odradek.storage.manager import CleanerConfig, LogManager
-from odradek.txn.coordinator import TransactionCoordinator
+from odradek.txn.coordinator import TransactionCoordinator, TxnSettings, txn_topic_settings
+from odradek.txn.markers import MarkerSender, MarkerWriter
 
 log = logging.getLogger("odradek.server")
 
@@ -166,15 +165,22 @@ class Broker:
         await self._register()
         await self.metadata.start()
         self.replicas.start()
-        offsets = OffsetStore(self)
-        self.consumer_groups = ConsumerGroupCoordinator(ConsumerGroupSettings.from_config(cfg), offsets,
-                                                        MetadataTopics(self.metadata, INTERNAL_TOPICS))
-        self.groups = GroupCoordinator(GroupSettings.from_config(cfg), SplitStore(offsets, self.consumer_groups))
-        self.consumer_groups.classic = self.groups
+        partitions = BrokerPartitions(self.metadata, self.replicas, self.topic_admin)
+        self.groups = GroupCoordinatorService(
+            GroupSettings.from_config(cfg), ConsumerGroupSettings.from_config(cfg),
+            CoordinatorRuntime(offsets_topic_settings(cfg), partitions, partitions, what="offsets and group metadata",
+                               kind="group"),
+            MetadataTopics(self.metadata, INTERNAL_TOPICS))
         await self.groups.start()
-        await self.consumer_groups.start()
-        self.transactions = TransactionCoordinator(self)
-        self.transactions.start()
+        self.txn_markers = MarkerWriter(self.replicas, self.groups.complete_transaction)
+        self.transactions = TransactionCoordinator(
+            TxnSettings.from_config(cfg),
+            CoordinatorRuntime(txn_topic_settings(cfg), partitions, partitions, what="transaction metadata",
+                               kind="transactional id"),
+            MarkerSender(self.broker_id, self.metadata, self.txn_markers, self.inter_broker_security,
+                         int(cfg.get("request.timeout.ms")) / 1000),
+            self.producer_ids)
+        await self.transactions.start()
         self.controller = Controller(
             self.broker_id, self.store, self.metadata,
             delete_topic_enable=cfg.get("delete.topic.enable"),
@@ -402,8 +408,6 @@ class Broker:
         log.info("%s shutting down", self.prefix)
         if getattr(self, "transactions", None) is not None:
             await self.transactions.shutdown()
-        if getattr(self, "consumer_groups", None) is not None:
-            await self.consumer_groups.shutdown()
         if getattr(self, "groups", None) is not None:
             await self.groups.shutdown()
         if hasattr(self, "replicas") and self.config.zookeeper_connect and self.config.get("controlled.shutdown.enable"):

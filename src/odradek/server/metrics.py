@@ -1,5 +1,7 @@
-"""Broker metrics in Prometheus' text format, named as the Prometheus JMX exporter names Kafka's MBeans
-(lower-cased), so Kafka dashboards work. The request path only bumps plain counters (per batch and per
+"""Broker metrics in Prometheus' text format, named as the Prometheus JMX exporter's standard Kafka rules
+name Kafka's MBeans (lower-cased, `PerSec` dropped: `MessagesInPerSec` is
+`kafka_server_brokertopicmetrics_messagesin_total`), so stock Kafka dashboards work; plus prometheus-client's
+`process_*` metrics (CPU, memory, open files). The request path only bumps plain counters (per batch and per
 request, never per record); everything else is read from the broker's state when Prometheus scrapes,
 by a prometheus-client collector on a registry of the broker's own."""
 
@@ -11,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client import CollectorRegistry, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -52,6 +54,7 @@ class BrokerMetrics:
         self.errors: defaultdict[tuple[str, int], int] = defaultdict(int)  # (api, error code) -> responses
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_Collector(self))
+        ProcessCollector(registry=self.registry)
 
     def produced(self, topic: str, records: int, size: int) -> None:
         self.messages_in[topic] += records
@@ -117,9 +120,9 @@ class _Collector(Collector):
     def collect(self) -> Iterator[Metric]:
         m = self.metrics
         broker = m.broker
-        yield _per_topic("kafka_server_brokertopicmetrics_messages_in", "Records appended as leader", m.messages_in)
-        yield _per_topic("kafka_server_brokertopicmetrics_bytes_in", "Record bytes appended as leader", m.bytes_in)
-        yield _per_topic("kafka_server_brokertopicmetrics_bytes_out", "Record bytes sent to consumers", m.bytes_out)
+        yield _per_topic("kafka_server_brokertopicmetrics_messagesin", "Records appended as leader", m.messages_in)
+        yield _per_topic("kafka_server_brokertopicmetrics_bytesin", "Record bytes appended as leader", m.bytes_in)
+        yield _per_topic("kafka_server_brokertopicmetrics_bytesout", "Record bytes sent to consumers", m.bytes_out)
         yield from _requests(m)
         yield from _fetch_regions(broker)
         yield from _throttles(broker)
@@ -255,7 +258,7 @@ def _lag(broker: Any) -> Iterator[Metric]:
                             labels=["consumergroup", "topic", "partition"])
     coordinator = getattr(broker, "groups", None)
     if coordinator is not None:
-        for group_id, group in sorted(coordinator.groups.items()):
+        for group_id, group in sorted(coordinator.classic.groups.items()):
             for (topic, partition), committed in sorted(group.offsets.items()):
                 part = broker.replicas.get(topic, partition)
                 if part is not None and part.is_leader:
@@ -269,10 +272,11 @@ def _coordinators(broker: Any) -> Iterator[Metric]:
     groups = getattr(broker, "groups", None)
     if groups is not None:
         by_state: defaultdict[str, int] = defaultdict(int)
-        for group in groups.groups.values():
+        classic = groups.classic.groups
+        for group in classic.values():
             by_state[group.state.name.replace("_", "").lower()] += 1
         yield GaugeMetricFamily("kafka_coordinator_group_groupmetadatamanager_numgroups",
-                                "Groups this broker coordinates", value=len(groups.groups))
+                                "Groups this broker coordinates", value=len(classic))
         for state in ("preparingrebalance", "completingrebalance", "stable", "dead", "empty"):
             yield GaugeMetricFamily(f"kafka_coordinator_group_groupmetadatamanager_numgroups{state}",
                                     f"Groups in state {state}", value=by_state.get(state, 0))

@@ -45,6 +45,8 @@ def status_line(progress: Mapping[str, Any] | None, end_offsets: Mapping[TP, int
     if not progress:
         return "waiting for the first micro-batch ..."
     watermark = (progress.get("eventTime") or {}).get("watermark", "-")
+    if str(watermark).startswith("1970-01-01T00:00:00"):  # Spark's value before any event time was seen
+        watermark = "none yet"
     behind = lag(progress, end_offsets)
     return (f"batch {progress.get('batchId', '-')}: {progress.get('numInputRows', 0):,} rows in, "
             f"{progress.get('processedRowsPerSecond', 0) or 0:,.0f} rows/s, watermark {watermark}, "

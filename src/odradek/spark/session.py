@@ -2,15 +2,20 @@
 
 Local mode on 127.0.0.1 only, no web UI, little memory, UTC session time zone. `stop_session` stops
 Spark and then the JVM it started, so a process leaves no Java process behind (and may start a new
-session afterwards).
+session afterwards). Creating the session keeps the process's SIGINT handler: pyspark's own (cancel every
+job from inside the handler, then raise KeyboardInterrupt) makes a Py4J call while the interrupted thread
+is in one, and Ctrl-C then printed "reentrant call" tracebacks; our commands stop on an event instead
+(odradek.interrupts).
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -46,13 +51,44 @@ def local_session(app_name: str = "odradek", cores: int = 2, conf: Mapping[str, 
         spark_conf = SparkConf().setMaster(f"local[{cores}]").setAppName(app_name).setAll(list(settings.items()))
         with open(log_file, "ab") as out:
             gateway = launch_gateway(spark_conf, popen_kwargs={"stdout": out, "stderr": out})
-        SparkContext(conf=spark_conf, gateway=gateway)
+        with _keeping_sigint_handler():
+            SparkContext(conf=spark_conf, gateway=gateway)
     builder = SparkSession.builder.master(f"local[{cores}]").appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    with _keeping_sigint_handler():
+        spark = builder.getOrCreate()
     register(spark)
     return spark
+
+
+class _SignalsKeepingSigint:
+    """The `signal` module as pyspark's context module sees it while a SparkContext starts: installing a
+    SIGINT handler is a no-op (the caller's stays), everything else is the real module."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(signal, name)
+
+    @staticmethod
+    def signal(signum: int, handler: Any) -> Any:
+        if signum == signal.SIGINT:
+            return signal.getsignal(signum)
+        return signal.signal(signum, handler)
+
+
+@contextmanager
+def _keeping_sigint_handler() -> Iterator[None]:
+    try:
+        import pyspark.core.context as context_module
+    except ImportError:  # another pyspark layout: its handler stays, as before
+        yield
+        return
+    real = context_module.signal
+    context_module.signal = _SignalsKeepingSigint()  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        context_module.signal = real
 
 
 def register(spark: SparkSession) -> None:

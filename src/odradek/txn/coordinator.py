@@ -21,21 +21,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from odradek.aio import TaskSet
+from odradek.cluster.producer_ids import ProducerIdAllocator
+from odradek.cluster.znodes import BrokerInfo
+from odradek.coordinator.partitions import Replayed
+from odradek.coordinator.runtime import CoordinatorRuntime, TopicSettings
 from odradek.protocol.errors import ErrorCode, KafkaError
-from odradek.server.internal_topic import InternalTopicStore, TopicSettings
 from odradek.txn import TRANSACTION_STATE_TOPIC, schemas
 from odradek.txn.markers import MarkerSender
 from odradek.txn.state import MAX_EPOCH, TopicPartition, TxnMetadata, TxnState, now_ms
 
 if TYPE_CHECKING:
-    from odradek.cluster.znodes import BrokerInfo
     from odradek.config import BrokerConfig
-    from odradek.server.broker import Broker
 
 log = logging.getLogger("odradek.txn")
 
@@ -85,37 +86,26 @@ def replay(records: Iterable[tuple[bytes | None, bytes | None]]) -> dict[str, Tx
     return out
 
 
-class TxnStateStore(InternalTopicStore):
-    what = "transaction metadata"
-
-    def __init__(self, broker: Any, coordinator: TransactionCoordinator) -> None:
-        super().__init__(broker, txn_topic_settings(broker.config))
-        self.coordinator = coordinator
-
-    def replay(self, records: Iterable[tuple[bytes | None, bytes | None]],
-               open_txns: dict[int, list[tuple[bytes | None, bytes | None]]]) -> dict[str, TxnMetadata]:
-        return replay(records)
-
-    def installed(self, index: int, loaded: Any) -> None:
-        self.coordinator.install(index, loaded)
-
-    def unloaded(self, index: int) -> None:
-        self.coordinator.unload(index)
+TxnRuntime = CoordinatorRuntime[dict[str, TxnMetadata]]
 
 
 class TransactionCoordinator:
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
-        self.settings = TxnSettings.from_config(broker.config)
-        self.store = TxnStateStore(broker, self)
-        self.markers = MarkerSender(broker)
+    """The transactional ids of the `__transaction_state` partitions this broker leads: the
+    `CoordinatorShard` its runtime loads them into."""
+
+    def __init__(self, settings: TxnSettings, runtime: TxnRuntime, markers: MarkerSender,
+                 producer_ids: ProducerIdAllocator) -> None:
+        self.settings = settings
+        self.runtime = runtime
+        self.markers = markers
+        self.producer_ids = producer_ids
         self.txns: dict[str, TxnMetadata] = {}
         self._tasks = TaskSet(log, "Transaction coordinator task")
         self._completions: dict[str, asyncio.Task[None]] = {}
 
     # ---- life cycle ----
-    def start(self) -> None:
-        self.store.follow()
+    async def start(self) -> None:
+        await self.runtime.start(self)
         self._tasks.spawn(self._every(self.settings.abort_interval_ms, self.abort_timed_out))
         self._tasks.spawn(self._every(self.settings.remove_interval_ms, self.remove_expired))
 
@@ -124,11 +114,11 @@ class TransactionCoordinator:
         for t in self._completions.values():
             t.cancel()
         self._completions.clear()
-        await self.store.shutdown()
+        await self.runtime.shutdown()
         await self.markers.close()
         self.txns.clear()
 
-    async def _every(self, interval_ms: int, fn: Any) -> None:
+    async def _every(self, interval_ms: int, fn: Callable[[], Awaitable[None]]) -> None:
         while True:
             await asyncio.sleep(interval_ms / 1000)
             try:
@@ -137,10 +127,13 @@ class TransactionCoordinator:
                 log.error("Transaction coordinator housekeeping failed: %s", exc, exc_info=exc)
 
     async def coordinator_node(self, transactional_id: str) -> BrokerInfo:
-        return await self.store.coordinator_node(transactional_id)
+        return await self.runtime.coordinator_node(transactional_id)
 
-    # ---- loading (the store calls these) ----
-    def install(self, index: int, loaded: dict[str, TxnMetadata]) -> None:
+    # ---- loading (the runtime calls these: CoordinatorShard) ----
+    def replay(self, records: Replayed, open_txns: dict[int, Replayed]) -> dict[str, TxnMetadata]:
+        return replay(records)
+
+    def loaded(self, index: int, loaded: dict[str, TxnMetadata]) -> None:
         for tid, md in loaded.items():
             self.txns[tid] = md
             if md.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
@@ -148,8 +141,8 @@ class TransactionCoordinator:
                          md.state.label, md.producer_id, md.producer_epoch, TRANSACTION_STATE_TOPIC, index)
                 self._complete_later(md)
 
-    def unload(self, index: int) -> None:
-        for tid in [t for t in self.txns if self.store.partition_for(t) == index]:
+    def unloaded(self, index: int) -> None:
+        for tid in [t for t in self.txns if self.runtime.partition_for(t) == index]:
             self.txns.pop(tid)
             task = self._completions.pop(tid, None)
             if task is not None:
@@ -158,7 +151,7 @@ class TransactionCoordinator:
     async def _ready(self, tid: str) -> None:
         if not tid:
             raise KafkaError(ErrorCode.INVALID_REQUEST, "The transactional id must not be empty")
-        await self.store.wait_ready(tid, create=True, kind="transactional id")
+        await self.runtime.wait_ready(tid, create=True)
 
     def _get(self, tid: str) -> TxnMetadata:
         md = self.txns.get(tid)
@@ -172,8 +165,7 @@ class TransactionCoordinator:
         md.pending = True
         try:
             key = schemas.encode_key(md.transactional_id)
-            await self.store.write(md.transactional_id, [(key, schemas.encode_value(nxt.to_value()))],
-                                   "transactional id")
+            await self.runtime.write(md.transactional_id, [(key, schemas.encode_value(nxt.to_value()))])
         finally:
             md.pending = False
         if self.txns.get(md.transactional_id) is md:
@@ -191,7 +183,7 @@ class TransactionCoordinator:
         now = now_ms()
         md = self.txns.get(tid)
         if md is None:
-            pid = await self.broker.producer_ids.next_id()
+            pid = await self.producer_ids.next_id()
             md = TxnMetadata(tid, pid, -1, timeout_ms, TxnState.EMPTY, update_ms=now)
             self.txns[tid] = md
             nxt = md.prepare_epoch_bump(None, timeout_ms, now)
@@ -226,7 +218,7 @@ class TransactionCoordinator:
             raise KafkaError(ErrorCode.CONCURRENT_TRANSACTIONS, f"Aborting the ongoing transaction of {tid}")
         new_pid = None
         if md.producer_epoch + 1 >= MAX_EPOCH:
-            new_pid = await self.broker.producer_ids.next_id()
+            new_pid = await self.producer_ids.next_id()
         nxt = md.prepare_epoch_bump(new_pid, timeout_ms, now)
         await self._persist(md, nxt)
         log.info("Transactional id %s now has producer id %d and epoch %d", tid, md.producer_id, md.producer_epoch)
@@ -284,11 +276,11 @@ class TransactionCoordinator:
         """Markers to every partition, then CompleteCommit/CompleteAbort; retried until done or unloaded."""
         tid = md.transactional_id
         commit = md.state is TxnState.PREPARE_COMMIT
-        index = self.store.partition_for(tid)
+        index = self.runtime.partition_for(tid)
         attempt = 0
         while self.txns.get(tid) is md:
             try:
-                coordinator_epoch = self.store.leader_epoch_of(index)
+                coordinator_epoch = self.runtime.leader_epoch_of(index)
                 await self.markers.send(md.producer_id, md.producer_epoch, commit, coordinator_epoch,
                                         set(md.partitions))
                 while md.pending:
@@ -325,7 +317,7 @@ class TransactionCoordinator:
             if md.state.completed and not md.pending and md.update_ms + self.settings.id_expiration_ms < now:
                 tid = md.transactional_id
                 try:
-                    await self.store.write(tid, [(schemas.encode_key(tid), None)], "transactional id")
+                    await self.runtime.write(tid, [(schemas.encode_key(tid), None)])
                 except KafkaError as exc:
                     log.warning("Removing expired transactional id %s failed: %s", tid, exc)
                     continue
@@ -336,13 +328,13 @@ class TransactionCoordinator:
 
     # ---- describe / list ----
     async def describe(self, tid: str) -> TxnMetadata:
-        await self.store.wait_ready(tid, kind="transactional id")
+        await self.runtime.wait_ready(tid)
         md = self.txns.get(tid)
         if md is None:
             raise KafkaError(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, f"Transactional id {tid} not found")
         return md
 
     def listing(self) -> list[TxnMetadata]:
-        if self.store.loading():
+        if self.runtime.loading():
             raise KafkaError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "The coordinator is loading")
         return list(self.txns.values())

@@ -1,6 +1,6 @@
 """Commit and abort markers: written by each partition's leader, sent there by the transaction coordinator.
 
-`append_marker` is the leader side (WriteTxnMarkers, and the coordinator when it leads the partition
+`MarkerWriter` is the leader side (WriteTxnMarkers, and the coordinator when it leads the partition
 itself): append one control batch with acks=all, wait until it is replicated, then tell the group
 coordinator when the partition belongs to `__consumer_offsets` (transactional offsets become visible or
 are dropped). `MarkerSender` is the coordinator side: it groups a transaction's partitions by leader,
@@ -12,18 +12,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from kafka.protocol.producer import WriteTxnMarkersRequest
 
+from odradek.cluster.metadata import MetadataCache
 from odradek.groups import OFFSETS_TOPIC
+from odradek.protocol.client_security import ClientSecurity
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.records import build_marker
 from odradek.protocol.transport import AsyncConnection
+from odradek.replication.manager import ReplicaManager
 from odradek.storage.log_validator import AppendOrigin
-
-if TYPE_CHECKING:
-    from odradek.server.broker import Broker
 
 log = logging.getLogger("odradek.txn.markers")
 
@@ -36,36 +37,47 @@ _GIVE_UP = {ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.PRODUCER_FENCED, ErrorCo
 TopicPartition = tuple[str, int]
 
 
-async def append_marker(broker: Broker, topic: str, partition: int, producer_id: int, producer_epoch: int,
-                        commit: bool, coordinator_epoch: int, timeout_s: float) -> ErrorCode:
-    """Write one marker as the partition's leader; NONE once it is replicated to the ISR."""
-    try:
-        part = broker.replicas.leader_partition(topic, partition)
-        batch = build_marker(producer_id, producer_epoch, commit, coordinator_epoch)
-        info = part.append_as_leader(memoryview(batch), -1, origin=AppendOrigin.COORDINATOR)
-        if info.durable is not None:
-            await asyncio.wrap_future(info.durable)
-        await asyncio.wait_for(part.hw_waiter(info.last_offset + 1), timeout_s)
-    except KafkaError as exc:
-        return ErrorCode(exc.code)
-    except TimeoutError:
-        return ErrorCode.REQUEST_TIMED_OUT
-    except OSError as exc:
-        log.error("Writing a transaction marker to %s-%d failed: %s", topic, partition, exc)
-        return ErrorCode.KAFKA_STORAGE_ERROR
-    if topic == OFFSETS_TOPIC:
-        broker.groups.complete_transaction(partition, producer_id, commit)
-        broker.consumer_groups.complete_transaction(partition, producer_id, commit)
-    return ErrorCode.NONE
+class MarkerWriter:
+    """The leader side of markers: this broker's partitions, and the group coordinator to tell when a
+    marker lands in `__consumer_offsets` (`offsets_marker(partition, producer_id, commit)`)."""
+
+    def __init__(self, replicas: ReplicaManager, offsets_marker: Callable[[int, int, bool], None]) -> None:
+        self.replicas = replicas
+        self.offsets_marker = offsets_marker
+
+    async def append(self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool,
+                     coordinator_epoch: int, timeout_s: float) -> ErrorCode:
+        """Write one marker as the partition's leader; NONE once it is replicated to the ISR."""
+        try:
+            part = self.replicas.leader_partition(topic, partition)
+            batch = build_marker(producer_id, producer_epoch, commit, coordinator_epoch)
+            info = part.append_as_leader(memoryview(batch), -1, origin=AppendOrigin.COORDINATOR)
+            if info.durable is not None:
+                await asyncio.wrap_future(info.durable)
+            await asyncio.wait_for(part.hw_waiter(info.last_offset + 1), timeout_s)
+        except KafkaError as exc:
+            return ErrorCode(exc.code)
+        except TimeoutError:
+            return ErrorCode.REQUEST_TIMED_OUT
+        except OSError as exc:
+            log.error("Writing a transaction marker to %s-%d failed: %s", topic, partition, exc)
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        if topic == OFFSETS_TOPIC:
+            self.offsets_marker(partition, producer_id, commit)
+        return ErrorCode.NONE
 
 
 class MarkerSender:
     """Delivers a transaction's markers to every partition of it, retrying until done."""
 
-    def __init__(self, broker: Broker) -> None:
-        self.broker = broker
+    def __init__(self, broker_id: int, metadata: MetadataCache, writer: MarkerWriter, security: ClientSecurity,
+                 timeout_s: float) -> None:
+        self.broker_id = broker_id
+        self.metadata = metadata
+        self.writer = writer  # for the partitions this broker leads
+        self.security = security  # of the inter-broker listener, for WriteTxnMarkers to the others
+        self.timeout_s = timeout_s
         self._connections: dict[int, AsyncConnection] = {}
-        self.timeout_s = int(broker.config.get("request.timeout.ms")) / 1000
 
     async def close(self) -> None:
         conns, self._connections = self._connections, {}
@@ -78,7 +90,7 @@ class MarkerSender:
         attempt = 0
         while remaining:
             by_leader: dict[int, list[TopicPartition]] = {}
-            meta = self.broker.metadata
+            meta = self.metadata
             for tp in sorted(remaining):
                 if tp[0] not in meta.topics:
                     log.info("Not writing a transaction marker to %s-%d: the topic no longer exists", *tp)
@@ -107,10 +119,10 @@ class MarkerSender:
                        commit: bool, coordinator_epoch: int) -> dict[TopicPartition, ErrorCode]:
         if leader < 0:
             return dict.fromkeys(tps, ErrorCode.LEADER_NOT_AVAILABLE)
-        if leader == self.broker.broker_id:
+        if leader == self.broker_id:
             errors = await asyncio.gather(*(
-                append_marker(self.broker, t, p, producer_id, producer_epoch, commit, coordinator_epoch,
-                              self.timeout_s) for t, p in tps))
+                self.writer.append(t, p, producer_id, producer_epoch, commit, coordinator_epoch, self.timeout_s)
+                for t, p in tps))
             return dict(zip(tps, errors, strict=True))
         try:
             return await self._remote(leader, tps, producer_id, producer_epoch, commit, coordinator_epoch)
@@ -125,11 +137,11 @@ class MarkerSender:
                       commit: bool, coordinator_epoch: int) -> dict[TopicPartition, ErrorCode]:
         conn = self._connections.get(leader)
         if conn is None:
-            info = self.broker.metadata.brokers.get(leader)
+            info = self.metadata.brokers.get(leader)
             if info is None:
                 raise LookupError(f"broker {leader} is not registered")
-            conn = AsyncConnection(info.host, info.port, f"broker-{self.broker.broker_id}-txn-markers",
-                                   timeout_s=self.timeout_s + 5, security=self.broker.inter_broker_security)
+            conn = AsyncConnection(info.host, info.port, f"broker-{self.broker_id}-txn-markers",
+                                   timeout_s=self.timeout_s + 5, security=self.security)
             self._connections[leader] = conn
         topics: dict[str, list[int]] = {}
         for t, p in tps:

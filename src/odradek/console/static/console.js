@@ -51,6 +51,10 @@ const Console = {
     } else {
       el._plot.setData(data);
     }
+    if (el._plot && data[0].length === 1) {
+      // one sample: a minute either side of it (uPlot's own default for a single time spreads over years)
+      el._plot.setScale("x", { min: data[0][0] - 60, max: data[0][0] + 60 });
+    }
     el.dataset.points = String(data[0].length);
   },
 
@@ -82,10 +86,13 @@ const Console = {
     if (!root) return;
     Console.poll(root, (m) => {
       const byId = (id) => document.getElementById(id);
-      if (!m.t.length) { byId("weblogs-latest").textContent = "No windows yet."; return; }
+      const c = m.current;
+      const now = c ? ` This minute so far (${c.window_start}, partial): ${c.requests.toLocaleString()} requests.` : "";
+      if (!m.t.length) { byId("weblogs-latest").textContent = "No complete minute yet." + now; return; }
       const l = m.latest;
-      byId("weblogs-latest").textContent = `Latest window ${l.window_start}: ${l.requests} requests, ` +
-        `p95 ${l.latency_p95_ms} ms, 5xx ${(l.error_rate_5xx * 100).toFixed(2)}%`;
+      byId("weblogs-latest").textContent = `Latest complete minute ${l.window_start}: ` +
+        `${l.requests.toLocaleString()} requests, p95 ${Math.round(l.latency_p95_ms)} ms, ` +
+        `5xx ${(l.error_rate_5xx * 100).toFixed(2)}%.` + now;
       Console.chart(byId("chart-requests"), "", ["requests"], [m.t, m.requests]);
       Console.chart(byId("chart-errors"), "", ["4xx rate", "5xx rate"], [m.t, m.error_rate_4xx, m.error_rate_5xx], { percent: true });
       Console.chart(byId("chart-latency"), "", ["p50", "p95", "p99"], [m.t, m.latency_p50_ms, m.latency_p95_ms, m.latency_p99_ms]);
@@ -129,7 +136,21 @@ const Console = {
   },
 };
 
+// A header sits over its column: numeric columns (td.num) are right-aligned, so their headers are too.
+Console.alignHeaders = (root) => {
+  for (const table of root.querySelectorAll("table")) {
+    const row = table.tBodies[0] && table.tBodies[0].rows[0];
+    const head = table.tHead && table.tHead.rows[0];
+    if (!row || !head) continue;
+    Array.from(row.cells).forEach((td, i) => {
+      if (head.cells[i]) head.cells[i].classList.toggle("num", td.classList.contains("num"));
+    });
+  }
+};
+
 document.addEventListener("DOMContentLoaded", () => {
+  Console.alignHeaders(document);
+  document.addEventListener("console:refreshed", (e) => Console.alignHeaders(e.target), true);
   Console.liveRefresh();
   Console.lagChart();
   Console.weblogs();

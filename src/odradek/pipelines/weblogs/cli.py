@@ -7,7 +7,6 @@ imported by run and archive, so generate works without the spark extra.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import threading
 import time
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from odradek.cli.progress import ProgressLine
+from odradek.interrupts import StopRequest
 from odradek.pipelines.weblogs import LOGS_TOPIC
 from odradek.pipelines.weblogs.topics import ensure_topics
 from odradek.spark.offsets import TP
@@ -34,10 +34,8 @@ def parse_time_ms(text: str) -> int:
 
 
 def _stop_on_signals() -> threading.Event:
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    return stop
+    """Set by Ctrl-C or SIGTERM, which say "stopping" once (odradek.interrupts)."""
+    return StopRequest().event
 
 
 def generate(args: argparse.Namespace) -> int:
@@ -169,7 +167,12 @@ def archive(args: argparse.Namespace) -> int:
         opts["startingOffsetsByTimestampStrategy"] = "latest"
     if args.ending_timestamp:
         opts["endingTimestamp"] = str(parse_time_ms(args.ending_timestamp))
-    spark = local_session("odradek-weblogs-archive")
+    log_file = None
+    if not args.verbose:  # Spark's banner and WARN lines go to a file: the terminal shows the report
+        Path(args.output).mkdir(parents=True, exist_ok=True)
+        log_file = Path(args.output) / "spark.log"
+        print(f"Starting Spark (its log: {log_file}; --verbose to see it here) ...", flush=True)
+    spark = local_session("odradek-weblogs-archive", log_file=log_file)
     try:
         summary = archive(spark, ArchiveConfig(args.bootstrap_server, Path(args.output), args.topic, opts))
     finally:

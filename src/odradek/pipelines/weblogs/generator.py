@@ -240,7 +240,8 @@ def produce_records(bootstrap: str, topic: str, records: Iterable[LogRecord], *,
     from confluent_kafka import Producer
 
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 10, "enable.idempotence": True,
-                         "partitioner": "murmur2_random", "queue.buffering.max.messages": 500_000})
+                         "partitioner": "murmur2_random", "queue.buffering.max.messages": 500_000,
+                         "log_level": 3})  # errors only: its notices ("Purging unserved events") broke screens
     failures: list[str] = []
 
     def on_delivery(err: object, _msg: object) -> None:

@@ -1,8 +1,8 @@
 """KIP-848 consumer group APIs: ConsumerGroupHeartbeat (68) and ConsumerGroupDescribe (69), v0-1.
 
 The handlers translate between the wire messages (`odradek.protocol.kip848`: kafka-python 3.0.12 has no
-classes for these APIs) and `odradek.groups.consumer_coordinator`, which hangs off the broker as
-`broker.consumer_groups`. Topics travel by id on the wire; ConsumerGroupDescribe names them too.
+classes for these APIs) and the group coordinator (`odradek.groups.service.GroupCoordinatorService`,
+`broker.groups`), which passes them to its consumer group type (`odradek.groups.consumer_coordinator`). Topics travel by id on the wire; ConsumerGroupDescribe names them too.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from odradek.groups.consumer_coordinator import ConsumerGroupCoordinator, Heartbeat
+from odradek.groups.consumer_coordinator import Heartbeat
+from odradek.groups.service import GroupCoordinatorService
 from odradek.protocol.kip848 import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -24,9 +25,9 @@ from odradek.server.registry import RequestContext, handles
 MEMBER_TYPE_CONSUMER = 1
 
 
-def consumer_coordinator(ctx: RequestContext) -> ConsumerGroupCoordinator:
-    cg: ConsumerGroupCoordinator = ctx.broker.consumer_groups
-    return cg
+def consumer_coordinator(ctx: RequestContext) -> GroupCoordinatorService:
+    gc: GroupCoordinatorService = ctx.broker.groups
+    return gc
 
 
 def _client_host(ctx: RequestContext) -> str:
@@ -67,7 +68,7 @@ async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Consume
         client_host=_client_host(ctx),
         version=ctx.version,
     )
-    res = await cg.heartbeat(hb)
+    res = await cg.consumer_heartbeat(hb)
     assignment = None
     if res.assignment is not None:
         tp_cls = ConsumerGroupHeartbeatResponse.Assignment.TopicPartitions
@@ -100,7 +101,7 @@ async def consumer_group_describe(ctx: RequestContext, request: Any) -> Consumer
                                  group_id=group_id, group_state="", group_epoch=-1, assignment_epoch=-1,
                                  assignor_name="", members=[], authorized_operations=bits(None)))
             continue
-        d = await cg.describe(group_id or "")
+        d = await cg.consumer_describe(group_id or "")
         operations = authz.operations(ctx, authz.GROUP, group_id or "", requested=request.include_authorized_operations)
         out.append(group_cls(
             error_code=d.error, error_message=d.message, group_id=group_id, group_state=d.state,

@@ -1,11 +1,11 @@
 """Group APIs of the classic protocol: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup,
 OffsetCommit, OffsetFetch, DescribeGroups, ListGroups, DeleteGroups, OffsetDelete.
 
-The handlers translate between the wire messages (per version) and `odradek.groups.coordinator`; all
-group logic lives there. The coordinator hangs off the broker as `broker.groups`, built and started before
-the broker accepts connections. The offsets and admin APIs of a KIP-848 consumer group go to
-`broker.consumer_groups` instead (`odradek.groups.consumer_coordinator`, which says which groups it owns);
-ListGroups lists both kinds, with their type from v5.
+The handlers translate between the wire messages (per version) and the group coordinator
+(`odradek.groups.service.GroupCoordinatorService`, `broker.groups`, built and started before the broker
+accepts connections); all group logic lives there, and it routes each request to the group's type
+(classic, consumer) and the offsets APIs to the one offset manager. ListGroups lists both kinds, with their
+type from v5.
 """
 
 from __future__ import annotations
@@ -38,14 +38,9 @@ from kafka.protocol.consumer.group import OffsetDeleteRequest, OffsetDeleteRespo
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.producer import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
-from odradek.groups.consumer_coordinator import (
-    GROUP_TYPE_CLASSIC,
-    GROUP_TYPE_CONSUMER,
-    ConsumerGroupCoordinator,
-)
-from odradek.groups.coordinator import GroupCoordinator
-from odradek.groups.group import GroupState, GroupSummary, JoinRequest, JoinResult, MemberProfile, now_ms
+from odradek.groups.group import GroupState, GroupSummary, JoinRequest, MemberProfile, now_ms
 from odradek.groups.schemas import OffsetValue, TopicPartition
+from odradek.groups.service import GROUP_TYPE_CONSUMER, GroupCoordinatorService
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.server import authz
 from odradek.server.registry import RequestContext, handles
@@ -54,14 +49,9 @@ KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION = 0, 1
 # kafka-python encodes authorized operations as a set of bit numbers; None is Kafka's "not requested"
 
 
-def coordinator(ctx: RequestContext) -> GroupCoordinator:
-    gc: GroupCoordinator = ctx.broker.groups
+def coordinator(ctx: RequestContext) -> GroupCoordinatorService:
+    gc: GroupCoordinatorService = ctx.broker.groups
     return gc
-
-
-def consumer_groups(ctx: RequestContext) -> ConsumerGroupCoordinator:
-    cg: ConsumerGroupCoordinator = ctx.broker.consumer_groups
-    return cg
 
 
 def _client_host(ctx: RequestContext) -> str:
@@ -145,11 +135,7 @@ async def join_group(ctx: RequestContext, request: Any) -> JoinGroupResponse:
     authz.require(ctx, authz.Op.READ, authz.GROUP, request.group_id or "")
     gc = coordinator(ctx)
     req = _join_request(ctx, request)
-    try:
-        await consumer_groups(ctx).before_classic_join(req.group_id)
-        res = await gc.join(req)
-    except KafkaError as exc:
-        res = JoinResult(exc.code, req.member_id)
+    res = await gc.join(req)
     protocol_name = res.protocol_name if res.protocol_name is not None or ctx.version >= 7 else ""
     return JoinGroupResponse(
         throttle_time_ms=0,
@@ -226,7 +212,7 @@ _CommitTopic = OffsetCommitResponse.OffsetCommitResponseTopic
 _TxnTopic = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
 
 
-def _valid_offsets(ctx: RequestContext, gc: GroupCoordinator, group_id: str, topics: Any, value_of: Any,
+def _valid_offsets(ctx: RequestContext, gc: GroupCoordinatorService, group_id: str, topics: Any, value_of: Any,
                    ) -> tuple[dict[TopicPartition, ErrorCode], dict[TopicPartition, OffsetValue]]:
     """The offsets of an OffsetCommit/TxnOffsetCommit that may be written, and the errors of the rest."""
     errors: dict[TopicPartition, ErrorCode] = {}
@@ -259,14 +245,9 @@ async def offset_commit(ctx: RequestContext, request: Any) -> OffsetCommitRespon
     now = now_ms()
     retention = request.retention_time_ms if v <= 4 else -1
     errors, valid = _valid_offsets(ctx, gc, request.group_id or "", request.topics, lambda p: _offset_value(ctx, p, now, retention))
-    cg = consumer_groups(ctx)
-    if valid and cg.owns(request.group_id):
-        err = await cg.commit(request.group_id or "", request.generation_id_or_member_epoch, request.member_id or "",
-                              v, valid)
-        errors.update(dict.fromkeys(valid, err))
-    elif valid:
+    if valid:
         err = await gc.commit(request.group_id or "", request.generation_id_or_member_epoch, request.member_id or "",
-                              request.group_instance_id if v >= 7 else None, valid)
+                              request.group_instance_id if v >= 7 else None, valid, api_version=v)
         errors.update(dict.fromkeys(valid, err))
     return OffsetCommitResponse(throttle_time_ms=0, topics=_commit_topics(
         request.topics, errors, _CommitTopic, _CommitTopic.OffsetCommitResponsePartition))
@@ -281,12 +262,7 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> TxnOffsetCommi
     now = now_ms()
     errors, valid = _valid_offsets(ctx, gc, request.group_id or "", request.topics, lambda p: OffsetValue(
         p.committed_offset, p.committed_metadata or "", now, -1, p.committed_leader_epoch if v >= 2 else -1))
-    cg = consumer_groups(ctx)
-    if valid and cg.owns(request.group_id):
-        err = await cg.txn_commit(request.group_id or "", request.producer_id, request.producer_epoch,
-                                  request.generation_id if v >= 3 else -1, request.member_id if v >= 3 else "", valid)
-        errors.update(dict.fromkeys(valid, err))
-    elif valid:
+    if valid:
         err = await gc.txn_commit(request.group_id or "", request.producer_id, request.producer_epoch,
                                   request.generation_id if v >= 3 else -1, request.member_id if v >= 3 else "",
                                   request.group_instance_id if v >= 3 else None, valid)
@@ -301,13 +277,11 @@ def _requested(topics: Any) -> list[TopicPartition] | None:
     return [(t.name, p) for t in topics for p in t.partition_indexes]
 
 
-async def _fetch_group(gc: GroupCoordinator, cg: ConsumerGroupCoordinator, group_id: str,
-                       wanted: list[TopicPartition] | None, member: tuple[str | None, int] = (None, -1),
+async def _fetch_group(gc: GroupCoordinatorService, group_id: str, wanted: list[TopicPartition] | None,
+                       member: tuple[str | None, int] = (None, -1),
                        ) -> tuple[ErrorCode, list[tuple[TopicPartition, OffsetValue | None]]]:
     try:
-        if cg.owns(group_id):
-            return ErrorCode.NONE, await cg.fetch_offsets(group_id, member[0], member[1], wanted)
-        return ErrorCode.NONE, await gc.fetch_offsets(group_id, wanted)
+        return ErrorCode.NONE, await gc.fetch_offsets(group_id, wanted, member[0], member[1])
     except KafkaError as exc:
         return exc.code, [(tp, None) for tp in wanted or []]
 
@@ -320,7 +294,7 @@ def _by_topic(entries: list[tuple[TopicPartition, OffsetValue | None, ErrorCode]
     return out
 
 
-def _stable(gc: GroupCoordinator | ConsumerGroupCoordinator, group_id: str,
+def _stable(gc: GroupCoordinatorService, group_id: str,
             entries: list[tuple[TopicPartition, OffsetValue | None]],
             require_stable: bool) -> list[tuple[TopicPartition, OffsetValue | None, ErrorCode]]:
     """KIP-447: with require_stable, a partition with an offset in an open transaction answers
@@ -342,13 +316,12 @@ def _partition_fields(partition: int, value: OffsetValue | None, err: ErrorCode)
 @handles(OffsetFetchRequest, OffsetFetchResponse, versions=(1, 9))
 async def offset_fetch(ctx: RequestContext, request: Any) -> OffsetFetchResponse:
     gc = coordinator(ctx)
-    cg = consumer_groups(ctx)
     if ctx.version >= 8:
-        return await _offset_fetch_groups(ctx, gc, cg, request)
+        return await _offset_fetch_groups(ctx, gc, request)
     group_id = request.group_id or ""
     authz.require(ctx, authz.Op.DESCRIBE, authz.GROUP, group_id)
-    err, entries = await _fetch_group(gc, cg, group_id, _requested(request.topics))
-    stable = _stable(cg if cg.owns(group_id) else gc, group_id, entries, ctx.version >= 7 and request.require_stable)
+    err, entries = await _fetch_group(gc, group_id, _requested(request.topics))
+    stable = _stable(gc, group_id, entries, ctx.version >= 7 and request.require_stable)
     stable = authz.hide_topics(ctx, stable, listing=request.topics is None)
     topic_cls = OffsetFetchResponse.OffsetFetchResponseTopic
     part_cls = topic_cls.OffsetFetchResponsePartition
@@ -359,8 +332,7 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> OffsetFetchResponse
     ])
 
 
-async def _offset_fetch_groups(ctx: RequestContext, gc: GroupCoordinator, cg: ConsumerGroupCoordinator,
-                               request: Any) -> OffsetFetchResponse:
+async def _offset_fetch_groups(ctx: RequestContext, gc: GroupCoordinatorService, request: Any) -> OffsetFetchResponse:
     group_cls = OffsetFetchResponse.OffsetFetchResponseGroup
     topic_cls = group_cls.OffsetFetchResponseTopics
     part_cls = topic_cls.OffsetFetchResponsePartitions
@@ -377,8 +349,8 @@ async def _offset_fetch_groups(ctx: RequestContext, gc: GroupCoordinator, cg: Co
             continue
         # v9+: a consumer group member names itself (KIP-848) and is checked by member epoch
         member = (g.member_id, g.member_epoch) if request.API_VERSION >= 9 else (None, -1)
-        err, entries = await _fetch_group(gc, cg, g.group_id or "", _requested(g.topics), member)
-        stable = _stable(cg if cg.owns(g.group_id) else gc, g.group_id or "", entries, request.require_stable)
+        err, entries = await _fetch_group(gc, g.group_id or "", _requested(g.topics), member)
+        stable = _stable(gc, g.group_id or "", entries, request.require_stable)
         stable = authz.hide_topics(ctx, stable, listing=g.topics is None)
         groups.append(group_cls(group_id=g.group_id, error_code=err, topics=[
             topic_cls(name=topic, partitions=[part_cls(**_partition_fields(p, value, err or perr))
@@ -401,12 +373,8 @@ async def offset_delete(ctx: RequestContext, request: Any) -> OffsetDeleteRespon
                 errors[(t.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions
               if (t.name, p.partition_index) not in errors]
-    cg = consumer_groups(ctx)
     try:
-        if cg.owns(request.group_id):
-            errors.update(await cg.delete_offsets(request.group_id or "", wanted))
-        else:
-            errors.update(await gc.delete_offsets(request.group_id or "", wanted))
+        errors.update(await gc.delete_offsets(request.group_id or "", wanted))
     except KafkaError as exc:
         return OffsetDeleteResponse(error_code=exc.code, throttle_time_ms=0, topics=[])
     topic_cls = OffsetDeleteResponse.OffsetDeleteResponseTopic
@@ -448,12 +416,11 @@ def _described(ctx: RequestContext, request: Any, group_id: str, summary: Any,
 @handles(DescribeGroupsRequest, DescribeGroupsResponse, versions=(0, 6))
 async def describe_groups(ctx: RequestContext, request: Any) -> DescribeGroupsResponse:
     gc = coordinator(ctx)
-    cg = consumer_groups(ctx)
     out = []
     # Each group once: a group's description can be large (its members' metadata and assignments), and
     # naming it many times in one small request must not multiply the response.
     for group_id in dict.fromkeys(request.groups):
-        if cg.owns(group_id):
+        if gc.group_type(group_id) == GROUP_TYPE_CONSUMER:
             # as Kafka: a consumer group is not described here (ConsumerGroupDescribe does); v0-5 see it
             # Dead, v6 GROUP_ID_NOT_FOUND with the reason
             described = _described(ctx, request, group_id, GroupSummary(group_id, "Dead", "", "", []), ErrorCode.NONE)
@@ -477,9 +444,7 @@ async def list_groups(ctx: RequestContext, request: Any) -> ListGroupsResponse:
     gc = coordinator(ctx)
     states = {s.lower() for s in request.states_filter or []} if ctx.version >= 4 else set()
     types = {t.lower() for t in request.types_filter or []} if ctx.version >= 5 else set()
-    err, classic = gc.list_groups(None)
-    listed = [(gid, ptype, state, GROUP_TYPE_CLASSIC) for gid, ptype, state in classic]
-    listed += [(gid, ptype, state, GROUP_TYPE_CONSUMER) for gid, ptype, state in consumer_groups(ctx).list_groups()]
+    err, listed = gc.list_groups()
     if not authz.allowed(ctx, authz.Op.DESCRIBE, authz.CLUSTER, log_denial=False):  # else the groups it may describe
         listed = [g for g in listed if authz.allowed(ctx, authz.Op.DESCRIBE, authz.GROUP, g[0], log_denial=False)]
     return ListGroupsResponse(throttle_time_ms=0, error_code=err, groups=[
@@ -493,12 +458,9 @@ async def list_groups(ctx: RequestContext, request: Any) -> ListGroupsResponse:
 async def delete_groups(ctx: RequestContext, request: Any) -> DeleteGroupsResponse:
     gc = coordinator(ctx)
     results = []
-    cg = consumer_groups(ctx)
     for group_id in request.groups_names:
         if not authz.allowed(ctx, authz.Op.DELETE, authz.GROUP, group_id or ""):
             err = ErrorCode.GROUP_AUTHORIZATION_FAILED
-        elif cg.owns(group_id):
-            err = await cg.delete_group(group_id or "")
         else:
             err = await gc.delete_group(group_id or "")
         results.append(DeleteGroupsResponse.DeletableGroupResult(group_id=group_id, error_code=err))

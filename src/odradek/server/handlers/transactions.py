@@ -33,7 +33,6 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.server import authz
 from odradek.server.registry import RequestContext, handles
 from odradek.server.safe_regex import compile_safe_pattern
-from odradek.txn.markers import append_marker
 from odradek.txn.state import MAX_EPOCH, TxnState, now_ms
 
 log = logging.getLogger("odradek.txn")
@@ -125,7 +124,7 @@ async def add_offsets_to_txn(ctx: RequestContext, request: Any) -> AddOffsetsToT
         authz.require(ctx, authz.Op.READ, authz.GROUP, request.group_id)
         gc = ctx.broker.groups
         await gc.coordinator_node(request.group_id)  # creates __consumer_offsets on first use
-        tp = (OFFSETS_TOPIC, gc.store.partition_for(request.group_id))
+        tp = (OFFSETS_TOPIC, gc.partition_for(request.group_id))
         await ctx.broker.transactions.add_partitions(request.transactional_id, request.producer_id,
                                                      request.producer_epoch, {tp})
 
@@ -165,8 +164,8 @@ async def write_txn_markers(ctx: RequestContext, request: Any) -> WriteTxnMarker
                 if refused:
                     parts.append(part_cls(partition_index=p, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
                     continue
-                err = await append_marker(ctx.broker, t.name, p, m.producer_id, m.producer_epoch,
-                                          m.transaction_result, m.coordinator_epoch, timeout_s)
+                err = await ctx.broker.txn_markers.append(t.name, p, m.producer_id, m.producer_epoch,
+                                                          m.transaction_result, m.coordinator_epoch, timeout_s)
                 parts.append(part_cls(partition_index=p, error_code=err))
             topics.append(topic_cls(name=t.name, partitions=parts))
         markers.append(result_cls(producer_id=m.producer_id, topics=topics))

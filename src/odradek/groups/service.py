@@ -1,0 +1,167 @@
+"""`GroupCoordinatorService`: the one group coordinator the broker builds and the request handlers call
+(Kafka's GroupCoordinatorService). It is the `CoordinatorShard` of `__consumer_offsets` (a partition's
+records replay into groups of both types, which it hands to their type), and it routes each API to the
+group type concerned, so the handlers never ask what type a group is:
+
+- the membership APIs of the classic protocol go to `GroupCoordinator` (a JoinGroup may first turn an
+  empty consumer group into a classic group), ConsumerGroupHeartbeat/Describe to
+  `ConsumerGroupCoordinator`;
+- the offsets APIs, for every group type, to the one `OffsetManager`;
+- DescribeGroups, ListGroups and DeleteGroups to the type of the group named.
+"""
+
+from __future__ import annotations
+
+from odradek.cluster.znodes import BrokerInfo
+from odradek.coordinator.partitions import Replayed
+from odradek.groups.consumer_coordinator import (
+    GROUP_TYPE_CONSUMER,
+    ConsumerGroupCoordinator,
+    ConsumerGroupSettings,
+    GroupDescription,
+    Heartbeat,
+    HeartbeatResult,
+    Topics,
+)
+from odradek.groups.coordinator import GROUP_TYPE_CLASSIC, GroupCoordinator, GroupSettings
+from odradek.groups.group import GroupSummary, JoinRequest, JoinResult, SyncResult
+from odradek.groups.offset_manager import (
+    LATEST_OFFSET_COMMIT_VERSION,
+    OffsetManager,
+    Offsets,
+)
+from odradek.groups.offsets import replay_partition
+from odradek.groups.schemas import OffsetValue, TopicPartition
+from odradek.groups.store import GroupStore, LoadedGroup
+from odradek.protocol.errors import ErrorCode, KafkaError
+
+__all__ = ["GROUP_TYPE_CLASSIC", "GROUP_TYPE_CONSUMER", "GroupCoordinatorService"]
+
+
+class GroupCoordinatorService:
+    """Groups of every type on the `__consumer_offsets` partitions this broker leads."""
+
+    def __init__(self, settings: GroupSettings, consumer_settings: ConsumerGroupSettings, store: GroupStore,
+                 topics: Topics) -> None:
+        self.store = store
+        self.classic = GroupCoordinator(settings, store)
+        self.consumer = ConsumerGroupCoordinator(consumer_settings, store, topics, self.classic)
+        self.offsets = OffsetManager(settings.offsets(), store, (self.consumer, self.classic))
+
+    # ---- life cycle ----
+    async def start(self) -> None:
+        await self.store.start(self)
+        self.offsets.start()
+
+    async def shutdown(self) -> None:
+        self.offsets.shutdown()
+        await self.consumer.shutdown()
+        await self.classic.shutdown()
+        await self.store.shutdown()
+
+    # ---- the CoordinatorShard of __consumer_offsets ----
+    def replay(self, records: Replayed, open_txns: dict[int, Replayed]) -> dict[str, LoadedGroup]:
+        return replay_partition(records, open_txns)
+
+    def loaded(self, index: int, state: dict[str, LoadedGroup]) -> None:
+        consumer = {gid: g for gid, g in state.items() if g.consumer is not None and g.consumer.epoch is not None}
+        self.classic.install({gid: g for gid, g in state.items() if gid not in consumer})
+        for gid in consumer:
+            self.classic.drop(gid)
+        self.consumer.install(consumer)
+        self.offsets.loaded(state)
+
+    def unloaded(self, index: int) -> None:
+        self.classic.unload_partition(index)
+        self.consumer.unload_partition(index)
+        self.offsets.unloaded(index)
+
+    # ---- FindCoordinator, AddOffsetsToTxn ----
+    async def coordinator_node(self, group_id: str) -> BrokerInfo:
+        """The broker that coordinates `group_id` (creating `__consumer_offsets` on first use)."""
+        return await self.store.coordinator_node(group_id)
+
+    def partition_for(self, group_id: str) -> int:
+        return self.store.partition_for(group_id)
+
+    def group_type(self, group_id: str) -> str | None:
+        """"classic" or "consumer" for a group this broker serves now, else None."""
+        return self.offsets.group_type(group_id)
+
+    # ---- the classic protocol ----
+    async def join(self, req: JoinRequest) -> JoinResult:
+        try:
+            await self.consumer.before_classic_join(req.group_id)
+        except KafkaError as exc:
+            return JoinResult(exc.code, req.member_id)
+        return await self.classic.join(req)
+
+    async def sync(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
+                   protocol_type: str | None, protocol_name: str | None,
+                   assignments: list[tuple[str, bytes]]) -> SyncResult:
+        return await self.classic.sync(group_id, generation, member_id, instance_id, protocol_type, protocol_name,
+                                       assignments)
+
+    async def heartbeat(self, group_id: str, generation: int, member_id: str, instance_id: str | None) -> ErrorCode:
+        return await self.classic.heartbeat(group_id, generation, member_id, instance_id)
+
+    async def leave(self, group_id: str, members: list[tuple[str, str | None]]) -> list[ErrorCode]:
+        return await self.classic.leave(group_id, members)
+
+    async def describe(self, group_id: str) -> GroupSummary:
+        """DescribeGroups: a classic group's summary (Dead if there is none)."""
+        return await self.classic.describe(group_id)
+
+    # ---- the consumer protocol (KIP-848) ----
+    async def consumer_heartbeat(self, hb: Heartbeat) -> HeartbeatResult:
+        return await self.consumer.heartbeat(hb)
+
+    async def consumer_describe(self, group_id: str) -> GroupDescription:
+        return await self.consumer.describe(group_id)
+
+    def topic_name(self, topic_id: bytes) -> str:
+        return self.consumer.topic_name(topic_id)
+
+    # ---- every group type ----
+    def list_groups(self) -> tuple[ErrorCode, list[tuple[str, str, str, str]]]:
+        """(group id, protocol type, state, group type) of every group, sorted; COORDINATOR_LOAD_IN_PROGRESS
+        while a partition is still loading."""
+        err, classic = self.classic.list_groups(None)
+        listed = [(gid, ptype, state, GROUP_TYPE_CLASSIC) for gid, ptype, state in classic]
+        listed += [(gid, ptype, state, GROUP_TYPE_CONSUMER) for gid, ptype, state in self.consumer.list_groups()]
+        return err, sorted(listed)
+
+    async def delete_group(self, group_id: str) -> ErrorCode:
+        if self.offsets.type_of(group_id) is self.consumer:
+            return await self.consumer.delete_group(group_id)
+        return await self.classic.delete_group(group_id)
+
+    # ---- offsets (OffsetManager) ----
+    def metadata_too_large(self, metadata: str | None) -> bool:
+        return self.offsets.metadata_too_large(metadata)
+
+    async def commit(self, group_id: str, generation_or_epoch: int, member_id: str, instance_id: str | None,
+                     offsets: Offsets, api_version: int = LATEST_OFFSET_COMMIT_VERSION) -> ErrorCode:
+        return await self.offsets.commit(group_id, generation_or_epoch, member_id, instance_id, offsets, api_version)
+
+    async def txn_commit(self, group_id: str, producer_id: int, producer_epoch: int, generation_or_epoch: int,
+                         member_id: str, instance_id: str | None, offsets: Offsets) -> ErrorCode:
+        return await self.offsets.txn_commit(group_id, producer_id, producer_epoch, generation_or_epoch, member_id,
+                                             instance_id, offsets)
+
+    def complete_transaction(self, partition: int, producer_id: int, commit: bool) -> None:
+        self.offsets.complete_transaction(partition, producer_id, commit)
+
+    def unstable(self, group_id: str, tp: TopicPartition) -> bool:
+        return self.offsets.unstable(group_id, tp)
+
+    async def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None,
+                            member_id: str | None = None, member_epoch: int = -1,
+                            ) -> list[tuple[TopicPartition, OffsetValue | None]]:
+        return await self.offsets.fetch(group_id, partitions, member_id, member_epoch)
+
+    async def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+        return await self.offsets.delete(group_id, partitions)
+
+    async def expire_offsets(self, now: int) -> int:
+        return await self.offsets.expire(now)
