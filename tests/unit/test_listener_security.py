@@ -66,7 +66,7 @@ def test_trust_warnings_name_every_unauthenticated_listener() -> None:
     clients are User:ANONYMOUS, louder when super.users makes them super users or brokers would be refused."""
     import ssl
 
-    from odradek.server.sasl import SaslSettings
+    from odradek.security.sasl import SaslSettings
     from odradek.server.security import ListenerSecurity, trust_warnings
 
     plain = ListenerSecurity.plaintext()

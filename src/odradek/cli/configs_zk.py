@@ -102,8 +102,8 @@ def run_quotas(zk: ZkSession, cmd: Command) -> None:
 def _alter_scram(zk: ZkSession, user: str, add: dict[str, str], delete: list[str]) -> None:
     """Salted credentials written beside the user's quotas, as Kafka 2.x's ConfigCommand did."""
     from odradek.cli.scram_config import scram_settings
-    from odradek.cluster.user_scram import read_user_config, write_user_config
-    from odradek.server.scram import MAX_ITERATIONS, MIN_ITERATIONS, credential
+    from odradek.security.scram import MAX_ITERATIONS, MIN_ITERATIONS, credential
+    from odradek.security.scram_store import read_user_config, write_user_config
 
     config = zk.run(read_user_config, user)
     missing = [k for k in delete if k not in config]
