@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from odradek.cli.common import UsageError
+from odradek.admin_client.errors import UsageError
 from odradek.cli.configs import parse_command, scram_settings
 from odradek.cluster.znodes import BrokerInfo
 from odradek.config import BrokerConfig

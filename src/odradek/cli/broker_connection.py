@@ -15,7 +15,7 @@ from typing import Any
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.metadata import MetadataRequest
 
-from odradek.cli.common import CliError
+from odradek.admin_client.errors import CliError
 from odradek.config_keys import ConfigError
 from odradek.protocol.client import ConnectionLost, ProtocolError
 from odradek.protocol.client_security import PLAINTEXT, AuthenticationError, ClientSecurity

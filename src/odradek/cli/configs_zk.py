@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from odradek.cli.common import CliError
+from odradek.admin_client.errors import CliError
 from odradek.cli.zk_session import ZkSession, children, read_json
 from odradek.cluster import quotas as cq
 from odradek.cluster import znodes as zn
