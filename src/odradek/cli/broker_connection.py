@@ -2,7 +2,7 @@
 ListPartitionReassignments, OffsetDelete): the shared blocking transport, bootstrap by trying each
 server in turn, requests for the controller sent to it, and every failure as a one-line CliError.
 
-Kept out of `cli.common` because kafka-python takes a fifth of a second to import; only the tools that
+Kept out of `odradek.admin_client` because kafka-python takes a fifth of a second to import; only the tools that
 send such requests load it."""
 
 from __future__ import annotations
