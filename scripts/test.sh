@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's test command: install what the tests need (Debian's kcat, zookeeper and chromium, Java for
-# ZooKeeper and Spark; the package with its dev and spark extras into the project's .venv), then run ruff, mypy and
+# ZooKeeper and Spark; the package with its dev and spark extras into the project's .venv), then run ruff, mypy, vulture and
 # the whole suite. Extra arguments go to pytest (e.g. --run-slow).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,4 +16,5 @@ ensure_venv dev,spark
 tools_hint
 ruff check src tests bench
 mypy src/odradek
+vulture  # dead code in src/odradek (settings: [tool.vulture] in pyproject.toml)
 python -m pytest -q -p no:cacheprovider "$@"

@@ -23,8 +23,8 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.records import build_batch
 from odradek.protocol.transport import BlockingConnection
+from odradek.security.sasl import PRE_AUTH_APIS
 from odradek.server.dispatcher import APIS
-from odradek.server.sasl import PRE_AUTH_APIS
 from tests.adversarial.secured import SECURED, client_conf, connect_as, follower_fetch, listeners
 from tests.harness import BrokerPool, BrokerProcess, free_port
 from tests.waiting import wait_until

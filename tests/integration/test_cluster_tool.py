@@ -151,7 +151,7 @@ def test_up_with_sasl_ssl_replicates_and_serves_the_printed_client_config(cluste
     SASL_SSL listener, and the client.properties `up` prints serves the tools and a librdkafka client."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    from odradek.cli.common import parse_properties
+    from odradek.config import parse_properties
     from odradek.security.client_config import librdkafka_config
 
     zk_base, base = pick_bases(1, 2)
@@ -204,7 +204,7 @@ def test_up_with_ssl_requires_client_certificates_and_authorizes_them(cluster_di
     from confluent_kafka import KafkaException, Producer
     from confluent_kafka.admin import AdminClient
 
-    from odradek.cli.common import parse_properties
+    from odradek.config import parse_properties
     from odradek.security.client_config import librdkafka_config
 
     zk_base, base = pick_bases(1, 2)

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 import pytest
 from kazoo.client import KazooClient
 
+from odradek.admin_client.errors import CliError
 from odradek.cli import zk_session
 from odradek.cli.cluster import Registry, read_registry
-from odradek.cli.common import CliError
 from odradek.cli.zk_session import NoClusterError, NoZooKeeperError, ZkSession
 from odradek.cluster import znodes as zn
 from tests.zkharness import ZooKeeperEnsemble

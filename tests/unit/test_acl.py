@@ -199,7 +199,7 @@ def test_denial_log_rate_is_bounded() -> None:
 def test_command_config_jaas_becomes_librdkafka_settings(tmp_path: object) -> None:
     from pathlib import Path
 
-    from odradek.cli.common import ClientErrors, client_config, read_properties_file
+    from odradek.admin_client.connect import ClientErrors, client_config, read_properties_file
 
     path = Path(str(tmp_path)) / "admin.properties"
     path.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.jaas.config="

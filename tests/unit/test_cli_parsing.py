@@ -11,6 +11,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END
 from confluent_kafka.admin import ConfigEntry, ConfigSource
 
+from odradek.admin_client import command, connect, errors
 from odradek.cli import common, console_consumer, console_producer, dump_log, topic_model, topics
 from odradek.cli import main as cli_main
 from odradek.protocol.records import COMPRESSION_GZIP, build_batch
@@ -21,9 +22,9 @@ from odradek.protocol.records import COMPRESSION_GZIP, build_batch
 def test_parse_key_values() -> None:
     assert common.parse_key_values(["a=1", "b=x=y", "c="]) == {"a": "1", "b": "x=y", "c": ""}
     assert common.parse_key_values(None) == {}
-    with pytest.raises(common.UsageError, match="expected key=value"):
+    with pytest.raises(errors.UsageError, match="expected key=value"):
         common.parse_key_values(["novalue"])
-    with pytest.raises(common.UsageError):
+    with pytest.raises(errors.UsageError):
         common.parse_key_values(["=v"])
 
 
@@ -51,7 +52,7 @@ def test_properties_file_of_a_tool(tmp_path: Path) -> None:
         "u=\\u0041\n"
     )
     (tmp_path / "client.properties").write_text(text)
-    props = common.read_properties_file(str(tmp_path / "client.properties"))
+    props = connect.read_properties_file(str(tmp_path / "client.properties"))
     assert props == {
         "a": "1",
         "b": "2",
@@ -69,24 +70,24 @@ def test_properties_file_of_a_tool(tmp_path: Path) -> None:
 def test_read_properties_file(tmp_path: Path) -> None:
     path = tmp_path / "client.properties"
     path.write_text("acks=all\nlinger.ms=5\n")
-    assert common.read_properties_file(str(path)) == {"acks": "all", "linger.ms": "5"}
-    assert common.read_properties_file(None) == {}
-    with pytest.raises(common.CliError, match="cannot read"):
-        common.read_properties_file(str(tmp_path / "missing.properties"))
+    assert connect.read_properties_file(str(path)) == {"acks": "all", "linger.ms": "5"}
+    assert connect.read_properties_file(None) == {}
+    with pytest.raises(errors.CliError, match="cannot read"):
+        connect.read_properties_file(str(tmp_path / "missing.properties"))
 
 
 def test_usage_messages_are_one_line() -> None:
-    assert common.usage_message("unrecognized arguments: --foo bar") == (
+    assert command.usage_message("unrecognized arguments: --foo bar") == (
         "Error: --foo is not a recognized option (see --help)"
     )
-    assert common.usage_message("the following arguments are required: --topic") == (
+    assert command.usage_message("the following arguments are required: --topic") == (
         'Error: Missing required argument "[topic]"'
     )
 
 
 def test_client_config_layers_and_drops_java_only_keys() -> None:
-    errors = common.ClientErrors()
-    conf = common.client_config(
+    errors = connect.ClientErrors()
+    conf = connect.client_config(
         "h:1", {"a": "file", "key.serializer": "x"}, {"a": "flag"}, errors=errors, defaults={"a": "d", "b": "d"}
     )
     assert conf["a"] == "flag" and conf["b"] == "d"
@@ -98,23 +99,23 @@ def test_client_config_layers_and_drops_java_only_keys() -> None:
 def test_create_client_drops_unknown_properties(capsys: pytest.CaptureFixture[str]) -> None:
     from confluent_kafka import Producer
 
-    common.create_client(Producer, {"bootstrap.servers": "127.0.0.1:1", "no.such.thing": "1"})  # no error
+    connect.create_client(Producer, {"bootstrap.servers": "127.0.0.1:1", "no.such.thing": "1"})  # no error
     assert "ignoring unknown client property 'no.such.thing'" in capsys.readouterr().err
-    with pytest.raises(common.CliError, match="invalid client configuration"):
-        common.create_client(Producer, {"bootstrap.servers": "127.0.0.1:1", "acks": "banana"})
+    with pytest.raises(errors.CliError, match="invalid client configuration"):
+        connect.create_client(Producer, {"bootstrap.servers": "127.0.0.1:1", "acks": "banana"})
 
 
 def test_run_tool_never_raises(capsys: pytest.CaptureFixture[str]) -> None:
     def boom() -> int:
         raise RuntimeError("kaput")
 
-    assert common.run_tool(boom) == 1
+    assert command.run_tool(boom) == 1
     assert capsys.readouterr().err.strip() == "Error: RuntimeError: kaput"
 
     def usage() -> int:
-        raise common.UsageError("Error: bad")
+        raise errors.UsageError("Error: bad")
 
-    assert common.run_tool(usage) == 1
+    assert command.run_tool(usage) == 1
 
 
 # --- main ---------------------------------------------------------------------------------------
@@ -160,25 +161,25 @@ def topic_args(*argv: str) -> argparse.Namespace:
 
 
 def test_topics_needs_exactly_one_action() -> None:
-    with pytest.raises(common.UsageError, match="exactly one action"):
+    with pytest.raises(errors.UsageError, match="exactly one action"):
         topic_args("--topic", "t")
-    with pytest.raises(common.UsageError, match="exactly one action"):
+    with pytest.raises(errors.UsageError, match="exactly one action"):
         topic_args("--list", "--describe")
 
 
 def test_topics_flag_checks() -> None:
-    with pytest.raises(common.UsageError, match=r'Missing required argument "\[topic\]"'):
+    with pytest.raises(errors.UsageError, match=r'Missing required argument "\[topic\]"'):
         topic_args("--create")
-    with pytest.raises(common.UsageError, match="partitions must be greater than 0"):
+    with pytest.raises(errors.UsageError, match="partitions must be greater than 0"):
         topic_args("--create", "--topic", "t", "--partitions", "0")
-    with pytest.raises(common.UsageError, match="can't be used"):
+    with pytest.raises(errors.UsageError, match="can't be used"):
         topic_args("--list", "--partitions", "3")
-    with pytest.raises(common.UsageError, match="can't be used"):
+    with pytest.raises(errors.UsageError, match="can't be used"):
         topic_args("--create", "--topic", "t", "--replica-assignment", "0:1", "--replication-factor", "2")
-    with pytest.raises(common.UsageError, match="bootstrap-server"):
+    with pytest.raises(errors.UsageError, match="bootstrap-server"):
         topics.parse_args(["--list"])
     assert topics.parse_args(["--zookeeper", "localhost:2181", "--list"]).zookeeper == "localhost:2181"
-    with pytest.raises(common.UsageError, match="Only one of --bootstrap-server or --zookeeper"):
+    with pytest.raises(errors.UsageError, match="Only one of --bootstrap-server or --zookeeper"):
         topics.parse_args(["--zookeeper", "localhost:2181", "--bootstrap-server", "localhost:9092", "--list"])
     opts = topic_args("--alter", "--topic", "t", "--config", "retention.ms=1", "--delete-config", "x")
     assert opts.config == ["retention.ms=1"] and opts.delete_config == ["x"]
@@ -187,11 +188,11 @@ def test_topics_flag_checks() -> None:
 def test_replica_assignment() -> None:
     assert topics.parse_replica_assignment("0:1,1:2") == [[0, 1], [1, 2]]
     assert topics.parse_replica_assignment("3") == [[3]]
-    with pytest.raises(common.UsageError, match="duplicate"):
+    with pytest.raises(errors.UsageError, match="duplicate"):
         topics.parse_replica_assignment("1:1")
-    with pytest.raises(common.UsageError):
+    with pytest.raises(errors.UsageError):
         topics.parse_replica_assignment("a:b")
-    with pytest.raises(common.UsageError):
+    with pytest.raises(errors.UsageError):
         topics.parse_replica_assignment("0:1,2")
 
 
@@ -308,7 +309,7 @@ def test_producer_config_precedence(tmp_path: Path) -> None:
 
 
 def test_producer_rejects_bad_codec() -> None:
-    with pytest.raises(common.UsageError):
+    with pytest.raises(errors.UsageError):
         console_producer.build_parser().parse_args(["--topic", "t", "--compression-codec", "brotli"])
 
 
@@ -362,16 +363,16 @@ def consumer_opts(*argv: str) -> argparse.Namespace:
 
 
 def test_consumer_source_checks() -> None:
-    with pytest.raises(common.UsageError, match="Exactly one of --include/--topic"):
+    with pytest.raises(errors.UsageError, match="Exactly one of --include/--topic"):
         console_consumer.source_of(consumer_opts())
-    with pytest.raises(common.UsageError, match="Exactly one of --include/--topic"):
+    with pytest.raises(errors.UsageError, match="Exactly one of --include/--topic"):
         console_consumer.source_of(consumer_opts("--topic", "a", "--include", "b"))
-    with pytest.raises(common.UsageError, match="partition is required"):
+    with pytest.raises(errors.UsageError, match="partition is required"):
         console_consumer.source_of(consumer_opts("--topic", "a", "--offset", "3"))
-    with pytest.raises(common.UsageError, match="cannot be specified together"):
+    with pytest.raises(errors.UsageError, match="cannot be specified together"):
         console_consumer.source_of(consumer_opts("--topic", "a", "--partition", "0", "--offset", "3",
                                                  "--from-beginning"))
-    with pytest.raises(common.UsageError, match="incorrect"):
+    with pytest.raises(errors.UsageError, match="incorrect"):
         console_consumer.source_of(consumer_opts("--topic", "a", "--partition", "0", "--offset", "-3"))
     source = console_consumer.source_of(consumer_opts("--topic", "a", "--partition", "1", "--offset", "7"))
     assert (source.topic, source.partition, source.start) == ("a", 1, 7)
@@ -402,10 +403,10 @@ def test_consumer_config_group_sources_agree() -> None:
     same = consumer_opts("--topic", "a", "--group", "g", "--consumer-property", "group.id=g")
     assert console_consumer.consumer_config(same, console_consumer.source_of(same))["group.id"] == "g"
     clash = consumer_opts("--topic", "a", "--group", "g", "--consumer-property", "group.id=h")
-    with pytest.raises(common.UsageError, match="do not match"):
+    with pytest.raises(errors.UsageError, match="do not match"):
         console_consumer.consumer_config(clash, console_consumer.source_of(clash))
     reset = consumer_opts("--topic", "a", "--from-beginning", "--consumer-property", "auto.offset.reset=latest")
-    with pytest.raises(common.UsageError, match="simultaneously"):
+    with pytest.raises(errors.UsageError, match="simultaneously"):
         console_consumer.consumer_config(reset, console_consumer.source_of(reset))
 
 
@@ -505,8 +506,8 @@ def test_topic_id_text_is_url_safe_base64() -> None:
 def test_cluster_up_on_a_taken_port_names_it_and_its_flag(tmp_path: Path) -> None:
     import socket
 
+    from odradek.admin_client.errors import CliError
     from odradek.cli import cluster as cluster_cli
-    from odradek.cli.common import CliError
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

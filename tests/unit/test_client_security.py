@@ -13,9 +13,9 @@ from odradek.config import BrokerConfig
 from odradek.config_keys import ConfigError
 from odradek.protocol.client_security import AuthenticationError, ClientSecurity, sasl_exchange
 from odradek.protocol.sasl_client import PlainClient, SaslClientError, ScramClient
+from odradek.security import scram
 from odradek.security.client_config import client_security, librdkafka_config
-from odradek.server import scram
-from odradek.server.sasl import AuthenticationFailed, NeedCredential, Plain, Scram
+from odradek.security.sasl import AuthenticationFailed, NeedCredential, Plain, Scram
 from odradek.server.security import inter_broker_security
 
 PLAIN_JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="broker" '

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from odradek.admin_client.errors import CliError, UsageError
 from odradek.cli import consumer_groups as cg
-from odradek.cli.common import CliError, UsageError
 
 BS = ["--bootstrap-server", "localhost:9092"]
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from odradek.admin_client.errors import UsageError
 from odradek.cli import configs as tool
-from odradek.cli.common import UsageError
 from odradek.cluster import znodes as zn
 from odradek.cluster.broker_configs import (
     CHANGE_EXPIRATION_MS,

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
+from odradek.admin_client.errors import CliError, UsageError
 from odradek.cli import leader_election, preferred_replica_election, reassign_partitions
-from odradek.cli.common import CliError, UsageError
 from odradek.cluster.elections import (
     PartitionView,
     ReplicaAssignment,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from odradek.cli.common import UsageError
+from odradek.admin_client.errors import UsageError
 from odradek.cli.configs import parse_command, scram_settings
 from odradek.cluster.znodes import BrokerInfo
 from odradek.config import BrokerConfig
@@ -66,7 +66,7 @@ def test_trust_warnings_name_every_unauthenticated_listener() -> None:
     clients are User:ANONYMOUS, louder when super.users makes them super users or brokers would be refused."""
     import ssl
 
-    from odradek.server.sasl import SaslSettings
+    from odradek.security.sasl import SaslSettings
     from odradek.server.security import ListenerSecurity, trust_warnings
 
     plain = ListenerSecurity.plaintext()

@@ -18,9 +18,9 @@ import pytest
 import trustme
 import uvloop
 
+from odradek.security.sasl import SaslSettings
 from odradek.server.limits import ConnectionLimits, RequestMemory
 from odradek.server.network import Connection, SocketServer
-from odradek.server.sasl import SaslSettings
 from odradek.server.security import ListenerSecurity
 
 LOOPS = ["asyncio", "uvloop"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from odradek.cli.progress import ProgressLine
+from odradek.pipelines.progress import ProgressLine
 
 
 class Terminal(io.StringIO):

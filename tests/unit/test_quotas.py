@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from odradek.cli.common import UsageError
+from odradek.admin_client.errors import UsageError
 from odradek.cli.configs import java_double, parse_command, quota_entity_text
 from odradek.cluster.quotas import DEFAULT, entity_path, resolve
 from odradek.server.handlers.client_quotas import (

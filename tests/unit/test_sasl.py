@@ -1,4 +1,4 @@
-"""The sans-io SASL state machine (server/sasl.py): Kafka's JAAS syntax, PLAIN (RFC 4616) with Kafka's
+"""The sans-io SASL state machine (security/sasl.py): Kafka's JAAS syntax, PLAIN (RFC 4616) with Kafka's
 messages, and the order of the exchange."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from odradek.config_keys import ConfigError
-from odradek.server.sasl import (
+from odradek.security.sasl import (
     INVALID_CREDENTIALS,
     AuthenticationFailed,
     IllegalState,

@@ -1,4 +1,4 @@
-"""SCRAM (server/scram.py and the Scram mechanism of server/sasl.py): RFC 7677's SCRAM-SHA-256 example
+"""SCRAM (security/scram.py and the Scram mechanism of security/sasl.py): RFC 7677's SCRAM-SHA-256 example
 exchange, Kafka's stored credential format, and refusals."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import base64
 
 import pytest
 
-from odradek.server import scram
-from odradek.server.sasl import AuthenticationFailed, NeedCredential, SaslServer, SaslSettings
+from odradek.security import scram
+from odradek.security.sasl import AuthenticationFailed, NeedCredential, SaslServer, SaslSettings
 
 SALT = base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ==")
 CLIENT_FIRST = b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO"

@@ -1,4 +1,4 @@
-"""TLS context building from Kafka's ssl.* keys (server/tls.py): PEM files and inline PEM values (as a
+"""TLS context building from Kafka's ssl.* keys (security/tls.py): PEM files and inline PEM values (as a
 properties file joins them), per-listener overrides, client auth, protocols, cipher names, refused stores."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import trustme
 
 from odradek.config import BrokerConfig
 from odradek.config_keys import ConfigError
-from odradek.server import tls
+from odradek.security import tls
 from odradek.server.security import listener_lookup
 
 

@@ -18,16 +18,9 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from odradek.cli.common import (
-    ArgParser,
-    CliError,
-    UsageError,
-    bootstrap_of,
-    kafka_message,
-    open_client,
-    read_properties_file,
-    run_tool,
-)
+from odradek.admin_client.command import ArgParser, run_tool
+from odradek.admin_client.connect import bootstrap_of, open_client, read_properties_file
+from odradek.admin_client.errors import CliError, UsageError, kafka_message
 from odradek.security.acl import (
     CLUSTER_NAME,
     OPERATION_NAMES,

@@ -2,7 +2,7 @@
 ListPartitionReassignments, OffsetDelete): the shared blocking transport, bootstrap by trying each
 server in turn, requests for the controller sent to it, and every failure as a one-line CliError.
 
-Kept out of `cli.common` because kafka-python takes a fifth of a second to import; only the tools that
+Kept out of `odradek.admin_client` because kafka-python takes a fifth of a second to import; only the tools that
 send such requests load it."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.metadata import MetadataRequest
 
-from odradek.cli.common import CliError
+from odradek.admin_client.errors import CliError
 from odradek.config_keys import ConfigError
 from odradek.protocol.client import ConnectionLost, ProtocolError
 from odradek.protocol.client_security import PLAINTEXT, AuthenticationError, ClientSecurity

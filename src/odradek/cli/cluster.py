@@ -32,9 +32,10 @@ from typing import Any
 
 import psutil
 
+from odradek.admin_client.command import ArgParser, parse_int, run_tool
+from odradek.admin_client.errors import CliError, UsageError
 from odradek.cli import processes
 from odradek.cli.cluster_security import PROTOCOLS, ClusterSecurity
-from odradek.cli.common import ArgParser, CliError, UsageError, parse_int, run_tool
 from odradek.cli.server_stop import find_processes, running
 from odradek.cli.zk_session import ZkSession, broker_ids, controller_id
 from odradek.cli.zookeeper import GENERATED_CFG, PID_FILE, find_servers, server_mode, servers
@@ -99,7 +100,7 @@ class BrokerNode(Node):
 
 
 @dataclass
-class Cluster:
+class LocalCluster:
     """The whole pseudo-cluster: where it lives, its hosts, ports and pids."""
 
     dir: str
@@ -130,7 +131,7 @@ class Cluster:
         atomic_write(self.state_file, json.dumps(data, indent=2) + "\n")
 
     @classmethod
-    def load(cls, directory: Path) -> Cluster | None:
+    def load(cls, directory: Path) -> LocalCluster | None:
         path = directory / STATE_FILE
         if not path.is_file():
             return None
@@ -148,13 +149,13 @@ class Cluster:
 
 
 def plan(directory: Path, host: str, zookeepers: int, brokers: int, zk_base: int, base: int,
-         http_base: int = 0, security: str = "PLAINTEXT") -> Cluster:
+         http_base: int = 0, security: str = "PLAINTEXT") -> LocalCluster:
     """The layout for `zookeepers` servers and `brokers` brokers (nothing is written); with `http_base`
     each broker's metrics endpoint listens on http_base + N - 1."""
     highest = max(zk_base + ELECTION_OFFSET + zookeepers - 1, base + brokers - 1, http_base + brokers - 1)
     if highest > 65535:
         raise UsageError(f"Error: ports would go up to {highest}; choose lower --zk-base-port/--base-port")
-    cluster = Cluster(str(directory), host, security=security)
+    cluster = LocalCluster(str(directory), host, security=security)
     for n in range(1, zookeepers + 1):
         ports = (zk_base + n - 1, zk_base + QUORUM_OFFSET + n - 1, zk_base + ELECTION_OFFSET + n - 1)
         cluster.zookeepers.append(ZkNode(n, *ports, config=str(directory / f"zk{n}" / "zoo.cfg")))
@@ -165,7 +166,7 @@ def plan(directory: Path, host: str, zookeepers: int, brokers: int, zk_base: int
     return cluster
 
 
-def cluster_ports(cluster: Cluster) -> list[int]:
+def cluster_ports(cluster: LocalCluster) -> list[int]:
     zk = [p for z in cluster.zookeepers for p in (z.client_port, z.quorum_port, z.election_port)]
     return zk + [b.port for b in cluster.brokers] + [b.http_port for b in cluster.brokers if b.http_port]
 
@@ -181,7 +182,7 @@ def port_is_free(host: str, port: int) -> bool:
     return True
 
 
-def check_ports(cluster: Cluster) -> None:
+def check_ports(cluster: LocalCluster) -> None:
     ports = cluster_ports(cluster)
     if len(set(ports)) != len(ports):
         raise UsageError("Error: the ZooKeeper, broker and HTTP port ranges overlap; change --base-port, "
@@ -191,7 +192,7 @@ def check_ports(cluster: Cluster) -> None:
         raise CliError(f"Error: port(s) on {cluster.host} already in use: {'; '.join(_port_roles(cluster, busy))}")
 
 
-def _port_roles(cluster: Cluster, ports: list[int]) -> list[str]:
+def _port_roles(cluster: LocalCluster, ports: list[int]) -> list[str]:
     """Each busy port with what it was for and the flag that moves it."""
     roles: dict[int, str] = {}
     for z in cluster.zookeepers:
@@ -210,7 +211,7 @@ def _port_roles(cluster: Cluster, ports: list[int]) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 
 
-def zk_config_text(cluster: Cluster, node: ZkNode) -> str:
+def zk_config_text(cluster: LocalCluster, node: ZkNode) -> str:
     lines = ["tickTime=2000", "initLimit=10", "syncLimit=5", f"dataDir={node.data_dir}",
              f"clientPort={node.client_port}", f"clientPortAddress={cluster.host}"]
     if len(cluster.zookeepers) > 1:
@@ -218,14 +219,14 @@ def zk_config_text(cluster: Cluster, node: ZkNode) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_zk_config(cluster: Cluster, node: ZkNode) -> None:
+def write_zk_config(cluster: LocalCluster, node: ZkNode) -> None:
     node.data_dir.mkdir(parents=True, exist_ok=True)
     Path(node.config).write_text(zk_config_text(cluster, node))
     if len(cluster.zookeepers) > 1:
         (node.data_dir / "myid").write_text(f"{node.id}\n")
 
 
-def broker_properties(cluster: Cluster, broker: BrokerNode) -> dict[str, str]:
+def broker_properties(cluster: LocalCluster, broker: BrokerNode) -> dict[str, str]:
     replication = str(min(3, len(cluster.brokers)))
     return {
         "broker.id": str(broker.id),
@@ -239,12 +240,12 @@ def broker_properties(cluster: Cluster, broker: BrokerNode) -> dict[str, str]:
     } | ({"http.listener": f"{cluster.host}:{broker.http_port}"} if broker.http_port else {})
 
 
-def metrics_url(cluster: Cluster, broker: BrokerNode) -> str:
+def metrics_url(cluster: LocalCluster, broker: BrokerNode) -> str:
     host = f"[{cluster.host}]" if ":" in cluster.host else cluster.host
     return f"http://{host}:{broker.http_port}/metrics"
 
 
-def write_broker_config(cluster: Cluster, broker: BrokerNode) -> None:
+def write_broker_config(cluster: LocalCluster, broker: BrokerNode) -> None:
     broker.home.mkdir(parents=True, exist_ok=True)
     props = broker_properties(cluster, broker)
     header = "# Written by odradek cluster up; one broker of the pseudo-cluster in this directory.\n"
@@ -309,7 +310,7 @@ def wait_for(condition: Callable[[], bool], timeout: float, interval: float = 0.
 # ---------------------------------------------------------------------------------------------
 
 
-def zk_modes(cluster: Cluster) -> list[str | None]:
+def zk_modes(cluster: LocalCluster) -> list[str | None]:
     return [server_mode(cluster.host, z.client_port, timeout=2.0) for z in cluster.zookeepers]
 
 
@@ -412,14 +413,14 @@ def up(argv: list[str]) -> int:
 
 
 def refuse_if_running(directory: Path) -> None:
-    existing = Cluster.load(directory)
+    existing = LocalCluster.load(directory)
     if existing is None:
         return
     if any(zk_pids(z) for z in existing.zookeepers) or any(broker_pids(b) for b in existing.brokers):
         raise CliError(f"Error: a cluster is already running in {directory} (odradek cluster down --dir {directory})")
 
 
-def bring_up(cluster: Cluster, timeout: float) -> None:
+def bring_up(cluster: LocalCluster, timeout: float) -> None:
     if len(cluster.zookeepers) % 2 == 0:
         print(f"Note: {len(cluster.zookeepers)} ZooKeeper servers tolerate no more failures than "
               f"{len(cluster.zookeepers) - 1}; an odd number is usual.")
@@ -435,7 +436,7 @@ def bring_up(cluster: Cluster, timeout: float) -> None:
     wait_for_registration(cluster, timeout)
 
 
-def start_zookeeper(cluster: Cluster, node: ZkNode, timeout: float) -> None:
+def start_zookeeper(cluster: LocalCluster, node: ZkNode, timeout: float) -> None:
     write_zk_config(cluster, node)
     print(f"zookeeper {node.id}: {cluster.host}:{node.client_port} ... ", end="", flush=True)
     result = run_odradek(["zookeeper-server-start", "--daemon", "--timeout", str(int(timeout)), node.config],
@@ -449,7 +450,7 @@ def start_zookeeper(cluster: Cluster, node: ZkNode, timeout: float) -> None:
     print(f"STARTED (pid {node.pid})", flush=True)
 
 
-def wait_for_quorum(cluster: Cluster, timeout: float) -> None:
+def wait_for_quorum(cluster: LocalCluster, timeout: float) -> None:
     waiting = "the ZooKeeper ensemble to elect a leader" if len(cluster.zookeepers) > 1 else "ZooKeeper"
     print(f"waiting for {waiting} ... ", end="", flush=True)
     if not wait_for(lambda: has_quorum(zk_modes(cluster)), timeout):
@@ -461,7 +462,7 @@ def wait_for_quorum(cluster: Cluster, timeout: float) -> None:
     print(f"zookeeper {leader} leads" if len(modes) > 1 else "serving (standalone)", flush=True)
 
 
-def start_broker(cluster: Cluster, broker: BrokerNode, timeout: float) -> None:
+def start_broker(cluster: LocalCluster, broker: BrokerNode, timeout: float) -> None:
     write_broker_config(cluster, broker)
     print(f"broker {broker.id}: {cluster.host}:{broker.port} ... ", end="", flush=True)
     out = broker.home / "logs" / BROKER_OUT
@@ -479,7 +480,7 @@ def start_broker(cluster: Cluster, broker: BrokerNode, timeout: float) -> None:
     print(f"STARTED (pid {broker.pid}{metrics})", flush=True)
 
 
-def wait_for_registration(cluster: Cluster, timeout: float) -> None:
+def wait_for_registration(cluster: LocalCluster, timeout: float) -> None:
     wanted = {b.id for b in cluster.brokers}
     print("waiting for the brokers to register in ZooKeeper ... ", end="", flush=True)
     seen: list[Registry | None] = [None]
@@ -495,7 +496,7 @@ def wait_for_registration(cluster: Cluster, timeout: float) -> None:
     print("done", flush=True)
 
 
-def print_usage(cluster: Cluster) -> None:
+def print_usage(cluster: LocalCluster) -> None:
     b, z, d = cluster.bootstrap_servers, cluster.zookeeper_connect, cluster.dir
     rf = min(3, len(cluster.brokers))
     admin = producer = consumer = secured = ""
@@ -531,8 +532,8 @@ def dir_parser(command: str, description: str) -> ArgParser:
     return parser
 
 
-def load_cluster(directory: str) -> Cluster | None:
-    return Cluster.load(Path(directory).expanduser().absolute())
+def load_cluster(directory: str) -> LocalCluster | None:
+    return LocalCluster.load(Path(directory).expanduser().absolute())
 
 
 def status(argv: list[str]) -> int:
@@ -548,7 +549,7 @@ def describe_pid(pids: list[int]) -> str:
     return f"pid {pids[0]}" if pids else "not running"
 
 
-def zk_status(cluster: Cluster) -> bool:
+def zk_status(cluster: LocalCluster) -> bool:
     print(f"ZooKeeper ({cluster.zookeeper_connect}):")
     modes = zk_modes(cluster)
     for node, mode in zip(cluster.zookeepers, modes, strict=True):
@@ -557,7 +558,7 @@ def zk_status(cluster: Cluster) -> bool:
     return has_quorum(modes)
 
 
-def broker_status(cluster: Cluster) -> bool:
+def broker_status(cluster: LocalCluster) -> bool:
     print(f"Brokers ({cluster.bootstrap_servers}):")
     registry = read_registry(cluster.zookeeper_connect, timeout=5.0)
     registered = set(registry.broker_ids) if registry else set()
@@ -590,7 +591,7 @@ def down(argv: list[str]) -> int:
     return 0
 
 
-def tear_down(cluster: Cluster, *, quiet: bool) -> None:
+def tear_down(cluster: LocalCluster, *, quiet: bool) -> None:
     """Stop brokers (up to 60 s), then ZooKeeper servers; forget their pids."""
     say: Callable[[str], Any] = (lambda _text: None) if quiet else print
     brokers = [p for b in cluster.brokers for p in running("server-start", b.config)]

@@ -24,7 +24,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from odradek.cli.common import ArgParser, CliError, UsageError, read_properties_file, run_tool
+from odradek.admin_client.command import ArgParser, run_tool
+from odradek.admin_client.connect import read_properties_file
+from odradek.admin_client.errors import CliError, UsageError
 from odradek.cli.scram_config import scram_settings
 
 TOPICS, BROKERS, BROKER_LOGGERS, USERS, CLIENTS = "topics", "brokers", "broker-loggers", "users", "clients"

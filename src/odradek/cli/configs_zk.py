@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from odradek.cli.common import CliError
+from odradek.admin_client.errors import CliError
 from odradek.cli.zk_session import ZkSession, children, read_json
 from odradek.cluster import quotas as cq
 from odradek.cluster import znodes as zn
@@ -102,8 +102,8 @@ def run_quotas(zk: ZkSession, cmd: Command) -> None:
 def _alter_scram(zk: ZkSession, user: str, add: dict[str, str], delete: list[str]) -> None:
     """Salted credentials written beside the user's quotas, as Kafka 2.x's ConfigCommand did."""
     from odradek.cli.scram_config import scram_settings
-    from odradek.cluster.user_scram import read_user_config, write_user_config
-    from odradek.server.scram import MAX_ITERATIONS, MIN_ITERATIONS, credential
+    from odradek.security.scram import MAX_ITERATIONS, MIN_ITERATIONS, credential
+    from odradek.security.scram_store import read_user_config, write_user_config
 
     config = zk.run(read_user_config, user)
     missing = [k for k in delete if k not in config]

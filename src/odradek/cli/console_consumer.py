@@ -32,18 +32,10 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from odradek.cli.common import (
-    ArgParser,
-    UsageError,
-    add_bootstrap_flags,
-    bootstrap_of,
-    open_client,
-    parse_bool,
-    parse_key_values,
-    read_properties_file,
-    run_tool,
-    silence_stdout,
-)
+from odradek.admin_client.command import ArgParser, run_tool, silence_stdout
+from odradek.admin_client.connect import add_bootstrap_flags, bootstrap_of, open_client, read_properties_file
+from odradek.admin_client.errors import UsageError
+from odradek.cli.common import parse_bool, parse_key_values
 
 POLL_SLICE_S = 0.2
 CLOSE_TIMEOUT_S = 10.0

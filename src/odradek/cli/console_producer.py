@@ -16,19 +16,10 @@ from typing import Any, BinaryIO
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from odradek.cli.common import (
-    ArgParser,
-    CliError,
-    UsageError,
-    add_bootstrap_flags,
-    bootstrap_of,
-    kafka_message,
-    open_client,
-    parse_bool,
-    parse_key_values,
-    read_properties_file,
-    run_tool,
-)
+from odradek.admin_client.command import ArgParser, run_tool
+from odradek.admin_client.connect import add_bootstrap_flags, bootstrap_of, open_client, read_properties_file
+from odradek.admin_client.errors import CliError, UsageError, kafka_message
+from odradek.cli.common import parse_bool, parse_key_values
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 DEFAULT_DELIVERY_TIMEOUT_MS = 30_000

@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from confluent_kafka import (
-    ConsumerGroupState,
     ConsumerGroupTopicPartitions,
     ConsumerGroupType,
     KafkaException,
@@ -35,18 +34,11 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from odradek.cli.common import (
-    ArgParser,
-    CliError,
-    UsageError,
-    add_bootstrap_flags,
-    bootstrap_of,
-    kafka_message,
-    open_client,
-    parse_int,
-    read_properties_file,
-    run_tool,
-)
+from odradek.admin_client.command import ArgParser, parse_int, run_tool
+from odradek.admin_client.connect import add_bootstrap_flags, bootstrap_of, open_client, read_properties_file
+from odradek.admin_client.errors import ERROR_MESSAGES, CliError, UsageError, error_text, kafka_message
+from odradek.admin_client.model import STATES, state_name
+from odradek.admin_client.offsets import list_offsets
 
 TP = tuple[str, int]
 
@@ -58,15 +50,6 @@ SCENARIOS = ("to-offset", "shift-by", "to-datetime", "by-duration", "to-earliest
 RESET_ONLY = ("dry-run", "execute", "export", "all-topics", *SCENARIOS)
 DESCRIBE_ONLY = ("members", "verbose", "offsets")
 
-# Kafka's names of the classic group states, and librdkafka's enum for each.
-STATES: dict[str, ConsumerGroupState] = {
-    "PreparingRebalance": ConsumerGroupState.PREPARING_REBALANCING,
-    "CompletingRebalance": ConsumerGroupState.COMPLETING_REBALANCING,
-    "Stable": ConsumerGroupState.STABLE,
-    "Dead": ConsumerGroupState.DEAD,
-    "Empty": ConsumerGroupState.EMPTY,
-}
-STATE_NAMES: dict[ConsumerGroupState, str] = {v: k for k, v in STATES.items()}
 # Kafka's group types (GroupType's names, as its tool prints them) and librdkafka's enum for each.
 TYPES: dict[str, ConsumerGroupType] = {"Classic": ConsumerGroupType.CLASSIC, "Consumer": ConsumerGroupType.CONSUMER}
 TYPE_NAMES: dict[ConsumerGroupType, str] = {v: k for k, v in TYPES.items()}
@@ -79,18 +62,6 @@ DRY_RUN_WARNING = (
     "if you are scripting this command and want to keep the current default behavior without prompting."
 )
 
-# Kafka's wording (org.apache.kafka.common.protocol.Errors) for the codes this tool reports itself.
-ERROR_MESSAGES = {
-    3: "This server does not host this topic-partition.",
-    15: "The coordinator is not available.",
-    16: "This is not the correct coordinator.",
-    24: "The configured groupId is invalid.",
-    25: "The coordinator is not aware of this member.",
-    30: "Group authorization failed.",
-    68: "The group is not empty.",
-    69: "The group id does not exist.",
-    86: "The consumer group is actively subscribed to the topic",
-}
 ERROR_NAMES = {3: "UNKNOWN_TOPIC_OR_PARTITION", 24: "INVALID_GROUP_ID", 30: "GROUP_AUTHORIZATION_FAILED",
                68: "NON_EMPTY_GROUP", 69: "GROUP_ID_NOT_FOUND", 86: "GROUP_SUBSCRIBED_TO_TOPIC"}
 
@@ -382,26 +353,9 @@ def parse_reset_plan(text: str, groups: Sequence[str]) -> dict[str, dict[TP, int
     return plan
 
 
-def state_name(description: Any) -> str:
-    """Kafka's name of a group's state ('Stable', 'Empty', ...); a missing description is 'Dead'."""
-    if description is None:
-        return "Dead"
-    state = getattr(description, "state", None)
-    return STATE_NAMES.get(state, "Unknown") if state is not None else "Unknown"
-
-
 def type_name(listing: Any) -> str:
     """Kafka's name of a group's type ('Classic', 'Consumer'); 'Unknown' when the broker did not say."""
     return TYPE_NAMES.get(getattr(listing, "type", None), "Unknown")  # type: ignore[arg-type]
-
-
-def error_text(exc: BaseException) -> str:
-    """'NAME: message' of a KafkaException, in Kafka's words where known."""
-    err = exc.args[0] if exc.args else None
-    if err is None or not hasattr(err, "code"):
-        return kafka_message(exc)
-    message = ERROR_MESSAGES.get(err.code()) or err.str().removeprefix("Broker: ")
-    return f"{err.name()}: {message}"
 
 
 def tp_text(tp: TP) -> str:
@@ -641,18 +595,7 @@ class ConsumerGroups:
 
     def log_offsets(self, partitions: Iterable[TP], spec: OffsetSpec) -> dict[TP, int | None]:
         """ListOffsets for each partition; None where the cluster could not answer."""
-        wanted = sorted(set(partitions))
-        if not wanted:
-            return {}
-        futures = self.admin.list_offsets({TopicPartition(t, p): spec for t, p in wanted},
-                                          request_timeout=self.timeout)
-        result: dict[TP, int | None] = {}
-        for tp, future in futures.items():
-            try:
-                result[(tp.topic, tp.partition)] = self.wait(future).offset
-            except KafkaException:
-                result[(tp.topic, tp.partition)] = None
-        return result
+        return list_offsets(self.admin, partitions, spec, self.timeout, wait=self.wait)
 
     def partitions_of(self, topic: str) -> list[int] | None:
         """Partition ids of a topic, None if it does not exist."""

@@ -15,15 +15,9 @@ from typing import Any
 
 from confluent_kafka import Consumer
 
-from odradek.cli.common import (
-    ArgParser,
-    UsageError,
-    add_bootstrap_flags,
-    bootstrap_of,
-    open_client,
-    read_properties_file,
-    run_tool,
-)
+from odradek.admin_client.command import ArgParser, run_tool
+from odradek.admin_client.connect import add_bootstrap_flags, bootstrap_of, open_client, read_properties_file
+from odradek.admin_client.errors import UsageError
 from odradek.cli.perf_stats import CONSUMER_HEADER, DETAILED_HEADER, MB, consumer_line, java_date
 
 BATCH = 10_000

@@ -21,7 +21,8 @@ from typing import Any
 
 from crc32c import crc32c
 
-from odradek.cli.common import ArgParser, CliError, UsageError, run_tool
+from odradek.admin_client.command import ArgParser, run_tool
+from odradek.admin_client.errors import CliError, UsageError
 from odradek.protocol import records as rec
 from odradek.storage.producer_state import ProducerStateManager
 from odradek.storage.txn_index import read_index

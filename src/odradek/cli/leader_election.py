@@ -18,15 +18,9 @@ from pathlib import Path
 from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from odradek.cli.common import (
-    ArgParser,
-    CliError,
-    UsageError,
-    kafka_message,
-    open_client,
-    read_properties_file,
-    run_tool,
-)
+from odradek.admin_client.command import ArgParser, run_tool
+from odradek.admin_client.connect import open_client, read_properties_file
+from odradek.admin_client.errors import CliError, UsageError, kafka_message
 from odradek.cluster.elections import parse_election_json
 
 TIMEOUT_S = 30.0

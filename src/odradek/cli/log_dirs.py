@@ -10,15 +10,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from odradek.cli.common import (
-    ArgParser,
-    CliError,
-    UsageError,
-    add_bootstrap_flags,
-    bootstrap_of,
-    read_properties_file,
-    run_tool,
-)
+from odradek.admin_client.command import ArgParser, run_tool
+from odradek.admin_client.connect import add_bootstrap_flags, bootstrap_of, read_properties_file
+from odradek.admin_client.errors import CliError, UsageError
 
 REQUEST_TIMEOUT_S = 30.0
 DESCRIBE_LOG_DIRS_VERSION = 1

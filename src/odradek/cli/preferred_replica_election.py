@@ -15,7 +15,9 @@ import json
 
 from confluent_kafka import ElectionType
 
-from odradek.cli.common import ArgParser, CliError, UsageError, read_properties_file, run_tool
+from odradek.admin_client.command import ArgParser, run_tool
+from odradek.admin_client.connect import read_properties_file
+from odradek.admin_client.errors import CliError, UsageError
 from odradek.cli.leader_election import elect, read_election_file, report
 from odradek.cli.zk_session import ZkSession, create_json, read_json, read_topic, topic_names
 from odradek.cluster import znodes as zn

@@ -17,15 +17,10 @@ from pathlib import Path
 
 from confluent_kafka import KafkaError, Message, Producer
 
-from odradek.cli.common import (
-    ArgParser,
-    CliError,
-    UsageError,
-    open_client,
-    parse_key_values,
-    read_properties_file,
-    run_tool,
-)
+from odradek.admin_client.command import ArgParser, run_tool
+from odradek.admin_client.connect import open_client, read_properties_file
+from odradek.admin_client.errors import CliError, UsageError
+from odradek.cli.common import parse_key_values
 from odradek.cli.perf_stats import ProducerStats, Throttle
 
 

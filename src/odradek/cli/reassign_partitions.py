@@ -28,9 +28,11 @@ from typing import Any, Protocol
 
 from kafka.protocol.admin import AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest
 
+from odradek.admin_client.command import ArgParser, run_tool
+from odradek.admin_client.connect import read_properties_file
+from odradek.admin_client.errors import CliError, UsageError
 from odradek.cli import replica_moves, zk_session
 from odradek.cli.broker_connection import AdminConnection, security_of
-from odradek.cli.common import ArgParser, CliError, UsageError, read_properties_file, run_tool
 from odradek.cli.zk_session import ZkSession
 from odradek.cluster import znodes as zn
 from odradek.cluster.assignment import assign_replicas

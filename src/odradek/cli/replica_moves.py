@@ -12,8 +12,8 @@ from typing import Any
 
 from kafka.protocol.admin import AlterReplicaLogDirsRequest, DescribeLogDirsRequest
 
+from odradek.admin_client.errors import CliError
 from odradek.cli.broker_connection import AdminConnection, BrokerConnection
-from odradek.cli.common import CliError
 from odradek.protocol.errors import ErrorCode
 
 Replica = tuple[str, int, int]  # topic, partition, broker id

@@ -3,7 +3,7 @@ shared by `odradek configs` against brokers and against ZooKeeper."""
 
 from __future__ import annotations
 
-from odradek.cli.common import UsageError
+from odradek.admin_client.errors import UsageError
 
 
 def scram_settings(mechanism: str, value: str) -> tuple[int, str]:

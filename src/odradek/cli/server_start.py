@@ -34,7 +34,7 @@ def setup_logging() -> None:
     logging.getLogger("kazoo").setLevel(logging.WARNING)
 
 
-def _daemonize(args: argparse.Namespace, config_port: int | None) -> int:
+def _daemonize(args: argparse.Namespace) -> int:
     log_dir = Path(os.environ.get("LOG_DIR", "logs"))
     log_dir.mkdir(parents=True, exist_ok=True)
     out_path = log_dir / "odradek-server.out"
@@ -102,7 +102,7 @@ def main(argv: list[str]) -> int:
         print(f"Error: cannot read {args.config}: {exc.strerror}", file=sys.stderr)
         return 1
     if args.daemon:
-        return _daemonize(args, None)
+        return _daemonize(args)
     setup_logging()
     # `kill -USR1 <pid>` prints every thread's stack on stderr: how a broker that stopped answering is
     # told apart from one that is merely slow (the fault tests ask for it when a wait gives up)

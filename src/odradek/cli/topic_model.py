@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from odradek.cli.common import CliError, UsageError
+from odradek.admin_client.errors import CliError, UsageError
 
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")

@@ -29,19 +29,16 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from odradek.cli.common import (
+from odradek.admin_client.command import ArgParser, run_tool
+from odradek.admin_client.connect import (
     DEFAULT_REQUEST_TIMEOUT_MS,
-    ArgParser,
-    CliError,
-    UsageError,
     add_bootstrap_flags,
     bootstrap_of,
-    kafka_message,
     open_client,
-    parse_key_values,
     read_properties_file,
-    run_tool,
 )
+from odradek.admin_client.errors import CliError, UsageError, kafka_message
+from odradek.cli.common import parse_key_values
 from odradek.cli.topic_model import (
     INTERNAL_TOPICS,
     MIN_ISR_KEY,

@@ -22,15 +22,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar, cast
 
-from odradek.cli.common import (
-    ArgParser,
-    CliError,
-    UsageError,
-    bootstrap_of,
-    read_properties_file,
-    run_tool,
-    usage_message,
-)
+from odradek.admin_client.command import ArgParser, run_tool, usage_message
+from odradek.admin_client.connect import bootstrap_of, read_properties_file
+from odradek.admin_client.errors import CliError, UsageError
 
 if TYPE_CHECKING:
     from odradek.protocol.client_security import ClientSecurity
@@ -262,7 +256,7 @@ def _retrying(call: Callable[[], T | None], deadline_s: float = RETRY_DEADLINE_S
         time.sleep(RETRY_BACKOFF_S)
 
 
-class Cluster:
+class BrokerConnections:
     """Blocking protocol connections to one cluster's brokers, opened on demand."""
 
     def __init__(self, bootstrap: str, client_id: str, security: ClientSecurity) -> None:
@@ -518,7 +512,7 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def cmd_list(cluster: Cluster, opts: argparse.Namespace) -> None:
+def cmd_list(cluster: BrokerConnections, opts: argparse.Namespace) -> None:
     try:
         by_broker = {b: cluster.list_transactions(b, duration_ms=opts.duration_filter) for b in cluster.broker_ids()}
     except RequestFailed as exc:
@@ -526,7 +520,7 @@ def cmd_list(cluster: Cluster, opts: argparse.Namespace) -> None:
     print(table(LIST_HEADERS, list_rows(by_broker)))
 
 
-def cmd_describe(cluster: Cluster, opts: argparse.Namespace) -> None:
+def cmd_describe(cluster: BrokerConnections, opts: argparse.Namespace) -> None:
     tid = opts.transactional_id
     try:
         description = cluster.describe_transaction(tid)
@@ -535,7 +529,7 @@ def cmd_describe(cluster: Cluster, opts: argparse.Namespace) -> None:
     print(table(DESCRIBE_HEADERS, [describe_row(description, now_ms())]))
 
 
-def cmd_describe_producers(cluster: Cluster, opts: argparse.Namespace) -> None:
+def cmd_describe_producers(cluster: BrokerConnections, opts: argparse.Namespace) -> None:
     tp = TopicPartition(opts.topic, opts.partition)
     try:
         producers = cluster.partition_producers(tp, opts.broker_id)
@@ -545,7 +539,7 @@ def cmd_describe_producers(cluster: Cluster, opts: argparse.Namespace) -> None:
     print(table(PRODUCER_HEADERS, [producer_row(p) for p in producers]))
 
 
-def _search_partitions(cluster: Cluster, opts: argparse.Namespace) -> dict[TopicPartition, Any]:
+def _search_partitions(cluster: BrokerConnections, opts: argparse.Namespace) -> dict[TopicPartition, Any]:
     """find-hanging's partitions, with their metadata: --topic's (or every topic's, internal ones too),
     only those with a replica on --broker-id when given."""
     try:
@@ -559,7 +553,7 @@ def _search_partitions(cluster: Cluster, opts: argparse.Namespace) -> dict[Topic
             if opts.broker_id is None or opts.broker_id in p.replica_nodes}
 
 
-def cmd_find_hanging(cluster: Cluster, opts: argparse.Namespace) -> None:
+def cmd_find_hanging(cluster: BrokerConnections, opts: argparse.Namespace) -> None:
     if opts.topic is None and opts.broker_id is None:
         fail("The `find-hanging` command requires either --topic or --broker-id to limit the scope of the search")
     if opts.partition is not None and opts.topic is None:
@@ -608,7 +602,7 @@ def cmd_find_hanging(cluster: Cluster, opts: argparse.Namespace) -> None:
     print(table(HANGING_HEADERS, [hanging_row(tp, p, now) for tp, p in hanging]))
 
 
-def cmd_abort(cluster: Cluster, opts: argparse.Namespace) -> None:
+def cmd_abort(cluster: BrokerConnections, opts: argparse.Namespace) -> None:
     tp = TopicPartition(opts.topic, opts.partition)
     if opts.start_offset is None and opts.producer_id is None:
         fail("The transaction to abort must be identified either with --start-offset (for brokers on 3.0 or "
@@ -636,7 +630,7 @@ def cmd_abort(cluster: Cluster, opts: argparse.Namespace) -> None:
         fail(f"Failed to abort transaction {spec}", str(exc))
 
 
-COMMANDS: dict[str, Callable[[Cluster, argparse.Namespace], None]] = {
+COMMANDS: dict[str, Callable[[BrokerConnections, argparse.Namespace], None]] = {
     "list": cmd_list,
     "describe": cmd_describe,
     "describe-producers": cmd_describe_producers,
@@ -741,7 +735,7 @@ def execute(argv: list[str]) -> int:
     from odradek.cli.broker_connection import split_servers
 
     split_servers(bootstrap)  # a malformed address fails before any connection
-    cluster = Cluster(bootstrap, client_id, security)
+    cluster = BrokerConnections(bootstrap, client_id, security)
     try:
         COMMANDS[opts.command](cluster, opts)
     except RequestFailed as exc:

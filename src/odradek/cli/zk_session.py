@@ -22,7 +22,7 @@ import warnings
 from collections.abc import Awaitable, Callable
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
-from odradek.cli.common import CliError, UsageError
+from odradek.admin_client.errors import CliError, UsageError
 from odradek.cluster import znodes as zn
 from odradek.cluster.store import MetadataStore, NodeExistsError, NoNodeError, StoreError, to_json
 

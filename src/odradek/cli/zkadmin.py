@@ -21,8 +21,9 @@ import argparse
 import asyncio
 import sys
 
+from odradek.admin_client.errors import CliError, UsageError
 from odradek.cli import topic_model as model
-from odradek.cli.common import CliError, UsageError, parse_key_values
+from odradek.cli.common import parse_key_values
 from odradek.cli.topic_model import TopicCommandError
 from odradek.cli.zk_session import (
     MAX_CONNECT_TIMEOUT_MS,

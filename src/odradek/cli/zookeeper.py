@@ -47,8 +47,9 @@ from typing import Any
 
 import psutil
 
+from odradek.admin_client.command import ArgParser, run_tool
+from odradek.admin_client.errors import CliError, UsageError
 from odradek.cli import processes
-from odradek.cli.common import ArgParser, CliError, UsageError, run_tool
 from odradek.config import ConfigError, ZooKeeperConfig
 from odradek.fsutil import atomic_write
 

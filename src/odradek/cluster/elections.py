@@ -16,7 +16,6 @@ from odradek.protocol.errors import ErrorCode
 TopicPartition = tuple[str, int]
 
 PREFERRED, UNCLEAN = 0, 1
-ELECTION_TYPES = {PREFERRED: "PREFERRED", UNCLEAN: "UNCLEAN"}
 
 
 def tp_str(tp: TopicPartition) -> str:

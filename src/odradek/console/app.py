@@ -28,7 +28,7 @@ import jinja2
 from aiohttp import web
 
 from odradek.console import browse, gate
-from odradek.console.cluster import Cluster, ClusterError
+from odradek.console.cluster import ClusterAdmin, ClusterError
 from odradek.console.sampler import LagHistory
 from odradek.pipelines.weblogs import METRICS_TOPIC
 
@@ -54,7 +54,7 @@ class UserError(Exception):
     """A bad form value, reported on the page."""
 
 
-CLUSTER = web.AppKey("cluster", Cluster)
+CLUSTER = web.AppKey("cluster", ClusterAdmin)
 HISTORY = web.AppKey("history", LagHistory)
 SETTINGS = web.AppKey("settings", Settings)
 TEMPLATES = web.AppKey("templates", jinja2.Environment)
@@ -396,7 +396,7 @@ def _window_end_s(window: dict[str, Any]) -> float:
 # --- the application -----------------------------------------------------------------------------
 
 
-def create_app(cluster: Cluster, history: LagHistory, settings: Settings, access: gate.Gate) -> web.Application:
+def create_app(cluster: ClusterAdmin, history: LagHistory, settings: Settings, access: gate.Gate) -> web.Application:
     app = web.Application(middlewares=[*gate.MIDDLEWARES, guard])
     app[CLUSTER] = cluster
     app[HISTORY] = history

@@ -17,8 +17,9 @@ from typing import Any
 
 from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, TopicPartition
 
-from odradek.cli.common import ClientErrors, client_config, kafka_message
-from odradek.console.cluster import Cluster, ClusterError, cluster_error
+from odradek.admin_client.connect import ClientErrors, client_config
+from odradek.admin_client.errors import kafka_message
+from odradek.console.cluster import ClusterAdmin, ClusterError, cluster_error
 
 MAX_SHOWN_BYTES = 16 * 1024
 MAX_MESSAGES = 500
@@ -104,7 +105,7 @@ def parse_time(text: str) -> int:
 
 
 @contextmanager
-def consumer(cluster: Cluster) -> Iterator[Consumer]:
+def consumer(cluster: ClusterAdmin) -> Iterator[Consumer]:
     c = Consumer(client_config(cluster.bootstrap, cluster.consumer_config(), errors=ClientErrors()))
     try:
         yield c
@@ -112,7 +113,7 @@ def consumer(cluster: Cluster) -> Iterator[Consumer]:
         c.close()
 
 
-def read(cluster: Cluster, topic: str, partition: int, offset: int | None = None,
+def read(cluster: ClusterAdmin, topic: str, partition: int, offset: int | None = None,
          timestamp_ms: int | None = None, limit: int = 20, wait_s: float = 2.0) -> tuple[list[Message], int, int]:
     """Up to `limit` records of one partition from `offset` (default: the log start) or from the first
     record at or after `timestamp_ms`; returns them, the offset to read next and the partition's end offset
@@ -158,7 +159,7 @@ def read(cluster: Cluster, topic: str, partition: int, offset: int | None = None
         return out, next_offset, high
 
 
-def weblogs_metrics(cluster: Cluster, topic: str) -> list[dict[str, Any]]:
+def weblogs_metrics(cluster: ClusterAdmin, topic: str) -> list[dict[str, Any]]:
     """The weblogs pipeline's per-minute windows from `topic` (JSON records keyed by window start; a later
     record of a window supersedes an earlier one), oldest first, the newest WEBLOGS_WINDOWS of them."""
     md = cluster.metadata(topic)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
@@ -34,19 +33,25 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from odradek.cli.common import (
-    UNREACHABLE_CODES,
-    ClientErrors,
-    client_config,
-    create_client,
-    kafka_message,
-    open_client,
+from odradek.admin_client.connect import ClientErrors, client_config, create_client, open_client
+from odradek.admin_client.errors import UNREACHABLE_CODES, error_text, kafka_message
+from odradek.admin_client.model import (
+    TP,
+    Broker,
+    Config,
+    Group,
+    GroupPartition,
+    GroupSummary,
+    LogDir,
+    Member,
+    Partition,
+    Topic,
+    state_name,
 )
-from odradek.cli.consumer_groups import error_text, state_name
+from odradek.admin_client.offsets import list_offsets
 
 log = logging.getLogger("odradek.console")
 
-TP = tuple[str, int]
 DESCRIBE_LOG_DIRS_VERSION = 1
 PLAINTEXT = "PLAINTEXT"
 GROUP_NOT_FOUND = 69
@@ -69,131 +74,6 @@ def cluster_error(exc: KafkaException, text: str | None = None) -> ClusterError:
     return ClusterError(text or kafka_message(exc))
 
 
-# --- what the pages show ------------------------------------------------------------------------
-
-
-@dataclass
-class LogDir:
-    path: str
-    error: str | None
-    partitions: int
-    size: int
-
-
-@dataclass
-class Broker:
-    id: int
-    host: str
-    port: int
-    rack: str | None
-    controller: bool
-    log_dirs: list[LogDir] | None = None
-
-    @property
-    def address(self) -> str:
-        return f"{self.host}:{self.port}"
-
-
-@dataclass
-class Partition:
-    partition: int
-    leader: int
-    replicas: list[int]
-    isr: list[int]
-    size: int | None = None
-    start: int | None = None
-    end: int | None = None
-    error: str | None = None
-
-    @property
-    def under_replicated(self) -> bool:
-        return len(self.isr) < len(self.replicas)
-
-    @property
-    def messages(self) -> int | None:
-        return None if self.start is None or self.end is None else self.end - self.start
-
-
-@dataclass
-class Topic:
-    name: str
-    partitions: list[Partition]
-    internal: bool = False
-    error: str | None = None
-
-    @property
-    def under_replicated(self) -> int:
-        return sum(p.under_replicated for p in self.partitions)
-
-    @property
-    def replication_factor(self) -> int:
-        return max((len(p.replicas) for p in self.partitions), default=0)
-
-    @property
-    def size(self) -> int | None:
-        sizes = [p.size for p in self.partitions if p.size is not None]
-        return sum(sizes) if sizes else None
-
-
-@dataclass
-class Config:
-    name: str
-    value: str | None
-    source: str
-    default: bool
-    read_only: bool
-    sensitive: bool
-
-
-@dataclass
-class GroupSummary:
-    id: str
-    state: str
-    members: int | None = None
-    lag: int | None = None
-
-
-@dataclass
-class Member:
-    id: str
-    client_id: str
-    host: str
-    assignment: list[TP]
-
-
-@dataclass
-class GroupPartition:
-    topic: str
-    partition: int
-    committed: int | None
-    end: int | None
-    member: str | None
-
-    @property
-    def lag(self) -> int | None:
-        if self.committed is None or self.end is None:
-            return None
-        return max(self.end - self.committed, 0)
-
-
-@dataclass
-class Group:
-    id: str
-    state: str
-    coordinator: str
-    assignor: str
-    members: list[Member] = field(default_factory=list)
-    partitions: list[GroupPartition] = field(default_factory=list)
-
-    @property
-    def lag(self) -> int:
-        return sum(p.lag or 0 for p in self.partitions)
-
-    @property
-    def empty(self) -> bool:
-        return self.state in ("Empty", "Dead")
-
-
 def source_name(source: Any) -> str:
     """'topic', 'default', 'static broker config', ... for a config entry's source."""
     try:
@@ -207,7 +87,7 @@ def source_name(source: Any) -> str:
 # --- the client -----------------------------------------------------------------------------------
 
 
-class Cluster:
+class ClusterAdmin:
     """One AdminClient (and the settings for the browser's consumers) for one cluster."""
 
     def __init__(self, bootstrap: str, properties: Mapping[str, str], timeout_ms: int = 10_000,
@@ -325,18 +205,7 @@ class Cluster:
 
     def offsets(self, partitions: Iterable[TP], spec: OffsetSpec) -> dict[TP, int | None]:
         """ListOffsets for each partition; None where the cluster could not answer."""
-        wanted = sorted(set(partitions))
-        if not wanted:
-            return {}
-        futures = self.admin.list_offsets({TopicPartition(t, p): spec for t, p in wanted},
-                                          request_timeout=self.timeout)
-        result: dict[TP, int | None] = {}
-        for tp, future in futures.items():
-            try:
-                result[(tp.topic, tp.partition)] = future.result(timeout=self.timeout + 5).offset
-            except Exception:
-                result[(tp.topic, tp.partition)] = None
-        return result
+        return list_offsets(self.admin, partitions, spec, self.timeout, unanswered=(Exception,))
 
     def configs(self, topic: str) -> list[Config]:
         resource = ConfigResource(ResourceType.TOPIC, topic)

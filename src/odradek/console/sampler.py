@@ -14,7 +14,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from odradek.console.cluster import Cluster
+from odradek.console.cluster import ClusterAdmin
 
 log = logging.getLogger("odradek.console")
 
@@ -42,7 +42,7 @@ class LagHistory:
         }
 
 
-async def sample_forever(cluster: Cluster, history: LagHistory, interval: float) -> None:
+async def sample_forever(cluster: ClusterAdmin, history: LagHistory, interval: float) -> None:
     """Take a sample every `interval` seconds until cancelled; a failed sample is logged and skipped."""
     failing = False
     while True:

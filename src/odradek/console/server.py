@@ -29,14 +29,9 @@ import secrets
 import socket
 import sys
 
-from odradek.cli.common import (
-    ArgParser,
-    CliError,
-    add_bootstrap_flags,
-    bootstrap_of,
-    parse_int,
-    run_tool,
-)
+from odradek.admin_client.command import ArgParser, parse_int, run_tool
+from odradek.admin_client.connect import add_bootstrap_flags, bootstrap_of
+from odradek.admin_client.errors import CliError
 from odradek.console.auth import TOKEN_ENV, TokenError, load_token
 
 LOG_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"

@@ -26,10 +26,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 from aiohttp import web
 
-from odradek.cli.common import bootstrap_of, read_properties_file, run_tool
+from odradek.admin_client.command import run_tool
+from odradek.admin_client.connect import bootstrap_of, read_properties_file
 from odradek.console.app import Settings, create_app
 from odradek.console.auth import TOKEN_ENV, HostAllowlist, Sessions
-from odradek.console.cluster import Cluster, ClusterError
+from odradek.console.cluster import ClusterAdmin, ClusterError
 from odradek.console.gate import Gate
 from odradek.console.sampler import LagHistory, sample_forever
 from odradek.console.server import LOG_FORMAT, build_parser, url_host
@@ -40,7 +41,7 @@ log = logging.getLogger("odradek.console")
 WORKER_THREADS = 32
 
 
-async def learn_cluster_id(cluster: Cluster) -> None:
+async def learn_cluster_id(cluster: ClusterAdmin) -> None:
     """After a restart: fetch the cluster's metadata once (its id for the pages), without waiting for it."""
     try:
         await asyncio.to_thread(cluster.metadata)
@@ -56,7 +57,7 @@ async def serve(opts: argparse.Namespace, bootstrap: str) -> int:
     token, key = os.environ[TOKEN_ENV], bytes.fromhex(os.environ[SESSION_KEY_ENV])
     timeout_ms, refresh_ms, sample_ms = int(opts.timeout), int(opts.refresh_ms), int(opts.lag_sample_ms)
     properties = read_properties_file(opts.command_config)
-    cluster = await asyncio.to_thread(Cluster, bootstrap, properties, timeout_ms, starts == 0)
+    cluster = await asyncio.to_thread(ClusterAdmin, bootstrap, properties, timeout_ms, starts == 0)
     history = LagHistory()
     settings = Settings(refresh_ms=refresh_ms, metrics_url_template=opts.metrics_url_template)
     port = listener.getsockname()[1]

@@ -40,9 +40,6 @@ class ClientSecurity:
     def uses_sasl(self) -> bool:
         return self.protocol in ("SASL_PLAINTEXT", "SASL_SSL")
 
-    def server_hostname(self, host: str) -> str | None:
-        return host if self.uses_tls else None
-
 
 PLAINTEXT = ClientSecurity()
 

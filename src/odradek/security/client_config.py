@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from odradek.config_keys import ConfigError
 from odradek.protocol.client_security import PLAINTEXT, PROTOCOLS, ClientSecurity
 from odradek.protocol.sasl_client import MECHANISMS
-from odradek.server import tls
-from odradek.server.sasl import parse_jaas
+from odradek.security import tls
+from odradek.security.sasl import parse_jaas
 
 # Java client key -> librdkafka key, for PEM files (librdkafka reads the same files).
 _RENAMED = {

@@ -15,6 +15,7 @@ from odradek.cluster.store import StoreError
 from odradek.protocol.errors import KafkaError
 from odradek.protocol.framing import FrameError, frame_chunks, parse_request_header, peek_api, response_header
 from odradek.protocol.validate import MalformedRequest
+from odradek.security.sasl import PRE_AUTH_APIS, State
 from odradek.server.authz import AuthorizationFailed
 
 # Every handler module, imported for its registrations (the `handles` decorators fill the registry).
@@ -38,7 +39,6 @@ from odradek.server.handlers import (  # noqa: F401
 from odradek.server.handlers import sasl as sasl_handlers
 from odradek.server.network import CloseConnection, Connection, Response
 from odradek.server.registry import APIS, RequestContext
-from odradek.server.sasl import PRE_AUTH_APIS, State
 from odradek.server.unsupported import unsupported_version_response
 
 if TYPE_CHECKING:

@@ -20,11 +20,11 @@ from functools import partial
 from typing import Any
 
 from odradek.protocol.framing import PRODUCE_KEY, FrameDecoder, FrameError, Piece, peek_api_key
+from odradek.security import tls
 from odradek.security.principal_mapping import NoMatchingRule
-from odradek.server import tls
+from odradek.security.sasl import SaslServer
 from odradek.server.heap import HeapTrimmer
 from odradek.server.limits import ConnectionLimits, RequestMemory
-from odradek.server.sasl import SaslServer
 from odradek.server.security import ListenerSecurity
 from odradek.server.splice import SpliceCounts, Splicer, has_regions
 from odradek.server.tls_accept import AdmittedProtocol, TlsAcceptor, bind

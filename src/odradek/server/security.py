@@ -14,9 +14,9 @@ from odradek.config import BrokerConfig, Listener
 from odradek.config_keys import ConfigError, Password
 from odradek.protocol.client_security import PLAINTEXT, ClientSecurity
 from odradek.protocol.sasl_client import MECHANISMS as CLIENT_MECHANISMS
+from odradek.security import tls
 from odradek.security.principal_mapping import Rule, parse_rules
-from odradek.server import tls
-from odradek.server.sasl import SUPPORTED_MECHANISMS, SaslSettings, plain_users
+from odradek.security.sasl import SUPPORTED_MECHANISMS, SaslSettings, plain_users
 
 
 def listener_lookup(get: Callable[[str], object], is_set: Callable[[str], bool], listener: str) -> tls.Lookup:

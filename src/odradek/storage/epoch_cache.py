@@ -102,11 +102,6 @@ class LeaderEpochCache:
         i = bisect_right([e for e, _ in self.entries], epoch)
         return self.entries[i - 1][0], self.entries[i][1]
 
-    def epoch_for_offset(self, offset: int) -> int:
-        starts = [o for _, o in self.entries]
-        i = bisect_right(starts, offset)
-        return self.entries[i - 1][0] if i else -1
-
     def truncate_from_end(self, end_offset: int) -> None:
         """Forget epochs that start at or after `end_offset` (the log was truncated there)."""
         before = len(self.entries)

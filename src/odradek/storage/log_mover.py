@@ -76,10 +76,6 @@ class LogDirMover:
 
     # --- the registry ------------------------------------------------------------------------
 
-    def move_of(self, key: TopicPartition) -> Move | None:
-        with self._cond:
-            return self._moves.get(key)
-
     def add(self, key: TopicPartition, future: Log, current: Log) -> None:
         move = Move(key, future)
         with current.lock:

@@ -14,8 +14,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from odradek.cli.progress import ProgressLine
 from odradek.interrupts import StopRequest
+from odradek.pipelines.progress import ProgressLine
 from odradek.pipelines.weblogs import LOGS_TOPIC
 from odradek.pipelines.weblogs.topics import ensure_topics
 from odradek.spark.offsets import TP

@@ -211,7 +211,6 @@ async def describe_cluster(ctx: RequestContext, request: Any) -> DescribeCluster
 _DTP = DescribeTopicPartitionsResponse
 _DTPTopic = _DTP.DescribeTopicPartitionsResponseTopic
 _DTPPartition = _DTPTopic.DescribeTopicPartitionsResponsePartition
-MAX_PARTITION_LIMIT = 2000  # Kafka's max.request.partition.size.limit default
 
 
 @handles(DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, versions=(0, 0))

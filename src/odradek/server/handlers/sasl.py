@@ -1,5 +1,5 @@
 """SaslHandshake (v0-1) and SaslAuthenticate (v0-2), and the bare tokens that follow a SaslHandshake v0:
-the wire side of `server/sasl.py`'s state machine. A failed authentication is answered with
+the wire side of `security/sasl.py`'s state machine. A failed authentication is answered with
 SASL_AUTHENTICATION_FAILED, logged once, and the connection closed after
 `connection.failed.authentication.delay.ms`."""
 
@@ -18,11 +18,11 @@ from kafka.protocol.sasl import (
     SaslHandshakeResponse,
 )
 
-from odradek.cluster.user_scram import read_credential
 from odradek.protocol.errors import ErrorCode
+from odradek.security.sasl import AuthenticationFailed, IllegalState, NeedCredential, SaslServer
+from odradek.security.scram_store import read_credential
 from odradek.server.network import Connection, Response
 from odradek.server.registry import RequestContext, handles
-from odradek.server.sasl import AuthenticationFailed, IllegalState, NeedCredential, SaslServer
 
 if TYPE_CHECKING:
     from odradek.server.broker import Broker

@@ -1,5 +1,5 @@
 """DescribeUserScramCredentials and AlterUserScramCredentials (KIP-554): SCRAM credentials as the
-metadata store keeps them (`cluster/user_scram.py`), with Kafka's per-user errors. The client sends the
+metadata store keeps them (`security/scram_store.py`), with Kafka's per-user errors. The client sends the
 salted password; the broker derives and stores the stored and server keys."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from kafka.protocol.admin import (
     DescribeUserScramCredentialsResponse,
 )
 
-from odradek.cluster.user_scram import list_users, read_user_config, scram_entries, write_user_config
 from odradek.protocol.errors import ErrorCode
+from odradek.security.scram import MAX_ITERATIONS, MECHANISM_IDS, MIN_ITERATIONS, credential_from_salted
+from odradek.security.scram_store import list_users, read_user_config, scram_entries, write_user_config
 from odradek.server import authz
 from odradek.server.registry import RequestContext, handles
-from odradek.server.scram import MAX_ITERATIONS, MECHANISM_IDS, MIN_ITERATIONS, credential_from_salted
 
 _MECHANISM_NAMES = {v: k for k, v in MECHANISM_IDS.items()}
 

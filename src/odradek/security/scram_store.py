@@ -10,7 +10,7 @@ from urllib.parse import quote, unquote
 from odradek.cluster import znodes as zn
 from odradek.cluster.broker_configs import write_entity_config
 from odradek.cluster.store import MetadataStore, NoNodeError
-from odradek.server.scram import MECHANISMS, ScramCredential
+from odradek.security.scram import MECHANISMS, ScramCredential
 
 
 def user_path(user: str) -> str:

@@ -16,7 +16,7 @@ from kafka.protocol.metadata import ApiVersionsRequest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
 from odradek.config_keys import ConfigError
-from odradek.server import scram
+from odradek.security import scram
 
 SUPPORTED_MECHANISMS = ("PLAIN", *scram.MECHANISMS)
 PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"

@@ -1,0 +1,12 @@
+"""The client side that the tools (`odradek <tool>`, in `cli/`) and the web console (`console/`) share.
+
+- `errors`: the one-line failures (`CliError`, `UsageError`) and librdkafka errors in Kafka's words.
+- `connect`: librdkafka client configurations from Kafka-style property layers, the bootstrap flags and
+  the bounded probe that proves a client reached a broker.
+- `command`: the command-line frame (argparse with one-line usage errors, `run_tool`'s exit codes).
+- `offsets`: ListOffsets over an AdminClient.
+- `model`: what a cluster is described as (brokers, topics and partitions, consumer groups) and Kafka's
+  names of group states.
+
+Nothing here knows Odradek's internals: it speaks to any Kafka-compatible cluster.
+"""
