@@ -517,3 +517,19 @@ def test_cluster_up_on_a_taken_port_names_it_and_its_flag(tmp_path: Path) -> Non
         with pytest.raises(CliError) as e:
             cluster_cli.check_ports(layout)
     assert f"{taken}, broker 0's metrics port (--http-base-port)" in str(e.value)
+
+
+@pytest.mark.parametrize("bad", ["127.0.0.1:90922", "127.0.0.1", "host:0", "a:1,b", ":9092", "h:x"])
+def test_a_bootstrap_address_librdkafka_would_misread_is_refused(bad: str) -> None:
+    from odradek.admin_client.connect import bootstrap_of
+    from odradek.admin_client.errors import UsageError
+
+    with pytest.raises(UsageError, match="invalid url in --bootstrap-server"):
+        bootstrap_of(argparse.Namespace(bootstrap_server=bad))
+
+
+def test_good_bootstrap_addresses_pass() -> None:
+    from odradek.admin_client.connect import bootstrap_of
+
+    for good in ("127.0.0.1:9092", "h1:1,h2:65535", "[::1]:9092", "broker-0.kafka.svc:9093"):
+        assert bootstrap_of(argparse.Namespace(bootstrap_server=good)) == good

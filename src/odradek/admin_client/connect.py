@@ -57,7 +57,20 @@ def bootstrap_of(opts: argparse.Namespace) -> str:
     value = getattr(opts, "bootstrap_server", None) or getattr(opts, "broker_list", None)
     if not value:
         raise UsageError('Error: Missing required argument "[bootstrap-server]"')
+    for entry in str(value).split(","):
+        check_address(entry.strip())
     return str(value)
+
+
+_ADDRESS = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[^:\s\[\]]+):(\d{1,5})$")
+
+
+def check_address(entry: str) -> None:
+    """HOST:PORT (or [IPv6]:PORT) with a port librdkafka can use; it would otherwise take 90922 modulo 65536
+    and connect somewhere else entirely."""
+    m = _ADDRESS.match(entry)
+    if m is None or not 0 < int(m.group(1)) <= 65535:
+        raise UsageError(f"Error: invalid url in --bootstrap-server: {entry!r} (expected HOST:PORT, port 1-65535)")
 
 
 def read_properties_file(path: str | None) -> dict[str, str]:
