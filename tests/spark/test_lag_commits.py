@@ -118,6 +118,16 @@ def test_committer_commits_every_partition_and_shows_an_empty_group(broker: Brok
     assert lines[1][0] == "lag-direct-g" and lines[1][-2:] == ["Empty", "0"], state.stdout
     listed = run_cli("consumer-groups", "--bootstrap-server", broker.bootstrap, "--list")
     assert "lag-direct-g" in listed.stdout.split()
+    # the web console's model of the same group: listed, Empty, no members, lag per partition
+    from odradek.console.cluster import Cluster
+
+    console = Cluster(broker.bootstrap, {})
+    summary = {g.id: g for g in console.groups()}["lag-direct-g"]
+    assert (summary.state, summary.members, summary.lag) == ("Empty", 0, 16)
+    group = console.group("lag-direct-g")
+    assert group is not None and not group.members
+    assert [(p.partition, p.committed, p.end, p.lag) for p in group.partitions] == [(0, 4, 10, 6), (1, 10, 10, 0),
+                                                                                   (2, 0, 10, 10)]
 
 
 def test_query_commits_each_batch_and_lag_falls_to_zero(spark: Any, broker: BrokerProcess, tmp_path: Path) -> None:

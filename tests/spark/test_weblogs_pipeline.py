@@ -66,6 +66,17 @@ def read_whole_topic(bootstrap: str, topic: str) -> list:
     return consume_all(bootstrap, topic, end, timeout=60)
 
 
+def lag_rows(bootstrap: str, group: str) -> int | None:
+    """Records the group has committed as read (`consumer-groups --describe`), once no partition lags."""
+    from tests.harness import run_cli
+
+    r = run_cli("consumer-groups", "--bootstrap-server", bootstrap, "--describe", "--group", group)
+    rows = [line.split() for line in r.stdout.splitlines()[1:] if line.startswith(group + " ")]
+    if not rows or any(row[5] != "0" or row[3] != row[4] for row in rows):
+        return None
+    return sum(int(row[3]) for row in rows)
+
+
 @pytest.fixture(scope="module")
 def loaded(broker: Any) -> list:
     ensure_topics(broker.bootstrap)
@@ -75,7 +86,7 @@ def loaded(broker: Any) -> list:
 
 
 def test_streaming_metrics_equal_plain_python(spark: Any, broker: Any, loaded: list, tmp_path: Path) -> None:
-    from odradek.pipelines.weblogs.stream_job import JobConfig, start
+    from odradek.pipelines.weblogs.stream_job import JobConfig, group_id, start
 
     cfg = JobConfig(bootstrap=broker.bootstrap, checkpoint=tmp_path / "ck", output=tmp_path / "out",
                     trigger="available-now", max_offsets_per_trigger=4000)
@@ -83,6 +94,9 @@ def test_streaming_metrics_equal_plain_python(spark: Any, broker: Any, loaded: l
     for q in queries:
         q.awaitTermination(300)
         assert q.exception() is None, q.exception()
+    # each query's progress is in its consumer group: every record read, no lag
+    for q in queries:
+        assert wait_until(lambda q=q: lag_rows(broker.bootstrap, group_id(q.name)), 60, f"{q.name}'s group") == N
     want = reference_metrics(loaded)
     assert len(want) == 3
     assert_metrics_equal(parquet_metrics(cfg.metrics_dir), want)
