@@ -196,6 +196,11 @@ def test_ctrl_c_stops_a_running_job_with_its_closing_line(fresh_broker: Any, tmp
                 break
         else:
             raise AssertionError("the job ended before its first batch:\n" + "".join(seen))
+        # while it runs, its progress is a consumer group's (the console's groups page shows it)
+        groups = "odradek-pipeline-weblogs-metrics, odradek-pipeline-weblogs-dead-letters"
+        assert f"progress and lag in consumer groups {groups};" in "".join(seen), seen
+        wait_until(lambda: lag_rows(bootstrap, "odradek-pipeline-weblogs-metrics") == 2000, 60,
+                   "the metrics query's group at the end of the topic")
         os.killpg(job.pid, signal.SIGINT)
         out, err = job.communicate(timeout=300)
     finally:
