@@ -36,7 +36,8 @@ class FakeCluster:
 
 
 def make_reader(cluster: FakeCluster, **opts: str) -> KafkaStreamReader:
-    options = {"kafka.bootstrap.servers": "127.0.0.1:1", "subscribe": "t", "startingOffsets": "earliest", **opts}
+    options = {"kafka.bootstrap.servers": "127.0.0.1:1", "subscribe": "t", "startingOffsets": "earliest",
+               "commitOffsets": "false", **opts}  # no broker behind it to commit to
     reader = KafkaStreamReader(parse_source_options(options, streaming=True))
     reader._cluster = cluster  # type: ignore[assignment]
     return reader

@@ -66,6 +66,17 @@ def read_whole_topic(bootstrap: str, topic: str) -> list:
     return consume_all(bootstrap, topic, end, timeout=60)
 
 
+def lag_rows(bootstrap: str, group: str) -> int | None:
+    """Records the group has committed as read (`consumer-groups --describe`), once no partition lags."""
+    from tests.harness import run_cli
+
+    r = run_cli("consumer-groups", "--bootstrap-server", bootstrap, "--describe", "--group", group)
+    rows = [line.split() for line in r.stdout.splitlines()[1:] if line.startswith(group + " ")]
+    if not rows or any(row[5] != "0" or row[3] != row[4] for row in rows):
+        return None
+    return sum(int(row[3]) for row in rows)
+
+
 @pytest.fixture(scope="module")
 def loaded(broker: Any) -> list:
     ensure_topics(broker.bootstrap)
@@ -75,7 +86,7 @@ def loaded(broker: Any) -> list:
 
 
 def test_streaming_metrics_equal_plain_python(spark: Any, broker: Any, loaded: list, tmp_path: Path) -> None:
-    from odradek.pipelines.weblogs.stream_job import JobConfig, start
+    from odradek.pipelines.weblogs.stream_job import JobConfig, group_id, start
 
     cfg = JobConfig(bootstrap=broker.bootstrap, checkpoint=tmp_path / "ck", output=tmp_path / "out",
                     trigger="available-now", max_offsets_per_trigger=4000)
@@ -83,6 +94,9 @@ def test_streaming_metrics_equal_plain_python(spark: Any, broker: Any, loaded: l
     for q in queries:
         q.awaitTermination(300)
         assert q.exception() is None, q.exception()
+    # each query's progress is in its consumer group: every record read, no lag
+    for q in queries:
+        assert wait_until(lambda q=q: lag_rows(broker.bootstrap, group_id(q.name)), 60, f"{q.name}'s group") == N
     want = reference_metrics(loaded)
     assert len(want) == 3
     assert_metrics_equal(parquet_metrics(cfg.metrics_dir), want)
@@ -182,6 +196,11 @@ def test_ctrl_c_stops_a_running_job_with_its_closing_line(fresh_broker: Any, tmp
                 break
         else:
             raise AssertionError("the job ended before its first batch:\n" + "".join(seen))
+        # while it runs, its progress is a consumer group's (the console's groups page shows it)
+        groups = "odradek-pipeline-weblogs-metrics, odradek-pipeline-weblogs-dead-letters"
+        assert f"progress and lag in consumer groups {groups};" in "".join(seen), seen
+        wait_until(lambda: lag_rows(bootstrap, "odradek-pipeline-weblogs-metrics") == 2000, 60,
+                   "the metrics query's group at the end of the topic")
         os.killpg(job.pid, signal.SIGINT)
         out, err = job.communicate(timeout=300)
     finally:

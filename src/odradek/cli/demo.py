@@ -212,8 +212,8 @@ def main(argv: list[str]) -> int:
             if started_console is not None:
                 web_console, console_url = started_console
                 links["web console"] = console_url
-                print(f"Web console running at {console_url} (topics, messages, the consumer group's lag, "
-                      "the metrics as charts)", flush=True)
+                print(f"Web console running at {console_url} (topics, messages, the streaming job's lag in "
+                      "consumer groups odradek-pipeline-weblogs-*, the metrics as charts)", flush=True)
 
         def generate() -> None:
             cfg = GeneratorConfig(seed=args.seed, rate=args.rate, malformed_fraction=args.malformed_fraction)

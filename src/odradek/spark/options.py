@@ -8,6 +8,7 @@ client's for everything common such as bootstrap.servers, security.protocol, sas
 
 from __future__ import annotations
 
+import hashlib
 import re
 import uuid
 from collections.abc import Mapping
@@ -186,6 +187,19 @@ def _offset_spec(opts: Mapping[str, str], prefix: str, default: str, *, streamin
     return OffsetSpec("offsets", offsets=offsets)
 
 
+def default_commit_group(sub: Subscription) -> str:
+    """The group a streaming query commits its progress to when neither groupId nor kafka.group.id is set:
+    stable per subscription (the reader knows neither the query's name nor its checkpoint location)."""
+    return "odradek-spark-" + hashlib.sha256(sub.describe().encode()).hexdigest()[:12]
+
+
+def _commit_group(opts: Mapping[str, str], client: Mapping[str, str], sub: Subscription) -> str:
+    raw = opts.get("groupid")
+    if raw is not None and not raw.strip():
+        raise ValueError("option 'groupId' must not be empty")
+    return (raw or client.get("group.id") or default_commit_group(sub)).strip()
+
+
 @dataclass(frozen=True)
 class SourceOptions:
     """Everything the reader needs, parsed and checked."""
@@ -206,6 +220,8 @@ class SourceOptions:
     fetch_retry_interval_ms: int = 10
     group_id_prefix: str = "spark-kafka-source"
     isolation_level: str = "read_uncommitted"
+    commit_offsets: bool = True
+    commit_group_id: str = ""
 
     @property
     def read_committed(self) -> bool:
@@ -233,9 +249,10 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         raise ValueError(f"option 'kafka.isolation.level' must be read_uncommitted or read_committed, got {isolation!r}")
     if "isolation.level" in client:
         client["isolation.level"] = isolation
+    subscription = parse_subscription(opts)
     return SourceOptions(
         client=client,
-        subscription=parse_subscription(opts),
+        subscription=subscription,
         starting=_offset_spec(opts, "starting", "latest" if streaming else "earliest", streaming=streaming),
         ending=_offset_spec(opts, "ending", "latest", streaming=streaming) if not streaming else OffsetSpec("latest"),
         fail_on_data_loss=_bool(opts, "failOnDataLoss", True),
@@ -250,6 +267,8 @@ def parse_source_options(options: Mapping[str, str], *, streaming: bool) -> Sour
         fetch_retry_interval_ms=_int(opts, "fetchOffset.retryIntervalMs", 0) or 10,
         group_id_prefix=opts.get("groupidprefix", "spark-kafka-source"),
         isolation_level=isolation,
+        commit_offsets=_bool(opts, "commitOffsets", True),
+        commit_group_id=_commit_group(opts, client, subscription),
     )
 
 

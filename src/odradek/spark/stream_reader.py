@@ -5,6 +5,12 @@ The offsets Spark writes to the checkpoint are the JSON of Spark's Kafka source,
 (new ones start at their earliest offset), caps the end by maxOffsetsPerTrigger shared by backlog, may
 wait for minOffsetsPerTrigger up to maxTriggerDelay, and under Trigger.AvailableNow never passes the
 offsets seen when the query began.
+
+Unless commitOffsets is false, the end offsets of each batch Spark has committed go to a consumer group
+(groupId) so that group tools, consoles and lag metrics show the query's progress; the checkpoint stays
+the only source of truth for recovery (see group_commit). Spark calls `commit(end)` for a batch only when
+it plans the next one, so `latestOffset` also commits its start (the end of the last batch in the commit
+log): a query that has caught up shows no lag within one trigger.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from pyspark.sql.streaming.datasource import (
 
 from odradek.spark.dataloss import report_discontinuities
 from odradek.spark.fetcher import read_range
+from odradek.spark.group_commit import GroupCommitter
 from odradek.spark.metadata import ClusterOffsets
 from odradek.spark.offsets import (
     Offsets,
@@ -51,10 +58,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: Offsets | None = None
         self._latest: Offsets | None = None
         self._last_trigger_ms = 0.0
+        self._committer: GroupCommitter | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_cluster"] = None  # live clients stay on the driver
+        state["_committer"] = None
         return state
 
     @property
@@ -63,6 +72,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             o = self.opts
             self._cluster = ClusterOffsets(o.client, retries=o.fetch_retries, retry_interval_ms=o.fetch_retry_interval_ms)
         return self._cluster
+
+    def _commit_progress(self, offsets: Offsets) -> None:
+        """Commit offsets the checkpoint holds as processed to the query's consumer group (never raises)."""
+        if not self.opts.commit_offsets:
+            return
+        if self._committer is None:
+            self._committer = GroupCommitter(self.opts.client, self.opts.commit_group_id)
+        self._committer.commit(offsets)
 
     def initialOffset(self) -> dict:
         tps = self.cluster.partitions(self.opts.subscription)
@@ -88,6 +105,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         begin = offsets_from_dict(start, "checkpointed offset")
+        self._commit_progress(begin)  # the end of the last committed batch (or where the query starts)
         tps = self.cluster.partitions(self.opts.subscription)
         latest = self.cluster.latest(tps)
         self._latest = latest
@@ -125,9 +143,17 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                           fail_on_data_loss=self.opts.fail_on_data_loss, poll_timeout_ms=self.opts.poll_timeout_ms)
 
     def commit(self, end: dict) -> None:
-        """Nothing to do: progress lives in the query's checkpoint, as with Spark's Kafka source."""
+        """Spark has committed the batch ending at `end`: show it in the consumer group. Recovery never reads
+        the group; progress lives in the query's checkpoint, as with Spark's Kafka source."""
+        try:
+            self._commit_progress(offsets_from_dict(end, "committed end offset"))
+        except ValueError:
+            pass  # not offsets of ours; Spark checks them where it matters
 
     def stop(self) -> None:
+        if self._committer is not None:
+            self._committer.close()
+            self._committer = None
         if self._cluster is not None:
             self._cluster.close()
             self._cluster = None

@@ -77,7 +77,7 @@ def generate(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from odradek.pipelines.weblogs.stream_job import AVAILABLE_NOW, JobConfig, start
+    from odradek.pipelines.weblogs.stream_job import AVAILABLE_NOW, JobConfig, group_id, start
     from odradek.spark.progress import status_line
     from odradek.spark.session import local_session, stop_session
 
@@ -97,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
     line = ProgressLine()
     try:
         queries = start(spark, cfg)
-        print(f"weblogs: running ({cfg.trigger}); metrics in {cfg.metrics_dir}, Ctrl-C to stop", flush=True)
+        print(f"weblogs: running ({cfg.trigger}); metrics in {cfg.metrics_dir}; progress and lag in consumer "
+              f"groups {', '.join(group_id(q.name) for q in queries)}; Ctrl-C to stop", flush=True)
         started = time.monotonic()
         last_batch = -1
         while not stop.is_set():

@@ -1,9 +1,12 @@
 """The weblogs Structured Streaming job: `access-logs` -> metrics (topic + Parquet) and dead letters.
 
-Two queries share the parsed stream, each with its own checkpoint under CHECKPOINT:
+Two queries read and parse the topic, each with its own checkpoint under CHECKPOINT:
 - `metrics`: good events -> 1-minute windows with a watermark (update mode) -> MetricsSink;
 - `dead-letters`: malformed lines -> `access-logs-dlq` through the odradek sink, with the reason in headers.
 Parsing never fails the job: a bad line is a dead letter. Outputs are under OUTPUT/metrics.
+Each query commits its progress to the consumer group `odradek-pipeline-<query name>` (see `group_id`), so
+`odradek consumer-groups`, the console and the lag metric show how far behind the topic it is; restarts
+read only the checkpoints.
 """
 
 from __future__ import annotations
@@ -20,6 +23,13 @@ from odradek.pipelines.weblogs.parse import dead_letters, good_events, parse_lin
 from odradek.pipelines.weblogs.sinks import MetricsSink
 
 AVAILABLE_NOW = "available-now"
+METRICS_QUERY = "weblogs-metrics"
+DEAD_LETTERS_QUERY = "weblogs-dead-letters"
+
+
+def group_id(query: str) -> str:
+    """The consumer group a query of the job commits its progress to (monitoring only)."""
+    return f"odradek-pipeline-{query}"
 
 
 @dataclass(frozen=True)
@@ -50,9 +60,11 @@ def _interval(trigger: str) -> str:
     return trigger
 
 
-def read_logs(spark: SparkSession, cfg: JobConfig) -> DataFrame:
+def read_logs(spark: SparkSession, cfg: JobConfig, query: str) -> DataFrame:
+    """The source topic as read by `query`, which commits its progress to the group `group_id(query)`."""
     reader = (spark.readStream.format("odradek").option("kafka.bootstrap.servers", cfg.bootstrap)
-              .option("subscribe", cfg.source_topic).option("startingOffsets", cfg.starting_offsets))
+              .option("subscribe", cfg.source_topic).option("startingOffsets", cfg.starting_offsets)
+              .option("groupId", group_id(query)))
     if cfg.max_offsets_per_trigger:
         reader = reader.option("maxOffsetsPerTrigger", str(cfg.max_offsets_per_trigger))
     return reader.load()
@@ -60,21 +72,21 @@ def read_logs(spark: SparkSession, cfg: JobConfig) -> DataFrame:
 
 def start(spark: SparkSession, cfg: JobConfig) -> list[StreamingQuery]:
     """Start both queries; returns them (metrics first)."""
-    parsed = parse_lines(read_logs(spark, cfg))
 
     def triggered(writer: object) -> object:
         if cfg.trigger.strip().lower() == AVAILABLE_NOW:
             return writer.trigger(availableNow=True)  # type: ignore[attr-defined]
         return writer.trigger(processingTime=_interval(cfg.trigger))  # type: ignore[attr-defined]
 
-    metrics = window_metrics(good_events(parsed), cfg.watermark)
+    metrics = window_metrics(good_events(parse_lines(read_logs(spark, cfg, METRICS_QUERY))), cfg.watermark)
     mq = triggered(
-        metrics.writeStream.queryName("weblogs-metrics").outputMode("update")
+        metrics.writeStream.queryName(METRICS_QUERY).outputMode("update")
         .foreachBatch(MetricsSink(cfg.bootstrap, cfg.metrics_topic, cfg.metrics_dir))
         .option("checkpointLocation", str(cfg.checkpoint / "metrics"))
     ).start()  # type: ignore[attr-defined]
     dq = triggered(
-        dead_letters(parsed, cfg.source_topic).writeStream.queryName("weblogs-dead-letters").format("odradek")
+        dead_letters(parse_lines(read_logs(spark, cfg, DEAD_LETTERS_QUERY)), cfg.source_topic).writeStream
+        .queryName(DEAD_LETTERS_QUERY).format("odradek")
         .option("kafka.bootstrap.servers", cfg.bootstrap).option("topic", cfg.dlq_topic)
         .option("checkpointLocation", str(cfg.checkpoint / "dead-letters"))
     ).start()  # type: ignore[attr-defined]
