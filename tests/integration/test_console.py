@@ -44,7 +44,7 @@ from tests.harness import (
     run_cli,
 )
 from tests.waiting import wait_until
-from tests.zkharness import ZooKeeperEnsemble
+from tests.zkharness import ZooKeeperChroot
 
 CHROMIUM = "/usr/bin/chromium"
 TOPIC = "orders"
@@ -565,7 +565,7 @@ def test_command_config_over_sasl(brokers: BrokerPool, browser: Browser, tmp_pat
             context.close()
 
 
-def test_under_replicated_partitions_are_marked(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool,
+def test_under_replicated_partitions_are_marked(zk_standalone: ZooKeeperChroot, brokers: BrokerPool,
                                                browser: Browser, tmp_path: Path) -> None:
     cluster = brokers.start_cluster(zk_standalone.connect_string, 2, {"replica.lag.time.max.ms": "3000"})
     boot = cluster.brokers[0].bootstrap

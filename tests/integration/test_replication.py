@@ -12,7 +12,7 @@ from confluent_kafka.admin import NewTopic
 from tests.clients import admin, consume_all, produce
 from tests.harness import BrokerCluster, BrokerPool
 from tests.waiting import wait_until
-from tests.zkharness import ZooKeeperEnsemble
+from tests.zkharness import ZooKeeperChroot
 
 
 def _describe(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int]]]:
@@ -69,12 +69,12 @@ class NumberedProducer:
 
 
 @pytest.fixture
-def two_brokers(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool) -> BrokerCluster:
+def two_brokers(zk_standalone: ZooKeeperChroot, brokers: BrokerPool) -> BrokerCluster:
     return brokers.start_cluster(zk_standalone.connect_string, 2)
 
 
 @pytest.fixture
-def three_brokers(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool) -> BrokerCluster:
+def three_brokers(zk_standalone: ZooKeeperChroot, brokers: BrokerPool) -> BrokerCluster:
     return brokers.start_cluster(zk_standalone.connect_string, 3, {"min.insync.replicas": "2"})
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from odradek.cli.zookeeper import GENERATED_CFG, PID_FILE
 from tests.harness import odradek_cmd, run_cli
-from tests.zkharness import ZooKeeperEnsemble, free_ports, kill_daemons
+from tests.zkharness import ZooKeeperChroot, ZooKeeperEnsemble, free_ports, kill_daemons
 
 TOOLS = ("zookeeper-server-start", "zookeeper-server-stop", "zookeeper-server-status")
 NOT_RUNNING = "Error contacting service. It is probably not running."
@@ -246,9 +246,9 @@ def test_status_of_nothing(tmp_path: Path) -> None:
 # --- the test harness's ensemble (fixtures shared with other modules) -------------------------
 
 
-def test_harness_standalone(zk_standalone: ZooKeeperEnsemble) -> None:
-    assert zk_standalone.modes() == ["standalone"]
-    assert zk_standalone.leader_index() == 0
+def test_harness_standalone(zk_standalone: ZooKeeperChroot) -> None:
+    assert zk_standalone.server.modes() == ["standalone"]
+    assert zk_standalone.server.leader_index() == 0
 
 
 def test_harness_ensemble_failover(zk_ensemble: ZooKeeperEnsemble) -> None:
