@@ -104,6 +104,11 @@ class BrokerProcess:
             raise RuntimeError(f"broker failed to start:\n{self.output()}") from None
         return self
 
+    def partition_log_bytes(self, topic: str, partition: int) -> bytes:
+        """The bytes of the partition's .log segments on this broker, in order (replicas compare equal)."""
+        d = self.log_dir / f"{topic}-{partition}"
+        return b"".join(f.read_bytes() for f in sorted(d.glob("*.log")))
+
     def output(self) -> str:
         try:
             return self.stdout_path.read_text(errors="replace")

@@ -17,9 +17,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from playwright.sync_api import Page, expect
 
+from tests import console_helpers as shared
+from tests.console_helpers import Console, row, running_console
 from tests.harness import free_port
-from tests.integration import test_console as shared
-from tests.integration.test_console import Console, row, running_console
 from tests.waiting import wait_until
 
 TOPIC, GROUP, RECORDS, COMMITTED = "tansu-orders", "tansu-group", 6, 2

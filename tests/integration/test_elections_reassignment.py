@@ -20,9 +20,8 @@ from kafka.protocol.admin import (
 )
 
 from odradek.protocol.errors import ErrorCode
-from tests.clients import admin, consume_all
+from tests.clients import NumberedProducer, admin, consume_all
 from tests.harness import BrokerCluster, BrokerPool, run_cli
-from tests.integration.test_replication import NumberedProducer, _segment_bytes
 from tests.rawclient import RawClient
 from tests.waiting import wait_until
 from tests.zkharness import ZooKeeperChroot
@@ -259,7 +258,7 @@ def test_reassign_under_load(three_brokers: BrokerCluster, tmp_path: Path) -> No
     leader, replicas, isr = _layout(c.bootstrap, "move")[0]
     assert replicas == [1, 2] and isr == [1, 2] and leader in (1, 2)
     wait_until(lambda: not (c.brokers[0].log_dir / "move-0").exists(), 20, "the removed replica's log to go")
-    wait_until(lambda: _segment_bytes(c, 1, "move", 0) == _segment_bytes(c, 2, "move", 0), 30, "identical new replicas")
+    wait_until(lambda: c.brokers[1].partition_log_bytes("move", 0) == c.brokers[2].partition_log_bytes("move", 0), 30, "identical new replicas")
     boot = ",".join(b.bootstrap for b in c.brokers[1:])
     got = consume_all(boot, "move", 20000 + len(prod.acked))
     stored = {m.offset(): m.value() for m in got}

@@ -15,9 +15,8 @@ from kafka import KafkaAdminClient
 from kafka.errors import LogDirNotFoundError, UnknownTopicOrPartitionError
 from kafka.structs import TopicPartitionReplica
 
-from tests.clients import admin, consume_all, create_topic
+from tests.clients import NumberedProducer, admin, consume_all, create_topic
 from tests.harness import BrokerPool, BrokerProcess, run_cli
-from tests.integration.test_replication import NumberedProducer
 from tests.waiting import wait_until
 from tests.zkharness import ZooKeeperChroot
 
