@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The README's test command: install what the tests need (Debian's kcat, zookeeper and chromium, Java for
 # ZooKeeper and Spark; the package with its dev and spark extras into the project's .venv), then run ruff, mypy and
-# the whole suite. Extra arguments go to pytest (e.g. --run-slow).
+# the whole suite. Extra arguments go to pytest (e.g. --run-slow). The suite runs on ODRADEK_TEST_WORKERS
+# pytest-xdist workers (3 by default; 0 runs it in this process), a test module on one worker and all Spark
+# tests on one (--dist loadfile, groups set in tests/conftest.py), and ends with its 25 slowest tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
@@ -16,4 +18,4 @@ ensure_venv dev,spark
 tools_hint
 ruff check src tests bench
 mypy src/odradek
-python -m pytest -q -p no:cacheprovider "$@"
+python -m pytest -q -p no:cacheprovider -n "${ODRADEK_TEST_WORKERS:-3}" --dist loadfile --durations=25 "$@"

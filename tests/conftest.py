@@ -12,6 +12,10 @@ Markers (registered in pyproject.toml) are set here by directory and by fixture,
 `pytest -m "not spark and not browser and not cluster"` is the fast inner loop: `spark` (tests/spark),
 `browser` (the `browser` fixture: Chromium), `zk` (a ZooKeeper fixture or server), `cluster` (brokers
 registered in ZooKeeper), `slow` (long drills, run only with --run-slow).
+
+Under pytest-xdist (`-n 3 --dist loadfile`, as scripts/test.sh runs it) a module runs whole on one worker and
+all of tests/spark on one; servers pick free ports and temp dirs per test, and ZooKeeper chroots keep modules
+apart, so workers do not collide.
 """
 
 from __future__ import annotations
@@ -64,19 +68,49 @@ def _markers(item: pytest.Item) -> set[str]:
     return names
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks (--dist loadgroup)
+# The order modules run in: the longest-running directories first, so that under xdist the Spark tests (one
+# unit of work, below) start at once on one worker while the others work through the rest, and the many short
+# unit and fuzz tests fill in at the end.
+DIRECTORY_ORDER = ("spark", "guides", "faults", "integration", "adversarial", "fuzz", "unit")
+
+
+def _directory_rank(item: pytest.Item) -> int:
+    name = item.path.parent.name
+    return DIRECTORY_ORDER.index(name) if name in DIRECTORY_ORDER else len(DIRECTORY_ORDER)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=_directory_rank)  # stable: modules stay whole and in their order within a directory
     slow = not config.getoption("--run-slow")
     skip = pytest.mark.skip(reason="long drill: run with --run-slow")
     for item in items:
         for name in sorted(_markers(item)):
             item.add_marker(name)
-        # xdist --dist loadgroup: a module runs on one worker (its module-scoped brokers start once), and so do
-        # all Spark tests (one SparkSession, one Spark JVM at a time on the machine)
-        group = "spark" if item.get_closest_marker("spark") else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(group))
         if slow and "slow" in item.keywords:
             item.add_marker(skip)
+
+
+try:
+    from xdist.scheduler import LoadScopeScheduling
+except ImportError:  # pytest-xdist is in the dev extra; without it the suite runs in one process
+    pass
+else:
+
+    class _ModuleScheduling(LoadScopeScheduling):
+        """`--dist loadfile`, except that all of tests/spark is one unit: its modules share one SparkSession
+        on one worker (one Spark driver at a time on the machine)."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "tests/spark" if module.startswith("tests/spark/") else module
+
+    @pytest.hookimpl(tryfirst=True)  # before xdist's own
+    def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LoadScopeScheduling | None:
+        """The scheduler of `--dist loadfile` (scripts/test.sh): a test module runs on one worker (its
+        module-scoped brokers start once), and the Spark tests all on one."""
+        if config.getoption("dist") != "loadfile":
+            return None
+        return _ModuleScheduling(config, log)
 
 
 @pytest.fixture(scope="module", autouse=True)
