@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -19,7 +18,7 @@ from urllib.parse import urlsplit
 import pytest
 from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
 
-from tests.harness import free_port, odradek_cmd
+from tests.harness import free_port, odradek_cmd, stop_process
 from tests.waiting import wait_until
 
 CHROMIUM = "/usr/bin/chromium"
@@ -64,13 +63,7 @@ def running_console(bootstrap: str, log: Path, *flags: str, env: Mapping[str, st
         c.login_url = printed.group(1)
         yield c
     finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait(10)
+        stop_process(proc)
 
 
 @pytest.fixture(scope="module")

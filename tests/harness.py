@@ -46,6 +46,18 @@ def wait_port(port: int, timeout: float = 20.0, proc: subprocess.Popen | None = 
     wait_until(listening, timeout, f"a listener on 127.0.0.1:{port}", interval=0.05, ignoring=(OSError,))
 
 
+def stop_process(proc: subprocess.Popen, timeout: float = 20.0) -> None:
+    """Stop a test's child process by pid: SIGTERM, then SIGKILL if it has not exited after `timeout` s."""
+    if proc.poll() is not None:
+        return
+    os.kill(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+
 def odradek_cmd(*args: str) -> list[str]:
     return [sys.executable, "-m", "odradek.cli.main", *args]
 
