@@ -18,4 +18,4 @@ ensure_venv dev,spark
 tools_hint
 ruff check src tests bench
 mypy src/odradek
-python -m pytest -q -p no:cacheprovider -n "${ODRADEK_TEST_WORKERS:-3}" --dist loadfile --durations=25 "$@"
+python -m pytest -q -p no:cacheprovider -n "${ODRADEK_TEST_WORKERS:-3}" --dist loadfile --no-loadscope-reorder --durations=25 "$@"

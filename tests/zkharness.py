@@ -27,25 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from odradek.cli.zookeeper import GENERATED_CFG, find_servers, four_letter, server_mode
-from tests.harness import odradek_cmd
+from tests.harness import free_ports, odradek_cmd
 from tests.waiting import wait_until
 
 HOST = "127.0.0.1"
 _LIVE: list[ZooKeeperEnsemble] = []
-
-
-def free_ports(count: int) -> list[int]:
-    """`count` distinct ports that were free a moment ago (sockets held together, then released)."""
-    import socket
-
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind((HOST, 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
+__all__ = ["ZooKeeperChroot", "ZooKeeperEnsemble", "free_ports", "kill_daemons"]
 
 
 def _die_with_parent() -> None:
