@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The README's test command: install what the tests need (Debian's kcat, zookeeper and chromium, Java for
-# ZooKeeper and Spark; the package with its dev and spark extras into the project's .venv), then run ruff, mypy, vulture and
-# the whole suite. Extra arguments go to pytest (e.g. --run-slow).
+# ZooKeeper and Spark; the package with its dev and spark extras into the project's .venv), then run ruff, mypy,
+# vulture and the whole suite. Extra arguments go to pytest (e.g. --run-slow, or tests/unit -q). The suite runs on
+# ODRADEK_TEST_WORKERS pytest-xdist workers (3 by default; 0 runs it in this process), a test module on one worker
+# and all Spark tests on one (--dist loadfile, groups set in tests/conftest.py), and ends with its 25 slowest tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
@@ -17,4 +19,7 @@ tools_hint
 ruff check src tests bench
 mypy src/odradek
 vulture  # dead code in src/odradek (settings: [tool.vulture] in pyproject.toml)
-python -m pytest -q -p no:cacheprovider "$@"
+quiet=(-q)  # one -q of ours: a -q given too would make it -qq, which drops pytest's result line
+for arg in "$@"; do case "$arg" in -q | -qq | --quiet) quiet=() ;; esac; done
+python -m pytest "${quiet[@]}" -p no:cacheprovider -n "${ODRADEK_TEST_WORKERS:-3}" --dist loadfile --no-loadscope-reorder \
+  --durations=25 "$@"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -149,3 +150,46 @@ def kafka_python_group_consumer(topic: str, **config: Any) -> Any:
                and consumer._coordinator._metadata_snapshot.get(topic), 30,
                f"kafka-python's group coordinator to know the partitions of {topic}", interval=0.05)
     return consumer
+
+
+class NumberedProducer:
+    """Sends a numbered message every few milliseconds with acks=all; records what was acknowledged."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int = 2, **conf: object) -> None:
+        self.partitions = partitions
+        self.acked: list[tuple[int, int, int]] = []  # (partition, offset, number)
+        self.failed: list[str] = []
+        self.sent = 0
+        self._stop = threading.Event()
+        self._p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 2, "retries": 1000000,
+                            "retry.backoff.ms": 100, "message.timeout.ms": 60000, **conf})
+        self._topic = topic
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _cb(self, err: object, msg: object) -> None:
+        if err is not None:
+            self.failed.append(str(err))
+        else:
+            self.acked.append((msg.partition(), msg.offset(), int(msg.value())))  # type: ignore[attr-defined]
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            i = self.sent
+            self._p.produce(self._topic, str(i).encode(), partition=i % self.partitions, on_delivery=self._cb)
+            self.sent += 1
+            self._p.poll(0.003)
+        self._p.flush(60)
+
+    def start(self) -> NumberedProducer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(90)
+
+    def wait_acked(self, more: int, timeout: float = 30.0) -> None:
+        """Until `more` records beyond those acknowledged by now are acknowledged."""
+        target = len(self.acked) + more
+        wait_until(lambda: len(self.acked) >= target, timeout,
+                   lambda: f"{target} acknowledged records ({len(self.acked)} so far; failures {self.failed[:3]})")

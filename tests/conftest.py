@@ -3,30 +3,114 @@
 `broker` (one per module) and `fresh_broker` (one per test) use the overrides of `broker_config`; a module
 that needs other settings redefines that fixture. `brokers` and `module_brokers` start any other broker or
 cluster a test needs (see tests/harness.py: BrokerPool), and stop them when the test or module ends.
+
+ZooKeeper: one standalone server serves the whole session (one per xdist worker), each test module in a
+chroot of its own (`zk_standalone`); a module that stops or restarts ZooKeeper itself takes a server of its
+own (`zk_own_standalone`, `zk_ensemble`).
+
+Markers (registered in pyproject.toml) are set here by directory and by fixture, so that
+`pytest -m "not spark and not browser and not cluster"` is the fast inner loop: `spark` (tests/spark),
+`browser` (the `browser` fixture: Chromium), `zk` (a ZooKeeper fixture or server), `cluster` (brokers
+registered in ZooKeeper), `slow` (long drills, run only with --run-slow).
+
+Under pytest-xdist (`-n 3 --dist loadfile`, as scripts/test.sh runs it) a module runs whole on one worker and
+all of tests/spark on one; servers pick free ports and temp dirs per test, and ZooKeeper chroots keep modules
+apart, so workers do not collide.
 """
 
 from __future__ import annotations
 
+import re
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.harness import BrokerPool, BrokerProcess
-from tests.zkharness import ZooKeeperEnsemble
+from tests.zkharness import ZooKeeperChroot, ZooKeeperEnsemble
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-slow", action="store_true", default=False, help="run long drills and benchmarks")
 
 
+ZK_FIXTURES = frozenset({"zk_server", "zk_standalone", "zk_own_standalone", "zk_ensemble"})
+# modules that use a ZooKeeper fixture for the store or the tools alone, with no brokers registered in it
+ZK_ONLY_MODULES = frozenset({"test_zk_multi.py", "test_zk_session.py", "test_zk_watches.py",
+                             "test_zookeeper_tools.py"})
+
+# modules that start ZooKeeper (and brokers in it) themselves, not through a fixture
+MODULE_MARKERS = {
+    "integration/test_cluster_tool.py": ("zk", "cluster"),
+    "integration/test_zookeeper_tools.py": ("zk",),
+    "guides/test_quickstart.py": ("zk",),
+    "guides/test_ha_cluster.py": ("zk", "cluster"),
+    "guides/test_three_brokers_0_11.py": ("zk", "cluster"),
+    "guides/test_zookeeper_cluster_0_9.py": ("zk", "cluster"),
+    "faults/test_nemeses.py": ("zk", "cluster"),
+}
+
+
+def _markers(item: pytest.Item) -> set[str]:
+    """The markers `item` gets from its directory, its module and its fixtures."""
+    path = item.path
+    fixtures = set(getattr(item, "fixturenames", ()))
+    names = set(MODULE_MARKERS.get(f"{path.parent.name}/{path.name}", ()))
+    if path.parent.name == "spark":
+        names.add("spark")
+    if "browser" in fixtures:
+        names.add("browser")
+    if fixtures & ZK_FIXTURES:
+        names.add("zk")
+        if path.name not in ZK_ONLY_MODULES:
+            names.add("cluster")
+    return names
+
+
+# The order modules run in: the longest-running directories first, so that under xdist the Spark tests (one
+# unit of work, below) start at once on one worker while the others work through the rest, and the many short
+# unit and fuzz tests fill in at the end.
+DIRECTORY_ORDER = ("spark", "guides", "faults", "integration", "adversarial", "fuzz", "unit")
+
+
+def _directory_rank(item: pytest.Item) -> int:
+    name = item.path.parent.name
+    return DIRECTORY_ORDER.index(name) if name in DIRECTORY_ORDER else len(DIRECTORY_ORDER)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if config.getoption("--run-slow"):
-        return
+    items.sort(key=_directory_rank)  # stable: modules stay whole and in their order within a directory
+    slow = not config.getoption("--run-slow")
     skip = pytest.mark.skip(reason="long drill: run with --run-slow")
     for item in items:
-        if "slow" in item.keywords:
+        for name in sorted(_markers(item)):
+            item.add_marker(name)
+        if slow and "slow" in item.keywords:
             item.add_marker(skip)
+
+
+try:
+    from xdist.scheduler import LoadScopeScheduling
+except ImportError:  # pytest-xdist is in the dev extra; without it the suite runs in one process
+    pass
+else:
+
+    class _ModuleScheduling(LoadScopeScheduling):
+        """`--dist loadfile`, except that all of tests/spark is one unit: its modules share one SparkSession
+        on one worker (one Spark driver at a time on the machine)."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "tests/spark" if module.startswith("tests/spark/") else module
+
+    @pytest.hookimpl(tryfirst=True)  # before xdist's own
+    def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LoadScopeScheduling | None:
+        """The scheduler of `--dist loadfile` (scripts/test.sh): a test module runs on one worker (its
+        module-scoped brokers start once), and the Spark tests all on one."""
+        if config.getoption("dist") != "loadfile":
+            return None
+        return _ModuleScheduling(config, log)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -86,16 +170,31 @@ def _zookeeper(tmp_path_factory: pytest.TempPathFactory, size: int) -> Iterator[
         ensemble.stop_all()
 
 
+@pytest.fixture(scope="session")
+def zk_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperEnsemble]:
+    """The session's standalone ZooKeeper server, shared by all modules, each in a chroot (`zk_standalone`);
+    never stop or restart it in a test (take `zk_own_standalone`)."""
+    yield from _zookeeper(tmp_path_factory, 1)
+
+
+@pytest.fixture(scope="module")
+def zk_standalone(zk_server: ZooKeeperEnsemble, request: pytest.FixtureRequest) -> ZooKeeperChroot:
+    """A chroot of the shared ZooKeeper server, the module's own: its `connect_string` ends with the chroot."""
+    module = re.sub(r"[^A-Za-z0-9_-]", "_", request.module.__name__)
+    return ZooKeeperChroot(zk_server, f"/{module}-{uuid.uuid4().hex[:8]}").create()
+
+
+@pytest.fixture(scope="module")
+def zk_own_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperEnsemble]:
+    """A standalone ZooKeeper server of the module's own, for tests that stop or restart it."""
+    yield from _zookeeper(tmp_path_factory, 1)
+
+
 @pytest.fixture(scope="module")
 def zk_ensemble(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperEnsemble]:
-    """Three ZooKeeper servers with a leader (started through `odradek zookeeper-server-start`)."""
+    """Three ZooKeeper servers with a leader (started through `odradek zookeeper-server-start`), the module's
+    own: the tests that take it stop and kill its nodes."""
     yield from _zookeeper(tmp_path_factory, 3)
-
-
-@pytest.fixture(scope="module")
-def zk_standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperEnsemble]:
-    """One standalone ZooKeeper server."""
-    yield from _zookeeper(tmp_path_factory, 1)
 
 
 @pytest.fixture(scope="session")

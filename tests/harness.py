@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -28,10 +29,42 @@ REPO_ROOT = Path(__file__).resolve().parent.parent  # the checkout these tests r
 NO_REBALANCE_DELAY = {"group.initial.rebalance.delay.ms": "0"}
 
 
+def _ephemeral_low() -> int:
+    """The first port of the kernel's range for outgoing connections (Linux's default: 32768)."""
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct ports of 127.0.0.1 that were free a moment ago (bound together, then released).
+
+    They are picked at random below the kernel's ephemeral range: a port the kernel hands out for bind(0) may
+    be taken as the source port of any outgoing connection (a client of another test, another xdist worker)
+    between this pick and the server's bind, and a broker that then fails to bind is not seen as failed when
+    something else answers on its port."""
+    low = max(_ephemeral_low(), 12000)
+    rng = random.SystemRandom()
+    held: list[socket.socket] = []
+    try:
+        while len(held) < count:
+            s = socket.socket()
+            try:
+                s.bind(("127.0.0.1", rng.randrange(10000, low)))
+            except OSError:
+                s.close()  # in use (or in TIME_WAIT): another
+                continue
+            held.append(s)
+        return [s.getsockname()[1] for s in held]
+    finally:
+        for s in held:
+            s.close()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """One port of 127.0.0.1 that was free a moment ago (see free_ports)."""
+    return free_ports(1)[0]
 
 
 def wait_port(port: int, timeout: float = 20.0, proc: subprocess.Popen | None = None) -> None:
@@ -44,6 +77,18 @@ def wait_port(port: int, timeout: float = 20.0, proc: subprocess.Popen | None = 
             return True
 
     wait_until(listening, timeout, f"a listener on 127.0.0.1:{port}", interval=0.05, ignoring=(OSError,))
+
+
+def stop_process(proc: subprocess.Popen, timeout: float = 20.0) -> None:
+    """Stop a test's child process by pid: SIGTERM, then SIGKILL if it has not exited after `timeout` s."""
+    if proc.poll() is not None:
+        return
+    os.kill(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
 
 
 def odradek_cmd(*args: str) -> list[str]:
@@ -103,6 +148,11 @@ class BrokerProcess:
             self.kill()
             raise RuntimeError(f"broker failed to start:\n{self.output()}") from None
         return self
+
+    def partition_log_bytes(self, topic: str, partition: int) -> bytes:
+        """The bytes of the partition's .log segments on this broker, in order (replicas compare equal)."""
+        d = self.log_dir / f"{topic}-{partition}"
+        return b"".join(f.read_bytes() for f in sorted(d.glob("*.log")))
 
     def output(self) -> str:
         try:

@@ -11,6 +11,9 @@ are stopped by pid (SIGTERM, then SIGKILL); ``kill_node`` SIGKILLs the JVM itsel
         zk.connect_string      # "127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3"
         zk.leader_index()      # 0..2
         zk.stop_node(zk.leader_index()); zk.wait_for_leader()
+
+A ``ZooKeeperChroot`` is one namespace of a shared server: the session's standalone server is shared by
+every test module, each module in a chroot of its own (``zk_standalone`` in tests/conftest.py).
 """
 
 from __future__ import annotations
@@ -24,25 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from odradek.cli.zookeeper import GENERATED_CFG, find_servers, four_letter, server_mode
-from tests.harness import odradek_cmd
+from tests.harness import free_ports, odradek_cmd
 from tests.waiting import wait_until
 
 HOST = "127.0.0.1"
 _LIVE: list[ZooKeeperEnsemble] = []
-
-
-def free_ports(count: int) -> list[int]:
-    """`count` distinct ports that were free a moment ago (sockets held together, then released)."""
-    import socket
-
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind((HOST, 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
+__all__ = ["ZooKeeperChroot", "ZooKeeperEnsemble", "free_ports", "kill_daemons"]
 
 
 def _die_with_parent() -> None:
@@ -307,3 +297,29 @@ class ZooKeeperEnsemble:
 def _stop_leftovers() -> None:
     for ensemble in list(_LIVE):
         ensemble.stop_all(timeout=10)
+
+
+@dataclass(frozen=True)
+class ZooKeeperChroot:
+    """One namespace (chroot) of a shared ZooKeeper server: what a test module sees of it. Clients and brokers
+    given `connect_string` see only the znodes under `chroot`, so modules sharing the server stay apart."""
+
+    server: ZooKeeperEnsemble
+    chroot: str
+
+    @property
+    def connect_string(self) -> str:
+        return self.server.connect_string + self.chroot
+
+    def create(self) -> ZooKeeperChroot:
+        """Create the chroot znode (a client in a chroot that does not exist cannot create anything)."""
+        from kazoo.client import KazooClient
+
+        client = KazooClient(hosts=self.server.connect_string, timeout=10)
+        client.start(timeout=15)
+        try:
+            client.ensure_path(self.chroot)
+        finally:
+            client.stop()
+            client.close()
+        return self

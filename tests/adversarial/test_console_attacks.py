@@ -28,10 +28,10 @@ import pytest
 from confluent_kafka.admin import ConfigResource, ResourceType
 from playwright.sync_api import Browser, expect
 
+from tests import console_helpers as shared
 from tests.clients import admin, create_topic, produce
+from tests.console_helpers import TIMEOUT_MS, Console, http_login, running_console, send
 from tests.harness import BrokerPool, BrokerProcess
-from tests.integration import test_console as shared
-from tests.integration.test_console import TIMEOUT_MS, Console, http_login, running_console, send
 from tests.waiting import wait_until
 
 browser = shared.browser  # Debian's chromium through Playwright

@@ -35,9 +35,9 @@ from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
 from odradek.protocol.client_security import ClientSecurity
 from odradek.protocol.transport import BlockingConnection
+from tests.adversarial.secured import JAAS  # users admin, alice and bob
 from tests.clients import produce
 from tests.harness import BrokerPool, BrokerProcess, free_port
-from tests.integration.test_sasl import JAAS
 from tests.waiting import wait_until
 
 MB = 1_000_000

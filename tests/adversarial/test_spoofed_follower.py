@@ -23,13 +23,13 @@ from odradek.protocol.errors import ErrorCode
 from tests.adversarial.secured import SECURED, client_conf, connect_as, follower_fetch, listeners
 from tests.harness import BrokerCluster, BrokerPool, free_port
 from tests.waiting import wait_until
-from tests.zkharness import ZooKeeperEnsemble
+from tests.zkharness import ZooKeeperChroot
 
 TOPIC = "precious"
 
 
 @pytest.fixture
-def pair(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool) -> Iterator[tuple[BrokerCluster, list[int]]]:
+def pair(zk_standalone: ZooKeeperChroot, brokers: BrokerPool) -> Iterator[tuple[BrokerCluster, list[int]]]:
     cluster = BrokerCluster(brokers.directory("spoof"), zk_standalone.connect_string, size=2,
                             overrides={**SECURED, "min.insync.replicas": "2", "auto.create.topics.enable": "false",
                                        "offsets.topic.replication.factor": "1"})

@@ -28,7 +28,7 @@ from odradek.protocol.transport import BlockingConnection
 from tests.clients import consume_all, create_topic
 from tests.harness import BrokerPool, free_port, run_cli
 from tests.waiting import wait_until
-from tests.zkharness import ZooKeeperEnsemble
+from tests.zkharness import ZooKeeperChroot
 
 SMALL_MB = 8
 VALUE_BYTES = 4000
@@ -149,7 +149,7 @@ def test_a_full_log_dir_goes_offline_and_the_broker_keeps_serving_its_other_dir(
 
 
 def test_a_full_log_dir_on_the_leader_moves_leadership_to_the_follower(
-        zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool, tmp_path: Path) -> None:
+        zk_standalone: ZooKeeperChroot, brokers: BrokerPool, tmp_path: Path) -> None:
     small = tmp_path / "small"
     with tmpfs(small, SMALL_MB):
         # broker 0's first dir is the small one (ZooKeeper mode: no metadata store in a log dir)

@@ -18,13 +18,13 @@ from odradek.protocol.transport import BlockingConnection
 from tests.clients import consume_all
 from tests.harness import BrokerCluster, BrokerPool
 from tests.waiting import wait_until
-from tests.zkharness import ZooKeeperEnsemble
+from tests.zkharness import ZooKeeperChroot
 
 TOPIC = "moving"
 
 
 @pytest.fixture
-def trio(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool) -> Iterator[BrokerCluster]:
+def trio(zk_standalone: ZooKeeperChroot, brokers: BrokerPool) -> Iterator[BrokerCluster]:
     cluster = brokers.start_cluster(zk_standalone.connect_string, 3, {"min.insync.replicas": "2"}, name="expiry")
     try:
         yield cluster

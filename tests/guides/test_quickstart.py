@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from tests.guides.replay import GuideHost, free_ports, parse_describe
 from tests.harness import BrokerProcess, free_port, run_cli
-from tests.zkharness import ZooKeeperEnsemble
+from tests.zkharness import ZooKeeperChroot
 
 NO_CLUSTER = (
     "Error: ZooKeeper at {} holds no Odradek cluster (no brokers ever registered there; a single-node "
@@ -112,7 +112,7 @@ def test_single_broker_quickstart(host: GuideHost) -> None:
     assert host.zk_mode(zoo) is None
 
 
-def test_single_node_broker_runs_without_zookeeper(broker: BrokerProcess, zk_standalone: ZooKeeperEnsemble) -> None:
+def test_single_node_broker_runs_without_zookeeper(broker: BrokerProcess, zk_standalone: ZooKeeperChroot) -> None:
     """Odradek's default mode keeps the metadata in the broker: the guides' --zookeeper commands say so in
     one line and name --bootstrap-server, saying whether nothing answers at the address or a ZooKeeper
     without any cluster does."""

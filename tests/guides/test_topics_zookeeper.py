@@ -10,13 +10,13 @@ from odradek.cli.cluster import read_registry
 from tests.guides.replay import parse_describe
 from tests.harness import BrokerCluster, BrokerPool, run_cli
 from tests.waiting import wait_until
-from tests.zkharness import ZooKeeperEnsemble
+from tests.zkharness import ZooKeeperChroot
 
 PREFIX = "Error while executing topic command : "
 
 
 @pytest.fixture(scope="module")
-def cluster(zk_standalone: ZooKeeperEnsemble, module_brokers: BrokerPool) -> BrokerCluster:
+def cluster(zk_standalone: ZooKeeperChroot, module_brokers: BrokerPool) -> BrokerCluster:
     """Two brokers in their own chroot of a standalone ZooKeeper."""
     brokers = module_brokers.start_cluster(zk_standalone.connect_string, 2)
     connect = connect_of(brokers)

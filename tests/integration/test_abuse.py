@@ -12,8 +12,8 @@ import struct
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 import pytest
 from confluent_kafka.admin import AdminClient
@@ -103,13 +103,8 @@ def _framed(request: ApiMessage, version: int, correlation_id: int = 7) -> bytes
 
 
 def _wait_for_line(broker: BrokerProcess, text: str, timeout: float = 10.0) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for line in broker.output().splitlines():
-            if text in line:
-                return line
-        time.sleep(0.05)
-    raise AssertionError(f"no line with {text!r} in the broker output:\n{broker.output()[-3000:]}")
+    return wait_until(lambda: next((line for line in broker.output().splitlines() if text in line), None), timeout,
+                      lambda: f"a line with {text!r} in the broker output:\n{broker.output()[-3000:]}", interval=0.05)
 
 
 # ---- malformed requests ------------------------------------------------------------------------------
@@ -229,8 +224,7 @@ class _MetadataLoop:
 
     def __enter__(self) -> _MetadataLoop:
         self._thread.start()
-        while not self.round_trips and not self.errors:
-            time.sleep(0.01)
+        wait_until(lambda: self.round_trips or self.errors, 30, "a first metadata round trip", interval=0.01)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -248,7 +242,9 @@ def test_a_million_and_two_million_partitions_are_refused_at_once(broker: Broker
         started = time.monotonic()
         grown = _create_partitions(broker.port, topic, 2_000_000)
         second = time.monotonic() - started
-        time.sleep(0.3)
+        answered = len(others.round_trips)
+        wait_until(lambda: len(others.round_trips) > answered or others.errors, 10,
+                   "a metadata round trip after the refusals", interval=0.01)
     assert created.error_code == INVALID_PARTITIONS and "max.partitions" in created.error_message
     assert grown.error_code == INVALID_PARTITIONS and "max.partitions" in grown.error_message
     assert first < 5 and second < 5  # milliseconds in fact; generous for a loaded machine
@@ -301,6 +297,39 @@ def _answers(sock: socket.socket) -> bool:
     return len(sock.recv(4)) == 4
 
 
+C = TypeVar("C", socket.socket, RawClient)
+
+
+def _kept(open_one: Callable[[], C], answers: Callable[[C], bool], count: int, what: str) -> list[C]:
+    """`count` connections that the broker keeps and answers, all open at once: opened anew until it has let
+    go of connections closed a moment ago (it counts them until it has seen them close)."""
+
+    def attempt() -> list[C] | None:
+        opened: list[C] = []
+        try:
+            for _ in range(count):
+                opened.append(open_one())
+            if all(answers(c) for c in opened):
+                return opened
+        except (OSError, ConnectionError):
+            pass  # refused or closed: the broker still counts old connections
+        for c in opened:
+            c.close()
+        return None
+
+    return wait_until(attempt, 30, f"{count} {what} kept and answered", interval=0.05)
+
+
+def _raw_answers(client: RawClient) -> bool:
+    """A Metadata request answered on `client` (the whole response read, so the next frame is the next answer)."""
+    client.send_raw(_framed(MetadataRequest(topics=[]), 1, correlation_id=-1))
+    return len(client.recv_frame()) >= 4
+
+
+def _kept_sockets(port: int, source: str, count: int) -> list[socket.socket]:
+    return _kept(lambda: _connect(port, source), _answers, count, f"connections from {source}")
+
+
 def test_per_ip_limit_and_overrides(broker: BrokerProcess) -> None:
     kept = [_connect(broker.port, "127.0.0.2") for _ in range(2)]
     refused = _connect(broker.port, "127.0.0.2")
@@ -314,25 +343,22 @@ def test_per_ip_limit_and_overrides(broker: BrokerProcess) -> None:
     assert _closed_by_peer(extra)
     assert _answers(default[-1])
     kept[0].close()
-    time.sleep(0.3)
-    again = _connect(broker.port, "127.0.0.2")
-    assert _answers(again)
+    again = _kept_sockets(broker.port, "127.0.0.2", 1)[0]  # once the broker has seen kept[0] close
     for s in [*kept, *default, refused, zero, extra, again]:
         s.close()
     assert _list_topics(broker.bootstrap) is not None
 
 
 def test_max_connections(small: BrokerProcess) -> None:
-    time.sleep(0.3)  # connections of earlier tests are gone
-    kept = [_connect(small.port, "127.0.0.5") for _ in range(6)]
+    kept = _kept_sockets(small.port, "127.0.0.5", 6)  # once the connections of earlier tests are gone
+    refusal = "configured maximum of 6 connections (max.connections)"
+    refused_before = small.output().count(refusal)
     extra = _connect(small.port, "127.0.0.6")
     assert _closed_by_peer(extra)
     assert all(_answers(s) for s in kept)
-    assert "configured maximum of 6 connections (max.connections)" in small.output()
+    wait_until(lambda: small.output().count(refusal) > refused_before, 10, f"the broker to log {refusal!r}")
     kept.pop().close()
-    time.sleep(0.3)
-    replacement = _connect(small.port, "127.0.0.6")
-    assert _answers(replacement)
+    replacement = _kept_sockets(small.port, "127.0.0.6", 1)[0]  # once the broker has seen it close
     for s in [*kept, extra, replacement]:
         s.close()
 
@@ -342,13 +368,15 @@ def test_max_connections(small: BrokerProcess) -> None:
 def test_request_memory_bound_slows_readers_but_drops_nothing(small: BrokerProcess) -> None:
     """queued.max.request.bytes is 1 MiB: four clients pipelining 8 MB of produce requests each are
     read as memory frees, and every request is answered and stored."""
-    time.sleep(0.3)
     topic = MEMORY_TOPIC
     per_client, value = 40, b"v" * 200_000
     results: list[list[int]] = []
+    # four connections, opened once the broker has let go of those of earlier tests (max.connections is 6)
+    clients = _kept(lambda: RawClient(small.port, timeout=60),
+                    _raw_answers, 4, "raw clients")
 
     def client(n: int) -> None:
-        with RawClient(small.port, timeout=60) as c:
+        with clients[n] as c:
             frames = []
             for i in range(per_client):
                 req = ProduceRequest(transactional_id=None, acks=1, timeout_ms=30000, topic_data=[

@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.harness import BrokerCluster, BrokerPool, BrokerProcess, free_port, run_cli
 from tests.waiting import wait_until
-from tests.zkharness import ZooKeeperEnsemble
+from tests.zkharness import ZooKeeperChroot
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
         'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret" user_bob="bob-secret";')
@@ -228,7 +228,7 @@ def test_unknown_authorizer_class_is_one_line(brokers: BrokerPool) -> None:
 # ---- a ZooKeeper cluster ----------------------------------------------------------------------------
 
 
-def test_cluster_acls_apply_on_every_broker(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool) -> None:
+def test_cluster_acls_apply_on_every_broker(zk_standalone: ZooKeeperChroot, brokers: BrokerPool) -> None:
     # the brokers reach each other as User:admin over SASL (no listener is privileged): super.users names them
     cluster = BrokerCluster(brokers.directory("acl-cluster"), zk_standalone.connect_string, size=3,
                             overrides={**AUTHORIZER, "auto.create.topics.enable": "false",

@@ -33,6 +33,7 @@ from odradek.protocol.records import build_batch, decode_records, iter_batches
 from odradek.protocol.transport import BlockingConnection
 from tests.clients import admin, consume_all, create_topic, kafka_python_group_consumer, produce
 from tests.harness import BrokerProcess
+from tests.waiting import wait_until
 
 
 def _name(prefix: str) -> str:
@@ -242,13 +243,15 @@ def test_describe_configs_documentation(broker: BrokerProcess, kp_admin: KafkaAd
 
 def _retry(call: Callable[[], Any], retriable: tuple[int, ...], what: str, timeout: float = 30.0) -> Any:
     """`call()` until its error code is not one of `retriable` (a coordinator that is still loading)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        resp = call()
-        if resp.error_code not in retriable or time.monotonic() > deadline:
-            assert resp.error_code == 0, f"{what}: {resp}"
-            return resp
-        time.sleep(0.2)
+    last: list[Any] = []
+
+    def answered() -> Any:
+        last[:] = [call()]
+        return last[0] if last[0].error_code not in retriable else None
+
+    resp = wait_until(answered, timeout, lambda: f"{what} to be served, not {last}")
+    assert resp.error_code == 0, f"{what}: {resp}"
+    return resp
 
 
 def test_transaction_at_the_new_versions(broker: BrokerProcess) -> None:
@@ -301,10 +304,8 @@ def test_transaction_at_the_new_versions(broker: BrokerProcess) -> None:
     assert [m.value() for m in consume_all(broker.bootstrap, topic, 1, **read_committed)] == [b"in-txn"]
     c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
     try:
-        deadline = time.monotonic() + 20
-        while (offset := c.committed([CTopicPartition(topic, 0)], timeout=10)[0].offset) != 1:
-            assert time.monotonic() < deadline, offset
-            time.sleep(0.2)
+        wait_until(lambda: c.committed([CTopicPartition(topic, 0)], timeout=10)[0].offset == 1, 20,
+                   "the transaction's offset commit (1) to be visible")
     finally:
         c.close()
 

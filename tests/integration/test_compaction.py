@@ -17,7 +17,7 @@ from odradek.protocol.records import iter_batches
 from tests.clients import admin, create_topic
 from tests.harness import NO_REBALANCE_DELAY, BrokerPool, BrokerProcess
 from tests.waiting import wait_until
-from tests.zkharness import ZooKeeperEnsemble
+from tests.zkharness import ZooKeeperChroot
 
 OVERRIDES = {
     "log.cleaner.backoff.ms": "200",
@@ -234,7 +234,7 @@ def committed(bootstrap: str, group: str, topic: str) -> list[int] | None:
         c.close()
 
 
-def test_new_follower_copies_a_compacted_log_and_can_lead(zk_standalone: ZooKeeperEnsemble,
+def test_new_follower_copies_a_compacted_log_and_can_lead(zk_standalone: ZooKeeperChroot,
                                                           brokers: BrokerPool) -> None:
     cluster = brokers.start_cluster(zk_standalone.connect_string, 2, OVERRIDES)
     topic = name("replicated")

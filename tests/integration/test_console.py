@@ -8,7 +8,7 @@ reports, and uses the forms. Every test saves a screenshot of its page under its
 events (Playwright's expect, wait_until on the console's log line), never on sleeps.
 
 Every test logs in as the operator does: through the URL the console prints (`Console at ...?token=`);
-`send` and `http_login` do the same for the tests that speak HTTP themselves (tests/adversarial uses them too).
+`send` and `http_login` (tests/console_helpers.py) do the same for the tests that speak HTTP themselves.
 
 Chromium is Debian's package (scripts/test.sh installs it); without it these tests fail rather than skip.
 ODRADEK_CONSOLE_DOCS_SCREENSHOT=1 also copies the topic page's screenshot to docs/console-topic.png.
@@ -20,41 +20,35 @@ import json
 import os
 import re
 import shutil
-import signal
-import subprocess
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from dataclasses import dataclass
-from http.client import HTTPConnection, HTTPMessage
+from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
-from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
+from tests import console_helpers
+from tests.console_helpers import TIMEOUT_MS, Console, http_login, login, row, running_console, send
 from tests.harness import (
     NO_REBALANCE_DELAY,
     REPO_ROOT,
     BrokerPool,
     BrokerProcess,
     free_port,
-    odradek_cmd,
     run_cli,
 )
 from tests.waiting import wait_until
-from tests.zkharness import ZooKeeperEnsemble
+from tests.zkharness import ZooKeeperChroot
 
-CHROMIUM = "/usr/bin/chromium"
+browser, page = console_helpers.browser, console_helpers.page  # the chromium fixtures
 TOPIC = "orders"
 PARTITIONS = 3
 PER_PARTITION = 10
 GROUP = "billing"
 COMMITTED = {0: 3, 1: 5, 2: 10}  # lag 7 + 5 + 0
 RESET_GROUP = "reporting"
-TIMEOUT_MS = 20_000
 
 
 @pytest.fixture(scope="module")
@@ -123,96 +117,12 @@ def data(broker: BrokerProcess) -> BrokerProcess:
     return broker
 
 
-@dataclass
-class Console:
-    url: str
-    proc: subprocess.Popen[bytes]
-    log: Path
-    login_url: str = ""  # as printed: the console's URL with ?token=
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    @property
-    def port(self) -> int:
-        return int(self.url.rsplit(":", 1)[1])
-
-    @property
-    def token(self) -> str:
-        return self.login_url.split("?token=", 1)[1]
-
-
-PRINTED_URL = re.compile(r"^Console at (http://\S+)$", re.MULTILINE)
-
-
-@contextmanager
-def running_console(bootstrap: str, log: Path, *flags: str, env: Mapping[str, str] | None = None) -> Iterator[Console]:
-    """`odradek console` on a free port until the block ends (then SIGTERM by pid, SIGKILL if it lingers);
-    ready once it printed its URL."""
-    port = free_port()
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(odradek_cmd("console", "--bootstrap-server", bootstrap, "--port", str(port), *flags),
-                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                                env={**os.environ, **(env or {})})
-    c = Console(f"http://127.0.0.1:{port}", proc, log)
-    try:
-        printed = wait_until(lambda: proc.poll() is None and PRINTED_URL.search(c.output()), 60,
-                             lambda: f"the console to print its URL (exit {proc.poll()}): {c.output()}")
-        c.login_url = printed.group(1)
-        yield c
-    finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait(10)
-
-
 @pytest.fixture(scope="module")
 def console(data: BrokerProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
     log = tmp_path_factory.mktemp("console") / "console.out"
     with running_console(data.bootstrap, log, "--refresh-ms", "1000", "--lag-sample-ms", "500",
                          "--metrics-url-template", "http://{host}:9404/metrics?broker={id}") as c:
         yield c
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (scripts/test.sh does)")
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-def login(pg: Page, console: Console) -> None:
-    """Log the page's browser context in through the URL the console printed (it redirects without the token)."""
-    pg.goto(console.login_url)
-    expect(pg).to_have_url(re.compile(re.escape(console.url) + r"/brokers$"))
-
-
-@pytest.fixture
-def page(browser: Browser, console: Console, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Page]:
-    """A fresh page, logged in to the module's console; its screenshot is saved as <tmp_path>/<test>.png
-    when the test ends."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(TIMEOUT_MS)
-    pg = context.new_page()
-    try:
-        login(pg, console)
-        yield pg
-    finally:
-        pg.screenshot(path=str(tmp_path / f"{request.node.name}.png"), full_page=True)
-        context.close()
-
-
-def row(pg: Page, table: str, attr: str, value: object) -> Locator:
-    return pg.locator(f'#{table} tr[data-{attr}="{value}"]')
 
 
 # --- pages ------------------------------------------------------------------------------------
@@ -496,51 +406,6 @@ def test_edit_a_config(console: Console, data: BrokerProcess, page: Page) -> Non
     expect(page.locator(".flash.error")).to_contain_text("Could not change config no.such.config")
 
 
-@dataclass
-class Answer:
-    status: int
-    headers: HTTPMessage
-    body: str
-
-
-def send(console: Console, method: str, path: str, headers: Mapping[str, str] | None = None,
-         body: str | None = None) -> Answer:
-    """One request to the console, as sent (a Host header given here replaces the real one; no redirect
-    is followed)."""
-    conn = HTTPConnection("127.0.0.1", console.port, timeout=60)
-    try:
-        sent = dict(headers or {})
-        if body is not None:
-            sent.setdefault("Content-Type", "application/x-www-form-urlencoded")
-        conn.request(method, path, body=body, headers=sent)
-        resp = conn.getresponse()
-        return Answer(resp.status, resp.headers, resp.read().decode(errors="replace"))
-    finally:
-        conn.close()
-
-
-@dataclass
-class HttpSession:
-    """A logged-in client without a browser: the session cookie and the CSRF token of that session."""
-
-    cookie: str
-    csrf: str
-
-    def headers(self, console: Console, **more: str) -> dict[str, str]:
-        return {"Cookie": self.cookie, "Origin": console.url, **more}
-
-
-def http_login(console: Console) -> HttpSession:
-    """Log in with the printed URL, then read the CSRF token from a page (its <meta name="csrf-token">)."""
-    answer = send(console, "GET", urlsplit(console.login_url).path + "?" + urlsplit(console.login_url).query)
-    assert answer.status == 303 and answer.headers["Location"] == "/", (answer.status, answer.body)
-    cookie = answer.headers["Set-Cookie"].split(";", 1)[0]
-    page = send(console, "GET", "/topics", {"Cookie": cookie})
-    csrf = re.search(r'<meta name="csrf-token" content="([0-9a-f]{64})">', page.body)
-    assert page.status == 200 and csrf, page.body
-    return HttpSession(cookie, csrf.group(1))
-
-
 def test_cross_origin_posts_are_refused(console: Console, data: BrokerProcess) -> None:
     """Logged in and with the CSRF token, a POST still needs this console's Origin (or Referer)."""
     s = http_login(console)
@@ -607,7 +472,7 @@ def test_command_config_over_sasl(brokers: BrokerPool, browser: Browser, tmp_pat
             context.close()
 
 
-def test_under_replicated_partitions_are_marked(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool,
+def test_under_replicated_partitions_are_marked(zk_standalone: ZooKeeperChroot, brokers: BrokerPool,
                                                browser: Browser, tmp_path: Path) -> None:
     cluster = brokers.start_cluster(zk_standalone.connect_string, 2, {"replica.lag.time.max.ms": "3000"})
     boot = cluster.brokers[0].bootstrap

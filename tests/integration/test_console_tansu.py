@@ -6,8 +6,6 @@ chromium through Playwright, as in test_console.py, against what the clients wro
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,9 +15,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from playwright.sync_api import Page, expect
 
-from tests.harness import free_port
-from tests.integration import test_console as shared
-from tests.integration.test_console import Console, row, running_console
+from tests import console_helpers as shared
+from tests.console_helpers import Console, row, running_console
+from tests.harness import free_port, stop_process
 from tests.waiting import wait_until
 
 TOPIC, GROUP, RECORDS, COMMITTED = "tansu-orders", "tansu-group", 6, 2
@@ -65,12 +63,7 @@ def tansu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         consumer.close()
         yield bootstrap
     finally:
-        os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+        stop_process(proc)
 
 
 @pytest.fixture(scope="module")

@@ -10,15 +10,10 @@ wall-clock time of the rebalance callback, so ownership intervals can be checked
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
-import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +23,7 @@ from kafka.protocol.admin import ListGroupsRequest, ListGroupsResponse
 
 from odradek.protocol.kip848 import ConsumerGroupDescribeRequest
 from tests.clients import create_topic, produce
+from tests.group_members import ScriptedMember, one_owner_each, spawner
 from tests.harness import NO_REBALANCE_DELAY, BrokerPool, BrokerProcess, run_cli
 from tests.rawclient import RawClient
 from tests.waiting import wait_until
@@ -81,42 +77,20 @@ print(json.dumps({"closed": True}), flush=True)
 """
 
 
-class Member:
+class Member(ScriptedMember):
     def __init__(self, bootstrap: str, group: str, topic: str, log_dir: Path, **extra: Any) -> None:
-        cfg = {"bootstrap": bootstrap, "group": group, "topic": topic, **extra}
-        self.stderr = open(log_dir / f"member-{uuid.uuid4().hex[:6]}.err", "w")  # noqa: SIM115
-        self.proc = subprocess.Popen([sys.executable, "-c", MEMBER_SCRIPT, json.dumps(cfg)],
-                                     stdout=subprocess.PIPE, stderr=self.stderr, text=True)
-        self.assignment: list[int] | None = None
-        self.member = ""
         self.events: list[tuple[float, str, list[int]]] = []
-        self.closed = False
         self.ended: float | None = None
-        threading.Thread(target=self._read, daemon=True).start()
+        super().__init__(MEMBER_SCRIPT, {"bootstrap": bootstrap, "group": group, "topic": topic, **extra}, log_dir,
+                         "member")
 
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                continue
-            if "assignment" in msg:
-                self.assignment, self.member = msg["assignment"], msg["member"]
-            elif "kind" in msg:
-                self.events.append((msg["t"], msg["kind"], msg["parts"]))
-            self.closed = self.closed or bool(msg.get("closed"))
-
-    def terminate(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(30)
-        self.stderr.close()
+    def on_message(self, msg: dict[str, Any]) -> None:
+        if "kind" in msg:
+            self.events.append((msg["t"], msg["kind"], msg["parts"]))
 
     def kill(self) -> None:
         self.ended = time.time()  # what it owned, it owned until now
-        os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(10)
-        self.stderr.close()
+        super().kill()
 
     def intervals(self, until: float) -> dict[int, list[tuple[float, float]]]:
         """partition -> [(from, to)] of ownership, from the rebalance callbacks."""
@@ -135,28 +109,12 @@ class Member:
 
 @pytest.fixture
 def spawn(tmp_path: Path) -> Iterator[Callable[..., Member]]:
-    members: list[Member] = []
-
-    def make(*args: Any, **kw: Any) -> Member:
-        m = Member(*args, log_dir=tmp_path, **kw)
-        members.append(m)
-        return m
-
-    yield make
-    for m in members:
-        if m.proc.poll() is None:
-            m.kill()
-
-
-def balanced(members: list[Member], partitions: int) -> bool:
-    owned = [m.assignment for m in members]
-    if any(not a for a in owned):
-        return False
-    return sorted(x for a in owned for x in a or []) == list(range(partitions))
+    with spawner(partial(Member, log_dir=tmp_path)) as make:
+        yield make
 
 
 def wait_balanced(members: list[Member], partitions: int, timeout: float = 45) -> None:
-    wait_until(lambda: balanced(members, partitions), timeout,
+    wait_until(lambda: one_owner_each(members, partitions), timeout,
                lambda: f"{len(members)} members owning {partitions} partitions once each, not "
                        f"{[m.assignment for m in members]}", interval=0.05)
 

@@ -22,7 +22,7 @@ from tests.clients import admin, create_topic, forget_admin, produce
 from tests.harness import BrokerCluster, BrokerPool, BrokerProcess, run_cli
 from tests.rawclient import RawClient
 from tests.waiting import wait_until
-from tests.zkharness import ZooKeeperEnsemble
+from tests.zkharness import ZooKeeperChroot
 
 
 def _name(prefix: str) -> str:
@@ -292,7 +292,7 @@ def test_max_connections_lowered_live_refuses_new_connections(brokers: BrokerPoo
 
 # ---- a ZooKeeper cluster ------------------------------------------------------------------------------------
 
-def test_cluster_default_reaches_every_broker_and_survives_a_restart(zk_standalone: ZooKeeperEnsemble,
+def test_cluster_default_reaches_every_broker_and_survives_a_restart(zk_standalone: ZooKeeperChroot,
                                                                      brokers: BrokerPool) -> None:
     cluster: BrokerCluster = brokers.start_cluster(zk_standalone.connect_string, 3)
     r = run_cli("configs", "--bootstrap-server", cluster.brokers[0].bootstrap, "--entity-type", "brokers",
@@ -336,7 +336,7 @@ def test_cluster_default_reaches_every_broker_and_survives_a_restart(zk_standalo
     assert seen(restarted, "log.segment.bytes") == ("1048576", 2)
 
 
-def test_configs_tool_through_zookeeper(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool) -> None:
+def test_configs_tool_through_zookeeper(zk_standalone: ZooKeeperChroot, brokers: BrokerPool) -> None:
     """`configs --zookeeper` (Kafka 2.x): topic and broker-default configs written in ZooKeeper directly,
     picked up by the running broker; Kafka 2.x's output lines and errors."""
     cluster = brokers.start_cluster(zk_standalone.connect_string, 1)

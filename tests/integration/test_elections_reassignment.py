@@ -20,12 +20,11 @@ from kafka.protocol.admin import (
 )
 
 from odradek.protocol.errors import ErrorCode
-from tests.clients import admin, consume_all
+from tests.clients import NumberedProducer, admin, consume_all
 from tests.harness import BrokerCluster, BrokerPool, run_cli
-from tests.integration.test_replication import NumberedProducer, _segment_bytes
 from tests.rawclient import RawClient
 from tests.waiting import wait_until
-from tests.zkharness import ZooKeeperEnsemble
+from tests.zkharness import ZooKeeperChroot
 
 FAST = {
     "replica.lag.time.max.ms": "3000",
@@ -36,12 +35,12 @@ FAST = {
 
 
 @pytest.fixture
-def two_brokers(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool) -> BrokerCluster:
+def two_brokers(zk_standalone: ZooKeeperChroot, brokers: BrokerPool) -> BrokerCluster:
     return brokers.start_cluster(zk_standalone.connect_string, 2, FAST)
 
 
 @pytest.fixture
-def three_brokers(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool) -> BrokerCluster:
+def three_brokers(zk_standalone: ZooKeeperChroot, brokers: BrokerPool) -> BrokerCluster:
     return brokers.start_cluster(zk_standalone.connect_string, 3, FAST)
 
 
@@ -206,7 +205,7 @@ def test_unclean_election_only_when_asked(two_brokers: BrokerCluster) -> None:
     assert code == 0 and out.strip() == "Valid replica already elected for partitions risky-0"
 
 
-def test_auto_leader_rebalance(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool) -> None:
+def test_auto_leader_rebalance(zk_standalone: ZooKeeperChroot, brokers: BrokerPool) -> None:
     c = brokers.start_cluster(zk_standalone.connect_string, 2, {
         **FAST, "auto.leader.rebalance.enable": "true", "leader.imbalance.check.interval.seconds": "1"})
     _create(c.bootstrap, "auto", [[0, 1], [1, 0], [0, 1], [1, 0]])
@@ -259,7 +258,7 @@ def test_reassign_under_load(three_brokers: BrokerCluster, tmp_path: Path) -> No
     leader, replicas, isr = _layout(c.bootstrap, "move")[0]
     assert replicas == [1, 2] and isr == [1, 2] and leader in (1, 2)
     wait_until(lambda: not (c.brokers[0].log_dir / "move-0").exists(), 20, "the removed replica's log to go")
-    wait_until(lambda: _segment_bytes(c, 1, "move", 0) == _segment_bytes(c, 2, "move", 0), 30, "identical new replicas")
+    wait_until(lambda: c.brokers[1].partition_log_bytes("move", 0) == c.brokers[2].partition_log_bytes("move", 0), 30, "identical new replicas")
     boot = ",".join(b.bootstrap for b in c.brokers[1:])
     got = consume_all(boot, "move", 20000 + len(prod.acked))
     stored = {m.offset(): m.value() for m in got}
@@ -270,7 +269,7 @@ def test_reassign_under_load(three_brokers: BrokerCluster, tmp_path: Path) -> No
     assert code == 0 and out.strip() == "No partition reassignments found."
 
 
-def test_reassignment_in_progress_then_cancelled(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool,
+def test_reassignment_in_progress_then_cancelled(zk_standalone: ZooKeeperChroot, brokers: BrokerPool,
                                                  tmp_path: Path) -> None:
     # a long ZooKeeper session, so a paused (SIGSTOP) broker still counts as alive
     c = brokers.start_cluster(zk_standalone.connect_string, 3, {**FAST, "zookeeper.session.timeout.ms": "30000"})

@@ -8,16 +8,13 @@ report their assignment as JSON lines on stdout.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import struct
-import subprocess
-import sys
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +47,8 @@ from kafka.protocol.consumer.group import OffsetDeleteRequest, OffsetDeleteRespo
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 
 from tests.clients import kafka_python_group_consumer
-from tests.harness import NO_REBALANCE_DELAY, REPO_ROOT, BrokerProcess
+from tests.group_members import ScriptedMember, one_owner_each, spawner
+from tests.harness import NO_REBALANCE_DELAY, BrokerProcess
 from tests.rawclient import RawClient
 from tests.waiting import wait_until
 
@@ -233,72 +231,21 @@ print(json.dumps({"closed": True}), flush=True)
 """
 
 
-class ConsumerProc:
+class ConsumerProc(ScriptedMember):
     def __init__(self, client: str, bootstrap: str, group: str, topic: str, log_dir: Path, **extra: Any) -> None:
         cfg = {"client": client, "bootstrap": bootstrap, "group": group, "topic": topic, "session": SESSION_MS, **extra}
-        self.stderr = open(log_dir / f"consumer-{uuid.uuid4().hex[:6]}.err", "w")  # noqa: SIM115
-        # run from the checkout, so that CONSUMER_SCRIPT can import tests.clients
-        self.proc = subprocess.Popen([sys.executable, "-c", CONSUMER_SCRIPT, json.dumps(cfg)], cwd=REPO_ROOT,
-                                     stdout=subprocess.PIPE, stderr=self.stderr, text=True)
-        self.assignment: list[int] | None = None
-        self.member = ""
-        self.changes = 0
-        self.closed = False
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                continue  # not one of our reports
-            if "assignment" in msg:
-                self.assignment, self.member = msg["assignment"], msg["member"]
-                self.changes += 1
-            self.closed = self.closed or bool(msg.get("closed"))
-
-    def terminate(self) -> None:
-        """Graceful: the consumer closes (and leaves the group)."""
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(30)
-        self.stderr.close()
+        super().__init__(CONSUMER_SCRIPT, cfg, log_dir, "consumer")
 
     def dump_stacks(self) -> None:
         """Every thread's stack into this consumer's .err file (kept in the test's temp dir)."""
         if self.proc.poll() is None:
             os.kill(self.proc.pid, signal.SIGUSR1)
 
-    def kill(self) -> None:
-        os.kill(self.proc.pid, signal.SIGKILL)
-        self.proc.wait(10)
-        self.stderr.close()
-
-    def reap(self) -> None:
-        if self.proc.poll() is None:
-            self.kill()
-
 
 @pytest.fixture
 def spawn(tmp_path: Path) -> Iterator[Callable[..., ConsumerProc]]:
-    procs: list[ConsumerProc] = []
-
-    def make(*args: Any, **kw: Any) -> ConsumerProc:
-        p = ConsumerProc(*args, log_dir=tmp_path, **kw)
-        procs.append(p)
-        return p
-
-    yield make
-    for p in procs:
-        p.reap()
-
-
-def one_owner_each(procs: list[ConsumerProc], partitions: int) -> bool:
-    """Every partition has exactly one owner and every consumer owns something."""
-    owned = [p.assignment for p in procs]
-    if any(not a for a in owned):
-        return False
-    return sorted(x for a in owned for x in a or []) == list(range(partitions))
+    with spawner(partial(ConsumerProc, log_dir=tmp_path)) as make:
+        yield make
 
 
 def wait_balanced(procs: list[ConsumerProc], partitions: int = 6, timeout: float = 30) -> float:

@@ -14,12 +14,12 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tests.clients import consume_all, create_topic, produce
 from tests.harness import BrokerCluster, BrokerPool, BrokerProcess, free_port, run_cli
 from tests.waiting import wait_until
-from tests.zkharness import ZooKeeperEnsemble
+from tests.zkharness import ZooKeeperChroot
 
 SCRAM_JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="{}";'
 
 
-def _secured_cluster(brokers: BrokerPool, zk: ZooKeeperEnsemble, pem_pki: tuple[Path, Path], size: int, name: str,
+def _secured_cluster(brokers: BrokerPool, zk: ZooKeeperChroot, pem_pki: tuple[Path, Path], size: int, name: str,
                      passwords: list[str] | None = None) -> tuple[BrokerCluster, dict[int, int]]:
     ca, key = pem_pki
     overrides = {
@@ -60,7 +60,7 @@ def _connected_to(follower: BrokerProcess, port: int) -> bool:
                for c in psutil.Process(follower.pid).net_connections(kind="tcp"))
 
 
-def test_sasl_ssl_inter_broker_replication_and_kill_9_fail_over(zk_standalone: ZooKeeperEnsemble,
+def test_sasl_ssl_inter_broker_replication_and_kill_9_fail_over(zk_standalone: ZooKeeperChroot,
                                                                  brokers: BrokerPool, pem_pki: tuple[Path, Path]) -> None:
     cluster, internal = _secured_cluster(brokers, zk_standalone, pem_pki, 3, "ib-sasl-ssl")
     try:
@@ -98,7 +98,7 @@ def test_sasl_ssl_inter_broker_replication_and_kill_9_fail_over(zk_standalone: Z
         cluster.stop()
 
 
-def test_a_broker_with_the_wrong_inter_broker_password_is_refused(zk_standalone: ZooKeeperEnsemble,
+def test_a_broker_with_the_wrong_inter_broker_password_is_refused(zk_standalone: ZooKeeperChroot,
                                                                   brokers: BrokerPool, pem_pki: tuple[Path, Path]) -> None:
     cluster, _ = _secured_cluster(brokers, zk_standalone, pem_pki, 2, "ib-wrong", passwords=["broker-secret", "wrong"])
     try:

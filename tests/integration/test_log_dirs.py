@@ -15,11 +15,10 @@ from kafka import KafkaAdminClient
 from kafka.errors import LogDirNotFoundError, UnknownTopicOrPartitionError
 from kafka.structs import TopicPartitionReplica
 
-from tests.clients import admin, consume_all, create_topic
+from tests.clients import NumberedProducer, admin, consume_all, create_topic
 from tests.harness import BrokerPool, BrokerProcess, run_cli
-from tests.integration.test_replication import NumberedProducer
 from tests.waiting import wait_until
-from tests.zkharness import ZooKeeperEnsemble
+from tests.zkharness import ZooKeeperChroot
 
 SMALL_SEGMENTS = {"segment.bytes": "1048576"}
 
@@ -196,7 +195,7 @@ def test_reassign_tool_moves_a_replica_on_one_broker(brokers: BrokerPool, tmp_pa
     assert code == 1 and "Failed to alter dir for tool-0-0: LOG_DIR_NOT_FOUND" in err
 
 
-def test_reassign_tool_with_log_dirs_in_a_zookeeper_cluster(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool,
+def test_reassign_tool_with_log_dirs_in_a_zookeeper_cluster(zk_standalone: ZooKeeperChroot, brokers: BrokerPool,
                                                              tmp_path: Path) -> None:
     dirs = [(brokers.directory(f"b{i}-a"), brokers.directory(f"b{i}-b")) for i in range(2)]
     c = brokers.start_cluster(zk_standalone.connect_string, 2, {"replica.lag.time.max.ms": "3000"},

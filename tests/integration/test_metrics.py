@@ -20,7 +20,7 @@ from odradek.protocol.transport import BlockingConnection
 from tests.clients import admin, consume_all, create_topic, produce
 from tests.harness import BrokerPool, free_port
 from tests.waiting import wait_until
-from tests.zkharness import ZooKeeperEnsemble
+from tests.zkharness import ZooKeeperChroot
 
 
 def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -148,7 +148,7 @@ def test_the_endpoint_refuses_what_it_does_not_serve(brokers: BrokerPool) -> Non
     assert status("/metrics") == 200 and b.alive()
 
 
-def test_cluster_metrics_add_up(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool) -> None:
+def test_cluster_metrics_add_up(zk_standalone: ZooKeeperChroot, brokers: BrokerPool) -> None:
     """Three brokers, each with its endpoint: one active controller, leaders and records spread, sums right."""
     ports = [free_port() for _ in range(3)]
     cluster = brokers.start_cluster(zk_standalone.connect_string, 3,

@@ -31,7 +31,7 @@ from odradek.protocol.transport import BlockingConnection
 from tests.clients import create_topic, produce
 from tests.harness import BrokerPool, BrokerProcess, free_port, run_cli
 from tests.waiting import wait_until
-from tests.zkharness import ZooKeeperEnsemble
+from tests.zkharness import ZooKeeperChroot
 
 RATE = 102_400  # ~100 KB/s
 CHUNK = 400_000
@@ -224,7 +224,7 @@ def test_user_quota_throttles_a_scram_user(brokers: BrokerPool) -> None:
             assert conn.request(_produce_req(topic), 7).throttle_time_ms == 0
 
 
-def test_zookeeper_quotas_apply_live_on_every_broker(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool) -> None:
+def test_zookeeper_quotas_apply_live_on_every_broker(zk_standalone: ZooKeeperChroot, brokers: BrokerPool) -> None:
     cluster = brokers.start_cluster(zk_standalone.connect_string, 2)
     zk = cluster.brokers[0].overrides["zookeeper.connect"]  # the cluster's chroot
     r = run_cli("configs", "--zookeeper", zk, "--alter", "--entity-type", "clients", "--entity-default",

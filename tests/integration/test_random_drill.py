@@ -17,7 +17,7 @@ from confluent_kafka.admin import NewTopic
 from tests.clients import admin, consume_to_end
 from tests.harness import BrokerPool
 from tests.waiting import wait_until
-from tests.zkharness import ZooKeeperEnsemble
+from tests.zkharness import ZooKeeperChroot
 
 TOPIC, PARTITIONS = "drill", 3
 
@@ -28,7 +28,7 @@ def _isr_full(bootstrap: str) -> bool:
 
 
 @pytest.mark.timeout(3600)  # 200 rounds take several minutes; the suite's default is 300 s per test
-def test_random_kill_drill(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool,
+def test_random_kill_drill(zk_standalone: ZooKeeperChroot, brokers: BrokerPool,
                            request: pytest.FixtureRequest) -> None:
     rounds = int(os.environ.get("ODRADEK_DRILL_ROUNDS", "200" if request.config.getoption("--run-slow") else "3"))
     rng = random.Random(20261121)

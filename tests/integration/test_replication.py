@@ -3,16 +3,14 @@ nothing acknowledged is lost; restart, catch up, rejoin the ISR; min.insync.repl
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
-from tests.clients import admin, consume_all, produce
+from tests.clients import NumberedProducer, admin, consume_all, produce
 from tests.harness import BrokerCluster, BrokerPool
 from tests.waiting import wait_until
-from tests.zkharness import ZooKeeperEnsemble
+from tests.zkharness import ZooKeeperChroot
 
 
 def _describe(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int]]]:
@@ -20,61 +18,13 @@ def _describe(bootstrap: str, topic: str) -> dict[int, tuple[int, list[int]]]:
     return {p: (m.leader, sorted(m.isrs)) for p, m in md.partitions.items()}
 
 
-def _segment_bytes(cluster: BrokerCluster, broker: int, topic: str, p: int) -> bytes:
-    d = cluster.brokers[broker].log_dir / f"{topic}-{p}"
-    return b"".join(f.read_bytes() for f in sorted(d.glob("*.log")))
-
-
-class NumberedProducer:
-    """Sends a numbered message every few milliseconds with acks=all; records what was acknowledged."""
-
-    def __init__(self, bootstrap: str, topic: str, partitions: int = 2, **conf: object) -> None:
-        self.partitions = partitions
-        self.acked: list[tuple[int, int, int]] = []  # (partition, offset, number)
-        self.failed: list[str] = []
-        self.sent = 0
-        self._stop = threading.Event()
-        self._p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 2, "retries": 1000000,
-                            "retry.backoff.ms": 100, "message.timeout.ms": 60000, **conf})
-        self._topic = topic
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _cb(self, err: object, msg: object) -> None:
-        if err is not None:
-            self.failed.append(str(err))
-        else:
-            self.acked.append((msg.partition(), msg.offset(), int(msg.value())))  # type: ignore[attr-defined]
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            i = self.sent
-            self._p.produce(self._topic, str(i).encode(), partition=i % self.partitions, on_delivery=self._cb)
-            self.sent += 1
-            self._p.poll(0.003)
-        self._p.flush(60)
-
-    def start(self) -> NumberedProducer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(90)
-
-    def wait_acked(self, more: int, timeout: float = 30.0) -> None:
-        """Until `more` records beyond those acknowledged by now are acknowledged."""
-        target = len(self.acked) + more
-        wait_until(lambda: len(self.acked) >= target, timeout,
-                   lambda: f"{target} acknowledged records ({len(self.acked)} so far; failures {self.failed[:3]})")
-
-
 @pytest.fixture
-def two_brokers(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool) -> BrokerCluster:
+def two_brokers(zk_standalone: ZooKeeperChroot, brokers: BrokerPool) -> BrokerCluster:
     return brokers.start_cluster(zk_standalone.connect_string, 2)
 
 
 @pytest.fixture
-def three_brokers(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool) -> BrokerCluster:
+def three_brokers(zk_standalone: ZooKeeperChroot, brokers: BrokerPool) -> BrokerCluster:
     return brokers.start_cluster(zk_standalone.connect_string, 3, {"min.insync.replicas": "2"})
 
 
@@ -86,7 +36,7 @@ def test_replicas_are_byte_identical(two_brokers: BrokerCluster) -> None:
         p.produce("same", b"value-%d" % i, partition=i % 2)
     assert p.flush(30) == 0
     for part in (0, 1):
-        wait_until(lambda part=part: _segment_bytes(c, 0, "same", part) == _segment_bytes(c, 1, "same", part), 30,
+        wait_until(lambda part=part: c.brokers[0].partition_log_bytes("same", part) == c.brokers[1].partition_log_bytes("same", part), 30,
                    f"identical replicas of same-{part}")
     assert len(consume_all(c.bootstrap, "same", 5000, partitions=2)) == 5000
 
@@ -122,7 +72,7 @@ def test_kill_leader_two_brokers_nothing_acknowledged_lost(two_brokers: BrokerCl
     wait_until(lambda: all(isr == [0, 1] for _, isr in _describe(c.bootstrap, "drill").values()), 40,
                "the restarted broker back in the ISR")
     for part in (0, 1):
-        wait_until(lambda part=part: _segment_bytes(c, 0, "drill", part) == _segment_bytes(c, 1, "drill", part), 30,
+        wait_until(lambda part=part: c.brokers[0].partition_log_bytes("drill", part) == c.brokers[1].partition_log_bytes("drill", part), 30,
                    f"identical replicas of drill-{part}")
 
 
@@ -196,7 +146,7 @@ def test_follower_killed_mid_burst_resyncs_identically(two_brokers: BrokerCluste
         p.poll(0)
     assert p.flush(30) == 0
     c.by_id(follower).start()
-    wait_until(lambda: _segment_bytes(c, 0, "burst", 0) == _segment_bytes(c, 1, "burst", 0), 40,
+    wait_until(lambda: c.brokers[0].partition_log_bytes("burst", 0) == c.brokers[1].partition_log_bytes("burst", 0), 40,
                "identical replicas after the follower's restart")
     wait_until(lambda: _describe(c.bootstrap, "burst")[0][1] == [0, 1], 30, "the follower back in the ISR")
 
@@ -210,14 +160,14 @@ def test_acks_all_without_enough_replicas_is_refused_before_append(three_brokers
     c.by_id([b for b in isr if b != leader][0]).kill()
     wait_until(lambda: _describe(c.brokers[leader].bootstrap, "strict")[0][1] == [leader], 30,
                f"an ISR of broker {leader} alone")
-    before = _segment_bytes(c, leader, "strict", 0)
+    before = c.brokers[leader].partition_log_bytes("strict", 0)
     p = Producer({"bootstrap.servers": c.brokers[leader].bootstrap, "acks": "all", "retries": 0,
                   "message.timeout.ms": 4000})
     errs: list[KafkaError] = []
     p.produce("strict", b"x", on_delivery=lambda e, m: errs.append(e) if e else None)
     p.flush(10)
     assert [e.code() for e in errs] == [KafkaError.NOT_ENOUGH_REPLICAS]
-    assert _segment_bytes(c, leader, "strict", 0) == before  # nothing appended
+    assert c.brokers[leader].partition_log_bytes("strict", 0) == before  # nothing appended
     assert produce(c.brokers[leader].bootstrap, "strict", [b"y"], acks=1) == [(0, 0)]  # offset 0 is still free
 
 

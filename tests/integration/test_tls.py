@@ -17,7 +17,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tests.clients import create_topic, produce, round_trip
 from tests.harness import BrokerCluster, BrokerPool, BrokerProcess, free_port, odradek_cmd, run_cli
 from tests.waiting import wait_until
-from tests.zkharness import ZooKeeperEnsemble
+from tests.zkharness import ZooKeeperChroot
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +167,7 @@ def test_bad_keystores_stop_startup_with_one_line(brokers: BrokerPool, props: di
     assert "Traceback" not in out.stdout + out.stderr
 
 
-def test_cluster_metadata_over_tls_lists_every_brokers_tls_endpoint(zk_standalone: ZooKeeperEnsemble,
+def test_cluster_metadata_over_tls_lists_every_brokers_tls_endpoint(zk_standalone: ZooKeeperChroot,
                                                                     brokers: BrokerPool, pki: dict[str, Path]) -> None:
     cluster = BrokerCluster(brokers.directory("tls-cluster"), zk_standalone.connect_string, size=2,
                             overrides={"ssl.keystore.location": str(pki["server"])})

@@ -18,7 +18,7 @@ from confluent_kafka.admin import NewTopic
 from tests.clients import admin
 from tests.harness import BrokerCluster, BrokerPool
 from tests.waiting import wait_until
-from tests.zkharness import ZooKeeperEnsemble
+from tests.zkharness import ZooKeeperChroot
 
 PARTITIONS = 3
 CLUSTER = {"min.insync.replicas": "2", "zookeeper.session.timeout.ms": "4000", "replica.lag.time.max.ms": "4000",
@@ -58,7 +58,7 @@ def _read_committed(bootstrap: str, topic: str, timeout: float = 120.0) -> list[
     return got
 
 
-def test_markers_reach_leaders_on_other_brokers(zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool) -> None:
+def test_markers_reach_leaders_on_other_brokers(zk_standalone: ZooKeeperChroot, brokers: BrokerPool) -> None:
     c = brokers.start_cluster(zk_standalone.connect_string, 3, CLUSTER)
     topic = "txn-spread"
     _create(c, topic)
@@ -78,7 +78,7 @@ def test_markers_reach_leaders_on_other_brokers(zk_standalone: ZooKeeperEnsemble
 
 @pytest.mark.timeout(3600)
 def test_kill_drill_never_exposes_aborted_or_partial_transactions(
-        zk_standalone: ZooKeeperEnsemble, brokers: BrokerPool, request: pytest.FixtureRequest) -> None:
+        zk_standalone: ZooKeeperChroot, brokers: BrokerPool, request: pytest.FixtureRequest) -> None:
     rounds = int(os.environ.get("ODRADEK_TXN_DRILL_ROUNDS",
                                 "50" if request.config.getoption("--run-slow") else "3"))
     rng = random.Random(20261124)

@@ -22,7 +22,7 @@ from odradek.protocol.records import decode_records, iter_batches
 from tests.clients import admin, consume_all, consume_to_end, create_topic, kcat, produce
 from tests.harness import BrokerCluster, BrokerPool, BrokerProcess, free_port
 from tests.waiting import wait_until
-from tests.zkharness import ZooKeeperEnsemble
+from tests.zkharness import ZooKeeperChroot
 
 
 def regions(http_port: int) -> dict[str, float]:
@@ -193,7 +193,7 @@ def _segment_bytes(broker: BrokerProcess, topic: str) -> list[bytes]:
     return [f.read_bytes() for f in sorted((broker.log_dir / f"{topic}-0").glob("*.log"))]
 
 
-def test_followers_fetch_by_sendfile_and_end_byte_identical(zk_standalone: ZooKeeperEnsemble,
+def test_followers_fetch_by_sendfile_and_end_byte_identical(zk_standalone: ZooKeeperChroot,
                                                             brokers: BrokerPool) -> None:
     ports = [free_port() for _ in range(3)]
     cluster: BrokerCluster = brokers.start_cluster(

@@ -23,10 +23,10 @@ from odradek.cluster.store import (
     batches,
 )
 from odradek.cluster.zk import ZooKeeperStore
-from tests.zkharness import ZooKeeperEnsemble
+from tests.zkharness import ZooKeeperChroot
 
 
-def with_store(zk: ZooKeeperEnsemble, body: Callable[[ZooKeeperStore], Awaitable[None]]) -> None:
+def with_store(zk: ZooKeeperChroot, body: Callable[[ZooKeeperStore], Awaitable[None]]) -> None:
     async def go() -> None:
         store = ZooKeeperStore(f"{zk.connect_string}/multi-{uuid.uuid4().hex[:8]}", 10000, 15000)
         await store.start()
@@ -38,7 +38,7 @@ def with_store(zk: ZooKeeperEnsemble, body: Callable[[ZooKeeperStore], Awaitable
     asyncio.run(go())
 
 
-def test_multi_commits_all_ops(zk_standalone: ZooKeeperEnsemble) -> None:
+def test_multi_commits_all_ops(zk_standalone: ZooKeeperChroot) -> None:
     async def body(s: ZooKeeperStore) -> None:
         await s.create("/v", b"0")
         await s.create("/old", b"")
@@ -63,7 +63,7 @@ def test_multi_commits_all_ops(zk_standalone: ZooKeeperEnsemble) -> None:
         (Check("/v", version=3), BadVersionError),
     ],
 )
-def test_a_failing_op_rolls_back_the_rest(zk_standalone: ZooKeeperEnsemble, bad: object,
+def test_a_failing_op_rolls_back_the_rest(zk_standalone: ZooKeeperChroot, bad: object,
                                           error: type[Exception]) -> None:
     async def body(s: ZooKeeperStore) -> None:
         await s.create("/v", b"0")
@@ -77,7 +77,7 @@ def test_a_failing_op_rolls_back_the_rest(zk_standalone: ZooKeeperEnsemble, bad:
     with_store(zk_standalone, body)
 
 
-def test_thousands_of_znodes_in_batches_and_read_back_pipelined(zk_standalone: ZooKeeperEnsemble) -> None:
+def test_thousands_of_znodes_in_batches_and_read_back_pipelined(zk_standalone: ZooKeeperChroot) -> None:
     async def body(s: ZooKeeperStore) -> None:
         await s.create("/t", b"")
         paths = [f"/t/{i}" for i in range(5000)]

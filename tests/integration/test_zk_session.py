@@ -15,11 +15,11 @@ from odradek.cli import zk_session
 from odradek.cli.cluster import Registry, read_registry
 from odradek.cli.zk_session import NoClusterError, NoZooKeeperError, ZkSession
 from odradek.cluster import znodes as zn
-from tests.zkharness import ZooKeeperEnsemble
+from tests.zkharness import ZooKeeperChroot
 
 
 @pytest.fixture
-def root(zk_standalone: ZooKeeperEnsemble) -> Iterator[KazooClient]:
+def root(zk_standalone: ZooKeeperChroot) -> Iterator[KazooClient]:
     client = KazooClient(hosts=zk_standalone.connect_string, timeout=10)
     client.start(timeout=15)
     yield client
@@ -40,7 +40,7 @@ def test_nothing_listening(tmp_path: object) -> None:
         assert read_registry(connect) is None
 
 
-def test_no_cluster_in_the_chroot(zk_standalone: ZooKeeperEnsemble, root: KazooClient) -> None:
+def test_no_cluster_in_the_chroot(zk_standalone: ZooKeeperChroot, root: KazooClient) -> None:
     connect = zk_standalone.connect_string + "/no-cluster"
     with pytest.raises(NoClusterError, match=f"ZooKeeper at {connect} holds no Odradek cluster"), \
             ZkSession(connect, 10_000):
@@ -49,7 +49,7 @@ def test_no_cluster_in_the_chroot(zk_standalone: ZooKeeperEnsemble, root: KazooC
     assert root.exists("/no-cluster") is None  # looking never creates the chroot
 
 
-def test_reading_a_cluster(zk_standalone: ZooKeeperEnsemble, root: KazooClient) -> None:
+def test_reading_a_cluster(zk_standalone: ZooKeeperChroot, root: KazooClient) -> None:
     connect = zk_standalone.connect_string + "/one-broker"
     write(root, "/one-broker" + zn.broker_path(3), zn.BrokerInfo(3, "127.0.0.1", 9092).to_json())
     write(root, "/one-broker" + zn.broker_path(7), {"no": "endpoint"})

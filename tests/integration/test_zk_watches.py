@@ -15,12 +15,12 @@ from odradek.cluster.zk import ZooKeeperStore
 from tests.zkharness import ZooKeeperEnsemble
 
 
-def test_watches_fire_after_the_server_restarts(zk_standalone: ZooKeeperEnsemble) -> None:
+def test_watches_fire_after_the_server_restarts(zk_own_standalone: ZooKeeperEnsemble) -> None:
     chroot = f"/watches-{uuid.uuid4().hex[:8]}"
 
     async def go() -> list[WatchEvent]:
         # a session timeout well past a server restart, so the session (and with it the watches) lives on
-        store = ZooKeeperStore(zk_standalone.connect_string + chroot, 30000, 30000)
+        store = ZooKeeperStore(zk_own_standalone.connect_string + chroot, 30000, 30000)
         await store.start()
         try:
             await store.create("/topics", b"")
@@ -32,14 +32,14 @@ def test_watches_fire_after_the_server_restarts(zk_standalone: ZooKeeperEnsemble
             session = store.session_id
 
             loop = asyncio.get_running_loop()
-            await loop.run_in_executor(None, zk_standalone.stop_node, 0)
-            await loop.run_in_executor(None, zk_standalone.start_node, 0)
+            await loop.run_in_executor(None, zk_own_standalone.stop_node, 0)
+            await loop.run_in_executor(None, zk_own_standalone.start_node, 0)
             got = [await asyncio.wait_for(events.get(), 60) for _ in range(3)]
             assert store.client.client_id is not None and store.client.client_id[0] == session  # not a new session
 
             # the owner re-reads and watches anew: the next real change is seen
             assert await store.get_children("/topics", watch=events.put_nowait) == []
-            other = KazooClient(hosts=zk_standalone.connect_string + chroot, timeout=10)
+            other = KazooClient(hosts=zk_own_standalone.connect_string + chroot, timeout=10)
             other.start(timeout=15)
             try:
                 other.create("/topics/t1", b"")

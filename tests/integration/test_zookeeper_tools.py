@@ -14,7 +14,8 @@ import pytest
 
 from odradek.cli.zookeeper import GENERATED_CFG, PID_FILE
 from tests.harness import odradek_cmd, run_cli
-from tests.zkharness import ZooKeeperEnsemble, free_ports, kill_daemons
+from tests.waiting import wait_until
+from tests.zkharness import ZooKeeperChroot, ZooKeeperEnsemble, free_ports, kill_daemons
 
 TOOLS = ("zookeeper-server-start", "zookeeper-server-stop", "zookeeper-server-status")
 NOT_RUNNING = "Error contacting service. It is probably not running."
@@ -74,12 +75,12 @@ def write_guide_ensemble(root: Path) -> list[Path]:
 
 
 def wait_modes(configs: list[Path], timeout: float) -> list[str | None]:
-    deadline = time.monotonic() + timeout
-    modes = [mode_of(c) for c in configs]
-    while (None in modes or modes.count("leader") != 1) and time.monotonic() < deadline:
-        time.sleep(0.2)
+    """The servers' modes once every one has a mode and one of them leads."""
+    def settled() -> list[str | None] | None:
         modes = [mode_of(c) for c in configs]
-    return modes
+        return None if None in modes or modes.count("leader") != 1 else modes
+
+    return wait_until(settled, timeout, lambda: f"one leader among {[mode_of(c) for c in configs]}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -177,10 +178,7 @@ def test_guide_ensemble_leader_failover(tmp_path: Path, cleanup: list[Path]) -> 
     assert time.monotonic() - t0 < 10
 
     assert zk("zookeeper-server-start", "-daemon", str(leader)).returncode == 0
-    deadline = time.monotonic() + 20
-    while mode_of(leader) != "follower" and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert mode_of(leader) == "follower"
+    wait_until(lambda: mode_of(leader) == "follower", 20, "the restarted server to follow")
 
     for cfg in configs:
         assert zk("zookeeper-server-stop", str(cfg)).returncode == 0
@@ -246,9 +244,9 @@ def test_status_of_nothing(tmp_path: Path) -> None:
 # --- the test harness's ensemble (fixtures shared with other modules) -------------------------
 
 
-def test_harness_standalone(zk_standalone: ZooKeeperEnsemble) -> None:
-    assert zk_standalone.modes() == ["standalone"]
-    assert zk_standalone.leader_index() == 0
+def test_harness_standalone(zk_standalone: ZooKeeperChroot) -> None:
+    assert zk_standalone.server.modes() == ["standalone"]
+    assert zk_standalone.server.leader_index() == 0
 
 
 def test_harness_ensemble_failover(zk_ensemble: ZooKeeperEnsemble) -> None:

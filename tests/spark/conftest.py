@@ -1,75 +1,41 @@
-"""Fixtures for the Spark connector and pipeline tests: one local SparkSession per module, stopped after it.
+"""Fixtures for the Spark connector and pipeline tests: one local SparkSession for the whole session (one per
+xdist worker; all Spark tests run on one worker), stopped at its end.
 
 Modules that need Spark start with `pytest.importorskip("pyspark", ...)`, so without pyspark they skip with
-that reason while the pure planning tests still run.
+that reason while the pure planning tests still run. A test that changes the session's conf sets it back; a
+streaming query still running when its module ends is stopped then.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.waiting import wait_until
-
 SKIP_REASON = "pyspark is not installed (pip install -e '.[spark]')"
+_SESSIONS: list[Any] = []  # the session's SparkSession, once a test asked for it
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    """A local[2] SparkSession with format("odradek") registered; the JVM is gone after the module."""
+    """A local[2] SparkSession with format("odradek") registered; the JVM is gone after the session."""
     pytest.importorskip("pyspark", reason=SKIP_REASON)
     from odradek.spark.session import local_session, stop_session
 
     session = local_session("odradek-tests", conf={"spark.driver.memory": "768m"})
+    _SESSIONS.append(session)
     try:
         yield session
     finally:
+        _SESSIONS.remove(session)
         stop_session(session)
 
 
-def session_pids(sid: int) -> list[int]:
-    """Pids of live (non-zombie) processes in session `sid` (a child started with start_new_session=True)."""
-    out = subprocess.run(["ps", "-e", "-o", "pid=,sid=,stat="], capture_output=True, text=True).stdout
-    pids = []
-    for line in out.splitlines():
-        parts = line.split()
-        if (len(parts) == 3 and int(parts[1]) == sid and not parts[2].startswith("Z")
-                and int(parts[0]) != os.getpid()):
-            pids.append(int(parts[0]))
-    return pids
-
-
-def wait_session_gone(sid: int, what: str) -> None:
-    """Until no process of session `sid` is left (a killed or finished job's JVM and Python workers)."""
-    wait_until(lambda: not session_pids(sid), 10, lambda: f"{what} to exit: pids {session_pids(sid)}")
-
-
-def batch_ids(directory: Path) -> set[int]:
-    return {int(f.name) for f in directory.iterdir() if f.name.isdigit()} if directory.is_dir() else set()
-
-
-def kill_mid_batch(job: subprocess.Popen[bytes], checkpoint: Path, log: Path, timeout: float) -> None:
-    """SIGKILL the whole session of a streaming job (driver, JVM, Python workers) once it has committed two
-    batches and planned one more, so it dies in the middle of a batch; fails if the job ends first."""
-
-    def mid_batch() -> bool:
-        if job.poll() is not None:
-            raise AssertionError(f"the job ended with {job.returncode} before it could be killed mid-batch:\n"
-                                 + log.read_text(errors="replace")[-3000:])
-        done, planned = batch_ids(checkpoint / "commits"), batch_ids(checkpoint / "offsets")
-        return len(done) >= 2 and bool(planned - done)
-
-    try:
-        wait_until(mid_batch, timeout, lambda: "the job to be in the middle of its third batch:\n"
-                   + log.read_text(errors="replace")[-3000:], interval=0.02)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(job.pid, signal.SIGKILL)
-        job.wait(30)
+@pytest.fixture(scope="module", autouse=True)
+def _streams_end_with_their_module() -> Iterator[None]:
+    """No streaming query of a module runs on into the next one (they share the SparkSession)."""
+    yield
+    for session in _SESSIONS:
+        for query in session.streams.active:
+            query.stop()

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
 
-from tests.spark.conftest import wait_session_gone  # noqa: E402
+from tests.spark.helpers import wait_session_gone  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -17,7 +17,7 @@ from confluent_kafka import Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import NewPartitions  # noqa: E402
 
 from tests.clients import admin, create_topic  # noqa: E402
-from tests.spark.conftest import kill_mid_batch, wait_session_gone  # noqa: E402
+from tests.spark.helpers import kill_mid_batch, wait_session_gone  # noqa: E402
 from tests.waiting import wait_until  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)

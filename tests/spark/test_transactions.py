@@ -13,7 +13,6 @@ is 1 in local mode).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,6 +25,7 @@ from confluent_kafka import Producer  # noqa: E402
 
 from odradek.spark.features import supports_transactions  # noqa: E402
 from tests.clients import consume_to_end, create_topic  # noqa: E402
+from tests.waiting import wait_until  # noqa: E402
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -40,9 +40,7 @@ def mock_cluster() -> Iterator[str]:
     holds it stays open for the module)."""
     before = _listening_ports()
     holder = Producer({"test.mock.num.brokers": 1})
-    deadline = time.monotonic() + 10
-    while not (new := _listening_ports() - before) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    new = wait_until(lambda: _listening_ports() - before, 10, "the mock broker to listen", interval=0.1)
     assert len(new) == 1, f"could not tell the mock broker's port: {new}"
     yield f"127.0.0.1:{new.pop()}"
     del holder

@@ -25,7 +25,7 @@ from odradek.pipelines.weblogs import DLQ_TOPIC, LOGS_TOPIC, METRICS_TOPIC  # no
 from odradek.pipelines.weblogs.generator import GeneratorConfig, WeblogGenerator, produce_records  # noqa: E402
 from odradek.pipelines.weblogs.topics import ensure_topics  # noqa: E402
 from tests.clients import consume_all  # noqa: E402
-from tests.spark.conftest import batch_ids, kill_mid_batch, wait_session_gone  # noqa: E402
+from tests.spark.helpers import batch_ids, kill_mid_batch, wait_session_gone  # noqa: E402
 from tests.spark.weblogs_reference import assert_metrics_equal, reference_metrics  # noqa: E402
 from tests.waiting import wait_until  # noqa: E402
 

@@ -19,18 +19,14 @@ from odradek.protocol.records import build_batch
 from odradek.storage.cleaner import compact
 from odradek.storage.log import Log
 from odradek.storage.log_config import LogConfig
+from tests.storage_helpers import T0, fixed_clock
 from tests.waiting import wait_until
 
-T0 = 1_700_000_000_000
 SMALL = {"segment.bytes": "600", "index.interval.bytes": "100"}
 
 
-def clock() -> int:
-    return T0
-
-
 def open_log(path: Path, props: dict[str, str], **kw: Any) -> Log:
-    return Log(path, LogConfig.from_props(props), time_ms=clock, **kw)
+    return Log(path, LogConfig.from_props(props), time_ms=fixed_clock, **kw)
 
 
 def batch(i: int, key: bytes | None = None) -> bytes:

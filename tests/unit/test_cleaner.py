@@ -26,9 +26,9 @@ from odradek.storage.log import Log, LogConfig
 from odradek.storage.log_validator import AppendOrigin
 from odradek.storage.manager import CLEANER_OFFSET_CHECKPOINT, LogManager, read_checkpoint
 from odradek.storage.segment import DELETED_SUFFIX, LogSegment
+from tests.storage_helpers import T0, Clock
 from tests.unit.background import repeatedly_in_background
 
-T0 = 1_700_000_000_000
 COMPACT = {
     "cleanup.policy": "compact",
     "segment.bytes": "600",
@@ -38,14 +38,6 @@ COMPACT = {
 }
 
 KV = tuple[bytes | None, bytes | None]
-
-
-class Clock:
-    def __init__(self, now: int = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
 
 
 def open_log(path: Path, props: dict[str, str] | None = None, clock: Clock | None = None, **kw: object) -> Log:

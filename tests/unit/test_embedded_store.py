@@ -10,25 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from odradek.cluster.embedded import LEGACY_JSON_FILE, STORE_FILE, EmbeddedStore
+from odradek.cluster.embedded import LEGACY_JSON_FILE, STORE_FILE
 from odradek.cluster.store import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError, WatchEvent
-
-
-def run(coro):  # type: ignore[no-untyped-def]
-    return asyncio.run(coro)
-
-
-async def _opened(path: Path) -> EmbeddedStore:
-    store = EmbeddedStore(path)
-    await store.start()
-    return store
+from tests.store_helpers import opened_store, run
 
 
 def test_nodes_survive_a_restart_and_ephemerals_do_not(tmp_path: Path) -> None:
     file = tmp_path / STORE_FILE
 
     async def first() -> None:
-        s = await _opened(file)
+        s = await opened_store(file)
         await s.create("/brokers/topics/t", b'{"partitions":{}}', makepath=True)
         await s.set("/brokers/topics/t", b"v1", version=0)
         await s.create("/brokers/ids", b"")
@@ -38,7 +29,7 @@ def test_nodes_survive_a_restart_and_ephemerals_do_not(tmp_path: Path) -> None:
         await s.close()
 
     async def second() -> None:
-        s = await _opened(file)
+        s = await opened_store(file)
         data, stat = await s.get("/brokers/topics/t")
         assert (data, stat.version) == (b"v1", 1)
         assert await s.get_children("/brokers") == ["ids", "topics"]
@@ -52,7 +43,7 @@ def test_nodes_survive_a_restart_and_ephemerals_do_not(tmp_path: Path) -> None:
 
 def test_zookeeper_errors(tmp_path: Path) -> None:
     async def go() -> None:
-        s = await _opened(tmp_path / STORE_FILE)
+        s = await opened_store(tmp_path / STORE_FILE)
         await s.create("/a", b"1")
         with pytest.raises(NodeExistsError):
             await s.create("/a", b"2")
@@ -74,7 +65,7 @@ def test_watchers_fire_after_the_change_is_on_disk(tmp_path: Path) -> None:
     file = tmp_path / STORE_FILE
 
     async def go() -> list[tuple[str, bool]]:
-        s = await _opened(file)
+        s = await opened_store(file)
         seen: list[tuple[str, bool]] = []
 
         def on_event(ev: WatchEvent) -> None:
@@ -101,7 +92,7 @@ def test_a_cancelled_writer_still_commits_and_fires_watches(tmp_path: Path) -> N
     file = tmp_path / STORE_FILE
 
     async def go() -> tuple[list[str], list[str], list[str]]:
-        s = await _opened(file)
+        s = await opened_store(file)
         fired: list[str] = []
         children = await s.get_children("/", watch=lambda ev: fired.append(f"{ev.type} {ev.path}"))
         await s.exists("/topic", watch=lambda ev: fired.append(f"{ev.type} {ev.path}"))
@@ -115,7 +106,7 @@ def test_a_cancelled_writer_still_commits_and_fires_watches(tmp_path: Path) -> N
                 break
             await asyncio.sleep(0.01)
         await s.close()
-        s2 = await _opened(file)
+        s2 = await opened_store(file)
         after = await s2.get_children("/")
         await s2.close()
         return children, sorted(fired), after
@@ -133,7 +124,7 @@ def test_legacy_json_file_is_imported_once(tmp_path: Path) -> None:
     legacy.write_text(json.dumps({"/cluster": {**entry, "data": ""}, "/cluster/id": entry}))
 
     async def go() -> tuple[bytes, int]:
-        s = await _opened(tmp_path / STORE_FILE)
+        s = await opened_store(tmp_path / STORE_FILE)
         data, stat = await s.get("/cluster/id")
         await s.close()
         return data, stat.version
@@ -147,7 +138,7 @@ def test_each_node_is_one_row(tmp_path: Path) -> None:
     """Nodes are rows (a write touches its own row, not a file holding the whole tree)."""
 
     async def go() -> int:
-        s = await _opened(tmp_path / STORE_FILE)
+        s = await opened_store(tmp_path / STORE_FILE)
         await s.create("/p", b"")
         for i in range(2000):
             await s.create(f"/p/{i}", b"x" * 50)

@@ -20,16 +20,7 @@ from odradek.storage.manager import (
     read_checkpoint,
     write_checkpoint,
 )
-
-T0 = 1_700_000_000_000
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> int:
-        return self.now
+from tests.storage_helpers import T0, Clock
 
 
 def batch(i: int, ts: int = T0) -> bytes:

@@ -14,13 +14,9 @@ import pytest
 
 from odradek.protocol.records import build_batch, decode_records, iter_batches, read_header
 from odradek.storage.log import Log, LogConfig
+from tests.storage_helpers import T0, fixed_clock
 
-T0 = 1_700_000_000_000
 PROPS = {"segment.bytes": "1600", "index.interval.bytes": "150"}
-
-
-def clock() -> int:
-    return T0
 
 
 @dataclass(frozen=True)
@@ -33,7 +29,7 @@ class Written:
 
 
 def open_log(path: Path, **kw: object) -> Log:
-    return Log(path, LogConfig.from_props(PROPS), time_ms=clock, **kw)  # type: ignore[arg-type]
+    return Log(path, LogConfig.from_props(PROPS), time_ms=fixed_clock, **kw)  # type: ignore[arg-type]
 
 
 def make_batch(i: int) -> bytes:

@@ -18,30 +18,8 @@ from odradek.protocol.records import (
 )
 from odradek.storage.cleaner import run_cleanup
 from odradek.storage.log import Log, delete_dir_name, parse_topic_partition
-from odradek.storage.log_config import LogConfig
+from tests.storage_helpers import T0, Clock, batch, open_log
 from tests.unit.background import repeatedly_in_background
-
-T0 = 1_700_000_000_000
-
-
-class Clock:
-    def __init__(self, now: int = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-
-def open_log(
-    path: Path, props: dict[str, str] | None = None, clock: Clock | None = None, **kw: object
-) -> Log:
-    return Log(path, LogConfig.from_props(props or {}), time_ms=clock or Clock(), **kw)  # type: ignore[arg-type]
-
-
-def batch(i: int, n: int = 3, ts: int | None = T0, codec: int = 0) -> bytes:
-    return build_batch(
-        [(f"k{i}".encode(), f"value-{i}-{j}".encode() * 4) for j in range(n)], timestamp=ts, compression=codec
-    )
 
 
 def read_all(log: Log, start: int | None = None, max_offset: int | None = None) -> list[Record]:

@@ -22,14 +22,14 @@ from odradek.cluster.store import (
     WatchEvent,
     batches,
 )
-from tests.unit.test_embedded_store import _opened, run
+from tests.store_helpers import opened_store, run
 
 
 def test_multi_applies_all_ops_in_order_and_persists_them(tmp_path: Path) -> None:
     file = tmp_path / STORE_FILE
 
     async def first() -> None:
-        s = await _opened(file)
+        s = await opened_store(file)
         await s.create("/old", b"x")
         await s.create("/v", b"0")
         results = await s.multi([
@@ -44,7 +44,7 @@ def test_multi_applies_all_ops_in_order_and_persists_them(tmp_path: Path) -> Non
         await s.close()
 
     async def second() -> None:
-        s = await _opened(file)
+        s = await opened_store(file)
         assert (await s.get("/a/b"))[0] == b"2"
         data, stat = await s.get("/v")
         assert (data, stat.version) == (b"2", 2)
@@ -71,7 +71,7 @@ def test_a_failing_op_leaves_everything_as_it_was(tmp_path: Path, bad: object, e
     file = tmp_path / STORE_FILE
 
     async def go() -> None:
-        s = await _opened(file)
+        s = await opened_store(file)
         await s.create("/v", b"0")
         await s.create("/p", b"")
         await s.create("/p/c", b"")
@@ -86,7 +86,7 @@ def test_a_failing_op_leaves_everything_as_it_was(tmp_path: Path, bad: object, e
         await asyncio.sleep(0)
         assert fired == []
         await s.close()
-        s = await _opened(file)  # nor did anything reach the disk
+        s = await opened_store(file)  # nor did anything reach the disk
         assert await s.exists("/new") is None
         await s.close()
 
@@ -95,7 +95,7 @@ def test_a_failing_op_leaves_everything_as_it_was(tmp_path: Path, bad: object, e
 
 def test_delete_of_a_parent_after_its_last_child_and_watches(tmp_path: Path) -> None:
     async def go() -> None:
-        s = await _opened(tmp_path / STORE_FILE)
+        s = await opened_store(tmp_path / STORE_FILE)
         await s.create("/p", b"")
         await s.create("/p/c", b"")
         fired: list[WatchEvent] = []
@@ -112,7 +112,7 @@ def test_delete_of_a_parent_after_its_last_child_and_watches(tmp_path: Path) -> 
 
 def test_get_many_reads_and_watches_missing_paths(tmp_path: Path) -> None:
     async def go() -> None:
-        s = await _opened(tmp_path / STORE_FILE)
+        s = await opened_store(tmp_path / STORE_FILE)
         await s.create("/a", b"1")
         fired: list[WatchEvent] = []
         got = await s.get_many(["/a", "/b"], watch=lambda _p: fired.append)

@@ -21,7 +21,7 @@ from odradek.protocol.records import iter_batches
 from odradek.server.splice import Splicer, has_regions
 from odradek.storage.log import Log
 from odradek.storage.region import FileRegion, ShortRegion
-from tests.unit.test_segment_log import T0, batch, open_log
+from tests.storage_helpers import T0, batch, open_log
 
 LOOPS: dict[str, Callable[[], asyncio.AbstractEventLoop]] = {
     "asyncio": asyncio.SelectorEventLoop,
