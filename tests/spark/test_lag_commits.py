@@ -119,9 +119,9 @@ def test_committer_commits_every_partition_and_shows_an_empty_group(broker: Brok
     listed = run_cli("consumer-groups", "--bootstrap-server", broker.bootstrap, "--list")
     assert "lag-direct-g" in listed.stdout.split()
     # the web console's model of the same group: listed, Empty, no members, lag per partition
-    from odradek.console.cluster import Cluster
+    from odradek.console.cluster import ClusterAdmin
 
-    console = Cluster(broker.bootstrap, {})
+    console = ClusterAdmin(broker.bootstrap, {})
     summary = {g.id: g for g in console.groups()}["lag-direct-g"]
     assert (summary.state, summary.members, summary.lag) == ("Empty", 0, 16)
     group = console.group("lag-direct-g")
