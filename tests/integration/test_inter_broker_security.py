@@ -71,8 +71,14 @@ def test_sasl_ssl_inter_broker_replication_and_kill_9_fail_over(zk_standalone: Z
         assert reg["listener_security_protocol_map"]["INTERNAL"] == "SASL_SSL"
         bootstrap = cluster.bootstrap
         create_topic(bootstrap, "secured", partitions=1, rf=3)
-        wait_until(lambda: _partition(bootstrap, "secured")[1] == [0, 1, 2], 60, "all three replicas in the ISR")
-        leader, _ = _partition(bootstrap, "secured")
+        seen: list[tuple[int, list[int]]] = []
+
+        def all_in_sync() -> bool:  # and the leader known, from the same answer (another may say -1 a moment)
+            seen.append(_partition(bootstrap, "secured"))
+            return seen[-1][0] >= 0 and seen[-1][1] == [0, 1, 2]
+
+        wait_until(all_in_sync, 60, "all three replicas in the ISR")
+        leader = seen[-1][0]
         followers = [b for b in cluster.brokers if b.broker_id != leader]
         for f in followers:  # replica fetchers reach the leader on its SASL_SSL port, not the PLAINTEXT one
             wait_until(lambda f=f: _connected_to(f, internal[leader]), 30,
