@@ -79,7 +79,8 @@ def package_version() -> str:
 def unknown_tool(name: str) -> str:
     """The error line for a tool name not in the table, with the closest tool names."""
     close = difflib.get_close_matches(name, list(TOOLS), n=2, cutoff=0.6)
-    close += [t for t in TOOLS if t.startswith(name) and t not in close][: 2 - len(close)] if name else []
+    prefixed = [t for t in TOOLS if name and t.startswith(name) and t not in close]
+    close = (close + prefixed)[:2]
     hint = f" (did you mean {' or '.join(close)}?)" if close else ""
     return f"{PROG}: unknown tool '{name}'{hint}"
 
