@@ -211,3 +211,34 @@ def test_ctrl_c_stops_a_running_job_with_its_closing_line(fresh_broker: Any, tmp
     assert "Traceback" not in out + err and err.count("stopping ...") == 1, err
     assert f"weblogs: stopped; Parquet metrics in {tmp_path / 'out' / 'metrics'}" in out, out
     wait_session_gone(job.pid, "the stopped job's processes")
+
+
+def test_ctrl_c_stops_an_archive_mid_job(fresh_broker: Any, tmp_path: Path) -> None:
+    """SIGINT while the archive's Spark jobs run: Spark's jobs are cancelled, one "stopping" line, no
+    traceback, exit 130 with a closing line, nothing left running."""
+    bootstrap = fresh_broker.bootstrap
+    ensure_topics(bootstrap)
+    produce_records(bootstrap, LOGS_TOPIC, generated())
+    job = subprocess.Popen([sys.executable, "-m", "odradek.cli.main", "pipeline", "archive", "weblogs",
+                            "--bootstrap-server", bootstrap, "--output", str(tmp_path / "arch")], cwd=ROOT,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert job.stdout is not None
+        seen: list[str] = []
+        for line in job.stdout:
+            seen.append(line)
+            if line.startswith("Archiving "):  # the Spark jobs start now
+                break
+        else:
+            raise AssertionError("the archive ended before its job started:\n" + "".join(seen))
+        os.killpg(job.pid, signal.SIGINT)
+        out, err = job.communicate(timeout=300)
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGKILL)
+    out = "".join(seen) + out
+    assert job.returncode == 130, out + err
+    assert "Traceback" not in out + err and err.count("stopping the archive job ...") == 1, err
+    assert f"Stopped: archive interrupted; partial output may be in {tmp_path / 'arch'}" in out, out
+    assert not (tmp_path / "arch" / "summary.json").exists()
+    wait_session_gone(job.pid, "the stopped archive's processes")
