@@ -249,6 +249,34 @@ def test_failed_up_stops_what_it_started(cluster_dir: Path) -> None:
     assert kill_daemons(cluster_dir / "zk1" / "data") == []
 
 
+def test_ctrl_c_during_up_stops_what_it_started(cluster_dir: Path) -> None:
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) once ZooKeeper runs and while the
+    broker starts: one line saying so, exit 130, no traceback, nothing left running."""
+    zk_base, base = pick_bases(1, 1)
+    up = subprocess.Popen(odradek_cmd("cluster", "up", "--brokers", "1", "--zookeepers", "1", "--dir",
+                                      str(cluster_dir), "--base-port", str(base), "--zk-base-port", str(zk_base)),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert up.stdout is not None
+        seen = []
+        for line in up.stdout:
+            seen.append(line)
+            if line.startswith("zookeeper 1: ") and "STARTED" in line:
+                break
+        else:
+            raise AssertionError("up ended before ZooKeeper started:\n" + "".join(seen))
+        os.killpg(up.pid, signal.SIGINT)
+        out, err = up.communicate(timeout=120)
+    finally:
+        if up.poll() is None:
+            os.killpg(up.pid, signal.SIGKILL)
+    assert up.returncode == 130, "".join(seen) + out + err
+    assert "Traceback" not in out + err
+    assert "interrupted: stopping the servers started so far ..." in err, err
+    assert leftovers(cluster_dir) == []
+    assert kill_daemons(cluster_dir / "zk1" / "data") == []
+
+
 def test_usage_errors(tmp_path: Path) -> None:
     assert cluster("--help").returncode == 0
     for args, text in [

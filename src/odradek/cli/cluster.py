@@ -405,9 +405,14 @@ def up(argv: list[str]) -> int:
     directory.mkdir(parents=True, exist_ok=True)
     try:
         bring_up(cluster, timeout)
-    except (CliError, KeyboardInterrupt):
+    except CliError:
         tear_down(cluster, quiet=True)
         raise
+    except KeyboardInterrupt:
+        print("\ninterrupted: stopping the servers started so far ...", file=sys.stderr, flush=True)
+        tear_down(cluster, quiet=True)
+        print("stopped; nothing of the cluster is left running", file=sys.stderr)
+        return 130
     print_usage(cluster)
     return 0
 
