@@ -130,6 +130,34 @@ def test_refusals_carry_kafkas_codes_and_messages(broker: BrokerProcess) -> None
     assert _broker_configs(bootstrap, 0)["log.retention.ms"].source != ConfigSource.DYNAMIC_BROKER_CONFIG.value
 
 
+def test_kerberos_and_login_keys_are_dynamic_per_broker(clean_dynamic: BrokerProcess) -> None:
+    """What librdkafka's test 0081 does: AlterConfigs of sasl.kerberos.min.time.before.relogin on a broker,
+    which Kafka accepts (update mode per-broker; Odradek stores, describes and ignores it, no Kerberos
+    here). Per-broker keys are refused as the cluster default, and the keys the listeners are built from
+    at start-up stay read-only."""
+    b = clean_dynamic
+    res = ConfigResource(ResourceType.BROKER, "0", set_config={"sasl.kerberos.min.time.before.relogin": "58000"})
+    with pytest.warns(DeprecationWarning):
+        admin(b.bootstrap).alter_configs([res])[res].result(20)
+    cfg = _broker_configs(b.bootstrap, 0)
+    entry = cfg["sasl.kerberos.min.time.before.relogin"]
+    assert (entry.value, entry.source, entry.is_read_only) == (
+        "58000", ConfigSource.DYNAMIC_BROKER_CONFIG.value, False)
+    _alter_broker(b.bootstrap, "0", sasl__kerberos__ticket__renew__jitter="0.1",
+                  sasl__login__refresh__buffer__seconds="120")
+    cfg = _broker_configs(b.bootstrap, 0)
+    assert cfg["sasl.kerberos.ticket.renew.jitter"].value == "0.1"
+    assert cfg["sasl.login.refresh.buffer.seconds"].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+    with RawClient(b.port) as c:
+        answer = _incremental(c, 4, "", [("sasl.kerberos.min.time.before.relogin", 0, "50000")])
+        assert (answer.error_code, answer.error_message) == (42, (
+            "Cannot update these configs at default cluster level, broker id must be specified: "
+            "Set(sasl.kerberos.min.time.before.relogin)"))
+    err = _error_of(lambda: _alter_broker(b.bootstrap, "0", ssl__keystore__location="/tmp/k.jks",
+                                          sasl__enabled__mechanisms="PLAIN"))
+    assert err.str() == "Cannot update these configs dynamically: Set(sasl.enabled.mechanisms, ssl.keystore.location)"
+
+
 def test_cluster_default_reaches_the_logs_of_topics_live(clean_dynamic: BrokerProcess) -> None:
     b = clean_dynamic
     keep, follow = _name("keep"), _name("follow")
