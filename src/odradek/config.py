@@ -870,6 +870,11 @@ class BrokerConfig:
         """
         return self.value(name)
 
+    def static_value(self, name: str) -> object:
+        """A catalogued key's value from server.properties (or its documented default), whatever the dynamic
+        layers say."""
+        return self._values[name] if name in self._values else BROKER_KEYS[name].default_value
+
     def value(self, name: str) -> object:
         """:meth:`get` for a name known only at run time (a loop over keys, a prefixed key).
 

@@ -74,7 +74,8 @@ def _error_of(call: Any) -> KafkaError:
 
 @pytest.fixture
 def clean_dynamic(broker: BrokerProcess) -> Iterator[BrokerProcess]:
-    """The module broker, with its dynamic configs emptied after the test."""
+    """The module broker, with its dynamic configs back as the cluster's creation left them after the
+    test: none but the cluster-level min.insync.replicas=1."""
     yield broker
     with RawClient(broker.port) as c:
         for name in ("", "0"):
@@ -82,6 +83,7 @@ def clean_dynamic(broker: BrokerProcess) -> Iterator[BrokerProcess]:
                       if e.config_source == (3 if name == "" else 2)]
             if stored:
                 _incremental(c, 4, name, [(k, 1, None) for k in stored])
+        _incremental(c, 4, "", [("min.insync.replicas", 0, "1")])
 
 
 # ---- one broker ------------------------------------------------------------------------------------------
@@ -180,12 +182,13 @@ def test_cluster_default_reaches_the_logs_of_topics_live(clean_dynamic: BrokerPr
     assert (entry.value, entry.source) == ("1000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
     assert [(s.name, s.value, s.source) for s in entry.synonyms.values()][0] == (
         "log.retention.ms", "1000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
-    # the broker's own id shows the default as its source; the default resource lists it alone
+    # the broker's own id shows the default as its source; the default resource lists it, beside the
+    # min.insync.replicas the cluster was created with (Kafka 4.1+)
     assert _broker_configs(b.bootstrap, 0)["log.retention.ms"].source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
     with RawClient(b.port) as c:
         result = _describe_raw(c, 4, "")
         assert [(e.name, e.value, e.config_source, e.read_only) for e in result.configs] == [
-            ("log.retention.ms", "1000", 3, False)]
+            ("log.retention.ms", "1000", 3, False), ("min.insync.replicas", "1", 3, False)]
     _set_default(b, log__retention__ms=None)
     entry = admin(b.bootstrap).describe_configs([res])[res].result(20)["retention.ms"]
     assert (entry.value, entry.source) == ("604800000", ConfigSource.DEFAULT_CONFIG.value)
@@ -262,7 +265,8 @@ def test_configs_tool_describe_and_alter(clean_dynamic: BrokerProcess) -> None:
         " DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=86400000, DEFAULT_CONFIG:log.retention.hours=168}\n"
         "Default configs for brokers in the cluster are:\n"
         "  log.cleaner.threads=2 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.cleaner.threads=2}\n"
-        "  log.retention.ms=86400000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=86400000}\n")
+        "  log.retention.ms=86400000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=86400000}\n"
+        "  min.insync.replicas=1 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:min.insync.replicas=1}\n")
     r = run_cli(*base, "--entity-type", "brokers", "--entity-name", "0", "--describe", "--all")
     assert "All configs for broker 0 are:\n" in r.stdout
     assert ("  broker.id=0 sensitive=false synonyms={STATIC_BROKER_CONFIG:broker.id=0, DEFAULT_CONFIG:broker.id=-1,"
@@ -272,7 +276,9 @@ def test_configs_tool_describe_and_alter(clean_dynamic: BrokerProcess) -> None:
     r = run_cli(*base, "--entity-type", "brokers", "--entity-default", "--describe")
     assert r.stdout == ("Default configs for brokers in the cluster are:\n"
                         "  log.retention.ms=86400000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:"
-                        "log.retention.ms=86400000}\n")
+                        "log.retention.ms=86400000}\n"
+                        "  min.insync.replicas=1 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:"
+                        "min.insync.replicas=1}\n")
     # refusals: one line on stderr, exit code 1
     r = run_cli(*base, "--entity-type", "brokers", "--entity-name", "0", "--alter", "--add-config", "broker.id=3")
     assert (r.returncode, r.stderr) == (1, "Error while executing config command: INVALID_REQUEST: Cannot update these"
@@ -345,9 +351,11 @@ def test_cluster_default_reaches_every_broker_and_survives_a_restart(zk_standalo
             "version": 1, "config": {"log.retention.ms": "7200000", "min.insync.replicas": "2"}}
         assert json.loads(z.get("/config/brokers/2")[0]) == {"version": 1, "config": {"log.segment.bytes": "1048576"}}
         changes = sorted(z.get_children("/config/changes"))
-        assert len(changes) == 2 and all(c.startswith("config_change_") and len(c) == 24 for c in changes)
+        assert len(changes) == 3 and all(c.startswith("config_change_") and len(c) == 24 for c in changes)
+        # the cluster's creation (its min.insync.replicas, as Kafka 4.1+), then the two changes above
         assert [json.loads(z.get(f"/config/changes/{c}")[0]) for c in changes] == [
-            {"version": 2, "entity_path": "brokers/<default>"}, {"version": 2, "entity_path": "brokers/2"}]
+            {"version": 2, "entity_path": "brokers/<default>"}, {"version": 2, "entity_path": "brokers/<default>"},
+            {"version": 2, "entity_path": "brokers/2"}]
     # a new topic on any broker gets the defaults; a restarted broker starts from them
     t = _name("defaults")
     create_topic(cluster.bootstrap, t, partitions=3, rf=3)
@@ -387,7 +395,9 @@ def test_configs_tool_through_zookeeper(zk_standalone: ZooKeeperChroot, brokers:
 
     r = tool("--entity-type", "brokers", "--entity-default", "--alter", "--add-config", "log.retention.ms=7777777")
     assert (r.returncode, r.stdout) == (0, "Completed Updating config for entity: default brokers.\n"), r.stderr
-    assert tool("--entity-type", "brokers", "--describe").stdout == "Configs for default brokers are log.retention.ms=7777777\n"
+    # min.insync.replicas: written when the cluster was created, as Kafka 4.1+ does
+    assert tool("--entity-type", "brokers", "--describe").stdout == (
+        "Configs for default brokers are min.insync.replicas=1,log.retention.ms=7777777\n")
     broker0 = ConfigResource(ResourceType.BROKER, "0")
 
     def default_applied() -> bool:
