@@ -377,8 +377,19 @@ class ConfigKey:
     @property
     def dynamic(self) -> bool:
         """Whether AlterConfigs may change the key on a running broker (KIP-226): Kafka's per-broker and
-        cluster-wide keys, less the listener and security keys Odradek keeps read-only."""
-        return self.mode != R and self.name not in READ_ONLY_IN_ODRADEK and not self.name.startswith(("ssl.", "sasl."))
+        cluster-wide keys, less the listener keys and the security keys Odradek builds its listeners from
+        at start-up (every ``ssl.*`` key, and the ``sasl.*`` keys it applies: mechanisms, JAAS), which stay
+        read-only. The other ``sasl.*`` keys (Kerberos, login refresh) are stored, described and ignored,
+        as Kafka's other keys with no meaning here."""
+        if self.mode == R or self.name in READ_ONLY_IN_ODRADEK or self.name.startswith("ssl."):
+            return False
+        return not (self.name.startswith("sasl.") and self.applied)
+
+    @property
+    def per_broker_only(self) -> bool:
+        """Kafka's "per-broker" update mode: the key may be set for one broker, never as the cluster
+        default."""
+        return self.mode == B
 
     @property
     def sensitive(self) -> bool:

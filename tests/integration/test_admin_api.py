@@ -113,6 +113,47 @@ def test_incremental_alter_configs_and_broker_read_only(broker: BrokerProcess) -
     assert bcfg["log.dirs"].value == str(broker.log_dir)
 
 
+def test_append_subtract_and_the_cluster_min_insync_replicas(broker: BrokerProcess) -> None:
+    """confluent-kafka's test_incremental_alter_configs: after APPEND/SUBTRACT on list configs, a topic's
+    non-default configs include min.insync.replicas="1", the cluster-level value a new Kafka 4.1+ cluster
+    starts with (KIP-966), reported as a dynamic cluster default."""
+    from confluent_kafka.admin import ConfigSource
+
+    a = admin(broker.bootstrap)
+    one, two = _name("iac"), _name("iac2")
+    for t in (one, two):
+        a.create_topics([NewTopic(t, 2, 1, config={"compression.type": "gzip"})])[t].result(20)
+    res1 = ConfigResource(ConfigResource.Type.TOPIC, one, incremental_configs=[
+        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND),
+        ConfigEntry("retention.ms", "10000", incremental_operation=AlterConfigOpType.SET)])
+    res2 = ConfigResource(ConfigResource.Type.TOPIC, two, incremental_configs=[
+        ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.SUBTRACT),
+        ConfigEntry("retention.ms", "5000", incremental_operation=AlterConfigOpType.SET)])
+    for f in a.incremental_alter_configs([res1, res2]).values():
+        assert f.result(10) is None
+
+    def non_default(topic: str) -> list[str]:
+        res = ConfigResource(ConfigResource.Type.TOPIC, topic)
+        return sorted(str(e) for e in a.describe_configs([res])[res].result(10).values() if not e.is_default)
+
+    assert non_default(one) == ['cleanup.policy="delete,compact"', 'compression.type="gzip"',
+                                'min.insync.replicas="1"', 'retention.ms="10000"']
+    assert non_default(two) == ['cleanup.policy=""', 'compression.type="gzip"', 'min.insync.replicas="1"',
+                                'retention.ms="5000"']
+    res2 = ConfigResource(ConfigResource.Type.TOPIC, two, incremental_configs=[
+        ConfigEntry("compression.type", None, incremental_operation=AlterConfigOpType.DELETE),
+        ConfigEntry("retention.ms", "10000", incremental_operation=AlterConfigOpType.SET)])
+    assert a.incremental_alter_configs([res2])[res2].result(10) is None
+    assert non_default(two) == ['cleanup.policy=""', 'min.insync.replicas="1"', 'retention.ms="10000"']
+    res = ConfigResource(ConfigResource.Type.TOPIC, two)
+    entry = a.describe_configs([res])[res].result(10)["min.insync.replicas"]
+    assert entry.source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
+    # the broker's own view: the same cluster-level value, stored as the cluster default
+    bres = ConfigResource(ConfigResource.Type.BROKER, "0")
+    bentry = a.describe_configs([bres])[bres].result(10)["min.insync.replicas"]
+    assert (bentry.value, bentry.source) == ("1", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
+
+
 def test_delete_records_moves_log_start(broker: BrokerProcess) -> None:
     a = admin(broker.bootstrap)
     t = _name("delrec")

@@ -74,7 +74,8 @@ def _error_of(call: Any) -> KafkaError:
 
 @pytest.fixture
 def clean_dynamic(broker: BrokerProcess) -> Iterator[BrokerProcess]:
-    """The module broker, with its dynamic configs emptied after the test."""
+    """The module broker, with its dynamic configs back as the cluster's creation left them after the
+    test: none but the cluster-level min.insync.replicas=1."""
     yield broker
     with RawClient(broker.port) as c:
         for name in ("", "0"):
@@ -82,6 +83,7 @@ def clean_dynamic(broker: BrokerProcess) -> Iterator[BrokerProcess]:
                       if e.config_source == (3 if name == "" else 2)]
             if stored:
                 _incremental(c, 4, name, [(k, 1, None) for k in stored])
+        _incremental(c, 4, "", [("min.insync.replicas", 0, "1")])
 
 
 # ---- one broker ------------------------------------------------------------------------------------------
@@ -130,6 +132,34 @@ def test_refusals_carry_kafkas_codes_and_messages(broker: BrokerProcess) -> None
     assert _broker_configs(bootstrap, 0)["log.retention.ms"].source != ConfigSource.DYNAMIC_BROKER_CONFIG.value
 
 
+def test_kerberos_and_login_keys_are_dynamic_per_broker(clean_dynamic: BrokerProcess) -> None:
+    """What librdkafka's test 0081 does: AlterConfigs of sasl.kerberos.min.time.before.relogin on a broker,
+    which Kafka accepts (update mode per-broker; Odradek stores, describes and ignores it, no Kerberos
+    here). Per-broker keys are refused as the cluster default, and the keys the listeners are built from
+    at start-up stay read-only."""
+    b = clean_dynamic
+    res = ConfigResource(ResourceType.BROKER, "0", set_config={"sasl.kerberos.min.time.before.relogin": "58000"})
+    with pytest.warns(DeprecationWarning):
+        admin(b.bootstrap).alter_configs([res])[res].result(20)
+    cfg = _broker_configs(b.bootstrap, 0)
+    entry = cfg["sasl.kerberos.min.time.before.relogin"]
+    assert (entry.value, entry.source, entry.is_read_only) == (
+        "58000", ConfigSource.DYNAMIC_BROKER_CONFIG.value, False)
+    _alter_broker(b.bootstrap, "0", sasl__kerberos__ticket__renew__jitter="0.1",
+                  sasl__login__refresh__buffer__seconds="120")
+    cfg = _broker_configs(b.bootstrap, 0)
+    assert cfg["sasl.kerberos.ticket.renew.jitter"].value == "0.1"
+    assert cfg["sasl.login.refresh.buffer.seconds"].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+    with RawClient(b.port) as c:
+        answer = _incremental(c, 4, "", [("sasl.kerberos.min.time.before.relogin", 0, "50000")])
+        assert (answer.error_code, answer.error_message) == (42, (
+            "Cannot update these configs at default cluster level, broker id must be specified: "
+            "Set(sasl.kerberos.min.time.before.relogin)"))
+    err = _error_of(lambda: _alter_broker(b.bootstrap, "0", ssl__keystore__location="/tmp/k.jks",
+                                          sasl__enabled__mechanisms="PLAIN"))
+    assert err.str() == "Cannot update these configs dynamically: Set(sasl.enabled.mechanisms, ssl.keystore.location)"
+
+
 def test_cluster_default_reaches_the_logs_of_topics_live(clean_dynamic: BrokerProcess) -> None:
     b = clean_dynamic
     keep, follow = _name("keep"), _name("follow")
@@ -152,12 +182,13 @@ def test_cluster_default_reaches_the_logs_of_topics_live(clean_dynamic: BrokerPr
     assert (entry.value, entry.source) == ("1000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
     assert [(s.name, s.value, s.source) for s in entry.synonyms.values()][0] == (
         "log.retention.ms", "1000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
-    # the broker's own id shows the default as its source; the default resource lists it alone
+    # the broker's own id shows the default as its source; the default resource lists it, beside the
+    # min.insync.replicas the cluster was created with (Kafka 4.1+)
     assert _broker_configs(b.bootstrap, 0)["log.retention.ms"].source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
     with RawClient(b.port) as c:
         result = _describe_raw(c, 4, "")
         assert [(e.name, e.value, e.config_source, e.read_only) for e in result.configs] == [
-            ("log.retention.ms", "1000", 3, False)]
+            ("log.retention.ms", "1000", 3, False), ("min.insync.replicas", "1", 3, False)]
     _set_default(b, log__retention__ms=None)
     entry = admin(b.bootstrap).describe_configs([res])[res].result(20)["retention.ms"]
     assert (entry.value, entry.source) == ("604800000", ConfigSource.DEFAULT_CONFIG.value)
@@ -234,7 +265,8 @@ def test_configs_tool_describe_and_alter(clean_dynamic: BrokerProcess) -> None:
         " DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=86400000, DEFAULT_CONFIG:log.retention.hours=168}\n"
         "Default configs for brokers in the cluster are:\n"
         "  log.cleaner.threads=2 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.cleaner.threads=2}\n"
-        "  log.retention.ms=86400000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=86400000}\n")
+        "  log.retention.ms=86400000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=86400000}\n"
+        "  min.insync.replicas=1 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:min.insync.replicas=1}\n")
     r = run_cli(*base, "--entity-type", "brokers", "--entity-name", "0", "--describe", "--all")
     assert "All configs for broker 0 are:\n" in r.stdout
     assert ("  broker.id=0 sensitive=false synonyms={STATIC_BROKER_CONFIG:broker.id=0, DEFAULT_CONFIG:broker.id=-1,"
@@ -244,7 +276,9 @@ def test_configs_tool_describe_and_alter(clean_dynamic: BrokerProcess) -> None:
     r = run_cli(*base, "--entity-type", "brokers", "--entity-default", "--describe")
     assert r.stdout == ("Default configs for brokers in the cluster are:\n"
                         "  log.retention.ms=86400000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:"
-                        "log.retention.ms=86400000}\n")
+                        "log.retention.ms=86400000}\n"
+                        "  min.insync.replicas=1 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:"
+                        "min.insync.replicas=1}\n")
     # refusals: one line on stderr, exit code 1
     r = run_cli(*base, "--entity-type", "brokers", "--entity-name", "0", "--alter", "--add-config", "broker.id=3")
     assert (r.returncode, r.stderr) == (1, "Error while executing config command: INVALID_REQUEST: Cannot update these"
@@ -317,9 +351,11 @@ def test_cluster_default_reaches_every_broker_and_survives_a_restart(zk_standalo
             "version": 1, "config": {"log.retention.ms": "7200000", "min.insync.replicas": "2"}}
         assert json.loads(z.get("/config/brokers/2")[0]) == {"version": 1, "config": {"log.segment.bytes": "1048576"}}
         changes = sorted(z.get_children("/config/changes"))
-        assert len(changes) == 2 and all(c.startswith("config_change_") and len(c) == 24 for c in changes)
+        assert len(changes) == 3 and all(c.startswith("config_change_") and len(c) == 24 for c in changes)
+        # the cluster's creation (its min.insync.replicas, as Kafka 4.1+), then the two changes above
         assert [json.loads(z.get(f"/config/changes/{c}")[0]) for c in changes] == [
-            {"version": 2, "entity_path": "brokers/<default>"}, {"version": 2, "entity_path": "brokers/2"}]
+            {"version": 2, "entity_path": "brokers/<default>"}, {"version": 2, "entity_path": "brokers/<default>"},
+            {"version": 2, "entity_path": "brokers/2"}]
     # a new topic on any broker gets the defaults; a restarted broker starts from them
     t = _name("defaults")
     create_topic(cluster.bootstrap, t, partitions=3, rf=3)
@@ -359,7 +395,9 @@ def test_configs_tool_through_zookeeper(zk_standalone: ZooKeeperChroot, brokers:
 
     r = tool("--entity-type", "brokers", "--entity-default", "--alter", "--add-config", "log.retention.ms=7777777")
     assert (r.returncode, r.stdout) == (0, "Completed Updating config for entity: default brokers.\n"), r.stderr
-    assert tool("--entity-type", "brokers", "--describe").stdout == "Configs for default brokers are log.retention.ms=7777777\n"
+    # min.insync.replicas: written when the cluster was created, as Kafka 4.1+ does
+    assert tool("--entity-type", "brokers", "--describe").stdout == (
+        "Configs for default brokers are min.insync.replicas=1,log.retention.ms=7777777\n")
     broker0 = ConfigResource(ResourceType.BROKER, "0")
 
     def default_applied() -> bool:

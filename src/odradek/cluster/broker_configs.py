@@ -59,6 +59,18 @@ async def write_entity_config(store: MetadataStore, path: str, entity_path: str,
     await purge_changes(store, zn.now_ms())
 
 
+async def bootstrap_cluster_configs(store: MetadataStore, min_insync_replicas: str) -> None:
+    """What a new cluster starts with, as Kafka 4.1+ does: a cluster-level `min.insync.replicas` with the
+    creating broker's own (static) value, unless one is stored. Kafka writes it when a cluster starts
+    with eligible leader replicas on (KIP-966, the default from 4.1), so that every broker agrees on the
+    value; DescribeConfigs then reports it on every topic without an override as a dynamic cluster
+    default (confluent-kafka's test_incremental_alter_configs expects it)."""
+    current = await read_broker_config(store, zn.DEFAULT_ENTITY)
+    if "min.insync.replicas" in current:
+        return
+    await write_broker_config(store, zn.DEFAULT_ENTITY, {**current, "min.insync.replicas": min_insync_replicas})
+
+
 async def purge_changes(store: MetadataStore, now_ms: int) -> None:
     """Delete change notifications older than CHANGE_EXPIRATION_MS (every broker's writes add some)."""
     try:

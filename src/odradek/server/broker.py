@@ -15,6 +15,7 @@ from typing import Any
 from odradek.aio import TaskSet
 from odradek.cluster import znodes as zn
 from odradek.cluster.assignment import INTERNAL_TOPICS
+from odradek.cluster.broker_configs import bootstrap_cluster_configs
 from odradek.cluster.controller import Controller
 from odradek.cluster.embedded import STORE_FILE, EmbeddedStore
 from odradek.cluster.metadata import MetadataCache
@@ -241,10 +242,12 @@ class Broker:
         cid = zn.uuid_to_str(uuid.uuid4().bytes)
         try:
             await self.store.create(zn.CLUSTER_ID, to_json({"version": "1", "id": cid}), makepath=True)
-            return cid
         except NodeExistsError:
             data, _ = await self.store.get_json(zn.CLUSTER_ID)
             return str(data["id"])
+        # this broker created the cluster: the configs a new Kafka 4.1+ cluster starts with
+        await bootstrap_cluster_configs(self.store, str(self.config.static_value("min.insync.replicas")))
+        return cid
 
     def _write_meta_properties(self) -> None:
         for d in self.config.log_dirs:
