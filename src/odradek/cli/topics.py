@@ -208,6 +208,13 @@ class Topics:
     def existing_topics(self) -> list[str]:
         return existing_topics((self.metadata or self.refresh()).topics, self.opts)
 
+    def wait_for(self, future: Any, topic: str) -> None:
+        """Wait for a request about `topic`; its failure in the words of Kafka's TopicCommand."""
+        try:
+            wait(future, self.timeout)
+        except KafkaException as exc:
+            raise TopicCommandError(topic_error_text(exc, topic)) from None
+
     # Actions
 
     def do_list(self) -> None:
@@ -254,10 +261,7 @@ class Topics:
         requests = [self.new_partitions(name) for name in names]
         futures = self.admin.create_partitions(requests, request_timeout=self.timeout, operation_timeout=self.timeout)
         for name in names:
-            try:
-                wait(futures[name], self.timeout)
-            except KafkaException as exc:
-                raise TopicCommandError(topic_error_text(exc, name)) from None
+            self.wait_for(futures[name], name)
 
     def new_partitions(self, name: str) -> NewPartitions:
         total = self.opts.partitions
@@ -284,10 +288,7 @@ class Topics:
         resources = [ConfigResource(ResourceType.TOPIC, n, incremental_configs=entries) for n in names]
         futures = self.admin.incremental_alter_configs(resources, request_timeout=self.timeout)
         for resource, future in futures.items():
-            try:
-                wait(future, self.timeout)
-            except KafkaException as exc:
-                raise TopicCommandError(topic_error_text(exc, resource.name)) from None
+            self.wait_for(future, resource.name)
             print(f"Updated config for topic {resource.name}.")
 
     def do_delete(self) -> None:
@@ -296,10 +297,7 @@ class Topics:
             return
         futures = self.admin.delete_topics(names, request_timeout=self.timeout, operation_timeout=self.timeout)
         for name in names:
-            try:
-                wait(futures[name], self.timeout)
-            except KafkaException as exc:
-                raise TopicCommandError(topic_error_text(exc, name)) from None
+            self.wait_for(futures[name], name)
 
     def do_describe(self) -> None:
         names = self.existing_topics()
