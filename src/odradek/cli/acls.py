@@ -21,6 +21,7 @@ from typing import Any
 from odradek.admin_client.command import ArgParser, run_tool
 from odradek.admin_client.connect import bootstrap_of, open_client, read_properties_file
 from odradek.admin_client.errors import CliError, UsageError, kafka_message
+from odradek.cli.common import one_action
 from odradek.security.acl import (
     CLUSTER_NAME,
     OPERATION_NAMES,
@@ -304,10 +305,8 @@ def _filter_text(r: ResourcePattern) -> str:
 
 def execute(argv: list[str]) -> int:
     opts = build_parser().parse_args(argv)
-    actions = [a for a in ("add", "remove", "list") if getattr(opts, a)]
-    if len(actions) != 1:
-        raise UsageError("Error: Command must include exactly one action: --list, --add, --remove.")
-    action = actions[0]
+    action = one_action(opts, ("add", "remove", "list"),
+                        "Error: Command must include exactly one action: --list, --add, --remove.")
     ptype = _pattern_type(opts)
     if opts.principal and action != "list":
         raise UsageError("Error: --principal is only valid with --list (use --allow-principal/--deny-principal)")

@@ -38,7 +38,7 @@ from odradek.admin_client.connect import (
     read_properties_file,
 )
 from odradek.admin_client.errors import CliError, UsageError, kafka_message
-from odradek.cli.common import parse_key_values
+from odradek.cli.common import one_action, parse_key_values
 from odradek.cli.topic_model import (
     INTERNAL_TOPICS,
     MIN_ISR_KEY,
@@ -143,10 +143,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def chosen_action(opts: argparse.Namespace) -> str:
-    chosen = [a for a in ACTIONS if getattr(opts, a)]
-    if len(chosen) != 1:
-        raise UsageError("Command must include exactly one action: --list, --describe, --create, --alter or --delete")
-    return chosen[0]
+    return one_action(opts, ACTIONS,
+                      "Command must include exactly one action: --list, --describe, --create, --alter or --delete")
 
 
 def validate(opts: argparse.Namespace) -> None:
