@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from odradek.admin_client.command import ArgParser, run_tool
-from odradek.admin_client.connect import bootstrap_of, open_client, read_properties_file
+from odradek.admin_client.connect import add_bootstrap_flags, bootstrap_of, open_client, read_properties_file
 from odradek.admin_client.errors import CliError, UsageError, kafka_message
 from odradek.cli.common import one_action
 from odradek.security.acl import (
@@ -53,7 +53,7 @@ Add, remove and list ACLs, as kafka-acls.sh does (the brokers need authorizer.cl
 
 def build_parser() -> ArgParser:
     p = ArgParser("acls", DESCRIPTION)
-    p.add_argument("--bootstrap-server", metavar="HOST:PORT[,HOST:PORT]", help="REQUIRED: the server(s) to connect to")
+    add_bootstrap_flags(p)
     p.add_argument("--command-config", metavar="FILE",
                    help="properties of the admin client (security.protocol, sasl.*, ssl.*, ...)")
     p.add_argument("--add", action="store_true", help="add ACLs")
