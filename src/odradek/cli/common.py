@@ -3,7 +3,8 @@ bootstrap flags, one-line errors, the command-line frame) is in `odradek.admin_c
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import argparse
+from collections.abc import Iterable, Sequence
 
 from odradek.admin_client.errors import UsageError
 
@@ -25,3 +26,12 @@ def parse_bool(value: str | None, default: bool = False) -> bool:
     if value is None:
         return default
     return value.strip().lower() == "true"
+
+
+def one_action(opts: argparse.Namespace, actions: Sequence[str], message: str) -> str:
+    """The one action flag of `actions` (store_true flags, named as on the command line) that is set;
+    none or several is a UsageError saying `message`, each tool's words for it."""
+    chosen = [a for a in actions if getattr(opts, a.replace("-", "_"))]
+    if len(chosen) != 1:
+        raise UsageError(message)
+    return chosen[0]

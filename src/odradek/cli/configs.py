@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from odradek.admin_client.command import ArgParser, run_tool
-from odradek.admin_client.connect import read_properties_file
+from odradek.admin_client.connect import add_bootstrap_flags, read_properties_file
 from odradek.admin_client.errors import CliError, UsageError
 from odradek.cli.scram_config import scram_settings
 
@@ -84,7 +84,7 @@ class Entry:
 
 def build_parser() -> ArgParser:
     p = ArgParser("configs", DESCRIPTION)
-    p.add_argument("--bootstrap-server", metavar="HOST:PORT[,HOST:PORT]", help="REQUIRED: the server(s) to connect to")
+    add_bootstrap_flags(p)
     p.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
                    help="deprecated (Kafka 2.x): read and write topic and broker configs in ZooKeeper directly")
     p.add_argument("--command-config", metavar="FILE",

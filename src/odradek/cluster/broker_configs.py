@@ -31,8 +31,13 @@ def entity_of(broker_id: int | None) -> str:
 
 async def read_broker_config(store: MetadataStore, entity: str) -> dict[str, str]:
     """The configs stored for `entity` ({} when there is no znode); malformed JSON is a StoreError."""
+    return await read_entity_config(store, zn.broker_config_path(entity))
+
+
+async def read_entity_config(store: MetadataStore, path: str) -> dict[str, str]:
+    """The configs of the config znode at `path` ({} when there is none); malformed JSON is a StoreError."""
     try:
-        data, _ = await store.get_json(zn.broker_config_path(entity))
+        data, _ = await store.get_json(path)
     except NoNodeError:
         return {}
     return zn.config_from_json(data)

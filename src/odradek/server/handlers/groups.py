@@ -55,7 +55,8 @@ def coordinator(ctx: RequestContext) -> GroupCoordinatorService:
     return gc
 
 
-def _client_host(ctx: RequestContext) -> str:
+def client_host(ctx: RequestContext) -> str:
+    """The client's host as Kafka's group coordinator records it: "/" and the address, no port."""
     peer = getattr(ctx.connection, "peer", "") or ""
     return "/" + peer.rsplit(":", 1)[0] if peer else ""
 
@@ -120,7 +121,7 @@ def _join_request(ctx: RequestContext, request: Any) -> JoinRequest:
         group_instance_id=request.group_instance_id if v >= 5 else None,
         profile=MemberProfile(
             client_id=ctx.header.client_id or "",
-            client_host=_client_host(ctx),
+            client_host=client_host(ctx),
             session_timeout_ms=session,
             rebalance_timeout_ms=rebalance if rebalance > 0 else session,
             protocol_type=request.protocol_type or "",
