@@ -291,9 +291,9 @@ def _coordinators(broker: Any) -> Iterator[Metric]:
         yield by_protocol
         consumer_states = GaugeMetricFamily("kafka_server_group_coordinator_metrics_consumer_group_count",
                                             "Consumer (KIP-848) groups by state", labels=["state"])
-        counts = Counter(g.state.value.lower() for g in consumer)
+        in_state = Counter(g.state.value.lower() for g in consumer)
         for state in ("empty", "assigning", "reconciling", "stable"):
-            consumer_states.add_metric([state], counts.get(state, 0))
+            consumer_states.add_metric([state], in_state.get(state, 0))
         yield consumer_states
     txns = getattr(broker, "transactions", None)
     if txns is not None:
