@@ -132,6 +132,24 @@ def round_trip(conf: dict[str, object], topic: str, count: int, prefix: str) -> 
     return got
 
 
+def kafka_python_round_trip(config: dict[str, Any], topic: str, count: int, prefix: str) -> list[bytes]:
+    """`round_trip` with kafka-python: produce `prefix`0..`prefix`<count-1> with a KafkaProducer of config
+    `config`, then read the first `count` records back from the earliest offset with a KafkaConsumer of the
+    same config (no group; it gives up after 20 s without a record)."""
+    from kafka import KafkaConsumer, KafkaProducer
+
+    producer = KafkaProducer(**config)
+    for i in range(count):
+        producer.send(topic, f"{prefix}{i}".encode())
+    producer.flush(30)
+    producer.close()
+    consumer = KafkaConsumer(topic, auto_offset_reset="earliest", consumer_timeout_ms=20000, **config)
+    try:
+        return [m.value for _, m in zip(range(count), consumer, strict=False)]
+    finally:
+        consumer.close()
+
+
 def kafka_python_group_consumer(topic: str, **config: Any) -> Any:
     """A kafka-python KafkaConsumer subscribed to `topic` (in a group) that knows the topic's partitions
     before its first poll.
