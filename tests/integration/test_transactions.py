@@ -5,13 +5,12 @@ coordinator aborting a transaction past its timeout, and the transaction APIs' a
 from __future__ import annotations
 
 import asyncio
-import uuid
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from tests.clients import create_topic, kcat
+from tests.clients import create_topic, kcat, unique_name
 from tests.harness import BrokerProcess
 from tests.waiting import wait_until
 
@@ -23,10 +22,6 @@ def broker_config() -> dict[str, str]:
             "group.initial.rebalance.delay.ms": "0"}
 
 
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
 def _producer(bootstrap: str, tid: str, **extra: Any) -> Producer:
     p = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid, "linger.ms": 5, **extra})
     p.init_transactions(60)
@@ -35,7 +30,7 @@ def _producer(bootstrap: str, tid: str, **extra: Any) -> Producer:
 
 def _read(bootstrap: str, topic: str, isolation: str, partitions: int = 1, idle_s: float = 3.0) -> list[bytes]:
     """Everything a consumer of the isolation level reads from the start until the end of every partition."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": _name("reader"), "isolation.level": isolation,
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_name("reader"), "isolation.level": isolation,
                   "enable.partition.eof": True, "enable.auto.commit": False})
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     got: list[bytes] = []
@@ -57,9 +52,9 @@ def _read(bootstrap: str, topic: str, isolation: str, partitions: int = 1, idle_
 
 
 def test_commit_and_abort_seen_by_read_committed_and_uncommitted(broker: BrokerProcess) -> None:
-    topic = _name("tx")
+    topic = unique_name("tx")
     create_topic(broker.bootstrap, topic, partitions=2)
-    p = _producer(broker.bootstrap, _name("tid"))
+    p = _producer(broker.bootstrap, unique_name("tid"))
     p.begin_transaction()
     for i in range(10):
         p.produce(topic, value=b"c1-%d" % i, partition=i % 2)
@@ -86,12 +81,12 @@ def test_commit_and_abort_seen_by_read_committed_and_uncommitted(broker: BrokerP
 
 
 def test_open_transaction_holds_read_committed_at_the_lso(broker: BrokerProcess) -> None:
-    topic = _name("lso")
+    topic = unique_name("lso")
     create_topic(broker.bootstrap, topic)
     plain = Producer({"bootstrap.servers": broker.bootstrap})
     plain.produce(topic, value=b"before")
     plain.flush(10)
-    p = _producer(broker.bootstrap, _name("tid"))
+    p = _producer(broker.bootstrap, unique_name("tid"))
     p.begin_transaction()
     p.produce(topic, value=b"open")
     p.flush(30)
@@ -99,9 +94,9 @@ def test_open_transaction_holds_read_committed_at_the_lso(broker: BrokerProcess)
     plain.flush(10)
     assert _read(broker.bootstrap, topic, "read_committed", idle_s=2) == [b"before"]
     assert _read(broker.bootstrap, topic, "read_uncommitted") == [b"before", b"open", b"after"]
-    committed = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": _name("g"),
+    committed = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": unique_name("g"),
                           "isolation.level": "read_committed"})
-    uncommitted = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": _name("g"),
+    uncommitted = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": unique_name("g"),
                             "isolation.level": "read_uncommitted"})
     try:
         tp = TopicPartition(topic, 0)
@@ -119,7 +114,7 @@ def test_open_transaction_holds_read_committed_at_the_lso(broker: BrokerProcess)
 
 
 def test_send_offsets_to_transaction_commits_offsets_with_the_output(broker: BrokerProcess) -> None:
-    src, dst, group = _name("in"), _name("out"), _name("etl")
+    src, dst, group = unique_name("in"), unique_name("out"), unique_name("etl")
     create_topic(broker.bootstrap, src)
     create_topic(broker.bootstrap, dst)
     plain = Producer({"bootstrap.servers": broker.bootstrap})
@@ -129,7 +124,7 @@ def test_send_offsets_to_transaction_commits_offsets_with_the_output(broker: Bro
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "enable.auto.commit": False,
                          "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
     consumer.subscribe([src])
-    p = _producer(broker.bootstrap, _name("tid"))
+    p = _producer(broker.bootstrap, unique_name("tid"))
     try:
         taken: list[Any] = []
         wait_until(lambda: taken.extend(m for m in consumer.consume(10, 1) if not m.error()) or len(taken) >= 10,
@@ -155,7 +150,7 @@ def test_send_offsets_to_transaction_commits_offsets_with_the_output(broker: Bro
 
 
 def test_a_second_producer_with_the_same_id_fences_the_first(broker: BrokerProcess) -> None:
-    topic, tid = _name("zombie"), _name("tid")
+    topic, tid = unique_name("zombie"), unique_name("tid")
     create_topic(broker.bootstrap, topic)
     old = _producer(broker.bootstrap, tid)
     old.begin_transaction()
@@ -177,7 +172,7 @@ def test_coordinator_aborts_a_transaction_past_its_timeout(broker: BrokerProcess
 
     from odradek.protocol.transport import BlockingConnection
 
-    topic, tid = _name("slow"), _name("tid")
+    topic, tid = unique_name("slow"), unique_name("tid")
     create_topic(broker.bootstrap, topic)
     p = _producer(broker.bootstrap, tid, **{"transaction.timeout.ms": 1500})
     p.begin_transaction()
@@ -199,9 +194,9 @@ def test_coordinator_aborts_a_transaction_past_its_timeout(broker: BrokerProcess
 def test_kafka_python_transactional_producer(broker: BrokerProcess) -> None:
     from kafka import KafkaProducer
 
-    topic = _name("kp")
+    topic = unique_name("kp")
     create_topic(broker.bootstrap, topic)
-    prod = KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id=_name("tid"))
+    prod = KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id=unique_name("tid"))
     prod.init_transactions()
     prod.begin_transaction()
     for i in range(5):
@@ -218,11 +213,11 @@ def test_kafka_python_transactional_producer(broker: BrokerProcess) -> None:
 def test_aiokafka_transactional_producer(broker: BrokerProcess) -> None:
     from aiokafka import AIOKafkaProducer
 
-    topic = _name("aio")
+    topic = unique_name("aio")
     create_topic(broker.bootstrap, topic)
 
     async def main() -> None:
-        prod = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id=_name("tid"))
+        prod = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id=unique_name("tid"))
         await prod.start()
         try:
             async with prod.transaction():
@@ -243,7 +238,7 @@ def test_list_and_describe_transactions(broker: BrokerProcess) -> None:
 
     from odradek.protocol.transport import BlockingConnection
 
-    topic, tid = _name("adm"), _name("tid")
+    topic, tid = unique_name("adm"), unique_name("tid")
     create_topic(broker.bootstrap, topic, partitions=3)
     p = _producer(broker.bootstrap, tid)
     p.begin_transaction()
@@ -272,7 +267,7 @@ def _describe(port: int, tid: str) -> Any:
 def test_state_survives_a_restart_and_idle_ids_expire(brokers: Any) -> None:
     b = brokers.start({"transactional.id.expiration.ms": "8000",
                        "transaction.remove.expired.transaction.cleanup.interval.ms": "200"})
-    topic, tid = _name("exp"), _name("tid")
+    topic, tid = unique_name("exp"), unique_name("tid")
     create_topic(b.bootstrap, topic)
     p = _producer(b.bootstrap, tid)
     p.begin_transaction()
