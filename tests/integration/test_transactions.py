@@ -5,6 +5,7 @@ coordinator aborting a transaction past its timeout, and the transaction APIs' a
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -25,6 +26,17 @@ def broker_config() -> dict[str, str]:
 def _producer(bootstrap: str, tid: str, **extra: Any) -> Producer:
     p = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid, "linger.ms": 5, **extra})
     p.init_transactions(60)
+    return p
+
+
+def _open_transaction(bootstrap: str, tid: str, topic: str, value: bytes, partition: int = -1,
+                      **extra: Any) -> Producer:
+    """A transactional producer `tid` (config `extra`) with a transaction begun and `value` written to
+    `topic` (any partition, by default) and flushed: the transaction is open, neither committed nor aborted."""
+    p = _producer(bootstrap, tid, **extra)
+    p.begin_transaction()
+    p.produce(topic, value=value, partition=partition)
+    p.flush(30)
     return p
 
 
@@ -86,10 +98,7 @@ def test_open_transaction_holds_read_committed_at_the_lso(broker: BrokerProcess)
     plain = Producer({"bootstrap.servers": broker.bootstrap})
     plain.produce(topic, value=b"before")
     plain.flush(10)
-    p = _producer(broker.bootstrap, unique_name("tid"))
-    p.begin_transaction()
-    p.produce(topic, value=b"open")
-    p.flush(30)
+    p = _open_transaction(broker.bootstrap, unique_name("tid"), topic, b"open")
     plain.produce(topic, value=b"after")  # above the open transaction: held back with it
     plain.flush(10)
     assert _read(broker.bootstrap, topic, "read_committed", idle_s=2) == [b"before"]
@@ -130,19 +139,19 @@ def test_send_offsets_to_transaction_commits_offsets_with_the_output(broker: Bro
         wait_until(lambda: taken.extend(m for m in consumer.consume(10, 1) if not m.error()) or len(taken) >= 10,
                    timeout=60, message="ten records consumed")
         first = taken[:10]
-        p.begin_transaction()
-        for m in first:
-            p.produce(dst, value=m.value().upper())
-        p.send_offsets_to_transaction([TopicPartition(src, 0, first[-1].offset() + 1)],
-                                      consumer.consumer_group_metadata(), 30)
-        p.abort_transaction(30)
+
+        def transform_in_a_transaction(end: Callable[[float], None]) -> None:
+            """The first ten records upper-cased into `dst` with the offset after them, then `end`."""
+            p.begin_transaction()
+            for m in first:
+                p.produce(dst, value=m.value().upper())
+            p.send_offsets_to_transaction([TopicPartition(src, 0, first[-1].offset() + 1)],
+                                          consumer.consumer_group_metadata(), 30)
+            end(30)
+
+        transform_in_a_transaction(p.abort_transaction)
         assert consumer.committed([TopicPartition(src, 0)], 10)[0].offset < 0  # aborted: nothing committed
-        p.begin_transaction()
-        for m in first:
-            p.produce(dst, value=m.value().upper())
-        p.send_offsets_to_transaction([TopicPartition(src, 0, first[-1].offset() + 1)],
-                                      consumer.consumer_group_metadata(), 30)
-        p.commit_transaction(30)
+        transform_in_a_transaction(p.commit_transaction)
         assert consumer.committed([TopicPartition(src, 0)], 10)[0].offset == first[-1].offset() + 1
     finally:
         consumer.close()
@@ -152,10 +161,7 @@ def test_send_offsets_to_transaction_commits_offsets_with_the_output(broker: Bro
 def test_a_second_producer_with_the_same_id_fences_the_first(broker: BrokerProcess) -> None:
     topic, tid = unique_name("zombie"), unique_name("tid")
     create_topic(broker.bootstrap, topic)
-    old = _producer(broker.bootstrap, tid)
-    old.begin_transaction()
-    old.produce(topic, value=b"zombie")
-    old.flush(30)
+    old = _open_transaction(broker.bootstrap, tid, topic, b"zombie")
     new = _producer(broker.bootstrap, tid)  # aborts the old one's open transaction and bumps the epoch
     new.begin_transaction()
     new.produce(topic, value=b"fresh")
@@ -174,10 +180,7 @@ def test_coordinator_aborts_a_transaction_past_its_timeout(broker: BrokerProcess
 
     topic, tid = unique_name("slow"), unique_name("tid")
     create_topic(broker.bootstrap, topic)
-    p = _producer(broker.bootstrap, tid, **{"transaction.timeout.ms": 1500})
-    p.begin_transaction()
-    p.produce(topic, value=b"too-late")
-    p.flush(30)
+    p = _open_transaction(broker.bootstrap, tid, topic, b"too-late", **{"transaction.timeout.ms": 1500})
 
     def state() -> str:
         with BlockingConnection("127.0.0.1", broker.port, "test", 10) as conn:
@@ -240,10 +243,7 @@ def test_list_and_describe_transactions(broker: BrokerProcess) -> None:
 
     topic, tid = unique_name("adm"), unique_name("tid")
     create_topic(broker.bootstrap, topic, partitions=3)
-    p = _producer(broker.bootstrap, tid)
-    p.begin_transaction()
-    p.produce(topic, value=b"x", partition=2)
-    p.flush(30)
+    p = _open_transaction(broker.bootstrap, tid, topic, b"x", partition=2)
     with BlockingConnection("127.0.0.1", broker.port, "test", 10) as conn:
         listed = conn.request(ListTransactionsRequest(state_filters=["Ongoing"], producer_id_filters=[],
                                                       duration_filter=-1), 1)
