@@ -102,6 +102,20 @@ async def join_alone(gc: GroupCoordinatorService, assignment: bytes = b"A", **kw
     return res
 
 
+async def join_second(gc: GroupCoordinatorService, a: JoinResult, assign: bool = False) -> JoinResult:
+    """A newcomer joins group g, which `a` leads alone; both rejoin into generation 2 and sync, so the group
+    is stable again, the leader handing out nothing or, when `assign`, b"1" to itself and b"2" to the
+    newcomer. The newcomer's join answer."""
+    b_task = asyncio.create_task(gc.join(req()))
+    await asyncio.sleep(0.01)
+    await gc.join(req(a.member_id))
+    b = await b_task
+    b_sync = asyncio.create_task(gc.sync("g", 2, b.member_id, None, None, None, []))
+    await gc.sync("g", 2, a.member_id, None, None, None, [(a.member_id, b"1"), (b.member_id, b"2")] if assign else [])
+    await b_sync
+    return b
+
+
 # ---- joining ------------------------------------------------------------------------------------
 
 
@@ -153,13 +167,7 @@ def test_second_member_triggers_rebalance_and_sync_waits_for_leader() -> None:
 def test_follower_rejoin_with_same_metadata_in_stable_does_not_rebalance() -> None:
     async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         a = await join_alone(gc)
-        b_task = asyncio.create_task(gc.join(req()))
-        await asyncio.sleep(0.01)
-        a2 = await gc.join(req(a.member_id))
-        b = await b_task
-        b_sync = asyncio.create_task(gc.sync("g", 2, b.member_id, None, None, None, []))
-        await gc.sync("g", 2, a2.member_id, None, None, None, [(a.member_id, b"1"), (b.member_id, b"2")])
-        await b_sync
+        b = await join_second(gc, a, assign=True)
         again = await gc.join(req(b.member_id))
         assert (again.error, again.generation) == (E.NONE, 2)
         assert gc.classic.groups["g"].state is GroupState.STABLE
@@ -288,13 +296,7 @@ def test_sync_errors() -> None:
 def test_leave_group_rebalances_survivors() -> None:
     async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         a = await join_alone(gc)
-        b_task = asyncio.create_task(gc.join(req()))
-        await asyncio.sleep(0.01)
-        await gc.join(req(a.member_id))
-        b = await b_task
-        b_sync = asyncio.create_task(gc.sync("g", 2, b.member_id, None, None, None, []))
-        await gc.sync("g", 2, a.member_id, None, None, None, [])
-        await b_sync
+        b = await join_second(gc, a)
         assert await gc.leave("g", [(a.member_id, None), ("ghost", None)]) == [E.NONE, E.UNKNOWN_MEMBER_ID]
         assert gc.classic.groups["g"].state is GroupState.PREPARING_REBALANCE
         assert await gc.heartbeat("g", 2, b.member_id, None) == E.REBALANCE_IN_PROGRESS
