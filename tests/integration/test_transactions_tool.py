@@ -8,6 +8,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -46,6 +48,21 @@ def _open_transaction(bootstrap: str, tid: str, topic: str, partition: int, valu
     p.produce(topic, value, partition=partition)
     p.flush(30)
     return p
+
+
+@contextmanager
+def _open_after_a_plain_record(broker: BrokerProcess, prefix: str) -> Iterator[tuple[str, dict[str, str]]]:
+    """A new topic holding one plain record ("first") and then one of an open transaction ("open", offset 1),
+    aborted afterwards: (the topic, the tool's `describe` row of the transactional id)."""
+    topic, tid = unique_name(prefix), unique_name("tid")
+    create_topic(broker.bootstrap, topic)
+    _plain(broker.bootstrap, topic, b"first")
+    p = _open_transaction(broker.bootstrap, tid, topic, 0, b"open")
+    try:
+        (described,) = _table(_tool(broker, "describe", "--transactional-id", tid))
+        yield topic, described
+    finally:
+        p.abort_transaction(30)
 
 
 def _orphan_transaction(bootstrap: str, tid: str, topic: str) -> None:
@@ -135,12 +152,7 @@ def test_list_and_describe(broker: BrokerProcess) -> None:
 
 
 def test_describe_producers(broker: BrokerProcess) -> None:
-    topic, tid = unique_name("dp"), unique_name("tid")
-    create_topic(broker.bootstrap, topic)
-    _plain(broker.bootstrap, topic, b"first")
-    p = _open_transaction(broker.bootstrap, tid, topic, 0, b"open")
-    try:
-        (described,) = _table(_tool(broker, "describe", "--transactional-id", tid))
+    with _open_after_a_plain_record(broker, "dp") as (topic, described):
         out = _tool(broker, "describe-producers", "--topic", topic, "--partition", "0")
         assert out.splitlines()[0].split("\t")[:-1] == ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch",
                                                          "LastSequence", "LastTimestamp",
@@ -152,25 +164,16 @@ def test_describe_producers(broker: BrokerProcess) -> None:
         # the same from the leader named explicitly
         assert described["ProducerId"] in {r["ProducerId"] for r in _table(_tool(
             broker, "describe-producers", "--topic", topic, "--partition", "0", "--broker-id", "0"))}
-    finally:
-        p.abort_transaction(30)
 
 
 def test_describe_producers_shows_the_open_transaction_start(broker: BrokerProcess) -> None:
-    topic, tid = unique_name("dps"), unique_name("tid")
-    create_topic(broker.bootstrap, topic)
-    _plain(broker.bootstrap, topic, b"first")
-    p = _open_transaction(broker.bootstrap, tid, topic, 0, b"open")
-    try:
-        (described,) = _table(_tool(broker, "describe", "--transactional-id", tid))
+    with _open_after_a_plain_record(broker, "dps") as (topic, described):
         rows = {r["ProducerId"]: r for r in _table(_tool(broker, "describe-producers", "--topic", topic,
                                                          "--partition", "0"))}
         assert rows[described["ProducerId"]]["CurrentTransactionStartOffset"] == "1"
         # the coordinator still has it: not hanging, however short the timeout
         out = _tool(broker, "find-hanging", "--topic", topic, "--max-transaction-timeout", "0")
         assert _table(out) == []
-    finally:
-        p.abort_transaction(30)
     rows = {r["ProducerId"]: r for r in _table(_tool(broker, "describe-producers", "--topic", topic,
                                                      "--partition", "0"))}
     assert rows[described["ProducerId"]]["CurrentTransactionStartOffset"] == "None"
