@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -14,6 +15,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from tests.waiting import wait_until
 
 _ADMINS: dict[str, AdminClient] = {}
+
+
+def unique_name(prefix: str) -> str:
+    """`prefix` and 8 random hex digits: a topic, group or transactional id no other test uses."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def admin(bootstrap: str) -> AdminClient:
@@ -109,8 +115,6 @@ def consume_to_end(bootstrap: str, topic: str, partitions: int, timeout: float =
 def round_trip(conf: dict[str, object], topic: str, count: int, prefix: str) -> list[bytes]:
     """Produce `prefix`0..`prefix`<count-1> with a client of config `conf`, then read them back through a
     new consumer group of the same config (used to prove a security setting end to end)."""
-    import uuid
-
     from tests.waiting import wait_until
 
     producer = Producer(conf)
@@ -130,6 +134,24 @@ def round_trip(conf: dict[str, object], topic: str, count: int, prefix: str) -> 
     finally:
         consumer.close()
     return got
+
+
+def kafka_python_round_trip(config: dict[str, Any], topic: str, count: int, prefix: str) -> list[bytes]:
+    """`round_trip` with kafka-python: produce `prefix`0..`prefix`<count-1> with a KafkaProducer of config
+    `config`, then read the first `count` records back from the earliest offset with a KafkaConsumer of the
+    same config (no group; it gives up after 20 s without a record)."""
+    from kafka import KafkaConsumer, KafkaProducer
+
+    producer = KafkaProducer(**config)
+    for i in range(count):
+        producer.send(topic, f"{prefix}{i}".encode())
+    producer.flush(30)
+    producer.close()
+    consumer = KafkaConsumer(topic, auto_offset_reset="earliest", consumer_timeout_ms=20000, **config)
+    try:
+        return [m.value for _, m in zip(range(count), consumer, strict=False)]
+    finally:
+        consumer.close()
 
 
 def kafka_python_group_consumer(topic: str, **config: Any) -> Any:

@@ -39,13 +39,9 @@ from kafka.protocol.producer import ProduceRequest, WriteTxnMarkersRequest
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.records import build_batch, decode_records, iter_batches
 from odradek.protocol.transport import BlockingConnection
-from tests.clients import admin, consume_all, create_topic, kafka_python_group_consumer, produce
+from tests.clients import admin, consume_all, create_topic, kafka_python_group_consumer, produce, unique_name
 from tests.harness import BrokerProcess
 from tests.waiting import wait_until
-
-
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def _conn(broker: BrokerProcess) -> BlockingConnection:
@@ -90,7 +86,7 @@ def test_kafka_python_infers_kafka_4_2(broker: BrokerProcess, kp_admin: KafkaAdm
 
 
 def test_librdkafka_uses_metadata_v13(broker: BrokerProcess) -> None:
-    topic = _name("md13")
+    topic = unique_name("md13")
     create_topic(broker.bootstrap, topic)
     lines: list[str] = []
 
@@ -109,7 +105,7 @@ def test_librdkafka_uses_metadata_v13(broker: BrokerProcess) -> None:
 
 
 def test_produce_v13_names_topics_by_id(broker: BrokerProcess) -> None:
-    topic = _name("p13")
+    topic = unique_name("p13")
     create_topic(broker.bootstrap, topic)
     data = ProduceRequest.TopicProduceData
     with _conn(broker) as conn:
@@ -129,7 +125,7 @@ def test_produce_v13_names_topics_by_id(broker: BrokerProcess) -> None:
 
 @pytest.mark.parametrize("version", [17, 18])
 def test_fetch_v17_v18(broker: BrokerProcess, version: int) -> None:
-    topic = _name(f"f{version}")
+    topic = unique_name(f"f{version}")
     create_topic(broker.bootstrap, topic)
     produce(broker.bootstrap, topic, [b"a", b"b"])
     fetch_topic = FetchRequest.FetchTopic
@@ -151,7 +147,7 @@ def test_fetch_v17_v18(broker: BrokerProcess, version: int) -> None:
 def test_list_offsets_v11_through_kafka_python(broker: BrokerProcess, kp_admin: KafkaAdminClient) -> None:
     from kafka import TopicPartition
 
-    topic = _name("lo10")
+    topic = unique_name("lo10")
     create_topic(broker.bootstrap, topic)
     now = int(time.time() * 1000)
     produce(broker.bootstrap, topic, [b"1", b"2", b"3"])
@@ -166,7 +162,7 @@ def test_list_offsets_v11_through_kafka_python(broker: BrokerProcess, kp_admin: 
 
 
 def test_groups_at_kafka_4_2_versions(broker: BrokerProcess, kp_admin: KafkaAdminClient) -> None:
-    topic, group = _name("grp"), _name("g")
+    topic, group = unique_name("grp"), unique_name("g")
     create_topic(broker.bootstrap, topic)
     produce(broker.bootstrap, topic, [b"x"])
     consumer = kafka_python_group_consumer(topic, bootstrap_servers=broker.bootstrap, group_id=group,
@@ -177,7 +173,7 @@ def test_groups_at_kafka_4_2_versions(broker: BrokerProcess, kp_admin: KafkaAdmi
         desc = kp_admin.describe_groups([group])[group]
         assert desc["group_state"] == "Stable" and desc["error"] is None
         # ... and one that does not exist is GROUP_ID_NOT_FOUND (KIP-1043), not a Dead group without error
-        absent = _name("absent")
+        absent = unique_name("absent")
         assert "GroupIdNotFoundError" in kp_admin.describe_groups([absent])[absent]["error"]
         # ListGroups v5: every group is classic
         listed = {g["group_id"]: g for g in kp_admin.list_groups(types_filter=["classic"])}
@@ -197,7 +193,7 @@ def test_describe_cluster_v2(kp_admin: KafkaAdminClient) -> None:
 
 
 def test_list_transactions_v2_pattern(broker: BrokerProcess, kp_admin: KafkaAdminClient) -> None:
-    topic = _name("txn")
+    topic = unique_name("txn")
     create_topic(broker.bootstrap, topic)
     ids = [f"{topic}-orders-1", f"{topic}-payments-2"]
     for tid in ids:
@@ -223,7 +219,7 @@ def test_list_transactions_v2_pattern(broker: BrokerProcess, kp_admin: KafkaAdmi
 
 
 def test_describe_configs_documentation(broker: BrokerProcess, kp_admin: KafkaAdminClient) -> None:
-    topic = _name("doc")
+    topic = unique_name("doc")
     create_topic(broker.bootstrap, topic, config={"retention.ms": "3600000"})
     resource = DescribeConfigsRequest.DescribeConfigsResource
     with _conn(broker) as conn:
@@ -279,7 +275,7 @@ def test_transaction_at_the_new_versions(broker: BrokerProcess) -> None:
         TxnOffsetCommitRequest,
     )
 
-    topic, tid, group = _name("txn41"), _name("tid"), _name("gtxn")
+    topic, tid, group = unique_name("txn41"), unique_name("tid"), unique_name("gtxn")
     create_topic(broker.bootstrap, topic)
     busy = (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
             ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NOT_COORDINATOR)
@@ -359,7 +355,7 @@ def _list_offsets(conn: BlockingConnection, topic: str, timestamp: int, version:
 
 
 def test_list_offsets_v11_earliest_pending_upload(broker: BrokerProcess) -> None:
-    topic = _name("lo11")
+    topic = unique_name("lo11")
     create_topic(broker.bootstrap, topic)
     produce(broker.bootstrap, topic, [b"1", b"2"])
     with _conn(broker) as conn:
@@ -400,7 +396,7 @@ def test_offset_commit_and_fetch_v10_by_topic_id(broker: BrokerProcess) -> None:
     from confluent_kafka import Consumer
     from confluent_kafka import TopicPartition as CTopicPartition
 
-    topic, other, group = _name("oc10"), _name("oc10b"), _name("g10")
+    topic, other, group = unique_name("oc10"), unique_name("oc10b"), unique_name("g10")
     create_topic(broker.bootstrap, topic, partitions=2)
     create_topic(broker.bootstrap, other)
     unknown = uuid.uuid4()
@@ -466,7 +462,7 @@ def test_write_txn_markers_v2_transaction_version(broker: BrokerProcess) -> None
 
     data = ProduceRequest.TopicProduceData
     for version, tv, refused_epoch, epoch in [(2, 2, 0, 1), (2, 0, None, 0), (1, 0, None, 0)]:
-        topic = _name(f"wtm{version}{tv}")
+        topic = unique_name(f"wtm{version}{tv}")
         create_topic(broker.bootstrap, topic)
         with _conn(broker) as conn:
             init = conn.request(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000,

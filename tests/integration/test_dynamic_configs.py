@@ -7,7 +7,6 @@ restart."""
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,15 +17,11 @@ from kafka.admin import ConfigResource as KpConfigResource
 from kafka.admin import ConfigResourceType, KafkaAdminClient
 from kafka.protocol.admin import DescribeConfigsRequest, IncrementalAlterConfigsRequest
 
-from tests.clients import admin, create_topic, forget_admin, produce
+from tests.clients import admin, create_topic, forget_admin, produce, unique_name
 from tests.harness import BrokerCluster, BrokerPool, BrokerProcess, run_cli
 from tests.rawclient import RawClient
 from tests.waiting import wait_until
 from tests.zkharness import ZooKeeperChroot
-
-
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def _incremental(client: RawClient, resource_type: int, name: str, ops: list[tuple[str, int, str | None]],
@@ -162,12 +157,12 @@ def test_kerberos_and_login_keys_are_dynamic_per_broker(clean_dynamic: BrokerPro
 
 def test_cluster_default_reaches_the_logs_of_topics_live(clean_dynamic: BrokerProcess) -> None:
     b = clean_dynamic
-    keep, follow = _name("keep"), _name("follow")
+    keep, follow = unique_name("keep"), unique_name("follow")
     create_topic(b.bootstrap, follow, config={"segment.bytes": "1024"})
     create_topic(b.bootstrap, keep, config={"segment.bytes": "1024", "retention.ms": "86400000"})
     for topic in (follow, keep):
         produce(b.bootstrap, topic, [b"x" * 400 for _ in range(12)], **{"batch.num.messages": 1})
-    consumer = Consumer({"bootstrap.servers": b.bootstrap, "group.id": _name("g")})
+    consumer = Consumer({"bootstrap.servers": b.bootstrap, "group.id": unique_name("g")})
     try:
         assert consumer.get_watermark_offsets(TopicPartition(follow, 0), timeout=10)[0] == 0
         _set_default(b, log__retention__ms="1000")
@@ -293,7 +288,7 @@ def test_configs_tool_describe_and_alter(clean_dynamic: BrokerProcess) -> None:
     r = run_cli(*base, "--entity-type", "brokers", "--entity-name", "0", "--alter")
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "At least one of --add-config" in r.stderr
     # topics and broker loggers
-    t = _name("tool")
+    t = unique_name("tool")
     create_topic(b.bootstrap, t)
     r = run_cli(*base, "--entity-type", "topics", "--entity-name", t, "--alter", "--add-config", "cleanup.policy=[compact,delete]")
     assert (r.returncode, r.stdout) == (0, f"Completed updating config for topic {t}.\n"), r.stderr
@@ -357,7 +352,7 @@ def test_cluster_default_reaches_every_broker_and_survives_a_restart(zk_standalo
             {"version": 2, "entity_path": "brokers/<default>"}, {"version": 2, "entity_path": "brokers/<default>"},
             {"version": 2, "entity_path": "brokers/2"}]
     # a new topic on any broker gets the defaults; a restarted broker starts from them
-    t = _name("defaults")
+    t = unique_name("defaults")
     create_topic(cluster.bootstrap, t, partitions=3, rf=3)
     res = ConfigResource(ResourceType.TOPIC, t)
     # broker 1 may learn of the topic a moment after the broker that created it
@@ -378,7 +373,7 @@ def test_configs_tool_through_zookeeper(zk_standalone: ZooKeeperChroot, brokers:
     cluster = brokers.start_cluster(zk_standalone.connect_string, 1)
     zk = cluster.brokers[0].overrides["zookeeper.connect"]
     bootstrap = cluster.bootstrap
-    topic = _name("zkcfg")
+    topic = unique_name("zkcfg")
     create_topic(bootstrap, topic)
 
     def tool(*args: str) -> Any:
