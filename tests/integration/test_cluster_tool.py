@@ -20,6 +20,7 @@ import pytest
 from odradek.cli.cluster import ELECTION_OFFSET, QUORUM_OFFSET, default_http_base
 from odradek.cli.server_stop import find_processes
 from tests.harness import REPO_ROOT, odradek_cmd
+from tests.waiting import interrupt_at_line
 from tests.zkharness import kill_daemons
 
 SRC = REPO_ROOT / "src" / "odradek"
@@ -256,21 +257,9 @@ def test_ctrl_c_during_up_stops_what_it_started(cluster_dir: Path) -> None:
     up = subprocess.Popen(odradek_cmd("cluster", "up", "--brokers", "1", "--zookeepers", "1", "--dir",
                                       str(cluster_dir), "--base-port", str(base), "--zk-base-port", str(zk_base)),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        assert up.stdout is not None
-        seen = []
-        for line in up.stdout:
-            seen.append(line)
-            if line.startswith("zookeeper 1: ") and "STARTED" in line:
-                break
-        else:
-            raise AssertionError("up ended before ZooKeeper started:\n" + "".join(seen))
-        os.killpg(up.pid, signal.SIGINT)
-        out, err = up.communicate(timeout=120)
-    finally:
-        if up.poll() is None:
-            os.killpg(up.pid, signal.SIGKILL)
-    assert up.returncode == 130, "".join(seen) + out + err
+    out, err = interrupt_at_line(up, lambda line: line.startswith("zookeeper 1: ") and "STARTED" in line,
+                                 timeout=120)
+    assert up.returncode == 130, out + err
     assert "Traceback" not in out + err
     assert "interrupted: stopping the servers started so far ..." in err, err
     assert leftovers(cluster_dir) == []

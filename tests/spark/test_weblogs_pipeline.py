@@ -5,9 +5,7 @@ and a streaming run killed with kill -9 and restarted ends with the same output.
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -27,7 +25,7 @@ from odradek.pipelines.weblogs.topics import ensure_topics  # noqa: E402
 from tests.clients import consume_all  # noqa: E402
 from tests.spark.helpers import batch_ids, kill_mid_batch, wait_session_gone  # noqa: E402
 from tests.spark.weblogs_reference import assert_metrics_equal, reference_metrics  # noqa: E402
-from tests.waiting import wait_until  # noqa: E402
+from tests.waiting import interrupt_at_line, wait_until  # noqa: E402
 
 pytestmark = pytest.mark.timeout(400)
 ROOT = Path(__file__).resolve().parents[2]
@@ -187,26 +185,13 @@ def test_ctrl_c_stops_a_running_job_with_its_closing_line(fresh_broker: Any, tmp
                             bootstrap, "--checkpoint", str(tmp_path / "ck"), "--output", str(tmp_path / "out"),
                             "--trigger", "1s"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            start_new_session=True)
-    try:
-        assert job.stdout is not None
-        seen: list[str] = []
-        for line in job.stdout:  # a batch line: the job is running
-            seen.append(line)
-            if re.match(r"batch \d+: ", line):
-                break
-        else:
-            raise AssertionError("the job ended before its first batch:\n" + "".join(seen))
+    groups = "odradek-pipeline-weblogs-metrics, odradek-pipeline-weblogs-dead-letters"
+    out, err = interrupt_at_line(
+        job, lambda line: re.match(r"batch \d+: ", line) is not None,  # a batch line: the job is running
         # while it runs, its progress is a consumer group's (the console's groups page shows it)
-        groups = "odradek-pipeline-weblogs-metrics, odradek-pipeline-weblogs-dead-letters"
-        assert f"progress and lag in consumer groups {groups};" in "".join(seen), seen
-        wait_until(lambda: lag_rows(bootstrap, "odradek-pipeline-weblogs-metrics") == 2000, 60,
-                   "the metrics query's group at the end of the topic")
-        os.killpg(job.pid, signal.SIGINT)
-        out, err = job.communicate(timeout=300)
-    finally:
-        if job.poll() is None:
-            os.killpg(job.pid, signal.SIGKILL)
-    out = "".join(seen) + out
+        before=lambda: wait_until(lambda: lag_rows(bootstrap, "odradek-pipeline-weblogs-metrics") == 2000, 60,
+                                  "the metrics query's group at the end of the topic"))
+    assert f"progress and lag in consumer groups {groups};" in out, out
     assert job.returncode == 0, out + err
     assert "Traceback" not in out + err and err.count("stopping ...") == 1, err
     assert f"weblogs: stopped; Parquet metrics in {tmp_path / 'out' / 'metrics'}" in out, out
@@ -222,21 +207,7 @@ def test_ctrl_c_stops_an_archive_mid_job(fresh_broker: Any, tmp_path: Path) -> N
     job = subprocess.Popen([sys.executable, "-m", "odradek.cli.main", "pipeline", "archive", "weblogs",
                             "--bootstrap-server", bootstrap, "--output", str(tmp_path / "arch")], cwd=ROOT,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    try:
-        assert job.stdout is not None
-        seen: list[str] = []
-        for line in job.stdout:
-            seen.append(line)
-            if line.startswith("Archiving "):  # the Spark jobs start now
-                break
-        else:
-            raise AssertionError("the archive ended before its job started:\n" + "".join(seen))
-        os.killpg(job.pid, signal.SIGINT)
-        out, err = job.communicate(timeout=300)
-    finally:
-        if job.poll() is None:
-            os.killpg(job.pid, signal.SIGKILL)
-    out = "".join(seen) + out
+    out, err = interrupt_at_line(job, lambda line: line.startswith("Archiving "))  # the Spark jobs start now
     assert job.returncode == 130, out + err
     assert "Traceback" not in out + err and err.count("stopping the archive job ...") == 1, err
     assert f"Stopped: archive interrupted; partial output may be in {tmp_path / 'arch'}" in out, out
