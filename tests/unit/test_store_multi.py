@@ -10,19 +10,15 @@ import pytest
 
 from odradek.cluster.embedded import STORE_FILE
 from odradek.cluster.store import (
-    BadVersionError,
     Check,
     Create,
     Delete,
-    NodeExistsError,
-    NoNodeError,
-    NotEmptyError,
     SetData,
     Stat,
     WatchEvent,
     batches,
 )
-from tests.store_helpers import opened_store, run
+from tests.store_helpers import FAILING_OPS, opened_store, run
 
 
 def test_multi_applies_all_ops_in_order_and_persists_them(tmp_path: Path) -> None:
@@ -55,18 +51,7 @@ def test_multi_applies_all_ops_in_order_and_persists_them(tmp_path: Path) -> Non
     run(second())
 
 
-@pytest.mark.parametrize(
-    ("bad", "error"),
-    [
-        (Create("/x/y", b""), NoNodeError),
-        (Create("/v", b""), NodeExistsError),
-        (SetData("/v", b"", version=7), BadVersionError),
-        (SetData("/nope", b""), NoNodeError),
-        (Delete("/p"), NotEmptyError),
-        (Check("/v", version=3), BadVersionError),
-        (Check("/nope"), NoNodeError),
-    ],
-)
+@pytest.mark.parametrize(("bad", "error"), FAILING_OPS)
 def test_a_failing_op_leaves_everything_as_it_was(tmp_path: Path, bad: object, error: type[Exception]) -> None:
     file = tmp_path / STORE_FILE
 
