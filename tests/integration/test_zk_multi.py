@@ -9,15 +9,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from odradek.cluster.store import (
-    Check,
-    Create,
-    Delete,
-    SetData,
-    Stat,
-    WatchEvent,
-    batches,
-)
+from odradek.cluster.store import Check, Create, Delete, SetData, Stat, WatchEvent, batches
 from odradek.cluster.zk import ZooKeeperStore
 from tests.store_helpers import FAILING_OPS
 from tests.zkharness import ZooKeeperChroot

@@ -9,15 +9,7 @@ from pathlib import Path
 import pytest
 
 from odradek.cluster.embedded import STORE_FILE
-from odradek.cluster.store import (
-    Check,
-    Create,
-    Delete,
-    SetData,
-    Stat,
-    WatchEvent,
-    batches,
-)
+from odradek.cluster.store import Check, Create, Delete, SetData, Stat, WatchEvent, batches
 from tests.store_helpers import FAILING_OPS, opened_store, run
 
 
