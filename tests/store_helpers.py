@@ -4,7 +4,7 @@ the ops that must fail inside a multi (for every backend)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -40,6 +40,18 @@ FAILING_OPS: list[tuple[Op, type[Exception]]] = [
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """Run `coro` to its end on a fresh event loop."""
     return asyncio.run(coro)
+
+
+def run_on_store(path: Path, body: Callable[[EmbeddedStore], Awaitable[None]]) -> None:
+    """Run `body` on an EmbeddedStore opened on `path`, closed afterwards whatever happens."""
+    async def go() -> None:
+        store = await opened_store(path)
+        try:
+            await body(store)
+        finally:
+            await store.close()
+
+    run(go())
 
 
 async def opened_store(path: Path) -> EmbeddedStore:
