@@ -236,3 +236,42 @@ def _ranges(offsets: list[tuple[int, int]]) -> list[Acquired]:
         else:
             out.append(Acquired(offset, offset, count))
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class StateBatch:
+    """A run of offsets with one state and delivery count, as `__share_group_state` keeps them."""
+
+    first_offset: int
+    last_offset: int
+    state: RecordState
+    delivery_count: int
+
+
+def snapshot(sp: SharePartition) -> tuple[int, list[StateBatch]]:
+    """The partition's durable state: the start offset and the window's runs. Acquired records are kept
+    as available (a lock does not survive the broker), as Kafka writes them."""
+    runs: list[StateBatch] = []
+    for offset in range(sp.start_offset, sp.end_offset):
+        rec = sp.records[offset]
+        state = RecordState.AVAILABLE if rec.state is RecordState.ACQUIRED else rec.state
+        last = runs[-1] if runs else None
+        if last is not None and last.last_offset + 1 == offset and (last.state, last.delivery_count) == (
+                state, rec.delivery_count):
+            runs[-1] = StateBatch(last.first_offset, offset, state, rec.delivery_count)
+        else:
+            runs.append(StateBatch(offset, offset, state, rec.delivery_count))
+    return sp.start_offset, runs
+
+
+def restore(start_offset: int, runs: list[StateBatch], **settings: int) -> SharePartition:
+    """A share partition from its durable state (`snapshot`)."""
+    sp = SharePartition(start_offset, **settings)
+    for run in runs:
+        for offset in range(max(run.first_offset, start_offset), run.last_offset + 1):
+            for gap in range(sp.end_offset, offset):
+                sp.records[gap] = InFlight(RecordState.ARCHIVED)
+            sp.records[offset] = InFlight(run.state, run.delivery_count)
+            sp.end_offset = offset + 1
+    sp._advance()
+    return sp
