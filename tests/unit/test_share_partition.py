@@ -175,3 +175,17 @@ def test_property_one_holder_once_acknowledged_start_monotonic(ops: list[tuple[s
             assert (rec.state is RecordState.ACQUIRED) == (o in holder)
             if o in holder:
                 assert rec.holder == holder[o]
+
+
+def test_snapshot_and_restore() -> None:
+    from odradek.groups.share_partition import restore, snapshot
+
+    sp = _sp(10)
+    sp.acquire("a", [(10, 14)], 100, now=0)
+    sp.acknowledge("a", [AckBatch(10, 10, (ACCEPT,)), AckBatch(12, 12, (RELEASE,))])
+    start, runs = snapshot(sp)
+    assert start == 11
+    assert [(r.first_offset, r.last_offset, r.state, r.delivery_count) for r in runs] == [
+        (11, 14, RecordState.AVAILABLE, 1)]
+    back = restore(start, runs)
+    assert back.acquire("b", [(10, 14)], 100, now=0) == [Acquired(11, 14, 2)]
