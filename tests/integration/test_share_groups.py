@@ -105,6 +105,15 @@ def _warm_up(broker: BrokerProcess, topic: str, shares: list[Share]) -> None:
     wait_until(got_one, timeout=60, message="a warm-up record to reach a share consumer", interval=0)
 
 
+def _ready(broker: BrokerProcess, consumers: Any, n: int = 1, max_records: int = 500) -> tuple[str, str, list[Share]]:
+    """A new one-partition topic and `n` share consumers of a new group, warmed up: (topic, group, them)."""
+    topic, group = _name("share"), _name("sg")
+    create_topic(broker.bootstrap, topic)
+    shares: list[Share] = consumers(group, topic, n, max_records)
+    _warm_up(broker, topic, shares)
+    return topic, group, shares
+
+
 def _values(msgs: list[Any]) -> list[bytes]:
     return [m.value() for m in msgs if m.value() != WARM]
 
@@ -127,10 +136,8 @@ def _drain(shares: list[Share], want: int, timeout: float = 60) -> dict[int, lis
 
 @pytest.mark.parametrize("n", [1, 4])
 def test_one_partition_drained_exactly_once(broker: BrokerProcess, consumers: Any, n: int) -> None:
-    topic, group = _name("share"), _name("sg")
-    create_topic(broker.bootstrap, topic)
-    shares = consumers(group, topic, n, max_records=10)  # a fetch acquires part of a batch: the client filters
-    _warm_up(broker, topic, shares)
+    # ten records a fetch: a fetch acquires part of a batch, the client keeps only what was acquired
+    topic, group, shares = _ready(broker, consumers, n, max_records=10)
     values = [f"r{i}".encode() for i in range(200)]
     produce(broker.bootstrap, topic, values)
     accepted = _drain(shares, len(values))
@@ -171,11 +178,23 @@ def _first(shares: list[Share], timeout: float = 30) -> tuple[Share, list[Any]]:
     return found[0]
 
 
+def _until_marker(broker: BrokerProcess, topic: str, s: Share, marker: bytes) -> list[bytes]:
+    """Produce `marker`, then accept everything `s` receives until the marker: the values received."""
+    produce(broker.bootstrap, topic, [marker])
+    rest: list[bytes] = []
+
+    def step() -> bool:
+        msgs = s.poll(0.2)
+        s.settle(msgs)
+        rest.extend(m.value() for m in msgs)
+        return marker in rest
+
+    wait_until(step, timeout=30, message=f"the marker {marker!r}", interval=0)
+    return rest
+
+
 def test_release_redelivers_and_reject_archives(broker: BrokerProcess, consumers: Any) -> None:
-    topic, group = _name("share"), _name("sg")
-    create_topic(broker.bootstrap, topic)
-    (s,) = consumers(group, topic)
-    _warm_up(broker, topic, [s])
+    topic, _group, (s,) = _ready(broker, consumers)
     produce(broker.bootstrap, topic, [b"keep", b"again", b"bad"])
     seen: list[tuple[bytes, int]] = []
     kinds = {b"keep": AcknowledgeType.ACCEPT, b"again": AcknowledgeType.RELEASE, b"bad": AcknowledgeType.REJECT}
@@ -196,16 +215,7 @@ def test_release_redelivers_and_reject_archives(broker: BrokerProcess, consumers
 
     wait_until(step, timeout=30, message=lambda: f"the released record again (seen {seen})", interval=0)
     # nothing else comes back: "bad" was archived, "keep" and the second "again" accepted
-    produce(broker.bootstrap, topic, [b"end"])
-    rest: list[bytes] = []
-
-    def end() -> bool:
-        msgs = s.poll(0.2)
-        s.settle(msgs)
-        rest.extend(m.value() for m in msgs)
-        return b"end" in rest
-
-    wait_until(end, timeout=30, message="the end marker", interval=0)
+    rest = _until_marker(broker, topic, s, b"end")
     values = [v for v, _c in seen]
     assert values.count(b"bad") == 1 and values.count(b"keep") == 1 and values.count(b"again") == 2
     assert [c for v, c in seen if v == b"again"] == [1, 2], "the redelivery counts as a second delivery"
@@ -213,10 +223,7 @@ def test_release_redelivers_and_reject_archives(broker: BrokerProcess, consumers
 
 
 def test_lock_timeout_redelivers(broker: BrokerProcess, consumers: Any) -> None:
-    topic, group = _name("share"), _name("sg")
-    create_topic(broker.bootstrap, topic)
-    a, b = consumers(group, topic, 2)
-    _warm_up(broker, topic, [a, b])
+    topic, _group, (a, b) = _ready(broker, consumers, 2)
     produce(broker.bootstrap, topic, [b"slow"])
     holder, msgs = _first([a, b])
     assert _values(msgs) == [b"slow"]
@@ -228,10 +235,7 @@ def test_lock_timeout_redelivers(broker: BrokerProcess, consumers: Any) -> None:
 
 
 def test_closed_consumer_records_redelivered(broker: BrokerProcess, consumers: Any) -> None:
-    topic, group = _name("share"), _name("sg")
-    create_topic(broker.bootstrap, topic)
-    a, b = consumers(group, topic, 2)
-    _warm_up(broker, topic, [a, b])
+    topic, _group, (a, b) = _ready(broker, consumers, 2)
     produce(broker.bootstrap, topic, [f"c{i}".encode() for i in range(5)])
     holder, msgs = _first([a, b])
     got = _values(msgs)
@@ -243,10 +247,7 @@ def test_closed_consumer_records_redelivered(broker: BrokerProcess, consumers: A
 
 
 def test_delivery_count_limit_archives(broker: BrokerProcess, consumers: Any) -> None:
-    topic, group = _name("share"), _name("sg")
-    create_topic(broker.bootstrap, topic)
-    (s,) = consumers(group, topic)
-    _warm_up(broker, topic, [s])
+    topic, _group, (s,) = _ready(broker, consumers)
     produce(broker.bootstrap, topic, [b"poison"])
     deliveries = 0
 
@@ -264,16 +265,7 @@ def test_delivery_count_limit_archives(broker: BrokerProcess, consumers: Any) ->
         return deliveries >= 3
 
     wait_until(step, timeout=30, message=lambda: f"three deliveries (have {deliveries})", interval=0)
-    produce(broker.bootstrap, topic, [b"after"])
-    rest: list[bytes] = []
-
-    def end() -> bool:
-        msgs = s.poll(0.2)
-        s.settle(msgs)
-        rest.extend(m.value() for m in msgs)
-        return b"after" in rest
-
-    wait_until(end, timeout=30, message="the record after the poison one", interval=0)
+    rest = _until_marker(broker, topic, s, b"after")
     assert rest == [b"after"], "the poison record was archived at the limit (3), not delivered a fourth time"
 
 

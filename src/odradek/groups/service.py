@@ -37,10 +37,8 @@ from odradek.groups.schemas import OffsetValue, TopicPartition
 from odradek.groups.share_coordinator import (
     GROUP_TYPE_SHARE,
     ShareGroupCoordinator,
-    ShareGroupDescription,
     ShareGroupSettings,
     ShareHeartbeat,
-    ShareHeartbeatResult,
 )
 from odradek.groups.share_state import (
     InMemoryShareStatePersister,
@@ -153,10 +151,10 @@ class GroupCoordinatorService:
         return self.consumer.topic_name(topic_id)
 
     # ---- share groups (KIP-932) ----
-    async def share_heartbeat(self, hb: ShareHeartbeat) -> ShareHeartbeatResult:
+    async def share_heartbeat(self, hb: ShareHeartbeat) -> HeartbeatResult:
         return await self.share.heartbeat(hb, self.offsets.group_type(hb.group_id))
 
-    async def share_describe(self, group_id: str) -> ShareGroupDescription:
+    async def share_describe(self, group_id: str) -> GroupDescription:
         return await self.share.describe(group_id, self.offsets.group_type(group_id))
 
     # ---- every group type ----

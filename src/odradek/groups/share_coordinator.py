@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from odradek.aio import TaskSet
-from odradek.groups.consumer_coordinator import Topics
+from odradek.groups.consumer_coordinator import GroupDescription, HeartbeatResult, MemberDescription, Topics
 from odradek.groups.share_state import SharePartitionManager
 from odradek.groups.store import GroupStore
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -82,16 +82,6 @@ class ShareHeartbeat:
 
 
 @dataclass(slots=True)
-class ShareHeartbeatResult:
-    error: ErrorCode
-    message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    assignment: Assignment | None = None
-
-
-@dataclass(slots=True)
 class ShareMember:
     member_id: str
     member_epoch: int
@@ -114,29 +104,6 @@ class ShareGroup:
     @property
     def state(self) -> str:
         return "Stable" if self.members else "Empty"
-
-
-@dataclass(slots=True)
-class ShareMemberDescription:
-    member_id: str
-    rack_id: str | None
-    member_epoch: int
-    client_id: str
-    client_host: str
-    subscribed_topic_names: list[str]
-    assignment: Assignment
-
-
-@dataclass(slots=True)
-class ShareGroupDescription:
-    group_id: str
-    error: ErrorCode = ErrorCode.NONE
-    message: str | None = None
-    state: str = ""
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    assignor: str = "simple"
-    members: list[ShareMemberDescription] = field(default_factory=list)
 
 
 def simple_assign(subscriptions: dict[str, list[str]], partitions: dict[str, tuple[bytes, int]]) -> dict[str, Assignment]:
@@ -204,7 +171,7 @@ class ShareGroupCoordinator:
         return group is not None and member_id in group.members
 
     # ---- ShareGroupHeartbeat ----
-    async def heartbeat(self, hb: ShareHeartbeat, other_type: str | None) -> ShareHeartbeatResult:
+    async def heartbeat(self, hb: ShareHeartbeat, other_type: str | None) -> HeartbeatResult:
         """`other_type`: the type of a group of another kind with this id, if there is one."""
         try:
             self._validate(hb)
@@ -214,7 +181,7 @@ class ShareGroupCoordinator:
                     return self._leave(hb)
                 return self._heartbeat(hb, other_type)
         except KafkaError as exc:
-            return ShareHeartbeatResult(exc.code, exc.message if exc.message != exc.code.name else None,
+            return HeartbeatResult(exc.code, exc.message if exc.message != exc.code.name else None,
                                         hb.member_id or None, hb.member_epoch)
 
     @staticmethod
@@ -231,7 +198,7 @@ class ShareGroupCoordinator:
         if hb.member_epoch == JOIN_EPOCH and not hb.subscribed_topic_names:
             raise bad("SubscribedTopicNames must be set in first request.")
 
-    def _heartbeat(self, hb: ShareHeartbeat, other_type: str | None) -> ShareHeartbeatResult:
+    def _heartbeat(self, hb: ShareHeartbeat, other_type: str | None) -> HeartbeatResult:
         group = self.groups.get(hb.group_id)
         if group is None:
             if other_type is not None:
@@ -270,7 +237,7 @@ class ShareGroupCoordinator:
         self._touch(group, member)
         changed = member.sent is None or member.sent != member.assignment
         member.sent = dict(member.assignment)
-        return ShareHeartbeatResult(ErrorCode.NONE, None, member.member_id, member.member_epoch,
+        return HeartbeatResult(ErrorCode.NONE, None, member.member_id, member.member_epoch,
                                     self.settings.heartbeat_interval_ms, dict(member.assignment) if changed else None)
 
     def _assign(self, group: ShareGroup) -> None:
@@ -289,13 +256,13 @@ class ShareGroupCoordinator:
                 group.members[mid].assignment = a
         group.assignment_epoch = group.group_epoch
 
-    def _leave(self, hb: ShareHeartbeat) -> ShareHeartbeatResult:
+    def _leave(self, hb: ShareHeartbeat) -> HeartbeatResult:
         group = self.groups.get(hb.group_id)
         if group is None or hb.member_id not in group.members:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {hb.member_id} is not a member of group "
                                                           f"{hb.group_id}.")
         self._remove(group, hb.member_id, "left")
-        return ShareHeartbeatResult(ErrorCode.NONE, None, hb.member_id, LEAVE_EPOCH,
+        return HeartbeatResult(ErrorCode.NONE, None, hb.member_id, LEAVE_EPOCH,
                                     self.settings.heartbeat_interval_ms)
 
     def _remove(self, group: ShareGroup, member_id: str, why: str) -> None:
@@ -318,20 +285,21 @@ class ShareGroupCoordinator:
             self._remove(group, member_id, "session timed out")
 
     # ---- ShareGroupDescribe, ListGroups ----
-    async def describe(self, group_id: str, other_type: str | None) -> ShareGroupDescription:
+    async def describe(self, group_id: str, other_type: str | None) -> GroupDescription:
         try:
             await self.store.wait_ready(group_id)
         except KafkaError as exc:
-            return ShareGroupDescription(group_id, exc.code)
+            return GroupDescription(group_id, exc.code)
         group = self.groups.get(group_id)
         if group is None:
             message = (f"Group {group_id} is not a share group." if other_type is not None
                        else f"Group {group_id} not found.")
-            return ShareGroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, message)
-        return ShareGroupDescription(
+            return GroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, message)
+        return GroupDescription(
             group_id, state=group.state, group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
-            members=[ShareMemberDescription(m.member_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,
-                                            list(m.subscribed), dict(m.assignment))
+            assignor="simple",
+            members=[MemberDescription(m.member_id, None, m.rack_id, m.member_epoch, m.client_id, m.client_host,
+                                       list(m.subscribed), None, dict(m.assignment), dict(m.assignment))
                      for m in sorted(group.members.values(), key=lambda m: m.member_id)])
 
     def list_groups(self) -> list[tuple[str, str, str]]:

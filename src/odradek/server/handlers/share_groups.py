@@ -178,6 +178,15 @@ class _Request:
                                          [ShareKey(self.group_id, t, p) for t, p in session.partitions])
 
 
+def _refusal(ctx: RequestContext, group_id: str, member_id: str) -> tuple[ErrorCode, str | None] | None:
+    """The top-level error of a ShareFetch or ShareAcknowledge refused before anything is done."""
+    if not authz.allowed(ctx, authz.Op.READ, authz.GROUP, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, None
+    if not group_id or not member_id:
+        return ErrorCode.INVALID_REQUEST, "GroupId and MemberId must not be empty."
+    return None
+
+
 def _has_acks(topics: Any) -> bool:
     return any(p.acknowledgement_batches for t in topics or [] for p in t.partitions or [])
 
@@ -300,10 +309,9 @@ async def share_fetch(ctx: RequestContext, request: Any) -> ShareFetchResponse:
     gc = _groups(ctx)
     lock_ms = gc.share_partitions.settings.lock_duration_ms
     group_id, member_id, epoch = request.group_id or "", request.member_id or "", request.share_session_epoch
-    if not authz.allowed(ctx, authz.Op.READ, authz.GROUP, group_id):
-        return _fetch_error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    if not group_id or not member_id:
-        return _fetch_error(ErrorCode.INVALID_REQUEST, "GroupId and MemberId must not be empty.")
+    refused = _refusal(ctx, group_id, member_id)
+    if refused is not None:
+        return _fetch_error(*refused)
     sessions = ctx.broker.share_sessions
     try:
         if epoch == OPEN_EPOCH:
@@ -365,10 +373,9 @@ async def share_acknowledge(ctx: RequestContext, request: Any) -> ShareAcknowled
         return ShareAcknowledgeResponse(throttle_time_ms=0, error_code=code, error_message=message, responses=[],
                                         node_endpoints=[])
 
-    if not authz.allowed(ctx, authz.Op.READ, authz.GROUP, group_id):
-        return error(ErrorCode.GROUP_AUTHORIZATION_FAILED)
-    if not group_id or not member_id:
-        return error(ErrorCode.INVALID_REQUEST, "GroupId and MemberId must not be empty.")
+    refused = _refusal(ctx, group_id, member_id)
+    if refused is not None:
+        return error(*refused)
     sessions = ctx.broker.share_sessions
     try:
         if epoch == OPEN_EPOCH or epoch < CLOSE_EPOCH:
