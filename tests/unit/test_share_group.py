@@ -94,6 +94,7 @@ def test_group_ids_are_refused_across_types() -> None:
                                                owned={}))
         r = await svc.share_heartbeat(ShareHeartbeat("c", "a", 0, subscribed_topic_names=["t"]))
         assert r.error == E.GROUP_ID_NOT_FOUND
+        assert await svc.commit("s", -1, "", None, {}) == E.GROUP_ID_NOT_FOUND
         await svc.shutdown()
 
     asyncio.run(main())

@@ -178,10 +178,14 @@ class GroupCoordinatorService:
 
     async def commit(self, group_id: str, generation_or_epoch: int, member_id: str, instance_id: str | None,
                      offsets: Offsets, api_version: int = LATEST_OFFSET_COMMIT_VERSION) -> ErrorCode:
+        if self.share.is_share_group(group_id):
+            return ErrorCode.GROUP_ID_NOT_FOUND  # a share group keeps no committed offsets
         return await self.offsets.commit(group_id, generation_or_epoch, member_id, instance_id, offsets, api_version)
 
     async def txn_commit(self, group_id: str, producer_id: int, producer_epoch: int, generation_or_epoch: int,
                          member_id: str, instance_id: str | None, offsets: Offsets) -> ErrorCode:
+        if self.share.is_share_group(group_id):
+            return ErrorCode.GROUP_ID_NOT_FOUND
         return await self.offsets.txn_commit(group_id, producer_id, producer_epoch, generation_or_epoch, member_id,
                                              instance_id, offsets)
 

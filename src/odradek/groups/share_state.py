@@ -191,7 +191,9 @@ class SharePartitionManager:
     def waiter(self, key: ShareKey) -> asyncio.Future[None]:
         """Resolves when records of the share partition may have become acquirable again."""
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.setdefault(key, []).append(fut)
+        waiting = [f for f in self._waiters.get(key, ()) if not f.done()]  # long polls that ended
+        waiting.append(fut)
+        self._waiters[key] = waiting
         return fut
 
     # ---- internals ----
