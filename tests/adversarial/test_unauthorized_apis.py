@@ -283,6 +283,21 @@ ATTACKS: dict[int, Attack] = {
     74: Attack(1, lambda t: R.ListConfigResourcesRequest(resource_types=[])),
     75: Attack(0, lambda t: R.DescribeTopicPartitionsRequest(topics=[
         R.DescribeTopicPartitionsRequest.TopicRequest(name=TOPIC)], response_partition_limit=100)),
+    76: Attack(1, lambda t: R.ShareGroupHeartbeatRequest(group_id=GROUP, member_id=str(uuid.uuid4()), member_epoch=0,
+                                                            subscribed_topic_names=[TOPIC])),
+    77: Attack(1, lambda t: R.ShareGroupDescribeRequest(group_ids=[GROUP], include_authorized_operations=True)),
+    78: Attack(1, lambda t: R.ShareFetchRequest(
+        group_id=GROUP, member_id=str(uuid.uuid4()), share_session_epoch=0, max_wait_ms=0, min_bytes=1,
+        max_bytes=1 << 20, max_records=10, batch_size=10, forgotten_topics_data=[], topics=[
+            R.ShareFetchRequest.FetchTopic(topic_id=t.topic_id, partitions=[
+                R.ShareFetchRequest.FetchTopic.FetchPartition(partition_index=0, acknowledgement_batches=[])])])),
+    79: Attack(1, lambda t: R.ShareAcknowledgeRequest(
+        group_id=GROUP, member_id=str(uuid.uuid4()), share_session_epoch=1, topics=[
+            R.ShareAcknowledgeRequest.AcknowledgeTopic(topic_id=t.topic_id, partitions=[
+                R.ShareAcknowledgeRequest.AcknowledgeTopic.AcknowledgePartition(
+                    partition_index=0, acknowledgement_batches=[
+                        R.ShareAcknowledgeRequest.AcknowledgeTopic.AcknowledgePartition.AcknowledgementBatch(
+                            first_offset=0, last_offset=0, acknowledge_types=[1])])])])),
 }
 
 
