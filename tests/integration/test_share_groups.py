@@ -342,3 +342,49 @@ def _topic_id(raw: RawClient, topic: str) -> uuid.UUID | None:
                                        include_topic_authorized_operations=False), version=12)
     tid = resp.topics[0].topic_id
     return tid if tid and tid.int else None
+
+
+def test_implicit_acknowledgement(broker: BrokerProcess) -> None:
+    """The default mode: a poll accepts what the previous poll returned (acknowledgements ride on the
+    next ShareFetch); none of it is delivered again."""
+    topic, group = _name("share"), _name("sg")
+    create_topic(broker.bootstrap, topic)
+    c = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "max.poll.records": 7})
+    try:
+        c.subscribe([topic])
+
+        def warm() -> bool:
+            produce(broker.bootstrap, topic, [WARM])
+            return any(m.error() is None for m in c.poll(0.3))
+
+        wait_until(warm, timeout=60, message="a warm-up record", interval=0)
+        values = [f"i{i}".encode() for i in range(50)]
+        produce(broker.bootstrap, topic, values)
+        got: list[bytes] = []
+
+        def step() -> bool:
+            got.extend(m.value() for m in c.poll(0.2) if m.error() is None and m.value() != WARM)
+            return len(got) >= len(values)
+
+        wait_until(step, timeout=30, message=lambda: f"50 records (have {len(got)})", interval=0)
+        assert sorted(got) == sorted(values)
+        # the last poll's records are accepted by a commit (closing without one gives them back, as it
+        # gives back anything not acknowledged)
+        assert all(e is None for e in c.commit_sync(30).values())
+    finally:
+        c.close()
+    # a new member of the group gets none of the 50 again: only markers come
+    d = Share(broker, group, topic)
+    rest: list[bytes] = []
+    try:
+        def marker() -> bool:
+            produce(broker.bootstrap, topic, [b"late"])
+            msgs = d.poll(0.3)
+            d.settle(msgs)
+            rest.extend(m.value() for m in msgs)
+            return b"late" in rest
+
+        wait_until(marker, timeout=60, message="the marker", interval=0)
+        assert set(rest) == {b"late"}
+    finally:
+        d.close()
