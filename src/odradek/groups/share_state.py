@@ -90,7 +90,6 @@ class SharePartitionSettings:
     delivery_count_limit: int = 5  # group.share.delivery.count.limit
     max_in_flight: int = 2000  # group.share.partition.max.record.locks
     auto_offset_reset: str = LATEST
-    max_share_sessions: int = 2000  # group.share.max.share.sessions
 
     @classmethod
     def from_config(cls, config: BrokerConfig) -> SharePartitionSettings:
@@ -98,8 +97,7 @@ class SharePartitionSettings:
         lock = min(max(get("group.share.record.lock.duration.ms"), get("group.share.min.record.lock.duration.ms")),
                    get("group.share.max.record.lock.duration.ms"))
         return cls(lock_duration_ms=lock, delivery_count_limit=get("group.share.delivery.count.limit"),
-                   max_in_flight=get("group.share.partition.max.record.locks"),
-                   max_share_sessions=get("group.share.max.share.sessions"))
+                   max_in_flight=get("group.share.partition.max.record.locks"))
 
 
 def now_ms() -> int:
