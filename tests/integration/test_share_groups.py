@@ -27,7 +27,7 @@ from odradek.protocol.kip932 import (
     ShareGroupDescribeRequest,
     ShareGroupHeartbeatRequest,
 )
-from tests.clients import create_topic, produce
+from tests.clients import create_topic, produce, unique_name
 from tests.harness import BrokerProcess
 from tests.rawclient import RawClient
 from tests.waiting import wait_until
@@ -46,10 +46,6 @@ WARM = b"warm-up"
 @pytest.fixture(scope="module")
 def broker_config() -> dict[str, str]:
     return CONFIG
-
-
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 class Share:
@@ -107,7 +103,7 @@ def _warm_up(broker: BrokerProcess, topic: str, shares: list[Share]) -> None:
 
 def _ready(broker: BrokerProcess, consumers: Any, n: int = 1, max_records: int = 500) -> tuple[str, str, list[Share]]:
     """A new one-partition topic and `n` share consumers of a new group, warmed up: (topic, group, them)."""
-    topic, group = _name("share"), _name("sg")
+    topic, group = unique_name("share"), unique_name("sg")
     create_topic(broker.bootstrap, topic)
     shares: list[Share] = consumers(group, topic, n, max_records)
     _warm_up(broker, topic, shares)
@@ -270,7 +266,7 @@ def test_delivery_count_limit_archives(broker: BrokerProcess, consumers: Any) ->
 
 
 def test_hostile_client(broker: BrokerProcess) -> None:
-    topic, group = _name("share"), _name("sg")
+    topic, group = unique_name("share"), unique_name("sg")
     create_topic(broker.bootstrap, topic)
     member = uuid.uuid4().hex
     with RawClient(broker.port) as raw:
@@ -319,7 +315,7 @@ def test_hostile_client(broker: BrokerProcess) -> None:
         assert ack.error_code == ErrorCode.INVALID_SHARE_SESSION_EPOCH
         # a share heartbeat for a group of another type
         produce(broker.bootstrap, topic, [b"x"])
-        other = _name("classic")
+        other = unique_name("classic")
         from confluent_kafka import Consumer
 
         c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": other, "enable.auto.commit": False})
@@ -347,7 +343,7 @@ def _topic_id(raw: RawClient, topic: str) -> uuid.UUID | None:
 def test_implicit_acknowledgement(broker: BrokerProcess) -> None:
     """The default mode: a poll accepts what the previous poll returned (acknowledgements ride on the
     next ShareFetch); none of it is delivered again."""
-    topic, group = _name("share"), _name("sg")
+    topic, group = unique_name("share"), unique_name("sg")
     create_topic(broker.bootstrap, topic)
     c = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "max.poll.records": 7})
     try:

@@ -16,14 +16,15 @@ from odradek.groups.share_state import ShareKey
 from odradek.protocol.errors import ErrorCode as E
 from odradek.protocol.errors import KafkaError
 from odradek.server.share_sessions import ShareSessionCache
-from tests.unit.test_consumer_group import SETTINGS, FakeStore, FakeTopics
+from tests.group_members import InMemoryGroupStore
+from tests.unit.test_consumer_group import SETTINGS, FakeTopics
 
 
 def _svc(session_ms: int = 45_000) -> Any:
     from odradek.groups.coordinator import GroupSettings
     from odradek.groups.service import GroupCoordinatorService
 
-    return GroupCoordinatorService(GroupSettings(), SETTINGS, FakeStore(), FakeTopics(t=2, u=1),
+    return GroupCoordinatorService(GroupSettings(), SETTINGS, InMemoryGroupStore(), FakeTopics(t=2, u=1),
                                    ShareGroupSettings(session_timeout_ms=session_ms, heartbeat_interval_ms=50))
 
 
