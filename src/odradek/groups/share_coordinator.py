@@ -37,7 +37,6 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from odradek.aio import TaskSet
 from odradek.groups.consumer_coordinator import GroupDescription, HeartbeatResult, MemberDescription, Topics
 from odradek.groups.share_state import SharePartitionManager
 from odradek.groups.store import GroupStore
@@ -129,8 +128,6 @@ def simple_assign(subscriptions: dict[str, list[str]], partitions: dict[str, tup
 class ShareGroupCoordinator:
     """Owns the share groups of the `__consumer_offsets` partitions this broker leads."""
 
-    type_name = GROUP_TYPE_SHARE
-
     def __init__(self, settings: ShareGroupSettings, store: GroupStore, topics: Topics,
                  partitions: SharePartitionManager) -> None:
         self.settings = settings
@@ -139,10 +136,8 @@ class ShareGroupCoordinator:
         self.partitions = partitions
         self.groups: dict[str, ShareGroup] = {}
         self._locks: dict[str, asyncio.Lock] = {}
-        self._tasks = TaskSet(log, "Share group coordinator task")
 
     async def shutdown(self) -> None:
-        self._tasks.close()
         for g in self.groups.values():
             for m in g.members.values():
                 if m.timer is not None:
