@@ -38,6 +38,8 @@ from odradek.groups.consumer_coordinator import ConsumerGroupSettings, MetadataT
 from odradek.groups.coordinator import GroupSettings
 from odradek.groups.offsets import offsets_topic_settings
 from odradek.groups.service import GroupCoordinatorService
+from odradek.groups.share_coordinator import ShareGroupSettings
+from odradek.groups.share_state import SharePartitionSettings
 from odradek.protocol.client_security import PLAINTEXT, ClientSecurity
 from odradek.replication.manager import ReplicaManager
 from odradek.security.acl_store import AclCache
@@ -53,6 +55,7 @@ from odradek.server.metrics import BrokerMetrics
 from odradek.server.network import SocketServer
 from odradek.server.quotas import QuotaManager
 from odradek.server.security import ListenerSecurity, inter_broker_security, trust_warnings
+from odradek.server.share_sessions import ShareSessionCache
 from odradek.storage.manager import CleanerConfig, LogManager
 from odradek.txn.coordinator import TransactionCoordinator, TxnSettings, txn_topic_settings
 from odradek.txn.markers import MarkerSender, MarkerWriter
@@ -84,6 +87,7 @@ class Broker:
         self.zero_copy = os.environ.get("ODRADEK_ZERO_COPY", "1") != "0"
         self.inter_broker_security: ClientSecurity = PLAINTEXT
         self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
+        self.share_sessions = ShareSessionCache(config.get("group.share.max.share.sessions"))
         self.dynamic_config: DynamicBrokerConfig
         self.authorizer: Authorizer | None = None  # None: every request allowed
         self.quotas = QuotaManager(config.get("quota.window.num"), config.get("quota.window.size.seconds"),
@@ -171,7 +175,8 @@ class Broker:
             GroupSettings.from_config(cfg), ConsumerGroupSettings.from_config(cfg),
             CoordinatorRuntime(offsets_topic_settings(cfg), partitions, partitions, what="offsets and group metadata",
                                kind="group"),
-            MetadataTopics(self.metadata, INTERNAL_TOPICS))
+            MetadataTopics(self.metadata, INTERNAL_TOPICS),
+            ShareGroupSettings.from_config(cfg), SharePartitionSettings.from_config(cfg))
         await self.groups.start()
         self.txn_markers = MarkerWriter(self.replicas, self.groups.complete_transaction)
         self.transactions = TransactionCoordinator(

@@ -34,6 +34,7 @@ from odradek.server.handlers import (  # noqa: F401
     produce,
     producers,
     scram_credentials,
+    share_groups,
     transactions,
 )
 from odradek.server.handlers import sasl as sasl_handlers

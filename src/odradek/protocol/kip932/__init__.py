@@ -1,0 +1,55 @@
+"""Message classes of the KIP-932 share-group APIs that kafka-python 3.0.12 has no schema for:
+ShareGroupHeartbeat (76), ShareGroupDescribe (77), ShareFetch (78) and ShareAcknowledge (79), at v1 each —
+what librdkafka 2.16's `ShareConsumer` sends and what Kafka 4.1 and later serve (Kafka 4.2 also serves
+ShareFetch and ShareAcknowledge v2, acquisition-lock renewal, KIP-1222, which Odradek does not).
+
+The schemas beside this module are Kafka's message definitions reduced to the fields of v1 (names,
+types, versions, defaults); kafka-python's schema machinery builds the classes from them (`load_json=`
+names the package to read them from), as for `odradek.protocol.kip848`. v1 of ShareFetch takes MaxRecords
+and BatchSize instead of a per-partition byte limit and answers AcquisitionLockTimeoutMs.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from kafka.protocol.api_message import ApiMessage
+
+_HERE = sys.modules[__name__]
+
+
+class ShareGroupHeartbeatRequest(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
+    pass
+
+
+class ShareGroupHeartbeatResponse(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
+    pass
+
+
+class ShareGroupDescribeRequest(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
+    pass
+
+
+class ShareGroupDescribeResponse(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
+    pass
+
+
+class ShareFetchRequest(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
+    pass
+
+
+class ShareFetchResponse(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
+    pass
+
+
+class ShareAcknowledgeRequest(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
+    pass
+
+
+class ShareAcknowledgeResponse(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
+    pass
+
+
+__all__ = ["ShareAcknowledgeRequest", "ShareAcknowledgeResponse", "ShareFetchRequest", "ShareFetchResponse",
+           "ShareGroupDescribeRequest", "ShareGroupDescribeResponse", "ShareGroupHeartbeatRequest",
+           "ShareGroupHeartbeatResponse"]
