@@ -12,44 +12,16 @@ and BatchSize instead of a per-partition byte limit and answers AcquisitionLockT
 from __future__ import annotations
 
 import sys
+from typing import Any
 
-from kafka.protocol.api_message import ApiMessage
-
-_HERE = sys.modules[__name__]
-
-
-class ShareGroupHeartbeatRequest(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class ShareGroupHeartbeatResponse(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class ShareGroupDescribeRequest(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class ShareGroupDescribeResponse(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class ShareFetchRequest(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class ShareFetchResponse(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class ShareAcknowledgeRequest(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class ShareAcknowledgeResponse(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
+from odradek.protocol.json_messages import message_classes, no_such_message
 
 __all__ = ["ShareAcknowledgeRequest", "ShareAcknowledgeResponse", "ShareFetchRequest", "ShareFetchResponse",
            "ShareGroupDescribeRequest", "ShareGroupDescribeResponse", "ShareGroupHeartbeatRequest",
            "ShareGroupHeartbeatResponse"]
+
+globals().update(message_classes(sys.modules[__name__], __all__))
+
+
+def __getattr__(name: str) -> Any:  # the classes are made above; this tells type checkers they exist
+    raise no_such_message(__name__, name)
