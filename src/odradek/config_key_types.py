@@ -1,7 +1,8 @@
 """The broker keys of the catalogue (`odradek.config_keys.BROKER_KEYS`) grouped by the type of their
 values, for typing `BrokerConfig.get`: `<Type>Key` names keys with a default, `Optional<Type>Key` keys
 Kafka documents without one (their value is None until set). Bool: bool; Int: int (Kafka's int, short,
-long); Float: float; Str: str (string, class); List: list[str]; Password: Password.
+long); Float: float; Str: str (string, class); List: list[str]; Password: Password. `Group<Type>Key`
+names the group configs (`GROUP_CONFIGS`) by type likewise, for typing `GroupConfigs.value`.
 
 GENERATED from the catalogue: do not edit. tests/unit/test_config_key_types.py checks that it is
 current; `python -m tests.unit.test_config_key_types` rewrites it.
@@ -97,6 +98,7 @@ IntKey: TypeAlias = Literal[
     "group.share.record.lock.duration.ms",
     "group.share.session.timeout.ms",
     "group.streams.heartbeat.interval.ms",
+    "group.streams.initial.rebalance.delay.ms",
     "group.streams.max.heartbeat.interval.ms",
     "group.streams.max.session.timeout.ms",
     "group.streams.max.size",
@@ -289,6 +291,7 @@ StrKey: TypeAlias = Literal[
     "authorizer.class.name",
     "compression.type",
     "group.consumer.migration.policy",
+    "group.share.persister.class.name",
     "host.name",
     "inter.broker.protocol.version",
     "listener.security.protocol.map",
@@ -414,4 +417,21 @@ OptionalPasswordKey: TypeAlias = Literal[
     "ssl.truststore.password",
     "zookeeper.ssl.keystore.password",
     "zookeeper.ssl.truststore.password",
+]
+
+GroupIntKey: TypeAlias = Literal[
+    "consumer.heartbeat.interval.ms",
+    "consumer.session.timeout.ms",
+    "share.heartbeat.interval.ms",
+    "share.record.lock.duration.ms",
+    "share.session.timeout.ms",
+    "streams.heartbeat.interval.ms",
+    "streams.initial.rebalance.delay.ms",
+    "streams.num.standby.replicas",
+    "streams.session.timeout.ms",
+]
+
+GroupStrKey: TypeAlias = Literal[
+    "share.auto.offset.reset",
+    "share.isolation.level",
 ]

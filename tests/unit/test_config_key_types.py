@@ -1,5 +1,5 @@
 """src/odradek/config_key_types.py, the catalogue's broker keys grouped by the type of their values (what
-types `BrokerConfig.get`), is generated from the catalogue: this test checks it is current, and running
+types `BrokerConfig.get`; and the group keys, what types `GroupConfigs.value`), is generated from the catalogue: this test checks it is current, and running
 this file (`python -m tests.unit.test_config_key_types`) rewrites it after a change to the catalogue. And
 LogConfig's typed fields are checked against the catalogue's topic keys."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import get_type_hints
 
 from odradek.config import BrokerConfig
-from odradek.config_keys import BROKER_KEYS, TOPIC_CONFIGS, ConfigKey, ConfigType, Password
+from odradek.config_keys import BROKER_KEYS, GROUP_CONFIGS, TOPIC_CONFIGS, ConfigKey, ConfigType, Password
 from odradek.storage.log_config import LogConfig
 
 GENERATED = Path(__file__).resolve().parents[2] / "src" / "odradek" / "config_key_types.py"
@@ -31,7 +31,8 @@ _PY_TYPES: dict[ConfigType, tuple[str, type]] = {
 _HEADER = '''"""The broker keys of the catalogue (`odradek.config_keys.BROKER_KEYS`) grouped by the type of their
 values, for typing `BrokerConfig.get`: `<Type>Key` names keys with a default, `Optional<Type>Key` keys
 Kafka documents without one (their value is None until set). Bool: bool; Int: int (Kafka's int, short,
-long); Float: float; Str: str (string, class); List: list[str]; Password: Password.
+long); Float: float; Str: str (string, class); List: list[str]; Password: Password. `Group<Type>Key`
+names the group configs (`GROUP_CONFIGS`) by type likewise, for typing `GroupConfigs.value`.
 
 GENERATED from the catalogue: do not edit. tests/unit/test_config_key_types.py checks that it is
 current; `python -m tests.unit.test_config_key_types` rewrites it.
@@ -53,6 +54,8 @@ def render() -> str:
         groups["Optional" + alias + "Key"] = []
     for name, key in sorted(BROKER_KEYS.items()):
         groups[alias_of(key)].append(name)
+    for name, key in sorted(GROUP_CONFIGS.items()):
+        groups.setdefault("Group" + alias_of(key), []).append(name)
     out = [_HEADER]
     for alias, names in groups.items():
         if not names:
