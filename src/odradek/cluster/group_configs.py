@@ -129,6 +129,8 @@ class GroupConfigs:
     def value(self, group_id: str, name: GroupIntKey) -> int: ...
     @overload
     def value(self, group_id: str, name: GroupStrKey) -> str: ...
+    @overload
+    def value(self, group_id: str, name: str) -> object: ...
 
     def value(self, group_id: str, name: str) -> object:
         """The value of group config `name` for `group_id`: its override, else the broker's current value
@@ -146,6 +148,24 @@ class GroupConfigs:
     def groups(self) -> list[str]:
         """Every group with at least one override."""
         return sorted(self._raw)
+
+    def check(self, group_id: str, overrides: Mapping[str, str]) -> dict[str, Any]:
+        """Validate a group's would-be overrides as Kafka does (ConfigError in Kafka's words)."""
+        check_group_id(group_id)
+        return parse_group_configs(self.config, overrides)
+
+    # ---- changing them ---------------------------------------------------------------------------
+    async def write(self, group_id: str, overrides: dict[str, str]) -> None:
+        """Store a group's overrides (validated by `check`), none left deleting them; this broker's copy
+        follows at once, every other broker's from the notification."""
+        await write_group_config(self.store, group_id, overrides)
+        await self.refresh(group_id)
+
+    async def delete(self, group_id: str) -> bool:
+        """Delete a group's configs (the group was deleted); False when it had none."""
+        deleted = await delete_group_config(self.store, group_id)
+        self._forget(group_id)
+        return deleted
 
     # ---- following the store ---------------------------------------------------------------------
     async def start(self) -> None:

@@ -18,6 +18,7 @@ from odradek.cluster.assignment import INTERNAL_TOPICS
 from odradek.cluster.broker_configs import bootstrap_cluster_configs
 from odradek.cluster.controller import Controller
 from odradek.cluster.embedded import STORE_FILE, EmbeddedStore
+from odradek.cluster.group_configs import GroupConfigs
 from odradek.cluster.metadata import MetadataCache
 from odradek.cluster.partition_limits import PartitionLimits
 from odradek.cluster.producer_ids import ProducerIdAllocator
@@ -94,6 +95,7 @@ class Broker:
                                    config.get("controller.quota.window.num"),
                                    config.get("controller.quota.window.size.seconds"))
         self.quota_watcher: QuotaWatcher | None = None
+        self.group_configs: GroupConfigs  # every group's configs (GROUP config resources), for the coordinators
         self.dispatcher = Dispatcher(self)
         self.server = SocketServer(
             self.dispatcher, config.get("socket.request.max.bytes"),
@@ -151,6 +153,8 @@ class Broker:
         await self.dynamic_config.start()
         self.quota_watcher = QuotaWatcher(self.store, self.quotas.update)
         await self.quota_watcher.start()
+        self.group_configs = GroupConfigs(self.store, cfg)
+        await self.group_configs.start()
         self.metadata = MetadataCache(self.store)
         self.topic_admin = TopicAdmin(self.store, self.metadata, cfg.get("delete.topic.enable"), cfg.topic_defaults(),
                                       PartitionLimits(cfg.get("max.partitions"), cfg.get("max.broker.partitions")))
@@ -234,6 +238,7 @@ class Broker:
         await self.dynamic_config.start()
         if self.quota_watcher is not None:
             await self.quota_watcher.start()
+        await self.group_configs.start()
         if self.authorizer is not None:
             await self.authorizer.cache.start()
         await self.controller.start()
@@ -440,6 +445,8 @@ class Broker:
             self.dynamic_config.close()
         if self.quota_watcher is not None:
             self.quota_watcher.close()
+        if hasattr(self, "group_configs"):
+            self.group_configs.close()
         if self.authorizer is not None:
             self.authorizer.cache.close()
         if hasattr(self, "store"):

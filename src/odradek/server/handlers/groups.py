@@ -515,5 +515,7 @@ async def delete_groups(ctx: RequestContext, request: Any) -> DeleteGroupsRespon
             err = ErrorCode.GROUP_AUTHORIZATION_FAILED
         else:
             err = await gc.delete_group(group_id or "")
+            if err == ErrorCode.NONE:  # its group configs go with it
+                await ctx.broker.group_configs.delete(group_id)
         results.append(DeleteGroupsResponse.DeletableGroupResult(group_id=group_id, error_code=err))
     return DeleteGroupsResponse(throttle_time_ms=0, results=results)
