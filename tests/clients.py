@@ -9,8 +9,16 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
 
 from tests.waiting import wait_until
 
@@ -40,6 +48,23 @@ def forget_all_admins() -> None:
     """Drop every cached admin client (librdkafka destroys each), so none outlives its brokers and keeps
     reconnecting to a port nothing listens on any more."""
     _ADMINS.clear()
+
+
+def alter_configs(bootstrap: str, resource_type: ResourceType, name: str, **configs: str | None) -> None:
+    """IncrementalAlterConfigs of one resource: each config set, or deleted when None (`a__b` names `a.b`)."""
+    entries = [ConfigEntry(k.replace("__", "."), v, incremental_operation=AlterConfigOpType.SET if v is not None
+                           else AlterConfigOpType.DELETE) for k, v in configs.items()]
+    res = ConfigResource(resource_type, name, incremental_configs=entries)
+    admin(bootstrap).incremental_alter_configs([res])[res].result(20)
+
+
+def kafka_error_of(call: Any) -> KafkaError:
+    """The KafkaError that `call()` raises (as a KafkaException)."""
+    with pytest.raises(KafkaException) as info:
+        call()
+    err = info.value.args[0]
+    assert isinstance(err, KafkaError)
+    return err
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 1, rf: int = 1, config: dict | None = None) -> None:

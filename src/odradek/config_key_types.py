@@ -1,8 +1,7 @@
 """The broker keys of the catalogue (`odradek.config_keys.BROKER_KEYS`) grouped by the type of their
 values, for typing `BrokerConfig.get`: `<Type>Key` names keys with a default, `Optional<Type>Key` keys
 Kafka documents without one (their value is None until set). Bool: bool; Int: int (Kafka's int, short,
-long); Float: float; Str: str (string, class); List: list[str]; Password: Password. `Group<Type>Key`
-names the group configs (`GROUP_CONFIGS`) by type likewise, for typing `GroupConfigs.value`.
+long); Float: float; Str: str (string, class); List: list[str]; Password: Password.
 
 GENERATED from the catalogue: do not edit. tests/unit/test_config_key_types.py checks that it is
 current; `python -m tests.unit.test_config_key_types` rewrites it.
@@ -418,6 +417,8 @@ OptionalPasswordKey: TypeAlias = Literal[
     "zookeeper.ssl.keystore.password",
     "zookeeper.ssl.truststore.password",
 ]
+
+# The group configs (GROUP_CONFIGS) by the type of their values, for typing GroupConfigs.value.
 
 GroupIntKey: TypeAlias = Literal[
     "consumer.heartbeat.interval.ms",

@@ -15,23 +15,23 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, ResourceType
 from kafka.admin import ConfigResource as KpConfigResource
 from kafka.admin import ConfigResourceType, KafkaAdminClient
-from kafka.protocol.admin import DescribeConfigsRequest, IncrementalAlterConfigsRequest
+from kafka.protocol.admin import DescribeConfigsRequest
 
-from tests.clients import admin, create_topic, forget_admin, produce, unique_name
+from tests.clients import (
+    admin,
+    alter_configs,
+    create_topic,
+    forget_admin,
+    kafka_error_of,
+    produce,
+    unique_name,
+)
 from tests.harness import BrokerCluster, BrokerPool, BrokerProcess, run_cli
-from tests.rawclient import RawClient
+from tests.rawclient import RawClient, incremental_alter_configs
 from tests.waiting import wait_until
 from tests.zkharness import ZooKeeperChroot
 
-
-def _incremental(client: RawClient, resource_type: int, name: str, ops: list[tuple[str, int, str | None]],
-                 validate_only: bool = False) -> Any:
-    res = IncrementalAlterConfigsRequest.AlterConfigsResource
-    req = IncrementalAlterConfigsRequest(resources=[res(
-        resource_type=resource_type, resource_name=name,
-        configs=[res.AlterableConfig(name=k, config_operation=op, value=v) for k, op, v in ops])],
-        validate_only=validate_only)
-    return client.request(req, 1).responses[0]
+_incremental = incremental_alter_configs
 
 
 def _describe_raw(client: RawClient, resource_type: int, name: str) -> Any:
@@ -53,18 +53,10 @@ def _broker_configs(bootstrap: str, broker_id: int) -> dict[str, Any]:
 
 
 def _alter_broker(bootstrap: str, broker_id: str, **configs: str | None) -> None:
-    entries = [ConfigEntry(k.replace("__", "."), v, incremental_operation=AlterConfigOpType.SET if v is not None
-                           else AlterConfigOpType.DELETE) for k, v in configs.items()]
-    res = ConfigResource(ResourceType.BROKER, broker_id, incremental_configs=entries)
-    admin(bootstrap).incremental_alter_configs([res])[res].result(20)
+    alter_configs(bootstrap, ResourceType.BROKER, broker_id, **configs)
 
 
-def _error_of(call: Any) -> KafkaError:
-    with pytest.raises(KafkaException) as info:
-        call()
-    err = info.value.args[0]
-    assert isinstance(err, KafkaError)
-    return err
+_error_of = kafka_error_of
 
 
 @pytest.fixture

@@ -9,19 +9,19 @@ import json
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, KafkaException
+from confluent_kafka import Consumer, KafkaError
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, ResourceType
 from kafka.admin import ConfigResource as KpConfigResource
 from kafka.admin import ConfigResourceType, KafkaAdminClient
 from kafka.protocol.admin import (
     DescribeConfigsRequest,
-    IncrementalAlterConfigsRequest,
     ListConfigResourcesRequest,
 )
 
-from tests.clients import admin, create_topic, forget_admin, produce, unique_name
+from tests.clients import admin, alter_configs, create_topic, forget_admin, produce, unique_name
+from tests.clients import kafka_error_of as _error_of
 from tests.harness import BrokerCluster, BrokerPool, BrokerProcess, run_cli
-from tests.rawclient import RawClient
+from tests.rawclient import RawClient, incremental_alter_configs
 from tests.waiting import wait_until
 from tests.zkharness import ZooKeeperChroot
 
@@ -29,10 +29,7 @@ GROUP = 32
 
 
 def _alter(bootstrap: str, group: str, **configs: str | None) -> None:
-    entries = [ConfigEntry(k.replace("__", "."), v, incremental_operation=AlterConfigOpType.SET if v is not None
-                           else AlterConfigOpType.DELETE) for k, v in configs.items()]
-    res = ConfigResource(ResourceType.GROUP, group, incremental_configs=entries)
-    admin(bootstrap).incremental_alter_configs([res])[res].result(20)
+    alter_configs(bootstrap, ResourceType.GROUP, group, **configs)
 
 
 def _describe(bootstrap: str, group: str) -> dict[str, Any]:
@@ -40,21 +37,10 @@ def _describe(bootstrap: str, group: str) -> dict[str, Any]:
     return admin(bootstrap).describe_configs([res])[res].result(20)
 
 
-def _error_of(call: Any) -> KafkaError:
-    with pytest.raises(KafkaException) as info:
-        call()
-    err = info.value.args[0]
-    assert isinstance(err, KafkaError)
-    return err
 
 
 def _raw_alter(client: RawClient, name: str, ops: list[tuple[str, int, str | None]]) -> Any:
-    res = IncrementalAlterConfigsRequest.AlterConfigsResource
-    req = IncrementalAlterConfigsRequest(resources=[res(
-        resource_type=GROUP, resource_name=name,
-        configs=[res.AlterableConfig(name=k, config_operation=op, value=v) for k, op, v in ops])],
-        validate_only=False)
-    return client.request(req, 1).responses[0]
+    return incremental_alter_configs(client, GROUP, name, ops)
 
 
 def _raw_describe(client: RawClient, name: str) -> Any:

@@ -1,7 +1,8 @@
 """src/odradek/config_key_types.py, the catalogue's broker keys grouped by the type of their values (what
-types `BrokerConfig.get`; and the group keys, what types `GroupConfigs.value`), is generated from the catalogue: this test checks it is current, and running
-this file (`python -m tests.unit.test_config_key_types`) rewrites it after a change to the catalogue. And
-LogConfig's typed fields are checked against the catalogue's topic keys."""
+types `BrokerConfig.get`; and the group keys, what types `GroupConfigs.value`), is generated from the
+catalogue: this test checks it is current, and running this file (`python -m tests.unit.test_config_key_types`)
+rewrites it after a change to the catalogue. And LogConfig's typed fields are checked against the catalogue's
+topic keys."""
 
 from __future__ import annotations
 
@@ -31,8 +32,7 @@ _PY_TYPES: dict[ConfigType, tuple[str, type]] = {
 _HEADER = '''"""The broker keys of the catalogue (`odradek.config_keys.BROKER_KEYS`) grouped by the type of their
 values, for typing `BrokerConfig.get`: `<Type>Key` names keys with a default, `Optional<Type>Key` keys
 Kafka documents without one (their value is None until set). Bool: bool; Int: int (Kafka's int, short,
-long); Float: float; Str: str (string, class); List: list[str]; Password: Password. `Group<Type>Key`
-names the group configs (`GROUP_CONFIGS`) by type likewise, for typing `GroupConfigs.value`.
+long); Float: float; Str: str (string, class); List: list[str]; Password: Password.
 
 GENERATED from the catalogue: do not edit. tests/unit/test_config_key_types.py checks that it is
 current; `python -m tests.unit.test_config_key_types` rewrites it.
@@ -60,6 +60,8 @@ def render() -> str:
     for alias, names in groups.items():
         if not names:
             continue
+        if alias == "GroupIntKey":
+            out.append("\n# The group configs (GROUP_CONFIGS) by the type of their values, for typing GroupConfigs.value.\n")
         out.append(f"\n{alias}: TypeAlias = Literal[\n")
         out.extend(f'    "{name}",\n' for name in names)
         out.append("]\n")
