@@ -77,6 +77,16 @@ def test_session_timeout_must_exceed_the_heartbeat_interval_with_the_broker_valu
         parse_group_configs(broker, {"consumer.heartbeat.interval.ms": "6000"})
 
 
+def test_an_inherited_value_outside_the_brokers_bounds_is_clamped_as_the_coordinators_clamp_it() -> None:
+    broker = cfg(group__consumer__session__timeout__ms="100000", group__share__record__lock__duration__ms="20000",
+                 group__share__min__record__lock__duration__ms="25000")
+    checked = parse_group_configs(broker, {"share.isolation.level": "read_committed"})  # the others pass
+    assert checked == {"share.isolation.level": "read_committed"}
+    configs = GroupConfigs(EmbeddedStore(Path("/nonexistent") / STORE_FILE), broker)
+    assert configs.value("g", "consumer.session.timeout.ms") == 60000  # group.consumer.max.session.timeout.ms
+    assert configs.value("g", "share.record.lock.duration.ms") == 25000
+
+
 @pytest.mark.parametrize(("value", "ok"), [
     ("latest", True), ("earliest", True), ("EARLIEST", True), ("by_duration:PT1H", True),
     ("by_duration:P1DT2H3M4.5S", True), ("by_duration:pt0s", True), ("by_duration:PT-1H", False),

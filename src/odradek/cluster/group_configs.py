@@ -26,7 +26,7 @@ from odradek.cluster.broker_configs import purge_changes, read_entity_config, wr
 from odradek.cluster.store import MetadataStore, NoNodeError, StoreError, WatchEvent, to_json
 from odradek.config import BrokerConfig
 from odradek.config_key_types import GroupIntKey, GroupStrKey
-from odradek.config_keys import GROUP_CONFIGS, ConfigError, check_group_configs
+from odradek.config_keys import GROUP_CONFIG_BOUNDS, GROUP_CONFIGS, ConfigError, check_group_configs
 
 log = logging.getLogger("odradek.metadata")
 
@@ -69,12 +69,31 @@ def parse_group_configs(config: BrokerConfig, overrides: Mapping[str, str]) -> d
 
 
 def inherited(config: BrokerConfig) -> dict[str, Any]:
-    """Each group key's value when the group does not override it: the broker's current value of the key
-    it inherits from, or the group key's own default when there is none."""
-    out: dict[str, Any] = {}
-    for name, key in GROUP_CONFIGS.items():
-        out[name] = config.value(key.server_default) if key.server_default else key.default_value
-    return out
+    """Each group key's value when the group does not override it (see `inherited_value`)."""
+    return {name: inherited_value(config, name) for name in GROUP_CONFIGS}
+
+
+def inherited_value(config: BrokerConfig, name: str) -> Any:
+    """A group key's value for a group that does not override it: the broker's current value of the key it
+    inherits from, within the bounds the broker keys set (Kafka refuses to start with a value outside
+    them; Odradek's coordinators clamp it, as here), or the group key's own default when it inherits from
+    none."""
+    key = GROUP_CONFIGS[name]
+    if key.server_default is None:
+        return key.default_value
+    value = _broker_int(config, key.server_default)
+    lower, upper = GROUP_CONFIG_BOUNDS.get(name, (None, None))
+    if upper is not None:
+        value = min(value, _broker_int(config, upper))
+    if lower is not None:
+        value = max(value, _broker_int(config, lower))
+    return value
+
+
+def _broker_int(config: BrokerConfig, name: str) -> int:
+    value = config.value(name)  # every broker key a group key inherits from, or is bounded by, is an int
+    assert isinstance(value, int), name
+    return value
 
 
 async def read_group_config(store: MetadataStore, group_id: str) -> dict[str, str]:
@@ -135,11 +154,10 @@ class GroupConfigs:
     def value(self, group_id: str, name: str) -> object:
         """The value of group config `name` for `group_id`: its override, else the broker's current value
         of the key it inherits from (or the key's default when it inherits from none)."""
-        key = GROUP_CONFIGS[name]
         override = self._typed.get(group_id, {})
         if name in override:
             return override[name]
-        return self.config.value(key.server_default) if key.server_default else key.default_value
+        return inherited_value(self.config, name)
 
     def overrides(self, group_id: str) -> dict[str, str]:
         """The group's stored overrides, as stored."""
