@@ -7,6 +7,7 @@ of the partition's leader and of the share coordinator of its state."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import Any
@@ -18,6 +19,14 @@ from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 
 from odradek.groups.share_state import ShareKey
 from odradek.groups.share_state_coordinator import SHARE_STATE_TOPIC, coordinator_key
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.kip932 import (
+    DeleteShareGroupStateRequest,
+    InitializeShareGroupStateRequest,
+    ReadShareGroupStateRequest,
+    ReadShareGroupStateSummaryRequest,
+    WriteShareGroupStateRequest,
+)
 from tests.clients import admin, create_topic, produce, unique_name
 from tests.harness import BrokerCluster, BrokerPool, BrokerProcess
 from tests.integration.test_share_groups import CONFIG, WARM, Share, _drain, _until_marker, _warm_up
@@ -86,6 +95,67 @@ def test_state_survives_a_broker_restart(brokers: BrokerPool, shares: Any) -> No
     assert seen == [(b"rel", 3)], "accepted records stay accepted; the held one keeps its delivery count"
     rest = _until_marker(broker, topic, again, b"after")
     assert rest == [b"after"], "released at the limit (3) after the restart: archived, never delivered again"
+
+
+def _one(resp: Any) -> Any:
+    (t,) = resp.results
+    (p,) = t.partitions
+    return p
+
+
+def test_state_apis_over_the_wire(brokers: BrokerPool) -> None:
+    """What one broker asks another: initialise, read (fencing older leader epochs), write (v1), summary
+    (v1), delete; malformed writes refused per partition."""
+    broker = brokers.start(CONFIG)
+    topic_id, group = uuid.uuid4(), unique_name("sg")
+    init, read, write = InitializeShareGroupStateRequest, ReadShareGroupStateRequest, WriteShareGroupStateRequest
+    summary, delete = ReadShareGroupStateSummaryRequest, DeleteShareGroupStateRequest
+    batch = write.WriteStateData.PartitionData.StateBatch
+
+    def writing(leader_epoch: int, start: int, batches: list[tuple[int, int, int, int]]) -> Any:
+        return write(group_id=group, topics=[write.WriteStateData(topic_id=topic_id, partitions=[
+            write.WriteStateData.PartitionData(partition=0, state_epoch=1, leader_epoch=leader_epoch,
+                                               start_offset=start, delivery_complete_count=-1, state_batches=[
+                    batch(first_offset=f, last_offset=last, delivery_state=st, delivery_count=n)
+                    for f, last, st, n in batches])])])
+
+    def reading(leader_epoch: int) -> Any:
+        return read(group_id=group, topics=[read.ReadStateData(topic_id=topic_id, partitions=[
+            read.ReadStateData.PartitionData(partition=0, leader_epoch=leader_epoch)])])
+
+    with RawClient(broker.port, timeout=30) as raw:
+        def ask(request: Any, version: int) -> Any:  # the first call creates __share_group_state
+            def answered() -> Any:
+                p = _one(raw.request(request, version=version))
+                return None if p.error_code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else p
+
+            return wait_until(answered, 30, "the share coordinator")
+
+        p = ask(init(group_id=group, topics=[init.InitializeStateData(topic_id=topic_id, partitions=[
+            init.InitializeStateData.PartitionData(partition=0, state_epoch=1, start_offset=10)])]), 0)
+        assert p.error_code == 0
+        p = ask(reading(3), 0)
+        assert (p.error_code, p.state_epoch, p.start_offset, p.state_batches) == (0, 1, 10, [])
+        assert ask(writing(3, 12, [(12, 13, 2, 1), (14, 15, 0, 2)]), 1).error_code == 0
+        p = ask(reading(3), 0)
+        assert p.start_offset == 12
+        assert [(b.first_offset, b.last_offset, b.delivery_state, b.delivery_count) for b in p.state_batches] == [
+            (12, 13, 2, 1), (14, 15, 0, 2)]
+        assert ask(writing(2, 20, []), 0).error_code == ErrorCode.FENCED_LEADER_EPOCH
+        assert ask(reading(2), 0).error_code == ErrorCode.FENCED_LEADER_EPOCH
+        assert ask(writing(3, 20, [(5, 4, 0, 1)]), 1).error_code == ErrorCode.INVALID_REQUEST
+        assert ask(writing(3, 20, [(20, 21, 9, 1)]), 1).error_code == ErrorCode.INVALID_REQUEST
+        p = ask(summary(group_id=group, topics=[summary.ReadStateSummaryData(topic_id=topic_id, partitions=[
+            summary.ReadStateSummaryData.PartitionData(partition=0, leader_epoch=3)])]), 1)
+        assert (p.error_code, p.state_epoch, p.leader_epoch, p.start_offset) == (0, 1, 3, 12)
+        assert ask(delete(group_id=group, topics=[delete.DeleteStateData(topic_id=topic_id, partitions=[
+            delete.DeleteStateData.PartitionData(partition=0)])]), 0).error_code == 0
+        assert ask(reading(0), 0).start_offset == -1
+        bad = raw.request(FindCoordinatorRequest(key_type=KEY_TYPE_SHARE, coordinator_keys=["no-such-key"]), version=6)
+        assert bad.coordinators[0].error_code == ErrorCode.INVALID_REQUEST
+        key = coordinator_key(ShareKey(group, topic_id.bytes, 0))
+        found = raw.request(FindCoordinatorRequest(key_type=KEY_TYPE_SHARE, coordinator_keys=[key]), version=6)
+        assert (found.coordinators[0].error_code, found.coordinators[0].node_id) == (0, 0)
 
 
 # ---- a 3-broker cluster ----
