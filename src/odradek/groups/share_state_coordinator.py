@@ -104,24 +104,29 @@ def apply(states: dict[ShareKey, KeyState], record_type: int, key: ShareKey, val
     current.updates += 1
 
 
+def decode(raw_key: bytes, raw_value: bytes | None) -> tuple[int, ShareKey, rec.ShareStateValue | None] | None:
+    """(record type, key, value) of one record, None for a record type this broker does not know."""
+    decoded = rec.decode_key(raw_key)
+    if decoded is None:
+        return None
+    record_type, key = decoded
+    if raw_value is None:
+        return record_type, key, None
+    value = rec.decode_snapshot(raw_value) if record_type == rec.SHARE_SNAPSHOT else rec.decode_update(raw_value)
+    return record_type, key, value
+
+
 def replay(records: Replayed) -> dict[ShareKey, KeyState]:
     """A partition's records, oldest first, folded into the share partitions' states."""
     states: dict[ShareKey, KeyState] = {}
     for raw_key, raw_value in records:
-        if raw_key is None:
-            continue
         try:
-            decoded = rec.decode_key(raw_key)
-            if decoded is None:
-                continue
-            record_type, key = decoded
-            value = None
-            if raw_value is not None:
-                decode = rec.decode_snapshot if record_type == rec.SHARE_SNAPSHOT else rec.decode_update
-                value = decode(raw_value)
-            apply(states, record_type, key, value)
+            got = decode(raw_key, raw_value) if raw_key is not None else None
         except SchemaError as exc:
             log.warning("Skipping malformed record in %s: %s", SHARE_STATE_TOPIC, exc)
+            continue
+        if got is not None:
+            apply(states, *got)
     return states
 
 
