@@ -148,6 +148,7 @@ def test_state_apis_over_the_wire(brokers: BrokerPool) -> None:
         p = ask(summary(group_id=group, topics=[summary.ReadStateSummaryData(topic_id=topic_id, partitions=[
             summary.ReadStateSummaryData.PartitionData(partition=0, leader_epoch=3)])]), 1)
         assert (p.error_code, p.state_epoch, p.leader_epoch, p.start_offset) == (0, 1, 3, 12)
+        assert p.delivery_complete_count == 2  # 12 and 13 acknowledged
         assert ask(delete(group_id=group, topics=[delete.DeleteStateData(topic_id=topic_id, partitions=[
             delete.DeleteStateData.PartitionData(partition=0)])]), 0).error_code == 0
         assert ask(reading(0), 0).start_offset == -1

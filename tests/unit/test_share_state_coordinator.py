@@ -16,7 +16,7 @@ from odradek.coordinator.runtime import CoordinatorRuntime
 from odradek.groups import share_records as rec
 from odradek.groups.share_partition import RecordState, StateBatch
 from odradek.groups.share_persister import CoordinatorShareStatePersister
-from odradek.groups.share_state import ShareKey, ShareSnapshot
+from odradek.groups.share_state import ShareKey, ShareSnapshot, ShareStateSummary
 from odradek.groups.share_state_coordinator import ShareCoordinator, coordinator_key, replay
 from odradek.protocol.errors import ErrorCode, KafkaError
 from tests.unit.test_coordinator_runtime import SETTINGS, FakePartitions
@@ -123,6 +123,9 @@ def test_persister_calls_the_local_shard(tmp_path: Path) -> None:
         state = ShareSnapshot(8, (StateBatch(8, 9, A, 2),), 2)
         await persister.write_state(key, state)
         assert await persister.read_state(key, 2) == ShareSnapshot(8, (StateBatch(8, 9, A, 2),), 2, 0)
+        assert await persister.read_summary(key_in(0)) is None
+        await persister.write_state(key, ShareSnapshot(8, (StateBatch(8, 9, A, 2), StateBatch(10, 12, X, 1)), 2))
+        assert await persister.read_summary(key) == ShareStateSummary(8, 0, 2, 3)
         with pytest.raises(KafkaError) as info:
             await persister.write_state(key, ShareSnapshot(9, (), 1))
         assert info.value.code == E.FENCED_LEADER_EPOCH

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from odradek.groups.share_partition import RecordState, StateBatch
 from odradek.groups.share_records import ShareStateValue
-from odradek.groups.share_state import ShareKey, ShareSnapshot
+from odradek.groups.share_state import ShareKey, ShareSnapshot, ShareStateSummary, delivery_complete_count
 from odradek.groups.share_state_coordinator import (
     UNINITIALIZED_START_OFFSET,
     ShareCoordinator,
@@ -30,6 +30,7 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.kip932 import (
     DeleteShareGroupStateRequest,
     ReadShareGroupStateRequest,
+    ReadShareGroupStateSummaryRequest,
     WriteShareGroupStateRequest,
 )
 from odradek.protocol.transport import AsyncConnection
@@ -41,6 +42,7 @@ RETRIABLE = frozenset({ErrorCode.NOT_COORDINATOR, ErrorCode.COORDINATOR_NOT_AVAI
                        ErrorCode.REQUEST_TIMED_OUT})
 RETRY_BACKOFF_S = (0.05, 0.1, 0.2, 0.5, 1.0)
 WRITE_VERSION = 1
+SUMMARY_VERSION = 1
 
 T = TypeVar("T")
 Outcome = tuple[ErrorCode, T]
@@ -55,6 +57,13 @@ def _batches(raw: Any) -> tuple[StateBatch, ...]:
             raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unknown delivery state {b.delivery_state}") from None
         out.append(StateBatch(b.first_offset, b.last_offset, state, b.delivery_count))
     return tuple(out)
+
+
+def _summary(value: ShareStateValue) -> ShareStateSummary | None:
+    if value.start_offset == UNINITIALIZED_START_OFFSET:
+        return None
+    return ShareStateSummary(value.start_offset, value.state_epoch, value.leader_epoch,
+                             delivery_complete_count(value.start_offset, value.batches))
 
 
 def _snapshot(value: ShareStateValue) -> ShareSnapshot | None:
@@ -129,6 +138,24 @@ class CoordinatorShareStatePersister:
             return ErrorCode(_only(resp).error_code), None
 
         await self._call(key, local, remote)
+
+    async def read_summary(self, key: ShareKey) -> ShareStateSummary | None:
+        async def local() -> Outcome[ShareStateSummary | None]:
+            got = await self.coordinator.read_summary(key)
+            return got.error, (_summary(got.value) if got.value is not None else None)
+
+        async def remote(conn: AsyncConnection) -> Outcome[ShareStateSummary | None]:
+            data = ReadShareGroupStateSummaryRequest.ReadStateSummaryData
+            resp = await conn.request(ReadShareGroupStateSummaryRequest(group_id=key.group_id, topics=[data(
+                topic_id=uuid.UUID(bytes=key.topic_id), partitions=[data.PartitionData(
+                    partition=key.partition, leader_epoch=-1)])]), SUMMARY_VERSION)
+            p = _only(resp)
+            if p.error_code or p.start_offset == UNINITIALIZED_START_OFFSET:
+                return ErrorCode(p.error_code), None
+            return ErrorCode.NONE, ShareStateSummary(p.start_offset, p.state_epoch, p.leader_epoch,
+                                                     max(p.delivery_complete_count, 0))
+
+        return await self._call(key, local, remote)
 
     # ---- internals ----
     async def _call(self, key: ShareKey, local: Callable[[], Awaitable[Outcome[T]]],

@@ -38,6 +38,7 @@ from odradek.groups.share_partition import (
     LATEST,
     AckBatch,
     Acquired,
+    RecordState,
     SharePartition,
     StateBatch,
     initial_start_offset,
@@ -67,6 +68,23 @@ class ShareSnapshot:
     state_epoch: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class ShareStateSummary:
+    """What ReadShareGroupStateSummary answers of a share partition (for offsets and lag)."""
+
+    start_offset: int
+    state_epoch: int = 0
+    leader_epoch: int = -1
+    delivery_complete_count: int = 0  # acknowledged or archived records at or above the start offset
+
+
+def delivery_complete_count(start_offset: int, batches: Iterable[StateBatch]) -> int:
+    """Kafka's DeliveryCompleteCount (KIP-1226): the records of the state at or above the start offset that
+    are done (acknowledged or archived)."""
+    return sum(b.last_offset - max(b.first_offset, start_offset) + 1 for b in batches
+               if b.state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED) and b.last_offset >= start_offset)
+
+
 class ShareStatePersister(Protocol):
     """Where share-partition state lives between brokers and restarts (Kafka's Persister). Failures are
     KafkaErrors with the share coordinator's error code."""
@@ -79,6 +97,11 @@ class ShareStatePersister(Protocol):
     async def write_state(self, key: ShareKey, state: ShareSnapshot) -> None: ...
 
     async def delete_state(self, key: ShareKey) -> None: ...
+
+    async def read_summary(self, key: ShareKey) -> ShareStateSummary | None:
+        """The partition's start offset and how much of the state is done, None if it has no state; fences
+        nobody (DescribeShareGroupOffsets)."""
+        ...
 
 
 class InMemoryShareStatePersister:
@@ -95,6 +118,13 @@ class InMemoryShareStatePersister:
 
     async def delete_state(self, key: ShareKey) -> None:
         self._states.pop(key, None)
+
+    async def read_summary(self, key: ShareKey) -> ShareStateSummary | None:
+        state = self._states.get(key)
+        if state is None:
+            return None
+        return ShareStateSummary(state.start_offset, state.state_epoch, state.leader_epoch,
+                                 delivery_complete_count(state.start_offset, state.batches))
 
 
 # a persister's error -> what the client sees for the partition (as Kafka's SharePartition maps them)

@@ -7,8 +7,8 @@ that is the coordinator itself calls the shard directly: `odradek.groups.share_p
 Authorization as Kafka's: CLUSTER_ACTION on the cluster (inter-broker only); without it every partition
 answers CLUSTER_AUTHORIZATION_FAILED. Each partition is answered on its own (NOT_COORDINATOR,
 COORDINATOR_LOAD_IN_PROGRESS, FENCED_LEADER_EPOCH, FENCED_STATE_EPOCH, INVALID_REQUEST...). v1 of Write
-carries and v1 of ReadSummary answers DeliveryCompleteCount (KIP-1226), which Odradek neither keeps nor
-computes: it is ignored, and answered -1.
+carries DeliveryCompleteCount (KIP-1226), which is not kept: v1 of ReadSummary answers it computed from the
+state (the acknowledged and archived records at or above the start offset).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 from odradek.groups.share_partition import RecordState, StateBatch
 from odradek.groups.share_records import ShareStateValue
-from odradek.groups.share_state import ShareKey
+from odradek.groups.share_state import ShareKey, delivery_complete_count
 from odradek.groups.share_state_coordinator import ShareCoordinator
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.kip932 import (
@@ -141,6 +141,7 @@ async def read_share_group_state_summary(ctx: RequestContext, request: Any) -> A
             return {**_ok(got.error, got.message), **empty}
         v = got.value
         return {**_ok(ErrorCode.NONE), "state_epoch": v.state_epoch, "leader_epoch": v.leader_epoch,
-                "start_offset": v.start_offset, "delivery_complete_count": -1}
+                "start_offset": v.start_offset,
+                "delivery_complete_count": delivery_complete_count(v.start_offset, v.batches)}
 
     return await _answer(ctx, request, ReadShareGroupStateSummaryResponse, ReadShareGroupStateSummaryResponse.ReadStateSummaryResult, answer, empty)
