@@ -139,3 +139,31 @@ def test_persister_calls_the_local_shard(tmp_path: Path) -> None:
         parts.close()
 
     asyncio.run(main())
+
+
+def test_compaction_keeps_the_state(tmp_path: Path) -> None:
+    """Every update carries the whole state, so the last snapshot and the last update of a key (what
+    compaction keeps) replay into the state all the records gave."""
+    async def main() -> None:
+        sc, parts = make(tmp_path, snapshot_every=100)
+        await sc.start()
+        parts.lead(0, 1)
+        key = key_in(0)
+        assert (await sc.write(key, 0, 1, 0, (StateBatch(0, 4, A, 1),)))[0] == E.NONE  # the snapshot
+        assert (await sc.write(key, 0, 1, 0, (StateBatch(0, 1, K, 1),)))[0] == E.NONE
+        assert (await sc.write(key, 0, 1, 0, (StateBatch(3, 3, X, 2),)))[0] == E.NONE
+        assert (await sc.read(key, 2)).error == E.NONE  # a new leader epoch: an update too
+        want = sc.states[key].value
+        latest: dict[bytes, tuple[bytes, bytes | None]] = {}
+        for _i, recs, _p in parts.appended:
+            for k, v in recs:
+                latest[k] = (k, v)
+        compacted = sorted(latest.values(), key=lambda kv: rec.decode_key(kv[0])[0])  # type: ignore[index]
+        got = replay(compacted)[key].value
+        assert (got.start_offset, got.batches, got.leader_epoch) == (want.start_offset, want.batches, 2)
+        assert got.batches == (StateBatch(0, 1, K, 1), StateBatch(2, 2, A, 1), StateBatch(3, 3, X, 2),
+                               StateBatch(4, 4, A, 1))
+        await sc.shutdown()
+        parts.close()
+
+    asyncio.run(main())

@@ -197,7 +197,7 @@ class ShareCoordinator:
                 return StateRead(ErrorCode.FENCED_LEADER_EPOCH, message=f"Leader epoch {leader_epoch} is older than "
                                  f"{current.value.leader_epoch}")
             if leader_epoch > current.value.leader_epoch:
-                update = replace(current.value, leader_epoch=leader_epoch, batches=())
+                update = replace(current.value, leader_epoch=leader_epoch)  # the whole state (see above)
                 err = await self._write(key, rec.SHARE_UPDATE, update)
                 if err:
                     return StateRead(err)
