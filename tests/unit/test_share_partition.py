@@ -200,3 +200,11 @@ def test_restore_archives_what_reached_the_delivery_count_limit() -> None:
                    delivery_count_limit=3)
     assert back.start_offset == 7  # 5 and 6 archived: the start offset moved over them
     assert back.acquire("b", [(5, 8)], 100, now=0) == [Acquired(7, 8, 3)]
+
+
+def test_restore_keeps_only_the_window() -> None:
+    """A state with a huge run (another broker's, or a hostile one) is restored up to the window's bound."""
+    from odradek.groups.share_partition import StateBatch, restore
+
+    back = restore(0, [StateBatch(0, 1 << 60, RecordState.AVAILABLE, 1)], max_in_flight=100)
+    assert (back.start_offset, back.end_offset, len(back.records)) == (0, 100, 100)
