@@ -198,6 +198,8 @@ class Tally:
     def __init__(self, shares: list[Share]) -> None:
         self.shares = shares
         self.accepted: list[tuple[int, bytes]] = []  # (consumer, value)
+        self.done: set[bytes] = set()
+        self.again: list[bytes] = []  # delivered again after an acknowledgement that succeeded
         self.failed = 0
 
     def step(self) -> None:
@@ -209,6 +211,8 @@ class Tally:
             if not msgs:
                 continue
             for m in msgs:
+                if m.value() in self.done:
+                    self.again.append(m.value())
                 s.c.acknowledge(m, AcknowledgeType.ACCEPT)
             try:
                 results = s.c.commit_sync(30)
@@ -217,6 +221,7 @@ class Tally:
                 continue
             if all(e is None for e in results.values()):
                 self.accepted += [(i, m.value()) for m in msgs if m.value() != WARM]
+                self.done.update(m.value() for m in msgs if m.value() != WARM)
             else:
                 self.failed += 1
 
@@ -263,4 +268,5 @@ def test_cluster_drain_through_leader_and_coordinator_kills(zk_standalone: ZooKe
         by_value.setdefault(v, []).append(who)
     assert sorted(by_value) == sorted(values), "every record acknowledged"
     assert all(len(who) == 1 for who in by_value.values()), {v: w for v, w in by_value.items() if len(w) > 1}
+    assert tally.again == [], "a record acknowledged with success was delivered again"
     assert len({who for who, _v in tally.accepted}) >= 2, "the records were shared out"
