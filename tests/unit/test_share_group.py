@@ -71,7 +71,7 @@ def test_session_expiry_gives_records_back() -> None:
         await svc.share_heartbeat(ShareHeartbeat("g", "a", 0, subscribed_topic_names=["u"]))
         key = ShareKey("g", bytes([2]) * 16, 0)
         sp = await svc.share_partitions.partition(key, 0, 0)
-        assert svc.share_partitions.acquire(key, "a", [(0, 4)], 10)
+        assert await svc.share_partitions.acquire(key, "a", [(0, 4)], 10)
         waiter = svc.share_partitions.waiter(key)
         await asyncio.wait_for(waiter, 5)  # the session expires, the member's records come back
         assert sp.acquired_by("a") == [] and sp.next_fetch_offset() == 0

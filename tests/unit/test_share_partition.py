@@ -189,3 +189,22 @@ def test_snapshot_and_restore() -> None:
         (11, 14, RecordState.AVAILABLE, 1)]
     back = restore(start, runs)
     assert back.acquire("b", [(10, 14)], 100, now=0) == [Acquired(11, 14, 2)]
+
+
+def test_restore_archives_what_reached_the_delivery_count_limit() -> None:
+    """A record written as available at the limit was acquired when its leader stopped: that delivery
+    ended without an acknowledgement, so it is archived, as a release at the limit would archive it."""
+    from odradek.groups.share_partition import StateBatch, restore
+
+    back = restore(5, [StateBatch(5, 6, RecordState.AVAILABLE, 3), StateBatch(7, 8, RecordState.AVAILABLE, 2)],
+                   delivery_count_limit=3)
+    assert back.start_offset == 7  # 5 and 6 archived: the start offset moved over them
+    assert back.acquire("b", [(5, 8)], 100, now=0) == [Acquired(7, 8, 3)]
+
+
+def test_restore_keeps_only_the_window() -> None:
+    """A state with a huge run (another broker's, or a hostile one) is restored up to the window's bound."""
+    from odradek.groups.share_partition import StateBatch, restore
+
+    back = restore(0, [StateBatch(0, 1 << 60, RecordState.AVAILABLE, 1)], max_in_flight=100)
+    assert (back.start_offset, back.end_offset, len(back.records)) == (0, 100, 100)

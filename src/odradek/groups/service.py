@@ -6,8 +6,9 @@ group type concerned, so the handlers never ask what type a group is:
 - the membership APIs of the classic protocol go to `GroupCoordinator` (a JoinGroup may first turn an
   empty consumer group into a classic group), ConsumerGroupHeartbeat/Describe to
   `ConsumerGroupCoordinator`, ShareGroupHeartbeat/Describe to `ShareGroupCoordinator` (KIP-932; its
-  groups in memory only for now), whose share partitions (`SharePartitionManager`) ShareFetch and
-  ShareAcknowledge use; a group id of one type is refused to the others' membership APIs;
+  groups in memory only for now), whose share partitions (`SharePartitionManager`, their state kept by
+  the broker's `ShareStatePersister`) ShareFetch and ShareAcknowledge use; a group id of one type is
+  refused to the others' membership APIs;
 - the offsets APIs, for every group type, to the one `OffsetManager`;
 - DescribeGroups, ListGroups and DeleteGroups to the type of the group named.
 """
@@ -44,6 +45,7 @@ from odradek.groups.share_state import (
     InMemoryShareStatePersister,
     SharePartitionManager,
     SharePartitionSettings,
+    ShareStatePersister,
 )
 from odradek.groups.store import GroupStore, LoadedGroup
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -56,13 +58,14 @@ class GroupCoordinatorService:
 
     def __init__(self, settings: GroupSettings, consumer_settings: ConsumerGroupSettings, store: GroupStore,
                  topics: Topics, share_settings: ShareGroupSettings | None = None,
-                 share_partition_settings: SharePartitionSettings | None = None) -> None:
+                 share_partition_settings: SharePartitionSettings | None = None,
+                 share_persister: ShareStatePersister | None = None) -> None:
         self.store = store
         self.classic = GroupCoordinator(settings, store)
         self.consumer = ConsumerGroupCoordinator(consumer_settings, store, topics, self.classic)
         self.offsets = OffsetManager(settings.offsets(), store, (self.consumer, self.classic))
         self.share_partitions = SharePartitionManager(share_partition_settings or SharePartitionSettings(),
-                                                      InMemoryShareStatePersister())
+                                                      share_persister or InMemoryShareStatePersister())
         self.share = ShareGroupCoordinator(share_settings or ShareGroupSettings(), store, topics,
                                            self.share_partitions)
 

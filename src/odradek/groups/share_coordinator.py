@@ -27,7 +27,8 @@ INCONSISTENT_GROUP_PROTOCOL or GROUP_ID_NOT_FOUND (`GroupCoordinatorService`), a
 
 State: groups live in memory only, served while this broker leads the group's `__consumer_offsets`
 partition (NOT_COORDINATOR elsewhere); Kafka writes them to `__consumer_offsets` (share group records,
-types 9-15) — a later step, as is `__share_group_state` behind `ShareStatePersister`.
+types 9-15) — a later step. The share partitions' record state is durable: `__share_group_state`, behind
+`ShareStatePersister` (`odradek.groups.share_state_coordinator`, `odradek.groups.share_persister`).
 """
 
 from __future__ import annotations

@@ -265,13 +265,20 @@ def snapshot(sp: SharePartition) -> tuple[int, list[StateBatch]]:
 
 
 def restore(start_offset: int, runs: list[StateBatch], **settings: int) -> SharePartition:
-    """A share partition from its durable state (`snapshot`)."""
+    """A share partition from its durable state (`snapshot`). An available record already delivered
+    `delivery_count_limit` times is archived: it was acquired when its last leader stopped, and that
+    delivery counts as one that ended without an acknowledgement. Offsets past the window's bound
+    (`max_in_flight` from the start offset) are not restored: they are read from the log again as new."""
     sp = SharePartition(start_offset, **settings)
+    bound = start_offset + sp.max_in_flight
     for run in runs:
-        for offset in range(max(run.first_offset, start_offset), run.last_offset + 1):
+        state = run.state
+        if state is RecordState.AVAILABLE and run.delivery_count >= sp.delivery_count_limit:
+            state = RecordState.ARCHIVED
+        for offset in range(max(run.first_offset, start_offset), min(run.last_offset + 1, bound)):
             for gap in range(sp.end_offset, offset):
                 sp.records[gap] = InFlight(RecordState.ARCHIVED)
-            sp.records[offset] = InFlight(run.state, run.delivery_count)
+            sp.records[offset] = InFlight(state, run.delivery_count)
             sp.end_offset = offset + 1
     sp._advance()
     return sp

@@ -35,6 +35,7 @@ from odradek.server.handlers import (  # noqa: F401
     producers,
     scram_credentials,
     share_groups,
+    share_state,
     transactions,
 )
 from odradek.server.handlers import sasl as sasl_handlers

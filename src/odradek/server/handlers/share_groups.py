@@ -26,7 +26,7 @@ from typing import Any
 from odradek.groups.service import GroupCoordinatorService
 from odradek.groups.share_coordinator import ShareHeartbeat
 from odradek.groups.share_partition import AckBatch, Acquired
-from odradek.groups.share_state import ShareKey
+from odradek.groups.share_state import ShareKey, persist_error
 from odradek.protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from odradek.protocol.kip932 import (
     ShareAcknowledgeRequest,
@@ -241,9 +241,15 @@ class _Fetch(_Request):
             if records_left <= 0 or total >= self.max_bytes > 0:
                 break
             res = self.result(tp)
+            if res.error:
+                continue
             res.leader_epoch = part.leader_epoch
             key = ShareKey(self.group_id, tp[0], tp[1])
-            sp = await manager.partition(key, part.log.log_start_offset, part.high_watermark)
+            try:
+                sp = await manager.partition(key, part.log.log_start_offset, part.high_watermark, part.leader_epoch)
+            except KafkaError as exc:  # its state could not be read (or initialised)
+                res.error = persist_error(exc)
+                continue
             if not sp.can_acquire():
                 continue
             offset = sp.next_fetch_offset()
@@ -257,7 +263,7 @@ class _Fetch(_Request):
             assert not isinstance(data, FileRegion)  # zero_copy=False
             raw = bytes(data)
             batches = [b for b in _batch_ranges(raw) if b[0] not in res.batches]
-            got = manager.acquire(key, self.member_id, [(b, last) for b, last, _s, _e in batches], records_left)
+            got = await manager.acquire(key, self.member_id, [(b, last) for b, last, _s, _e in batches], records_left)
             if not got:
                 continue
             res.acquired.extend(got)
