@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import AcknowledgeType, ShareConsumer
+from confluent_kafka.admin import ResourceType
 from kafka.protocol.metadata import FindCoordinatorRequest
 
 from odradek.protocol.errors import ErrorCode
@@ -27,7 +28,7 @@ from odradek.protocol.kip932 import (
     ShareGroupDescribeRequest,
     ShareGroupHeartbeatRequest,
 )
-from tests.clients import create_topic, produce, unique_name
+from tests.clients import alter_configs, create_topic, produce, unique_name
 from tests.harness import BrokerProcess
 from tests.rawclient import RawClient
 from tests.waiting import wait_until
@@ -384,3 +385,26 @@ def test_implicit_acknowledgement(broker: BrokerProcess) -> None:
         assert set(rest) == {b"late"}
     finally:
         d.close()
+
+
+def test_group_configs_override_the_brokers(broker: BrokerProcess, consumers: Any) -> None:
+    """A group's own configs (GROUP config resource): `share.auto.offset.reset=earliest` makes its first
+    consumer read what the topic held before anyone joined (the broker's default is latest), and its
+    members are told its `share.heartbeat.interval.ms`, while another group keeps the broker's."""
+    topic, group = unique_name("share"), unique_name("sg")
+    create_topic(broker.bootstrap, topic)
+    old = [f"old{i}".encode() for i in range(5)]
+    produce(broker.bootstrap, topic, old)
+    alter_configs(broker.bootstrap, ResourceType.GROUP, group, share__auto__offset__reset="earliest",
+                  share__heartbeat__interval__ms="700")
+    (share,) = consumers(group, topic)
+    accepted = _drain([share], len(old))
+    assert sorted(v for _o, v in accepted[0]) == old
+    with RawClient(broker.port) as raw:
+        def interval(of_group: str) -> int | None:
+            hb = raw.request(ShareGroupHeartbeatRequest(group_id=of_group, member_id=uuid.uuid4().hex,
+                                                        member_epoch=0, subscribed_topic_names=[topic]), version=1)
+            return hb.heartbeat_interval_ms if hb.error_code == 0 else None
+
+        assert wait_until(lambda: interval(group), message="a heartbeat answer") == 700
+        assert wait_until(lambda: interval(unique_name("sg")), message="a heartbeat answer") == 300

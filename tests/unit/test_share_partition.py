@@ -4,6 +4,8 @@ interleavings of members."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -30,6 +32,25 @@ def _sp(start: int = 0, **kw: int) -> SharePartition:
 def test_initial_start_offset() -> None:
     assert initial_start_offset(LATEST, 3, 10) == 10
     assert initial_start_offset(EARLIEST, 3, 10) == 3
+    assert initial_start_offset("Earliest", 3, 10) == 3  # any case, as Kafka parses it
+
+
+def test_initial_start_offset_by_duration() -> None:
+    """by_duration: the first record at or after now minus the duration; none that recent: the high
+    watermark; never outside the log's bounds."""
+    asked: list[int] = []
+
+    def at(found: int | None) -> Callable[[int], int | None]:  # the log's answer to "first offset at or after ts"
+        def lookup(ts: int) -> int | None:
+            asked.append(ts)
+            return found
+        return lookup
+
+    assert initial_start_offset("by_duration:PT1H", 3, 10, at(6), now=7_200_000) == 6
+    assert asked == [3_600_000]
+    assert initial_start_offset("by_duration:P1DT0.5S", 3, 10, at(None), now=100_000_000) == 10
+    assert asked[-1] == 100_000_000 - 86_400_500
+    assert initial_start_offset("by_duration:PT0S", 3, 10, at(1), now=5) == 3
 
 
 def test_acquire_whole_batches_and_accept_advances_start() -> None:

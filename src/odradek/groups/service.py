@@ -15,6 +15,7 @@ group type concerned, so the handlers never ask what type a group is:
 
 from __future__ import annotations
 
+from odradek.cluster.group_configs import GroupConfigs
 from odradek.cluster.znodes import BrokerInfo
 from odradek.coordinator.partitions import Replayed
 from odradek.groups.consumer_coordinator import (
@@ -59,15 +60,17 @@ class GroupCoordinatorService:
     def __init__(self, settings: GroupSettings, consumer_settings: ConsumerGroupSettings, store: GroupStore,
                  topics: Topics, share_settings: ShareGroupSettings | None = None,
                  share_partition_settings: SharePartitionSettings | None = None,
-                 share_persister: ShareStatePersister | None = None) -> None:
+                 share_persister: ShareStatePersister | None = None, configs: GroupConfigs | None = None) -> None:
+        """`configs`: the groups' own configs (GROUP config resources) over the broker's; None: the
+        settings for every group."""
         self.store = store
         self.classic = GroupCoordinator(settings, store)
         self.consumer = ConsumerGroupCoordinator(consumer_settings, store, topics, self.classic)
         self.offsets = OffsetManager(settings.offsets(), store, (self.consumer, self.classic))
         self.share_partitions = SharePartitionManager(share_partition_settings or SharePartitionSettings(),
-                                                      share_persister or InMemoryShareStatePersister())
+                                                      share_persister or InMemoryShareStatePersister(), configs)
         self.share = ShareGroupCoordinator(share_settings or ShareGroupSettings(), store, topics,
-                                           self.share_partitions)
+                                           self.share_partitions, configs)
 
     # ---- life cycle ----
     async def start(self) -> None:

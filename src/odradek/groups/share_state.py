@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -48,6 +48,7 @@ from odradek.groups.share_partition import (
 from odradek.protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
+    from odradek.cluster.group_configs import GroupConfigs
     from odradek.config import BrokerConfig
 
 log = logging.getLogger("odradek.groups.share")
@@ -166,9 +167,11 @@ def now_ms() -> int:
 class SharePartitionManager:
     """Every share partition of this broker; see the module docstring."""
 
-    def __init__(self, settings: SharePartitionSettings, persister: ShareStatePersister) -> None:
+    def __init__(self, settings: SharePartitionSettings, persister: ShareStatePersister,
+                 configs: GroupConfigs | None = None) -> None:
         self.settings = settings
         self.persister = persister
+        self.configs = configs  # per-group overrides (GROUP config resources); None: the settings for all
         self.partitions: dict[ShareKey, SharePartition] = {}
         self._epochs: dict[ShareKey, int] = {}  # the leader epoch each partition was read at
         self._init_locks: dict[ShareKey, asyncio.Lock] = {}
@@ -183,13 +186,28 @@ class SharePartitionManager:
         self._timers.clear()
         self._tasks.close()
 
-    async def partition(self, key: ShareKey, log_start: int, high_watermark: int,
-                        leader_epoch: int = -1) -> SharePartition:
+    def lock_duration_ms(self, group_id: str) -> int:
+        """The group's `share.record.lock.duration.ms` (its override, else the broker's)."""
+        if self.configs is None:
+            return self.settings.lock_duration_ms
+        return self.configs.value(group_id, "share.record.lock.duration.ms")
+
+    def auto_offset_reset(self, group_id: str) -> str:
+        """The group's `share.auto.offset.reset` (its override, else the broker's default: latest)."""
+        if self.configs is None:
+            return self.settings.auto_offset_reset
+        return self.configs.value(group_id, "share.auto.offset.reset")
+
+    async def partition(self, key: ShareKey, log_start: int, high_watermark: int, leader_epoch: int = -1,
+                        offset_for_time: Callable[[int], int | None] | None = None) -> SharePartition:
         """The share partition, read from the persister on first use at this leader epoch (KafkaError if
-        that fails), else initialised from `share.auto.offset.reset` over the log's current bounds."""
+        that fails), else initialised from the group's `share.auto.offset.reset` over the log's current
+        bounds (`offset_for_time`: the log's first offset at or after a time, for `by_duration`). The
+        group's lock duration is read at every call, so a change applies to the next acquisition."""
         sp = self.partitions.get(key)
         if sp is not None and self._epochs.get(key) == leader_epoch:
             sp.log_start_moved(log_start)
+            sp.lock_duration_ms = self.lock_duration_ms(key.group_id)
             return sp
         lock = self._init_locks.setdefault(key, asyncio.Lock())
         async with lock:
@@ -198,10 +216,12 @@ class SharePartitionManager:
                 self._drop(key)
                 state = await self.persister.read_state(key, leader_epoch)
                 s = self.settings
-                limits = {"lock_duration_ms": s.lock_duration_ms, "delivery_count_limit": s.delivery_count_limit,
-                          "max_in_flight": s.max_in_flight}
+                limits = {"lock_duration_ms": self.lock_duration_ms(key.group_id),
+                          "delivery_count_limit": s.delivery_count_limit, "max_in_flight": s.max_in_flight}
                 if state is None:
-                    sp = SharePartition(initial_start_offset(s.auto_offset_reset, log_start, high_watermark), **limits)
+                    start = initial_start_offset(self.auto_offset_reset(key.group_id), log_start, high_watermark,
+                                                 offset_for_time, now_ms())
+                    sp = SharePartition(start, **limits)
                 else:
                     sp = restore(state.start_offset, list(state.batches), **limits)
                 self.partitions[key] = sp

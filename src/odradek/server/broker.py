@@ -188,7 +188,8 @@ class Broker:
             CoordinatorRuntime(offsets_topic_settings(cfg), partitions, partitions, what="offsets and group metadata",
                                kind="group"),
             MetadataTopics(self.metadata, INTERNAL_TOPICS),
-            ShareGroupSettings.from_config(cfg), SharePartitionSettings.from_config(cfg), self.share_persister)
+            ShareGroupSettings.from_config(cfg), SharePartitionSettings.from_config(cfg), self.share_persister,
+            self.group_configs)
         await self.groups.start()
         self.txn_markers = MarkerWriter(self.replicas, self.groups.complete_transaction)
         self.transactions = TransactionCoordinator(

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from odradek.groups.service import GroupCoordinatorService
@@ -57,6 +58,12 @@ def _groups(ctx: RequestContext) -> GroupCoordinatorService:
 
 
 # ---- ShareGroupHeartbeat, ShareGroupDescribe ----
+def _offset_for_time(log: Any, ts: int) -> int | None:
+    """The log's first offset with a timestamp at or after `ts` (share.auto.offset.reset=by_duration)."""
+    found = log.fetch_offset_by_timestamp(ts)
+    return None if found is None else int(found[0])
+
+
 @handles(ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, versions=(1, 1))
 async def share_group_heartbeat(ctx: RequestContext, request: Any) -> ShareGroupHeartbeatResponse:
     if not authz.allowed(ctx, authz.Op.READ, authz.GROUP, request.group_id or ""):
@@ -246,7 +253,8 @@ class _Fetch(_Request):
             res.leader_epoch = part.leader_epoch
             key = ShareKey(self.group_id, tp[0], tp[1])
             try:
-                sp = await manager.partition(key, part.log.log_start_offset, part.high_watermark, part.leader_epoch)
+                sp = await manager.partition(key, part.log.log_start_offset, part.high_watermark, part.leader_epoch,
+                                             partial(_offset_for_time, part.log))
             except KafkaError as exc:  # its state could not be read (or initialised)
                 res.error = persist_error(exc)
                 continue
