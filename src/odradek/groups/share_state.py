@@ -198,6 +198,19 @@ class SharePartitionManager:
             return self.settings.auto_offset_reset
         return self.configs.value(group_id, "share.auto.offset.reset")
 
+    def read_committed(self, group_id: str) -> bool:
+        """Whether the group's `share.isolation.level` is read_committed."""
+        if self.configs is None:
+            return False
+        return self.configs.value(group_id, "share.isolation.level") == "read_committed"
+
+    async def archive(self, key: ShareKey, batches: list[tuple[int, int]]) -> None:
+        """Archive records no fetch may deliver (SharePartition.archive); the new state is written."""
+        sp = self.partitions.get(key)
+        if sp is not None and sp.archive(batches):
+            self._wake(key)
+            await self._persist(key)
+
     async def partition(self, key: ShareKey, log_start: int, high_watermark: int, leader_epoch: int = -1,
                         offset_for_time: Callable[[int], int | None] | None = None) -> SharePartition:
         """The share partition, read from the persister on first use at this leader epoch (KafkaError if

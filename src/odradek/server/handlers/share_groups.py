@@ -222,6 +222,28 @@ def _batch_ranges(data: bytes) -> list[tuple[int, int, int, int]]:
     return out
 
 
+def _aborted_bases(data: bytes, aborted: list[tuple[int, int]]) -> set[int]:
+    """Base offsets of the batches in `data` that belong to aborted transactions, found as a read_committed
+    consumer finds them: `aborted` ((producer id, first offset) from the log's aborted-transaction index)
+    names a producer's transaction aborted from its first offset until that producer's control batch."""
+    pending = sorted(aborted, key=lambda a: a[1])
+    ongoing: set[int] = set()
+    out: set[int] = set()
+    i = 0
+    try:
+        for _pos, header in iter_batches(data):
+            while i < len(pending) and pending[i][1] <= header.last_offset:
+                ongoing.add(pending[i][0])
+                i += 1
+            if header.is_control:
+                ongoing.discard(header.producer_id)  # its abort marker ends the aborted transaction
+            elif header.is_transactional and header.producer_id in ongoing:
+                out.add(header.base_offset)
+    except CorruptRecordError:
+        pass
+    return out
+
+
 class _Fetch(_Request):
     def __init__(self, ctx: RequestContext, request: Any, session: ShareSession) -> None:
         super().__init__(ctx, request.group_id or "", request.member_id or "")
@@ -261,17 +283,25 @@ class _Fetch(_Request):
             if not sp.can_acquire():
                 continue
             offset = sp.next_fetch_offset()
-            if offset >= part.high_watermark:
+            committed = manager.read_committed(self.group_id)
+            upper = part.log.last_stable_offset if committed else part.high_watermark
+            if offset >= upper:
                 continue
             try:
-                data = part.read(offset, max(self.max_bytes - total, 1), False, min_one=True).records
+                data = part.read(offset, max(self.max_bytes - total, 1), False, min_one=True,
+                                 read_committed=committed).records
             except KafkaError as exc:
                 res.error = exc.code
                 continue
             assert not isinstance(data, FileRegion)  # zero_copy=False
             raw = bytes(data)
             batches = [b for b in _batch_ranges(raw) if b[0] not in res.batches]
-            got = await manager.acquire(key, self.member_id, [(b, last) for b, last, _s, _e in batches], records_left)
+            # under read_committed the records of aborted transactions are archived, never delivered
+            aborted = _aborted_bases(raw, part.log.collect_aborted(offset, upper)) if committed else set()
+            got = await manager.acquire(key, self.member_id,
+                                        [(b, last) for b, last, _s, _e in batches if b not in aborted], records_left)
+            if aborted:
+                await manager.archive(key, [(b, last) for b, last, _s, _e in batches if b in aborted])
             if not got:
                 continue
             res.acquired.extend(got)
@@ -321,7 +351,7 @@ class _Fetch(_Request):
 @handles(ShareFetchRequest, ShareFetchResponse, versions=(1, 1))
 async def share_fetch(ctx: RequestContext, request: Any) -> ShareFetchResponse:
     gc = _groups(ctx)
-    lock_ms = gc.share_partitions.settings.lock_duration_ms
+    lock_ms = gc.share_partitions.lock_duration_ms(request.group_id or "")
     group_id, member_id, epoch = request.group_id or "", request.member_id or "", request.share_session_epoch
     refused = _refusal(ctx, group_id, member_id)
     if refused is not None:
