@@ -42,7 +42,7 @@ from odradek.protocol.kip932 import (
 from odradek.protocol.records import iter_batches
 from odradek.replication.partition import Partition
 from odradek.server import authz
-from odradek.server.authorized_operations import bits
+from odradek.server.handlers.consumer_groups import assignment_of, describe_each
 from odradek.server.handlers.groups import client_host
 from odradek.server.registry import RequestContext, handles
 from odradek.server.share_sessions import CLOSE_EPOCH, OPEN_EPOCH, ShareSession, TopicPartitionId
@@ -96,30 +96,15 @@ async def share_group_heartbeat(ctx: RequestContext, request: Any) -> ShareGroup
 @handles(ShareGroupDescribeRequest, ShareGroupDescribeResponse, versions=(1, 1))
 async def share_group_describe(ctx: RequestContext, request: Any) -> ShareGroupDescribeResponse:
     gc = _groups(ctx)
-    group_cls = ShareGroupDescribeResponse.DescribedGroup
-    member_cls = group_cls.Member
-    assignment_cls = member_cls.Assignment
-    tp_cls = assignment_cls.TopicPartitions
-    out = []
-    for group_id in dict.fromkeys(request.group_ids or []):
-        if not authz.allowed(ctx, authz.Op.DESCRIBE, authz.GROUP, group_id or ""):
-            out.append(group_cls(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, error_message=None,
-                                 group_id=group_id, group_state="", group_epoch=-1, assignment_epoch=-1,
-                                 assignor_name="", members=[], authorized_operations=bits(None)))
-            continue
-        d = await gc.share_describe(group_id or "")
-        operations = authz.operations(ctx, authz.GROUP, group_id or "", requested=request.include_authorized_operations)
-        out.append(group_cls(
-            error_code=d.error, error_message=d.message, group_id=group_id, group_state=d.state,
-            group_epoch=d.group_epoch, assignment_epoch=d.assignment_epoch, assignor_name=d.assignor,
-            members=[member_cls(
-                member_id=m.member_id, rack_id=m.rack_id, member_epoch=m.member_epoch, client_id=m.client_id,
-                client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
-                assignment=assignment_cls(topic_partitions=[
-                    tp_cls(topic_id=uuid.UUID(bytes=t), topic_name=gc.topic_name(t), partitions=sorted(ps))
-                    for t, ps in sorted(m.assignment.items()) if ps]))
-                for m in d.members],
-            authorized_operations=bits(operations) if d.error == 0 else bits(None)))
+    member_cls = ShareGroupDescribeResponse.DescribedGroup.Member
+
+    def member(m: Any) -> Any:
+        return member_cls(
+            member_id=m.member_id, rack_id=m.rack_id, member_epoch=m.member_epoch, client_id=m.client_id,
+            client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
+            assignment=assignment_of(member_cls.Assignment, gc.topic_name, m.assignment))
+
+    out = await describe_each(ctx, request, ShareGroupDescribeResponse.DescribedGroup, gc.share_describe, member)
     return ShareGroupDescribeResponse(throttle_time_ms=0, groups=out)
 
 
