@@ -385,6 +385,9 @@ def test_regex_subscription_follows_new_topics() -> None:
         topics = FakeTopics(**{"orders-eu": 2, "orders-us": 2, "other": 4})
         cg, _ = make(topics, ConsumerGroupSettings(session_timeout_ms=10_000))
         a = Client(cg, "a", regex="orders-.*")
+        await a.beat()
+        assert not a.partitions()  # a new regex is resolved in the background, not by the heartbeat
+        await asyncio.sleep(0.01)
         await settle([a], 2)
         assert {t for t, _ in a.partitions()} == {topics.by_name["orders-eu"].topic_id,
                                                   topics.by_name["orders-us"].topic_id}
@@ -392,6 +395,27 @@ def test_regex_subscription_follows_new_topics() -> None:
         await asyncio.sleep(1.1)  # past the regex refresh interval
         await settle([a], 2)
         assert len(a.partitions()) == 7
+        await cg.shutdown()
+
+    run(main())
+
+
+def test_literal_topics_are_assigned_before_the_regex_is_resolved() -> None:
+    """librdkafka 0045's resubscribe: topics named literally come with the first heartbeat, the regex's
+    topics with a later one; a regex nobody subscribes to any more is forgotten, so subscribing to it
+    again waits for a new resolution."""
+    async def main() -> None:
+        topics = FakeTopics(**{"re-1": 4, "re-2": 4, "lit": 2})
+        cg, _ = make(topics, ConsumerGroupSettings(session_timeout_ms=10_000))
+        for member_id in ("a", "a2"):
+            a = Client(cg, member_id, topics=["lit"], regex="re-.*")
+            first = await a.beat()
+            assert first.error == E.NONE and a.partitions() == {(topics.by_name["lit"].topic_id, p) for p in (0, 1)}
+            await asyncio.sleep(0.01)
+            await settle([a], 2)
+            assert len(a.partitions()) == 10
+            leave = await cg.heartbeat(Heartbeat("g", member_id, -1))
+            assert leave.error == E.NONE and not cg.groups["g"].regex_topics
         await cg.shutdown()
 
     run(main())

@@ -225,6 +225,7 @@ class ConsumerGroupCoordinator:
         self._timers: dict[tuple[str, str], _Timers] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._regex_refreshed: dict[str, int] = {}
+        self._resolving: set[str] = set()  # groups with a regex resolution under way
         self._tasks = TaskSet(log, "Consumer group coordinator task")
 
     # ---- life cycle ----
@@ -436,16 +437,12 @@ class ConsumerGroupCoordinator:
             group, retire = g, []
         member, before = self._member_for(group, hb)
         updated = self._with_request(member, hb)
-        joined = before is None or hb.member_epoch == JOIN_EPOCH
         if before is None or _subscription(updated) != _subscription(member):
             group.bump_epoch()
         if before is None or updated.metadata_value() != member.metadata_value():
             group.dirty.add(("member", updated.member_id))
         group.put_member(updated)
-        now = now_ms()
-        if joined or now - self._regex_refreshed.get(group.group_id, 0) >= REGEX_REFRESH_MS:
-            group.refresh_regexes(self.topics.names())
-            self._regex_refreshed[group.group_id] = now
+        self._refresh_regexes(group)
         group.refresh_metadata(self.topics.info)
         if group.group_epoch > group.assignment_epoch:
             group.compute_target(self.settings.assignors[0])
@@ -463,6 +460,40 @@ class ConsumerGroupCoordinator:
         changed = before is None or not same_assignment(before.assigned, reconciled.assigned)
         return HeartbeatResult(ErrorCode.NONE, None, reconciled.member_id, reconciled.member_epoch,
                                self.settings.heartbeat_interval_ms, dict(reconciled.assigned) if full or changed else None)
+
+    def _refresh_regexes(self, group: ConsumerGroup) -> None:
+        """Regexes as Kafka resolves them: a regex new to the group is resolved in the background (the
+        heartbeat that brings it is answered with the literal topics alone; the resolution bumps the group
+        epoch and a later heartbeat brings the matched topics); resolved ones are re-matched at most every
+        REGEX_REFRESH_MS. Right after a load nothing is resolved yet and everything is resolved at once, so
+        that members keep the partitions their target gave them."""
+        now = now_ms()
+        if group.subscribed is None:
+            group.refresh_regexes(self.topics.names())
+            self._regex_refreshed[group.group_id] = now
+        elif now - self._regex_refreshed.get(group.group_id, 0) >= REGEX_REFRESH_MS:
+            group.refresh_regexes(self.topics.names(), only_resolved=True)
+            self._regex_refreshed[group.group_id] = now
+        if group.unresolved_regexes() and group.group_id not in self._resolving:
+            self._resolving.add(group.group_id)
+            self._tasks.spawn(self._resolve_regexes(group))
+
+    async def _resolve_regexes(self, group: ConsumerGroup) -> None:
+        try:
+            async with self._lock(group.group_id):
+                self._resolving.discard(group.group_id)
+                if self.groups.get(group.group_id) is not group or not group.unresolved_regexes():
+                    return
+                group.refresh_regexes(self.topics.names())
+                self._regex_refreshed[group.group_id] = now_ms()
+                if group.refresh_metadata(self.topics.info):
+                    log.info("Consumer group %s: regex subscriptions resolved, group epoch %d", group.group_id,
+                             group.group_epoch)
+                await self._flush(group)
+        except KafkaError as exc:
+            log.warning("Could not resolve the regex subscriptions of group %s: %s", group.group_id, exc)
+        finally:
+            self._resolving.discard(group.group_id)
 
     def _member_for(self, group: ConsumerGroup, hb: Heartbeat) -> tuple[ConsumerMember, ConsumerMember | None]:
         """The member the heartbeat is from (a fresh one for a new member) and its state before (None for a

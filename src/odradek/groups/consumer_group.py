@@ -266,6 +266,14 @@ class ConsumerGroup:
         if new.instance_id is not None:
             self.static_members[new.instance_id] = new.member_id
         self._hold(new)
+        if old is not None and old.subscribed_topic_regex != new.subscribed_topic_regex:
+            self._prune_regexes()
+
+    def _prune_regexes(self) -> None:
+        """Forget the resolution of regexes no member subscribes to any more (a member subscribing to one
+        again waits for a new resolution, as in Kafka)."""
+        used = {m.subscribed_topic_regex for m in self.members.values()}
+        self.regex_topics = {p: ts for p, ts in self.regex_topics.items() if p in used}
 
     def _release(self, m: ConsumerMember) -> None:
         for a in (m.assigned, m.pending_revocation):
@@ -291,6 +299,7 @@ class ConsumerGroup:
             del self.static_members[m.instance_id]
         self.dirty.update({("member", member_id), ("target", member_id), ("current", member_id)})
         self.bump_epoch()
+        self._prune_regexes()
         if not self.members:
             self.state_timestamp = now_ms()
         return m
@@ -317,10 +326,19 @@ class ConsumerGroup:
             out |= self.subscriptions_of(m)
         return out
 
-    def refresh_regexes(self, topics: Iterable[str]) -> bool:
-        """Re-match every member's regex against the topic names; True if any result changed."""
+    def unresolved_regexes(self) -> set[str]:
+        """Regexes some member subscribes to that were never resolved for this group (Kafka resolves a new
+        regex asynchronously: until then it matches nothing for the assignor)."""
+        return {m.subscribed_topic_regex for m in self.members.values()
+                if m.subscribed_topic_regex is not None and m.subscribed_topic_regex not in self.regex_topics}
+
+    def refresh_regexes(self, topics: Iterable[str], only_resolved: bool = False) -> bool:
+        """Re-match the members' regexes against the topic names (only those resolved before if
+        `only_resolved`); regexes no member uses any more are dropped. True if any result changed."""
         names = sorted(topics)
         wanted = {m.subscribed_topic_regex for m in self.members.values() if m.subscribed_topic_regex is not None}
+        if only_resolved:
+            wanted &= set(self.regex_topics)
         fresh = {}
         for pattern in wanted:
             compiled = compile_regex(pattern)
