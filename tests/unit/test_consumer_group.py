@@ -327,6 +327,23 @@ def test_session_timeout_removes_a_silent_member() -> None:
     run(main())
 
 
+def test_a_member_silent_past_its_rebalance_timeout_is_removed_before_its_session_ends() -> None:
+    """librdkafka stops heartbeating when its application exceeds max.poll.interval.ms (the rebalance
+    timeout it sent): its partitions go to the others after rebalance timeout + one heartbeat interval,
+    not after the (much longer) session timeout. A static member keeps them until its session ends."""
+    async def main() -> None:
+        cg, _ = make(settings=ConsumerGroupSettings(session_timeout_ms=30_000, heartbeat_interval_ms=50))
+        a, b, s = Client(cg, "a", ["t"]), Client(cg, "b", ["t"]), Client(cg, "s", ["t"], instance="is")
+        await settle([a, b, s])
+        for _ in range(15):  # b and s go silent for 1.5 s: past 1000 + 50 ms, far from 30 s
+            await asyncio.sleep(0.1)
+            await a.beat()
+        assert set(cg.groups["g"].members) == {"a", "s"}
+        await cg.shutdown()
+
+    run(main())
+
+
 def test_epoch_errors_and_request_checks() -> None:
     async def main() -> None:
         svc, _ = make_service()

@@ -210,6 +210,20 @@ def new_member_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
+def liveness_bound_ms(member: ConsumerMember, heartbeat_interval_ms: int) -> int | None:
+    """How long a dynamic member may stay silent before it is removed, besides the session timeout: its
+    rebalance timeout (the client's `max.poll.interval.ms`) plus one heartbeat interval. librdkafka 2.16
+    stops heartbeating when the application exceeds `max.poll.interval.ms` and sends its leave only once
+    the application polls again (the revocation of its partitions waits for the rebalance callback), so
+    the member's partitions would otherwise stay held until the session timeout. A live client
+    heartbeats every interval whatever its application does, so a member silent for that long has given
+    up. Static members keep their partitions until the session timeout (KIP-345: no leave on a poll
+    timeout). None: no bound beyond the session."""
+    if member.instance_id is not None or member.rebalance_timeout_ms <= 0 or member.member_epoch < 0:
+        return None
+    return member.rebalance_timeout_ms + heartbeat_interval_ms
+
+
 class ConsumerGroupCoordinator:
     """Owns the consumer groups of the `__consumer_offsets` partitions this broker leads."""
 
@@ -277,8 +291,14 @@ class ConsumerGroupCoordinator:
         timers = self._timers.setdefault((group.group_id, member_id), _Timers())
         if timers.session is not None:
             timers.session.cancel()
+        timeout_ms, reason = self.settings.session_timeout_ms, "session timeout"
+        member = group.members.get(member_id)
+        if member is not None:
+            silent_ms = liveness_bound_ms(member, self.settings.heartbeat_interval_ms)
+            if silent_ms is not None and silent_ms < timeout_ms:
+                timeout_ms, reason = silent_ms, "no heartbeat within its rebalance timeout (max.poll.interval.ms)"
         timers.session = asyncio.get_running_loop().call_later(
-            self.settings.session_timeout_ms / 1000, self._expire, group, member_id, "session timeout", None)
+            timeout_ms / 1000, self._expire, group, member_id, reason, None)
 
     def _rebalance_timer(self, group: ConsumerGroup, member: ConsumerMember, before: ConsumerMember | None) -> None:
         timers = self._timers.setdefault((group.group_id, member.member_id), _Timers())
