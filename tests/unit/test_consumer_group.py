@@ -24,7 +24,7 @@ from odradek.groups.consumer_group import (
     reconcile,
 )
 from odradek.groups.coordinator import GroupSettings
-from odradek.groups.group import Group
+from odradek.groups.group import Group, JoinRequest, MemberProfile
 from odradek.groups.offsets import replay
 from odradek.groups.schemas import OffsetValue, group_records
 from odradek.groups.service import GroupCoordinatorService
@@ -473,11 +473,9 @@ def test_empty_groups_migrate_between_protocols() -> None:
         await a.beat()
         assert cg.offsets_of("g") is not None and "g" not in cg.classic.groups and cg.groups["g"].offsets[("t", 0)].offset == 7
         assert group_records("g", None)[0] in store.records  # the classic group's tombstone
-        with pytest.raises(KafkaError) as exc:
-            await cg.before_classic_join("g")  # a member is still there
-        assert exc.value.code == E.INCONSISTENT_GROUP_PROTOCOL
         await cg.heartbeat(Heartbeat("g", "a", -1))
-        await cg.before_classic_join("g")
+        join = JoinRequest("g", "", None, MemberProfile("c", "/h", 10_000, 10_000, "consumer", [("range", b"")]))
+        assert await cg.classic_join(join) is None  # emptied: converted, the classic type serves the join
         assert cg.offsets_of("g") is None and cg.classic.groups["g"].offsets[("t", 0)].offset == 7
         assert "g" not in replay(store.records)  # the consumer group's records are tombstoned
         busy = Group("h")

@@ -3,9 +3,10 @@
 records replay into groups of both types, which it hands to their type), and it routes each API to the
 group type concerned, so the handlers never ask what type a group is:
 
-- the membership APIs of the classic protocol go to `GroupCoordinator` (a JoinGroup may first turn an
-  empty consumer group into a classic group), ConsumerGroupHeartbeat/Describe to
-  `ConsumerGroupCoordinator`;
+- the membership APIs of the classic protocol go to `GroupCoordinator`, unless the group is a consumer
+  group: then `ConsumerGroupCoordinator` serves its classic members (online migration; a JoinGroup turns an
+  empty consumer group into a classic group first); ConsumerGroupHeartbeat/Describe go to
+  `ConsumerGroupCoordinator`, which may turn a classic group into a consumer group;
 - the offsets APIs, for every group type, to the one `OffsetManager`;
 - DescribeGroups, ListGroups and DeleteGroups to the type of the group named.
 """
@@ -33,7 +34,7 @@ from odradek.groups.offset_manager import (
 from odradek.groups.offsets import replay_partition
 from odradek.groups.schemas import OffsetValue, TopicPartition
 from odradek.groups.store import GroupStore, LoadedGroup
-from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.errors import ErrorCode
 
 __all__ = ["GROUP_TYPE_CLASSIC", "GROUP_TYPE_CONSUMER", "GroupCoordinatorService"]
 
@@ -89,24 +90,28 @@ class GroupCoordinatorService:
         return self.offsets.group_type(group_id)
 
     # ---- the classic protocol ----
+    # (a consumer group answers its classic members itself; any other group id goes to the classic type)
     async def join(self, req: JoinRequest) -> JoinResult:
-        try:
-            await self.consumer.before_classic_join(req.group_id)
-        except KafkaError as exc:
-            return JoinResult(exc.code, req.member_id)
-        return await self.classic.join(req)
+        joined = await self.consumer.classic_join(req)
+        return joined if joined is not None else await self.classic.join(req)
 
     async def sync(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
                    protocol_type: str | None, protocol_name: str | None,
                    assignments: list[tuple[str, bytes]]) -> SyncResult:
+        synced = await self.consumer.classic_sync(group_id, generation, member_id, instance_id, protocol_type,
+                                                  protocol_name)
+        if synced is not None:
+            return synced
         return await self.classic.sync(group_id, generation, member_id, instance_id, protocol_type, protocol_name,
                                        assignments)
 
     async def heartbeat(self, group_id: str, generation: int, member_id: str, instance_id: str | None) -> ErrorCode:
-        return await self.classic.heartbeat(group_id, generation, member_id, instance_id)
+        beat = await self.consumer.classic_heartbeat(group_id, generation, member_id, instance_id)
+        return beat if beat is not None else await self.classic.heartbeat(group_id, generation, member_id, instance_id)
 
     async def leave(self, group_id: str, members: list[tuple[str, str | None]]) -> list[ErrorCode]:
-        return await self.classic.leave(group_id, members)
+        left = await self.consumer.classic_leave(group_id, members)
+        return left if left is not None else await self.classic.leave(group_id, members)
 
     async def describe(self, group_id: str) -> GroupSummary:
         """DescribeGroups: a classic group's summary (Dead if there is none)."""
