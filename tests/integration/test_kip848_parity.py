@@ -120,3 +120,63 @@ def test_regex_topics_come_after_the_literal_ones_and_only_the_matching_ones(
     wait_until(lambda: c.poll(0.1) is None and _parts(c) == wanted, 30,
                lambda: f"the 10 partitions, not {sorted(_parts(c))}")
     assert [e for e in events if e][0] == {(topic_a, 0), (topic_a, 1)}, events
+
+
+PARTITIONS = 10
+
+
+def _group_type(broker: BrokerProcess, group: str) -> ConsumerGroupType:
+    return admin(broker.bootstrap).describe_consumer_groups([group])[group].result(timeout=20).type
+
+
+def _check(broker: BrokerProcess, members: list[Consumer], group: str, topic: str,
+           expected: ConsumerGroupType) -> None:
+    """confluent-kafka's check_consumer: every member holds its share, all partitions once, the group of
+    the expected type, and 100 records produced are read by the members."""
+    share = PARTITIONS // len(members)
+
+    def balanced() -> bool:
+        for c in members:
+            c.poll(0.1)
+        held = [tp for c in members for tp in _parts(c)]
+        return all(len(c.assignment()) == share for c in members) and len(set(held)) == PARTITIONS == len(held)
+
+    wait_until(balanced, 60, lambda: f"{share} partitions each, not {[sorted(_parts(c)) for c in members]}",
+               interval=0)
+    assert _group_type(broker, group) == expected
+    produce(broker.bootstrap, topic, [f"v{i}" for i in range(100)])
+    read = [0]
+
+    def all_read() -> bool:
+        for c in members:
+            msg = c.poll(0.1)
+            if msg is not None and msg.error() is None:
+                read[0] += 1
+        return read[0] >= 100
+
+    wait_until(all_read, 60, lambda: f"100 records read, not {read[0]}", interval=0)
+
+
+@pytest.mark.parametrize("strategy", ["roundrobin", "range", "cooperative-sticky"])
+def test_online_upgrade_and_downgrade_of_a_group_with_members(broker: BrokerProcess, consumers: list[Consumer],
+                                                              strategy: str) -> None:
+    topic = _name(f"updown-{strategy}")
+    create_topic(broker.bootstrap, topic, PARTITIONS)
+    classic = {"group.protocol": "classic", "partition.assignment.strategy": strategy,
+               "session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
+    members: list[Consumer] = []
+    steps: list[tuple[str, dict[str, Any] | None, ConsumerGroupType]] = [
+        ("add", classic, ConsumerGroupType.CLASSIC),
+        ("add", {}, ConsumerGroupType.CONSUMER),
+        ("remove", None, ConsumerGroupType.CONSUMER),
+        ("add", classic, ConsumerGroupType.CONSUMER),
+        ("remove", None, ConsumerGroupType.CLASSIC),
+    ]
+    for op, conf, expected in steps:
+        if op == "add":
+            c = _consumer(consumers, broker, topic, **(conf or {}))
+            c.subscribe([topic])
+            members.append(c)
+        else:
+            members.pop(0).close()
+        _check(broker, members, topic, topic, expected)
