@@ -161,6 +161,11 @@ def test_upgrade_and_downgrade_with_members(eager: bool) -> None:
         await c3.join()
         await settle([c2, c3])
         assert group_type(svc) == "consumer" and balanced([c2, c3])
+        reloaded = replay(store.records)["g"].consumer  # a load finds c3 still a classic member
+        assert reloaded is not None and reloaded.members["c2"].classic is None
+        c3_meta = reloaded.members[c3.member_id].classic
+        assert c3_meta is not None and c3_meta.session_timeout_ms == 10_000 and c3_meta.names() == [
+            "range" if eager else "cooperative-sticky"]
         # the last consumer-protocol member leaves: a classic group again, c3 rebalances into it
         leave = await svc.consumer_heartbeat(Heartbeat("g", "c2", -1))
         assert leave.error == E.NONE

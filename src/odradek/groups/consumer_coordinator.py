@@ -191,6 +191,7 @@ class MemberDescription:
     subscribed_topic_regex: str | None
     assignment: Assignment
     target: Assignment
+    classic: bool = False  # the member uses the classic protocol (online migration)
 
 
 @dataclass(slots=True)
@@ -748,7 +749,7 @@ class ConsumerGroupCoordinator:
             return GroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
         members = [MemberDescription(m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,
                                      list(m.subscribed_topic_names), m.subscribed_topic_regex, dict(m.assigned),
-                                     dict(group.target_of(m.member_id)))
+                                     dict(group.target_of(m.member_id)), m.classic is not None)
                    for m in group.members.values()]
         return GroupDescription(group_id, ErrorCode.NONE, None, group.state.value, group.group_epoch,
                                 group.assignment_epoch, group.assignor or self.settings.assignors[0], members)
@@ -835,7 +836,7 @@ class ConsumerGroupCoordinator:
                                           tuple((n, bytes(b)) for n, b in profile.protocols))
         if existing is None or _subscription(updated) != _subscription(existing):
             group.bump_epoch()
-        if existing is None or updated.metadata_value() != existing.metadata_value() or updated.classic != existing.classic:
+        if existing is None or updated.metadata_value() != existing.metadata_value():
             group.dirty.add(("member", member_id))
         group.put_member(updated)
         self._refresh_regexes(group)

@@ -33,7 +33,12 @@ from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 
 from odradek.groups.assignors import ASSIGNORS, AssignorMember
-from odradek.groups.consumer_schemas import Assignment, CurrentAssignmentValue, MemberMetadataValue
+from odradek.groups.consumer_schemas import (
+    Assignment,
+    ClassicMemberValue,
+    CurrentAssignmentValue,
+    MemberMetadataValue,
+)
 from odradek.groups.schemas import OffsetValue, TopicPartition
 from odradek.protocol.errors import ErrorCode, KafkaError
 
@@ -61,17 +66,10 @@ class ConsumerGroupState(Enum):
     DEAD = "Dead"
 
 
-@dataclass(frozen=True, slots=True)
-class ClassicProtocol:
-    """What a member using the classic protocol (JoinGroup/SyncGroup/Heartbeat) inside a consumer group
-    said in its JoinGroup: its session timeout and its protocols (assignor names with their
-    ConsumerProtocolSubscription metadata). Kafka's ClassicMemberMetadata."""
-
-    session_timeout_ms: int
-    protocols: tuple[tuple[str, bytes], ...]
-
-    def names(self) -> list[str]:
-        return [name for name, _ in self.protocols]
+ClassicProtocol = ClassicMemberValue
+"""What a member using the classic protocol (JoinGroup/SyncGroup/Heartbeat) inside a consumer group said in its
+JoinGroup: its session timeout and its protocols (assignor names with their ConsumerProtocolSubscription
+metadata); Kafka's ClassicMemberMetadata, as its record holds it."""
 
 
 @dataclass(slots=True)
@@ -97,7 +95,7 @@ class ConsumerMember:
     def metadata_value(self) -> MemberMetadataValue:
         return MemberMetadataValue(self.instance_id, self.rack_id, self.client_id, self.client_host,
                                    list(self.subscribed_topic_names), self.subscribed_topic_regex,
-                                   self.rebalance_timeout_ms, self.server_assignor)
+                                   self.rebalance_timeout_ms, self.server_assignor, self.classic)
 
     def assignment_value(self) -> CurrentAssignmentValue:
         return CurrentAssignmentValue(self.member_epoch, self.previous_member_epoch, int(self.state),
@@ -113,6 +111,7 @@ class ConsumerMember:
             m.subscribed_topic_names = list(meta.subscribed_topic_names)
             m.subscribed_topic_regex = meta.subscribed_topic_regex
             m.rebalance_timeout_ms, m.server_assignor = meta.rebalance_timeout_ms, meta.server_assignor
+            m.classic = meta.classic
         if current is not None:
             m.member_epoch, m.previous_member_epoch = current.member_epoch, current.previous_member_epoch
             try:

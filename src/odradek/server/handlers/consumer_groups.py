@@ -22,7 +22,7 @@ from odradek.server import authz
 from odradek.server.authorized_operations import bits
 from odradek.server.registry import RequestContext, handles
 
-MEMBER_TYPE_CONSUMER = 1
+MEMBER_TYPE_CLASSIC, MEMBER_TYPE_CONSUMER = 0, 1
 
 
 def consumer_coordinator(ctx: RequestContext) -> GroupCoordinatorService:
@@ -110,7 +110,7 @@ async def consumer_group_describe(ctx: RequestContext, request: Any) -> Consumer
                 member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id, member_epoch=m.member_epoch,
                 client_id=m.client_id, client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
                 subscribed_topic_regex=m.subscribed_topic_regex, assignment=assignment(m.assignment),
-                target_assignment=assignment(m.target), member_type=MEMBER_TYPE_CONSUMER)
+                target_assignment=assignment(m.target), member_type=MEMBER_TYPE_CLASSIC if m.classic else MEMBER_TYPE_CONSUMER)
                 for m in d.members],
             authorized_operations=bits(operations) if d.error == 0 else bits(None)))
     return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=out)
