@@ -3,13 +3,17 @@
 It serves ConsumerGroupHeartbeat and ConsumerGroupDescribe over the state in
 `odradek.groups.consumer_group`, answers what the one offset manager (`odradek.groups.offset_manager`) asks
 of a consumer group (commits and fetches validated by member epoch, subscribed topics, expired offsets),
-and the hand-over of an *empty* group between the two protocols (KIP-848's online migration for
-empty groups: a classic group with no members becomes a consumer group on a consumer heartbeat, a
-consumer group with no members becomes a classic group on a JoinGroup; `group.consumer.migration.policy`).
+and KIP-848's online migration (`group.consumer.migration.policy`): members using the classic protocol
+inside a consumer group (their JoinGroup/SyncGroup/Heartbeat/LeaveGroup are served here, their assignments
+computed by the server-side assignor), a classic group with or without members becoming a consumer group on
+a consumer heartbeat, and a consumer group becoming a classic group on a JoinGroup when empty or when its
+last consumer-protocol member leaves.
 
-Timers: each member's session (`group.consumer.session.timeout.ms`, restarted by every heartbeat: a
-member that stops heartbeating is removed, its partitions freed) and, while a member owes a revocation,
-its rebalance timeout (a member that does not revoke in time is removed too).
+Timers: each member's session (`group.consumer.session.timeout.ms`, a classic member's own, restarted by
+every heartbeat: a member that stops heartbeating is removed, its partitions freed; a dynamic
+consumer-protocol member also when silent past its rebalance timeout, see `liveness_bound_ms`), while a
+member owes a revocation its rebalance timeout (a member that does not revoke in time is removed too), and
+a classic member's join and sync timeouts.
 
 Every change is written to the group's `__consumer_offsets` partition in Kafka's record formats
 (`odradek.groups.consumer_schemas`) before the heartbeat is answered, so a broker that loads the partition
@@ -809,6 +813,8 @@ class ConsumerGroupCoordinator:
         if not req.member_id and iid is None and req.require_known_member_id:
             return JoinResult(ErrorCode.MEMBER_ID_REQUIRED, member_id)
         existing = group.members.get(member_id)
+        if existing is not None and existing.classic is None:
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} does not use the classic protocol.")
         if iid is not None:
             old_id = group.static_members.get(iid)
             if old_id is not None and old_id != member_id:
@@ -819,8 +825,6 @@ class ConsumerGroupCoordinator:
                 existing.member_id = member_id
                 self._cancel_timers(group.group_id, old_id)
                 group.replace_static(old_id, existing)
-        if existing is not None and existing.classic is None:
-            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} does not use the classic protocol.")
         if existing is None and len(group.members) >= self.settings.max_size:
             raise KafkaError(ErrorCode.GROUP_MAX_SIZE_REACHED,
                              f"The consumer group has reached its maximum capacity of {self.settings.max_size} members.")
