@@ -660,6 +660,8 @@ class ConsumerGroupCoordinator:
                     log.info("Static member %s of group %s rejoined as %s", hb.instance_id, group.group_id, member_id)
                     return new, new
             existing = group.members.get(member_id)
+            if existing is not None and existing.classic is not None:
+                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} uses the classic protocol.")
             if existing is None:
                 if len(group.members) >= self.settings.max_size:
                     raise KafkaError(ErrorCode.GROUP_MAX_SIZE_REACHED,
@@ -672,9 +674,10 @@ class ConsumerGroupCoordinator:
             fresh.member_epoch = fresh.previous_member_epoch = 0
             return fresh, existing
         member = group.members.get(hb.member_id)
-        if member is None:
+        if member is None or member.classic is not None:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID,
-                             f"Member {hb.member_id} is not a member of group {hb.group_id}.")
+                             f"Member {hb.member_id} is not a member of group {hb.group_id} using the consumer "
+                             f"protocol.")
         if hb.instance_id is not None and member.instance_id != hb.instance_id:
             raise KafkaError(ErrorCode.FENCED_INSTANCE_ID,
                              f"Instance id {hb.instance_id} does not belong to member {hb.member_id}.")
@@ -716,7 +719,7 @@ class ConsumerGroupCoordinator:
     async def _leave(self, hb: Heartbeat) -> HeartbeatResult:
         group = self.groups.get(hb.group_id)
         member = group.members.get(hb.member_id) if group is not None and not group.dead else None
-        if group is None or member is None:
+        if group is None or member is None or member.classic is not None:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID,
                              f"Member {hb.member_id} is not a member of group {hb.group_id}.")
         if hb.instance_id is not None and member.instance_id != hb.instance_id:
