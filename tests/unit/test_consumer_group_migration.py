@@ -203,3 +203,27 @@ def test_a_classic_member_out_of_step_is_told_so() -> None:
         await svc.shutdown()
 
     asyncio.run(main())
+
+
+def test_a_silent_consumer_member_removed_downgrades_the_group() -> None:
+    """The last consumer-protocol member is removed by the broker (silent past its rebalance timeout), not by
+    a leave: the classic member that remains gets a classic group all the same."""
+    async def main() -> None:
+        svc = GroupCoordinatorService(GroupSettings(initial_rebalance_delay_ms=0),
+                                      ConsumerGroupSettings(session_timeout_ms=10_000, heartbeat_interval_ms=50),
+                                      FakeStore(), FakeTopics(t=PARTITIONS))
+        c2 = Client(svc.consumer, "c2", ["t"])
+        c3 = ClassicClient(svc, eager=False)
+        await c2.beat()
+        await c3.join()
+        await settle([c2, c3])
+        assert group_type(svc) == "consumer" and balanced([c2, c3])
+        for _ in range(40):  # c2 goes silent; c3 keeps heartbeating (and rejoins when told)
+            await asyncio.sleep(0.05)
+            await c3.step()
+            if group_type(svc) == "classic" and c3.owned == set(range(PARTITIONS)):
+                break
+        assert group_type(svc) == "classic" and c3.owned == set(range(PARTITIONS))
+        await svc.shutdown()
+
+    asyncio.run(main())
