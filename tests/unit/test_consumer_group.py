@@ -15,6 +15,7 @@ from odradek.groups.consumer_coordinator import (
     ConsumerGroupCoordinator,
     ConsumerGroupSettings,
     Heartbeat,
+    liveness_bound_ms,
 )
 from odradek.groups.consumer_group import (
     ConsumerMember,
@@ -23,6 +24,7 @@ from odradek.groups.consumer_group import (
     compile_regex,
     reconcile,
 )
+from odradek.groups.consumer_schemas import ClassicMemberValue
 from odradek.groups.coordinator import GroupSettings
 from odradek.groups.group import Group, JoinRequest, MemberProfile
 from odradek.groups.offsets import replay
@@ -329,19 +331,29 @@ def test_session_timeout_removes_a_silent_member() -> None:
 
 def test_a_member_silent_past_its_rebalance_timeout_is_removed_before_its_session_ends() -> None:
     """librdkafka stops heartbeating when its application exceeds max.poll.interval.ms (the rebalance
-    timeout it sent): its partitions go to the others after rebalance timeout + one heartbeat interval,
+    timeout it sent): its partitions go to the others after that rebalance timeout,
     not after the (much longer) session timeout. A static member keeps them until its session ends."""
     async def main() -> None:
         cg, _ = make(settings=ConsumerGroupSettings(session_timeout_ms=30_000, heartbeat_interval_ms=50))
         a, b, s = Client(cg, "a", ["t"]), Client(cg, "b", ["t"]), Client(cg, "s", ["t"], instance="is")
         await settle([a, b, s])
-        for _ in range(15):  # b and s go silent for 1.5 s: past 1000 + 50 ms, far from 30 s
+        for _ in range(15):  # b and s go silent for 1.5 s: past their 1000 ms rebalance timeout, far from 30 s
             await asyncio.sleep(0.1)
             await a.beat()
         assert set(cg.groups["g"].members) == {"a", "s"}
         await cg.shutdown()
 
     run(main())
+
+
+def test_liveness_bound() -> None:
+    dynamic = ConsumerMember("m", rebalance_timeout_ms=7000, member_epoch=3)
+    assert liveness_bound_ms(dynamic, 4000) == 7000
+    dynamic.rebalance_timeout_ms = 1000  # below the interval: never between two heartbeats of a live member
+    assert liveness_bound_ms(dynamic, 5000) == 7500
+    assert liveness_bound_ms(ConsumerMember("s", instance_id="i", rebalance_timeout_ms=7000), 5000) is None
+    classic = ConsumerMember("c", rebalance_timeout_ms=7000, classic=ClassicMemberValue(10_000, ()))
+    assert liveness_bound_ms(classic, 5000) is None
 
 
 def test_epoch_errors_and_request_checks() -> None:

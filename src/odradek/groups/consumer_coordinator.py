@@ -233,7 +233,8 @@ def new_member_id() -> str:
 
 def liveness_bound_ms(member: ConsumerMember, heartbeat_interval_ms: int) -> int | None:
     """How long a dynamic member may stay silent before it is removed, besides the session timeout: its
-    rebalance timeout (the client's `max.poll.interval.ms`) plus one heartbeat interval. librdkafka 2.16
+    rebalance timeout (the client's `max.poll.interval.ms`), and never less than one and a half heartbeat
+    intervals (a live member heartbeats every interval, the half is slack for a slow network). librdkafka 2.16
     stops heartbeating when the application exceeds `max.poll.interval.ms` and sends its leave only once
     the application polls again (the revocation of its partitions waits for the rebalance callback), so
     the member's partitions would otherwise stay held until the session timeout. A live client
@@ -243,7 +244,7 @@ def liveness_bound_ms(member: ConsumerMember, heartbeat_interval_ms: int) -> int
     if (member.instance_id is not None or member.classic is not None or member.rebalance_timeout_ms <= 0
             or member.member_epoch < 0):
         return None
-    return member.rebalance_timeout_ms + heartbeat_interval_ms
+    return max(member.rebalance_timeout_ms, heartbeat_interval_ms + heartbeat_interval_ms // 2)
 
 
 class ConsumerGroupCoordinator:
