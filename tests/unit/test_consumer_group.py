@@ -15,6 +15,7 @@ from odradek.groups.consumer_coordinator import (
     ConsumerGroupCoordinator,
     ConsumerGroupSettings,
     Heartbeat,
+    liveness_bound_ms,
 )
 from odradek.groups.consumer_group import (
     ConsumerMember,
@@ -23,8 +24,9 @@ from odradek.groups.consumer_group import (
     compile_regex,
     reconcile,
 )
+from odradek.groups.consumer_schemas import ClassicMemberValue
 from odradek.groups.coordinator import GroupSettings
-from odradek.groups.group import Group
+from odradek.groups.group import Group, JoinRequest, MemberProfile
 from odradek.groups.offsets import replay
 from odradek.groups.schemas import OffsetValue, group_records
 from odradek.groups.service import GroupCoordinatorService
@@ -294,6 +296,33 @@ def test_session_timeout_removes_a_silent_member() -> None:
     run(main())
 
 
+def test_a_member_silent_past_its_rebalance_timeout_is_removed_before_its_session_ends() -> None:
+    """librdkafka stops heartbeating when its application exceeds max.poll.interval.ms (the rebalance
+    timeout it sent): its partitions go to the others after that rebalance timeout,
+    not after the (much longer) session timeout. A static member keeps them until its session ends."""
+    async def main() -> None:
+        cg, _ = make(settings=ConsumerGroupSettings(session_timeout_ms=30_000, heartbeat_interval_ms=50))
+        a, b, s = Client(cg, "a", ["t"]), Client(cg, "b", ["t"]), Client(cg, "s", ["t"], instance="is")
+        await settle([a, b, s])
+        for _ in range(15):  # b and s go silent for 1.5 s: past their 1000 ms rebalance timeout, far from 30 s
+            await asyncio.sleep(0.1)
+            await a.beat()
+        assert set(cg.groups["g"].members) == {"a", "s"}
+        await cg.shutdown()
+
+    run(main())
+
+
+def test_liveness_bound() -> None:
+    dynamic = ConsumerMember("m", rebalance_timeout_ms=7000, member_epoch=3)
+    assert liveness_bound_ms(dynamic, 4000) == 7000
+    dynamic.rebalance_timeout_ms = 1000  # below the interval: never between two heartbeats of a live member
+    assert liveness_bound_ms(dynamic, 5000) == 7500
+    assert liveness_bound_ms(ConsumerMember("s", instance_id="i", rebalance_timeout_ms=7000), 5000) is None
+    classic = ConsumerMember("c", rebalance_timeout_ms=7000, classic=ClassicMemberValue(10_000, ()))
+    assert liveness_bound_ms(classic, 5000) is None
+
+
 def test_epoch_errors_and_request_checks() -> None:
     async def main() -> None:
         svc, _ = make_service()
@@ -352,6 +381,9 @@ def test_regex_subscription_follows_new_topics() -> None:
         topics = FakeTopics(**{"orders-eu": 2, "orders-us": 2, "other": 4})
         cg, _ = make(topics, ConsumerGroupSettings(session_timeout_ms=10_000))
         a = Client(cg, "a", regex="orders-.*")
+        await a.beat()
+        assert not a.partitions()  # a new regex is resolved in the background, not by the heartbeat
+        await asyncio.sleep(0.01)
         await settle([a], 2)
         assert {t for t, _ in a.partitions()} == {topics.by_name["orders-eu"].topic_id,
                                                   topics.by_name["orders-us"].topic_id}
@@ -359,6 +391,27 @@ def test_regex_subscription_follows_new_topics() -> None:
         await asyncio.sleep(1.1)  # past the regex refresh interval
         await settle([a], 2)
         assert len(a.partitions()) == 7
+        await cg.shutdown()
+
+    run(main())
+
+
+def test_literal_topics_are_assigned_before_the_regex_is_resolved() -> None:
+    """librdkafka 0045's resubscribe: topics named literally come with the first heartbeat, the regex's
+    topics with a later one; a regex nobody subscribes to any more is forgotten, so subscribing to it
+    again waits for a new resolution."""
+    async def main() -> None:
+        topics = FakeTopics(**{"re-1": 4, "re-2": 4, "lit": 2})
+        cg, _ = make(topics, ConsumerGroupSettings(session_timeout_ms=10_000))
+        for member_id in ("a", "a2"):
+            a = Client(cg, member_id, topics=["lit"], regex="re-.*")
+            first = await a.beat()
+            assert first.error == E.NONE and a.partitions() == {(topics.by_name["lit"].topic_id, p) for p in (0, 1)}
+            await asyncio.sleep(0.01)
+            await settle([a], 2)
+            assert len(a.partitions()) == 10
+            leave = await cg.heartbeat(Heartbeat("g", member_id, -1))
+            assert leave.error == E.NONE and not cg.groups["g"].regex_topics
         await cg.shutdown()
 
     run(main())
@@ -399,11 +452,9 @@ def test_empty_groups_migrate_between_protocols() -> None:
         await a.beat()
         assert cg.offsets_of("g") is not None and "g" not in cg.classic.groups and cg.groups["g"].offsets[("t", 0)].offset == 7
         assert group_records("g", None)[0] in store.records  # the classic group's tombstone
-        with pytest.raises(KafkaError) as exc:
-            await cg.before_classic_join("g")  # a member is still there
-        assert exc.value.code == E.INCONSISTENT_GROUP_PROTOCOL
         await cg.heartbeat(Heartbeat("g", "a", -1))
-        await cg.before_classic_join("g")
+        join = JoinRequest("g", "", None, MemberProfile("c", "/h", 10_000, 10_000, "consumer", [("range", b"")]))
+        assert await cg.classic_join(join) is None  # emptied: converted, the classic type serves the join
         assert cg.offsets_of("g") is None and cg.classic.groups["g"].offsets[("t", 0)].offset == 7
         assert "g" not in replay(store.records)  # the consumer group's records are tombstoned
         busy = Group("h")

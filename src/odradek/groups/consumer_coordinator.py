@@ -3,13 +3,17 @@
 It serves ConsumerGroupHeartbeat and ConsumerGroupDescribe over the state in
 `odradek.groups.consumer_group`, answers what the one offset manager (`odradek.groups.offset_manager`) asks
 of a consumer group (commits and fetches validated by member epoch, subscribed topics, expired offsets),
-and the hand-over of an *empty* group between the two protocols (KIP-848's online migration for
-empty groups: a classic group with no members becomes a consumer group on a consumer heartbeat, a
-consumer group with no members becomes a classic group on a JoinGroup; `group.consumer.migration.policy`).
+and KIP-848's online migration (`group.consumer.migration.policy`): members using the classic protocol
+inside a consumer group (their JoinGroup/SyncGroup/Heartbeat/LeaveGroup are served here, their assignments
+computed by the server-side assignor), a classic group with or without members becoming a consumer group on
+a consumer heartbeat, and a consumer group becoming a classic group on a JoinGroup when empty or when its
+last consumer-protocol member leaves.
 
-Timers: each member's session (`group.consumer.session.timeout.ms`, restarted by every heartbeat: a
-member that stops heartbeating is removed, its partitions freed) and, while a member owes a revocation,
-its rebalance timeout (a member that does not revoke in time is removed too).
+Timers: each member's session (`group.consumer.session.timeout.ms`, a classic member's own, restarted by
+every heartbeat: a member that stops heartbeating is removed, its partitions freed; a dynamic
+consumer-protocol member also when silent past its rebalance timeout, see `liveness_bound_ms`), while a
+member owes a revocation its rebalance timeout (a member that does not revoke in time is removed too), and
+a classic member's join and sync timeouts.
 
 Every change is written to the group's `__consumer_offsets` partition in Kafka's record formats
 (`odradek.groups.consumer_schemas`) before the heartbeat is answered, so a broker that loads the partition
@@ -40,17 +44,31 @@ from odradek.groups.consumer_group import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
+    ClassicProtocol,
     ConsumerGroup,
     ConsumerMember,
     MemberState,
     TopicInfo,
+    classic_assignment_bytes,
     compile_regex,
     now_ms,
+    parse_classic_assignment,
+    parse_classic_subscription,
     reconcile,
     same_assignment,
+    subscription_version,
 )
-from odradek.groups.coordinator import GroupCoordinator
-from odradek.groups.group import Group, GroupState
+from odradek.groups.coordinator import GroupCoordinator, group_record
+from odradek.groups.group import (
+    CONSUMER_PROTOCOL,
+    Group,
+    GroupState,
+    JoinRequest,
+    JoinResult,
+    Member,
+    MemberProfile,
+    SyncResult,
+)
 from odradek.groups.schemas import OffsetValue, Records, TopicPartition, group_records, offset_records
 from odradek.groups.store import GroupStore, LoadedGroup
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -177,6 +195,7 @@ class MemberDescription:
     subscribed_topic_regex: str | None
     assignment: Assignment
     target: Assignment
+    classic: bool = False  # the member uses the classic protocol (online migration)
 
 
 @dataclass(slots=True)
@@ -195,12 +214,14 @@ class GroupDescription:
 class _Timers:
     session: asyncio.TimerHandle | None = None
     rebalance: asyncio.TimerHandle | None = None
+    # a classic member's join timeout (told to rejoin) or sync timeout (joined, SyncGroup due)
+    classic: asyncio.TimerHandle | None = None
 
     def cancel(self) -> None:
-        for t in (self.session, self.rebalance):
+        for t in (self.session, self.rebalance, self.classic):
             if t is not None:
                 t.cancel()
-        self.session = self.rebalance = None
+        self.session = self.rebalance = self.classic = None
 
 
 def new_member_id() -> str:
@@ -208,6 +229,22 @@ def new_member_id() -> str:
     import base64
 
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def liveness_bound_ms(member: ConsumerMember, heartbeat_interval_ms: int) -> int | None:
+    """How long a dynamic member may stay silent before it is removed, besides the session timeout: its
+    rebalance timeout (the client's `max.poll.interval.ms`), and never less than one and a half heartbeat
+    intervals (a live member heartbeats every interval, the half is slack for a slow network). librdkafka 2.16
+    stops heartbeating when the application exceeds `max.poll.interval.ms` and sends its leave only once
+    the application polls again (the revocation of its partitions waits for the rebalance callback), so
+    the member's partitions would otherwise stay held until the session timeout. A live client
+    heartbeats every interval whatever its application does, so a member silent for that long has given
+    up. Static members keep their partitions until the session timeout (KIP-345: no leave on a poll
+    timeout). None: no bound beyond the session."""
+    if (member.instance_id is not None or member.classic is not None or member.rebalance_timeout_ms <= 0
+            or member.member_epoch < 0):
+        return None
+    return max(member.rebalance_timeout_ms, heartbeat_interval_ms + heartbeat_interval_ms // 2)
 
 
 class ConsumerGroupCoordinator:
@@ -225,6 +262,7 @@ class ConsumerGroupCoordinator:
         self._timers: dict[tuple[str, str], _Timers] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self._regex_refreshed: dict[str, int] = {}
+        self._resolving: set[str] = set()  # groups with a regex resolution under way
         self._tasks = TaskSet(log, "Consumer group coordinator task")
 
     # ---- life cycle ----
@@ -276,8 +314,16 @@ class ConsumerGroupCoordinator:
         timers = self._timers.setdefault((group.group_id, member_id), _Timers())
         if timers.session is not None:
             timers.session.cancel()
+        timeout_ms, reason = self.settings.session_timeout_ms, "session timeout"
+        member = group.members.get(member_id)
+        if member is not None and member.classic is not None:
+            timeout_ms = member.classic.session_timeout_ms  # a classic member keeps its own session timeout
+        elif member is not None:
+            silent_ms = liveness_bound_ms(member, self.settings.heartbeat_interval_ms)
+            if silent_ms is not None and silent_ms < timeout_ms:
+                timeout_ms, reason = silent_ms, "no heartbeat within its rebalance timeout (max.poll.interval.ms)"
         timers.session = asyncio.get_running_loop().call_later(
-            self.settings.session_timeout_ms / 1000, self._expire, group, member_id, "session timeout", None)
+            timeout_ms / 1000, self._expire, group, member_id, reason, None)
 
     def _rebalance_timer(self, group: ConsumerGroup, member: ConsumerMember, before: ConsumerMember | None) -> None:
         timers = self._timers.setdefault((group.group_id, member.member_id), _Timers())
@@ -312,9 +358,8 @@ class ConsumerGroupCoordinator:
                 return
             log.info("Member %s in consumer group %s has failed, removing it from the group (%s)", member_id,
                      group.group_id, reason)
-            self._remove(group, member_id)
             try:
-                await self._flush(group)
+                await self._remove_and_flush(group, member_id)
             except KafkaError as exc:
                 log.warning("Could not record the removal of member %s from group %s: %s", member_id,
                             group.group_id, exc)
@@ -322,6 +367,63 @@ class ConsumerGroupCoordinator:
     def _remove(self, group: ConsumerGroup, member_id: str) -> None:
         self._cancel_timers(group.group_id, member_id)
         group.remove_member(member_id)
+
+    async def _remove_and_flush(self, group: ConsumerGroup, member_id: str) -> None:
+        """Remove a member and write it; when the last member using the consumer protocol goes and classic
+        members remain, the group becomes a classic group again (Kafka's online downgrade)."""
+        member = group.members.get(member_id)
+        downgrade = (member is not None and member.classic is None and self.settings.downgrades()
+                     and len(group.members) > 1
+                     and all(m.classic is not None for mid, m in group.members.items() if mid != member_id)
+                     and len(group.members) - 1 <= self.classic.settings.max_size)
+        epoch = group.group_epoch  # the classic members' generation (the removal's bump is not theirs)
+        self._remove(group, member_id)
+        if not downgrade:
+            await self._flush(group)
+            return
+        records = self._records(group) + self._tombstones(group, offsets=False)
+        classic = self._to_classic(group, epoch)
+        self._drop(group.group_id)
+        self.classic.adopt(classic, f"Downgrade group {group.group_id} from consumer to classic.")
+        log.info("Converted consumer group %s to a classic group: its last consumer-protocol member left",
+                 group.group_id)
+        await self.store.write(group.group_id, records + group_record(classic))
+
+    def _to_classic(self, group: ConsumerGroup, generation: int) -> Group:
+        """Kafka's ClassicGroup.fromConsumerGroup: a Stable classic group at the group epoch from before the
+        leaving member went, whose members are the classic members with their target assignments."""
+        classic = Group(group.group_id, GroupState.STABLE)
+        classic.generation = generation
+        classic.offsets = dict(group.offsets)
+        for m in group.members.values():
+            assert m.classic is not None
+            profile = MemberProfile(m.client_id, m.client_host, m.classic.session_timeout_ms, m.rebalance_timeout_ms,
+                                    CONSUMER_PROTOCOL, list(m.classic.protocols))
+            classic.add(Member(m.member_id, m.instance_id, profile))
+        classic.protocol_type = CONSUMER_PROTOCOL
+        classic.protocol_name = classic.select_protocol()
+        for m in group.members.values():
+            assert m.classic is not None
+            version = subscription_version(m.classic.protocols[0][1]) if m.classic.protocols else 0
+            classic.members[m.member_id].assignment = classic_assignment_bytes(
+                version, self._names(group.target_of(m.member_id)))
+        return classic
+
+    def _names(self, a: Assignment) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for topic_id, ps in a.items():
+            name = self.topics.name_of(topic_id)
+            if name is not None and ps:
+                out[name] = sorted(ps)
+        return out
+
+    def _ids(self, partitions: dict[str, list[int]]) -> Assignment:
+        out: dict[bytes, frozenset[int]] = {}
+        for name, ps in partitions.items():
+            info = self.topics.info(name)
+            if info is not None and ps:
+                out[info.topic_id] = frozenset(p for p in ps if 0 <= p < info.partitions)
+        return {t: ps for t, ps in out.items() if ps}
 
     # ---- records ----
     def _records(self, group: ConsumerGroup, extra: Records | None = None) -> Records:
@@ -414,8 +516,10 @@ class ConsumerGroupCoordinator:
         group = ConsumerGroup(group_id)
         if classic is not None and not classic.is_(GroupState.DEAD):
             empty = classic.is_(GroupState.EMPTY) and not classic.members and not classic.pending_members
-            if not empty or not self.settings.upgrades():
+            if not self.settings.upgrades():
                 raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            if not empty:
+                return self._from_classic(classic), group_records(group_id, None)
             del self.classic.groups[group_id]
             classic.state = GroupState.DEAD
             group.offsets = dict(classic.offsets)
@@ -424,6 +528,49 @@ class ConsumerGroupCoordinator:
         self.groups[group_id] = group
         group.dirty.add(("group",))
         return group, retire
+
+    def _from_classic(self, classic: Group) -> ConsumerGroup:
+        """Kafka's online upgrade (ConsumerGroup.fromClassicGroup): a classic group with members becomes a
+        consumer group at its generation; each member keeps the classic protocol, its subscription and
+        its last assignment (as its target too), all Stable. Their pending JoinGroup/SyncGroup requests
+        are answered REBALANCE_IN_PROGRESS, so they rejoin into the consumer group."""
+        gid = classic.group_id
+        if classic.protocol_type != CONSUMER_PROTOCOL or classic.protocol_name is None:
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND,
+                             f"Cannot upgrade classic group {gid} to a consumer group: it does not use the "
+                             f"consumer embedded protocol.")
+        if len(classic.members) >= self.settings.max_size:
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND,
+                             f"Cannot upgrade classic group {gid}: the group size exceeds the consumer group "
+                             f"maximum size.")
+        group = ConsumerGroup(gid)
+        group.group_epoch = group.assignment_epoch = classic.generation
+        group.offsets = dict(classic.offsets)
+        for m in classic.members.values():
+            try:
+                sub = parse_classic_subscription(m.metadata(classic.protocol_name))
+                assigned = self._ids(parse_classic_assignment(m.assignment))
+            except KafkaError:
+                raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND,
+                                 f"Cannot upgrade classic group {gid}: the embedded consumer protocol is "
+                                 f"malformed.") from None
+            p = m.profile
+            member = ConsumerMember(
+                m.member_id, m.group_instance_id, sub.rack_id, p.client_id, p.client_host,
+                sorted(set(sub.topics)), None, p.rebalance_timeout_ms, None, MemberState.STABLE,
+                classic.generation, classic.generation, assigned, {},
+                ClassicProtocol(p.session_timeout_ms, tuple((n, bytes(b)) for n, b in p.protocols)))
+            group.put_member(member)
+            group.targets[m.member_id] = dict(assigned)
+            group.dirty.update({("member", m.member_id), ("target", m.member_id), ("current", m.member_id)})
+        group.dirty.update({("group",), ("target_meta",)})
+        self.classic.release(classic)
+        self.groups[gid] = group
+        for mid in group.members:
+            self._touch(group, mid)
+        log.info("Converted classic group %s (generation %d, %d members) to a consumer group", gid,
+                 classic.generation, len(classic.members))
+        return group
 
     async def _heartbeat(self, hb: Heartbeat) -> HeartbeatResult:
         if hb.member_epoch == JOIN_EPOCH:
@@ -436,16 +583,12 @@ class ConsumerGroupCoordinator:
             group, retire = g, []
         member, before = self._member_for(group, hb)
         updated = self._with_request(member, hb)
-        joined = before is None or hb.member_epoch == JOIN_EPOCH
         if before is None or _subscription(updated) != _subscription(member):
             group.bump_epoch()
         if before is None or updated.metadata_value() != member.metadata_value():
             group.dirty.add(("member", updated.member_id))
         group.put_member(updated)
-        now = now_ms()
-        if joined or now - self._regex_refreshed.get(group.group_id, 0) >= REGEX_REFRESH_MS:
-            group.refresh_regexes(self.topics.names())
-            self._regex_refreshed[group.group_id] = now
+        self._refresh_regexes(group)
         group.refresh_metadata(self.topics.info)
         if group.group_epoch > group.assignment_epoch:
             group.compute_target(self.settings.assignors[0])
@@ -463,6 +606,40 @@ class ConsumerGroupCoordinator:
         changed = before is None or not same_assignment(before.assigned, reconciled.assigned)
         return HeartbeatResult(ErrorCode.NONE, None, reconciled.member_id, reconciled.member_epoch,
                                self.settings.heartbeat_interval_ms, dict(reconciled.assigned) if full or changed else None)
+
+    def _refresh_regexes(self, group: ConsumerGroup) -> None:
+        """Regexes as Kafka resolves them: a regex new to the group is resolved in the background (the
+        heartbeat that brings it is answered with the literal topics alone; the resolution bumps the group
+        epoch and a later heartbeat brings the matched topics); resolved ones are re-matched at most every
+        REGEX_REFRESH_MS. Right after a load nothing is resolved yet and everything is resolved at once, so
+        that members keep the partitions their target gave them."""
+        now = now_ms()
+        if group.subscribed is None:
+            group.refresh_regexes(self.topics.names())
+            self._regex_refreshed[group.group_id] = now
+        elif now - self._regex_refreshed.get(group.group_id, 0) >= REGEX_REFRESH_MS:
+            group.refresh_regexes(self.topics.names(), only_resolved=True)
+            self._regex_refreshed[group.group_id] = now
+        if group.unresolved_regexes() and group.group_id not in self._resolving:
+            self._resolving.add(group.group_id)
+            self._tasks.spawn(self._resolve_regexes(group))
+
+    async def _resolve_regexes(self, group: ConsumerGroup) -> None:
+        try:
+            async with self._lock(group.group_id):
+                self._resolving.discard(group.group_id)
+                if self.groups.get(group.group_id) is not group or not group.unresolved_regexes():
+                    return
+                group.refresh_regexes(self.topics.names())
+                self._regex_refreshed[group.group_id] = now_ms()
+                if group.refresh_metadata(self.topics.info):
+                    log.info("Consumer group %s: regex subscriptions resolved, group epoch %d", group.group_id,
+                             group.group_epoch)
+                await self._flush(group)
+        except KafkaError as exc:
+            log.warning("Could not resolve the regex subscriptions of group %s: %s", group.group_id, exc)
+        finally:
+            self._resolving.discard(group.group_id)
 
     def _member_for(self, group: ConsumerGroup, hb: Heartbeat) -> tuple[ConsumerMember, ConsumerMember | None]:
         """The member the heartbeat is from (a fresh one for a new member) and its state before (None for a
@@ -484,6 +661,8 @@ class ConsumerGroupCoordinator:
                     log.info("Static member %s of group %s rejoined as %s", hb.instance_id, group.group_id, member_id)
                     return new, new
             existing = group.members.get(member_id)
+            if existing is not None and existing.classic is not None:
+                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} uses the classic protocol.")
             if existing is None:
                 if len(group.members) >= self.settings.max_size:
                     raise KafkaError(ErrorCode.GROUP_MAX_SIZE_REACHED,
@@ -496,9 +675,10 @@ class ConsumerGroupCoordinator:
             fresh.member_epoch = fresh.previous_member_epoch = 0
             return fresh, existing
         member = group.members.get(hb.member_id)
-        if member is None:
+        if member is None or member.classic is not None:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID,
-                             f"Member {hb.member_id} is not a member of group {hb.group_id}.")
+                             f"Member {hb.member_id} is not a member of group {hb.group_id} using the consumer "
+                             f"protocol.")
         if hb.instance_id is not None and member.instance_id != hb.instance_id:
             raise KafkaError(ErrorCode.FENCED_INSTANCE_ID,
                              f"Instance id {hb.instance_id} does not belong to member {hb.member_id}.")
@@ -540,7 +720,7 @@ class ConsumerGroupCoordinator:
     async def _leave(self, hb: Heartbeat) -> HeartbeatResult:
         group = self.groups.get(hb.group_id)
         member = group.members.get(hb.member_id) if group is not None and not group.dead else None
-        if group is None or member is None:
+        if group is None or member is None or member.classic is not None:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID,
                              f"Member {hb.member_id} is not a member of group {hb.group_id}.")
         if hb.instance_id is not None and member.instance_id != hb.instance_id:
@@ -555,10 +735,10 @@ class ConsumerGroupCoordinator:
             group.dirty.add(("current", left.member_id))
             log.info("Static member %s (instance %s) of group %s left temporarily", hb.member_id, hb.instance_id,
                      hb.group_id)
+            await self._flush(group)
         else:
             log.info("Member %s has left consumer group %s", hb.member_id, hb.group_id)
-            self._remove(group, hb.member_id)
-        await self._flush(group)
+            await self._remove_and_flush(group, hb.member_id)
         return HeartbeatResult(ErrorCode.NONE, None, hb.member_id, hb.member_epoch, 0, None)
 
     # ---- ConsumerGroupDescribe / ListGroups ----
@@ -577,7 +757,7 @@ class ConsumerGroupCoordinator:
             return GroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
         members = [MemberDescription(m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,
                                      list(m.subscribed_topic_names), m.subscribed_topic_regex, dict(m.assigned),
-                                     dict(group.target_of(m.member_id)))
+                                     dict(group.target_of(m.member_id)), m.classic is not None)
                    for m in group.members.values()]
         return GroupDescription(group_id, ErrorCode.NONE, None, group.state.value, group.group_epoch,
                                 group.assignment_epoch, group.assignor or self.settings.assignors[0], members)
@@ -590,25 +770,227 @@ class ConsumerGroupCoordinator:
         return self.topics.name_of(topic_id) or ""
 
     # ---- the classic protocol meeting a consumer group ----
-    async def before_classic_join(self, group_id: str) -> None:
-        """A JoinGroup for `group_id`: an empty consumer group becomes a classic group (keeping its
-        offsets); a consumer group with members refuses the classic member."""
+    def _consumer_group(self, group_id: str) -> ConsumerGroup | None:
         group = self.groups.get(group_id)
-        if group is None or group.dead:
+        return None if group is None or group.dead else group
+
+    async def classic_join(self, req: JoinRequest) -> JoinResult | None:
+        """A JoinGroup for `req.group_id`. None: not a consumer group, the classic type serves it (an empty
+        consumer group is first converted to a classic group, keeping its offsets). Otherwise the member
+        joins the consumer group with the classic protocol (Kafka's classicGroupJoinToConsumerGroup)."""
+        if self._consumer_group(req.group_id) is None:
+            return None
+        try:
+            await self.store.wait_ready(req.group_id)
+            async with self._lock(req.group_id):
+                group = self._consumer_group(req.group_id)
+                if group is None:
+                    return None
+                if not group.members:
+                    await self._downgrade_empty(group)
+                    return None
+                return await self._classic_join(group, req)
+        except KafkaError as exc:
+            return JoinResult(exc.code, req.member_id)
+
+    async def _downgrade_empty(self, group: ConsumerGroup) -> None:
+        if not self.settings.downgrades():
+            raise KafkaError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                             f"Group {group.group_id} is a consumer group: its members use the consumer protocol")
+        records = self._tombstones(group, offsets=False)
+        classic = Group(group.group_id)
+        classic.offsets = dict(group.offsets)
+        self._drop(group.group_id)
+        self.classic.groups[group.group_id] = classic
+        log.info("Converted empty consumer group %s to a classic group", group.group_id)
+        await self.store.write(group.group_id, records)
+
+    async def _classic_join(self, group: ConsumerGroup, req: JoinRequest) -> JoinResult:
+        s = self.classic.settings
+        profile = req.profile
+        if not s.min_session_timeout_ms <= profile.session_timeout_ms <= s.max_session_timeout_ms:
+            raise KafkaError(ErrorCode.INVALID_SESSION_TIMEOUT)
+        member_id = req.member_id or str(uuid.uuid4())
+        if not group.supports_classic(profile.protocol_type, [n for n, _ in profile.protocols]):
+            raise KafkaError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"Member {member_id}'s protocols are not supported.")
+        iid = req.group_instance_id
+        if not req.member_id and iid is None and req.require_known_member_id:
+            return JoinResult(ErrorCode.MEMBER_ID_REQUIRED, member_id)
+        existing = group.members.get(member_id)
+        if existing is not None and existing.classic is None:
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} does not use the classic protocol.")
+        if iid is not None:
+            old_id = group.static_members.get(iid)
+            if old_id is not None and old_id != member_id:
+                if req.member_id:
+                    raise KafkaError(ErrorCode.FENCED_INSTANCE_ID)
+                old = group.members[old_id]
+                existing = ConsumerMember(**{f: getattr(old, f) for f in ConsumerMember.__dataclass_fields__})
+                existing.member_id = member_id
+                self._cancel_timers(group.group_id, old_id)
+                group.replace_static(old_id, existing)
+        if existing is None and len(group.members) >= self.settings.max_size:
+            raise KafkaError(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                             f"The consumer group has reached its maximum capacity of {self.settings.max_size} members.")
+        sub = parse_classic_subscription(profile.protocols[0][1])
+        base = existing or ConsumerMember(member_id)
+        updated = ConsumerMember(**{f: getattr(base, f) for f in ConsumerMember.__dataclass_fields__})
+        updated.instance_id, updated.rack_id = iid, sub.rack_id
+        updated.rebalance_timeout_ms = profile.rebalance_timeout_ms
+        updated.server_assignor, updated.subscribed_topic_regex = None, None
+        updated.subscribed_topic_names = sorted(set(sub.topics))
+        updated.client_id, updated.client_host = profile.client_id, profile.client_host
+        updated.classic = ClassicProtocol(profile.session_timeout_ms,
+                                          tuple((n, bytes(b)) for n, b in profile.protocols))
+        if existing is None or _subscription(updated) != _subscription(existing):
+            group.bump_epoch()
+        if existing is None or updated.metadata_value() != existing.metadata_value():
+            group.dirty.add(("member", member_id))
+        group.put_member(updated)
+        self._refresh_regexes(group)
+        group.refresh_metadata(self.topics.info)
+        if group.group_epoch > group.assignment_epoch:
+            group.compute_target(self.settings.assignors[0])
+        current = group.members[member_id]
+        reconciled = reconcile(current, group.target_of(member_id), group.assignment_epoch, group.partition_epoch,
+                               self._ids(sub.owned))
+        if reconciled is not current or existing is None or existing.assignment_value() != reconciled.assignment_value():
+            group.put_member(reconciled)
+            group.dirty.add(("current", member_id))
+        self._touch(group, member_id)
+        self._classic_timer(group, member_id, "the classic member did not send SyncGroup within the rebalance timeout",
+                            replace=True)
+        await self._flush(group)
+        log.info("Classic member %s joined consumer group %s at epoch %d", member_id, group.group_id,
+                 reconciled.member_epoch)
+        return JoinResult(ErrorCode.NONE, member_id, reconciled.member_epoch, CONSUMER_PROTOCOL,
+                          profile.protocols[0][0], "", [])
+
+    def _classic_timer(self, group: ConsumerGroup, member_id: str, reason: str, replace: bool) -> None:
+        """The join timeout (a classic member told to rejoin must within its rebalance timeout; kept if
+        one runs) or, `replace`, the sync timeout (a classic member that joined must send SyncGroup)."""
+        member = group.members.get(member_id)
+        timers = self._timers.setdefault((group.group_id, member_id), _Timers())
+        if member is None or (timers.classic is not None and not replace):
             return
+        if timers.classic is not None:
+            timers.classic.cancel()
+        timers.classic = asyncio.get_running_loop().call_later(
+            max(member.rebalance_timeout_ms, 1) / 1000, self._expire, group, member_id, reason, None)
+
+    def _cancel_classic_timer(self, group_id: str, member_id: str) -> None:
+        timers = self._timers.get((group_id, member_id))
+        if timers is not None and timers.classic is not None:
+            timers.classic.cancel()
+            timers.classic = None
+
+    def _classic_member(self, group: ConsumerGroup, member_id: str, instance_id: str | None,
+                        generation: int) -> ConsumerMember:
+        """Kafka's validateConsumerGroupMember, throwIfMemberDoesNotUseClassicProtocol and the generation
+        check: the member a SyncGroup or Heartbeat names."""
+        if instance_id is not None:
+            mid = group.static_members.get(instance_id)
+            if mid is None:
+                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
+            if mid != member_id:
+                raise KafkaError(ErrorCode.FENCED_INSTANCE_ID)
+        member = group.members.get(member_id)
+        if member is None or member.classic is None:
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID)
+        if generation != member.member_epoch:
+            raise KafkaError(ErrorCode.ILLEGAL_GENERATION)
+        return member
+
+    async def classic_sync(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
+                           protocol_type: str | None, protocol_name: str | None) -> SyncResult | None:
+        """A SyncGroup of a classic member of a consumer group: its current assignment, serialized with
+        the version of its subscription (None: not a consumer group)."""
+        if self._consumer_group(group_id) is None:
+            return None
+        try:
+            await self.store.wait_ready(group_id)
+            async with self._lock(group_id):
+                group = self._consumer_group(group_id)
+                if group is None:
+                    return None
+                member = self._classic_member(group, member_id, instance_id, generation)
+                assert member.classic is not None
+                name = member.classic.protocols[0][0] if member.classic.protocols else ""
+                if (protocol_type is not None and protocol_type != CONSUMER_PROTOCOL) or (
+                        protocol_name is not None and protocol_name != name):
+                    raise KafkaError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+                self._check_rebalance(group, member)
+                self._cancel_classic_timer(group_id, member_id)
+                self._touch(group, member_id)
+                version = subscription_version(member.classic.protocols[0][1]) if member.classic.protocols else 0
+                return SyncResult(ErrorCode.NONE, classic_assignment_bytes(version, self._names(member.assigned)),
+                                  CONSUMER_PROTOCOL, name)
+        except KafkaError as exc:
+            return SyncResult(exc.code)
+
+    def _check_rebalance(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        """REBALANCE_IN_PROGRESS (and the join timeout) when the group moved past the member's epoch, unless
+        it still has partitions to revoke (it rejoins once it has)."""
+        if group.group_epoch > member.member_epoch and member.state is not MemberState.UNREVOKED_PARTITIONS:
+            self._classic_timer(group, member.member_id, "the classic member did not rejoin within the rebalance "
+                                                         "timeout", replace=False)
+            raise KafkaError(ErrorCode.REBALANCE_IN_PROGRESS)
+
+    async def classic_heartbeat(self, group_id: str, generation: int, member_id: str,
+                                instance_id: str | None) -> ErrorCode | None:
+        """A Heartbeat of a classic member of a consumer group (None: not a consumer group).
+        REBALANCE_IN_PROGRESS tells it to rejoin: the group epoch moved past its epoch, it has partitions
+        to revoke, or the partitions it waits for are free now."""
+        if self._consumer_group(group_id) is None:
+            return None
+        try:
+            await self.store.wait_ready(group_id)
+            async with self._lock(group_id):
+                group = self._consumer_group(group_id)
+                if group is None:
+                    return None
+                member = self._classic_member(group, member_id, instance_id, generation)
+                self._touch(group, member_id)
+                if (member.member_epoch < group.group_epoch or member.state is MemberState.UNREVOKED_PARTITIONS
+                        or (member.state is MemberState.UNRELEASED_PARTITIONS
+                            and not group.waiting_on_unreleased(member))):
+                    self._classic_timer(group, member_id, "the classic member did not rejoin within the "
+                                                          "rebalance timeout", replace=False)
+                    return ErrorCode.REBALANCE_IN_PROGRESS
+                return ErrorCode.NONE
+        except KafkaError as exc:
+            return exc.code
+
+    async def classic_leave(self, group_id: str, members: list[tuple[str, str | None]]) -> list[ErrorCode] | None:
+        """A LeaveGroup for classic members of a consumer group (None: not a consumer group)."""
+        if self._consumer_group(group_id) is None:
+            return None
+        await self.store.wait_ready(group_id)
         async with self._lock(group_id):
-            if self.groups.get(group_id) is not group:
-                return
-            if group.members or not self.settings.downgrades():
-                raise KafkaError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
-                                 f"Group {group_id} is a consumer group: its members use the consumer protocol")
-            records = self._tombstones(group, offsets=False)
-            classic = Group(group_id)
-            classic.offsets = dict(group.offsets)
-            self._drop(group_id)
-            self.classic.groups[group_id] = classic
-            log.info("Converted empty consumer group %s to a classic group", group_id)
-            await self.store.write(group_id, records)
+            group = self._consumer_group(group_id)
+            if group is None:
+                return None
+            out = []
+            for member_id, instance_id in members:
+                mid = member_id
+                if instance_id is not None:
+                    known = group.static_members.get(instance_id)
+                    if known is None:
+                        out.append(ErrorCode.UNKNOWN_MEMBER_ID)
+                        continue
+                    if member_id and member_id != known:
+                        out.append(ErrorCode.FENCED_INSTANCE_ID)
+                        continue
+                    mid = known
+                member = group.members.get(mid)
+                if member is None or member.classic is None:
+                    out.append(ErrorCode.UNKNOWN_MEMBER_ID)
+                    continue
+                log.info("Classic member %s has left consumer group %s through explicit LeaveGroup", mid, group_id)
+                self._remove(group, mid)
+                out.append(ErrorCode.NONE)
+            await self._flush(group)
+            return out
 
     def _tombstones(self, group: ConsumerGroup, offsets: bool) -> Records:
         gid = group.group_id
@@ -635,6 +1017,12 @@ class ConsumerGroupCoordinator:
         if member is None:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of group "
                                                           f"{group.group_id}.")
+        if member.classic is not None:
+            if epoch != member.member_epoch:  # a classic member commits at its generation
+                raise KafkaError(ErrorCode.ILLEGAL_GENERATION,
+                                 f"The received generation id {epoch} does not match the expected generation id "
+                                 f"{member.member_epoch}.")
+            return
         if epoch > member.member_epoch:
             raise KafkaError(ErrorCode.FENCED_MEMBER_EPOCH,
                              f"The received member epoch {epoch} is larger than the expected member epoch "
@@ -661,7 +1049,8 @@ class ConsumerGroupCoordinator:
             return
         if generation_or_epoch < 0 and not group.members:
             return
-        if api_version < 9 and (member_id or "") in group.members:
+        member = group.members.get(member_id or "")
+        if api_version < 9 and member is not None and member.classic is None:
             raise KafkaError(ErrorCode.UNSUPPORTED_VERSION,
                              "OffsetCommit version 9 or above must be used by members using the consumer "
                              "group protocol")

@@ -33,7 +33,12 @@ from dataclasses import dataclass, field
 from enum import Enum, IntEnum
 
 from odradek.groups.assignors import ASSIGNORS, AssignorMember
-from odradek.groups.consumer_schemas import Assignment, CurrentAssignmentValue, MemberMetadataValue
+from odradek.groups.consumer_schemas import (
+    Assignment,
+    ClassicMemberValue,
+    CurrentAssignmentValue,
+    MemberMetadataValue,
+)
 from odradek.groups.schemas import OffsetValue, TopicPartition
 from odradek.protocol.errors import ErrorCode, KafkaError
 
@@ -61,6 +66,12 @@ class ConsumerGroupState(Enum):
     DEAD = "Dead"
 
 
+ClassicProtocol = ClassicMemberValue
+"""What a member using the classic protocol (JoinGroup/SyncGroup/Heartbeat) inside a consumer group said in its
+JoinGroup: its session timeout and its protocols (assignor names with their ConsumerProtocolSubscription
+metadata); Kafka's ClassicMemberMetadata, as its record holds it."""
+
+
 @dataclass(slots=True)
 class ConsumerMember:
     member_id: str
@@ -78,11 +89,13 @@ class ConsumerMember:
     previous_member_epoch: int = 0
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    # set for a member that uses the classic protocol (online migration), None for a consumer-protocol one
+    classic: ClassicProtocol | None = None
 
     def metadata_value(self) -> MemberMetadataValue:
         return MemberMetadataValue(self.instance_id, self.rack_id, self.client_id, self.client_host,
                                    list(self.subscribed_topic_names), self.subscribed_topic_regex,
-                                   self.rebalance_timeout_ms, self.server_assignor)
+                                   self.rebalance_timeout_ms, self.server_assignor, self.classic)
 
     def assignment_value(self) -> CurrentAssignmentValue:
         return CurrentAssignmentValue(self.member_epoch, self.previous_member_epoch, int(self.state),
@@ -98,6 +111,7 @@ class ConsumerMember:
             m.subscribed_topic_names = list(meta.subscribed_topic_names)
             m.subscribed_topic_regex = meta.subscribed_topic_regex
             m.rebalance_timeout_ms, m.server_assignor = meta.rebalance_timeout_ms, meta.server_assignor
+            m.classic = meta.classic
         if current is not None:
             m.member_epoch, m.previous_member_epoch = current.member_epoch, current.previous_member_epoch
             try:
@@ -183,6 +197,111 @@ def same_assignment(a: Assignment, b: Assignment) -> bool:
     return _frozen(a) == _frozen(b)
 
 
+# ---- the embedded consumer protocol of classic members (ConsumerProtocolSubscription/Assignment) ----
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicSubscription:
+    version: int
+    topics: list[str]
+    owned: dict[str, list[int]]
+    rack_id: str | None
+
+
+class _Reader:
+    """The classic (non-flexible) encoding: int16-length strings, int32-count arrays, int32-length bytes."""
+
+    def __init__(self, buf: bytes) -> None:
+        self.buf, self.pos = bytes(buf), 0
+
+    def more(self) -> bool:
+        return self.pos < len(self.buf)
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > len(self.buf):
+            raise ValueError("ends early")
+        out = self.buf[self.pos:self.pos + n]
+        self.pos += n
+        return out
+
+    def int16(self) -> int:
+        return int.from_bytes(self.take(2), "big", signed=True)
+
+    def int32(self) -> int:
+        return int.from_bytes(self.take(4), "big", signed=True)
+
+    def string(self) -> str | None:
+        n = self.int16()
+        return None if n < 0 else self.take(n).decode("utf-8")
+
+    def count(self) -> int:
+        n = self.int32()
+        if n > len(self.buf):
+            raise ValueError("implausible array length")
+        return max(n, 0)
+
+    def skip_bytes(self) -> None:
+        n = self.int32()
+        if n > 0:
+            self.take(n)
+
+    def partitions(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for _ in range(self.count()):
+            topic = self.string() or ""
+            out.setdefault(topic, []).extend(self.int32() for _ in range(self.count()))
+        return out
+
+
+def _malformed(what: str) -> KafkaError:
+    return KafkaError(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, f"Malformed embedded consumer protocol ({what}).")
+
+
+def parse_classic_subscription(metadata: bytes) -> ClassicSubscription:
+    """A ConsumerProtocolSubscription (v0-3; later versions read as v3): topics, owned partitions (v1+),
+    rack (v3+). INCONSISTENT_GROUP_PROTOCOL if it does not parse."""
+    try:
+        r = _Reader(metadata)
+        version = r.int16()
+        topics = [r.string() or "" for _ in range(r.count())]
+        r.skip_bytes()  # user data
+        owned = r.partitions() if version >= 1 and r.more() else {}
+        if version >= 2 and r.more():
+            r.int32()  # generation id
+        rack = r.string() if version >= 3 and r.more() else None
+        return ClassicSubscription(version, topics, owned, rack)
+    except (ValueError, UnicodeDecodeError):
+        raise _malformed("subscription") from None
+
+
+def parse_classic_assignment(data: bytes) -> dict[str, list[int]]:
+    """The partitions of a ConsumerProtocolAssignment (an empty one: none)."""
+    if not data:
+        return {}
+    try:
+        r = _Reader(data)
+        r.int16()
+        return r.partitions()
+    except (ValueError, UnicodeDecodeError):
+        raise _malformed("assignment") from None
+
+
+def classic_assignment_bytes(version: int, partitions: Mapping[str, Iterable[int]]) -> bytes:
+    """A ConsumerProtocolAssignment of `version` (clamped to 0-3) without user data."""
+    out = [max(0, min(version, 3)).to_bytes(2, "big"), len(partitions).to_bytes(4, "big")]
+    for topic in sorted(partitions):
+        name = topic.encode()
+        ps = sorted(partitions[topic])
+        out += [len(name).to_bytes(2, "big"), name, len(ps).to_bytes(4, "big")]
+        out += [p.to_bytes(4, "big", signed=True) for p in ps]
+    out.append((-1).to_bytes(4, "big", signed=True))
+    return b"".join(out)
+
+
+def subscription_version(metadata: bytes) -> int:
+    return int.from_bytes(metadata[:2], "big", signed=True) if len(metadata) >= 2 else 0
+
+
 # ---- regular expressions ----------------------------------------------------------------------------
 
 
@@ -266,6 +385,14 @@ class ConsumerGroup:
         if new.instance_id is not None:
             self.static_members[new.instance_id] = new.member_id
         self._hold(new)
+        if old is not None and old.subscribed_topic_regex != new.subscribed_topic_regex:
+            self._prune_regexes()
+
+    def _prune_regexes(self) -> None:
+        """Forget the resolution of regexes no member subscribes to any more (a member subscribing to one
+        again waits for a new resolution, as in Kafka)."""
+        used = {m.subscribed_topic_regex for m in self.members.values()}
+        self.regex_topics = {p: ts for p, ts in self.regex_topics.items() if p in used}
 
     def _release(self, m: ConsumerMember) -> None:
         for a in (m.assigned, m.pending_revocation):
@@ -291,6 +418,7 @@ class ConsumerGroup:
             del self.static_members[m.instance_id]
         self.dirty.update({("member", member_id), ("target", member_id), ("current", member_id)})
         self.bump_epoch()
+        self._prune_regexes()
         if not self.members:
             self.state_timestamp = now_ms()
         return m
@@ -305,6 +433,28 @@ class ConsumerGroup:
                            ("member", new.member_id), ("target", new.member_id), ("current", new.member_id)})
         self.put_member(new)
 
+    def classic_members(self) -> list[ConsumerMember]:
+        return [m for m in self.members.values() if m.classic is not None]
+
+    def supports_classic(self, protocol_type: str, names: Iterable[str]) -> bool:
+        """Kafka's supportsClassicProtocols: a classic member may join if it speaks the consumer protocol
+        type and, when classic members are already here, shares a protocol with all of them."""
+        wanted = set(names)
+        if protocol_type != "consumer" or not wanted:
+            return False
+        for m in self.classic_members():
+            assert m.classic is not None
+            wanted &= set(m.classic.names())
+        return bool(wanted)
+
+    def waiting_on_unreleased(self, member: ConsumerMember) -> bool:
+        """Whether some partition of the member's target that it does not hold is still held by another."""
+        for t, ps in self.target_of(member.member_id).items():
+            for p in ps - member.assigned.get(t, frozenset()):
+                if self.partition_epoch(t, p) != -1:
+                    return True
+        return False
+
     def subscriptions_of(self, member: ConsumerMember) -> set[str]:
         topics = set(member.subscribed_topic_names)
         if member.subscribed_topic_regex is not None:
@@ -317,10 +467,19 @@ class ConsumerGroup:
             out |= self.subscriptions_of(m)
         return out
 
-    def refresh_regexes(self, topics: Iterable[str]) -> bool:
-        """Re-match every member's regex against the topic names; True if any result changed."""
+    def unresolved_regexes(self) -> set[str]:
+        """Regexes some member subscribes to that were never resolved for this group (Kafka resolves a new
+        regex asynchronously: until then it matches nothing for the assignor)."""
+        return {m.subscribed_topic_regex for m in self.members.values()
+                if m.subscribed_topic_regex is not None and m.subscribed_topic_regex not in self.regex_topics}
+
+    def refresh_regexes(self, topics: Iterable[str], only_resolved: bool = False) -> bool:
+        """Re-match the members' regexes against the topic names (only those resolved before if
+        `only_resolved`); regexes no member uses any more are dropped. True if any result changed."""
         names = sorted(topics)
         wanted = {m.subscribed_topic_regex for m in self.members.values() if m.subscribed_topic_regex is not None}
+        if only_resolved:
+            wanted &= set(self.regex_topics)
         fresh = {}
         for pattern in wanted:
             compiled = compile_regex(pattern)

@@ -20,8 +20,9 @@ end of every struct. A null value (tombstone) deletes the key.
 
 Type 4 (ConsumerGroupPartitionMetadata, the subscribed topics' metadata) is not written: the coordinator
 recomputes it from the cluster metadata after a load, as Kafka 4.1 does (KIP-1101); a type-4 record
-written by another broker is skipped. ClassicMemberMetadata (tag 0 of the member value, for classic
-members inside a consumer group) is neither written nor read: only empty groups migrate.
+written by another broker is skipped. ClassicMemberMetadata (tagged field 0 of the member value: SessionTimeoutMs
+int32, SupportedProtocols [Name string, Metadata bytes]) is written for a member that uses the classic protocol
+inside a consumer group (online migration) and read back, so it stays a classic member after a load.
 """
 
 from __future__ import annotations
@@ -65,6 +66,18 @@ class MemberMetadataValue:
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    classic: ClassicMemberValue | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicMemberValue:
+    """ClassicMemberMetadata: a classic member's session timeout and JoinGroup protocols."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+    def names(self) -> list[str]:
+        return [name for name, _ in self.protocols]
 
 
 @dataclass(slots=True)
@@ -248,17 +261,49 @@ def decode_epoch(buf: bytes, what: str) -> int:
 
 
 def encode_member_metadata(v: MemberMetadataValue) -> bytes:
-    return (_Out().string(v.instance_id).string(v.rack_id).string(v.client_id).string(v.client_host)
-            .strings(v.subscribed_topic_names).string(v.subscribed_topic_regex).int32(v.rebalance_timeout_ms)
-            .string(v.server_assignor).done())
+    out = (_Out().string(v.instance_id).string(v.rack_id).string(v.client_id).string(v.client_host)
+           .strings(v.subscribed_topic_names).string(v.subscribed_topic_regex).int32(v.rebalance_timeout_ms)
+           .string(v.server_assignor))
+    if v.classic is None:
+        return out.done()
+    body = _Out()
+    body.parts = []  # a nested struct: no version
+    body.int32(v.classic.session_timeout_ms).uvarint(len(v.classic.protocols) + 1)
+    for name, metadata in v.classic.protocols:
+        body.string(name).uvarint(len(metadata) + 1)
+        body.parts.append(bytes(metadata))
+        body.tags()
+    raw = b"".join(body.tags().parts)
+    out.uvarint(1).uvarint(0).uvarint(len(raw))  # one tagged field: tag 0, its size
+    out.parts.append(raw)
+    return b"".join(out.parts)
 
 
 def decode_member_metadata(buf: bytes) -> MemberMetadataValue:
     r = _In(buf, "consumer group member metadata")
     v = MemberMetadataValue(r.string(), r.string(), r.string() or "", r.string() or "", r.strings(), r.string(),
                             r.int32(), r.string())
-    r.end()
+    for _ in range(r.uvarint()):
+        tag, size = r.uvarint(), r.uvarint()
+        data = r._take(size)
+        if tag == 0:
+            v.classic = _decode_classic(data)
+    if r.pos != len(r.buf):
+        raise SchemaError(f"{len(r.buf) - r.pos} unexpected bytes after a {r.what} value")
     return v
+
+
+def _decode_classic(data: bytes) -> ClassicMemberValue:
+    r = _In(_I16.pack(0) + data, "classic member metadata")
+    session = r.int32()
+    protocols = []
+    for _ in range(r._count()):
+        name = r.string() or ""
+        metadata = r._take(r.uvarint() - 1)
+        r.tags()
+        protocols.append((name, metadata))
+    r.end()
+    return ClassicMemberValue(session, tuple(protocols))
 
 
 def encode_target_member(a: Assignment) -> bytes:

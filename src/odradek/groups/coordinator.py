@@ -126,6 +126,21 @@ class GroupCoordinator:
         if old is not None:
             old.state = GroupState.DEAD
 
+    def release(self, group: Group) -> None:
+        """Hand the group over to the consumer type (online upgrade): its parked JoinGroup and SyncGroup
+        requests are answered REBALANCE_IN_PROGRESS, so the members rejoin into the consumer group."""
+        if self.groups.get(group.group_id) is group:
+            del self.groups[group.group_id]
+        self._unload(group, ErrorCode.REBALANCE_IN_PROGRESS)
+
+    def adopt(self, group: Group, reason: str) -> None:
+        """Take over a group converted from a consumer group (online downgrade) and rebalance it: its
+        members learn it from their next Heartbeat and rejoin."""
+        self.groups[group.group_id] = group
+        for member in group.members.values():
+            self._touch(group, member)
+        self._prepare_rebalance(group, reason)
+
     def _unload(self, group: Group, error: ErrorCode) -> None:
         for t in (group.join_timer, group.sync_timer):
             if t is not None:

@@ -3,12 +3,13 @@
 records replay into groups of both types, which it hands to their type), and it routes each API to the
 group type concerned, so the handlers never ask what type a group is:
 
-- the membership APIs of the classic protocol go to `GroupCoordinator` (a JoinGroup may first turn an
-  empty consumer group into a classic group), ConsumerGroupHeartbeat/Describe to
-  `ConsumerGroupCoordinator`, ShareGroupHeartbeat/Describe to `ShareGroupCoordinator` (KIP-932; its
-  groups in memory only for now), whose share partitions (`SharePartitionManager`, their state kept by
-  the broker's `ShareStatePersister`) ShareFetch and ShareAcknowledge use; a group id of one type is
-  refused to the others' membership APIs;
+- the membership APIs of the classic protocol go to `GroupCoordinator`, unless the group is a consumer
+  group: then `ConsumerGroupCoordinator` serves its classic members (online migration; a JoinGroup turns an
+  empty consumer group into a classic group first); ConsumerGroupHeartbeat/Describe go to
+  `ConsumerGroupCoordinator`, which may turn a classic group into a consumer group;
+  ShareGroupHeartbeat/Describe go to `ShareGroupCoordinator` (KIP-932; its groups in memory only for now),
+  whose share partitions (`SharePartitionManager`, their state kept by the broker's `ShareStatePersister`)
+  ShareFetch and ShareAcknowledge use; a share group's id is refused to the other types' membership APIs;
 - the offsets APIs, for every group type, to the one `OffsetManager`;
 - DescribeGroups, ListGroups and DeleteGroups to the type of the group named.
 """
@@ -49,7 +50,7 @@ from odradek.groups.share_state import (
     ShareStatePersister,
 )
 from odradek.groups.store import GroupStore, LoadedGroup
-from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.errors import ErrorCode
 
 __all__ = ["GROUP_TYPE_CLASSIC", "GROUP_TYPE_CONSUMER", "GROUP_TYPE_SHARE", "GroupCoordinatorService"]
 
@@ -118,26 +119,30 @@ class GroupCoordinatorService:
         return self.offsets.group_type(group_id)
 
     # ---- the classic protocol ----
+    # (a consumer group answers its classic members itself; any other group id goes to the classic type)
     async def join(self, req: JoinRequest) -> JoinResult:
         if self.share.is_share_group(req.group_id):
             return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id)
-        try:
-            await self.consumer.before_classic_join(req.group_id)
-        except KafkaError as exc:
-            return JoinResult(exc.code, req.member_id)
-        return await self.classic.join(req)
+        joined = await self.consumer.classic_join(req)
+        return joined if joined is not None else await self.classic.join(req)
 
     async def sync(self, group_id: str, generation: int, member_id: str, instance_id: str | None,
                    protocol_type: str | None, protocol_name: str | None,
                    assignments: list[tuple[str, bytes]]) -> SyncResult:
+        synced = await self.consumer.classic_sync(group_id, generation, member_id, instance_id, protocol_type,
+                                                  protocol_name)
+        if synced is not None:
+            return synced
         return await self.classic.sync(group_id, generation, member_id, instance_id, protocol_type, protocol_name,
                                        assignments)
 
     async def heartbeat(self, group_id: str, generation: int, member_id: str, instance_id: str | None) -> ErrorCode:
-        return await self.classic.heartbeat(group_id, generation, member_id, instance_id)
+        beat = await self.consumer.classic_heartbeat(group_id, generation, member_id, instance_id)
+        return beat if beat is not None else await self.classic.heartbeat(group_id, generation, member_id, instance_id)
 
     async def leave(self, group_id: str, members: list[tuple[str, str | None]]) -> list[ErrorCode]:
-        return await self.classic.leave(group_id, members)
+        left = await self.consumer.classic_leave(group_id, members)
+        return left if left is not None else await self.classic.leave(group_id, members)
 
     async def describe(self, group_id: str) -> GroupSummary:
         """DescribeGroups: a classic group's summary (Dead if there is none)."""

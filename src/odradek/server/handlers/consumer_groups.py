@@ -23,7 +23,7 @@ from odradek.server.authorized_operations import bits
 from odradek.server.handlers.groups import client_host, coordinator
 from odradek.server.registry import RequestContext, handles
 
-MEMBER_TYPE_CONSUMER = 1
+MEMBER_TYPE_CLASSIC, MEMBER_TYPE_CONSUMER = 0, 1
 
 
 def _owned(topics: Any) -> dict[bytes, frozenset[int]] | None:
@@ -115,7 +115,7 @@ async def consumer_group_describe(ctx: RequestContext, request: Any) -> Consumer
             subscribed_topic_regex=m.subscribed_topic_regex,
             assignment=assignment_of(member_cls.Assignment, cg.topic_name, m.assignment),
             target_assignment=assignment_of(member_cls.Assignment, cg.topic_name, m.target),
-            member_type=MEMBER_TYPE_CONSUMER)
+            member_type=MEMBER_TYPE_CLASSIC if m.classic else MEMBER_TYPE_CONSUMER)
 
     out = await describe_each(ctx, request, ConsumerGroupDescribeResponse.DescribedGroup, cg.consumer_describe,
                               member)
