@@ -32,14 +32,11 @@ from odradek.groups.schemas import OffsetValue, group_records
 from odradek.groups.service import GroupCoordinatorService
 from odradek.groups.store import LoadedGroup
 from odradek.protocol.errors import ErrorCode, KafkaError
+from tests.consumer_members import Client, FakeTopics, tps
 from tests.group_members import InMemoryGroupStore
 
 E = ErrorCode
 T1, T2, T3 = b"\x01" * 16, b"\x02" * 16, b"\x03" * 16
-
-
-def tps(a: dict[bytes, frozenset[int]]) -> set[tuple[bytes, int]]:
-    return {(t, p) for t, ps in a.items() for p in ps}
 
 
 def members(*ids: str, topics: frozenset[bytes] = frozenset({T1}), current: dict[str, Any] | None = None,
@@ -187,20 +184,6 @@ def test_records_round_trip_and_replay_into_a_group() -> None:
 # ---- the coordinator ----------------------------------------------------------------------------
 
 
-class FakeTopics:
-    def __init__(self, **counts: int) -> None:
-        self.by_name = {name: TopicInfo(bytes([i + 1]) * 16, n) for i, (name, n) in enumerate(counts.items())}
-
-    def info(self, name: str) -> TopicInfo | None:
-        return self.by_name.get(name)
-
-    def names(self) -> list[str]:
-        return list(self.by_name)
-
-    def name_of(self, topic_id: bytes) -> str | None:
-        return next((n for n, i in self.by_name.items() if i.topic_id == topic_id), None)
-
-
 SETTINGS = ConsumerGroupSettings(session_timeout_ms=200, heartbeat_interval_ms=50)
 
 
@@ -214,34 +197,6 @@ def make(topics: FakeTopics | None = None, settings: ConsumerGroupSettings = SET
          ) -> tuple[ConsumerGroupCoordinator, InMemoryGroupStore]:
     svc, store = make_service(topics, settings)
     return svc.consumer, store
-
-
-class Client:
-    """A member that does what the answers say: takes the assignment given, revokes what is not in it."""
-
-    def __init__(self, cg: ConsumerGroupCoordinator, member_id: str, topics: list[str] | None = None,
-                 regex: str | None = None, instance: str | None = None) -> None:
-        self.cg, self.member_id, self.topics, self.regex, self.instance = cg, member_id, topics, regex, instance
-        self.epoch = 0
-        self.owned: dict[bytes, frozenset[int]] = {}
-
-    async def beat(self, group: str = "g") -> Any:
-        joining = self.epoch == 0
-        res = await self.cg.heartbeat(Heartbeat(
-            group, self.member_id, self.epoch, instance_id=self.instance,
-            rebalance_timeout_ms=1000 if joining else -1,
-            subscribed_topic_names=(self.topics if self.topics is not None else ([] if self.regex is None else None))
-            if joining else None,
-            subscribed_topic_regex=self.regex if joining else None, owned=dict(self.owned),
-            client_id="c", client_host="/h"))
-        if res.error == E.NONE:
-            self.epoch = res.member_epoch
-            if res.assignment is not None:
-                self.owned = {t: ps for t, ps in res.assignment.items() if ps}
-        return res
-
-    def partitions(self) -> set[tuple[bytes, int]]:
-        return tps(self.owned)
 
 
 async def settle(clients: list[Client], rounds: int = 20) -> None:

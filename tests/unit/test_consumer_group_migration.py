@@ -23,7 +23,8 @@ from odradek.groups.offsets import replay
 from odradek.groups.schemas import OffsetValue
 from odradek.groups.service import GroupCoordinatorService
 from odradek.protocol.errors import ErrorCode, KafkaError
-from tests.unit.test_consumer_group import Client, FakeStore, FakeTopics
+from tests.consumer_members import Client, FakeTopics
+from tests.group_members import InMemoryGroupStore
 
 E = ErrorCode
 PARTITIONS = 6
@@ -139,7 +140,7 @@ def group_type(svc: GroupCoordinatorService) -> str | None:
 @pytest.mark.parametrize("eager", [True, False], ids=["eager", "cooperative"])
 def test_upgrade_and_downgrade_with_members(eager: bool) -> None:
     async def main() -> None:
-        store = FakeStore()
+        store = InMemoryGroupStore()
         svc = GroupCoordinatorService(GroupSettings(initial_rebalance_delay_ms=0),
                                       ConsumerGroupSettings(session_timeout_ms=10_000, heartbeat_interval_ms=50),
                                       store, FakeTopics(t=PARTITIONS))
@@ -183,7 +184,7 @@ def test_a_classic_member_out_of_step_is_told_so() -> None:
     async def main() -> None:
         svc = GroupCoordinatorService(GroupSettings(initial_rebalance_delay_ms=0),
                                       ConsumerGroupSettings(session_timeout_ms=10_000, heartbeat_interval_ms=50),
-                                      FakeStore(), FakeTopics(t=PARTITIONS))
+                                      InMemoryGroupStore(), FakeTopics(t=PARTITIONS))
         c2 = Client(svc.consumer, "c2", ["t"])
         await c2.beat()
         c3 = ClassicClient(svc, eager=True)
@@ -211,7 +212,7 @@ def test_a_silent_consumer_member_removed_downgrades_the_group() -> None:
     async def main() -> None:
         svc = GroupCoordinatorService(GroupSettings(initial_rebalance_delay_ms=0),
                                       ConsumerGroupSettings(session_timeout_ms=10_000, heartbeat_interval_ms=50),
-                                      FakeStore(), FakeTopics(t=PARTITIONS))
+                                      InMemoryGroupStore(), FakeTopics(t=PARTITIONS))
         c2 = Client(svc.consumer, "c2", ["t"])
         c3 = ClassicClient(svc, eager=False)
         await c2.beat()
