@@ -2,7 +2,8 @@
 one partition drained by one and by four consumers with every record accepted exactly once by exactly
 one of them, release (redelivered), reject (archived), the acquisition lock expiring (redelivered), a
 consumer closing without acknowledging (its records redelivered), the delivery-count limit (archived),
-and a hostile client answered with Kafka's error codes.
+a hostile client answered with Kafka's error codes, and the offsets admin APIs (describe with start
+offset and lag, alter and delete only when the group is empty), DeleteGroups and ListGroups' type filter.
 
 The consumers read from the latest offset (`share.auto.offset.reset` defaults to latest and Odradek has
 no group configs yet): each test first produces warm-up records until a consumer has received one, so
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import AcknowledgeType, ShareConsumer
+from kafka.protocol.admin import DeleteGroupsRequest, ListGroupsRequest
 from kafka.protocol.metadata import FindCoordinatorRequest
 
 from odradek.protocol.errors import ErrorCode
@@ -26,6 +28,11 @@ from odradek.protocol.kip932 import (
     ShareFetchRequest,
     ShareGroupDescribeRequest,
     ShareGroupHeartbeatRequest,
+)
+from odradek.protocol.kip932_admin import (
+    AlterShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequest,
 )
 from tests.clients import create_topic, produce, unique_name
 from tests.harness import BrokerProcess
@@ -384,3 +391,80 @@ def test_implicit_acknowledgement(broker: BrokerProcess) -> None:
         assert set(rest) == {b"late"}
     finally:
         d.close()
+
+
+# ---- the offsets admin APIs (DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets),
+# DeleteGroups and ListGroups on share groups ----
+
+
+def _offsets(raw: RawClient, group: str, topics: list[tuple[str, list[int]]] | None = None) -> Any:
+    """DescribeShareGroupOffsets v1 for one group: the group's entry."""
+    req_topic = DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup.DescribeShareGroupOffsetsRequestTopic
+    topic_list = None if topics is None else [req_topic(topic_name=t, partitions=ps) for t, ps in topics]
+    resp = raw.request(DescribeShareGroupOffsetsRequest(groups=[
+        DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=topic_list)]),
+        version=1)
+    return resp.groups[0]
+
+
+def _partition_row(group: Any) -> tuple[int, int]:
+    (topic,) = group.topics
+    (p,) = topic.partitions
+    assert p.error_code == 0
+    return p.start_offset, p.lag
+
+
+def _alter(raw: RawClient, group: str, topic: str, offset: int, partition: int = 0) -> Any:
+    t = AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic
+    return raw.request(AlterShareGroupOffsetsRequest(group_id=group, topics=[
+        t(topic_name=topic, partitions=[t.AlterShareGroupOffsetsRequestPartition(partition_index=partition,
+                                                                                 start_offset=offset)])]), version=0)
+
+
+def _delete_offsets(raw: RawClient, group: str, topic: str) -> Any:
+    t = DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic
+    return raw.request(DeleteShareGroupOffsetsRequest(group_id=group, topics=[t(topic_name=topic)]), version=0)
+
+
+def _listed(raw: RawClient, types: list[str]) -> dict[str, tuple[str, str]]:
+    resp = raw.request(ListGroupsRequest(states_filter=[], types_filter=types), version=5)
+    return {g.group_id: (g.group_type, g.group_state) for g in resp.groups}
+
+
+def test_share_group_offsets_admin(broker: BrokerProcess, consumers: Any) -> None:
+    topic, group, (s,) = _ready(broker, consumers)
+    produce(broker.bootstrap, topic, [f"o{i}".encode() for i in range(10)])
+    _drain([s], 10)
+    with RawClient(broker.port) as raw:
+        end = wait_until(lambda: _partition_row(_offsets(raw, group)) if _partition_row(_offsets(raw, group))[1] == 0
+                         else None, message="the start offset to pass every accepted record")[0]
+        assert end >= 11  # the warm-up record and the ten
+        produce(broker.bootstrap, topic, [b"later"] * 3)
+        assert _partition_row(_offsets(raw, group)) == (end, 3)
+        assert _partition_row(_offsets(raw, group, [(topic, [0])])) == (end, 3)
+        missing = _offsets(raw, group, [("no-such-topic", [0])]).topics[0].partitions[0]
+        assert missing.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert _listed(raw, ["share"])[group] == ("share", "Stable")
+        assert group not in _listed(raw, ["classic", "consumer"])
+        # members present: nothing may change
+        assert _alter(raw, group, topic, 0).error_code == ErrorCode.NON_EMPTY_GROUP
+        assert _delete_offsets(raw, group, topic).error_code == ErrorCode.NON_EMPTY_GROUP
+        assert raw.request(DeleteGroupsRequest(groups_names=[group]), version=2).results[0].error_code == \
+            ErrorCode.NON_EMPTY_GROUP
+        s.close()
+        wait_until(lambda: _listed(raw, ["share"])[group][1] == "Empty", message="the group to be empty")
+        altered = _alter(raw, group, topic, 2)
+        assert altered.error_code == 0 and altered.responses[0].partitions[0].error_code == 0
+        assert _partition_row(_offsets(raw, group)) == (2, end + 3 - 2)
+        bad = _alter(raw, group, topic, 0, partition=7).responses[0].partitions[0]
+        assert bad.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        deleted = _delete_offsets(raw, group, topic)
+        assert deleted.error_code == 0 and deleted.responses[0].error_code == 0
+        assert _offsets(raw, group).topics == []
+        assert raw.request(DeleteGroupsRequest(groups_names=[group]), version=2).results[0].error_code == 0
+        assert group not in _listed(raw, ["share"])
+        assert _offsets(raw, group).error_code == ErrorCode.GROUP_ID_NOT_FOUND
+        # altering offsets of a group that does not exist creates it, empty
+        assert _alter(raw, group, topic, 1).error_code == 0
+        assert _partition_row(_offsets(raw, group)) == (1, end + 3 - 1)
+        assert _listed(raw, ["share"])[group] == ("share", "Empty")

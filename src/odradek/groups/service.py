@@ -7,7 +7,8 @@ group type concerned, so the handlers never ask what type a group is:
   empty consumer group into a classic group), ConsumerGroupHeartbeat/Describe to
   `ConsumerGroupCoordinator`, ShareGroupHeartbeat/Describe to `ShareGroupCoordinator` (KIP-932; its
   groups in memory only for now), whose share partitions (`SharePartitionManager`) ShareFetch and
-  ShareAcknowledge use; a group id of one type is refused to the others' membership APIs;
+  ShareAcknowledge use, and the share-group offsets APIs (Describe/Alter/DeleteShareGroupOffsets); a
+  group id of one type is refused to the others' membership APIs;
 - the offsets APIs, for every group type, to the one `OffsetManager`;
 - DescribeGroups, ListGroups and DeleteGroups to the type of the group named.
 """
@@ -42,8 +43,10 @@ from odradek.groups.share_coordinator import (
 )
 from odradek.groups.share_state import (
     InMemoryShareStatePersister,
+    ShareKey,
     SharePartitionManager,
     SharePartitionSettings,
+    ShareSummary,
 )
 from odradek.groups.store import GroupStore, LoadedGroup
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -157,6 +160,16 @@ class GroupCoordinatorService:
     async def share_describe(self, group_id: str) -> GroupDescription:
         return await self.share.describe(group_id, self.offsets.group_type(group_id))
 
+    async def share_describe_offsets(self, group_id: str, partitions: dict[bytes, list[int]] | None,
+                                     ) -> dict[ShareKey, ShareSummary | None]:
+        return await self.share.describe_offsets(group_id, self.offsets.group_type(group_id), partitions)
+
+    async def share_alter_offsets(self, group_id: str, offsets: dict[ShareKey, int]) -> None:
+        await self.share.alter_offsets(group_id, self.offsets.group_type(group_id), offsets)
+
+    async def share_delete_offsets(self, group_id: str, topic_ids: set[bytes]) -> None:
+        await self.share.delete_offsets(group_id, self.offsets.group_type(group_id), topic_ids)
+
     # ---- every group type ----
     def list_groups(self) -> tuple[ErrorCode, list[tuple[str, str, str, str]]]:
         """(group id, protocol type, state, group type) of every group, sorted; COORDINATOR_LOAD_IN_PROGRESS
@@ -168,6 +181,8 @@ class GroupCoordinatorService:
         return err, sorted(listed)
 
     async def delete_group(self, group_id: str) -> ErrorCode:
+        if self.share.is_share_group(group_id):
+            return await self.share.delete_group(group_id)
         if self.offsets.type_of(group_id) is self.consumer:
             return await self.consumer.delete_group(group_id)
         return await self.classic.delete_group(group_id)

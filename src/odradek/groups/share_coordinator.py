@@ -25,6 +25,10 @@ Group ids are shared with the other group types: a share heartbeat naming a clas
 gets GROUP_ID_NOT_FOUND; a JoinGroup or ConsumerGroupHeartbeat naming a share group gets
 INCONSISTENT_GROUP_PROTOCOL or GROUP_ID_NOT_FOUND (`GroupCoordinatorService`), as Kafka answers.
 
+Offsets (KIP-932's admin APIs): DescribeShareGroupOffsets reads each partition's summary from the
+persister; AlterShareGroupOffsets (which creates the group if there is none, as Kafka does) and
+DeleteShareGroupOffsets and DeleteGroups act only on a group without members (NON_EMPTY_GROUP).
+
 State: groups live in memory only, served while this broker leads the group's `__consumer_offsets`
 partition (NOT_COORDINATOR elsewhere); Kafka writes them to `__consumer_offsets` (share group records,
 types 9-15) — a later step, as is `__share_group_state` behind `ShareStatePersister`.
@@ -38,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from odradek.groups.consumer_coordinator import GroupDescription, HeartbeatResult, MemberDescription, Topics
-from odradek.groups.share_state import SharePartitionManager
+from odradek.groups.share_state import ShareKey, SharePartitionManager, ShareSummary
 from odradek.groups.store import GroupStore
 from odradek.protocol.errors import ErrorCode, KafkaError
 
@@ -300,3 +304,58 @@ class ShareGroupCoordinator:
     def list_groups(self) -> list[tuple[str, str, str]]:
         """(group id, protocol type, state) of every share group here."""
         return sorted((g.group_id, GROUP_TYPE_SHARE, g.state) for g in self.groups.values())
+
+    # ---- offsets: DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets, DeleteGroups ----
+    def _existing(self, group_id: str, other_type: str | None) -> ShareGroup:
+        group = self.groups.get(group_id)
+        if group is None:
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND,
+                             f"Group {group_id} is not a share group." if other_type is not None
+                             else f"Group {group_id} not found.")
+        return group
+
+    @staticmethod
+    def _require_empty(group: ShareGroup) -> None:
+        if group.members:
+            raise KafkaError(ErrorCode.NON_EMPTY_GROUP, f"Share group {group.group_id} has active members.")
+
+    async def describe_offsets(self, group_id: str, other_type: str | None,
+                               partitions: dict[bytes, list[int]] | None) -> dict[ShareKey, ShareSummary | None]:
+        """Each partition's summary (None: no state); `partitions` None means every partition with state.
+        Raises KafkaError for the group as a whole."""
+        await self.store.wait_ready(group_id)
+        self._existing(group_id, other_type)
+        keys = (self.partitions.initialised(group_id) if partitions is None
+                else [ShareKey(group_id, t, p) for t, ps in partitions.items() for p in ps])
+        return {key: await self.partitions.summary(key) for key in keys}
+
+    async def alter_offsets(self, group_id: str, other_type: str | None, offsets: dict[ShareKey, int]) -> None:
+        await self.store.wait_ready(group_id)
+        async with self._lock(group_id):
+            group = self.groups.get(group_id)
+            if group is None:
+                if other_type is not None:
+                    raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+                group = self.groups[group_id] = ShareGroup(group_id)
+            self._require_empty(group)
+            for key, offset in offsets.items():
+                await self.partitions.reset(key, offset)
+            log.info("Share group %s: start offsets of %d partitions altered", group_id, len(offsets))
+
+    async def delete_offsets(self, group_id: str, other_type: str | None, topic_ids: set[bytes]) -> None:
+        await self.store.wait_ready(group_id)
+        async with self._lock(group_id):
+            self._require_empty(self._existing(group_id, other_type))
+            await self.partitions.delete([k for k in self.partitions.initialised(group_id) if k.topic_id in topic_ids])
+
+    async def delete_group(self, group_id: str) -> ErrorCode:
+        try:
+            await self.store.wait_ready(group_id)
+            async with self._lock(group_id):
+                self._require_empty(self._existing(group_id, None))
+                del self.groups[group_id]
+                await self.partitions.delete_group(group_id)
+        except KafkaError as exc:
+            return exc.code
+        log.info("Share group %s deleted", group_id)
+        return ErrorCode.NONE

@@ -9,9 +9,15 @@ gives back what a member held when it leaves the group or closes its share sessi
 ShareFetches parked on a partition when records become available again (a release, an expiry).
 
 `ShareStatePersister` is the narrow, async contract a later step implements over `__share_group_state`
-and the share-coordinator APIs (Initialize/Read/Write/DeleteShareGroupState) on the coordinator runtime
-(`odradek.coordinator`). For now `InMemoryShareStatePersister` keeps the snapshots in this process:
-share-group state does not survive a broker restart or move with leadership.
+and the share-coordinator APIs (Initialize/Read/Write/DeleteShareGroupState, ReadShareGroupStateSummary)
+on the coordinator runtime (`odradek.coordinator`). For now `InMemoryShareStatePersister` keeps the
+snapshots in this process: share-group state does not survive a broker restart or move with leadership.
+
+The admin side (DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets, DeleteGroups)
+reads summaries (`ShareSummary`: the start offset and, KIP-1226, how many records past it are done),
+resets a partition to a new start offset and deletes partitions' state, all through the persister; the
+manager remembers which partitions of each group were initialised (Kafka keeps that in
+`__consumer_offsets`, ShareGroupStatePartitionMetadata; here in memory, like the groups).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from odradek.groups.share_partition import (
     LATEST,
     AckBatch,
     Acquired,
+    RecordState,
     SharePartition,
     StateBatch,
     initial_start_offset,
@@ -55,6 +62,22 @@ class ShareSnapshot:
     batches: tuple[StateBatch, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class ShareSummary:
+    """What ReadShareGroupStateSummary answers: the start offset and the number of records at or past it
+    that are already acknowledged or archived (KIP-1226's delivery-complete count, for the lag)."""
+
+    start_offset: int
+    delivery_complete: int
+
+
+def summary_of(state: ShareSnapshot) -> ShareSummary:
+    done = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+    return ShareSummary(state.start_offset, sum(
+        b.last_offset - max(b.first_offset, state.start_offset) + 1
+        for b in state.batches if b.state in done and b.last_offset >= state.start_offset))
+
+
 class ShareStatePersister(Protocol):
     """Where share-partition state lives between brokers and restarts (Kafka's Persister)."""
 
@@ -62,7 +85,15 @@ class ShareStatePersister(Protocol):
         """The partition's last written state, None if it has none (never initialised)."""
         ...
 
+    async def read_summary(self, key: ShareKey) -> ShareSummary | None:
+        """The partition's start offset and delivery-complete count, None if it has no state."""
+        ...
+
     async def write_state(self, key: ShareKey, state: ShareSnapshot) -> None: ...
+
+    async def delete_state(self, keys: Iterable[ShareKey]) -> None:
+        """Forget these partitions' state (DeleteShareGroupState for some partitions of one group)."""
+        ...
 
     async def delete_group(self, group_id: str) -> None: ...
 
@@ -76,8 +107,16 @@ class InMemoryShareStatePersister:
     async def read_state(self, key: ShareKey) -> ShareSnapshot | None:
         return self._states.get(key)
 
+    async def read_summary(self, key: ShareKey) -> ShareSummary | None:
+        state = self._states.get(key)
+        return None if state is None else summary_of(state)
+
     async def write_state(self, key: ShareKey, state: ShareSnapshot) -> None:
         self._states[key] = state
+
+    async def delete_state(self, keys: Iterable[ShareKey]) -> None:
+        for key in keys:
+            self._states.pop(key, None)
 
     async def delete_group(self, group_id: str) -> None:
         for key in [k for k in self._states if k.group_id == group_id]:
@@ -115,6 +154,7 @@ class SharePartitionManager:
         self._waiters: dict[ShareKey, list[asyncio.Future[None]]] = {}
         self._timers: dict[ShareKey, asyncio.TimerHandle] = {}
         self._tasks = TaskSet(log, "Share partition state write")
+        self._initialised: dict[str, set[ShareKey]] = {}  # group id -> its partitions with state
 
     def shutdown(self) -> None:
         for t in self._timers.values():
@@ -142,6 +182,7 @@ class SharePartitionManager:
                 else:
                     sp = restore(state.start_offset, list(state.batches), **limits)
                 self.partitions[key] = sp
+                self._initialised.setdefault(key.group_id, set()).add(key)
                 await self._persist(key)
         self._init_locks.pop(key, None)
         sp.log_start_moved(log_start)
@@ -180,11 +221,34 @@ class SharePartitionManager:
         return n
 
     def forget_group(self, group_id: str) -> None:
-        for key in [k for k in self.partitions if k.group_id == group_id]:
-            del self.partitions[key]
-            timer = self._timers.pop(key, None)
-            if timer is not None:
-                timer.cancel()
+        self._drop([k for k in self.partitions if k.group_id == group_id])
+        self._initialised.pop(group_id, None)
+
+    # ---- the admin side (the group has no members when these run) ----
+    def initialised(self, group_id: str) -> list[ShareKey]:
+        """The group's partitions that have state, sorted."""
+        return sorted(self._initialised.get(group_id, ()), key=lambda k: (k.topic_id, k.partition))
+
+    async def summary(self, key: ShareKey) -> ShareSummary | None:
+        return await self.persister.read_summary(key)
+
+    async def reset(self, key: ShareKey, start_offset: int) -> None:
+        """Start the partition afresh at `start_offset` (AlterShareGroupOffsets)."""
+        self._drop([key])
+        await self.persister.write_state(key, ShareSnapshot(start_offset, ()))
+        self._initialised.setdefault(key.group_id, set()).add(key)
+
+    async def delete(self, keys: list[ShareKey]) -> None:
+        """Forget the partitions' state (DeleteShareGroupOffsets)."""
+        self._drop(keys)
+        await self.persister.delete_state(keys)
+        for key in keys:
+            self._initialised.get(key.group_id, set()).discard(key)
+
+    async def delete_group(self, group_id: str) -> None:
+        """Forget every partition of the group (DeleteGroups)."""
+        self.forget_group(group_id)
+        await self.persister.delete_group(group_id)
 
     def waiter(self, key: ShareKey) -> asyncio.Future[None]:
         """Resolves when records of the share partition may have become acquirable again."""
@@ -195,6 +259,13 @@ class SharePartitionManager:
         return fut
 
     # ---- internals ----
+    def _drop(self, keys: Iterable[ShareKey]) -> None:
+        for key in keys:
+            self.partitions.pop(key, None)
+            timer = self._timers.pop(key, None)
+            if timer is not None:
+                timer.cancel()
+
     def _wake(self, key: ShareKey) -> None:
         for fut in self._waiters.pop(key, []):
             if not fut.done():
