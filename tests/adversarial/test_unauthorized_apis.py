@@ -298,6 +298,14 @@ ATTACKS: dict[int, Attack] = {
                     partition_index=0, acknowledgement_batches=[
                         R.ShareAcknowledgeRequest.AcknowledgeTopic.AcknowledgePartition.AcknowledgementBatch(
                             first_offset=0, last_offset=0, acknowledge_types=[1])])])])),
+    90: Attack(1, lambda t: R.DescribeShareGroupOffsetsRequest(groups=[
+        R.DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(group_id=GROUP, topics=None)])),
+    91: Attack(0, lambda t: R.AlterShareGroupOffsetsRequest(group_id=GROUP, topics=[
+        R.AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic(topic_name=TOPIC, partitions=[
+            R.AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic.AlterShareGroupOffsetsRequestPartition(
+                partition_index=0, start_offset=0)])])),
+    92: Attack(0, lambda t: R.DeleteShareGroupOffsetsRequest(group_id=GROUP, topics=[
+        R.DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic(topic_name=TOPIC)])),
 }
 
 
