@@ -3,7 +3,7 @@ one partition drained by one and by four consumers with every record accepted ex
 one of them, release (redelivered), reject (archived), the acquisition lock expiring (redelivered), a
 consumer closing without acknowledging (its records redelivered), the delivery-count limit (archived),
 a hostile client answered with Kafka's error codes, and the offsets admin APIs (describe with start
-offset and lag, alter and delete only when the group is empty), DeleteGroups and ListGroups' type filter.
+offset and lag, alter and delete only when the group is empty), DeleteGroups and ListGroups' type filter; and `odradek share-groups` (list, describe, reset, delete).
 
 The consumers read from the latest offset (`share.auto.offset.reset` defaults to latest and Odradek has
 no group configs yet): each test first produces warm-up records until a consumer has received one, so
@@ -35,7 +35,7 @@ from odradek.protocol.kip932_admin import (
     DescribeShareGroupOffsetsRequest,
 )
 from tests.clients import create_topic, produce, unique_name
-from tests.harness import BrokerProcess
+from tests.harness import BrokerProcess, run_cli
 from tests.rawclient import RawClient
 from tests.waiting import wait_until
 
@@ -468,3 +468,76 @@ def test_share_group_offsets_admin(broker: BrokerProcess, consumers: Any) -> Non
         assert _alter(raw, group, topic, 1).error_code == 0
         assert _partition_row(_offsets(raw, group)) == (1, end + 3 - 1)
         assert _listed(raw, ["share"])[group] == ("share", "Empty")
+
+
+# ---- `odradek share-groups` ----
+
+
+def _tool(broker: BrokerProcess, *args: str, code: int = 0) -> list[str]:
+    """Run the tool; its stdout lines with runs of blanks squeezed (the columns' padding)."""
+    done = run_cli("share-groups", "--bootstrap-server", broker.bootstrap, *args)
+    assert done.returncode == code, (done.stdout, done.stderr)
+    if code:
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    return [" ".join(line.split()) for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+
+
+def test_share_groups_tool(broker: BrokerProcess, consumers: Any) -> None:
+    topic, group, (a, b) = _ready(broker, consumers, 2)
+    produce(broker.bootstrap, topic, [f"t{i}".encode() for i in range(4)])
+    _drain([a, b], 4)
+    assert group in _tool(broker, "--list")
+    assert f"{group} Stable" in _tool(broker, "--list", "--state", "stable")
+    assert _tool(broker, "--list", "--state", "Empty").count(f"{group} Stable") == 0
+    offsets = wait_until(lambda: (lambda lines: lines if lines[-1].endswith(" 0") else None)(
+        _tool(broker, "--describe", "--group", group)), message="the lag to reach 0")
+    assert offsets[0] == "GROUP TOPIC PARTITION START-OFFSET LAG"
+    start = int(offsets[1].split()[3])
+    assert offsets[1] == f"{group} {topic} 0 {start} 0" and start >= 5
+    assert _tool(broker, "--describe", "--group", group, "--offsets", "--verbose")[0] == \
+        "GROUP TOPIC PARTITION LEADER-EPOCH START-OFFSET LAG"
+    members = _tool(broker, "--describe", "--group", group, "--members")
+    assert members[0] == "GROUP CONSUMER-ID HOST CLIENT-ID #PARTITIONS ASSIGNMENT"
+    assert len(members) == 3 and all(m.endswith(f" 1 {topic}:0") for m in members[1:])
+    state = _tool(broker, "--describe", "--group", group, "--state", "--verbose")
+    assert state[0] == "GROUP COORDINATOR (ID) STATE GROUP-EPOCH ASSIGNMENT-EPOCH #MEMBERS"
+    assert state[1].startswith(f"{group} 127.0.0.1:{broker.port} (0) Stable") and state[1].endswith(" 2")
+    assert "is not empty" in _tool(broker, "--reset-offsets", "--group", group, "--to-earliest", code=1)[0]
+    a.close()
+    b.close()
+    wait_until(lambda: f"{group} Empty" in _tool(broker, "--list", "--state"), message="the group to be empty")
+    assert _tool(broker, "--describe", "--group", group, "--members")[0] == \
+        f"Share group '{group}' has no active members."
+    planned = _tool(broker, "--reset-offsets", "--group", group, "--topic", topic, "--to-earliest")
+    assert planned == ["GROUP TOPIC PARTITION NEW-OFFSET", f"{group} {topic} 0 0"]
+    assert _tool(broker, "--describe", "--group", group)[1] == f"{group} {topic} 0 {start} 0", "a dry run"
+    _tool(broker, "--reset-offsets", "--group", group, "--to-offset", "2", "--execute")
+    assert _tool(broker, "--describe", "--group", group)[1] == f"{group} {topic} 0 2 {start - 2}"
+    assert _tool(broker, "--delete-offsets", "--group", group, "--topic", topic) == \
+        ["TOPIC STATUS", f"{topic} Successful"]
+    assert _tool(broker, "--describe", "--group", group) == [f"Share group '{group}' has no offset information."]
+    assert _tool(broker, "--delete", "--group", group) == [f"Deletion of requested share groups ('{group}') was "
+                                                           "successful."]
+    assert group not in _tool(broker, "--list")
+    assert _tool(broker, "--describe", "--group", group) == [f"Error: Share group '{group}' does not exist."]
+    failed = run_cli("share-groups", "--bootstrap-server", broker.bootstrap, "--delete", "--group", group)
+    assert failed.returncode == 1 and failed.stderr.splitlines() == [
+        "Error: Deletion of some share groups failed:",
+        f"* Group '{group}' could not be deleted due to: GroupIdNotFoundException: Group '{group}' is not a share "
+        "group."]
+
+
+def test_share_groups_tool_flags(broker: BrokerProcess) -> None:
+    done = run_cli("share-groups", "--help")
+    assert done.returncode == 0 and "--reset-offsets" in done.stdout and "--to-datetime" in done.stdout
+    assert _tool(broker, "--group", "g", code=1) == [
+        "Error: Command must include exactly one action: --list, --describe, --delete, --reset-offsets, "
+        "--delete-offsets."]
+    assert _tool(broker, "--describe", "--group", "g", "--members", "--state", code=1)[0].startswith(
+        "Error: Option [describe] takes at most one of these options")
+    assert _tool(broker, "--reset-offsets", "--group", "g", code=1)[0].startswith(
+        "Error: Option [reset-offsets] requires one of the following scenarios")
+    assert _tool(broker, "--list", "--state", "Rebalancing", code=1) == [
+        "Error: Invalid state list 'Rebalancing'. Valid states are: Empty, Stable, Dead"]
+    unreachable = run_cli("share-groups", "--bootstrap-server", "127.0.0.1:1", "--list", "--timeout", "2000")
+    assert unreachable.returncode == 1 and len(unreachable.stderr.strip().splitlines()) == 1
