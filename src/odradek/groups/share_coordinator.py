@@ -140,6 +140,7 @@ class ShareGroupCoordinator:
         self.partitions = partitions
         self.groups: dict[str, ShareGroup] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self.rebalances = 0  # assignment changes (Kafka's share-group-rebalance-count)
 
     async def shutdown(self) -> None:
         for g in self.groups.values():
@@ -251,6 +252,7 @@ class ShareGroupCoordinator:
         if any(group.members[mid].assignment != a for mid, a in target.items()):
             if group.assignment_epoch >= group.group_epoch:
                 group.group_epoch += 1
+            self.rebalances += 1
             for mid, a in target.items():
                 group.members[mid].assignment = a
         group.assignment_epoch = group.group_epoch

@@ -25,14 +25,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from odradek.aio import TaskSet
 from odradek.groups.share_partition import (
     LATEST,
     AckBatch,
+    AckType,
     Acquired,
     RecordState,
     SharePartition,
@@ -123,6 +125,19 @@ class InMemoryShareStatePersister:
             del self._states[key]
 
 
+@dataclass(slots=True)
+class ShareCounters:
+    """What the share partitions did, for the broker's metrics: records acknowledged by type (Kafka's
+    ShareGroupMetrics RecordAcknowledgementsPerSec), acquisition locks that timed out per partition
+    (SharePartitionMetrics AcquisitionLockTimeoutPerSec), and Odradek's own records redelivered (acquired
+    again after a release, a timeout or a member leaving) and archived, per group."""
+
+    acknowledged: Counter[AckType] = field(default_factory=Counter)
+    lock_timeouts: Counter[ShareKey] = field(default_factory=Counter)
+    redelivered: Counter[str] = field(default_factory=Counter)
+    archived: Counter[str] = field(default_factory=Counter)
+
+
 @dataclass(frozen=True, slots=True)
 class SharePartitionSettings:
     lock_duration_ms: int = 30_000  # group.share.record.lock.duration.ms
@@ -155,6 +170,7 @@ class SharePartitionManager:
         self._timers: dict[ShareKey, asyncio.TimerHandle] = {}
         self._tasks = TaskSet(log, "Share partition state write")
         self._initialised: dict[str, set[ShareKey]] = {}  # group id -> its partitions with state
+        self.counters = ShareCounters()
 
     def shutdown(self) -> None:
         for t in self._timers.values():
@@ -193,14 +209,20 @@ class SharePartitionManager:
         got = sp.acquire(member_id, batches, max_records, now_ms())
         if got:
             self._arm(key)
+            again = sum(a.last_offset - a.first_offset + 1 for a in got if a.delivery_count > 1)
+            if again:
+                self.counters.redelivered[key.group_id] += again
         return got
 
     async def acknowledge(self, key: ShareKey, member_id: str, batches: list[AckBatch]) -> ErrorCode:
         sp = self.partitions.get(key)
         if sp is None:
             return ErrorCode.INVALID_RECORD_STATE  # nothing was ever acquired here
+        archived = sp.archived
         err = sp.acknowledge(member_id, batches)
         if err == ErrorCode.NONE:
+            self._count_acks(batches)
+            self._count_archived(key, sp, archived)
             self._wake(key)
             await self._persist(key)
         return err
@@ -213,7 +235,9 @@ class SharePartitionManager:
             sp = self.partitions.get(key)
             if sp is None or key.group_id != group_id:
                 continue
+            archived = sp.archived
             released = sp.release_member(member_id)
+            self._count_archived(key, sp, archived)
             if released:
                 n += released
                 self._wake(key)
@@ -259,6 +283,17 @@ class SharePartitionManager:
         return fut
 
     # ---- internals ----
+    def _count_acks(self, batches: list[AckBatch]) -> None:
+        for b in batches:
+            if len(b.types) == 1:
+                self.counters.acknowledged[AckType(b.types[0])] += b.last_offset - b.first_offset + 1
+            else:
+                self.counters.acknowledged.update(AckType(t) for t in b.types)
+
+    def _count_archived(self, key: ShareKey, sp: SharePartition, before: int) -> None:
+        if sp.archived > before:
+            self.counters.archived[key.group_id] += sp.archived - before
+
     def _drop(self, keys: Iterable[ShareKey]) -> None:
         for key in keys:
             self.partitions.pop(key, None)
@@ -289,7 +324,11 @@ class SharePartitionManager:
         sp = self.partitions.get(key)
         if sp is None:
             return
-        if sp.expire_locks(now_ms()):
+        archived = sp.archived
+        expired = sp.expire_locks(now_ms())
+        if expired:
+            self.counters.lock_timeouts[key] += expired
+            self._count_archived(key, sp, archived)
             self._wake(key)
             self._tasks.spawn(self._persist(key))
         self._arm(key)
