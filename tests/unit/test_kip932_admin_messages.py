@@ -21,13 +21,6 @@ _Topic = _Group.DescribeShareGroupOffsetsResponseTopic
 _Partition = _Topic.DescribeShareGroupOffsetsResponsePartition
 
 
-def _cstr(s: str | None) -> bytes:
-    if s is None:
-        return b"\x00"
-    b = s.encode()
-    return write_uvarint(len(b) + 1) + b
-
-
 def test_versions_are_kafka_4_2s() -> None:
     assert (DescribeShareGroupOffsetsRequest.min_version, DescribeShareGroupOffsetsRequest.max_version) == (0, 1)
     assert AlterShareGroupOffsetsRequest.max_version == 0
@@ -36,7 +29,7 @@ def test_versions_are_kafka_4_2s() -> None:
 def test_describe_request_with_all_topics_is_a_null_array() -> None:
     req = DescribeShareGroupOffsetsRequest(groups=[
         DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(group_id="g", topics=None)])
-    assert req.encode(version=1) == write_uvarint(2) + _cstr("g") + b"\x00" + b"\x00" + b"\x00"
+    assert req.encode(version=1) == write_uvarint(2) + b"\x02g" + b"\x00" + b"\x00" + b"\x00"
 
 
 def _response(lag: int) -> DescribeShareGroupOffsetsResponse:
@@ -62,5 +55,5 @@ def test_alter_and_delete_responses_lead_with_the_group_error() -> None:
     delete = DeleteShareGroupOffsetsResponse(throttle_time_ms=0, error_code=0, error_message=None, responses=[
         DeleteShareGroupOffsetsResponse.DeleteShareGroupOffsetsResponseTopic(
             topic_name="t", topic_id=uuid.UUID(int=1), error_code=3, error_message=None)])
-    assert delete.encode(version=0).endswith(_cstr("t") + uuid.UUID(int=1).bytes + struct.pack(">h", 3) + b"\x00\x00"
+    assert delete.encode(version=0).endswith(b"\x02t" + uuid.UUID(int=1).bytes + struct.pack(">h", 3) + b"\x00\x00"
                                              + b"\x00")
