@@ -220,24 +220,24 @@ class ShareGroupsClient:
                 raise GroupError(resp.error_code, resp.error_message)
             time.sleep(0.2)
 
-    def _at_coordinator(self, group_id: str, request: Any, version: int, error: Any) -> Any:
-        """`request` sent to the group's coordinator, again while `error(response)` is retriable."""
+    def _at_coordinator(self, group_id: str, request: Any, version: int, error: Any) -> tuple[Node, Any]:
+        """(coordinator, response) of `request` sent to the group's coordinator, again while
+        `error(response)` is retriable."""
         deadline = time.monotonic() + self.timeout_s
         while True:
             node = self.coordinator(group_id)
             resp = self._request(self._node(node), request, version)
             if error(resp) not in RETRIABLE or time.monotonic() >= deadline:
-                return resp
+                return node, resp
             time.sleep(0.2)
 
     def describe(self, group_id: str) -> ShareGroup:
         """ShareGroupDescribe v1; a group that does not exist is Dead, another type's group too."""
         from odradek.protocol.kip932 import ShareGroupDescribeRequest
 
-        resp = self._at_coordinator(group_id, ShareGroupDescribeRequest(
+        node, resp = self._at_coordinator(group_id, ShareGroupDescribeRequest(
             group_ids=[group_id], include_authorized_operations=False), 1, lambda r: r.groups[0].error_code)
         g = resp.groups[0]
-        node = self.coordinator(group_id)
         if g.error_code == 69:  # GROUP_ID_NOT_FOUND
             return ShareGroup(group_id, "Dead", node)
         if g.error_code:
@@ -253,7 +253,7 @@ class ShareGroupsClient:
         from odradek.protocol.kip932_admin import DescribeShareGroupOffsetsRequest
 
         group_cls = DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup
-        resp = self._at_coordinator(group_id, DescribeShareGroupOffsetsRequest(groups=[
+        _node, resp = self._at_coordinator(group_id, DescribeShareGroupOffsetsRequest(groups=[
             group_cls(group_id=group_id, topics=None)]), 1, lambda r: r.groups[0].error_code)
         g = resp.groups[0]
         if g.error_code:
@@ -270,7 +270,7 @@ class ShareGroupsClient:
         by_topic: dict[str, list[tuple[int, int]]] = {}
         for (t, p), offset in sorted(offsets.items()):
             by_topic.setdefault(t, []).append((p, offset))
-        resp = self._at_coordinator(group_id, AlterShareGroupOffsetsRequest(group_id=group_id, topics=[
+        _node, resp = self._at_coordinator(group_id, AlterShareGroupOffsetsRequest(group_id=group_id, topics=[
             topic_cls(topic_name=t, partitions=[topic_cls.AlterShareGroupOffsetsRequestPartition(
                 partition_index=p, start_offset=o) for p, o in ps]) for t, ps in by_topic.items()]), 0,
             lambda r: r.error_code)
@@ -283,7 +283,7 @@ class ShareGroupsClient:
         from odradek.protocol.kip932_admin import DeleteShareGroupOffsetsRequest
 
         topic_cls = DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic
-        resp = self._at_coordinator(group_id, DeleteShareGroupOffsetsRequest(group_id=group_id, topics=[
+        _node, resp = self._at_coordinator(group_id, DeleteShareGroupOffsetsRequest(group_id=group_id, topics=[
             topic_cls(topic_name=t) for t in dict.fromkeys(topics)]), 0, lambda r: r.error_code)
         if resp.error_code:
             raise GroupError(resp.error_code, resp.error_message)
@@ -293,6 +293,6 @@ class ShareGroupsClient:
         """DeleteGroups v2 for one group: its error code."""
         from kafka.protocol.admin import DeleteGroupsRequest
 
-        resp = self._at_coordinator(group_id, DeleteGroupsRequest(groups_names=[group_id]), 2,
+        _node, resp = self._at_coordinator(group_id, DeleteGroupsRequest(groups_names=[group_id]), 2,
                                     lambda r: r.results[0].error_code)
         return int(resp.results[0].error_code)
