@@ -513,6 +513,13 @@ def test_share_groups_tool(broker: BrokerProcess, consumers: Any) -> None:
     assert _tool(broker, "--describe", "--group", group)[1] == f"{group} {topic} 0 {start} 0", "a dry run"
     _tool(broker, "--reset-offsets", "--group", group, "--to-offset", "2", "--execute")
     assert _tool(broker, "--describe", "--group", group)[1] == f"{group} {topic} 0 2 {start - 2}"
+    future = _tool(broker, "--reset-offsets", "--group", group, "--topic", f"{topic}:0", "--to-datetime",
+                   "2999-01-01T00:00:00.000")
+    assert future[1:] == [f"{group} {topic} 0 {start}",  # stdout, then stderr
+                          f"Warn: Partition 0 from topic {topic} is empty. Falling back to latest known offset."]
+    assert _tool(broker, "--delete-offsets", "--group", group, "--topic", "no-such-topic", code=1) == [
+        "TOPIC STATUS", "no-such-topic Error: This server does not host this topic-partition.",
+        "Error: Encountered some topic-level error, see the follow-up details."]
     assert _tool(broker, "--delete-offsets", "--group", group, "--topic", topic) == \
         ["TOPIC STATUS", f"{topic} Successful"]
     assert _tool(broker, "--describe", "--group", group) == [f"Share group '{group}' has no offset information."]

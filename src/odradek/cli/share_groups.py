@@ -259,6 +259,8 @@ class ShareGroups:
         except GroupError as exc:
             raise CliError(f"Error: {exc}") from None
         width = max([15] + [len(t) for t in results])
+        if any(results.values()):
+            err("Error: Encountered some topic-level error, see the follow-up details.")
         out()
         out([table_line([width], ["TOPIC", "STATUS"])])
         out(table_line([width], [t, f"Error: {error_message(code)}" if code else "Successful"])
