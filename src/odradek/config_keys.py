@@ -358,7 +358,7 @@ _ISO_DURATION = re.compile(
 )
 
 
-def _iso_duration_seconds(text: str) -> float | None:
+def iso_duration_seconds(text: str) -> float | None:
     """The duration in seconds, or None when Java's Duration.parse would refuse `text`."""
     m = _ISO_DURATION.fullmatch(text)
     if m is None or not any(m.group(i) for i in (2, 4, 5, 6)) or (m.group(3) and not any(m.group(i) for i in (4, 5, 6))):
@@ -380,7 +380,7 @@ class ShareAutoOffsetReset(Validator):
         if ":" not in text and kind.lower() in ("earliest", "latest"):
             return None
         if kind.lower() == "by_duration" and duration.count(":") == 0:
-            seconds = _iso_duration_seconds(duration)
+            seconds = iso_duration_seconds(duration)
             if seconds is not None and seconds >= 0:
                 return None
         return (f"Invalid value `{text}` for configuration share.auto.offset.reset. The value must be either "
@@ -832,15 +832,15 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("security.inter.broker.protocol", STRING, "PLAINTEXT", valid=OneOf("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), applied=True),
     _key("security.providers", STRING, None),
     _key("share.coordinator.append.linger.ms", INT, "5", valid=Range(0)),
-    _key("share.coordinator.load.buffer.size", INT, "5242880", valid=Range(1)),
-    _key("share.coordinator.snapshot.update.records.per.snapshot", INT, "500", valid=Range(0)),
+    _key("share.coordinator.load.buffer.size", INT, "5242880", valid=Range(1), applied=True),
+    _key("share.coordinator.snapshot.update.records.per.snapshot", INT, "500", valid=Range(0), applied=True),
     _key("share.coordinator.state.topic.compression.codec", INT, "0"),
-    _key("share.coordinator.state.topic.min.isr", SHORT, "2", valid=Range(1)),
-    _key("share.coordinator.state.topic.num.partitions", INT, "50", valid=Range(1)),
-    _key("share.coordinator.state.topic.replication.factor", SHORT, "3", valid=Range(1)),
-    _key("share.coordinator.state.topic.segment.bytes", INT, "104857600", valid=Range(1)),
+    _key("share.coordinator.state.topic.min.isr", SHORT, "2", valid=Range(1), applied=True),
+    _key("share.coordinator.state.topic.num.partitions", INT, "50", valid=Range(1), applied=True),
+    _key("share.coordinator.state.topic.replication.factor", SHORT, "3", valid=Range(1), applied=True),
+    _key("share.coordinator.state.topic.segment.bytes", INT, "104857600", valid=Range(1), applied=True),
     _key("share.coordinator.threads", INT, "1", valid=Range(1)),
-    _key("share.coordinator.write.timeout.ms", INT, "5000", valid=Range(1)),
+    _key("share.coordinator.write.timeout.ms", INT, "5000", valid=Range(1), applied=True),
     _key("share.fetch.purgatory.purge.interval.requests", INT, "1000"),
     _key("socket.connection.setup.timeout.max.ms", LONG, "30000"),
     _key("socket.connection.setup.timeout.ms", LONG, "10000"),
@@ -973,11 +973,15 @@ def check_topic_configs(values: Mapping[str, Any]) -> None:
 GROUP_CONFIGS: dict[str, ConfigKey] = _catalogue(
     _key("consumer.heartbeat.interval.ms", INT, "5000", valid=Range(1), server_default="group.consumer.heartbeat.interval.ms"),
     _key("consumer.session.timeout.ms", INT, "45000", valid=Range(1), server_default="group.consumer.session.timeout.ms"),
-    _key("share.auto.offset.reset", STRING, "latest", valid=ShareAutoOffsetReset()),
-    _key("share.heartbeat.interval.ms", INT, "5000", valid=Range(1), server_default="group.share.heartbeat.interval.ms"),
+    _key("share.auto.offset.reset", STRING, "latest", valid=ShareAutoOffsetReset(),
+         applied=True),
+    _key("share.heartbeat.interval.ms", INT, "5000", valid=Range(1), server_default="group.share.heartbeat.interval.ms",
+         applied=True),
     _key("share.isolation.level", STRING, "read_uncommitted", valid=OneOf("read_committed", "read_uncommitted")),
-    _key("share.record.lock.duration.ms", INT, "30000", valid=Range(1000), server_default="group.share.record.lock.duration.ms"),
-    _key("share.session.timeout.ms", INT, "45000", valid=Range(1), server_default="group.share.session.timeout.ms"),
+    _key("share.record.lock.duration.ms", INT, "30000", valid=Range(1000), server_default="group.share.record.lock.duration.ms",
+         applied=True),
+    _key("share.session.timeout.ms", INT, "45000", valid=Range(1), server_default="group.share.session.timeout.ms",
+         applied=True),
     _key("streams.heartbeat.interval.ms", INT, "5000", valid=Range(1), server_default="group.streams.heartbeat.interval.ms"),
     _key("streams.initial.rebalance.delay.ms", INT, "3000", valid=Range(0), server_default="group.streams.initial.rebalance.delay.ms"),
     _key("streams.num.standby.replicas", INT, "0", valid=Range(0), server_default="group.streams.num.standby.replicas"),

@@ -298,6 +298,25 @@ ATTACKS: dict[int, Attack] = {
                     partition_index=0, acknowledgement_batches=[
                         R.ShareAcknowledgeRequest.AcknowledgeTopic.AcknowledgePartition.AcknowledgementBatch(
                             first_offset=0, last_offset=0, acknowledge_types=[1])])])])),
+    # the share-state APIs: brokers only (CLUSTER_ACTION)
+    83: Attack(0, lambda t: R.InitializeShareGroupStateRequest(group_id=GROUP, topics=[
+        R.InitializeShareGroupStateRequest.InitializeStateData(topic_id=t.topic_id, partitions=[
+            R.InitializeShareGroupStateRequest.InitializeStateData.PartitionData(
+                partition=0, state_epoch=1, start_offset=0)])])),
+    84: Attack(0, lambda t: R.ReadShareGroupStateRequest(group_id=GROUP, topics=[
+        R.ReadShareGroupStateRequest.ReadStateData(topic_id=t.topic_id, partitions=[
+            R.ReadShareGroupStateRequest.ReadStateData.PartitionData(partition=0, leader_epoch=99)])])),
+    85: Attack(1, lambda t: R.WriteShareGroupStateRequest(group_id=GROUP, topics=[
+        R.WriteShareGroupStateRequest.WriteStateData(topic_id=t.topic_id, partitions=[
+            R.WriteShareGroupStateRequest.WriteStateData.PartitionData(
+                partition=0, state_epoch=9, leader_epoch=99, start_offset=100, delivery_complete_count=0,
+                state_batches=[])])])),
+    86: Attack(0, lambda t: R.DeleteShareGroupStateRequest(group_id=GROUP, topics=[
+        R.DeleteShareGroupStateRequest.DeleteStateData(topic_id=t.topic_id, partitions=[
+            R.DeleteShareGroupStateRequest.DeleteStateData.PartitionData(partition=0)])])),
+    87: Attack(1, lambda t: R.ReadShareGroupStateSummaryRequest(group_id=GROUP, topics=[
+        R.ReadShareGroupStateSummaryRequest.ReadStateSummaryData(topic_id=t.topic_id, partitions=[
+            R.ReadShareGroupStateSummaryRequest.ReadStateSummaryData.PartitionData(partition=0, leader_epoch=0)])])),
     90: Attack(1, lambda t: R.DescribeShareGroupOffsetsRequest(groups=[
         R.DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(group_id=GROUP, topics=None)])),
     91: Attack(0, lambda t: R.AlterShareGroupOffsetsRequest(group_id=GROUP, topics=[

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import AcknowledgeType, ShareConsumer
+from confluent_kafka.admin import ResourceType
 from kafka.protocol.admin import DeleteGroupsRequest, ListGroupsRequest
 from kafka.protocol.metadata import FindCoordinatorRequest
 
@@ -34,7 +35,7 @@ from odradek.protocol.kip932_admin import (
     DeleteShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsRequest,
 )
-from tests.clients import create_topic, produce, unique_name
+from tests.clients import alter_configs, create_topic, produce, unique_name
 from tests.harness import BrokerProcess, run_cli
 from tests.rawclient import RawClient
 from tests.waiting import wait_until
@@ -548,3 +549,44 @@ def test_share_groups_tool_flags(broker: BrokerProcess) -> None:
         "Error: Invalid state list 'Rebalancing'. Valid states are: Empty, Stable, Dead"]
     unreachable = run_cli("share-groups", "--bootstrap-server", "127.0.0.1:1", "--list", "--timeout", "2000")
     assert unreachable.returncode == 1 and len(unreachable.stderr.strip().splitlines()) == 1
+
+
+def test_group_configs_override_the_brokers(broker: BrokerProcess, consumers: Any) -> None:
+    """A group's own configs (GROUP config resource): `share.auto.offset.reset=earliest` makes its first
+    consumer read what the topic held before anyone joined (the broker's default is latest), and its
+    members are told its `share.heartbeat.interval.ms`, while another group keeps the broker's."""
+    topic, group = unique_name("share"), unique_name("sg")
+    create_topic(broker.bootstrap, topic)
+    old = [f"old{i}".encode() for i in range(5)]
+    produce(broker.bootstrap, topic, old)
+    alter_configs(broker.bootstrap, ResourceType.GROUP, group, share__auto__offset__reset="earliest",
+                  share__heartbeat__interval__ms="700")
+    (share,) = consumers(group, topic)
+    accepted = _drain([share], len(old))
+    assert sorted(v for _o, v in accepted[0]) == old
+    with RawClient(broker.port) as raw:
+        def interval(of_group: str) -> int | None:
+            hb = raw.request(ShareGroupHeartbeatRequest(group_id=of_group, member_id=uuid.uuid4().hex,
+                                                        member_epoch=0, subscribed_topic_names=[topic]), version=1)
+            return hb.heartbeat_interval_ms if hb.error_code == 0 else None
+
+        assert wait_until(lambda: interval(group), message="a heartbeat answer") == 700
+        assert wait_until(lambda: interval(unique_name("sg")), message="a heartbeat answer") == 300
+
+
+def test_altered_offsets_are_read_from(broker: BrokerProcess, consumers: Any) -> None:
+    """A group that read a partition, emptied and reset to offset 0 (AlterShareGroupOffsets, the next
+    state epoch): a new consumer gets every record from 0 again, its acknowledgements are accepted (the
+    leader writes at the new state epoch) and the lag ends at 0."""
+    topic, group, (s,) = _ready(broker, consumers)
+    produce(broker.bootstrap, topic, [b"a", b"b"])
+    _drain([s], 2)
+    s.close()
+    with RawClient(broker.port) as raw:
+        wait_until(lambda: _listed(raw, ["share"])[group][1] == "Empty", message="the group to be empty")
+        assert _alter(raw, group, topic, 0).error_code == 0
+        end = _partition_row(_offsets(raw, group))[1]
+        (again,) = consumers(group, topic)
+        accepted = _drain([again], 2)  # and the warm-up records before them, accepted by _drain
+        assert sorted(v for _o, v in accepted[0]) == [b"a", b"b"]
+        wait_until(lambda: _partition_row(_offsets(raw, group)) == (end, 0), message="the lag to reach 0")

@@ -71,7 +71,7 @@ def test_session_expiry_gives_records_back() -> None:
         await svc.share_heartbeat(ShareHeartbeat("g", "a", 0, subscribed_topic_names=["u"]))
         key = ShareKey("g", bytes([2]) * 16, 0)
         sp = await svc.share_partitions.partition(key, 0, 0)
-        assert svc.share_partitions.acquire(key, "a", [(0, 4)], 10)
+        assert await svc.share_partitions.acquire(key, "a", [(0, 4)], 10)
         waiter = svc.share_partitions.waiter(key)
         await asyncio.wait_for(waiter, 5)  # the session expires, the member's records come back
         assert sp.acquired_by("a") == [] and sp.next_fetch_offset() == 0
@@ -115,15 +115,15 @@ def test_offsets_describe_alter_delete_and_delete_group() -> None:
         await svc.share_heartbeat(ShareHeartbeat("g", "a", 0, subscribed_topic_names=["u"]))
         m = svc.share_partitions
         await m.partition(key, 0, 0)
-        assert m.acquire(key, "a", [(0, 5)], 10)
+        assert await m.acquire(key, "a", [(0, 5)], 10)
         # 0 accepted (start moves to 1), 2 rejected, 3 released: 1 and 4-5 still acquired
         assert await m.acknowledge(key, "a", [AckBatch(0, 0, (1,)), AckBatch(2, 3, (3, 2))]) == E.NONE
         summaries = await svc.share_describe_offsets("g", None)
-        assert [(k.partition, s.start_offset, s.delivery_complete) for k, s in summaries.items() if s] == [(0, 1, 1)]
+        assert [(k.partition, s.start_offset, s.delivery_complete_count) for k, s in summaries.items() if s] == [(0, 1, 1)]
         assert (await svc.share_describe_offsets("g", {tid: [0, 1]}))[ShareKey("g", tid, 1)] is None
         assert dict(m.counters.acknowledged) == {AckType.ACCEPT: 1, AckType.REJECT: 1, AckType.RELEASE: 1}
         assert m.counters.archived["g"] == 1
-        assert m.acquire(key, "a", [(0, 5)], 10) and m.counters.redelivered["g"] == 1  # offset 3 again
+        assert await m.acquire(key, "a", [(0, 5)], 10) and m.counters.redelivered["g"] == 1  # offset 3 again
         assert (await _raises(svc.share_alter_offsets("g", {key: 0}))) == E.NON_EMPTY_GROUP
         assert (await _raises(svc.share_delete_offsets("g", {tid}))) == E.NON_EMPTY_GROUP
         assert await svc.delete_group("g") == E.NON_EMPTY_GROUP

@@ -4,6 +4,8 @@ interleavings of members."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -30,6 +32,25 @@ def _sp(start: int = 0, **kw: int) -> SharePartition:
 def test_initial_start_offset() -> None:
     assert initial_start_offset(LATEST, 3, 10) == 10
     assert initial_start_offset(EARLIEST, 3, 10) == 3
+    assert initial_start_offset("Earliest", 3, 10) == 3  # any case, as Kafka parses it
+
+
+def test_initial_start_offset_by_duration() -> None:
+    """by_duration: the first record at or after now minus the duration; none that recent: the high
+    watermark; never outside the log's bounds."""
+    asked: list[int] = []
+
+    def at(found: int | None) -> Callable[[int], int | None]:  # the log's answer to "first offset at or after ts"
+        def lookup(ts: int) -> int | None:
+            asked.append(ts)
+            return found
+        return lookup
+
+    assert initial_start_offset("by_duration:PT1H", 3, 10, at(6), now=7_200_000) == 6
+    assert asked == [3_600_000]
+    assert initial_start_offset("by_duration:P1DT0.5S", 3, 10, at(None), now=100_000_000) == 10
+    assert asked[-1] == 100_000_000 - 86_400_500
+    assert initial_start_offset("by_duration:PT0S", 3, 10, at(1), now=5) == 3
 
 
 def test_acquire_whole_batches_and_accept_advances_start() -> None:
@@ -189,3 +210,22 @@ def test_snapshot_and_restore() -> None:
         (11, 14, RecordState.AVAILABLE, 1)]
     back = restore(start, runs)
     assert back.acquire("b", [(10, 14)], 100, now=0) == [Acquired(11, 14, 2)]
+
+
+def test_restore_archives_what_reached_the_delivery_count_limit() -> None:
+    """A record written as available at the limit was acquired when its leader stopped: that delivery
+    ended without an acknowledgement, so it is archived, as a release at the limit would archive it."""
+    from odradek.groups.share_partition import StateBatch, restore
+
+    back = restore(5, [StateBatch(5, 6, RecordState.AVAILABLE, 3), StateBatch(7, 8, RecordState.AVAILABLE, 2)],
+                   delivery_count_limit=3)
+    assert back.start_offset == 7  # 5 and 6 archived: the start offset moved over them
+    assert back.acquire("b", [(5, 8)], 100, now=0) == [Acquired(7, 8, 3)]
+
+
+def test_restore_keeps_only_the_window() -> None:
+    """A state with a huge run (another broker's, or a hostile one) is restored up to the window's bound."""
+    from odradek.groups.share_partition import StateBatch, restore
+
+    back = restore(0, [StateBatch(0, 1 << 60, RecordState.AVAILABLE, 1)], max_in_flight=100)
+    assert (back.start_offset, back.end_offset, len(back.records)) == (0, 100, 100)

@@ -6,15 +6,17 @@ group type concerned, so the handlers never ask what type a group is:
 - the membership APIs of the classic protocol go to `GroupCoordinator` (a JoinGroup may first turn an
   empty consumer group into a classic group), ConsumerGroupHeartbeat/Describe to
   `ConsumerGroupCoordinator`, ShareGroupHeartbeat/Describe to `ShareGroupCoordinator` (KIP-932; its
-  groups in memory only for now), whose share partitions (`SharePartitionManager`) ShareFetch and
-  ShareAcknowledge use, and the share-group offsets APIs (Describe/Alter/DeleteShareGroupOffsets); a
-  group id of one type is refused to the others' membership APIs;
+  groups in memory only for now), whose share partitions (`SharePartitionManager`, their state kept by
+  the broker's `ShareStatePersister`) ShareFetch and ShareAcknowledge use, and the share-group offsets
+  APIs (Describe/Alter/DeleteShareGroupOffsets); a group id of one type is refused to the others'
+  membership APIs;
 - the offsets APIs, for every group type, to the one `OffsetManager`;
 - DescribeGroups, ListGroups and DeleteGroups to the type of the group named.
 """
 
 from __future__ import annotations
 
+from odradek.cluster.group_configs import GroupConfigs
 from odradek.cluster.znodes import BrokerInfo
 from odradek.coordinator.partitions import Replayed
 from odradek.groups.consumer_coordinator import (
@@ -46,7 +48,8 @@ from odradek.groups.share_state import (
     ShareKey,
     SharePartitionManager,
     SharePartitionSettings,
-    ShareSummary,
+    ShareStatePersister,
+    ShareStateSummary,
 )
 from odradek.groups.store import GroupStore, LoadedGroup
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -59,15 +62,18 @@ class GroupCoordinatorService:
 
     def __init__(self, settings: GroupSettings, consumer_settings: ConsumerGroupSettings, store: GroupStore,
                  topics: Topics, share_settings: ShareGroupSettings | None = None,
-                 share_partition_settings: SharePartitionSettings | None = None) -> None:
+                 share_partition_settings: SharePartitionSettings | None = None,
+                 share_persister: ShareStatePersister | None = None, configs: GroupConfigs | None = None) -> None:
+        """`configs`: the groups' own configs (GROUP config resources) over the broker's; None: the
+        settings for every group."""
         self.store = store
         self.classic = GroupCoordinator(settings, store)
         self.consumer = ConsumerGroupCoordinator(consumer_settings, store, topics, self.classic)
         self.offsets = OffsetManager(settings.offsets(), store, (self.consumer, self.classic))
         self.share_partitions = SharePartitionManager(share_partition_settings or SharePartitionSettings(),
-                                                      InMemoryShareStatePersister())
+                                                      share_persister or InMemoryShareStatePersister(), configs)
         self.share = ShareGroupCoordinator(share_settings or ShareGroupSettings(), store, topics,
-                                           self.share_partitions)
+                                           self.share_partitions, configs)
 
     # ---- life cycle ----
     async def start(self) -> None:
@@ -161,7 +167,7 @@ class GroupCoordinatorService:
         return await self.share.describe(group_id, self.offsets.group_type(group_id))
 
     async def share_describe_offsets(self, group_id: str, partitions: dict[bytes, list[int]] | None,
-                                     ) -> dict[ShareKey, ShareSummary | None]:
+                                     ) -> dict[ShareKey, ShareStateSummary | None]:
         return await self.share.describe_offsets(group_id, self.offsets.group_type(group_id), partitions)
 
     async def share_alter_offsets(self, group_id: str, offsets: dict[ShareKey, int]) -> None:

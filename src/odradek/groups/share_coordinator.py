@@ -31,7 +31,8 @@ DeleteShareGroupOffsets and DeleteGroups act only on a group without members (NO
 
 State: groups live in memory only, served while this broker leads the group's `__consumer_offsets`
 partition (NOT_COORDINATOR elsewhere); Kafka writes them to `__consumer_offsets` (share group records,
-types 9-15) — a later step, as is `__share_group_state` behind `ShareStatePersister`.
+types 9-15) — a later step. The share partitions' record state is durable: `__share_group_state`, behind
+`ShareStatePersister` (`odradek.groups.share_state_coordinator`, `odradek.groups.share_persister`).
 """
 
 from __future__ import annotations
@@ -42,11 +43,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from odradek.groups.consumer_coordinator import GroupDescription, HeartbeatResult, MemberDescription, Topics
-from odradek.groups.share_state import ShareKey, SharePartitionManager, ShareSummary
+from odradek.groups.share_state import ShareKey, SharePartitionManager, ShareStateSummary
 from odradek.groups.store import GroupStore
 from odradek.protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
+    from odradek.cluster.group_configs import GroupConfigs
     from odradek.config import BrokerConfig
 
 log = logging.getLogger("odradek.groups.share")
@@ -103,10 +105,17 @@ class ShareGroup:
     group_epoch: int = 0
     assignment_epoch: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
+    # the partitions the group reads or was given offsets for (Kafka's ShareGroupStatePartitionMetadata,
+    # here in memory like the group): what DescribeShareGroupOffsets lists and DeleteGroups deletes
+    partitions: set[tuple[bytes, int]] = field(default_factory=set)
 
     @property
     def state(self) -> str:
         return "Stable" if self.members else "Empty"
+
+    def share_keys(self, topic_ids: set[bytes] | None = None) -> list[ShareKey]:
+        return [ShareKey(self.group_id, t, p) for t, p in sorted(self.partitions)
+                if topic_ids is None or t in topic_ids]
 
 
 def simple_assign(subscriptions: dict[str, list[str]], partitions: dict[str, tuple[bytes, int]]) -> dict[str, Assignment]:
@@ -133,8 +142,9 @@ class ShareGroupCoordinator:
     """Owns the share groups of the `__consumer_offsets` partitions this broker leads."""
 
     def __init__(self, settings: ShareGroupSettings, store: GroupStore, topics: Topics,
-                 partitions: SharePartitionManager) -> None:
+                 partitions: SharePartitionManager, configs: GroupConfigs | None = None) -> None:
         self.settings = settings
+        self.configs = configs  # per-group overrides (GROUP config resources); None: the settings for all
         self.store = store
         self.topics = topics
         self.partitions = partitions
@@ -238,7 +248,8 @@ class ShareGroupCoordinator:
         changed = member.sent is None or member.sent != member.assignment
         member.sent = dict(member.assignment)
         return HeartbeatResult(ErrorCode.NONE, None, member.member_id, member.member_epoch,
-                                    self.settings.heartbeat_interval_ms, dict(member.assignment) if changed else None)
+                               self.heartbeat_interval_ms(group.group_id),
+                               dict(member.assignment) if changed else None)
 
     def _assign(self, group: ShareGroup) -> None:
         """Recompute the target assignment; a change (new members, subscriptions, partitions or topics)
@@ -255,6 +266,7 @@ class ShareGroupCoordinator:
             self.rebalances += 1
             for mid, a in target.items():
                 group.members[mid].assignment = a
+                group.partitions.update((t, p) for t, ps in a.items() for p in ps)
         group.assignment_epoch = group.group_epoch
 
     def _leave(self, hb: ShareHeartbeat) -> HeartbeatResult:
@@ -264,7 +276,7 @@ class ShareGroupCoordinator:
                                                           f"{hb.group_id}.")
         self._remove(group, hb.member_id, "left")
         return HeartbeatResult(ErrorCode.NONE, None, hb.member_id, LEAVE_EPOCH,
-                                    self.settings.heartbeat_interval_ms)
+                               self.heartbeat_interval_ms(hb.group_id))
 
     def _remove(self, group: ShareGroup, member_id: str, why: str) -> None:
         member = group.members.pop(member_id)
@@ -279,7 +291,19 @@ class ShareGroupCoordinator:
         if member.timer is not None:
             member.timer.cancel()
         member.timer = asyncio.get_running_loop().call_later(
-            self.settings.session_timeout_ms / 1000, self._expire, group, member.member_id)
+            self.session_timeout_ms(group.group_id) / 1000, self._expire, group, member.member_id)
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        """The group's `share.heartbeat.interval.ms` (its override, else the broker's)."""
+        if self.configs is None:
+            return self.settings.heartbeat_interval_ms
+        return self.configs.value(group_id, "share.heartbeat.interval.ms")
+
+    def session_timeout_ms(self, group_id: str) -> int:
+        """The group's `share.session.timeout.ms` (its override, else the broker's)."""
+        if self.configs is None:
+            return self.settings.session_timeout_ms
+        return self.configs.value(group_id, "share.session.timeout.ms")
 
     def _expire(self, group: ShareGroup, member_id: str) -> None:
         if self.groups.get(group.group_id) is group and member_id in group.members:
@@ -322,13 +346,15 @@ class ShareGroupCoordinator:
             raise KafkaError(ErrorCode.NON_EMPTY_GROUP, f"Share group {group.group_id} has active members.")
 
     async def describe_offsets(self, group_id: str, other_type: str | None,
-                               partitions: dict[bytes, list[int]] | None) -> dict[ShareKey, ShareSummary | None]:
+                               partitions: dict[bytes, list[int]] | None) -> dict[ShareKey, ShareStateSummary | None]:
         """Each partition's summary (None: no state); `partitions` None means every partition with state.
         Raises KafkaError for the group as a whole."""
         await self.store.wait_ready(group_id)
         self._existing(group_id, other_type)
-        keys = (self.partitions.initialised(group_id) if partitions is None
-                else [ShareKey(group_id, t, p) for t, ps in partitions.items() for p in ps])
+        if partitions is None:  # the group's partitions that have a state
+            summaries = {key: await self.partitions.summary(key) for key in self.groups[group_id].share_keys()}
+            return {key: summary for key, summary in summaries.items() if summary is not None}
+        keys = [ShareKey(group_id, t, p) for t, ps in partitions.items() for p in ps]
         return {key: await self.partitions.summary(key) for key in keys}
 
     async def alter_offsets(self, group_id: str, other_type: str | None, offsets: dict[ShareKey, int]) -> None:
@@ -342,21 +368,25 @@ class ShareGroupCoordinator:
             self._require_empty(group)
             for key, offset in offsets.items():
                 await self.partitions.reset(key, offset)
+                group.partitions.add((key.topic_id, key.partition))
             log.info("Share group %s: start offsets of %d partitions altered", group_id, len(offsets))
 
     async def delete_offsets(self, group_id: str, other_type: str | None, topic_ids: set[bytes]) -> None:
         await self.store.wait_ready(group_id)
         async with self._lock(group_id):
-            self._require_empty(self._existing(group_id, other_type))
-            await self.partitions.delete([k for k in self.partitions.initialised(group_id) if k.topic_id in topic_ids])
+            group = self._existing(group_id, other_type)
+            self._require_empty(group)
+            await self.partitions.delete(group.share_keys(topic_ids))
+            group.partitions = {(t, p) for t, p in group.partitions if t not in topic_ids}
 
     async def delete_group(self, group_id: str) -> ErrorCode:
         try:
             await self.store.wait_ready(group_id)
             async with self._lock(group_id):
-                self._require_empty(self._existing(group_id, None))
+                group = self._existing(group_id, None)
+                self._require_empty(group)
                 del self.groups[group_id]
-                await self.partitions.delete_group(group_id)
+                await self.partitions.delete(group.share_keys())
         except KafkaError as exc:
             return exc.code
         log.info("Share group %s deleted", group_id)

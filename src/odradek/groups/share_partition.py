@@ -25,12 +25,14 @@ record-lock limit, a few thousand entries at most), which is simpler and answers
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
 
+from odradek.config_keys import iso_duration_seconds
 from odradek.protocol.errors import ErrorCode
 
-EARLIEST, LATEST = "earliest", "latest"  # share.auto.offset.reset
+EARLIEST, LATEST, BY_DURATION = "earliest", "latest", "by_duration"  # share.auto.offset.reset
 
 
 class RecordState(IntEnum):
@@ -75,9 +77,18 @@ class AckBatch:
     types: tuple[int, ...]
 
 
-def initial_start_offset(reset: str, log_start: int, high_watermark: int) -> int:
-    """Where a share partition with no state starts (`share.auto.offset.reset`)."""
-    return log_start if reset == EARLIEST else high_watermark
+def initial_start_offset(reset: str, log_start: int, high_watermark: int,
+                         offset_for_time: Callable[[int], int | None] | None = None, now: int = 0) -> int:
+    """Where a share partition with no state starts (`share.auto.offset.reset`): the log start, the high
+    watermark, or (`by_duration:<ISO-8601>`) the first record at or after `now` minus the duration, found
+    by `offset_for_time` (the high watermark when no record is that recent)."""
+    kind, _, duration = reset.partition(":")
+    if kind.lower() == EARLIEST:
+        return log_start
+    if kind.lower() == BY_DURATION and offset_for_time is not None:
+        found = offset_for_time(now - int((iso_duration_seconds(duration) or 0.0) * 1000))
+        return high_watermark if found is None else min(max(found, log_start), high_watermark)
+    return high_watermark
 
 
 class SharePartition:
@@ -271,13 +282,20 @@ def snapshot(sp: SharePartition) -> tuple[int, list[StateBatch]]:
 
 
 def restore(start_offset: int, runs: list[StateBatch], **settings: int) -> SharePartition:
-    """A share partition from its durable state (`snapshot`)."""
+    """A share partition from its durable state (`snapshot`). An available record already delivered
+    `delivery_count_limit` times is archived: it was acquired when its last leader stopped, and that
+    delivery counts as one that ended without an acknowledgement. Offsets past the window's bound
+    (`max_in_flight` from the start offset) are not restored: they are read from the log again as new."""
     sp = SharePartition(start_offset, **settings)
+    bound = start_offset + sp.max_in_flight
     for run in runs:
-        for offset in range(max(run.first_offset, start_offset), run.last_offset + 1):
+        state = run.state
+        if state is RecordState.AVAILABLE and run.delivery_count >= sp.delivery_count_limit:
+            state = RecordState.ARCHIVED
+        for offset in range(max(run.first_offset, start_offset), min(run.last_offset + 1, bound)):
             for gap in range(sp.end_offset, offset):
                 sp.records[gap] = InFlight(RecordState.ARCHIVED)
-            sp.records[offset] = InFlight(run.state, run.delivery_count)
+            sp.records[offset] = InFlight(state, run.delivery_count)
             sp.end_offset = offset + 1
     sp._advance()
     return sp

@@ -2,22 +2,32 @@
 their state is kept (Kafka's Persister).
 
 `SharePartitionManager` holds one `odradek.groups.share_partition.SharePartition` per (group, topic id,
-partition) that a ShareFetch has touched: it initialises a partition's start offset from the persister or
-from `share.auto.offset.reset` (always `latest`: Odradek has no group configs yet), acquires and
-acknowledges through it, expires acquisition locks on timers (`group.share.record.lock.duration.ms`),
-gives back what a member held when it leaves the group or closes its share session, and wakes the
-ShareFetches parked on a partition when records become available again (a release, an expiry).
+partition) that a ShareFetch has touched on this broker while it leads the topic partition: the first
+ShareFetch reads the state from the persister at the partition's leader epoch (a state never written
+starts from `share.auto.offset.reset`, always `latest`: Odradek has no group configs yet), and a new
+leader epoch reads it again, so a new leader continues where the old one stopped (what was acquired comes
+back available, with its delivery count). It acquires and acknowledges through it, expires acquisition
+locks on timers (`group.share.record.lock.duration.ms`), gives back what a member held when it leaves
+the group or closes its share session, and wakes the ShareFetches parked on a partition when records
+become available again (a release, an expiry).
 
-`ShareStatePersister` is the narrow, async contract a later step implements over `__share_group_state`
-and the share-coordinator APIs (Initialize/Read/Write/DeleteShareGroupState, ReadShareGroupStateSummary)
-on the coordinator runtime (`odradek.coordinator`). For now `InMemoryShareStatePersister` keeps the
-snapshots in this process: share-group state does not survive a broker restart or move with leadership.
+The state is written whenever it changes in a way that must survive the leader: acknowledgements (once
+per partition per ShareFetch or ShareAcknowledge, before the answer), releases and lock expiries, start
+offset moves, and acquisitions of records delivered before (a delivery count past the first, written
+before the records are handed out, so a crash loop cannot escape `group.share.delivery.count.limit`).
+First deliveries are not written, as in Kafka. Writes of one partition are serialised and each writes the
+state as it is when its turn comes, so they land in order. A write that fails drops the partition from
+memory (the next ShareFetch reads the durable state again) and the acknowledgement answers the error.
 
-The admin side (DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets, DeleteGroups)
-reads summaries (`ShareSummary`: the start offset and, KIP-1226, how many records past it are done),
-resets a partition to a new start offset and deletes partitions' state, all through the persister; the
-manager remembers which partitions of each group were initialised (Kafka keeps that in
-`__consumer_offsets`, ShareGroupStatePartitionMetadata; here in memory, like the groups).
+The admin side (DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets, DeleteGroups,
+served by the group's coordinator) reads summaries, starts a partition afresh at a new start offset (its
+state deleted and written again at the next state epoch, so the leader's writes of the old state are
+fenced with FENCED_STATE_EPOCH and it reads the new one) and deletes partitions' state, all through the
+persister. `ShareCounters` count what the partitions did, for the broker's metrics.
+
+`ShareStatePersister` is the narrow, async contract: `odradek.groups.share_persister` implements it over
+`__share_group_state` and the share coordinators (`odradek.groups.share_state_coordinator`);
+`InMemoryShareStatePersister` keeps the snapshots in this process (unit tests).
 """
 
 from __future__ import annotations
@@ -26,7 +36,7 @@ import asyncio
 import logging
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -43,9 +53,10 @@ from odradek.groups.share_partition import (
     restore,
     snapshot,
 )
-from odradek.protocol.errors import ErrorCode
+from odradek.protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
+    from odradek.cluster.group_configs import GroupConfigs
     from odradek.config import BrokerConfig
 
 log = logging.getLogger("odradek.groups.share")
@@ -62,42 +73,44 @@ class ShareKey:
 class ShareSnapshot:
     start_offset: int
     batches: tuple[StateBatch, ...]
+    leader_epoch: int = -1  # of the topic partition, as its leader wrote or read it
+    state_epoch: int = 0
 
 
 @dataclass(frozen=True, slots=True)
-class ShareSummary:
-    """What ReadShareGroupStateSummary answers: the start offset and the number of records at or past it
-    that are already acknowledged or archived (KIP-1226's delivery-complete count, for the lag)."""
+class ShareStateSummary:
+    """What ReadShareGroupStateSummary answers of a share partition (for offsets and lag)."""
 
     start_offset: int
-    delivery_complete: int
+    state_epoch: int = 0
+    leader_epoch: int = -1
+    delivery_complete_count: int = 0  # acknowledged or archived records at or above the start offset
 
 
-def summary_of(state: ShareSnapshot) -> ShareSummary:
-    done = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
-    return ShareSummary(state.start_offset, sum(
-        b.last_offset - max(b.first_offset, state.start_offset) + 1
-        for b in state.batches if b.state in done and b.last_offset >= state.start_offset))
+def delivery_complete_count(start_offset: int, batches: Iterable[StateBatch]) -> int:
+    """Kafka's DeliveryCompleteCount (KIP-1226): the records of the state at or above the start offset that
+    are done (acknowledged or archived)."""
+    return sum(b.last_offset - max(b.first_offset, start_offset) + 1 for b in batches
+               if b.state in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED) and b.last_offset >= start_offset)
 
 
 class ShareStatePersister(Protocol):
-    """Where share-partition state lives between brokers and restarts (Kafka's Persister)."""
+    """Where share-partition state lives between brokers and restarts (Kafka's Persister). Failures are
+    KafkaErrors with the share coordinator's error code."""
 
-    async def read_state(self, key: ShareKey) -> ShareSnapshot | None:
-        """The partition's last written state, None if it has none (never initialised)."""
-        ...
-
-    async def read_summary(self, key: ShareKey) -> ShareSummary | None:
-        """The partition's start offset and delivery-complete count, None if it has no state."""
+    async def read_state(self, key: ShareKey, leader_epoch: int = -1) -> ShareSnapshot | None:
+        """The partition's last written state, None if it has none (never initialised); a reader at a newer
+        leader epoch fences the writes of older ones (FENCED_LEADER_EPOCH)."""
         ...
 
     async def write_state(self, key: ShareKey, state: ShareSnapshot) -> None: ...
 
-    async def delete_state(self, keys: Iterable[ShareKey]) -> None:
-        """Forget these partitions' state (DeleteShareGroupState for some partitions of one group)."""
-        ...
+    async def delete_state(self, key: ShareKey) -> None: ...
 
-    async def delete_group(self, group_id: str) -> None: ...
+    async def read_summary(self, key: ShareKey) -> ShareStateSummary | None:
+        """The partition's start offset and how much of the state is done, None if it has no state; fences
+        nobody (DescribeShareGroupOffsets)."""
+        ...
 
 
 class InMemoryShareStatePersister:
@@ -106,23 +119,37 @@ class InMemoryShareStatePersister:
     def __init__(self) -> None:
         self._states: dict[ShareKey, ShareSnapshot] = {}
 
-    async def read_state(self, key: ShareKey) -> ShareSnapshot | None:
+    async def read_state(self, key: ShareKey, leader_epoch: int = -1) -> ShareSnapshot | None:
         return self._states.get(key)
-
-    async def read_summary(self, key: ShareKey) -> ShareSummary | None:
-        state = self._states.get(key)
-        return None if state is None else summary_of(state)
 
     async def write_state(self, key: ShareKey, state: ShareSnapshot) -> None:
         self._states[key] = state
 
-    async def delete_state(self, keys: Iterable[ShareKey]) -> None:
-        for key in keys:
-            self._states.pop(key, None)
+    async def delete_state(self, key: ShareKey) -> None:
+        self._states.pop(key, None)
 
-    async def delete_group(self, group_id: str) -> None:
-        for key in [k for k in self._states if k.group_id == group_id]:
-            del self._states[key]
+    async def read_summary(self, key: ShareKey) -> ShareStateSummary | None:
+        state = self._states.get(key)
+        if state is None:
+            return None
+        return ShareStateSummary(state.start_offset, state.state_epoch, state.leader_epoch,
+                                 delivery_complete_count(state.start_offset, state.batches))
+
+
+# a persister's error -> what the client sees for the partition (as Kafka's SharePartition maps them)
+_PERSIST_ERRORS = {
+    ErrorCode.FENCED_LEADER_EPOCH: ErrorCode.NOT_LEADER_OR_FOLLOWER,
+    ErrorCode.FENCED_STATE_EPOCH: ErrorCode.FENCED_STATE_EPOCH,
+    ErrorCode.NOT_COORDINATOR: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.NETWORK_EXCEPTION: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    ErrorCode.REQUEST_TIMED_OUT: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+}
+
+
+def persist_error(exc: KafkaError) -> ErrorCode:
+    return _PERSIST_ERRORS.get(exc.code, ErrorCode.UNKNOWN_SERVER_ERROR)
 
 
 @dataclass(slots=True)
@@ -161,16 +188,20 @@ def now_ms() -> int:
 class SharePartitionManager:
     """Every share partition of this broker; see the module docstring."""
 
-    def __init__(self, settings: SharePartitionSettings, persister: ShareStatePersister) -> None:
+    def __init__(self, settings: SharePartitionSettings, persister: ShareStatePersister,
+                 configs: GroupConfigs | None = None) -> None:
         self.settings = settings
         self.persister = persister
+        self.configs = configs  # per-group overrides (GROUP config resources); None: the settings for all
         self.partitions: dict[ShareKey, SharePartition] = {}
+        self._epochs: dict[ShareKey, int] = {}  # the leader epoch each partition was read at
+        self._state_epochs: dict[ShareKey, int] = {}  # the state epoch each partition's state was read at
+        self.counters = ShareCounters()
         self._init_locks: dict[ShareKey, asyncio.Lock] = {}
+        self._write_locks: dict[ShareKey, asyncio.Lock] = {}
         self._waiters: dict[ShareKey, list[asyncio.Future[None]]] = {}
         self._timers: dict[ShareKey, asyncio.TimerHandle] = {}
         self._tasks = TaskSet(log, "Share partition state write")
-        self._initialised: dict[str, set[ShareKey]] = {}  # group id -> its partitions with state
-        self.counters = ShareCounters()
 
     def shutdown(self) -> None:
         for t in self._timers.values():
@@ -178,40 +209,70 @@ class SharePartitionManager:
         self._timers.clear()
         self._tasks.close()
 
-    async def partition(self, key: ShareKey, log_start: int, high_watermark: int) -> SharePartition:
-        """The share partition, initialised on first use from the persister, else from
-        `share.auto.offset.reset` over the log's current bounds."""
+    def lock_duration_ms(self, group_id: str) -> int:
+        """The group's `share.record.lock.duration.ms` (its override, else the broker's)."""
+        if self.configs is None:
+            return self.settings.lock_duration_ms
+        return self.configs.value(group_id, "share.record.lock.duration.ms")
+
+    def auto_offset_reset(self, group_id: str) -> str:
+        """The group's `share.auto.offset.reset` (its override, else the broker's default: latest)."""
+        if self.configs is None:
+            return self.settings.auto_offset_reset
+        return self.configs.value(group_id, "share.auto.offset.reset")
+
+    async def partition(self, key: ShareKey, log_start: int, high_watermark: int, leader_epoch: int = -1,
+                        offset_for_time: Callable[[int], int | None] | None = None) -> SharePartition:
+        """The share partition, read from the persister on first use at this leader epoch (KafkaError if
+        that fails), else initialised from the group's `share.auto.offset.reset` over the log's current
+        bounds (`offset_for_time`: the log's first offset at or after a time, for `by_duration`). The
+        group's lock duration is read at every call, so a change applies to the next acquisition."""
         sp = self.partitions.get(key)
-        if sp is not None:
+        if sp is not None and self._epochs.get(key) == leader_epoch:
             sp.log_start_moved(log_start)
+            sp.lock_duration_ms = self.lock_duration_ms(key.group_id)
             return sp
         lock = self._init_locks.setdefault(key, asyncio.Lock())
         async with lock:
             sp = self.partitions.get(key)
-            if sp is None:
-                state = await self.persister.read_state(key)
+            if sp is None or self._epochs.get(key) != leader_epoch:
+                self._drop(key)
+                state = await self.persister.read_state(key, leader_epoch)
                 s = self.settings
-                limits = {"lock_duration_ms": s.lock_duration_ms, "delivery_count_limit": s.delivery_count_limit,
-                          "max_in_flight": s.max_in_flight}
+                limits = {"lock_duration_ms": self.lock_duration_ms(key.group_id),
+                          "delivery_count_limit": s.delivery_count_limit, "max_in_flight": s.max_in_flight}
                 if state is None:
-                    sp = SharePartition(initial_start_offset(s.auto_offset_reset, log_start, high_watermark), **limits)
+                    start = initial_start_offset(self.auto_offset_reset(key.group_id), log_start, high_watermark,
+                                                 offset_for_time, now_ms())
+                    sp = SharePartition(start, **limits)
                 else:
                     sp = restore(state.start_offset, list(state.batches), **limits)
                 self.partitions[key] = sp
-                self._initialised.setdefault(key.group_id, set()).add(key)
-                await self._persist(key)
+                self._epochs[key] = leader_epoch
+                self._state_epochs[key] = state.state_epoch if state is not None else 0
+                if state is None:
+                    err = await self._persist(key)
+                    if err != ErrorCode.NONE:
+                        raise KafkaError(err, "The share partition's state could not be written")
         self._init_locks.pop(key, None)
         sp.log_start_moved(log_start)
         return sp
 
-    def acquire(self, key: ShareKey, member_id: str, batches: list[tuple[int, int]], max_records: int) -> list[Acquired]:
+    async def acquire(self, key: ShareKey, member_id: str, batches: list[tuple[int, int]],
+                      max_records: int) -> list[Acquired]:
+        """Acquire for the member; records delivered before have their delivery count written first (if
+        that fails the partition is dropped and nothing is acquired)."""
         sp = self.partitions[key]
+        start = sp.start_offset
         got = sp.acquire(member_id, batches, max_records, now_ms())
         if got:
             self._arm(key)
             again = sum(a.last_offset - a.first_offset + 1 for a in got if a.delivery_count > 1)
             if again:
                 self.counters.redelivered[key.group_id] += again
+        redelivered = any(a.delivery_count > 1 for a in got) or sp.start_offset != start
+        if redelivered and await self._persist(key) != ErrorCode.NONE:
+            return []
         return got
 
     async def acknowledge(self, key: ShareKey, member_id: str, batches: list[AckBatch]) -> ErrorCode:
@@ -224,7 +285,7 @@ class SharePartitionManager:
             self._count_acks(batches)
             self._count_archived(key, sp, archived)
             self._wake(key)
-            await self._persist(key)
+            err = await self._persist(key)
         return err
 
     def release(self, group_id: str, member_id: str, keys: Iterable[ShareKey] | None = None) -> int:
@@ -245,34 +306,27 @@ class SharePartitionManager:
         return n
 
     def forget_group(self, group_id: str) -> None:
-        self._drop([k for k in self.partitions if k.group_id == group_id])
-        self._initialised.pop(group_id, None)
+        for key in [k for k in self.partitions if k.group_id == group_id]:
+            self._drop(key)
 
     # ---- the admin side (the group has no members when these run) ----
-    def initialised(self, group_id: str) -> list[ShareKey]:
-        """The group's partitions that have state, sorted."""
-        return sorted(self._initialised.get(group_id, ()), key=lambda k: (k.topic_id, k.partition))
-
-    async def summary(self, key: ShareKey) -> ShareSummary | None:
+    async def summary(self, key: ShareKey) -> ShareStateSummary | None:
         return await self.persister.read_summary(key)
 
     async def reset(self, key: ShareKey, start_offset: int) -> None:
-        """Start the partition afresh at `start_offset` (AlterShareGroupOffsets)."""
-        self._drop([key])
-        await self.persister.write_state(key, ShareSnapshot(start_offset, ()))
-        self._initialised.setdefault(key.group_id, set()).add(key)
+        """Start the partition afresh at `start_offset` (AlterShareGroupOffsets): its state is deleted and
+        written again at the next state epoch, which fences the writes of a leader still holding the old one."""
+        current = await self.persister.read_summary(key)
+        state_epoch = current.state_epoch + 1 if current is not None else 0
+        self._drop(key)
+        await self.persister.delete_state(key)
+        await self.persister.write_state(key, ShareSnapshot(start_offset, (), -1, state_epoch))
 
-    async def delete(self, keys: list[ShareKey]) -> None:
-        """Forget the partitions' state (DeleteShareGroupOffsets)."""
-        self._drop(keys)
-        await self.persister.delete_state(keys)
+    async def delete(self, keys: Iterable[ShareKey]) -> None:
+        """Forget the partitions' state (DeleteShareGroupOffsets, DeleteGroups)."""
         for key in keys:
-            self._initialised.get(key.group_id, set()).discard(key)
-
-    async def delete_group(self, group_id: str) -> None:
-        """Forget every partition of the group (DeleteGroups)."""
-        self.forget_group(group_id)
-        await self.persister.delete_group(group_id)
+            self._drop(key)
+            await self.persister.delete_state(key)
 
     def waiter(self, key: ShareKey) -> asyncio.Future[None]:
         """Resolves when records of the share partition may have become acquirable again."""
@@ -294,12 +348,14 @@ class SharePartitionManager:
         if sp.archived > before:
             self.counters.archived[key.group_id] += sp.archived - before
 
-    def _drop(self, keys: Iterable[ShareKey]) -> None:
-        for key in keys:
-            self.partitions.pop(key, None)
-            timer = self._timers.pop(key, None)
-            if timer is not None:
-                timer.cancel()
+    def _drop(self, key: ShareKey) -> None:
+        """Forget the partition's state in memory (the persister keeps it)."""
+        self.partitions.pop(key, None)
+        self._epochs.pop(key, None)
+        self._state_epochs.pop(key, None)
+        timer = self._timers.pop(key, None)
+        if timer is not None:
+            timer.cancel()
 
     def _wake(self, key: ShareKey) -> None:
         for fut in self._waiters.pop(key, []):
@@ -333,9 +389,22 @@ class SharePartitionManager:
             self._tasks.spawn(self._persist(key))
         self._arm(key)
 
-    async def _persist(self, key: ShareKey) -> None:
-        sp = self.partitions.get(key)
-        if sp is None:
-            return
-        start, runs = snapshot(sp)
-        await self.persister.write_state(key, ShareSnapshot(start, tuple(runs)))
+    async def _persist(self, key: ShareKey) -> ErrorCode:
+        """Write the partition's state as it is when this write's turn comes; on failure drop it."""
+        lock = self._write_locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            sp = self.partitions.get(key)
+            if sp is None:
+                return ErrorCode.NONE
+            start, runs = snapshot(sp)
+            try:
+                await self.persister.write_state(key, ShareSnapshot(start, tuple(runs), self._epochs.get(key, -1),
+                                                                    self._state_epochs.get(key, 0)))
+            except KafkaError as exc:
+                log.warning("Writing the state of share partition %s-%s-%d failed, dropping it: %s",
+                            key.group_id, key.topic_id.hex(), key.partition, exc)
+                if self.partitions.get(key) is sp:
+                    self._drop(key)
+                    self._wake(key)
+                return persist_error(exc)
+        return ErrorCode.NONE

@@ -40,7 +40,9 @@ from odradek.groups.coordinator import GroupSettings
 from odradek.groups.offsets import offsets_topic_settings
 from odradek.groups.service import GroupCoordinatorService
 from odradek.groups.share_coordinator import ShareGroupSettings
+from odradek.groups.share_persister import CoordinatorShareStatePersister
 from odradek.groups.share_state import SharePartitionSettings
+from odradek.groups.share_state_coordinator import ShareCoordinator, share_state_topic_settings
 from odradek.protocol.client_security import PLAINTEXT, ClientSecurity
 from odradek.replication.manager import ReplicaManager
 from odradek.security.acl_store import AclCache
@@ -175,12 +177,19 @@ class Broker:
         await self.metadata.start()
         self.replicas.start()
         partitions = BrokerPartitions(self.metadata, self.replicas, self.topic_admin)
+        self.share_coordinator = ShareCoordinator.from_config(cfg, CoordinatorRuntime(
+            share_state_topic_settings(cfg), partitions, partitions, what="share-group state", kind="share partition"))
+        await self.share_coordinator.start()
+        self.share_persister = CoordinatorShareStatePersister(
+            self.broker_id, self.share_coordinator, self.inter_broker_security,
+            int(cfg.get("request.timeout.ms")) / 2000)
         self.groups = GroupCoordinatorService(
             GroupSettings.from_config(cfg), ConsumerGroupSettings.from_config(cfg),
             CoordinatorRuntime(offsets_topic_settings(cfg), partitions, partitions, what="offsets and group metadata",
                                kind="group"),
             MetadataTopics(self.metadata, INTERNAL_TOPICS),
-            ShareGroupSettings.from_config(cfg), SharePartitionSettings.from_config(cfg))
+            ShareGroupSettings.from_config(cfg), SharePartitionSettings.from_config(cfg), self.share_persister,
+            self.group_configs)
         await self.groups.start()
         self.txn_markers = MarkerWriter(self.replicas, self.groups.complete_transaction)
         self.transactions = TransactionCoordinator(
@@ -423,6 +432,10 @@ class Broker:
             await self.transactions.shutdown()
         if getattr(self, "groups", None) is not None:
             await self.groups.shutdown()
+        if getattr(self, "share_persister", None) is not None:
+            await self.share_persister.close()
+        if getattr(self, "share_coordinator", None) is not None:
+            await self.share_coordinator.shutdown()
         if hasattr(self, "replicas") and self.config.zookeeper_connect and self.config.get("controlled.shutdown.enable"):
             await self._controlled_shutdown()
         await self.server.close()

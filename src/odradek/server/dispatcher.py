@@ -36,6 +36,7 @@ from odradek.server.handlers import (  # noqa: F401
     scram_credentials,
     share_group_offsets,
     share_groups,
+    share_state,
     transactions,
 )
 from odradek.server.handlers import sasl as sasl_handlers

@@ -39,14 +39,16 @@ from kafka.protocol.consumer.group import OffsetDeleteRequest, OffsetDeleteRespo
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.producer import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
+from odradek.cluster.znodes import BrokerInfo
 from odradek.groups.group import GroupState, GroupSummary, JoinRequest, MemberProfile, now_ms
 from odradek.groups.schemas import OffsetValue, TopicPartition
 from odradek.groups.service import GROUP_TYPE_CONSUMER, GROUP_TYPE_SHARE, GroupCoordinatorService
+from odradek.groups.share_state_coordinator import coordinator_key, parse_coordinator_key
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.server import authz
 from odradek.server.registry import RequestContext, handles
 
-KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION = 0, 1
+KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KEY_TYPE_SHARE = 0, 1, 2
 # kafka-python encodes authorized operations as a set of bit numbers; None is Kafka's "not requested"
 
 
@@ -72,9 +74,16 @@ def _topic_partition_known(ctx: RequestContext, topic: str, partition: int) -> b
 async def _find_one(ctx: RequestContext, key: str | None, key_type: int,
                     listener: str) -> tuple[int, str | None, int, str, int]:
     """-> (error, message, node id, host, port)"""
-    if key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION) or key is None:
+    if key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KEY_TYPE_SHARE) or key is None:
         return ErrorCode.INVALID_REQUEST, f"Unsupported coordinator key type {key_type}", -1, "", -1
     try:
+        if key_type == KEY_TYPE_SHARE:  # the share coordinator of a share partition (brokers only, KIP-932)
+            authz.require(ctx, authz.Op.CLUSTER_ACTION, authz.CLUSTER)
+            share_key = parse_coordinator_key(key)
+            if share_key is None or ctx.version < 6:
+                return ErrorCode.INVALID_REQUEST, f"Invalid share coordinator key {key!r}", -1, "", -1
+            info = await ctx.broker.share_coordinator.runtime.coordinator_node(coordinator_key(share_key))
+            return _endpoint(info, listener)
         authz.require(ctx, authz.Op.DESCRIBE, authz.TRANSACTIONAL_ID if key_type == KEY_TYPE_TRANSACTION else authz.GROUP,
                       key)
         if key_type == KEY_TYPE_TRANSACTION:
@@ -85,14 +94,18 @@ async def _find_one(ctx: RequestContext, key: str | None, key_type: int,
             info = await coordinator(ctx).coordinator_node(key)
     except KafkaError as exc:
         return exc.code, exc.message, -1, "", -1
+    return _endpoint(info, listener)
+
+
+def _endpoint(info: BrokerInfo, listener: str) -> tuple[int, str | None, int, str, int]:
     endpoint = info.endpoint(listener)
     if endpoint is None:  # as Kafka: the coordinator has no endpoint on the listener the client uses
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, -1, "", -1
     return ErrorCode.NONE, None, info.broker_id, endpoint[0], endpoint[1]
 
 
-# v6 adds the share coordinator key type (KIP-932): no share groups here, so INVALID_REQUEST as any other
-# key type this broker has no coordinator for.
+# v6 adds the share coordinator key type (KIP-932): "<group>:<topic id>:<partition>", for brokers only
+# (CLUSTER_ACTION), as Kafka.
 @handles(FindCoordinatorRequest, FindCoordinatorResponse, versions=(0, 6))
 async def find_coordinator(ctx: RequestContext, request: Any) -> FindCoordinatorResponse:
     key_type = request.key_type if ctx.version >= 1 else KEY_TYPE_GROUP

@@ -22,7 +22,7 @@ import uuid
 from typing import Any
 
 from odradek.groups.service import GroupCoordinatorService
-from odradek.groups.share_state import ShareKey, ShareSummary
+from odradek.groups.share_state import ShareKey, ShareStateSummary
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.kip932_admin import (
     AlterShareGroupOffsetsRequest,
@@ -67,7 +67,7 @@ def _message(exc: KafkaError) -> str | None:
     return exc.message if exc.message != exc.code.name else None
 
 
-def _lag(ctx: RequestContext, name: str, partition: int, summary: ShareSummary | None) -> tuple[int, int]:
+def _lag(ctx: RequestContext, name: str, partition: int, summary: ShareStateSummary | None) -> tuple[int, int]:
     """(leader epoch, lag) of a partition this broker leads; -1s where it cannot tell."""
     part = ctx.broker.replicas.get(name, partition)
     if part is None or not part.is_leader:
@@ -75,7 +75,7 @@ def _lag(ctx: RequestContext, name: str, partition: int, summary: ShareSummary |
     if summary is None or summary.start_offset < 0:
         return part.leader_epoch, -1
     start = max(summary.start_offset, part.log.log_start_offset)
-    return part.leader_epoch, max(0, part.high_watermark - start - summary.delivery_complete)
+    return part.leader_epoch, max(0, part.high_watermark - start - summary.delivery_complete_count)
 
 
 # ---- DescribeShareGroupOffsets ----

@@ -22,12 +22,13 @@ import asyncio
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from odradek.groups.service import GroupCoordinatorService
 from odradek.groups.share_coordinator import ShareHeartbeat
 from odradek.groups.share_partition import AckBatch, Acquired
-from odradek.groups.share_state import ShareKey
+from odradek.groups.share_state import ShareKey, persist_error
 from odradek.protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from odradek.protocol.kip932 import (
     ShareAcknowledgeRequest,
@@ -58,6 +59,12 @@ def _groups(ctx: RequestContext) -> GroupCoordinatorService:
 
 
 # ---- ShareGroupHeartbeat, ShareGroupDescribe ----
+def _offset_for_time(log: Any, ts: int) -> int | None:
+    """The log's first offset with a timestamp at or after `ts` (share.auto.offset.reset=by_duration)."""
+    found = log.fetch_offset_by_timestamp(ts)
+    return None if found is None else int(found[0])
+
+
 @handles(ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, versions=(1, 1))
 async def share_group_heartbeat(ctx: RequestContext, request: Any) -> ShareGroupHeartbeatResponse:
     if not authz.allowed(ctx, authz.Op.READ, authz.GROUP, request.group_id or ""):
@@ -258,9 +265,16 @@ class _Fetch(_Request):
             if records_left <= 0 or total >= self.max_bytes > 0:
                 break
             res = self.result(tp)
+            if res.error:
+                continue
             res.leader_epoch = part.leader_epoch
             key = ShareKey(self.group_id, tp[0], tp[1])
-            sp = await manager.partition(key, part.log.log_start_offset, part.high_watermark)
+            try:
+                sp = await manager.partition(key, part.log.log_start_offset, part.high_watermark, part.leader_epoch,
+                                             partial(_offset_for_time, part.log))
+            except KafkaError as exc:  # its state could not be read (or initialised)
+                res.error = persist_error(exc)
+                continue
             if not sp.can_acquire():
                 continue
             offset = sp.next_fetch_offset()
@@ -274,7 +288,7 @@ class _Fetch(_Request):
             assert not isinstance(data, FileRegion)  # zero_copy=False
             raw = bytes(data)
             batches = [b for b in _batch_ranges(raw) if b[0] not in res.batches]
-            got = manager.acquire(key, self.member_id, [(b, last) for b, last, _s, _e in batches], records_left)
+            got = await manager.acquire(key, self.member_id, [(b, last) for b, last, _s, _e in batches], records_left)
             if not got:
                 continue
             res.acquired.extend(got)
