@@ -44,7 +44,6 @@ from odradek.aio import TaskSet
 from odradek.groups.share_partition import (
     LATEST,
     AckBatch,
-    AckType,
     Acquired,
     RecordState,
     SharePartition,
@@ -159,7 +158,7 @@ class ShareCounters:
     (SharePartitionMetrics AcquisitionLockTimeoutPerSec), and Odradek's own records redelivered (acquired
     again after a release, a timeout or a member leaving) and archived, per group."""
 
-    acknowledged: Counter[AckType] = field(default_factory=Counter)
+    acknowledged: Counter[int] = field(default_factory=Counter)  # AckType value -> records
     lock_timeouts: Counter[ShareKey] = field(default_factory=Counter)
     redelivered: Counter[str] = field(default_factory=Counter)
     archived: Counter[str] = field(default_factory=Counter)
@@ -340,9 +339,9 @@ class SharePartitionManager:
     def _count_acks(self, batches: list[AckBatch]) -> None:
         for b in batches:
             if len(b.types) == 1:
-                self.counters.acknowledged[AckType(b.types[0])] += b.last_offset - b.first_offset + 1
+                self.counters.acknowledged[b.types[0]] += b.last_offset - b.first_offset + 1
             else:
-                self.counters.acknowledged.update(AckType(t) for t in b.types)
+                self.counters.acknowledged.update(b.types)
 
     def _count_archived(self, key: ShareKey, sp: SharePartition, before: int) -> None:
         if sp.archived > before:
