@@ -18,7 +18,7 @@ from contextlib import ExitStack
 from typing import Any
 
 import pytest
-from confluent_kafka import AcknowledgeType, ShareConsumer
+from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from confluent_kafka.admin import ResourceType
 from kafka.protocol.admin import DeleteGroupsRequest, ListGroupsRequest
 from kafka.protocol.metadata import FindCoordinatorRequest
@@ -590,3 +590,32 @@ def test_altered_offsets_are_read_from(broker: BrokerProcess, consumers: Any) ->
         accepted = _drain([again], 2)  # and the warm-up records before them, accepted by _drain
         assert sorted(v for _o, v in accepted[0]) == [b"a", b"b"]
         wait_until(lambda: _partition_row(_offsets(raw, group)) == (end, 0), message="the lag to reach 0")
+
+
+def test_read_committed_group_sees_only_committed_records(broker: BrokerProcess, consumers: Any) -> None:
+    """`share.isolation.level=read_committed` for a group: records of aborted transactions are archived and
+    never delivered, those of open transactions wait for the commit; a read_uncommitted group sees all."""
+    topic, committed_group, all_group = unique_name("share"), unique_name("sg"), unique_name("sg")
+    create_topic(broker.bootstrap, topic)
+    for group, level in ((committed_group, "read_committed"), (all_group, "read_uncommitted")):
+        alter_configs(broker.bootstrap, ResourceType.GROUP, group, share__auto__offset__reset="earliest",
+                      share__isolation__level=level)
+    p = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": unique_name("tx")})
+    p.init_transactions(30)
+    for i, outcome in enumerate(["commit", "abort", "commit", "abort"]):
+        p.begin_transaction()
+        for j in range(3):
+            p.produce(topic, f"{outcome}-{i}-{j}".encode())
+        p.flush(30)  # in the log before the end (an abort would purge what is still queued)
+        (p.commit_transaction if outcome == "commit" else p.abort_transaction)(30)
+    p.begin_transaction()
+    p.produce(topic, b"open-0")  # not committed yet
+    p.flush(30)
+    committed = sorted(f"commit-{i}-{j}".encode() for i in (0, 2) for j in range(3))
+    (reader,) = consumers(committed_group, topic)
+    assert sorted(v for _o, v in _drain([reader], len(committed))[0]) == committed
+    (everything,) = consumers(all_group, topic)
+    assert len(_drain([everything], 13)[0]) == 13  # every data record, the open one included
+    p.commit_transaction(30)
+    assert [v for _o, v in _drain([reader], 1)[0]] == [b"open-0"]
+    assert reader.poll(1.0) == []  # nothing aborted came afterwards

@@ -70,6 +70,20 @@ def test_max_records_and_start_inside_batch() -> None:
     assert sp.acquire("b", [(0, 9)], 100, now=0) == [Acquired(7, 9, 1)]
 
 
+def test_archive_aborted_batches_never_delivers_them() -> None:
+    """read_committed: batches of aborted transactions are archived where they join the window, never
+    past a gap (what lies between is unknown), and never when acquired or settled."""
+    sp = _sp()
+    assert sp.acquire("a", [(0, 2), (6, 8)], 3, now=0) == [Acquired(0, 2, 1)]  # max_records stops at 2
+    assert sp.archive([(3, 5)]) == 3 and sp.end_offset == 6
+    assert sp.archive([(10, 11)]) == 0 and sp.end_offset == 6  # past a gap: left alone
+    assert sp.acquire("b", [(6, 8)], 100, now=0) == [Acquired(6, 8, 1)]
+    assert sp.archive([(6, 8)]) == 0  # acquired: not archived under the holder
+    assert sp.acknowledge("a", [AckBatch(0, 2, (ACCEPT,))]) == ErrorCode.NONE
+    assert sp.start_offset == 6  # the archived batch does not hold the start back
+    assert sp.next_fetch_offset() == 9
+
+
 def test_release_redelivers_with_higher_count() -> None:
     sp = _sp()
     sp.acquire("a", [(0, 2)], 10, now=0)

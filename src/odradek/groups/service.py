@@ -16,9 +16,9 @@ group type concerned, so the handlers never ask what type a group is:
 
 from __future__ import annotations
 
-from odradek.cluster.group_configs import GroupConfigs
 from odradek.cluster.znodes import BrokerInfo
 from odradek.coordinator.partitions import Replayed
+from odradek.groups.configs import GroupConfigLookup
 from odradek.groups.consumer_coordinator import (
     GROUP_TYPE_CONSUMER,
     ConsumerGroupCoordinator,
@@ -63,7 +63,7 @@ class GroupCoordinatorService:
     def __init__(self, settings: GroupSettings, consumer_settings: ConsumerGroupSettings, store: GroupStore,
                  topics: Topics, share_settings: ShareGroupSettings | None = None,
                  share_partition_settings: SharePartitionSettings | None = None,
-                 share_persister: ShareStatePersister | None = None, configs: GroupConfigs | None = None) -> None:
+                 share_persister: ShareStatePersister | None = None, configs: GroupConfigLookup | None = None) -> None:
         """`configs`: the groups' own configs (GROUP config resources) over the broker's; None: the
         settings for every group."""
         self.store = store

@@ -42,13 +42,13 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from odradek.groups.configs import FixedGroupConfigs, GroupConfigLookup
 from odradek.groups.consumer_coordinator import GroupDescription, HeartbeatResult, MemberDescription, Topics
 from odradek.groups.share_state import ShareKey, SharePartitionManager, ShareStateSummary
 from odradek.groups.store import GroupStore
 from odradek.protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
-    from odradek.cluster.group_configs import GroupConfigs
     from odradek.config import BrokerConfig
 
 log = logging.getLogger("odradek.groups.share")
@@ -142,9 +142,11 @@ class ShareGroupCoordinator:
     """Owns the share groups of the `__consumer_offsets` partitions this broker leads."""
 
     def __init__(self, settings: ShareGroupSettings, store: GroupStore, topics: Topics,
-                 partitions: SharePartitionManager, configs: GroupConfigs | None = None) -> None:
+                 partitions: SharePartitionManager, configs: GroupConfigLookup | None = None) -> None:
         self.settings = settings
-        self.configs = configs  # per-group overrides (GROUP config resources); None: the settings for all
+        # each group's own configs (GROUP config resources) over the broker's; none: the settings for all
+        self.configs = configs or FixedGroupConfigs({"share.heartbeat.interval.ms": settings.heartbeat_interval_ms,
+                                                     "share.session.timeout.ms": settings.session_timeout_ms})
         self.store = store
         self.topics = topics
         self.partitions = partitions
@@ -248,7 +250,7 @@ class ShareGroupCoordinator:
         changed = member.sent is None or member.sent != member.assignment
         member.sent = dict(member.assignment)
         return HeartbeatResult(ErrorCode.NONE, None, member.member_id, member.member_epoch,
-                               self.heartbeat_interval_ms(group.group_id),
+                               self.configs.value(group.group_id, "share.heartbeat.interval.ms"),
                                dict(member.assignment) if changed else None)
 
     def _assign(self, group: ShareGroup) -> None:
@@ -276,7 +278,7 @@ class ShareGroupCoordinator:
                                                           f"{hb.group_id}.")
         self._remove(group, hb.member_id, "left")
         return HeartbeatResult(ErrorCode.NONE, None, hb.member_id, LEAVE_EPOCH,
-                               self.heartbeat_interval_ms(hb.group_id))
+                               self.configs.value(hb.group_id, "share.heartbeat.interval.ms"))
 
     def _remove(self, group: ShareGroup, member_id: str, why: str) -> None:
         member = group.members.pop(member_id)
@@ -291,19 +293,8 @@ class ShareGroupCoordinator:
         if member.timer is not None:
             member.timer.cancel()
         member.timer = asyncio.get_running_loop().call_later(
-            self.session_timeout_ms(group.group_id) / 1000, self._expire, group, member.member_id)
+            self.configs.value(group.group_id, "share.session.timeout.ms") / 1000, self._expire, group, member.member_id)
 
-    def heartbeat_interval_ms(self, group_id: str) -> int:
-        """The group's `share.heartbeat.interval.ms` (its override, else the broker's)."""
-        if self.configs is None:
-            return self.settings.heartbeat_interval_ms
-        return self.configs.value(group_id, "share.heartbeat.interval.ms")
-
-    def session_timeout_ms(self, group_id: str) -> int:
-        """The group's `share.session.timeout.ms` (its override, else the broker's)."""
-        if self.configs is None:
-            return self.settings.session_timeout_ms
-        return self.configs.value(group_id, "share.session.timeout.ms")
 
     def _expire(self, group: ShareGroup, member_id: str) -> None:
         if self.groups.get(group.group_id) is group and member_id in group.members:

@@ -156,6 +156,30 @@ class SharePartition:
         self._advance()
         return _ranges([(o, self.records[o].delivery_count) for o in taken])
 
+    def archive(self, batches: list[tuple[int, int]]) -> int:
+        """Archive, never to be delivered, the offsets of `batches` ((base offset, last offset) in order,
+        those of aborted transactions a read_committed fetch read) that are AVAILABLE in the window or
+        start right at its end; stops at the first batch past a gap (what lies between is not known to
+        be aborted). The number archived."""
+        archived = 0
+        for base, last in batches:
+            if base > self.end_offset:
+                break
+            for offset in range(max(base, self.start_offset), last + 1):
+                if offset < self.end_offset:
+                    rec = self.records[offset]
+                    if rec.state is not RecordState.AVAILABLE:
+                        continue
+                elif offset - self.start_offset < self.max_in_flight:
+                    rec = self.records[offset] = InFlight()
+                    self.end_offset = offset + 1
+                else:
+                    break
+                rec.state, rec.holder = RecordState.ARCHIVED, None
+                archived += 1
+        self._advance()
+        return archived
+
     # ---- acknowledging ----
     def acknowledge(self, member_id: str, batches: list[AckBatch]) -> ErrorCode:
         """Apply a member's acknowledgements of one partition, all or none: INVALID_REQUEST for a batch

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from odradek.aio import TaskSet
+from odradek.groups.configs import FixedGroupConfigs, GroupConfigLookup
 from odradek.groups.share_partition import (
     LATEST,
     AckBatch,
@@ -55,7 +56,6 @@ from odradek.groups.share_partition import (
 from odradek.protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
-    from odradek.cluster.group_configs import GroupConfigs
     from odradek.config import BrokerConfig
 
 log = logging.getLogger("odradek.groups.share")
@@ -188,10 +188,13 @@ class SharePartitionManager:
     """Every share partition of this broker; see the module docstring."""
 
     def __init__(self, settings: SharePartitionSettings, persister: ShareStatePersister,
-                 configs: GroupConfigs | None = None) -> None:
+                 configs: GroupConfigLookup | None = None) -> None:
         self.settings = settings
         self.persister = persister
-        self.configs = configs  # per-group overrides (GROUP config resources); None: the settings for all
+        # each group's own configs (GROUP config resources) over the broker's; none: the settings for all
+        self.configs = configs or FixedGroupConfigs({
+            "share.record.lock.duration.ms": settings.lock_duration_ms,
+            "share.auto.offset.reset": settings.auto_offset_reset, "share.isolation.level": "read_uncommitted"})
         self.partitions: dict[ShareKey, SharePartition] = {}
         self._epochs: dict[ShareKey, int] = {}  # the leader epoch each partition was read at
         self._state_epochs: dict[ShareKey, int] = {}  # the state epoch each partition's state was read at
@@ -209,16 +212,19 @@ class SharePartitionManager:
         self._tasks.close()
 
     def lock_duration_ms(self, group_id: str) -> int:
-        """The group's `share.record.lock.duration.ms` (its override, else the broker's)."""
-        if self.configs is None:
-            return self.settings.lock_duration_ms
+        """The group's `share.record.lock.duration.ms`."""
         return self.configs.value(group_id, "share.record.lock.duration.ms")
 
-    def auto_offset_reset(self, group_id: str) -> str:
-        """The group's `share.auto.offset.reset` (its override, else the broker's default: latest)."""
-        if self.configs is None:
-            return self.settings.auto_offset_reset
-        return self.configs.value(group_id, "share.auto.offset.reset")
+    def read_committed(self, group_id: str) -> bool:
+        """Whether the group's `share.isolation.level` is read_committed."""
+        return self.configs.value(group_id, "share.isolation.level") == "read_committed"
+
+    async def archive(self, key: ShareKey, batches: list[tuple[int, int]]) -> None:
+        """Archive records no fetch may deliver (SharePartition.archive); the new state is written."""
+        sp = self.partitions.get(key)
+        if sp is not None and sp.archive(batches):
+            self._wake(key)
+            await self._persist(key)
 
     async def partition(self, key: ShareKey, log_start: int, high_watermark: int, leader_epoch: int = -1,
                         offset_for_time: Callable[[int], int | None] | None = None) -> SharePartition:
@@ -241,7 +247,7 @@ class SharePartitionManager:
                 limits = {"lock_duration_ms": self.lock_duration_ms(key.group_id),
                           "delivery_count_limit": s.delivery_count_limit, "max_in_flight": s.max_in_flight}
                 if state is None:
-                    start = initial_start_offset(self.auto_offset_reset(key.group_id), log_start, high_watermark,
+                    start = initial_start_offset(self.configs.value(key.group_id, "share.auto.offset.reset"), log_start, high_watermark,
                                                  offset_for_time, now_ms())
                     sp = SharePartition(start, **limits)
                 else:

@@ -8,6 +8,7 @@ classes for these APIs) and the group coordinator (`odradek.groups.service.Group
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from odradek.groups.consumer_coordinator import Heartbeat
@@ -71,37 +72,52 @@ async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Consume
         heartbeat_interval_ms=res.heartbeat_interval_ms, assignment=assignment)
 
 
-@handles(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, versions=(0, 1))
-async def consumer_group_describe(ctx: RequestContext, request: Any) -> ConsumerGroupDescribeResponse:
-    cg = coordinator(ctx)
-    group_cls = ConsumerGroupDescribeResponse.DescribedGroup
-    member_cls = group_cls.Member
-    assignment_cls = member_cls.Assignment
+def assignment_of(assignment_cls: Any, topic_name: Callable[[bytes], str], a: dict[bytes, frozenset[int]]) -> Any:
+    """A described member's assignment (ConsumerGroupDescribe and ShareGroupDescribe): topics by id and
+    name, partitions sorted, topics with none left out."""
     tp_cls = assignment_cls.TopicPartitions
+    return assignment_cls(topic_partitions=[
+        tp_cls(topic_id=uuid.UUID(bytes=t), topic_name=topic_name(t), partitions=sorted(ps))
+        for t, ps in sorted(a.items()) if ps])
 
-    def assignment(a: dict[bytes, frozenset[int]]) -> Any:
-        return assignment_cls(topic_partitions=[
-            tp_cls(topic_id=uuid.UUID(bytes=t), topic_name=cg.topic_name(t), partitions=sorted(ps))
-            for t, ps in sorted(a.items()) if ps])
 
+async def describe_each(ctx: RequestContext, request: Any, group_cls: Any,
+                        describe: Callable[[str], Awaitable[Any]], member: Callable[[Any], Any]) -> list[Any]:
+    """The DescribedGroups of a ConsumerGroupDescribe or ShareGroupDescribe: each id once (as
+    DescribeGroups), GROUP_AUTHORIZATION_FAILED without DESCRIBE on it, else its description by `describe`
+    with each member made by `member`."""
     out = []
-    for group_id in dict.fromkeys(request.group_ids or []):  # each once, as DescribeGroups
+    for group_id in dict.fromkeys(request.group_ids or []):
         if not authz.allowed(ctx, authz.Op.DESCRIBE, authz.GROUP, group_id or ""):
             out.append(group_cls(error_code=authz.ErrorCode.GROUP_AUTHORIZATION_FAILED, error_message=None,
                                  group_id=group_id, group_state="", group_epoch=-1, assignment_epoch=-1,
                                  assignor_name="", members=[], authorized_operations=bits(None)))
             continue
-        d = await cg.consumer_describe(group_id or "")
+        d = await describe(group_id or "")
         operations = authz.operations(ctx, authz.GROUP, group_id or "", requested=request.include_authorized_operations)
         out.append(group_cls(
             error_code=d.error, error_message=d.message, group_id=group_id, group_state=d.state,
             group_epoch=d.group_epoch, assignment_epoch=d.assignment_epoch, assignor_name=d.assignor,
-            members=[member_cls(
-                member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id, member_epoch=m.member_epoch,
-                client_id=m.client_id, client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
-                subscribed_topic_regex=m.subscribed_topic_regex, assignment=assignment(m.assignment),
-                target_assignment=assignment(m.target), member_type=MEMBER_TYPE_CONSUMER)
-                for m in d.members],
+            members=[member(m) for m in d.members],
             authorized_operations=bits(operations) if d.error == 0 else bits(None)))
+    return out
+
+
+@handles(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, versions=(0, 1))
+async def consumer_group_describe(ctx: RequestContext, request: Any) -> ConsumerGroupDescribeResponse:
+    cg = coordinator(ctx)
+    member_cls = ConsumerGroupDescribeResponse.DescribedGroup.Member
+
+    def member(m: Any) -> Any:
+        return member_cls(
+            member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id, member_epoch=m.member_epoch,
+            client_id=m.client_id, client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
+            subscribed_topic_regex=m.subscribed_topic_regex,
+            assignment=assignment_of(member_cls.Assignment, cg.topic_name, m.assignment),
+            target_assignment=assignment_of(member_cls.Assignment, cg.topic_name, m.target),
+            member_type=MEMBER_TYPE_CONSUMER)
+
+    out = await describe_each(ctx, request, ConsumerGroupDescribeResponse.DescribedGroup, cg.consumer_describe,
+                              member)
     return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=out)
 

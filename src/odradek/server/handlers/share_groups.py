@@ -43,7 +43,7 @@ from odradek.protocol.kip932 import (
 from odradek.protocol.records import iter_batches
 from odradek.replication.partition import Partition
 from odradek.server import authz
-from odradek.server.authorized_operations import bits
+from odradek.server.handlers.consumer_groups import assignment_of, describe_each
 from odradek.server.handlers.groups import client_host
 from odradek.server.registry import RequestContext, handles
 from odradek.server.share_sessions import CLOSE_EPOCH, OPEN_EPOCH, ShareSession, TopicPartitionId
@@ -97,30 +97,15 @@ async def share_group_heartbeat(ctx: RequestContext, request: Any) -> ShareGroup
 @handles(ShareGroupDescribeRequest, ShareGroupDescribeResponse, versions=(1, 1))
 async def share_group_describe(ctx: RequestContext, request: Any) -> ShareGroupDescribeResponse:
     gc = _groups(ctx)
-    group_cls = ShareGroupDescribeResponse.DescribedGroup
-    member_cls = group_cls.Member
-    assignment_cls = member_cls.Assignment
-    tp_cls = assignment_cls.TopicPartitions
-    out = []
-    for group_id in dict.fromkeys(request.group_ids or []):
-        if not authz.allowed(ctx, authz.Op.DESCRIBE, authz.GROUP, group_id or ""):
-            out.append(group_cls(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, error_message=None,
-                                 group_id=group_id, group_state="", group_epoch=-1, assignment_epoch=-1,
-                                 assignor_name="", members=[], authorized_operations=bits(None)))
-            continue
-        d = await gc.share_describe(group_id or "")
-        operations = authz.operations(ctx, authz.GROUP, group_id or "", requested=request.include_authorized_operations)
-        out.append(group_cls(
-            error_code=d.error, error_message=d.message, group_id=group_id, group_state=d.state,
-            group_epoch=d.group_epoch, assignment_epoch=d.assignment_epoch, assignor_name=d.assignor,
-            members=[member_cls(
-                member_id=m.member_id, rack_id=m.rack_id, member_epoch=m.member_epoch, client_id=m.client_id,
-                client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
-                assignment=assignment_cls(topic_partitions=[
-                    tp_cls(topic_id=uuid.UUID(bytes=t), topic_name=gc.topic_name(t), partitions=sorted(ps))
-                    for t, ps in sorted(m.assignment.items()) if ps]))
-                for m in d.members],
-            authorized_operations=bits(operations) if d.error == 0 else bits(None)))
+    member_cls = ShareGroupDescribeResponse.DescribedGroup.Member
+
+    def member(m: Any) -> Any:
+        return member_cls(
+            member_id=m.member_id, rack_id=m.rack_id, member_epoch=m.member_epoch, client_id=m.client_id,
+            client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
+            assignment=assignment_of(member_cls.Assignment, gc.topic_name, m.assignment))
+
+    out = await describe_each(ctx, request, ShareGroupDescribeResponse.DescribedGroup, gc.share_describe, member)
     return ShareGroupDescribeResponse(throttle_time_ms=0, groups=out)
 
 
@@ -239,6 +224,28 @@ def _batch_ranges(data: bytes) -> list[tuple[int, int, int, int]]:
     return out
 
 
+def _aborted_bases(data: bytes, aborted: list[tuple[int, int]]) -> set[int]:
+    """Base offsets of the batches in `data` that belong to aborted transactions, found as a read_committed
+    consumer finds them: `aborted` ((producer id, first offset) from the log's aborted-transaction index)
+    names a producer's transaction aborted from its first offset until that producer's control batch."""
+    pending = sorted(aborted, key=lambda a: a[1])
+    ongoing: set[int] = set()
+    out: set[int] = set()
+    i = 0
+    try:
+        for _pos, header in iter_batches(data):
+            while i < len(pending) and pending[i][1] <= header.last_offset:
+                ongoing.add(pending[i][0])
+                i += 1
+            if header.is_control:
+                ongoing.discard(header.producer_id)  # its abort marker ends the aborted transaction
+            elif header.is_transactional and header.producer_id in ongoing:
+                out.add(header.base_offset)
+    except CorruptRecordError:
+        pass
+    return out
+
+
 class _Fetch(_Request):
     def __init__(self, ctx: RequestContext, request: Any, session: ShareSession) -> None:
         super().__init__(ctx, request.group_id or "", request.member_id or "")
@@ -278,17 +285,25 @@ class _Fetch(_Request):
             if not sp.can_acquire():
                 continue
             offset = sp.next_fetch_offset()
-            if offset >= part.high_watermark:
+            committed = manager.read_committed(self.group_id)
+            upper = part.log.last_stable_offset if committed else part.high_watermark
+            if offset >= upper:
                 continue
             try:
-                data = part.read(offset, max(self.max_bytes - total, 1), False, min_one=True).records
+                data = part.read(offset, max(self.max_bytes - total, 1), False, min_one=True,
+                                 read_committed=committed).records
             except KafkaError as exc:
                 res.error = exc.code
                 continue
             assert not isinstance(data, FileRegion)  # zero_copy=False
             raw = bytes(data)
             batches = [b for b in _batch_ranges(raw) if b[0] not in res.batches]
-            got = await manager.acquire(key, self.member_id, [(b, last) for b, last, _s, _e in batches], records_left)
+            # under read_committed the records of aborted transactions are archived, never delivered
+            aborted = _aborted_bases(raw, part.log.collect_aborted(offset, upper)) if committed else set()
+            got = await manager.acquire(key, self.member_id,
+                                        [(b, last) for b, last, _s, _e in batches if b not in aborted], records_left)
+            if aborted:
+                await manager.archive(key, [(b, last) for b, last, _s, _e in batches if b in aborted])
             if not got:
                 continue
             res.acquired.extend(got)
@@ -338,7 +353,7 @@ class _Fetch(_Request):
 @handles(ShareFetchRequest, ShareFetchResponse, versions=(1, 1))
 async def share_fetch(ctx: RequestContext, request: Any) -> ShareFetchResponse:
     gc = _groups(ctx)
-    lock_ms = gc.share_partitions.settings.lock_duration_ms
+    lock_ms = gc.share_partitions.lock_duration_ms(request.group_id or "")
     group_id, member_id, epoch = request.group_id or "", request.member_id or "", request.share_session_epoch
     refused = _refusal(ctx, group_id, member_id)
     if refused is not None:
