@@ -3,10 +3,10 @@ partition, against one classic consumer reading the same records in the same run
 the redelivery latency: from a consumer releasing a record (ShareAcknowledge RELEASE) to the record
 being delivered again.
 
-Every share group starts at offset 0: the share partitions do not read the group config
-`share.auto.offset.reset` yet (they start at the latest offset), so the bench sets the start offset first
-with AlterShareGroupOffsets on the empty group, as `odradek share-groups --reset-offsets --to-earliest
---execute` would. Consumers are subprocesses (each
+Every share group starts at offset 0 (the broker's `share.auto.offset.reset` is latest): the bench sets
+the start offset first with AlterShareGroupOffsets on the empty group, as `odradek share-groups
+--reset-offsets --to-earliest --execute` would (a group config `share.auto.offset.reset=earliest` would
+do as well). Consumers are subprocesses (each
 with its own interpreter and librdkafka) that report how many records they received; the rate counts from
 the first record received to the last, so joining the group is not in it. Share consumers acknowledge
 implicitly (each poll accepts what the previous one returned).
