@@ -317,6 +317,14 @@ ATTACKS: dict[int, Attack] = {
     87: Attack(1, lambda t: R.ReadShareGroupStateSummaryRequest(group_id=GROUP, topics=[
         R.ReadShareGroupStateSummaryRequest.ReadStateSummaryData(topic_id=t.topic_id, partitions=[
             R.ReadShareGroupStateSummaryRequest.ReadStateSummaryData.PartitionData(partition=0, leader_epoch=0)])])),
+    90: Attack(1, lambda t: R.DescribeShareGroupOffsetsRequest(groups=[
+        R.DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(group_id=GROUP, topics=None)])),
+    91: Attack(0, lambda t: R.AlterShareGroupOffsetsRequest(group_id=GROUP, topics=[
+        R.AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic(topic_name=TOPIC, partitions=[
+            R.AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic.AlterShareGroupOffsetsRequestPartition(
+                partition_index=0, start_offset=0)])])),
+    92: Attack(0, lambda t: R.DeleteShareGroupOffsetsRequest(group_id=GROUP, topics=[
+        R.DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic(topic_name=TOPIC)])),
 }
 
 

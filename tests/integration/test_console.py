@@ -425,6 +425,45 @@ def test_cross_origin_posts_are_refused(console: Console, data: BrokerProcess) -
     assert "same-origin-topic" in topics and "referer-topic" in topics
 
 
+def test_share_group_page(console: Console, data: BrokerProcess, page: Page, tmp_path: Path) -> None:
+    """A share group (KIP-932) in the groups list with its type, and its page: members, and each
+    partition's start offset and lag."""
+    from confluent_kafka import ShareConsumer
+
+    from odradek.admin_client.share_groups import ShareGroupsClient
+
+    group = "dispatch"
+    with ShareGroupsClient(data.bootstrap, 30) as client:  # the group, empty, reading partition 0 from offset 2
+        assert client.alter_offsets(group, {(TOPIC, 0): 2}) == {(TOPIC, 0): 0}
+    lag = _end(data, 0) - 2
+    page.goto(console.url + "/groups")
+    g = row(page, "groups", "group", group)
+    expect(g.locator(".type")).to_have_text("Share")
+    expect(g.locator(".state")).to_have_text("Empty")
+    expect(g.locator(".lag")).to_have_text(str(lag))
+    expect(row(page, "groups", "group", GROUP).locator(".type")).to_have_text("Classic")
+    page.goto(f"{console.url}/groups/{group}")
+    expect(page.locator("h1")).to_have_text(f"Share group {group}")
+    r = row(page, "offsets", "tp", f"{TOPIC}-0")
+    expect(r.locator(".start")).to_have_text("2")
+    expect(r.locator(".lag")).to_have_text(str(lag))
+    expect(page.locator("#members")).to_contain_text("No members")
+    c = ShareConsumer({"bootstrap.servers": data.bootstrap, "group.id": group, "client.id": "dispatcher",
+                       "share.acknowledgement.mode": "explicit"})
+    try:
+        c.subscribe([TOPIC])
+        c.poll(0.5)  # joins; what it acquires it holds unacknowledged, so the lag does not move
+        expect(page.locator("#group-state")).to_have_text("Stable", timeout=TIMEOUT_MS)
+        member = page.locator("#members tr[data-member]")
+        expect(member).to_have_count(1)
+        expect(member).to_contain_text("dispatcher")
+        expect(member.locator(".assignment")).to_have_text(f"{TOPIC}-0, {TOPIC}-1, {TOPIC}-2")
+        expect(page.locator("#total-lag")).to_have_text(str(lag))
+        page.screenshot(path=str(tmp_path / "share-group.png"))
+    finally:
+        c.close()
+
+
 def test_missing_topic_or_group_is_a_page_not_a_trace(console: Console, page: Page) -> None:
     resp = page.goto(console.url + "/topics/no-such-topic")
     assert resp is not None and resp.status == 404

@@ -188,3 +188,68 @@ def test_cluster_metrics_add_up(zk_standalone: ZooKeeperChroot, brokers: BrokerP
     assert total("kafka_server_replicamanager_partitioncount") >= 12  # 6 partitions x 2 replicas
     wait_until(lambda: sum(scrape(p)[("kafka_server_replicamanager_underreplicatedpartitions", ())] for p in ports)
                == 0, 60, "no under-replicated partitions")
+
+
+def _scrape_when(port: int, key: tuple[str, tuple[tuple[str, str], ...]], value: float) -> dict[Any, float]:
+    """The first scrape in which the sample `key` has `value`."""
+    def attempt() -> dict[Any, float] | None:
+        metrics = scrape(port)
+        return metrics if metrics.get(key) == value else None
+
+    found: dict[Any, float] = wait_until(attempt, 30, f"{key} to be {value}")
+    return found
+
+
+def test_share_group_metrics(brokers: BrokerPool) -> None:
+    """KIP-932's broker metrics as the JMX exporter names them: share groups by protocol and state, share
+    fetch and acknowledgement requests per topic, records acknowledged by type; and Odradek's records
+    redelivered and archived per group."""
+    from confluent_kafka import AcknowledgeType
+
+    from tests.integration.test_share_groups import WARM, Share, _warm_up
+
+    http_port = free_port()
+    b = brokers.start({"http.listener": f"127.0.0.1:{http_port}", "group.share.heartbeat.interval.ms": "300",
+                       "group.share.min.heartbeat.interval.ms": "300"})
+    create_topic(b.bootstrap, "sh1", 1)
+    s = Share(b, "metered-share", "sh1")
+    try:
+        _warm_up(b, "sh1", [s])
+        produce(b.bootstrap, "sh1", [b"keep", b"again", b"bad"])
+        kinds = {b"keep": AcknowledgeType.ACCEPT, b"again": AcknowledgeType.RELEASE, b"bad": AcknowledgeType.REJECT}
+        seen: list[bytes] = []
+
+        def step() -> bool:
+            msgs = s.poll(0.2)
+            for m in msgs:
+                value = m.value()
+                kind = AcknowledgeType.ACCEPT if value == WARM or value in seen else kinds[value]
+                seen.append(value)
+                s.c.acknowledge(m, kind)
+            if msgs:
+                s.c.commit_sync(30)
+            return seen.count(b"again") == 2
+
+        wait_until(step, 30, "the released record to come back", interval=0)
+        metrics = _scrape_when(http_port, ("kafka_server_sharegroupmetrics_recordacknowledgements_total",
+                                           (("ackType", "Release"),)), 1)
+        acks = {t: metrics[("kafka_server_sharegroupmetrics_recordacknowledgements_total", (("ackType", t),))]
+                for t in ("Accept", "Release", "Reject")}
+        assert acks["Release"] == 1 and acks["Reject"] == 1 and acks["Accept"] >= 3  # keep, again, a warm-up
+        assert metrics[("odradek_share_records_redelivered_total", (("group", "metered-share"),))] == 1
+        assert metrics[("odradek_share_records_archived_total", (("group", "metered-share"),))] == 1
+        for name in ("totalsharefetchrequests", "totalshareacknowledgementrequests"):
+            assert metrics[(f"kafka_server_brokertopicmetrics_{name}_total", (("topic", "sh1"),))] >= 1
+        assert metrics.get(("kafka_server_brokertopicmetrics_failedsharefetchrequests_total", (("topic", "sh1"),)),
+                           0) == 0
+        assert metrics[("kafka_server_group_coordinator_metrics_group_count", (("protocol", "share"),))] == 1
+        assert metrics[("kafka_server_group_coordinator_metrics_share_group_count", (("state", "stable"),))] == 1
+        assert metrics[("kafka_server_group_coordinator_metrics_share_group_rebalance_count", ())] >= 1
+        in_flight = ("kafka_server_sharepartitionmetrics_inflightmessagecount",
+                     (("group", "metered-share"), ("partition", "0"), ("topic", "sh1")))
+        assert metrics[in_flight] == 0
+    finally:
+        s.close()
+    metrics = _scrape_when(http_port, ("kafka_server_group_coordinator_metrics_share_group_count",
+                                       (("state", "empty"),)), 1)
+    assert metrics[("kafka_server_group_coordinator_metrics_share_group_count", (("state", "stable"),))] == 0

@@ -2,7 +2,8 @@
 one partition drained by one and by four consumers with every record accepted exactly once by exactly
 one of them, release (redelivered), reject (archived), the acquisition lock expiring (redelivered), a
 consumer closing without acknowledging (its records redelivered), the delivery-count limit (archived),
-and a hostile client answered with Kafka's error codes.
+a hostile client answered with Kafka's error codes, and the offsets admin APIs (describe with start
+offset and lag, alter and delete only when the group is empty), DeleteGroups and ListGroups' type filter; and `odradek share-groups` (list, describe, reset, delete).
 
 The consumers read from the latest offset (`share.auto.offset.reset` defaults to latest and Odradek has
 no group configs yet): each test first produces warm-up records until a consumer has received one, so
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from confluent_kafka.admin import ResourceType
+from kafka.protocol.admin import DeleteGroupsRequest, ListGroupsRequest
 from kafka.protocol.metadata import FindCoordinatorRequest
 
 from odradek.protocol.errors import ErrorCode
@@ -28,8 +30,13 @@ from odradek.protocol.kip932 import (
     ShareGroupDescribeRequest,
     ShareGroupHeartbeatRequest,
 )
+from odradek.protocol.kip932_admin import (
+    AlterShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsRequest,
+)
 from tests.clients import alter_configs, create_topic, produce, unique_name
-from tests.harness import BrokerProcess
+from tests.harness import BrokerProcess, run_cli
 from tests.rawclient import RawClient
 from tests.waiting import wait_until
 
@@ -387,6 +394,163 @@ def test_implicit_acknowledgement(broker: BrokerProcess) -> None:
         d.close()
 
 
+# ---- the offsets admin APIs (DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets),
+# DeleteGroups and ListGroups on share groups ----
+
+
+def _offsets(raw: RawClient, group: str, topics: list[tuple[str, list[int]]] | None = None) -> Any:
+    """DescribeShareGroupOffsets v1 for one group: the group's entry."""
+    req_topic = DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup.DescribeShareGroupOffsetsRequestTopic
+    topic_list = None if topics is None else [req_topic(topic_name=t, partitions=ps) for t, ps in topics]
+    resp = raw.request(DescribeShareGroupOffsetsRequest(groups=[
+        DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(group_id=group, topics=topic_list)]),
+        version=1)
+    return resp.groups[0]
+
+
+def _partition_row(group: Any) -> tuple[int, int]:
+    (topic,) = group.topics
+    (p,) = topic.partitions
+    assert p.error_code == 0
+    return p.start_offset, p.lag
+
+
+def _alter(raw: RawClient, group: str, topic: str, offset: int, partition: int = 0) -> Any:
+    t = AlterShareGroupOffsetsRequest.AlterShareGroupOffsetsRequestTopic
+    return raw.request(AlterShareGroupOffsetsRequest(group_id=group, topics=[
+        t(topic_name=topic, partitions=[t.AlterShareGroupOffsetsRequestPartition(partition_index=partition,
+                                                                                 start_offset=offset)])]), version=0)
+
+
+def _delete_offsets(raw: RawClient, group: str, topic: str) -> Any:
+    t = DeleteShareGroupOffsetsRequest.DeleteShareGroupOffsetsRequestTopic
+    return raw.request(DeleteShareGroupOffsetsRequest(group_id=group, topics=[t(topic_name=topic)]), version=0)
+
+
+def _listed(raw: RawClient, types: list[str]) -> dict[str, tuple[str, str]]:
+    resp = raw.request(ListGroupsRequest(states_filter=[], types_filter=types), version=5)
+    return {g.group_id: (g.group_type, g.group_state) for g in resp.groups}
+
+
+def test_share_group_offsets_admin(broker: BrokerProcess, consumers: Any) -> None:
+    topic, group, (s,) = _ready(broker, consumers)
+    produce(broker.bootstrap, topic, [f"o{i}".encode() for i in range(10)])
+    _drain([s], 10)
+    with RawClient(broker.port) as raw:
+        end = wait_until(lambda: _partition_row(_offsets(raw, group)) if _partition_row(_offsets(raw, group))[1] == 0
+                         else None, message="the start offset to pass every accepted record")[0]
+        assert end >= 11  # the warm-up record and the ten
+        produce(broker.bootstrap, topic, [b"later"] * 3)
+        assert _partition_row(_offsets(raw, group)) == (end, 3)
+        assert _partition_row(_offsets(raw, group, [(topic, [0])])) == (end, 3)
+        missing = _offsets(raw, group, [("no-such-topic", [0])]).topics[0].partitions[0]
+        assert missing.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert _listed(raw, ["share"])[group] == ("share", "Stable")
+        assert group not in _listed(raw, ["classic", "consumer"])
+        # members present: nothing may change
+        assert _alter(raw, group, topic, 0).error_code == ErrorCode.NON_EMPTY_GROUP
+        assert _delete_offsets(raw, group, topic).error_code == ErrorCode.NON_EMPTY_GROUP
+        assert raw.request(DeleteGroupsRequest(groups_names=[group]), version=2).results[0].error_code == \
+            ErrorCode.NON_EMPTY_GROUP
+        s.close()
+        wait_until(lambda: _listed(raw, ["share"])[group][1] == "Empty", message="the group to be empty")
+        altered = _alter(raw, group, topic, 2)
+        assert altered.error_code == 0 and altered.responses[0].partitions[0].error_code == 0
+        assert _partition_row(_offsets(raw, group)) == (2, end + 3 - 2)
+        bad = _alter(raw, group, topic, 0, partition=7).responses[0].partitions[0]
+        assert bad.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        deleted = _delete_offsets(raw, group, topic)
+        assert deleted.error_code == 0 and deleted.responses[0].error_code == 0
+        assert _offsets(raw, group).topics == []
+        assert raw.request(DeleteGroupsRequest(groups_names=[group]), version=2).results[0].error_code == 0
+        assert group not in _listed(raw, ["share"])
+        assert _offsets(raw, group).error_code == ErrorCode.GROUP_ID_NOT_FOUND
+        # altering offsets of a group that does not exist creates it, empty
+        assert _alter(raw, group, topic, 1).error_code == 0
+        assert _partition_row(_offsets(raw, group)) == (1, end + 3 - 1)
+        assert _listed(raw, ["share"])[group] == ("share", "Empty")
+
+
+# ---- `odradek share-groups` ----
+
+
+def _tool(broker: BrokerProcess, *args: str, code: int = 0) -> list[str]:
+    """Run the tool; its stdout lines with runs of blanks squeezed (the columns' padding)."""
+    done = run_cli("share-groups", "--bootstrap-server", broker.bootstrap, *args)
+    assert done.returncode == code, (done.stdout, done.stderr)
+    if code:
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    return [" ".join(line.split()) for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+
+
+def test_share_groups_tool(broker: BrokerProcess, consumers: Any) -> None:
+    topic, group, (a, b) = _ready(broker, consumers, 2)
+    produce(broker.bootstrap, topic, [f"t{i}".encode() for i in range(4)])
+    _drain([a, b], 4)
+    assert group in _tool(broker, "--list")
+    assert f"{group} Stable" in _tool(broker, "--list", "--state", "stable")
+    assert _tool(broker, "--list", "--state", "Empty").count(f"{group} Stable") == 0
+    offsets = wait_until(lambda: (lambda lines: lines if lines[-1].endswith(" 0") else None)(
+        _tool(broker, "--describe", "--group", group)), message="the lag to reach 0")
+    assert offsets[0] == "GROUP TOPIC PARTITION START-OFFSET LAG"
+    start = int(offsets[1].split()[3])
+    assert offsets[1] == f"{group} {topic} 0 {start} 0" and start >= 5
+    assert _tool(broker, "--describe", "--group", group, "--offsets", "--verbose")[0] == \
+        "GROUP TOPIC PARTITION LEADER-EPOCH START-OFFSET LAG"
+    members = _tool(broker, "--describe", "--group", group, "--members")
+    assert members[0] == "GROUP CONSUMER-ID HOST CLIENT-ID #PARTITIONS ASSIGNMENT"
+    assert len(members) == 3 and all(m.endswith(f" 1 {topic}:0") for m in members[1:])
+    state = _tool(broker, "--describe", "--group", group, "--state", "--verbose")
+    assert state[0] == "GROUP COORDINATOR (ID) STATE GROUP-EPOCH ASSIGNMENT-EPOCH #MEMBERS"
+    assert state[1].startswith(f"{group} 127.0.0.1:{broker.port} (0) Stable") and state[1].endswith(" 2")
+    assert "is not empty" in _tool(broker, "--reset-offsets", "--group", group, "--to-earliest", code=1)[0]
+    a.close()
+    b.close()
+    wait_until(lambda: f"{group} Empty" in _tool(broker, "--list", "--state"), message="the group to be empty")
+    assert _tool(broker, "--describe", "--group", group, "--members")[0] == \
+        f"Share group '{group}' has no active members."
+    planned = _tool(broker, "--reset-offsets", "--group", group, "--topic", topic, "--to-earliest")
+    assert planned == ["GROUP TOPIC PARTITION NEW-OFFSET", f"{group} {topic} 0 0"]
+    assert _tool(broker, "--describe", "--group", group)[1] == f"{group} {topic} 0 {start} 0", "a dry run"
+    _tool(broker, "--reset-offsets", "--group", group, "--to-offset", "2", "--execute")
+    assert _tool(broker, "--describe", "--group", group)[1] == f"{group} {topic} 0 2 {start - 2}"
+    future = _tool(broker, "--reset-offsets", "--group", group, "--topic", f"{topic}:0", "--to-datetime",
+                   "2999-01-01T00:00:00.000")
+    assert future[1:] == [f"{group} {topic} 0 {start}",  # stdout, then stderr
+                          f"Warn: Partition 0 from topic {topic} is empty. Falling back to latest known offset."]
+    assert _tool(broker, "--delete-offsets", "--group", group, "--topic", "no-such-topic", code=1) == [
+        "TOPIC STATUS", "no-such-topic Error: This server does not host this topic-partition.",
+        "Error: Encountered some topic-level error, see the follow-up details."]
+    assert _tool(broker, "--delete-offsets", "--group", group, "--topic", topic) == \
+        ["TOPIC STATUS", f"{topic} Successful"]
+    assert _tool(broker, "--describe", "--group", group) == [f"Share group '{group}' has no offset information."]
+    assert _tool(broker, "--delete", "--group", group) == [f"Deletion of requested share groups ('{group}') was "
+                                                           "successful."]
+    assert group not in _tool(broker, "--list")
+    assert _tool(broker, "--describe", "--group", group) == [f"Error: Share group '{group}' does not exist."]
+    failed = run_cli("share-groups", "--bootstrap-server", broker.bootstrap, "--delete", "--group", group)
+    assert failed.returncode == 1 and failed.stderr.splitlines() == [
+        "Error: Deletion of some share groups failed:",
+        f"* Group '{group}' could not be deleted due to: GroupIdNotFoundException: Group '{group}' is not a share "
+        "group."]
+
+
+def test_share_groups_tool_flags(broker: BrokerProcess) -> None:
+    done = run_cli("share-groups", "--help")
+    assert done.returncode == 0 and "--reset-offsets" in done.stdout and "--to-datetime" in done.stdout
+    assert _tool(broker, "--group", "g", code=1) == [
+        "Error: Command must include exactly one action: --list, --describe, --delete, --reset-offsets, "
+        "--delete-offsets."]
+    assert _tool(broker, "--describe", "--group", "g", "--members", "--state", code=1)[0].startswith(
+        "Error: Option [describe] takes at most one of these options")
+    assert _tool(broker, "--reset-offsets", "--group", "g", code=1)[0].startswith(
+        "Error: Option [reset-offsets] requires one of the following scenarios")
+    assert _tool(broker, "--list", "--state", "Rebalancing", code=1) == [
+        "Error: Invalid state list 'Rebalancing'. Valid states are: Empty, Stable, Dead"]
+    unreachable = run_cli("share-groups", "--bootstrap-server", "127.0.0.1:1", "--list", "--timeout", "2000")
+    assert unreachable.returncode == 1 and len(unreachable.stderr.strip().splitlines()) == 1
+
+
 def test_group_configs_override_the_brokers(broker: BrokerProcess, consumers: Any) -> None:
     """A group's own configs (GROUP config resource): `share.auto.offset.reset=earliest` makes its first
     consumer read what the topic held before anyone joined (the broker's default is latest), and its
@@ -408,6 +572,24 @@ def test_group_configs_override_the_brokers(broker: BrokerProcess, consumers: An
 
         assert wait_until(lambda: interval(group), message="a heartbeat answer") == 700
         assert wait_until(lambda: interval(unique_name("sg")), message="a heartbeat answer") == 300
+
+
+def test_altered_offsets_are_read_from(broker: BrokerProcess, consumers: Any) -> None:
+    """A group that read a partition, emptied and reset to offset 0 (AlterShareGroupOffsets, the next
+    state epoch): a new consumer gets every record from 0 again, its acknowledgements are accepted (the
+    leader writes at the new state epoch) and the lag ends at 0."""
+    topic, group, (s,) = _ready(broker, consumers)
+    produce(broker.bootstrap, topic, [b"a", b"b"])
+    _drain([s], 2)
+    s.close()
+    with RawClient(broker.port) as raw:
+        wait_until(lambda: _listed(raw, ["share"])[group][1] == "Empty", message="the group to be empty")
+        assert _alter(raw, group, topic, 0).error_code == 0
+        end = _partition_row(_offsets(raw, group))[1]
+        (again,) = consumers(group, topic)
+        accepted = _drain([again], 2)  # and the warm-up records before them, accepted by _drain
+        assert sorted(v for _o, v in accepted[0]) == [b"a", b"b"]
+        wait_until(lambda: _partition_row(_offsets(raw, group)) == (end, 0), message="the lag to reach 0")
 
 
 def test_read_committed_group_sees_only_committed_records(broker: BrokerProcess, consumers: Any) -> None:

@@ -48,6 +48,8 @@ EXPECTED_VERSIONS = {
     66: (0, 2), 68: (0, 1), 69: (0, 1), 74: (0, 1),
     75: (0, 0),
     76: (1, 1), 77: (1, 1), 78: (1, 1), 79: (1, 1),  # share groups (KIP-932): v1, librdkafka 2.16's versions
+    83: (0, 0), 84: (0, 0), 85: (0, 1), 86: (0, 0), 87: (0, 1),  # share-group state (brokers only)
+    90: (0, 1), 91: (0, 0), 92: (0, 0),  # share-group offsets (KIP-932, KIP-1226), Kafka 4.2's versions
 }
 CORRELATION_ID = 4242
 VOTE_API_KEY = 52

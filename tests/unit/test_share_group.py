@@ -101,6 +101,53 @@ def test_group_ids_are_refused_across_types() -> None:
     asyncio.run(main())
 
 
+def test_offsets_describe_alter_delete_and_delete_group() -> None:
+    """The offsets admin side: summaries with the done records past the start offset (KIP-1226's count),
+    alter and delete only without members, DeleteGroups forgets the state; and the counters the metrics
+    read."""
+    from odradek.groups.share_partition import AckBatch, AckType
+
+    async def main() -> None:
+        svc = _svc()
+        tid = bytes([2]) * 16
+        key = ShareKey("g", tid, 0)
+        assert (await _raises(svc.share_describe_offsets("g", None))) == E.GROUP_ID_NOT_FOUND
+        await svc.share_heartbeat(ShareHeartbeat("g", "a", 0, subscribed_topic_names=["u"]))
+        m = svc.share_partitions
+        await m.partition(key, 0, 0)
+        assert await m.acquire(key, "a", [(0, 5)], 10)
+        # 0 accepted (start moves to 1), 2 rejected, 3 released: 1 and 4-5 still acquired
+        assert await m.acknowledge(key, "a", [AckBatch(0, 0, (1,)), AckBatch(2, 3, (3, 2))]) == E.NONE
+        summaries = await svc.share_describe_offsets("g", None)
+        assert [(k.partition, s.start_offset, s.delivery_complete_count) for k, s in summaries.items() if s] == [(0, 1, 1)]
+        assert (await svc.share_describe_offsets("g", {tid: [0, 1]}))[ShareKey("g", tid, 1)] is None
+        assert dict(m.counters.acknowledged) == {AckType.ACCEPT: 1, AckType.REJECT: 1, AckType.RELEASE: 1}
+        assert m.counters.archived["g"] == 1
+        assert await m.acquire(key, "a", [(0, 5)], 10) and m.counters.redelivered["g"] == 1  # offset 3 again
+        assert (await _raises(svc.share_alter_offsets("g", {key: 0}))) == E.NON_EMPTY_GROUP
+        assert (await _raises(svc.share_delete_offsets("g", {tid}))) == E.NON_EMPTY_GROUP
+        assert await svc.delete_group("g") == E.NON_EMPTY_GROUP
+        await svc.share_heartbeat(ShareHeartbeat("g", "a", -1))
+        await svc.share_alter_offsets("g", {key: 4})
+        assert (await svc.share_describe_offsets("g", None))[key].start_offset == 4  # type: ignore[union-attr]
+        assert (await m.partition(key, 0, 10)).next_fetch_offset() == 4
+        await svc.share_delete_offsets("g", {tid})
+        assert await svc.share_describe_offsets("g", None) == {}
+        await svc.share_alter_offsets("g", {key: 2})
+        assert await svc.delete_group("g") == E.NONE
+        assert await m.persister.read_state(key) is None
+        assert await svc.delete_group("g") == E.GROUP_ID_NOT_FOUND
+        await svc.shutdown()
+
+    asyncio.run(main())
+
+
+async def _raises(awaitable: Any) -> E:
+    with pytest.raises(KafkaError) as exc:
+        await awaitable
+    return exc.value.code
+
+
 def test_share_sessions() -> None:
     cache = ShareSessionCache(max_sessions=1)
     with pytest.raises(KafkaError) as exc:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from confluent_kafka import KafkaError
 
 
@@ -57,3 +59,16 @@ def error_text(exc: BaseException) -> str:
         return kafka_message(exc)
     message = ERROR_MESSAGES.get(err.code()) or err.str().removeprefix("Broker: ")
     return f"{err.name()}: {message}"
+
+
+def error_message(code: int, messages: Mapping[int, str] = ERROR_MESSAGES) -> str:
+    """Kafka's message for an error code of a protocol response, from `messages` (its name where we do not
+    keep the wording)."""
+    if code in messages:
+        return messages[code]
+    from odradek.protocol.errors import ErrorCode
+
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"error code {code}"

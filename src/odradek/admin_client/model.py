@@ -109,6 +109,17 @@ class GroupSummary:
     state: str
     members: int | None = None
     lag: int | None = None
+    kind: str = "Consumer"  # Kafka's group type names: Classic, Consumer, Share
+
+
+@dataclass
+class SharePartitionRow:
+    """One partition of a share group: its start offset and lag (None where the broker gave none)."""
+
+    topic: str
+    partition: int
+    start_offset: int | None
+    lag: int | None
 
 
 @dataclass

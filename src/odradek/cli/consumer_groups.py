@@ -77,61 +77,67 @@ class CommandFailed(CliError):
 # --- flags ------------------------------------------------------------------------------------
 
 
-def build_parser() -> ArgParser:
-    parser = ArgParser(
-        "consumer-groups",
-        "This tool helps to list all consumer groups, describe a consumer group, delete consumer group info, "
-        "or reset consumer group offsets.",
-        epilog="Exactly one action is required: --list, --describe, --delete, --reset-offsets or --delete-offsets.",
-    )
+def group_tool_parser(kind: str, description: str, default_timeout_ms: int) -> tuple[ArgParser, Any, Any]:
+    """The flags Kafka's consumer-group and share-group tools share (`kind`: "consumer" or "share"): the
+    parser, and its "describe" and "reset-offsets" groups for the tool's own flags."""
+    parser = ArgParser(f"{kind}-groups", description, epilog="Exactly one action is required: --list, --describe, "
+                                                             "--delete, --reset-offsets or --delete-offsets.")
     add_bootstrap_flags(parser)
     parser.add_argument("--command-config", metavar="FILE",
                         help="property file containing configs to be passed to the admin client")
-    parser.add_argument("--timeout", metavar="MS", default=str(DEFAULT_TIMEOUT_MS),
-                        help=f"timeout of each request to the cluster (default {DEFAULT_TIMEOUT_MS})")
+    parser.add_argument("--timeout", metavar="MS", default=str(default_timeout_ms),
+                        help=f"timeout of each request to the cluster (default {default_timeout_ms})")
     actions = parser.add_argument_group("actions")
-    actions.add_argument("--list", action="store_true", help="list all consumer groups")
+    actions.add_argument("--list", action="store_true", help=f"list all {kind} groups")
     actions.add_argument("--describe", action="store_true",
-                         help="describe consumer groups and list offset lag (messages not yet processed)")
-    actions.add_argument("--delete", action="store_true", help="delete consumer groups with their offsets")
+                         help=f"describe {kind} groups: offsets and lag (records not yet processed), members, state")
+    actions.add_argument("--delete", action="store_true", help=f"delete {kind} groups with their offsets")
     actions.add_argument("--reset-offsets", action="store_true",
-                         help="reset offsets of inactive consumer groups: --dry-run (default) or --execute")
+                         help=f"reset offsets of inactive {kind} groups: --dry-run (default) or --execute")
     actions.add_argument("--delete-offsets", action="store_true",
-                         help="delete offsets of one consumer group for the given topics")
+                         help=f"delete offsets of one {kind} group for the given topics")
     scope = parser.add_argument_group("scope")
-    scope.add_argument("--group", action="append", metavar="GROUP", help="a consumer group (repeatable)")
-    scope.add_argument("--all-groups", action="store_true", help="apply to all consumer groups")
+    scope.add_argument("--group", action="append", metavar="GROUP", help=f"a {kind} group (repeatable)")
+    scope.add_argument("--all-groups", action="store_true", help=f"apply to all {kind} groups")
     scope.add_argument("--topic", action="append", metavar="TOPIC[:P,P]",
-                       help="a topic, with --reset-offsets and --delete-offsets optionally limited to partitions")
+                       help="a topic, with --reset-offsets optionally limited to partitions")
     scope.add_argument("--all-topics", action="store_true",
-                       help="with --reset-offsets: all topics the group has committed offsets for")
+                       help="with --reset-offsets: all topics the group has offsets for")
     describe = parser.add_argument_group("describe")
     describe.add_argument("--offsets", action="store_true", help="partitions with offsets and lag (default)")
     describe.add_argument("--members", action="store_true", help="the members of the group")
-    describe.add_argument("--verbose", action="store_true", help="more detail (assignments, leader epochs)")
-    describe.add_argument("--type", nargs="?", const="", metavar="TYPES",
-                          help="with --list: show the group types (classic, consumer), or only groups of these "
-                               "comma-separated types")
+    describe.add_argument("--verbose", action="store_true", help="more detail (epochs, assignments)")
     describe.add_argument("--state", nargs="?", const="", metavar="STATES",
                           help="with --describe: the group's state; with --list: show states, or only "
                                "groups in these comma-separated states")
     reset = parser.add_argument_group("reset-offsets")
     reset.add_argument("--dry-run", action="store_true", help="only show the new offsets (the default)")
-    reset.add_argument("--execute", action="store_true", help="commit the new offsets")
-    reset.add_argument("--export", action="store_true", help="print the new offsets as CSV")
+    reset.add_argument("--execute", action="store_true", help="apply the new offsets")
     reset.add_argument("--to-offset", metavar="N", help="to offset N (within the log's range)")
-    reset.add_argument("--shift-by", metavar="N", help="the committed offset plus N (N may be negative)")
     reset.add_argument("--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS.sss",
                        help="to the first offset at or after this time (UTC unless a zone is given)")
-    reset.add_argument("--by-duration", metavar="PnDTnHnMnS", help="to the first offset at or after now - duration")
     reset.add_argument("--to-earliest", action="store_true", help="to the log start offset")
     reset.add_argument("--to-latest", action="store_true", help="to the log end offset")
+    return parser, describe, reset
+
+
+def build_parser() -> ArgParser:
+    parser, describe, reset = group_tool_parser(
+        "consumer", "This tool helps to list all consumer groups, describe a consumer group, delete consumer group "
+                    "info, or reset consumer group offsets.", DEFAULT_TIMEOUT_MS)
+    describe.add_argument("--type", nargs="?", const="", metavar="TYPES",
+                          help="with --list: show the group types (classic, consumer), or only groups of these "
+                               "comma-separated types")
+    reset.add_argument("--export", action="store_true", help="print the new offsets as CSV")
+    reset.add_argument("--shift-by", metavar="N", help="the committed offset plus N (N may be negative)")
+    reset.add_argument("--by-duration", metavar="PnDTnHnMnS", help="to the first offset at or after now - duration")
     reset.add_argument("--to-current", action="store_true", help="to the committed offset (log end if none)")
     reset.add_argument("--from-file", metavar="CSV", help="to the offsets of a CSV file written by --export")
     return parser
 
 
-def _has(opts: argparse.Namespace, flag: str) -> bool:
+def has_flag(opts: argparse.Namespace, flag: str) -> bool:
+    """Whether a flag (named as on the command line) was given."""
     value = getattr(opts, flag.replace("-", "_"))
     return value is not None and value is not False
 
@@ -151,21 +157,27 @@ def _cannot_combine(used: str, other: str) -> UsageError:
     return UsageError(f'Error: Option "[{used}]" can\'t be used with option "[{other}]"')
 
 
+def check_available(opts: argparse.Namespace, action: str, describe_only: Iterable[str],
+                    list_only: Iterable[str] = ()) -> None:
+    """Kafka's refusal of flags that only --describe (`describe_only`, and --state also --list) or only
+    --list (`list_only`) take."""
+    unavailable = [f for f in describe_only if has_flag(opts, f) and action != "describe"]
+    if opts.state is not None and action not in ("describe", "list"):
+        unavailable.append("state")
+    unavailable += [f for f in list_only if has_flag(opts, f) and action != "list"]
+    if unavailable:
+        raise UsageError(f"Error: Option(s) [{', '.join(unavailable)}] are unavailable given other options "
+                         "on the command line")
+
+
 def validate(opts: argparse.Namespace) -> str:
     """Kafka's checks of the flag combination, each failing with one line; returns the action."""
     bootstrap_of(opts)
     action = chosen_action(opts)
     opts.timeout_ms = parse_int(opts.timeout, "--timeout", minimum=1)
-    unavailable = [f for f in DESCRIBE_ONLY if _has(opts, f) and action != "describe"]
-    if opts.state is not None and action not in ("describe", "list"):
-        unavailable.append("state")
-    if opts.type is not None and action != "list":
-        unavailable.append("type")
-    if unavailable:
-        raise UsageError(f"Error: Option(s) [{', '.join(unavailable)}] are unavailable given other options "
-                         "on the command line")
+    check_available(opts, action, DESCRIBE_ONLY, ("type",))
     for flag in RESET_ONLY:
-        if _has(opts, flag) and action != "reset-offsets":
+        if has_flag(opts, flag) and action != "reset-offsets":
             raise _cannot_combine(flag, action)
     if opts.group and opts.all_groups:
         raise _cannot_combine("group", "all-groups")
@@ -179,7 +191,7 @@ def validate(opts: argparse.Namespace) -> str:
     if action == "describe":
         if not (opts.group or opts.all_groups):
             raise UsageError(f"Error: Option [describe] takes one of these options: {scope}")
-        if sum(_has(opts, f) for f in ("members", "offsets", "state")) > 1:
+        if sum(has_flag(opts, f) for f in ("members", "offsets", "state")) > 1:
             raise UsageError("Error: Option [describe] takes at most one of these options: [members], [offsets], [state]")
         if opts.state:
             raise UsageError("Error: Option [describe] does not take a value for [state]")
@@ -210,7 +222,7 @@ def _validate_reset(opts: argparse.Namespace, scope: str) -> None:
         raise UsageError("Error: Option [reset-offsets] only accepts one of [execute] and [dry-run]")
     if not (opts.group or opts.all_groups):
         raise UsageError(f"Error: Option [reset-offsets] takes one of these options: {scope}")
-    chosen = [s for s in SCENARIOS if _has(opts, s)]
+    chosen = [s for s in SCENARIOS if has_flag(opts, s)]
     if len(chosen) > 1:
         raise _cannot_combine(chosen[0], chosen[1])
     if not chosen:
@@ -512,6 +524,20 @@ def status_table(statuses: dict[TP, str]) -> list[str]:
     return lines
 
 
+def deletion_report(kind: str, succeeded: list[str], failed: dict[str, str]) -> int:
+    """Kafka's report of a --delete of `kind` ("consumer", "share") groups; the exit code."""
+    quoted = ", ".join(f"'{g}'" for g in succeeded)
+    if not failed:
+        out([f"Deletion of requested {kind} groups ({quoted}) was successful."])
+        return 0
+    err(f"Error: Deletion of some {kind} groups failed:")
+    for group, reason in failed.items():
+        err(f"* Group '{group}' could not be deleted due to: {reason}")
+    if succeeded:
+        out([f"These {kind} groups were deleted successfully: {quoted}"])
+    return 1
+
+
 def out(lines: Iterable[str] = ("",)) -> None:
     for line in lines:
         print(line)
@@ -748,16 +774,7 @@ class ConsumerGroups:
                     succeeded.append(group)
                 except KafkaException as exc:
                     failed[group] = error_text(exc)
-        quoted = ", ".join(f"'{g}'" for g in succeeded)
-        if not failed:
-            out([f"Deletion of requested consumer groups ({quoted}) was successful."])
-            return 0
-        err("Error: Deletion of some consumer groups failed:")
-        for group, reason in failed.items():
-            err(f"* Group '{group}' could not be deleted due to: {reason}")
-        if succeeded:
-            out([f"These consumer groups were deleted successfully: {quoted}"])
-        return 1
+        return deletion_report("consumer", succeeded, failed)
 
     # --reset-offsets
 

@@ -34,6 +34,8 @@ TOOLS: dict[str, Tool] = {
     "console-consumer": Tool("odradek.cli.console_consumer", "print records of topics to stdout"),
     "consumer-groups": Tool("odradek.cli.consumer_groups",
                             "list, describe and delete consumer groups; reset or delete their offsets"),
+    "share-groups": Tool("odradek.cli.share_groups",
+                         "list, describe and delete share groups; reset or delete their offsets"),
     "dump-log": Tool("odradek.cli.dump_log", "print the batches and records of log segment files"),
     "demo": Tool("odradek.cli.demo", "broker + generator + Spark streaming job with live metrics (the main job)"),
     "pipeline": Tool("odradek.cli.pipeline", "generate input for, run and archive the Spark analytics pipelines"),

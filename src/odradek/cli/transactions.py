@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar, cast
 
+from odradek.admin_client import errors
 from odradek.admin_client.command import ArgParser, run_tool, usage_message
 from odradek.admin_client.connect import bootstrap_of, read_properties_file
 from odradek.admin_client.errors import CliError, UsageError
@@ -167,14 +168,7 @@ def failure(message: str, cause: str) -> str:
 
 def error_message(code: int) -> str:
     """Kafka's default message for an error code."""
-    if code in ERROR_MESSAGES:
-        return ERROR_MESSAGES[code]
-    from odradek.protocol.errors import ErrorCode
-
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return f"error code {code}"
+    return errors.error_message(code, ERROR_MESSAGES)
 
 
 def state_name(state: str) -> str:

@@ -327,14 +327,21 @@ async def messages_api(request: web.Request) -> web.StreamResponse:
 
 
 async def groups_page(request: web.Request) -> web.StreamResponse:
-    groups = await call(request.app[CLUSTER].groups)
-    return render(request, "groups.html", title="Consumer groups", groups=groups)
+    cluster = request.app[CLUSTER]
+    shared = await call(cluster.share_groups)
+    share_ids = {g.id for g in shared}
+    groups = [g for g in await call(cluster.groups) if g.id not in share_ids] + shared
+    return render(request, "groups.html", title="Groups", groups=sorted(groups, key=lambda g: g.id))
 
 
 async def group_page(request: web.Request) -> web.StreamResponse:
     group_id = request.match_info["group"]
     group = await call(request.app[CLUSTER].group, group_id)
     if group is None:
+        shared = await call(request.app[CLUSTER].share_group, group_id)
+        if shared is not None:
+            return render(request, "share_group.html", title=f"Share group {group_id}", group=shared[0],
+                          partitions=shared[1], total_lag=sum(p.lag or 0 for p in shared[1]))
         return render(request, "error.html", status=404, title="No such group",
                       error=f"Consumer group '{group_id}' does not exist")
     return render(request, "group.html", title=f"Consumer group {group_id}", group=group,

@@ -4,7 +4,9 @@ Everything goes through confluent-kafka's AdminClient (DescribeCluster, Metadata
 DescribeConfigs, CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs, ListGroups,
 DescribeGroups, OffsetFetch, OffsetCommit), except DescribeLogDirs, which librdkafka's Python binding
 lacks: that one request goes to each broker over the project's protocol client (plaintext listeners
-only; a cluster that does not serve it simply shows no log dirs or sizes). Nothing here knows Odradek's
+only; a cluster that does not serve it simply shows no log dirs or sizes), and share groups (KIP-932),
+for which librdkafka has no admin calls: ListGroups, ShareGroupDescribe and DescribeShareGroupOffsets
+over the protocol client (`odradek.admin_client.share_groups`), secured as the AdminClient is. Nothing here knows Odradek's
 internals, so the console works against any Kafka-compatible cluster.
 
 All calls block (bounded by the request timeout); the web app runs them on worker threads. The client is
@@ -20,7 +22,13 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import (
+    ConsumerGroupTopicPartitions,
+    ConsumerGroupType,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -34,7 +42,7 @@ from confluent_kafka.admin import (
 )
 
 from odradek.admin_client.connect import ClientErrors, client_config, create_client, open_client
-from odradek.admin_client.errors import UNREACHABLE_CODES, error_text, kafka_message
+from odradek.admin_client.errors import UNREACHABLE_CODES, CliError, error_text, kafka_message
 from odradek.admin_client.model import (
     TP,
     Broker,
@@ -45,12 +53,15 @@ from odradek.admin_client.model import (
     LogDir,
     Member,
     Partition,
+    SharePartitionRow,
     Topic,
     state_name,
 )
 from odradek.admin_client.offsets import list_offsets
+from odradek.admin_client.share_groups import GroupError, ShareGroup, ShareGroupsClient
 
 log = logging.getLogger("odradek.console")
+_KINDS = {ConsumerGroupType.CLASSIC: "Classic", ConsumerGroupType.CONSUMER: "Consumer"}
 
 DESCRIBE_LOG_DIRS_VERSION = 1
 PLAINTEXT = "PLAINTEXT"
@@ -240,8 +251,9 @@ class ClusterAdmin:
         if listed.errors and not listed.valid:  # no broker listed its groups: not "no groups"
             err = listed.errors[0]
             raise cluster_error(err if isinstance(err, KafkaException) else KafkaException(err))
-        ids = sorted(g.group_id for g in listed.valid)
-        out = [GroupSummary(i, "Unknown") for i in ids]
+        kinds = {g.group_id: _KINDS.get(g.type, "Unknown") for g in listed.valid}
+        ids = sorted(kinds)
+        out = [GroupSummary(i, "Unknown", kind=kinds[i]) for i in ids]
         if not ids:
             return out
         futures = self.admin.describe_consumer_groups(ids, request_timeout=self.timeout)
@@ -257,6 +269,50 @@ class ClusterAdmin:
                 per_topic = lags.get(g.id)
                 g.lag = sum(per_topic.values()) if per_topic else (0 if per_topic is not None else None)
         return out
+
+    # share groups (KIP-932)
+
+    def _share_client(self) -> ShareGroupsClient:
+        from odradek.config_keys import ConfigError
+        from odradek.security.client_config import client_security
+
+        try:
+            security = client_security(self.properties)
+        except ConfigError as exc:
+            raise ClusterError(str(exc)) from None
+        return ShareGroupsClient(self.bootstrap, self.timeout, "odradek-console", security)
+
+    def share_groups(self) -> list[GroupSummary]:
+        """Every share group with its members and total lag (None where the coordinator did not answer)."""
+        try:
+            with self._share_client() as client:
+                out = []
+                for group_id, state in client.list_groups():
+                    summary = GroupSummary(group_id, state, kind="Share")
+                    try:
+                        summary.members = len(client.describe(group_id).members)
+                        summary.lag = sum(o.lag or 0 for o in client.offsets(group_id).values())
+                    except CliError:
+                        pass
+                    out.append(summary)
+                return out
+        except CliError as exc:
+            raise ClusterError(str(exc).removeprefix("Error: "), unreachable=True) from None
+
+    def share_group(self, group_id: str) -> tuple[ShareGroup, list[SharePartitionRow]] | None:
+        """A share group's description and its partitions' start offsets and lag; None if there is none."""
+        try:
+            with self._share_client() as client:
+                group = client.describe(group_id)
+                if group.state == "Dead":
+                    return None
+                rows = [SharePartitionRow(t, p, o.start_offset, o.lag)
+                        for (t, p), o in sorted(client.offsets(group_id).items())]
+                return group, rows
+        except GroupError as exc:
+            raise ClusterError(str(exc)) from None
+        except CliError as exc:
+            raise ClusterError(str(exc).removeprefix("Error: "), unreachable=True) from None
 
     def committed(self, group: str) -> dict[TP, int]:
         """The group's committed offsets (partitions without a commit are left out)."""

@@ -9,7 +9,8 @@ group type concerned, so the handlers never ask what type a group is:
   `ConsumerGroupCoordinator`, which may turn a classic group into a consumer group;
   ShareGroupHeartbeat/Describe go to `ShareGroupCoordinator` (KIP-932; its groups in memory only for now),
   whose share partitions (`SharePartitionManager`, their state kept by the broker's `ShareStatePersister`)
-  ShareFetch and ShareAcknowledge use; a share group's id is refused to the other types' membership APIs;
+  ShareFetch and ShareAcknowledge use, and the share-group offsets APIs
+  (Describe/Alter/DeleteShareGroupOffsets); a share group's id is refused to the other types' membership APIs;
 - the offsets APIs, for every group type, to the one `OffsetManager`;
 - DescribeGroups, ListGroups and DeleteGroups to the type of the group named.
 """
@@ -45,9 +46,11 @@ from odradek.groups.share_coordinator import (
 )
 from odradek.groups.share_state import (
     InMemoryShareStatePersister,
+    ShareKey,
     SharePartitionManager,
     SharePartitionSettings,
     ShareStatePersister,
+    ShareStateSummary,
 )
 from odradek.groups.store import GroupStore, LoadedGroup
 from odradek.protocol.errors import ErrorCode
@@ -168,6 +171,16 @@ class GroupCoordinatorService:
     async def share_describe(self, group_id: str) -> GroupDescription:
         return await self.share.describe(group_id, self.offsets.group_type(group_id))
 
+    async def share_describe_offsets(self, group_id: str, partitions: dict[bytes, list[int]] | None,
+                                     ) -> dict[ShareKey, ShareStateSummary | None]:
+        return await self.share.describe_offsets(group_id, self.offsets.group_type(group_id), partitions)
+
+    async def share_alter_offsets(self, group_id: str, offsets: dict[ShareKey, int]) -> None:
+        await self.share.alter_offsets(group_id, self.offsets.group_type(group_id), offsets)
+
+    async def share_delete_offsets(self, group_id: str, topic_ids: set[bytes]) -> None:
+        await self.share.delete_offsets(group_id, self.offsets.group_type(group_id), topic_ids)
+
     # ---- every group type ----
     def list_groups(self) -> tuple[ErrorCode, list[tuple[str, str, str, str]]]:
         """(group id, protocol type, state, group type) of every group, sorted; COORDINATOR_LOAD_IN_PROGRESS
@@ -179,6 +192,8 @@ class GroupCoordinatorService:
         return err, sorted(listed)
 
     async def delete_group(self, group_id: str) -> ErrorCode:
+        if self.share.is_share_group(group_id):
+            return await self.share.delete_group(group_id)
         if self.offsets.type_of(group_id) is self.consumer:
             return await self.consumer.delete_group(group_id)
         return await self.classic.delete_group(group_id)

@@ -25,6 +25,10 @@ Group ids are shared with the other group types: a share heartbeat naming a clas
 gets GROUP_ID_NOT_FOUND; a JoinGroup or ConsumerGroupHeartbeat naming a share group gets
 INCONSISTENT_GROUP_PROTOCOL or GROUP_ID_NOT_FOUND (`GroupCoordinatorService`), as Kafka answers.
 
+Offsets (KIP-932's admin APIs): DescribeShareGroupOffsets reads each partition's summary from the
+persister; AlterShareGroupOffsets (which creates the group if there is none, as Kafka does) and
+DeleteShareGroupOffsets and DeleteGroups act only on a group without members (NON_EMPTY_GROUP).
+
 State: groups live in memory only, served while this broker leads the group's `__consumer_offsets`
 partition (NOT_COORDINATOR elsewhere); Kafka writes them to `__consumer_offsets` (share group records,
 types 9-15) — a later step. The share partitions' record state is durable: `__share_group_state`, behind
@@ -40,7 +44,7 @@ from typing import TYPE_CHECKING
 
 from odradek.groups.configs import FixedGroupConfigs, GroupConfigLookup
 from odradek.groups.consumer_coordinator import GroupDescription, HeartbeatResult, MemberDescription, Topics
-from odradek.groups.share_state import SharePartitionManager
+from odradek.groups.share_state import ShareKey, SharePartitionManager, ShareStateSummary
 from odradek.groups.store import GroupStore
 from odradek.protocol.errors import ErrorCode, KafkaError
 
@@ -101,10 +105,17 @@ class ShareGroup:
     group_epoch: int = 0
     assignment_epoch: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
+    # the partitions the group reads or was given offsets for (Kafka's ShareGroupStatePartitionMetadata,
+    # here in memory like the group): what DescribeShareGroupOffsets lists and DeleteGroups deletes
+    partitions: set[tuple[bytes, int]] = field(default_factory=set)
 
     @property
     def state(self) -> str:
         return "Stable" if self.members else "Empty"
+
+    def share_keys(self, topic_ids: set[bytes] | None = None) -> list[ShareKey]:
+        return [ShareKey(self.group_id, t, p) for t, p in sorted(self.partitions)
+                if topic_ids is None or t in topic_ids]
 
 
 def simple_assign(subscriptions: dict[str, list[str]], partitions: dict[str, tuple[bytes, int]]) -> dict[str, Assignment]:
@@ -141,6 +152,7 @@ class ShareGroupCoordinator:
         self.partitions = partitions
         self.groups: dict[str, ShareGroup] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        self.rebalances = 0  # assignment changes (Kafka's share-group-rebalance-count)
 
     async def shutdown(self) -> None:
         for g in self.groups.values():
@@ -253,8 +265,10 @@ class ShareGroupCoordinator:
         if any(group.members[mid].assignment != a for mid, a in target.items()):
             if group.assignment_epoch >= group.group_epoch:
                 group.group_epoch += 1
+            self.rebalances += 1
             for mid, a in target.items():
                 group.members[mid].assignment = a
+                group.partitions.update((t, p) for t, ps in a.items() for p in ps)
         group.assignment_epoch = group.group_epoch
 
     def _leave(self, hb: ShareHeartbeat) -> HeartbeatResult:
@@ -307,3 +321,64 @@ class ShareGroupCoordinator:
     def list_groups(self) -> list[tuple[str, str, str]]:
         """(group id, protocol type, state) of every share group here."""
         return sorted((g.group_id, GROUP_TYPE_SHARE, g.state) for g in self.groups.values())
+
+    # ---- offsets: DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets, DeleteGroups ----
+    def _existing(self, group_id: str, other_type: str | None) -> ShareGroup:
+        group = self.groups.get(group_id)
+        if group is None:
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND,
+                             f"Group {group_id} is not a share group." if other_type is not None
+                             else f"Group {group_id} not found.")
+        return group
+
+    @staticmethod
+    def _require_empty(group: ShareGroup) -> None:
+        if group.members:
+            raise KafkaError(ErrorCode.NON_EMPTY_GROUP, f"Share group {group.group_id} has active members.")
+
+    async def describe_offsets(self, group_id: str, other_type: str | None,
+                               partitions: dict[bytes, list[int]] | None) -> dict[ShareKey, ShareStateSummary | None]:
+        """Each partition's summary (None: no state); `partitions` None means every partition with state.
+        Raises KafkaError for the group as a whole."""
+        await self.store.wait_ready(group_id)
+        self._existing(group_id, other_type)
+        if partitions is None:  # the group's partitions that have a state
+            summaries = {key: await self.partitions.summary(key) for key in self.groups[group_id].share_keys()}
+            return {key: summary for key, summary in summaries.items() if summary is not None}
+        keys = [ShareKey(group_id, t, p) for t, ps in partitions.items() for p in ps]
+        return {key: await self.partitions.summary(key) for key in keys}
+
+    async def alter_offsets(self, group_id: str, other_type: str | None, offsets: dict[ShareKey, int]) -> None:
+        await self.store.wait_ready(group_id)
+        async with self._lock(group_id):
+            group = self.groups.get(group_id)
+            if group is None:
+                if other_type is not None:
+                    raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+                group = self.groups[group_id] = ShareGroup(group_id)
+            self._require_empty(group)
+            for key, offset in offsets.items():
+                await self.partitions.reset(key, offset)
+                group.partitions.add((key.topic_id, key.partition))
+            log.info("Share group %s: start offsets of %d partitions altered", group_id, len(offsets))
+
+    async def delete_offsets(self, group_id: str, other_type: str | None, topic_ids: set[bytes]) -> None:
+        await self.store.wait_ready(group_id)
+        async with self._lock(group_id):
+            group = self._existing(group_id, other_type)
+            self._require_empty(group)
+            await self.partitions.delete(group.share_keys(topic_ids))
+            group.partitions = {(t, p) for t, p in group.partitions if t not in topic_ids}
+
+    async def delete_group(self, group_id: str) -> ErrorCode:
+        try:
+            await self.store.wait_ready(group_id)
+            async with self._lock(group_id):
+                group = self._existing(group_id, None)
+                self._require_empty(group)
+                del self.groups[group_id]
+                await self.partitions.delete(group.share_keys())
+        except KafkaError as exc:
+            return exc.code
+        log.info("Share group %s deleted", group_id)
+        return ErrorCode.NONE

@@ -102,6 +102,7 @@ class SharePartition:
         self.delivery_count_limit = delivery_count_limit
         self.max_in_flight = max_in_flight
         self.records: dict[int, InFlight] = {}  # offsets in [start_offset, end_offset)
+        self.archived = 0  # records archived so far (rejected, or past the delivery-count limit): a metric
 
     # ---- reading ----
     def next_fetch_offset(self) -> int:
@@ -114,6 +115,9 @@ class SharePartition:
     def can_acquire(self) -> bool:
         """Whether a fetch may acquire anything now (an available offset, or room for new ones)."""
         return self.next_fetch_offset() < self.end_offset or self.end_offset - self.start_offset < self.max_in_flight
+
+    def acquired_count(self) -> int:
+        return sum(1 for r in self.records.values() if r.state is RecordState.ACQUIRED)
 
     def acquired_by(self, member_id: str) -> list[int]:
         return [o for o, r in self.records.items() if r.state is RecordState.ACQUIRED and r.holder == member_id]
@@ -208,6 +212,7 @@ class SharePartition:
                     self._give_back(rec)
                 else:  # REJECT, GAP
                     self._settle(rec, RecordState.ARCHIVED)
+                    self.archived += 1
         self._advance()
         return ErrorCode.NONE
 
@@ -243,6 +248,7 @@ class SharePartition:
     def _give_back(self, rec: InFlight) -> None:
         if rec.delivery_count >= self.delivery_count_limit:
             self._settle(rec, RecordState.ARCHIVED)
+            self.archived += 1
         else:
             self._settle(rec, RecordState.AVAILABLE)
 

@@ -19,6 +19,12 @@ First deliveries are not written, as in Kafka. Writes of one partition are seria
 state as it is when its turn comes, so they land in order. A write that fails drops the partition from
 memory (the next ShareFetch reads the durable state again) and the acknowledgement answers the error.
 
+The admin side (DescribeShareGroupOffsets, AlterShareGroupOffsets, DeleteShareGroupOffsets, DeleteGroups,
+served by the group's coordinator) reads summaries, starts a partition afresh at a new start offset (its
+state deleted and written again at the next state epoch, so the leader's writes of the old state are
+fenced with FENCED_STATE_EPOCH and it reads the new one) and deletes partitions' state, all through the
+persister. `ShareCounters` count what the partitions did, for the broker's metrics.
+
 `ShareStatePersister` is the narrow, async contract: `odradek.groups.share_persister` implements it over
 `__share_group_state` and the share coordinators (`odradek.groups.share_state_coordinator`);
 `InMemoryShareStatePersister` keeps the snapshots in this process (unit tests).
@@ -29,8 +35,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 from odradek.aio import TaskSet
@@ -144,6 +151,19 @@ def persist_error(exc: KafkaError) -> ErrorCode:
     return _PERSIST_ERRORS.get(exc.code, ErrorCode.UNKNOWN_SERVER_ERROR)
 
 
+@dataclass(slots=True)
+class ShareCounters:
+    """What the share partitions did, for the broker's metrics: records acknowledged by type (Kafka's
+    ShareGroupMetrics RecordAcknowledgementsPerSec), acquisition locks that timed out per partition
+    (SharePartitionMetrics AcquisitionLockTimeoutPerSec), and Odradek's own records redelivered (acquired
+    again after a release, a timeout or a member leaving) and archived, per group."""
+
+    acknowledged: Counter[int] = field(default_factory=Counter)  # AckType value -> records
+    lock_timeouts: Counter[ShareKey] = field(default_factory=Counter)
+    redelivered: Counter[str] = field(default_factory=Counter)
+    archived: Counter[str] = field(default_factory=Counter)
+
+
 @dataclass(frozen=True, slots=True)
 class SharePartitionSettings:
     lock_duration_ms: int = 30_000  # group.share.record.lock.duration.ms
@@ -177,6 +197,8 @@ class SharePartitionManager:
             "share.auto.offset.reset": settings.auto_offset_reset, "share.isolation.level": "read_uncommitted"})
         self.partitions: dict[ShareKey, SharePartition] = {}
         self._epochs: dict[ShareKey, int] = {}  # the leader epoch each partition was read at
+        self._state_epochs: dict[ShareKey, int] = {}  # the state epoch each partition's state was read at
+        self.counters = ShareCounters()
         self._init_locks: dict[ShareKey, asyncio.Lock] = {}
         self._write_locks: dict[ShareKey, asyncio.Lock] = {}
         self._waiters: dict[ShareKey, list[asyncio.Future[None]]] = {}
@@ -232,6 +254,7 @@ class SharePartitionManager:
                     sp = restore(state.start_offset, list(state.batches), **limits)
                 self.partitions[key] = sp
                 self._epochs[key] = leader_epoch
+                self._state_epochs[key] = state.state_epoch if state is not None else 0
                 if state is None:
                     err = await self._persist(key)
                     if err != ErrorCode.NONE:
@@ -249,6 +272,9 @@ class SharePartitionManager:
         got = sp.acquire(member_id, batches, max_records, now_ms())
         if got:
             self._arm(key)
+            again = sum(a.last_offset - a.first_offset + 1 for a in got if a.delivery_count > 1)
+            if again:
+                self.counters.redelivered[key.group_id] += again
         redelivered = any(a.delivery_count > 1 for a in got) or sp.start_offset != start
         if redelivered and await self._persist(key) != ErrorCode.NONE:
             return []
@@ -258,8 +284,11 @@ class SharePartitionManager:
         sp = self.partitions.get(key)
         if sp is None:
             return ErrorCode.INVALID_RECORD_STATE  # nothing was ever acquired here
+        archived = sp.archived
         err = sp.acknowledge(member_id, batches)
         if err == ErrorCode.NONE:
+            self._count_acks(batches)
+            self._count_archived(key, sp, archived)
             self._wake(key)
             err = await self._persist(key)
         return err
@@ -272,7 +301,9 @@ class SharePartitionManager:
             sp = self.partitions.get(key)
             if sp is None or key.group_id != group_id:
                 continue
+            archived = sp.archived
             released = sp.release_member(member_id)
+            self._count_archived(key, sp, archived)
             if released:
                 n += released
                 self._wake(key)
@@ -283,6 +314,25 @@ class SharePartitionManager:
         for key in [k for k in self.partitions if k.group_id == group_id]:
             self._drop(key)
 
+    # ---- the admin side (the group has no members when these run) ----
+    async def summary(self, key: ShareKey) -> ShareStateSummary | None:
+        return await self.persister.read_summary(key)
+
+    async def reset(self, key: ShareKey, start_offset: int) -> None:
+        """Start the partition afresh at `start_offset` (AlterShareGroupOffsets): its state is deleted and
+        written again at the next state epoch, which fences the writes of a leader still holding the old one."""
+        current = await self.persister.read_summary(key)
+        state_epoch = current.state_epoch + 1 if current is not None else 0
+        self._drop(key)
+        await self.persister.delete_state(key)
+        await self.persister.write_state(key, ShareSnapshot(start_offset, (), -1, state_epoch))
+
+    async def delete(self, keys: Iterable[ShareKey]) -> None:
+        """Forget the partitions' state (DeleteShareGroupOffsets, DeleteGroups)."""
+        for key in keys:
+            self._drop(key)
+            await self.persister.delete_state(key)
+
     def waiter(self, key: ShareKey) -> asyncio.Future[None]:
         """Resolves when records of the share partition may have become acquirable again."""
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -292,10 +342,22 @@ class SharePartitionManager:
         return fut
 
     # ---- internals ----
+    def _count_acks(self, batches: list[AckBatch]) -> None:
+        for b in batches:
+            if len(b.types) == 1:
+                self.counters.acknowledged[b.types[0]] += b.last_offset - b.first_offset + 1
+            else:
+                self.counters.acknowledged.update(b.types)
+
+    def _count_archived(self, key: ShareKey, sp: SharePartition, before: int) -> None:
+        if sp.archived > before:
+            self.counters.archived[key.group_id] += sp.archived - before
+
     def _drop(self, key: ShareKey) -> None:
         """Forget the partition's state in memory (the persister keeps it)."""
         self.partitions.pop(key, None)
         self._epochs.pop(key, None)
+        self._state_epochs.pop(key, None)
         timer = self._timers.pop(key, None)
         if timer is not None:
             timer.cancel()
@@ -323,7 +385,11 @@ class SharePartitionManager:
         sp = self.partitions.get(key)
         if sp is None:
             return
-        if sp.expire_locks(now_ms()):
+        archived = sp.archived
+        expired = sp.expire_locks(now_ms())
+        if expired:
+            self.counters.lock_timeouts[key] += expired
+            self._count_archived(key, sp, archived)
             self._wake(key)
             self._tasks.spawn(self._persist(key))
         self._arm(key)
@@ -337,7 +403,8 @@ class SharePartitionManager:
                 return ErrorCode.NONE
             start, runs = snapshot(sp)
             try:
-                await self.persister.write_state(key, ShareSnapshot(start, tuple(runs), self._epochs.get(key, -1)))
+                await self.persister.write_state(key, ShareSnapshot(start, tuple(runs), self._epochs.get(key, -1),
+                                                                    self._state_epochs.get(key, 0)))
             except KafkaError as exc:
                 log.warning("Writing the state of share partition %s-%s-%d failed, dropping it: %s",
                             key.group_id, key.topic_id.hex(), key.partition, exc)

@@ -34,6 +34,7 @@ from odradek.server.handlers import (  # noqa: F401
     produce,
     producers,
     scram_credentials,
+    share_group_offsets,
     share_groups,
     share_state,
     transactions,

@@ -52,6 +52,11 @@ class BrokerMetrics:
         self.bytes_out: defaultdict[str, int] = defaultdict(int)
         self.requests: defaultdict[str, RequestTimes] = defaultdict(RequestTimes)
         self.errors: defaultdict[tuple[str, int], int] = defaultdict(int)  # (api, error code) -> responses
+        # share groups (KIP-932): requests per topic, and those that failed (Kafka's BrokerTopicMetrics)
+        self.share_fetches: defaultdict[str, int] = defaultdict(int)
+        self.share_fetches_failed: defaultdict[str, int] = defaultdict(int)
+        self.share_acks: defaultdict[str, int] = defaultdict(int)
+        self.share_acks_failed: defaultdict[str, int] = defaultdict(int)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_Collector(self))
         ProcessCollector(registry=self.registry)
@@ -74,6 +79,16 @@ class BrokerMetrics:
     def error_codes(self, api: str, codes: Iterator[int] | list[int]) -> None:
         for code in codes:
             self.errors[(api, code)] += 1
+
+    def share_requests(self, fetched: dict[str, bool], acknowledged: dict[str, bool]) -> None:
+        """One ShareFetch or ShareAcknowledge: the topics it fetched from and acknowledged in, each with
+        whether it failed."""
+        for counts, failures, topics in ((self.share_fetches, self.share_fetches_failed, fetched),
+                                         (self.share_acks, self.share_acks_failed, acknowledged)):
+            for topic, failed in topics.items():
+                counts[topic] += 1
+                if failed:
+                    failures[topic] += 1
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
@@ -123,6 +138,14 @@ class _Collector(Collector):
         yield _per_topic("kafka_server_brokertopicmetrics_messagesin", "Records appended as leader", m.messages_in)
         yield _per_topic("kafka_server_brokertopicmetrics_bytesin", "Record bytes appended as leader", m.bytes_in)
         yield _per_topic("kafka_server_brokertopicmetrics_bytesout", "Record bytes sent to consumers", m.bytes_out)
+        yield _per_topic("kafka_server_brokertopicmetrics_totalsharefetchrequests", "ShareFetch requests",
+                         m.share_fetches)
+        yield _per_topic("kafka_server_brokertopicmetrics_failedsharefetchrequests", "ShareFetch requests that failed",
+                         m.share_fetches_failed)
+        yield _per_topic("kafka_server_brokertopicmetrics_totalshareacknowledgementrequests",
+                         "Share acknowledgement requests (ShareAcknowledge, and ShareFetch carrying them)", m.share_acks)
+        yield _per_topic("kafka_server_brokertopicmetrics_failedshareacknowledgementrequests",
+                         "Share acknowledgement requests that failed", m.share_acks_failed)
         yield from _requests(m)
         yield from _fetch_regions(broker)
         yield from _throttles(broker)
@@ -133,6 +156,7 @@ class _Collector(Collector):
         yield from _logs(broker)
         yield from _lag(broker)
         yield from _coordinators(broker)
+        yield from _share_partitions(broker)
 
 
 # quota type -> the `type` of Kafka's kafka.server:type=Produce,user=,client-id= MBeans
@@ -286,9 +310,19 @@ def _coordinators(broker: Any) -> Iterator[Metric]:
                                     f"Classic groups in state {state}", value=by_state.get(state, 0))
         by_protocol = GaugeMetricFamily("kafka_server_group_coordinator_metrics_group_count",
                                         "Groups this broker coordinates, by protocol", labels=["protocol"])
+        share = list(groups.share.groups.values())
         by_protocol.add_metric(["classic"], len(classic))
         by_protocol.add_metric(["consumer"], len(consumer))
+        by_protocol.add_metric(["share"], len(share))
         yield by_protocol
+        share_states = GaugeMetricFamily("kafka_server_group_coordinator_metrics_share_group_count",
+                                         "Share (KIP-932) groups by state", labels=["state"])
+        share_in_state = Counter(g.state.lower() for g in share)
+        for state in ("empty", "stable"):
+            share_states.add_metric([state], share_in_state.get(state, 0))
+        yield share_states
+        yield GaugeMetricFamily("kafka_server_group_coordinator_metrics_share_group_rebalance_count",
+                                "Share group assignment changes", value=groups.share.rebalances)
         consumer_states = GaugeMetricFamily("kafka_server_group_coordinator_metrics_consumer_group_count",
                                             "Consumer (KIP-848) groups by state", labels=["state"])
         in_state = Counter(g.state.value.lower() for g in consumer)
@@ -304,4 +338,45 @@ def _coordinators(broker: Any) -> Iterator[Metric]:
             counts[md.state.label] += 1
         for state, n in sorted(counts.items()):
             family.add_metric([state], n)
+        yield family
+
+
+_ACK_TYPES = {1: "Accept", 2: "Release", 3: "Reject"}
+
+
+def _share_partitions(broker: Any) -> Iterator[Metric]:
+    """Records acknowledged by type (Kafka's ShareGroupMetrics), per share partition the records acquired
+    now and the acquisition locks that timed out (SharePartitionMetrics), and Odradek's own counts of
+    records redelivered and archived per group (Kafka has no such MBeans)."""
+    groups = getattr(broker, "groups", None)
+    if groups is None:
+        return
+    manager = groups.share_partitions
+    counters = manager.counters
+    acks = CounterMetricFamily("kafka_server_sharegroupmetrics_recordacknowledgements",
+                               "Records acknowledged, by acknowledgement type", labels=["ackType"])
+    for code, name in _ACK_TYPES.items():
+        acks.add_metric([name], counters.acknowledged.get(code, 0))
+    yield acks
+    labels = ["group", "topic", "partition"]
+    in_flight = GaugeMetricFamily("kafka_server_sharepartitionmetrics_inflightmessagecount",
+                                  "Records acquired by a member now", labels=labels)
+    for key, sp in sorted(manager.partitions.items(), key=lambda kv: (kv[0].group_id, kv[0].topic_id, kv[0].partition)):
+        topic = broker.metadata.by_id.get(key.topic_id)
+        if topic is not None:
+            in_flight.add_metric([key.group_id, topic, str(key.partition)], sp.acquired_count())
+    yield in_flight
+    timeouts = CounterMetricFamily("kafka_server_sharepartitionmetrics_acquisitionlocktimeout",
+                                   "Acquisition locks that timed out", labels=labels)
+    for key, n in sorted(counters.lock_timeouts.items(), key=lambda kv: (kv[0].group_id, kv[0].partition)):
+        topic = broker.metadata.by_id.get(key.topic_id)
+        if topic is not None:
+            timeouts.add_metric([key.group_id, topic, str(key.partition)], n)
+    yield timeouts
+    for name, doc, counts in (("odradek_share_records_redelivered", "Records delivered again", counters.redelivered),
+                              ("odradek_share_records_archived", "Records archived (rejected or past the "
+                                                                 "delivery-count limit)", counters.archived)):
+        family = CounterMetricFamily(name, doc, labels=["group"])
+        for group_id, n in sorted(counts.items()):
+            family.add_metric([group_id], n)
         yield family

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -181,6 +182,22 @@ def _refusal(ctx: RequestContext, group_id: str, member_id: str) -> tuple[ErrorC
 
 def _has_acks(topics: Any) -> bool:
     return any(p.acknowledgement_batches for t in topics or [] for p in t.partitions or [])
+
+
+def _count(ctx: RequestContext, results: dict[TopicPartitionId, _PartitionResult], fetched: Iterable[TopicPartitionId],
+           acked: Iterable[TopicPartitionId]) -> None:
+    """Kafka's per-topic share request metrics: each topic fetched from or acknowledged in, failed when
+    one of its partitions got an error."""
+    def by_name(tps: Iterable[TopicPartitionId], error: Callable[[_PartitionResult], int]) -> dict[str, bool]:
+        out: dict[str, bool] = {}
+        for tp in tps:
+            name = ctx.broker.metadata.by_id.get(tp[0])
+            res = results.get(tp)
+            if name is not None and res is not None:
+                out[name] = out.get(name, False) or bool(error(res))
+        return out
+
+    ctx.broker.metrics.share_requests(by_name(fetched, lambda r: r.error), by_name(acked, lambda r: r.ack_error))
 
 
 def _by_topic(results: dict[TopicPartitionId, _PartitionResult]) -> dict[bytes, list[tuple[int, _PartitionResult]]]:
@@ -365,6 +382,7 @@ async def share_fetch(ctx: RequestContext, request: Any) -> ShareFetchResponse:
     if epoch == CLOSE_EPOCH:
         fetch.release_session(session)
         sessions.close(session)
+        _count(ctx, fetch.results, (), fetch.acked)
         return fetch.response(lock_ms)
     for t in request.forgotten_topics_data or []:
         for p in t.partitions or []:
@@ -390,6 +408,7 @@ async def share_fetch(ctx: RequestContext, request: Any) -> ShareFetchResponse:
                 break
             total += await fetch.read()
     ctx.broker.metrics.error_codes("ShareFetch", [r.error for r in fetch.results.values()])
+    _count(ctx, fetch.results, list(session.partitions), fetch.acked)
     return fetch.response(lock_ms)
 
 
@@ -416,6 +435,7 @@ async def share_acknowledge(ctx: RequestContext, request: Any) -> ShareAcknowled
         return error(exc.code, exc.message)
     req = _Request(ctx, group_id, member_id)
     await req.acknowledge(request.topics)
+    _count(ctx, req.results, (), list(req.results))
     if epoch == CLOSE_EPOCH:
         req.release_session(session)
         sessions.close(session)
