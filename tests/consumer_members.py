@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from odradek.groups.consumer_coordinator import ConsumerGroupCoordinator, Heartbeat
+from odradek.groups.consumer_coordinator import ConsumerGroupCoordinator, ConsumerGroupSettings, Heartbeat
 from odradek.groups.consumer_group import TopicInfo
 from odradek.protocol.errors import ErrorCode
+
+SETTINGS = ConsumerGroupSettings(session_timeout_ms=200, heartbeat_interval_ms=50)  # quick timers
 
 
 def tps(a: dict[bytes, frozenset[int]]) -> set[tuple[bytes, int]]:

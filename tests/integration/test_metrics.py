@@ -206,7 +206,7 @@ def test_share_group_metrics(brokers: BrokerPool) -> None:
     redelivered and archived per group."""
     from confluent_kafka import AcknowledgeType
 
-    from tests.integration.test_share_groups import WARM, Share, _warm_up
+    from tests.share_consumers import WARM, Share, warm_up
 
     http_port = free_port()
     b = brokers.start({"http.listener": f"127.0.0.1:{http_port}", "group.share.heartbeat.interval.ms": "300",
@@ -214,7 +214,7 @@ def test_share_group_metrics(brokers: BrokerPool) -> None:
     create_topic(b.bootstrap, "sh1", 1)
     s = Share(b, "metered-share", "sh1")
     try:
-        _warm_up(b, "sh1", [s])
+        warm_up(b, "sh1", [s])
         produce(b.bootstrap, "sh1", [b"keep", b"again", b"bad"])
         kinds = {b"keep": AcknowledgeType.ACCEPT, b"again": AcknowledgeType.RELEASE, b"bad": AcknowledgeType.REJECT}
         seen: list[bytes] = []

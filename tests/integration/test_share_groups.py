@@ -5,9 +5,9 @@ consumer closing without acknowledging (its records redelivered), the delivery-c
 a hostile client answered with Kafka's error codes, and the offsets admin APIs (describe with start
 offset and lag, alter and delete only when the group is empty), DeleteGroups and ListGroups' type filter; and `odradek share-groups` (list, describe, reset, delete).
 
-The consumers read from the latest offset (`share.auto.offset.reset` defaults to latest and Odradek has
-no group configs yet): each test first produces warm-up records until a consumer has received one, so
-the share partition is initialised, then produces the records it counts.
+The consumers read from the latest offset (`share.auto.offset.reset` defaults to latest): each test
+first produces warm-up records until a consumer has received one, so the share partition is initialised,
+then produces the records it counts (tests that set the group's configs read from the earliest).
 """
 
 from __future__ import annotations
@@ -38,48 +38,13 @@ from odradek.protocol.kip932_admin import (
 from tests.clients import alter_configs, create_topic, produce, unique_name
 from tests.harness import BrokerProcess, run_cli
 from tests.rawclient import RawClient
+from tests.share_consumers import CONFIG, WARM, Share, drain, until_marker, warm_up
 from tests.waiting import wait_until
-
-LOCK_MS = 1000
-CONFIG = {
-    "group.share.record.lock.duration.ms": str(LOCK_MS),
-    "group.share.min.record.lock.duration.ms": str(LOCK_MS),
-    "group.share.heartbeat.interval.ms": "300",
-    "group.share.min.heartbeat.interval.ms": "300",
-    "group.share.delivery.count.limit": "3",
-}
-WARM = b"warm-up"
 
 
 @pytest.fixture(scope="module")
 def broker_config() -> dict[str, str]:
     return CONFIG
-
-
-class Share:
-    """One ShareConsumer in explicit acknowledgement mode, polled by the test's thread."""
-
-    def __init__(self, broker: BrokerProcess, group: str, topic: str, max_records: int = 500) -> None:
-        self.c = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": group,
-                                "share.acknowledgement.mode": "explicit", "max.poll.records": max_records})
-        self.c.subscribe([topic])
-        self.closed = False
-
-    def poll(self, timeout: float = 0.2) -> list[Any]:
-        return [m for m in self.c.poll(timeout) if m.error() is None]
-
-    def settle(self, msgs: list[Any], kind: Any = AcknowledgeType.ACCEPT) -> None:
-        """Acknowledge `msgs` with `kind` and wait for the broker's answer (no failure allowed)."""
-        for m in msgs:
-            self.c.acknowledge(m, kind)
-        if msgs:
-            results = self.c.commit_sync(30)
-            assert all(e is None for e in results.values()), results
-
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self.c.close()
 
 
 @pytest.fixture
@@ -94,48 +59,17 @@ def consumers(broker: BrokerProcess) -> Iterator[Any]:
         yield make
 
 
-def _warm_up(broker: BrokerProcess, topic: str, shares: list[Share]) -> None:
-    """Produce warm-up records until one reaches a consumer (the share partition is initialised), and
-    accept whatever warm-up records arrive."""
-    def got_one() -> bool:
-        produce(broker.bootstrap, topic, [WARM])
-        seen = False
-        for s in shares:
-            msgs = s.poll(0.3)
-            s.settle(msgs)
-            seen = seen or bool(msgs)
-        return seen
-
-    wait_until(got_one, timeout=60, message="a warm-up record to reach a share consumer", interval=0)
-
-
 def _ready(broker: BrokerProcess, consumers: Any, n: int = 1, max_records: int = 500) -> tuple[str, str, list[Share]]:
     """A new one-partition topic and `n` share consumers of a new group, warmed up: (topic, group, them)."""
     topic, group = unique_name("share"), unique_name("sg")
     create_topic(broker.bootstrap, topic)
     shares: list[Share] = consumers(group, topic, n, max_records)
-    _warm_up(broker, topic, shares)
+    warm_up(broker, topic, shares)
     return topic, group, shares
 
 
 def _values(msgs: list[Any]) -> list[bytes]:
     return [m.value() for m in msgs if m.value() != WARM]
-
-
-def _drain(shares: list[Share], want: int, timeout: float = 60) -> dict[int, list[tuple[int, bytes]]]:
-    """Poll every consumer, accepting every record, until `want` non-warm-up records were accepted; the
-    (offset, value) accepted by each consumer."""
-    accepted: dict[int, list[tuple[int, bytes]]] = {i: [] for i in range(len(shares))}
-
-    def step() -> bool:
-        for i, s in enumerate(shares):
-            msgs = s.poll(0.1)
-            s.settle(msgs)
-            accepted[i] += [(m.offset(), m.value()) for m in msgs if m.value() != WARM]
-        return sum(len(v) for v in accepted.values()) >= want
-
-    wait_until(step, timeout=timeout, message=lambda: f"{want} records accepted (have {accepted})", interval=0)
-    return accepted
 
 
 @pytest.mark.parametrize("n", [1, 4])
@@ -144,7 +78,7 @@ def test_one_partition_drained_exactly_once(broker: BrokerProcess, consumers: An
     topic, group, shares = _ready(broker, consumers, n, max_records=10)
     values = [f"r{i}".encode() for i in range(200)]
     produce(broker.bootstrap, topic, values)
-    accepted = _drain(shares, len(values))
+    accepted = drain(shares, len(values))
     flat = [v for lst in accepted.values() for _o, v in lst]
     assert sorted(flat) == sorted(values), "every record accepted exactly once"
     offsets = [o for lst in accepted.values() for o, _v in lst]
@@ -182,21 +116,6 @@ def _first(shares: list[Share], timeout: float = 30) -> tuple[Share, list[Any]]:
     return found[0]
 
 
-def _until_marker(broker: BrokerProcess, topic: str, s: Share, marker: bytes) -> list[bytes]:
-    """Produce `marker`, then accept everything `s` receives until the marker: the values received."""
-    produce(broker.bootstrap, topic, [marker])
-    rest: list[bytes] = []
-
-    def step() -> bool:
-        msgs = s.poll(0.2)
-        s.settle(msgs)
-        rest.extend(m.value() for m in msgs)
-        return marker in rest
-
-    wait_until(step, timeout=30, message=f"the marker {marker!r}", interval=0)
-    return rest
-
-
 def test_release_redelivers_and_reject_archives(broker: BrokerProcess, consumers: Any) -> None:
     topic, _group, (s,) = _ready(broker, consumers)
     produce(broker.bootstrap, topic, [b"keep", b"again", b"bad"])
@@ -219,7 +138,7 @@ def test_release_redelivers_and_reject_archives(broker: BrokerProcess, consumers
 
     wait_until(step, timeout=30, message=lambda: f"the released record again (seen {seen})", interval=0)
     # nothing else comes back: "bad" was archived, "keep" and the second "again" accepted
-    rest = _until_marker(broker, topic, s, b"end")
+    rest = until_marker(broker, topic, s, b"end")
     values = [v for v, _c in seen]
     assert values.count(b"bad") == 1 and values.count(b"keep") == 1 and values.count(b"again") == 2
     assert [c for v, c in seen if v == b"again"] == [1, 2], "the redelivery counts as a second delivery"
@@ -245,7 +164,7 @@ def test_closed_consumer_records_redelivered(broker: BrokerProcess, consumers: A
     got = _values(msgs)
     holder.close()  # without acknowledging: its records go back to the group
     other = b if holder is a else a
-    accepted = _drain([other], 5, timeout=30)
+    accepted = drain([other], 5, timeout=30)
     assert sorted(v for _o, v in accepted[0]) == [f"c{i}".encode() for i in range(5)]
     assert got
 
@@ -269,7 +188,7 @@ def test_delivery_count_limit_archives(broker: BrokerProcess, consumers: Any) ->
         return deliveries >= 3
 
     wait_until(step, timeout=30, message=lambda: f"three deliveries (have {deliveries})", interval=0)
-    rest = _until_marker(broker, topic, s, b"after")
+    rest = until_marker(broker, topic, s, b"after")
     assert rest == [b"after"], "the poison record was archived at the limit (3), not delivered a fourth time"
 
 
@@ -435,7 +354,7 @@ def _listed(raw: RawClient, types: list[str]) -> dict[str, tuple[str, str]]:
 def test_share_group_offsets_admin(broker: BrokerProcess, consumers: Any) -> None:
     topic, group, (s,) = _ready(broker, consumers)
     produce(broker.bootstrap, topic, [f"o{i}".encode() for i in range(10)])
-    _drain([s], 10)
+    drain([s], 10)
     with RawClient(broker.port) as raw:
         end = wait_until(lambda: _partition_row(_offsets(raw, group)) if _partition_row(_offsets(raw, group))[1] == 0
                          else None, message="the start offset to pass every accepted record")[0]
@@ -486,7 +405,7 @@ def _tool(broker: BrokerProcess, *args: str, code: int = 0) -> list[str]:
 def test_share_groups_tool(broker: BrokerProcess, consumers: Any) -> None:
     topic, group, (a, b) = _ready(broker, consumers, 2)
     produce(broker.bootstrap, topic, [f"t{i}".encode() for i in range(4)])
-    _drain([a, b], 4)
+    drain([a, b], 4)
     assert group in _tool(broker, "--list")
     assert f"{group} Stable" in _tool(broker, "--list", "--state", "stable")
     assert _tool(broker, "--list", "--state", "Empty").count(f"{group} Stable") == 0
@@ -562,7 +481,7 @@ def test_group_configs_override_the_brokers(broker: BrokerProcess, consumers: An
     alter_configs(broker.bootstrap, ResourceType.GROUP, group, share__auto__offset__reset="earliest",
                   share__heartbeat__interval__ms="700")
     (share,) = consumers(group, topic)
-    accepted = _drain([share], len(old))
+    accepted = drain([share], len(old))
     assert sorted(v for _o, v in accepted[0]) == old
     with RawClient(broker.port) as raw:
         def interval(of_group: str) -> int | None:
@@ -580,14 +499,14 @@ def test_altered_offsets_are_read_from(broker: BrokerProcess, consumers: Any) ->
     leader writes at the new state epoch) and the lag ends at 0."""
     topic, group, (s,) = _ready(broker, consumers)
     produce(broker.bootstrap, topic, [b"a", b"b"])
-    _drain([s], 2)
+    drain([s], 2)
     s.close()
     with RawClient(broker.port) as raw:
         wait_until(lambda: _listed(raw, ["share"])[group][1] == "Empty", message="the group to be empty")
         assert _alter(raw, group, topic, 0).error_code == 0
         end = _partition_row(_offsets(raw, group))[1]
         (again,) = consumers(group, topic)
-        accepted = _drain([again], 2)  # and the warm-up records before them, accepted by _drain
+        accepted = drain([again], 2)  # and the warm-up records before them, accepted by _drain
         assert sorted(v for _o, v in accepted[0]) == [b"a", b"b"]
         wait_until(lambda: _partition_row(_offsets(raw, group)) == (end, 0), message="the lag to reach 0")
 
@@ -613,9 +532,9 @@ def test_read_committed_group_sees_only_committed_records(broker: BrokerProcess,
     p.flush(30)
     committed = sorted(f"commit-{i}-{j}".encode() for i in (0, 2) for j in range(3))
     (reader,) = consumers(committed_group, topic)
-    assert sorted(v for _o, v in _drain([reader], len(committed))[0]) == committed
+    assert sorted(v for _o, v in drain([reader], len(committed))[0]) == committed
     (everything,) = consumers(all_group, topic)
-    assert len(_drain([everything], 13)[0]) == 13  # every data record, the open one included
+    assert len(drain([everything], 13)[0]) == 13  # every data record, the open one included
     p.commit_transaction(30)
-    assert [v for _o, v in _drain([reader], 1)[0]] == [b"open-0"]
+    assert [v for _o, v in drain([reader], 1)[0]] == [b"open-0"]
     assert reader.poll(1.0) == []  # nothing aborted came afterwards

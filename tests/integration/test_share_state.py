@@ -29,8 +29,8 @@ from odradek.protocol.kip932 import (
 )
 from tests.clients import admin, create_topic, produce, unique_name
 from tests.harness import BrokerCluster, BrokerPool, BrokerProcess
-from tests.integration.test_share_groups import CONFIG, WARM, Share, _drain, _until_marker, _warm_up
 from tests.rawclient import RawClient
+from tests.share_consumers import CONFIG, WARM, Share, drain, until_marker, warm_up
 from tests.waiting import wait_until
 from tests.zkharness import ZooKeeperChroot
 
@@ -54,10 +54,10 @@ def test_state_survives_a_broker_restart(brokers: BrokerPool, shares: Any) -> No
     topic, group = unique_name("durable"), unique_name("sg")
     create_topic(broker.bootstrap, topic)
     (s,) = shares(broker, group, topic)
-    _warm_up(broker, topic, [s])
+    warm_up(broker, topic, [s])
     accepted = [f"acc-{i}".encode() for i in range(10)]
     produce(broker.bootstrap, topic, accepted)
-    got = _drain([s], len(accepted))
+    got = drain([s], len(accepted))
     assert sorted(v for _o, v in got[0]) == sorted(accepted)
     # "rel" is released once (delivery 1), then delivered again (delivery 2) and held when the broker dies
     produce(broker.bootstrap, topic, [b"rel"])
@@ -93,7 +93,7 @@ def test_state_survives_a_broker_restart(brokers: BrokerPool, shares: Any) -> No
 
     wait_until(redelivered, timeout=60, message=lambda: f"the held record after the restart (seen {seen})", interval=0)
     assert seen == [(b"rel", 3)], "accepted records stay accepted; the held one keeps its delivery count"
-    rest = _until_marker(broker, topic, again, b"after")
+    rest = until_marker(broker, topic, again, b"after")
     assert rest == [b"after"], "released at the limit (3) after the restart: archived, never delivered again"
 
 
@@ -241,7 +241,7 @@ def test_cluster_drain_through_leader_and_coordinator_kills(zk_standalone: ZooKe
     admin(c.bootstrap).create_topics([NewTopic(topic, 1, 3)])[topic].result(30)
     wait_until(lambda: _isr_full(c, topic), 60, "a full ISR", ignoring=(KafkaException,))
     consumers = shares(c, group, topic, 4, 20)
-    _warm_up(c.brokers[0], topic, consumers)
+    warm_up(c.brokers[0], topic, consumers)
     values = [f"v{i}".encode() for i in range(300)]
     produce(c.bootstrap, topic, values, acks="all")
     tally = Tally(consumers)

@@ -32,7 +32,7 @@ from odradek.groups.schemas import OffsetValue, group_records
 from odradek.groups.service import GroupCoordinatorService
 from odradek.groups.store import LoadedGroup
 from odradek.protocol.errors import ErrorCode, KafkaError
-from tests.consumer_members import Client, FakeTopics, tps
+from tests.consumer_members import SETTINGS, Client, FakeTopics, tps
 from tests.group_members import InMemoryGroupStore
 
 E = ErrorCode
@@ -182,9 +182,6 @@ def test_records_round_trip_and_replay_into_a_group() -> None:
 
 
 # ---- the coordinator ----------------------------------------------------------------------------
-
-
-SETTINGS = ConsumerGroupSettings(session_timeout_ms=200, heartbeat_interval_ms=50)
 
 
 def make_service(topics: FakeTopics | None = None, settings: ConsumerGroupSettings = SETTINGS,

@@ -16,8 +16,8 @@ from odradek.groups.share_state import ShareKey
 from odradek.protocol.errors import ErrorCode as E
 from odradek.protocol.errors import KafkaError
 from odradek.server.share_sessions import ShareSessionCache
+from tests.consumer_members import SETTINGS, FakeTopics
 from tests.group_members import InMemoryGroupStore
-from tests.unit.test_consumer_group import SETTINGS, FakeTopics
 
 
 def _svc(session_ms: int = 45_000) -> Any:

@@ -19,7 +19,7 @@ from odradek.groups.share_persister import CoordinatorShareStatePersister
 from odradek.groups.share_state import ShareKey, ShareSnapshot, ShareStateSummary
 from odradek.groups.share_state_coordinator import ShareCoordinator, coordinator_key, replay
 from odradek.protocol.errors import ErrorCode, KafkaError
-from tests.unit.test_coordinator_runtime import SETTINGS, FakePartitions
+from tests.coordinator_fakes import SETTINGS, FakePartitions
 
 E = ErrorCode
 A, K, X = RecordState.AVAILABLE, RecordState.ACKNOWLEDGED, RecordState.ARCHIVED
