@@ -29,6 +29,18 @@ REPO_ROOT = Path(__file__).resolve().parent.parent  # the checkout these tests r
 NO_REBALANCE_DELAY = {"group.initial.rebalance.delay.ms": "0"}
 
 
+def group_timers(kind: str, heartbeat_ms: int, session_ms: int | None = None) -> dict[str, str]:
+    """Broker settings giving `kind` ("consumer" or "share") groups this heartbeat interval and session
+    timeout, with the broker's bounds widened to allow them (Kafka's minimums are 5 s and 45 s)."""
+    timers = {f"group.{kind}.heartbeat.interval.ms": str(heartbeat_ms),
+              f"group.{kind}.min.heartbeat.interval.ms": str(heartbeat_ms)}
+    if session_ms is not None:
+        timers |= {f"group.{kind}.session.timeout.ms": str(session_ms),
+                   f"group.{kind}.min.session.timeout.ms": str(min(session_ms, 45_000)),
+                   f"group.{kind}.max.session.timeout.ms": str(max(session_ms, 60_000))}
+    return timers
+
+
 def _ephemeral_low() -> int:
     """The first port of the kernel's range for outgoing connections (Linux's default: 32768)."""
     try:

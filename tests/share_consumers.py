@@ -9,15 +9,14 @@ from typing import Any
 from confluent_kafka import AcknowledgeType, ShareConsumer
 
 from tests.clients import produce
-from tests.harness import BrokerProcess
+from tests.harness import BrokerProcess, group_timers
 from tests.waiting import wait_until
 
 LOCK_MS = 1000
 CONFIG = {
     "group.share.record.lock.duration.ms": str(LOCK_MS),
     "group.share.min.record.lock.duration.ms": str(LOCK_MS),
-    "group.share.heartbeat.interval.ms": "300",
-    "group.share.min.heartbeat.interval.ms": "300",
+    **group_timers("share", heartbeat_ms=300),
     "group.share.delivery.count.limit": "3",
 }
 WARM = b"warm-up"

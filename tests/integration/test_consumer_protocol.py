@@ -23,18 +23,12 @@ from kafka.protocol.admin import ListGroupsRequest, ListGroupsResponse
 from odradek.protocol.kip848 import ConsumerGroupDescribeRequest
 from tests.clients import create_topic, produce, unique_name
 from tests.group_members import ScriptedMember, one_owner_each, spawner
-from tests.harness import NO_REBALANCE_DELAY, BrokerPool, BrokerProcess, run_cli
+from tests.harness import NO_REBALANCE_DELAY, BrokerPool, BrokerProcess, group_timers, run_cli
 from tests.rawclient import RawClient
 from tests.waiting import wait_until
 
 SESSION_MS = 3000
-CONFIG = {
-    **NO_REBALANCE_DELAY,
-    "group.consumer.session.timeout.ms": str(SESSION_MS),
-    "group.consumer.min.session.timeout.ms": str(SESSION_MS),
-    "group.consumer.heartbeat.interval.ms": "300",
-    "group.consumer.min.heartbeat.interval.ms": "300",
-}
+CONFIG = {**NO_REBALANCE_DELAY, **group_timers("consumer", heartbeat_ms=300, session_ms=SESSION_MS)}
 
 
 @pytest.fixture(scope="module")

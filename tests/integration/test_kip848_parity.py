@@ -16,34 +16,23 @@
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, ConsumerGroupType, TopicPartition
 
-from tests.clients import admin, create_topic, produce
-from tests.harness import NO_REBALANCE_DELAY, BrokerProcess
+from tests.clients import admin, create_topic, produce, unique_name
+from tests.harness import NO_REBALANCE_DELAY, BrokerProcess, group_timers
 from tests.waiting import wait_until
 
 SESSION_MS = 60_000  # as long as the broker allows: the tests below may only pass if nothing waits for it
-CONFIG = {
-    **NO_REBALANCE_DELAY,
-    "group.consumer.session.timeout.ms": str(SESSION_MS),
-    "group.consumer.max.session.timeout.ms": str(SESSION_MS),
-    "group.consumer.heartbeat.interval.ms": "500",
-    "group.consumer.min.heartbeat.interval.ms": "500",
-}
+CONFIG = {**NO_REBALANCE_DELAY, **group_timers("consumer", heartbeat_ms=500, session_ms=SESSION_MS)}
 
 
 @pytest.fixture(scope="module")
 def broker_config() -> dict[str, str]:
     return CONFIG
-
-
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 @pytest.fixture
@@ -70,7 +59,7 @@ def _parts(c: Consumer) -> set[tuple[str, int]]:
 
 def test_a_consumer_past_max_poll_interval_frees_its_partition_long_before_the_session_timeout(
         broker: BrokerProcess, consumers: list[Consumer]) -> None:
-    topic, group = _name("maxpoll"), _name("g")
+    topic, group = unique_name("maxpoll"), unique_name("g")
     create_topic(broker.bootstrap, topic, 2)
     c1 = _consumer(consumers, broker, group, **{"max.poll.interval.ms": 3000})
     c2 = _consumer(consumers, broker, group, **{"max.poll.interval.ms": 3000})
@@ -97,8 +86,8 @@ def test_a_consumer_past_max_poll_interval_frees_its_partition_long_before_the_s
 
 def test_regex_topics_come_after_the_literal_ones_and_only_the_matching_ones(
         broker: BrokerProcess, consumers: list[Consumer]) -> None:
-    prefix = _name("rx")
-    topic1, topic2, topic_a, other = f"{prefix}-1", f"{prefix}-2", _name("lit"), _name("other")
+    prefix = unique_name("rx")
+    topic1, topic2, topic_a, other = f"{prefix}-1", f"{prefix}-2", unique_name("lit"), unique_name("other")
     for t, n in ((topic1, 4), (topic2, 4), (topic_a, 2), (other, 3)):
         create_topic(broker.bootstrap, t, n)
     regex_parts = {(t, p) for t in (topic1, topic2) for p in range(4)}
@@ -107,7 +96,7 @@ def test_regex_topics_come_after_the_literal_ones_and_only_the_matching_ones(
     def on_assign(consumer: Consumer, ps: list[TopicPartition]) -> None:
         events.append({(p.topic, p.partition) for p in ps})
 
-    c = _consumer(consumers, broker, _name("g"))
+    c = _consumer(consumers, broker, unique_name("g"))
     c.subscribe([f"^{prefix}.*"], on_assign=on_assign)
     wait_until(lambda: c.poll(0.1) is None and _parts(c) == regex_parts, 30,
                lambda: f"the regex's 8 partitions, not {sorted(_parts(c))}")
@@ -160,7 +149,7 @@ def _check(broker: BrokerProcess, members: list[Consumer], group: str, topic: st
 @pytest.mark.parametrize("strategy", ["roundrobin", "range", "cooperative-sticky"])
 def test_online_upgrade_and_downgrade_of_a_group_with_members(broker: BrokerProcess, consumers: list[Consumer],
                                                               strategy: str) -> None:
-    topic = _name(f"updown-{strategy}")
+    topic = unique_name(f"updown-{strategy}")
     create_topic(broker.bootstrap, topic, PARTITIONS)
     classic = {"group.protocol": "classic", "partition.assignment.strategy": strategy,
                "session.timeout.ms": 6000, "heartbeat.interval.ms": 500}
