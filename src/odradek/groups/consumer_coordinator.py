@@ -31,8 +31,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Iterable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Iterable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -280,6 +280,17 @@ class ConsumerGroupCoordinator:
         if lock is None:
             lock = self._locks[group_id] = asyncio.Lock()
         return lock
+
+    @asynccontextmanager
+    async def _locked_consumer_group(self, group_id: str) -> AsyncIterator[ConsumerGroup | None]:
+        """The consumer group `group_id`, loaded and under its lock; None (at once) when it is not one, as
+        for a classic group's requests, which the classic type serves."""
+        if self._consumer_group(group_id) is None:
+            yield None
+            return
+        await self.store.wait_ready(group_id)
+        async with self._lock(group_id):
+            yield self._consumer_group(group_id)
 
     # ---- loading (the service calls these when the runtime loads or unloads a partition) ----
     def install(self, loaded: dict[str, LoadedGroup]) -> None:
@@ -778,12 +789,8 @@ class ConsumerGroupCoordinator:
         """A JoinGroup for `req.group_id`. None: not a consumer group, the classic type serves it (an empty
         consumer group is first converted to a classic group, keeping its offsets). Otherwise the member
         joins the consumer group with the classic protocol (Kafka's classicGroupJoinToConsumerGroup)."""
-        if self._consumer_group(req.group_id) is None:
-            return None
         try:
-            await self.store.wait_ready(req.group_id)
-            async with self._lock(req.group_id):
-                group = self._consumer_group(req.group_id)
+            async with self._locked_consumer_group(req.group_id) as group:
                 if group is None:
                     return None
                 if not group.members:
@@ -905,12 +912,8 @@ class ConsumerGroupCoordinator:
                            protocol_type: str | None, protocol_name: str | None) -> SyncResult | None:
         """A SyncGroup of a classic member of a consumer group: its current assignment, serialized with
         the version of its subscription (None: not a consumer group)."""
-        if self._consumer_group(group_id) is None:
-            return None
         try:
-            await self.store.wait_ready(group_id)
-            async with self._lock(group_id):
-                group = self._consumer_group(group_id)
+            async with self._locked_consumer_group(group_id) as group:
                 if group is None:
                     return None
                 member = self._classic_member(group, member_id, instance_id, generation)
@@ -941,12 +944,8 @@ class ConsumerGroupCoordinator:
         """A Heartbeat of a classic member of a consumer group (None: not a consumer group).
         REBALANCE_IN_PROGRESS tells it to rejoin: the group epoch moved past its epoch, it has partitions
         to revoke, or the partitions it waits for are free now."""
-        if self._consumer_group(group_id) is None:
-            return None
         try:
-            await self.store.wait_ready(group_id)
-            async with self._lock(group_id):
-                group = self._consumer_group(group_id)
+            async with self._locked_consumer_group(group_id) as group:
                 if group is None:
                     return None
                 member = self._classic_member(group, member_id, instance_id, generation)
@@ -963,11 +962,7 @@ class ConsumerGroupCoordinator:
 
     async def classic_leave(self, group_id: str, members: list[tuple[str, str | None]]) -> list[ErrorCode] | None:
         """A LeaveGroup for classic members of a consumer group (None: not a consumer group)."""
-        if self._consumer_group(group_id) is None:
-            return None
-        await self.store.wait_ready(group_id)
-        async with self._lock(group_id):
-            group = self._consumer_group(group_id)
+        async with self._locked_consumer_group(group_id) as group:
             if group is None:
                 return None
             out = []
