@@ -32,10 +32,12 @@ from typing import Any
 
 import psutil
 
-from odradek.admin_client.command import ArgParser, parse_int, run_tool
+from odradek.admin_client.command import ArgParser, parse_int
 from odradek.admin_client.errors import CliError, UsageError
+from odradek.cli import cluster as cluster_tool
 from odradek.cli import processes
 from odradek.cli.cluster import port_is_free, stop_group, wait_for
+from odradek.cli.common import run_subcommand
 from odradek.fsutil import atomic_write
 
 STATE_FILE = "spark.json"
@@ -46,7 +48,6 @@ WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 DAEMON_MEMORY = "256m"  # the master's and workers' own heap (SPARK_DAEMON_MEMORY), not the executors'
 STOP_TIMEOUT = 30.0
-SUBCOMMANDS = ("up", "status", "down")
 PYSPARK_MISSING = "pyspark is not installed (pip install -e '.[spark]'); odradek spark runs its Spark"
 
 
@@ -282,12 +283,8 @@ def up(argv: list[str]) -> int:
     home = spark_home()
     refuse_if_running(directory)
     check_ports(cluster)
-    directory.mkdir(parents=True, exist_ok=True)
-    try:
-        bring_up(cluster, home, timeout)
-    except (CliError, KeyboardInterrupt):
-        tear_down(cluster, quiet=True)
-        raise
+    cluster_tool.all_or_nothing(directory, lambda: bring_up(cluster, home, timeout),
+                                lambda: tear_down(cluster, quiet=True))
     print_usage(cluster)
     return 0
 
@@ -392,14 +389,10 @@ def print_usage(cluster: SparkCluster) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def dir_parser(command: str, description: str) -> ArgParser:
-    parser = ArgParser(f"spark {command}", description, allow_abbrev=False)
-    parser.add_argument("--dir", default=DEFAULT_DIR, metavar="DIR", help=f"the cluster's directory (default ./{DEFAULT_DIR})")
-    return parser
-
-
-def load_cluster(directory: str) -> SparkCluster | None:
-    return SparkCluster.load(Path(directory).expanduser().absolute())
+def load_cluster(command: str, description: str, argv: list[str]) -> tuple[str, SparkCluster | None]:
+    """The --dir of `odradek spark <command>` and the cluster recorded there, if any."""
+    args = cluster_tool.dir_parser(command, description, "spark", DEFAULT_DIR).parse_args(argv)
+    return args.dir, SparkCluster.load(Path(args.dir).expanduser().absolute())
 
 
 def _pid(procs: list[psutil.Process]) -> str:
@@ -407,10 +400,9 @@ def _pid(procs: list[psutil.Process]) -> str:
 
 
 def status(argv: list[str]) -> int:
-    args = dir_parser("status", "Show the master and each worker: pid and state in the master.").parse_args(argv)
-    cluster = load_cluster(args.dir)
+    directory, cluster = load_cluster("status", "Show the master and each worker: pid and state in the master.", argv)
     if cluster is None:
-        raise CliError(f"Error: no Spark cluster in {args.dir} ({STATE_FILE} not found); start one with odradek spark up")
+        raise CliError(f"Error: no Spark cluster in {directory} ({STATE_FILE} not found); start one with odradek spark up")
     state = master_state(cluster)
     masters = master_processes(cluster)
     shown = f"status {state.get('status')}" if state else "web UI not answering"
@@ -428,10 +420,9 @@ def status(argv: list[str]) -> int:
 
 
 def down(argv: list[str]) -> int:
-    args = dir_parser("down", "Stop the workers (with their executors), then the master (SIGTERM).").parse_args(argv)
-    cluster = load_cluster(args.dir)
+    directory, cluster = load_cluster("down", "Stop the workers (with their executors), then the master (SIGTERM).", argv)
     if cluster is None:
-        print(f"No Spark cluster in {args.dir} ({STATE_FILE} not found); nothing to stop")
+        print(f"No Spark cluster in {directory} ({STATE_FILE} not found); nothing to stop")
         return 0
     tear_down(cluster, quiet=False)
     return 0
@@ -469,14 +460,7 @@ Run 'odradek spark <command> --help' for its flags."""
 
 def main(argv: list[str]) -> int:
     """`odradek spark up|status|down [flags]`."""
-    commands: dict[str, Callable[[list[str]], int]] = {"up": up, "status": status, "down": down}
-    if not argv or argv[0] in ("-h", "--help", "help"):
-        print(USAGE, file=sys.stdout if argv else sys.stderr)
-        return 0 if argv else 2
-    if argv[0] not in commands:
-        print(f"Error: unknown spark command '{argv[0]}' (expected one of {', '.join(SUBCOMMANDS)})", file=sys.stderr)
-        return 2
-    return run_tool(lambda: commands[argv[0]](argv[1:]))
+    return run_subcommand("spark", {"up": up, "status": status, "down": down}, USAGE, argv)
 
 
 if __name__ == "__main__":
