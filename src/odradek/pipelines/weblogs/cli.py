@@ -38,16 +38,21 @@ def _stop_on_signals() -> threading.Event:
     return StopRequest().event
 
 
-def _session(app_name: str, master: str | None, log_file: Path | None) -> Any:
-    """The job's SparkSession: local mode, or the standalone cluster at `master` (checked first, so a wrong
-    or unreachable master is one line, not Spark's minute of retries)."""
-    from odradek.spark.session import MasterError, check_master, spark_session
+def _check_master(master: str | None) -> None:
+    """A wrong or unreachable --master is one line before anything starts, not Spark's minute of retries."""
+    from odradek.spark.session import MasterError, check_master
 
     if master:
         try:
             check_master(master)
         except MasterError as exc:
             raise SystemExit(f"Error: --master: {exc}") from None
+
+
+def _session(app_name: str, master: str | None, log_file: Path | None) -> Any:
+    """The job's SparkSession: local mode, or the standalone cluster at `master`."""
+    from odradek.spark.session import spark_session
+
     where = f"on {master}" if master else "in local mode"
     log = f"its log: {log_file}; --verbose to see it here" if log_file else "its log on this terminal"
     print(f"Starting Spark {where} ({log}) ...", flush=True)
@@ -97,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
     from odradek.spark.progress import status_line
     from odradek.spark.session import stop_session
 
+    _check_master(args.master)
     ensure_topics(args.bootstrap_server)
     cfg = JobConfig(bootstrap=args.bootstrap_server, checkpoint=Path(args.checkpoint), output=Path(args.output),
                     trigger=args.trigger, watermark=args.watermark, starting_offsets=args.starting_offsets,
@@ -173,6 +179,7 @@ def archive(args: argparse.Namespace) -> int:
     from odradek.pipelines.weblogs.archive_job import ArchiveConfig, archive, format_report
     from odradek.spark.session import stop_session
 
+    _check_master(args.master)
     opts: dict[str, str] = {}
     if args.starting_offsets:
         opts["startingOffsets"] = args.starting_offsets
