@@ -239,9 +239,15 @@ def test_streaming_on_the_cluster_through_executor_leader_and_driver_kills_equal
                               "an executor in the middle of a task", interval=0.02)
         executor.kill()
         done = len(batch_ids(commits))
+
+        def driver_log() -> str:
+            return (ck / "spark.log").read_text(errors="replace")
+
+        # the driver hears of it from the master (ERROR "Lost executor") and fails the executor's running
+        # task (WARN "Lost task ... ExecutorLostFailure"), which it runs again; the stream goes on
+        wait_until(lambda: running(0) and "Lost executor" in driver_log() and "ExecutorLostFailure" in driver_log(),
+                   120, lambda: f"the driver to lose the executor and its task:\n{driver_log()[-3000:]}")
         wait_until(lambda: running(done + 1), 120, "a batch after the executor's kill")
-        spark_log = (ck / "spark.log").read_text(errors="replace")
-        assert "Lost executor" in spark_log and "ExecutorLostFailure" in spark_log, spark_log[-3000:]
 
         # kill -9 the leader of a partition the job reads: the executors read from the new leader
         leader = brokers3.by_id(partition_leader(brokers3, LOGS_TOPIC, 0))
