@@ -25,7 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import psutil  # noqa: E402
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
-from tests.harness import BrokerProcess  # noqa: E402
+
+from bench.common import running_broker, send  # noqa: E402
 
 SIZE = 100
 
@@ -36,12 +37,7 @@ def producer_main(bootstrap: str, topic: str, partition: int, n: int, start: Bar
     value = b"v" * SIZE
     start.wait()
     for _ in range(n):
-        while True:
-            try:
-                p.produce(topic, value, partition=partition)
-                break
-            except BufferError:
-                p.poll(0.005)
+        send(p, topic, value, 0.005, partition=partition)
     if p.flush(300):
         raise SystemExit("producer: not everything was delivered")
 
@@ -86,24 +82,18 @@ def main() -> int:
           f"{psutil.cpu_count()} CPUs on this host")
     print(f"{'':9}{'clients':>8}{'msgs/s':>11}{'MB/s':>8}{'broker CPU s/1M msgs':>22}{'broker CPU share':>18}",
           flush=True)
-    with tempfile.TemporaryDirectory(prefix="odradek-ceiling-") as d:
-        broker = BrokerProcess(Path(d))
-        broker.start()
-        try:
-            assert broker.pid is not None
-            proc = psutil.Process(broker.pid)
-            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-            for clients in counts:
-                topic = f"ceiling-{clients}-{uuid.uuid4().hex[:6]}"
-                admin.create_topics([NewTopic(topic, clients, 1)])[topic].result(30)
-                for what, target in (("produce", producer_main), ("consume", consumer_main)):
-                    wall, cpu = run_clients(target, broker.bootstrap, topic, clients, n, proc)
-                    rate = n / wall
-                    print(f"{what:9}{clients:>8}{rate:>11.0f}{rate * SIZE / 1e6:>8.1f}{cpu / n * 1e6:>22.2f}"
-                          f"{cpu / wall:>18.2f}", flush=True)
-        finally:
-            broker.stop()
-            broker.kill()
+    with tempfile.TemporaryDirectory(prefix="odradek-ceiling-") as d, running_broker(Path(d)) as broker:
+        assert broker.pid is not None
+        proc = psutil.Process(broker.pid)
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        for clients in counts:
+            topic = f"ceiling-{clients}-{uuid.uuid4().hex[:6]}"
+            admin.create_topics([NewTopic(topic, clients, 1)])[topic].result(30)
+            for what, target in (("produce", producer_main), ("consume", consumer_main)):
+                wall, cpu = run_clients(target, broker.bootstrap, topic, clients, n, proc)
+                rate = n / wall
+                print(f"{what:9}{clients:>8}{rate:>11.0f}{rate * SIZE / 1e6:>8.1f}{cpu / n * 1e6:>22.2f}"
+                      f"{cpu / wall:>18.2f}", flush=True)
     return 0
 
 

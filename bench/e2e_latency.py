@@ -31,8 +31,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
-from tests.harness import BrokerCluster, BrokerProcess  # noqa: E402
-from tests.zkharness import ZooKeeperEnsemble  # noqa: E402
+
+from bench.common import running_broker, running_cluster  # noqa: E402
 
 SIZE = 100
 WARM_UP_S = 1.0
@@ -154,27 +154,14 @@ def main() -> int:
           f"{seconds:g} s per point")
     print(f"{'set-up':<22}{'target/s':>9}{'achieved':>10}{'p50':>8}{'p99':>8}{'p99.9':>8}{'max':>9}", flush=True)
     with tempfile.TemporaryDirectory(prefix="odradek-e2e-") as d:
-        single = BrokerProcess(Path(d) / "single")
-        single.start()
-        try:
+        with running_broker(Path(d) / "single") as single:
             for rate in rates:
                 print_row("single node, acks=1", measure(single.bootstrap, rate, seconds, "1", 1, args.linger_ms))
-        finally:
-            single.stop()
-            single.kill()
         if args.single_only:
             return 0
-        zk = ZooKeeperEnsemble(Path(d) / "zk", size=1)
-        zk.start()
-        cluster = BrokerCluster(Path(d) / "cluster", zk.connect_string, size=3,
-                                overrides={"replica.fetch.wait.max.ms": "500"})
-        try:
-            cluster.start()
+        with running_cluster(Path(d), overrides={"replica.fetch.wait.max.ms": "500"}) as cluster:
             for rate in rates:
                 print_row("3 brokers RF3 acks=all", measure(cluster.bootstrap, rate, seconds, "all", 3, args.linger_ms))
-        finally:
-            cluster.stop()
-            zk.stop_all()
     return 0
 
 

@@ -29,7 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import psutil  # noqa: E402
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
-from tests.harness import BrokerCluster, BrokerProcess  # noqa: E402
+from tests.harness import BrokerProcess  # noqa: E402
+
+from bench.common import running_broker, running_cluster, send  # noqa: E402
 
 TOPIC_SIZE = 1000
 
@@ -79,12 +81,7 @@ def produce_spread(bootstrap: str, topics: list[str], partitions: int, n: int = 
     start = time.perf_counter()
     for i in range(n):
         t, part = targets[i % len(targets)]
-        while True:
-            try:
-                p.produce(t, value, partition=part)
-                break
-            except BufferError:
-                p.poll(0.01)
+        send(p, t, value, partition=part)
     if p.flush(300):
         raise SystemExit("produce did not finish")
     return n / (time.perf_counter() - start)
@@ -94,23 +91,11 @@ def produce_spread(bootstrap: str, topics: list[str], partitions: int, n: int = 
 def servers(tmp: Path, cluster: bool) -> Iterator[tuple[str, list[BrokerProcess]]]:
     overrides = {"num.partitions": "1", "log.retention.check.interval.ms": "300000"}
     if not cluster:
-        b = BrokerProcess(tmp / "broker", overrides=overrides)
-        b.start()
-        try:
+        with running_broker(tmp / "broker", overrides, stop_timeout=300) as b:
             yield b.bootstrap, [b]
-        finally:
-            b.stop(300)
-            b.kill()
         return
-    from tests.zkharness import ZooKeeperEnsemble
-
-    with ZooKeeperEnsemble(tmp / "zk", size=1).start() as zk:
-        c = BrokerCluster(tmp / "cluster", zk.connect_string, size=3, overrides=overrides)
-        c.start()
-        try:
-            yield c.bootstrap, c.brokers
-        finally:
-            c.stop()
+    with running_cluster(tmp, overrides=overrides) as c:
+        yield c.bootstrap, c.brokers
 
 
 def restart(brokers: list[BrokerProcess]) -> float:

@@ -34,6 +34,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from tests.harness import BrokerProcess, free_port  # noqa: E402
 
+from bench.common import running_broker  # noqa: E402
+
 
 def loopback_ceiling(total_bytes: int, chunk: int = 1 << 20) -> float:
     """Bytes/s of one asyncio stream pair on 127.0.0.1 (the ceiling for a Python broker on this host)."""
@@ -361,32 +363,26 @@ def main() -> int:
         return 0
     scale = 0.05 if args.quick else 1.0
     cases = [(int(1_000_000 * scale), 100), (int(200_000 * scale), 1024)]
-    with tempfile.TemporaryDirectory() as tmp:
-        broker = BrokerProcess(Path(tmp), overrides={"num.partitions": "1"})
-        broker.start()
-        try:
-            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-            total = sum(n * size for n, size in cases)
-            ceiling = loopback_ceiling(max(total, 50 << 20))
-            print(f"ceiling: asyncio loopback pair {ceiling / 1e6:.1f} MB/s")
-            print(f"{'case':38} {'msgs/s':>10} {'MB/s':>8} {'x ceiling':>10}")
-            for n, size in cases:
-                for partitions in (1, 8):
-                    for acks in ("1", "all"):
-                        topic = f"bench-{size}-{partitions}-{acks}-{uuid.uuid4().hex[:6]}"
-                        admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
-                        t = produce(broker.bootstrap, topic, n, size, acks, partitions)
+    with tempfile.TemporaryDirectory() as tmp, running_broker(Path(tmp), {"num.partitions": "1"}) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        total = sum(n * size for n, size in cases)
+        ceiling = loopback_ceiling(max(total, 50 << 20))
+        print(f"ceiling: asyncio loopback pair {ceiling / 1e6:.1f} MB/s")
+        print(f"{'case':38} {'msgs/s':>10} {'MB/s':>8} {'x ceiling':>10}")
+        for n, size in cases:
+            for partitions in (1, 8):
+                for acks in ("1", "all"):
+                    topic = f"bench-{size}-{partitions}-{acks}-{uuid.uuid4().hex[:6]}"
+                    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+                    t = produce(broker.bootstrap, topic, n, size, acks, partitions)
+                    rate, mb = n / t, n * size / t / 1e6
+                    print(f"produce {n} x {size} B p={partitions} acks={acks:3} {rate:>10.0f} {mb:>8.1f} "
+                          f"{mb * 1e6 / ceiling:>10.3f}")
+                    if acks == "1":
+                        t = consume(broker.bootstrap, topic, n, partitions)
                         rate, mb = n / t, n * size / t / 1e6
-                        print(f"produce {n} x {size} B p={partitions} acks={acks:3} {rate:>10.0f} {mb:>8.1f} "
+                        print(f"consume {n} x {size} B p={partitions}          {rate:>10.0f} {mb:>8.1f} "
                               f"{mb * 1e6 / ceiling:>10.3f}")
-                        if acks == "1":
-                            t = consume(broker.bootstrap, topic, n, partitions)
-                            rate, mb = n / t, n * size / t / 1e6
-                            print(f"consume {n} x {size} B p={partitions}          {rate:>10.0f} {mb:>8.1f} "
-                                  f"{mb * 1e6 / ceiling:>10.3f}")
-        finally:
-            broker.stop()
-            broker.kill()
     return 0
 
 

@@ -24,8 +24,9 @@ from confluent_kafka.admin import (  # noqa: E402
     ScramMechanism,
     UserScramCredentialUpsertion,
 )
-from tests.harness import BrokerProcess, free_port  # noqa: E402
+from tests.harness import free_port  # noqa: E402
 
+from bench.common import running_broker  # noqa: E402
 from bench.produce_consume import consume, produce  # noqa: E402
 from odradek.cli.cluster_security import issue_certificates  # noqa: E402
 from odradek.protocol.transport import BlockingConnection  # noqa: E402
@@ -48,16 +49,14 @@ def main() -> int:
     args = ap.parse_args()
     n, rounds, logins = (50_000, 1, 20) if args.quick else (500_000, 2, 200)
     with tempfile.TemporaryDirectory() as tmp:
-        ca_pem, broker_pem = issue_certificates("127.0.0.1")
+        ca_pem, broker_pem, _admin_pem = issue_certificates("127.0.0.1")  # no client certificates here
         (Path(tmp) / "ca.pem").write_text(ca_pem)
         (Path(tmp) / "broker.pem").write_text(broker_pem)
         plain, secured = free_port(), free_port()
-        broker = BrokerProcess(Path(tmp) / "broker", port=plain, overrides={
-            "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_SSL://127.0.0.1:{secured}",
-            "sasl.enabled.mechanisms": "SCRAM-SHA-512", "ssl.keystore.type": "PEM",
-            "ssl.keystore.location": str(Path(tmp) / "broker.pem")})
-        broker.start()
-        try:
+        with running_broker(Path(tmp) / "broker", port=plain, overrides={
+                "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_SSL://127.0.0.1:{secured}",
+                "sasl.enabled.mechanisms": "SCRAM-SHA-512", "ssl.keystore.type": "PEM",
+                "ssl.keystore.location": str(Path(tmp) / "broker.pem")}) as broker:
             admin = AdminClient({"bootstrap.servers": broker.bootstrap})
             upsert = UserScramCredentialUpsertion(USER, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096),
                                                   PASSWORD.encode())
@@ -84,9 +83,6 @@ def main() -> int:
             scram = logins_per_second(secured, sasl_ssl, logins)
             print(f"connection set-up: {tcp:.0f}/s plain TCP, {scram:.0f}/s TLS + SCRAM-SHA-512 login "
                   f"(4096 iterations; client and broker on the same cores)")
-        finally:
-            broker.stop()
-            broker.kill()
     return 0
 
 

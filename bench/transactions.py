@@ -21,21 +21,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
-from tests.harness import BrokerProcess  # noqa: E402
+
+from bench.common import running_broker, send  # noqa: E402
 
 SIZE = 100
 CONF = {"linger.ms": 5, "batch.size": 1_000_000, "queue.buffering.max.messages": 2_000_000,
         "queue.buffering.max.kbytes": 2_000_000}
-
-
-def send(p: Producer, topic: str, value: bytes) -> None:
-    """Produce, waiting for room in the client's queue."""
-    while True:
-        try:
-            p.produce(topic, value)
-            return
-        except BufferError:
-            p.poll(0.01)
 
 
 def idempotent(bootstrap: str, topic: str, n: int) -> float:
@@ -87,33 +78,27 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="small run for CI")
     args = ap.parse_args()
     n = 20_000 if args.quick else 200_000
-    with tempfile.TemporaryDirectory() as tmp:
-        broker = BrokerProcess(Path(tmp))
-        broker.start()
-        try:
-            admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    with tempfile.TemporaryDirectory() as tmp, running_broker(Path(tmp)) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
 
-            def topic() -> str:
-                name = "bench-" + uuid.uuid4().hex[:8]
-                admin.create_topics([NewTopic(name, 1, 1)])[name].result(30)
-                return name
+        def topic() -> str:
+            name = "bench-" + uuid.uuid4().hex[:8]
+            admin.create_topics([NewTopic(name, 1, 1)])[name].result(30)
+            return name
 
-            idempotent(broker.bootstrap, topic(), n // 10)  # warm-up: connections, first segment, JIT-free
-            base = n / idempotent(broker.bootstrap, topic(), n)
-            print(f"{'case':34} {'msgs/s':>10} {'x baseline':>11}")
-            print(f"{'idempotent produce (baseline)':34} {base:>10.0f} {1.0:>11.2f}")
-            txn_topic = ""
-            for per_txn in (100, 1000, 10000):
-                txn_topic = topic()
-                rate = n / transactional(broker.bootstrap, txn_topic, n, per_txn)
-                print(f"{f'transactional, {per_txn} per txn':34} {rate:>10.0f} {rate / base:>11.2f}")
-            unc = n / consume(broker.bootstrap, txn_topic, n, "read_uncommitted")
-            com = n / consume(broker.bootstrap, txn_topic, n, "read_committed")
-            print(f"{'consume read_uncommitted (baseline)':34} {unc:>10.0f} {1.0:>11.2f}")
-            print(f"{'consume read_committed':34} {com:>10.0f} {com / unc:>11.2f}")
-        finally:
-            broker.stop()
-            broker.kill()
+        idempotent(broker.bootstrap, topic(), n // 10)  # warm-up: connections, first segment, JIT-free
+        base = n / idempotent(broker.bootstrap, topic(), n)
+        print(f"{'case':34} {'msgs/s':>10} {'x baseline':>11}")
+        print(f"{'idempotent produce (baseline)':34} {base:>10.0f} {1.0:>11.2f}")
+        txn_topic = ""
+        for per_txn in (100, 1000, 10000):
+            txn_topic = topic()
+            rate = n / transactional(broker.bootstrap, txn_topic, n, per_txn)
+            print(f"{f'transactional, {per_txn} per txn':34} {rate:>10.0f} {rate / base:>11.2f}")
+        unc = n / consume(broker.bootstrap, txn_topic, n, "read_uncommitted")
+        com = n / consume(broker.bootstrap, txn_topic, n, "read_committed")
+        print(f"{'consume read_uncommitted (baseline)':34} {unc:>10.0f} {1.0:>11.2f}")
+        print(f"{'consume read_committed':34} {com:>10.0f} {com / unc:>11.2f}")
     return 0
 
 

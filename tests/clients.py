@@ -5,15 +5,29 @@ from __future__ import annotations
 import subprocess
 import threading
 import time
+import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
 
 from tests.waiting import wait_until
 
 _ADMINS: dict[str, AdminClient] = {}
+
+
+def unique_name(prefix: str) -> str:
+    """`prefix` and 8 random hex digits: a topic, group or transactional id no other test uses."""
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def admin(bootstrap: str) -> AdminClient:
@@ -34,6 +48,23 @@ def forget_all_admins() -> None:
     """Drop every cached admin client (librdkafka destroys each), so none outlives its brokers and keeps
     reconnecting to a port nothing listens on any more."""
     _ADMINS.clear()
+
+
+def alter_configs(bootstrap: str, resource_type: ResourceType, name: str, **configs: str | None) -> None:
+    """IncrementalAlterConfigs of one resource: each config set, or deleted when None (`a__b` names `a.b`)."""
+    entries = [ConfigEntry(k.replace("__", "."), v, incremental_operation=AlterConfigOpType.SET if v is not None
+                           else AlterConfigOpType.DELETE) for k, v in configs.items()]
+    res = ConfigResource(resource_type, name, incremental_configs=entries)
+    admin(bootstrap).incremental_alter_configs([res])[res].result(20)
+
+
+def kafka_error_of(call: Any) -> KafkaError:
+    """The KafkaError that `call()` raises (as a KafkaException)."""
+    with pytest.raises(KafkaException) as info:
+        call()
+    err = info.value.args[0]
+    assert isinstance(err, KafkaError)
+    return err
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 1, rf: int = 1, config: dict | None = None) -> None:
@@ -109,8 +140,6 @@ def consume_to_end(bootstrap: str, topic: str, partitions: int, timeout: float =
 def round_trip(conf: dict[str, object], topic: str, count: int, prefix: str) -> list[bytes]:
     """Produce `prefix`0..`prefix`<count-1> with a client of config `conf`, then read them back through a
     new consumer group of the same config (used to prove a security setting end to end)."""
-    import uuid
-
     from tests.waiting import wait_until
 
     producer = Producer(conf)
@@ -130,6 +159,24 @@ def round_trip(conf: dict[str, object], topic: str, count: int, prefix: str) -> 
     finally:
         consumer.close()
     return got
+
+
+def kafka_python_round_trip(config: dict[str, Any], topic: str, count: int, prefix: str) -> list[bytes]:
+    """`round_trip` with kafka-python: produce `prefix`0..`prefix`<count-1> with a KafkaProducer of config
+    `config`, then read the first `count` records back from the earliest offset with a KafkaConsumer of the
+    same config (no group; it gives up after 20 s without a record)."""
+    from kafka import KafkaConsumer, KafkaProducer
+
+    producer = KafkaProducer(**config)
+    for i in range(count):
+        producer.send(topic, f"{prefix}{i}".encode())
+    producer.flush(30)
+    producer.close()
+    consumer = KafkaConsumer(topic, auto_offset_reset="earliest", consumer_timeout_ms=20000, **config)
+    try:
+        return [m.value for _, m in zip(range(count), consumer, strict=False)]
+    finally:
+        consumer.close()
 
 
 def kafka_python_group_consumer(topic: str, **config: Any) -> Any:

@@ -4,6 +4,9 @@ exactly the bytes a test chooses and reading back a raw frame."""
 from __future__ import annotations
 
 from collections import deque
+from typing import Any
+
+from kafka.protocol.admin import IncrementalAlterConfigsRequest
 
 from odradek.protocol.client import DEFAULT_MAX_FRAME_SIZE
 from odradek.protocol.framing import FrameDecoder
@@ -36,3 +39,15 @@ class RawClient(BlockingConnection):
             return True
         except TimeoutError:
             return False
+
+
+def incremental_alter_configs(client: RawClient, resource_type: int, name: str,
+                              ops: list[tuple[str, int, str | None]], validate_only: bool = False) -> Any:
+    """IncrementalAlterConfigs v1 of one resource by its type id (any name: the empty one too, which the
+    Python clients cannot send): (key, operation id, value) each; the resource's answer."""
+    res = IncrementalAlterConfigsRequest.AlterConfigsResource
+    req = IncrementalAlterConfigsRequest(resources=[res(
+        resource_type=resource_type, resource_name=name,
+        configs=[res.AlterableConfig(name=k, config_operation=op, value=v) for k, op, v in ops])],
+        validate_only=validate_only)
+    return client.request(req, 1).responses[0]

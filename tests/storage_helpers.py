@@ -3,6 +3,8 @@ opened on a temp dir, and small record batches."""
 
 from __future__ import annotations
 
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 from odradek.protocol.records import build_batch
@@ -25,6 +27,20 @@ class Clock:
 def fixed_clock() -> int:
     """A clock that never moves: always T0."""
     return T0
+
+
+def crash_image(src: Path, dst: Path, ignore: Callable[[str, list[str]], set[str]] | None = None) -> None:
+    """Copy `src` to `dst` as a kill -9 now would leave it, while the disk worker may still be at work:
+    a file that vanishes between the listing and its copy (the temp file of an atomic replace, renamed
+    meanwhile; the final name holds the old content or the new) is left out, as it was never part of
+    the log's state."""
+    def copy(source: str, target: str) -> None:
+        try:
+            shutil.copy2(source, target)
+        except FileNotFoundError:
+            pass
+
+    shutil.copytree(src, dst, ignore=ignore, copy_function=copy)
 
 
 def open_log(path: Path, props: dict[str, str] | None = None, clock: Clock | None = None, **kw: object) -> Log:

@@ -870,6 +870,11 @@ class BrokerConfig:
         """
         return self.value(name)
 
+    def static_value(self, name: str) -> object:
+        """A catalogued key's value from server.properties (or its documented default), whatever the dynamic
+        layers say."""
+        return self._values[name] if name in self._values else BROKER_KEYS[name].default_value
+
     def value(self, name: str) -> object:
         """:meth:`get` for a name known only at run time (a loop over keys, a prefixed key).
 
@@ -1057,6 +1062,10 @@ class BrokerConfig:
         static = [name for name in props if name not in BROKER_KEYS or not BROKER_KEYS[name].dynamic]
         if static:
             raise ConfigError(f"Cannot update these configs dynamically: {_scala_set(static)}")
+        broker_only = [name for name in props if BROKER_KEYS[name].per_broker_only]
+        if broker_only and not per_broker:
+            raise ConfigError("Cannot update these configs at default cluster level, broker id must be specified: "
+                              f"{_scala_set(broker_only)}")
         typed = {name: BROKER_KEYS[name].parse(raw) for name, raw in props.items()}
         raw = {name: value.strip() for name, value in props.items()}
         candidate = self._layered(typed, raw, per_broker)

@@ -97,6 +97,7 @@ IntKey: TypeAlias = Literal[
     "group.share.record.lock.duration.ms",
     "group.share.session.timeout.ms",
     "group.streams.heartbeat.interval.ms",
+    "group.streams.initial.rebalance.delay.ms",
     "group.streams.max.heartbeat.interval.ms",
     "group.streams.max.session.timeout.ms",
     "group.streams.max.size",
@@ -289,6 +290,7 @@ StrKey: TypeAlias = Literal[
     "authorizer.class.name",
     "compression.type",
     "group.consumer.migration.policy",
+    "group.share.persister.class.name",
     "host.name",
     "inter.broker.protocol.version",
     "listener.security.protocol.map",
@@ -414,4 +416,23 @@ OptionalPasswordKey: TypeAlias = Literal[
     "ssl.truststore.password",
     "zookeeper.ssl.keystore.password",
     "zookeeper.ssl.truststore.password",
+]
+
+# The group configs (GROUP_CONFIGS) by the type of their values, for typing GroupConfigs.value.
+
+GroupIntKey: TypeAlias = Literal[
+    "consumer.heartbeat.interval.ms",
+    "consumer.session.timeout.ms",
+    "share.heartbeat.interval.ms",
+    "share.record.lock.duration.ms",
+    "share.session.timeout.ms",
+    "streams.heartbeat.interval.ms",
+    "streams.initial.rebalance.delay.ms",
+    "streams.num.standby.replicas",
+    "streams.session.timeout.ms",
+]
+
+GroupStrKey: TypeAlias = Literal[
+    "share.auto.offset.reset",
+    "share.isolation.level",
 ]

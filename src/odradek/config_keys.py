@@ -9,7 +9,8 @@ the key, and a deprecation note where Kafka deprecated or removed it.  A few key
 (two under KIP-578's names, ``max.partitions`` and ``max.broker.partitions``; ``http.listener``;
 ``ssl.handshake.timeout.ms``), and one default is Odradek's (``queued.max.request.bytes``); comments at
 those keys say why.  The topic catalogue maps each topic-level config to the broker property that
-supplies its default.
+supplies its default, and so does the group catalogue (Kafka's group configs, KIP-848/KIP-932/KIP-1071)
+for each group-level config.
 
 Values are parsed with Kafka's rules (``ConfigDef.parseType``): surrounding whitespace is
 trimmed, booleans are ``true``/``false`` in any case, numbers must fit their Java type, lists
@@ -22,13 +23,14 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
     "BROKER_KEYS",
     "BROKER_SYNONYMS",
+    "GROUP_CONFIGS",
     "NOT_APPLICABLE_PREFIXES",
     "READ_ONLY_IN_ODRADEK",
     "TOPIC_CONFIGS",
@@ -44,6 +46,7 @@ __all__ = [
     "ThrottledReplicas",
     "Validator",
     "VersionString",
+    "check_group_configs",
     "check_topic_configs",
     "invalid_value",
     "format_typed",
@@ -347,6 +350,46 @@ class ThrottledReplicas(Validator):
         return "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
 
 
+# Java's Duration.parse (ISO-8601 PnDTnHnMn.nS, case-insensitive): days, then after T hours, minutes and
+# seconds with up to nine fraction digits; at least one part, and at least one after a T.
+_ISO_DURATION = re.compile(
+    r"([-+]?)P(?:([-+]?[0-9]+)D)?(T(?:([-+]?[0-9]+)H)?(?:([-+]?[0-9]+)M)?(?:([-+]?[0-9]+)(?:[.,]([0-9]{0,9}))?S)?)?",
+    re.IGNORECASE,
+)
+
+
+def _iso_duration_seconds(text: str) -> float | None:
+    """The duration in seconds, or None when Java's Duration.parse would refuse `text`."""
+    m = _ISO_DURATION.fullmatch(text)
+    if m is None or not any(m.group(i) for i in (2, 4, 5, 6)) or (m.group(3) and not any(m.group(i) for i in (4, 5, 6))):
+        return None
+    seconds = float(int(m.group(2) or 0) * 86400 + int(m.group(4) or 0) * 3600 + int(m.group(5) or 0) * 60)
+    whole = m.group(6) or "0"
+    fraction = float(f"0.{m.group(7)}") if m.group(7) else 0.0
+    seconds += int(whole) - fraction if whole.startswith("-") else int(whole) + fraction
+    return -seconds if m.group(1) == "-" else seconds
+
+
+class ShareAutoOffsetReset(Validator):
+    """``share.auto.offset.reset``: ``earliest``, ``latest`` or ``by_duration:<ISO-8601 duration>`` (not
+    negative), as Kafka's ShareGroupAutoOffsetResetStrategy accepts them (any case)."""
+
+    def check(self, value: Any) -> str | None:
+        text = str(value)
+        kind, _, duration = text.partition(":")
+        if ":" not in text and kind.lower() in ("earliest", "latest"):
+            return None
+        if kind.lower() == "by_duration" and duration.count(":") == 0:
+            seconds = _iso_duration_seconds(duration)
+            if seconds is not None and seconds >= 0:
+                return None
+        return (f"Invalid value `{text}` for configuration share.auto.offset.reset. The value must be either "
+                "'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS.>'.")
+
+    def describe(self) -> str:
+        return "[earliest, latest, by_duration:PnDTnHnMn.nS]"
+
+
 NON_EMPTY_LIST = NonEmptyList()
 NON_EMPTY_STRING = NonEmptyString()
 VERSION = VersionString()
@@ -377,8 +420,19 @@ class ConfigKey:
     @property
     def dynamic(self) -> bool:
         """Whether AlterConfigs may change the key on a running broker (KIP-226): Kafka's per-broker and
-        cluster-wide keys, less the listener and security keys Odradek keeps read-only."""
-        return self.mode != R and self.name not in READ_ONLY_IN_ODRADEK and not self.name.startswith(("ssl.", "sasl."))
+        cluster-wide keys, less the listener keys and the security keys Odradek builds its listeners from
+        at start-up (every ``ssl.*`` key, and the ``sasl.*`` keys it applies: mechanisms, JAAS), which stay
+        read-only. The other ``sasl.*`` keys (Kerberos, login refresh) are stored, described and ignored,
+        as Kafka's other keys with no meaning here."""
+        if self.mode == R or self.name in READ_ONLY_IN_ODRADEK or self.name.startswith("ssl."):
+            return False
+        return not (self.name.startswith("sasl.") and self.applied)
+
+    @property
+    def per_broker_only(self) -> bool:
+        """Kafka's "per-broker" update mode: the key may be set for one broker, never as the cluster
+        default."""
+        return self.mode == B
 
     @property
     def sensitive(self) -> bool:
@@ -405,11 +459,12 @@ class ConfigKey:
         """The string form of a typed value of this key."""
         return format_typed(self.type, value)
 
-    def documentation(self, topic: bool) -> str:
+    def documentation(self, level: str = "broker") -> str:
         """What DescribeConfigs v3+ sends as the key's documentation when asked (include_documentation):
         the catalogue's facts about it, in the columns of Kafka's config tables (type, default, valid
-        values, update mode; `topic`: a topic config, set per topic), then where a topic config's default
-        comes from, whether Odradek acts on the key, and its deprecation note."""
+        values, update mode; `level` "topic" or "group": a config set per topic or per group), then where
+        a topic or group config's default comes from, whether Odradek acts on the key, and its deprecation
+        note."""
         parts = [f"Type: {self.type.value}."]
         if self.sensitive:
             parts.append("Default: [hidden].")
@@ -417,8 +472,8 @@ class ConfigKey:
             parts.append(f"Default: {self.default}." if self.default is not None else "Default: null.")
         if self.valid is not None:
             parts.append(f"Valid values: {self.valid.describe()}.")
-        if topic:
-            parts.append("Topic-level config.")
+        if level != "broker":
+            parts.append(f"{level.capitalize()}-level config.")
             if self.server_default is not None:
                 parts.append(f"The broker config {self.server_default} sets its default.")
         else:
@@ -535,21 +590,23 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("group.max.size", INT, "2147483647", valid=Range(1), applied=True),
     _key("group.min.session.timeout.ms", INT, "6000", applied=True),
     _key("group.share.assignors", LIST, "simple"),
-    _key("group.share.delivery.count.limit", INT, "5", valid=Range(2, 10)),
-    _key("group.share.heartbeat.interval.ms", INT, "5000", valid=Range(1)),
+    _key("group.share.delivery.count.limit", INT, "5", valid=Range(2, 10), applied=True),
+    _key("group.share.heartbeat.interval.ms", INT, "5000", valid=Range(1), applied=True),
     _key("group.share.max.groups", SHORT, "10", valid=Range(1, 100)),
-    _key("group.share.max.heartbeat.interval.ms", INT, "15000", valid=Range(1)),
-    _key("group.share.max.record.lock.duration.ms", INT, "60000", valid=Range(30000, 3600000)),
-    _key("group.share.max.session.timeout.ms", INT, "60000", valid=Range(1)),
-    _key("group.share.max.share.sessions", INT, "2000", valid=Range(1)),
-    _key("group.share.max.size", SHORT, "200", valid=Range(10, 1000)),
-    _key("group.share.min.heartbeat.interval.ms", INT, "5000", valid=Range(1)),
-    _key("group.share.min.record.lock.duration.ms", INT, "15000", valid=Range(1000, 30000)),
-    _key("group.share.min.session.timeout.ms", INT, "45000", valid=Range(1)),
-    _key("group.share.partition.max.record.locks", INT, "200", valid=Range(100, 10000)),
-    _key("group.share.record.lock.duration.ms", INT, "30000", valid=Range(1000, 60000)),
-    _key("group.share.session.timeout.ms", INT, "45000", valid=Range(1)),
+    _key("group.share.max.heartbeat.interval.ms", INT, "15000", valid=Range(1), applied=True),
+    _key("group.share.max.record.lock.duration.ms", INT, "60000", valid=Range(30000, 3600000), applied=True),
+    _key("group.share.max.session.timeout.ms", INT, "60000", valid=Range(1), applied=True),
+    _key("group.share.max.share.sessions", INT, "2000", valid=Range(1), applied=True),
+    _key("group.share.max.size", SHORT, "200", valid=Range(10, 1000), applied=True),
+    _key("group.share.min.heartbeat.interval.ms", INT, "5000", valid=Range(1), applied=True),
+    _key("group.share.min.record.lock.duration.ms", INT, "15000", valid=Range(1000, 30000), applied=True),
+    _key("group.share.min.session.timeout.ms", INT, "45000", valid=Range(1), applied=True),
+    _key("group.share.partition.max.record.locks", INT, "2000", valid=Range(100, 10000), applied=True),
+    _key("group.share.persister.class.name", STRING, "org.apache.kafka.server.share.persister.DefaultStatePersister"),
+    _key("group.share.record.lock.duration.ms", INT, "30000", valid=Range(1000, 60000), applied=True),
+    _key("group.share.session.timeout.ms", INT, "45000", valid=Range(1), applied=True),
     _key("group.streams.heartbeat.interval.ms", INT, "5000", valid=Range(1)),
+    _key("group.streams.initial.rebalance.delay.ms", INT, "3000", valid=Range(0)),
     _key("group.streams.max.heartbeat.interval.ms", INT, "15000", valid=Range(1)),
     _key("group.streams.max.session.timeout.ms", INT, "60000", valid=Range(1)),
     _key("group.streams.max.size", INT, "2147483647", valid=Range(1)),
@@ -775,15 +832,15 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("security.inter.broker.protocol", STRING, "PLAINTEXT", valid=OneOf("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"), applied=True),
     _key("security.providers", STRING, None),
     _key("share.coordinator.append.linger.ms", INT, "5", valid=Range(0)),
-    _key("share.coordinator.load.buffer.size", INT, "5242880", valid=Range(1)),
-    _key("share.coordinator.snapshot.update.records.per.snapshot", INT, "500", valid=Range(0)),
+    _key("share.coordinator.load.buffer.size", INT, "5242880", valid=Range(1), applied=True),
+    _key("share.coordinator.snapshot.update.records.per.snapshot", INT, "500", valid=Range(0), applied=True),
     _key("share.coordinator.state.topic.compression.codec", INT, "0"),
-    _key("share.coordinator.state.topic.min.isr", SHORT, "2", valid=Range(1)),
-    _key("share.coordinator.state.topic.num.partitions", INT, "50", valid=Range(1)),
-    _key("share.coordinator.state.topic.replication.factor", SHORT, "3", valid=Range(1)),
-    _key("share.coordinator.state.topic.segment.bytes", INT, "104857600", valid=Range(1)),
+    _key("share.coordinator.state.topic.min.isr", SHORT, "2", valid=Range(1), applied=True),
+    _key("share.coordinator.state.topic.num.partitions", INT, "50", valid=Range(1), applied=True),
+    _key("share.coordinator.state.topic.replication.factor", SHORT, "3", valid=Range(1), applied=True),
+    _key("share.coordinator.state.topic.segment.bytes", INT, "104857600", valid=Range(1), applied=True),
     _key("share.coordinator.threads", INT, "1", valid=Range(1)),
-    _key("share.coordinator.write.timeout.ms", INT, "5000", valid=Range(1)),
+    _key("share.coordinator.write.timeout.ms", INT, "5000", valid=Range(1), applied=True),
     _key("share.fetch.purgatory.purge.interval.requests", INT, "1000"),
     _key("socket.connection.setup.timeout.max.ms", LONG, "30000"),
     _key("socket.connection.setup.timeout.ms", LONG, "10000"),
@@ -906,3 +963,59 @@ def check_topic_configs(values: Mapping[str, Any]) -> None:
         raise ConfigError(
             f"conflict topic config setting min.compaction.lag.ms ({lo}) > max.compaction.lag.ms ({hi})"
         )
+
+
+# Group-level configs (Kafka 4.2's GroupConfig: KIP-848 consumer groups, KIP-932 share groups, KIP-1071
+# streams groups), set per group id; server_default names the broker key that supplies the default (the
+# broker's current value, dynamic configs included). The two share keys without one have Kafka's
+# constant defaults.
+# fmt: off
+GROUP_CONFIGS: dict[str, ConfigKey] = _catalogue(
+    _key("consumer.heartbeat.interval.ms", INT, "5000", valid=Range(1), server_default="group.consumer.heartbeat.interval.ms"),
+    _key("consumer.session.timeout.ms", INT, "45000", valid=Range(1), server_default="group.consumer.session.timeout.ms"),
+    _key("share.auto.offset.reset", STRING, "latest", valid=ShareAutoOffsetReset()),
+    _key("share.heartbeat.interval.ms", INT, "5000", valid=Range(1), server_default="group.share.heartbeat.interval.ms"),
+    _key("share.isolation.level", STRING, "read_uncommitted", valid=OneOf("read_committed", "read_uncommitted")),
+    _key("share.record.lock.duration.ms", INT, "30000", valid=Range(1000), server_default="group.share.record.lock.duration.ms"),
+    _key("share.session.timeout.ms", INT, "45000", valid=Range(1), server_default="group.share.session.timeout.ms"),
+    _key("streams.heartbeat.interval.ms", INT, "5000", valid=Range(1), server_default="group.streams.heartbeat.interval.ms"),
+    _key("streams.initial.rebalance.delay.ms", INT, "3000", valid=Range(0), server_default="group.streams.initial.rebalance.delay.ms"),
+    _key("streams.num.standby.replicas", INT, "0", valid=Range(0), server_default="group.streams.num.standby.replicas"),
+    _key("streams.session.timeout.ms", INT, "45000", valid=Range(1), server_default="group.streams.session.timeout.ms"),
+)
+# fmt: on
+
+# The broker keys that bound a group config (GroupConfig.validateValues): (lower, upper), in Kafka's order
+# of checking; None where Kafka checks no bound.
+GROUP_CONFIG_BOUNDS: dict[str, tuple[str | None, str | None]] = {
+    "consumer.heartbeat.interval.ms": ("group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms"),
+    "consumer.session.timeout.ms": ("group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms"),
+    "share.heartbeat.interval.ms": ("group.share.min.heartbeat.interval.ms", "group.share.max.heartbeat.interval.ms"),
+    "share.session.timeout.ms": ("group.share.min.session.timeout.ms", "group.share.max.session.timeout.ms"),
+    "share.record.lock.duration.ms": ("group.share.min.record.lock.duration.ms", "group.share.max.record.lock.duration.ms"),
+    "streams.heartbeat.interval.ms": ("group.streams.min.heartbeat.interval.ms", "group.streams.max.heartbeat.interval.ms"),
+    "streams.session.timeout.ms": ("group.streams.min.session.timeout.ms", "group.streams.max.session.timeout.ms"),
+    "streams.num.standby.replicas": (None, "group.streams.max.standby.replicas"),
+}
+# (session timeout, heartbeat interval): the timeout must exceed the interval
+_GROUP_SESSION_PAIRS = (
+    ("consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"),
+    ("share.session.timeout.ms", "share.heartbeat.interval.ms"),
+    ("streams.session.timeout.ms", "streams.heartbeat.interval.ms"),
+)
+
+
+def check_group_configs(values: Mapping[str, Any], broker: Callable[[str], Any]) -> None:
+    """Kafka's rules across a group's configs (GroupConfig.validateValues), on the typed values of every
+    group key (the group's overrides over the broker's values): each within the bounds the broker keys
+    set (`broker` reads a broker key's current value), and each session timeout above its heartbeat
+    interval. Raises ConfigError in Kafka's words."""
+    for name, (lower, upper) in GROUP_CONFIG_BOUNDS.items():
+        value = values[name]
+        if lower is not None and value < broker(lower):
+            raise ConfigError(f"{name} must be greater than or equal to {lower}")
+        if upper is not None and value > broker(upper):
+            raise ConfigError(f"{name} must be less than or equal to {upper}")
+    for session, heartbeat in _GROUP_SESSION_PAIRS:
+        if values[session] <= values[heartbeat]:
+            raise ConfigError(f"{session} must be greater than {heartbeat}")

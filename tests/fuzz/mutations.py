@@ -124,6 +124,17 @@ def set_api_key(frame: bytes, key: int) -> bytes:
     return frame[:HEADER_API_KEY_AT] + struct.pack(">h", key) + frame[HEADER_API_KEY_AT + 2 :]
 
 
+# the kinds whose function takes (data, position, argument)
+_AT_POSITION: dict[str, Callable[[bytes, int, int], bytes]] = {
+    "set_byte": set_byte,
+    "int16": set_int16,
+    "uvarint": set_uvarint,
+    "long_varint": long_varint,
+    "delete": delete,
+    "duplicate": duplicate,
+}
+
+
 @dataclass(frozen=True)
 class Mutation:
     kind: str
@@ -138,22 +149,12 @@ class Mutation:
         assert isinstance(arg, int)
         if k == "flip_bit":
             return flip_bit(data, pos)
-        if k == "set_byte":
-            return set_byte(data, pos, arg)
+        if k in _AT_POSITION:
+            return _AT_POSITION[k](data, pos, arg)
         if k in ("int32", "int32_aligned"):
             return set_int32(data, pos, arg, aligned=k == "int32_aligned")
-        if k == "int16":
-            return set_int16(data, pos, arg)
-        if k == "uvarint":
-            return set_uvarint(data, pos, arg)
-        if k == "long_varint":
-            return long_varint(data, pos, arg)
         if k == "truncate":
             return truncate(data, pos)
-        if k == "delete":
-            return delete(data, pos, arg)
-        if k == "duplicate":
-            return duplicate(data, pos, arg)
         if k == "api_version":
             return set_api_version(data, arg)
         if k == "api_key":

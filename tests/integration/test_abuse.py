@@ -13,6 +13,8 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -45,12 +47,11 @@ from tests.waiting import wait_until
 INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, POLICY_VIOLATION = 37, 38, 44
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    b = BrokerProcess(tmp_path_factory.mktemp("abuse"), overrides={
-        "max.connections.per.ip": "50",
-        "max.connections.per.ip.overrides": "127.0.0.2:2,127.0.0.3:0,localhost:200",
-    })
+@contextmanager
+def _serving(workdir: Path, overrides: dict[str, str]) -> Iterator[BrokerProcess]:
+    """A module's broker: started with these overrides, stopped afterwards, and then its log must hold no
+    "Unexpected error" (nothing the abuse reached was an unhandled exception)."""
+    b = BrokerProcess(workdir, overrides=overrides)
     b.start()
     try:
         yield b
@@ -59,6 +60,15 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
         b.stop()
         b.kill()
         assert "Unexpected error" not in out
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    with _serving(tmp_path_factory.mktemp("abuse"), {
+        "max.connections.per.ip": "50",
+        "max.connections.per.ip.overrides": "127.0.0.2:2,127.0.0.3:0,localhost:200",
+    }) as b:
+        yield b
 
 
 @pytest.fixture(scope="module")
@@ -76,19 +86,12 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     """Small limits: 6 connections, 10 partitions in the cluster, 8 per broker, 1 MiB of requests.
     Its tests use raw sockets only (closed as soon as a test is done), so they can count connections;
     MEMORY_TOPIC (1 partition) exists from the start."""
-    b = BrokerProcess(tmp_path_factory.mktemp("small"), overrides={
+    with _serving(tmp_path_factory.mktemp("small"), {
         "max.connections": "6", "max.partitions": "10", "max.broker.partitions": "8",
         "queued.max.request.bytes": str(1 << 20), "message.max.bytes": str(1 << 20),
-    })
-    b.start()
-    assert _create_topics(b.port, MEMORY_TOPIC, 1).error_code == 0
-    try:
+    }) as b:
+        assert _create_topics(b.port, MEMORY_TOPIC, 1).error_code == 0
         yield b
-    finally:
-        out = b.output()
-        b.stop()
-        b.kill()
-        assert "Unexpected error" not in out
 
 
 def _list_topics(bootstrap: str) -> set[str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-import uuid
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -16,18 +15,14 @@ from confluent_kafka.admin import (
     OffsetSpec,
 )
 
-from tests.clients import admin, consume_all, create_topic, produce
+from tests.clients import admin, consume_all, create_topic, produce, unique_name
 from tests.harness import BrokerPool, BrokerProcess
 from tests.waiting import wait_until
 
 
-def _name(p: str) -> str:
-    return f"{p}-{uuid.uuid4().hex[:8]}"
-
-
 def test_create_describe_delete_topic(broker: BrokerProcess) -> None:
     a = admin(broker.bootstrap)
-    t = _name("adm")
+    t = unique_name("adm")
     a.create_topics([NewTopic(t, 3, 1, config={"retention.ms": "3600000"})])[t].result(20)
     md = a.list_topics(t, timeout=10).topics[t]
     assert sorted(md.partitions) == [0, 1, 2]
@@ -45,19 +40,19 @@ def test_create_describe_delete_topic(broker: BrokerProcess) -> None:
 
 def test_create_existing_topic_and_validate_only(broker: BrokerProcess) -> None:
     a = admin(broker.bootstrap)
-    t = _name("dup")
+    t = unique_name("dup")
     a.create_topics([NewTopic(t, 1, 1)])[t].result(20)
     with pytest.raises(KafkaException) as e:
         a.create_topics([NewTopic(t, 1, 1)])[t].result(20)
     assert "TOPIC_ALREADY_EXISTS" in str(e.value)
-    v = _name("valid")
+    v = unique_name("valid")
     a.create_topics([NewTopic(v, 2, 1)], validate_only=True)[v].result(20)
     assert v not in a.list_topics(timeout=10).topics
 
 
 def test_bad_topic_config_is_invalid_config(broker: BrokerProcess) -> None:
     a = admin(broker.bootstrap)
-    t = _name("badcfg")
+    t = unique_name("badcfg")
     with pytest.raises(KafkaException) as e:
         a.create_topics([NewTopic(t, 1, 1, config={"cleanup.policy": "shred"})])[t].result(20)
     assert "INVALID_CONFIG" in str(e.value)
@@ -67,7 +62,7 @@ def test_bad_topic_config_is_invalid_config(broker: BrokerProcess) -> None:
 
 
 def test_replication_factor_above_brokers(broker: BrokerProcess) -> None:
-    t = _name("rf")
+    t = unique_name("rf")
     a = admin(broker.bootstrap)
     with pytest.raises(KafkaException) as e:
         a.create_topics([NewTopic(t, 1, 2)])[t].result(20)
@@ -76,7 +71,7 @@ def test_replication_factor_above_brokers(broker: BrokerProcess) -> None:
 
 def test_create_partitions(broker: BrokerProcess) -> None:
     a = admin(broker.bootstrap)
-    t = _name("grow")
+    t = unique_name("grow")
     a.create_topics([NewTopic(t, 1, 1)])[t].result(20)
     a.create_partitions([NewPartitions(t, 4)])[t].result(20)
     assert sorted(a.list_topics(t, timeout=10).topics[t].partitions) == [0, 1, 2, 3]
@@ -88,7 +83,7 @@ def test_create_partitions(broker: BrokerProcess) -> None:
 
 def test_incremental_alter_configs_and_broker_read_only(broker: BrokerProcess) -> None:
     a = admin(broker.bootstrap)
-    t = _name("alter")
+    t = unique_name("alter")
     a.create_topics([NewTopic(t, 1, 1)])[t].result(20)
     res = ConfigResource(ConfigResource.Type.TOPIC, t, incremental_configs=[
         ConfigEntry("retention.bytes", "1048576", incremental_operation=AlterConfigOpType.SET),
@@ -113,9 +108,50 @@ def test_incremental_alter_configs_and_broker_read_only(broker: BrokerProcess) -
     assert bcfg["log.dirs"].value == str(broker.log_dir)
 
 
+def test_append_subtract_and_the_cluster_min_insync_replicas(broker: BrokerProcess) -> None:
+    """confluent-kafka's test_incremental_alter_configs: after APPEND/SUBTRACT on list configs, a topic's
+    non-default configs include min.insync.replicas="1", the cluster-level value a new Kafka 4.1+ cluster
+    starts with (KIP-966), reported as a dynamic cluster default."""
+    from confluent_kafka.admin import ConfigSource
+
+    a = admin(broker.bootstrap)
+    one, two = unique_name("iac"), unique_name("iac2")
+    for t in (one, two):
+        a.create_topics([NewTopic(t, 2, 1, config={"compression.type": "gzip"})])[t].result(20)
+    res1 = ConfigResource(ConfigResource.Type.TOPIC, one, incremental_configs=[
+        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND),
+        ConfigEntry("retention.ms", "10000", incremental_operation=AlterConfigOpType.SET)])
+    res2 = ConfigResource(ConfigResource.Type.TOPIC, two, incremental_configs=[
+        ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.SUBTRACT),
+        ConfigEntry("retention.ms", "5000", incremental_operation=AlterConfigOpType.SET)])
+    for f in a.incremental_alter_configs([res1, res2]).values():
+        assert f.result(10) is None
+
+    def non_default(topic: str) -> list[str]:
+        res = ConfigResource(ConfigResource.Type.TOPIC, topic)
+        return sorted(str(e) for e in a.describe_configs([res])[res].result(10).values() if not e.is_default)
+
+    assert non_default(one) == ['cleanup.policy="delete,compact"', 'compression.type="gzip"',
+                                'min.insync.replicas="1"', 'retention.ms="10000"']
+    assert non_default(two) == ['cleanup.policy=""', 'compression.type="gzip"', 'min.insync.replicas="1"',
+                                'retention.ms="5000"']
+    res2 = ConfigResource(ConfigResource.Type.TOPIC, two, incremental_configs=[
+        ConfigEntry("compression.type", None, incremental_operation=AlterConfigOpType.DELETE),
+        ConfigEntry("retention.ms", "10000", incremental_operation=AlterConfigOpType.SET)])
+    assert a.incremental_alter_configs([res2])[res2].result(10) is None
+    assert non_default(two) == ['cleanup.policy=""', 'min.insync.replicas="1"', 'retention.ms="10000"']
+    res = ConfigResource(ConfigResource.Type.TOPIC, two)
+    entry = a.describe_configs([res])[res].result(10)["min.insync.replicas"]
+    assert entry.source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
+    # the broker's own view: the same cluster-level value, stored as the cluster default
+    bres = ConfigResource(ConfigResource.Type.BROKER, "0")
+    bentry = a.describe_configs([bres])[bres].result(10)["min.insync.replicas"]
+    assert (bentry.value, bentry.source) == ("1", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
+
+
 def test_delete_records_moves_log_start(broker: BrokerProcess) -> None:
     a = admin(broker.bootstrap)
-    t = _name("delrec")
+    t = unique_name("delrec")
     create_topic(broker.bootstrap, t)
     produce(broker.bootstrap, t, [b"r%d" % i for i in range(10)])
     res = a.delete_records([TopicPartition(t, 0, 4)])
@@ -126,7 +162,7 @@ def test_delete_records_moves_log_start(broker: BrokerProcess) -> None:
 
 def test_list_offsets_earliest_latest_timestamp_max(broker: BrokerProcess) -> None:
     a = admin(broker.bootstrap)
-    t = _name("lo")
+    t = unique_name("lo")
     create_topic(broker.bootstrap, t)
     base = int(time.time() * 1000) - 100_000
     from confluent_kafka import Producer
@@ -156,7 +192,7 @@ def test_describe_cluster(broker: BrokerProcess) -> None:
 
 
 def test_read_committed_sees_up_to_high_watermark(broker: BrokerProcess) -> None:
-    t = _name("rc")
+    t = unique_name("rc")
     create_topic(broker.bootstrap, t)
     produce(broker.bootstrap, t, [b"a", b"b"])
     got = consume_all(broker.bootstrap, t, 2, **{"isolation.level": "read_committed"})
@@ -173,7 +209,7 @@ def test_authorized_operations_without_an_authorizer_are_all_supported_ones(brok
     from confluent_kafka import TopicCollection
     from confluent_kafka.admin import AclOperation
 
-    name = _name("ops")
+    name = unique_name("ops")
     create_topic(broker.bootstrap, name, 1)
     a = admin(broker.bootstrap)
     topic = a.describe_topics(TopicCollection([name]), include_authorized_operations=True)[name].result(30)
@@ -202,7 +238,7 @@ def test_append_and_subtract_start_from_the_effective_value(broker: BrokerProces
     """APPEND of compact to a topic's unset cleanup.policy gives delete,compact (the broker's default plus
     compact), as Kafka's IncrementalAlterConfigs does; SUBTRACT removes from it; a non-list key refuses."""
     a = admin(broker.bootstrap)
-    t = _name("append")
+    t = unique_name("append")
     create_topic(broker.bootstrap, t)
 
     def alter(op: AlterConfigOpType, name: str, value: str) -> None:
@@ -225,7 +261,7 @@ def test_append_and_subtract_start_from_the_effective_value(broker: BrokerProces
 def test_append_starts_from_the_brokers_default(brokers: BrokerPool) -> None:
     b = brokers.start({"log.cleanup.policy": "compact"})
     a = admin(b.bootstrap)
-    t = _name("append-default")
+    t = unique_name("append-default")
     create_topic(b.bootstrap, t)
     res = ConfigResource(ConfigResource.Type.TOPIC, t, incremental_configs=[
         ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.APPEND)])
@@ -237,7 +273,7 @@ def test_append_starts_from_the_brokers_default(brokers: BrokerPool) -> None:
 def test_describe_log_dirs_with_kafka_python(broker: BrokerProcess) -> None:
     from kafka import KafkaAdminClient
 
-    t = _name("logdirs")
+    t = unique_name("logdirs")
     create_topic(broker.bootstrap, t, 2)
     produce(broker.bootstrap, t, [b"y" * 50], partition=0)
     client = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
@@ -260,7 +296,7 @@ def test_describe_producers_topic_partitions_and_config_resources(broker: Broker
     from kafka import KafkaAdminClient
     from kafka import TopicPartition as KpTopicPartition
 
-    t1, t2 = _name("dp-a"), _name("dp-b")
+    t1, t2 = unique_name("dp-a"), unique_name("dp-b")
     create_topic(broker.bootstrap, t1, 3)
     create_topic(broker.bootstrap, t2, 2)
     produce(broker.bootstrap, t1, [b"a", b"b", b"c"], partition=0, **{"enable.idempotence": True})

@@ -7,6 +7,8 @@ import signal
 import socket
 import subprocess
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -34,6 +36,15 @@ def _base(tmp_path: Path, port: int | None = None) -> str:
     return f"broker.id=0\nlisteners=PLAINTEXT://127.0.0.1:{port or free_port()}\nlog.dirs={tmp_path / 'data'}\n"
 
 
+@contextmanager
+def _port_taken() -> Iterator[int]:
+    """A port another socket listens on for the length of the block."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        yield s.getsockname()[1]
+
+
 def test_unknown_key_stops_start_up_with_did_you_mean(tmp_path: Path) -> None:
     r = _start_fails(tmp_path, _base(tmp_path) + "eplica.lag.time.max.ms=10000\n")
     assert r.returncode != 0
@@ -58,10 +69,7 @@ def test_unusable_log_dir(tmp_path: Path) -> None:
 
 
 def test_port_in_use(tmp_path: Path) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
-        port = s.getsockname()[1]
+    with _port_taken() as port:
         r = _start_fails(tmp_path, _base(tmp_path, port))
     assert r.returncode != 0
     assert str(port) in r.stderr and "listeners" in r.stderr
@@ -72,10 +80,7 @@ def test_port_in_use_on_a_terminal_is_said_once(tmp_path: Path) -> None:
     """On a terminal the ERROR log line is the message; the stderr copy would repeat it."""
     import pty
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        s.listen()
-        port = s.getsockname()[1]
+    with _port_taken() as port:
         cfg = tmp_path / "server.properties"
         cfg.write_text(_base(tmp_path, port))
         leader, follower = pty.openpty()

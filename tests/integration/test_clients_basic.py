@@ -3,24 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 
 import pytest
 from confluent_kafka import Producer
 
-from tests.clients import consume_all, create_topic, kcat, produce
+from tests.clients import consume_all, create_topic, kcat, produce, unique_name
 from tests.harness import BrokerProcess
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
 
-def _topic(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
 @pytest.mark.parametrize("codec", CODECS)
 def test_confluent_round_trip_every_codec(broker: BrokerProcess, codec: str) -> None:
-    topic = _topic("cf")
+    topic = unique_name("cf")
     create_topic(broker.bootstrap, topic, partitions=2)
     values = [f"{codec}-{i}".encode() * 3 for i in range(500)]
     acks = produce(broker.bootstrap, topic, values, **{"compression.type": codec, "acks": "all"})
@@ -37,7 +32,7 @@ def test_confluent_round_trip_every_codec(broker: BrokerProcess, codec: str) -> 
 def test_kafka_python_round_trip(broker: BrokerProcess, codec: str | None) -> None:
     from kafka import KafkaConsumer, KafkaProducer
 
-    topic = _topic("kp")
+    topic = unique_name("kp")
     create_topic(broker.bootstrap, topic)
     prod = KafkaProducer(bootstrap_servers=broker.bootstrap, compression_type=codec, acks="all")
     futures = [prod.send(topic, key=b"k%d" % i, value=b"v%d" % i) for i in range(200)]
@@ -55,7 +50,7 @@ def test_kafka_python_round_trip(broker: BrokerProcess, codec: str | None) -> No
 def test_kafka_python_reads_confluent_compressed(broker: BrokerProcess) -> None:
     from kafka import KafkaConsumer, TopicPartition
 
-    topic = _topic("mix")
+    topic = unique_name("mix")
     create_topic(broker.bootstrap, topic)
     values = [b"x" * 50 + str(i).encode() for i in range(300)]
     for codec in CODECS:
@@ -73,7 +68,7 @@ def test_kafka_python_reads_confluent_compressed(broker: BrokerProcess) -> None:
 def test_aiokafka_round_trip(broker: BrokerProcess, codec: str | None) -> None:
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
-    topic = _topic("aio")
+    topic = unique_name("aio")
     create_topic(broker.bootstrap, topic)
 
     async def run() -> list[bytes]:
@@ -104,7 +99,7 @@ def test_aiokafka_round_trip(broker: BrokerProcess, codec: str | None) -> None:
 
 @pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
 def test_kcat_produce_and_consume(broker: BrokerProcess, codec: str) -> None:
-    topic = _topic("kcat")
+    topic = unique_name("kcat")
     create_topic(broker.bootstrap, topic)
     lines = b"".join(b"line-%d\n" % i for i in range(50))
     r = kcat("-b", broker.bootstrap, "-P", "-t", topic, "-z", codec, input=lines)
@@ -115,7 +110,7 @@ def test_kcat_produce_and_consume(broker: BrokerProcess, codec: str) -> None:
 
 
 def test_kcat_metadata_lists_broker_and_topic(broker: BrokerProcess) -> None:
-    topic = _topic("meta")
+    topic = unique_name("meta")
     create_topic(broker.bootstrap, topic, partitions=3)
     r = kcat("-b", broker.bootstrap, "-L", "-t", topic)
     assert r.returncode == 0, r.stderr
@@ -125,7 +120,7 @@ def test_kcat_metadata_lists_broker_and_topic(broker: BrokerProcess) -> None:
 
 
 def test_acks_zero_and_one(broker: BrokerProcess) -> None:
-    topic = _topic("acks")
+    topic = unique_name("acks")
     create_topic(broker.bootstrap, topic)
     produce(broker.bootstrap, topic, [b"zero-%d" % i for i in range(100)], acks="0")
     produce(broker.bootstrap, topic, [b"one-%d" % i for i in range(100)], acks="1")
@@ -140,7 +135,7 @@ def test_long_poll_returns_when_data_arrives(broker: BrokerProcess) -> None:
 
     from confluent_kafka import Consumer, TopicPartition
 
-    topic = _topic("poll")
+    topic = unique_name("poll")
     create_topic(broker.bootstrap, topic)
     c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "lp", "fetch.wait.max.ms": 5000,
                   "enable.auto.commit": False})

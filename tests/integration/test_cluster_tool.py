@@ -20,6 +20,7 @@ import pytest
 from odradek.cli.cluster import ELECTION_OFFSET, QUORUM_OFFSET, default_http_base
 from odradek.cli.server_stop import find_processes
 from tests.harness import REPO_ROOT, odradek_cmd
+from tests.waiting import interrupt_at_line
 from tests.zkharness import kill_daemons
 
 SRC = REPO_ROOT / "src" / "odradek"
@@ -245,6 +246,22 @@ def test_failed_up_stops_what_it_started(cluster_dir: Path) -> None:
     assert "Traceback" not in up.stdout + up.stderr
     assert len(up.stderr.strip().splitlines()) == 1 and "broker 0 did not start" in up.stderr
     assert "log.dirs" in up.stderr
+    assert leftovers(cluster_dir) == []
+    assert kill_daemons(cluster_dir / "zk1" / "data") == []
+
+
+def test_ctrl_c_during_up_stops_what_it_started(cluster_dir: Path) -> None:
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) once ZooKeeper runs and while the
+    broker starts: one line saying so, exit 130, no traceback, nothing left running."""
+    zk_base, base = pick_bases(1, 1)
+    up = subprocess.Popen(odradek_cmd("cluster", "up", "--brokers", "1", "--zookeepers", "1", "--dir",
+                                      str(cluster_dir), "--base-port", str(base), "--zk-base-port", str(zk_base)),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    out, err = interrupt_at_line(up, lambda line: line.startswith("zookeeper 1: ") and "STARTED" in line,
+                                 timeout=120)
+    assert up.returncode == 130, out + err
+    assert "Traceback" not in out + err
+    assert "interrupted: stopping the servers started so far ..." in err, err
     assert leftovers(cluster_dir) == []
     assert kill_daemons(cluster_dir / "zk1" / "data") == []
 

@@ -6,7 +6,6 @@ a compacted log (gaps and all) that then leads."""
 from __future__ import annotations
 
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
 from odradek.protocol.records import iter_batches
-from tests.clients import admin, create_topic
+from tests.clients import admin, create_topic, unique_name
 from tests.harness import NO_REBALANCE_DELAY, BrokerPool, BrokerProcess
 from tests.waiting import wait_until
 from tests.zkharness import ZooKeeperChroot
@@ -36,10 +35,6 @@ COMPACTED = {
 @pytest.fixture(scope="module")
 def broker_config() -> dict[str, str]:
     return OVERRIDES
-
-
-def name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def produce_keyed(bootstrap: str, topic: str, items: list[tuple[bytes, bytes | None]]) -> dict[int, tuple]:
@@ -64,7 +59,7 @@ def produce_keyed(bootstrap: str, topic: str, items: list[tuple[bytes, bytes | N
 
 def read_from_start(bootstrap: str, topic: str, last_offset: int) -> list[tuple[int, bytes | None, bytes | None]]:
     """(offset, key, value) of every record from the beginning through `last_offset` (which must exist)."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": name("read"), "enable.auto.commit": False})
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_name("read"), "enable.auto.commit": False})
     c.assign([TopicPartition(topic, 0, -2)])
     out: list[tuple[int, bytes | None, bytes | None]] = []
     deadline = time.monotonic() + 30
@@ -124,7 +119,7 @@ def compacted_shape(got: list[tuple], written: dict[int, tuple], active_base: in
 
 
 def test_compacted_topic_keeps_the_latest_value_per_key(broker: BrokerProcess) -> None:
-    topic = name("compacted")
+    topic = unique_name("compacted")
     create_topic(broker.bootstrap, topic, config=COMPACTED)
     items: list[tuple[bytes, bytes | None]] = [
         (b"key-%d" % (i % 8), b"value-%d-" % i + b"x" * 20) for i in range(400)
@@ -152,7 +147,7 @@ def test_compacted_topic_keeps_the_latest_value_per_key(broker: BrokerProcess) -
     assert read_kafka_python(broker.bootstrap, topic, last) == got
     # a fetch at an offset compacted away starts at the next record
     gap = next(o for o in range(last) if o not in {g[0] for g in got})
-    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": name("gap"), "enable.auto.commit": False})
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": unique_name("gap"), "enable.auto.commit": False})
     c.assign([TopicPartition(topic, 0, gap)])
     first = None
     deadline = time.monotonic() + 15
@@ -165,7 +160,7 @@ def test_compacted_topic_keeps_the_latest_value_per_key(broker: BrokerProcess) -
 
 
 def test_null_key_is_rejected_by_a_compacted_topic_only(broker: BrokerProcess) -> None:
-    compacted, plain = name("keyed"), name("plain")
+    compacted, plain = unique_name("keyed"), unique_name("plain")
     create_topic(broker.bootstrap, compacted, config=COMPACTED)
     create_topic(broker.bootstrap, plain)
     p = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0, "retries": 0})
@@ -190,9 +185,9 @@ def offsets_dirs(b: BrokerProcess) -> list[Path]:
 @pytest.mark.parametrize("how", ["clean", "kill"])
 def test_consumer_offsets_compaction_keeps_every_latest_commit(fresh_broker: BrokerProcess, how: str) -> None:
     b = fresh_broker
-    topic = name("committed")
+    topic = unique_name("committed")
     create_topic(b.bootstrap, topic, partitions=2)
-    groups = [name(f"g{i}") for i in range(6)]
+    groups = [unique_name(f"g{i}") for i in range(6)]
     consumers = {g: Consumer({"bootstrap.servers": b.bootstrap, "group.id": g, "enable.auto.commit": False})
                  for g in groups}
     commits = 0  # two records each
@@ -237,7 +232,7 @@ def committed(bootstrap: str, group: str, topic: str) -> list[int] | None:
 def test_new_follower_copies_a_compacted_log_and_can_lead(zk_standalone: ZooKeeperChroot,
                                                           brokers: BrokerPool) -> None:
     cluster = brokers.start_cluster(zk_standalone.connect_string, 2, OVERRIDES)
-    topic = name("replicated")
+    topic = unique_name("replicated")
     future = admin(cluster.bootstrap).create_topics([NewTopic(topic, 1, replica_assignment=[[0, 1]], config=COMPACTED)])
     future[topic].result(20)
     leader, follower = cluster.by_id(0), cluster.by_id(1)

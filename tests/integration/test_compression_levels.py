@@ -7,7 +7,6 @@ outside Kafka's ranges are refused at CreateTopics, AlterConfigs and start-up.""
 from __future__ import annotations
 
 import random
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from odradek.protocol.records import (
     decompress,
     iter_batches,
 )
-from tests.clients import admin, consume_all, create_topic, produce
+from tests.clients import admin, consume_all, create_topic, produce, unique_name
 from tests.harness import BrokerProcess, run_cli
 
 # a client that does not compress: every batch it sends is recompressed by the broker
@@ -44,10 +43,6 @@ def weblog_lines(n: int = 400, seed: int = 11) -> list[bytes]:
         ).encode()
         for i in range(n)
     ]
-
-
-def name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def stored_batches(log_dir: Path, topic: str) -> list[tuple[int, bytes, bytes]]:
@@ -92,7 +87,7 @@ def test_topic_level_is_applied_when_the_broker_recompresses(broker: BrokerProce
     lines = weblog_lines()
     sizes = {}
     for level in (low, high):
-        topic = name(f"{codec_name}{level}")
+        topic = unique_name(f"{codec_name}{level}")
         create_topic(
             broker.bootstrap,
             topic,
@@ -106,7 +101,7 @@ def test_topic_level_is_applied_when_the_broker_recompresses(broker: BrokerProce
 
 
 def test_level_altered_on_a_topic_applies_to_the_next_batches(broker: BrokerProcess) -> None:
-    topic = name("alter-level")
+    topic = unique_name("alter-level")
     create_topic(broker.bootstrap, topic, config={"compression.type": "gzip", "compression.gzip.level": "1"})
     gzip = COMPRESSION_CODECS["gzip"]
     lines = weblog_lines(100)
@@ -139,7 +134,7 @@ def test_levels_outside_kafkas_ranges_are_invalid_config(
     broker: BrokerProcess, config_name: str, value: str
 ) -> None:
     a = admin(broker.bootstrap)
-    topic = name("badlevel")
+    topic = unique_name("badlevel")
     with pytest.raises(KafkaException) as info:
         a.create_topics([NewTopic(topic, 1, 1, config={config_name: value})])[topic].result(20)
     assert "INVALID_CONFIG" in str(info.value)
@@ -170,7 +165,7 @@ def gzip9_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerPro
 
 
 def test_server_level_is_the_topic_default(gzip9_broker: BrokerProcess) -> None:
-    inherits, overrides = name("inherits"), name("overrides")
+    inherits, overrides = unique_name("inherits"), unique_name("overrides")
     create_topic(gzip9_broker.bootstrap, inherits)
     create_topic(gzip9_broker.bootstrap, overrides, config={"compression.gzip.level": "1"})
     gzip = COMPRESSION_CODECS["gzip"]

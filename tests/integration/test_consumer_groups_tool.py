@@ -7,7 +7,6 @@ an unreachable server.
 from __future__ import annotations
 
 import time
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,6 +14,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.clients import unique_name
 from tests.harness import NO_REBALANCE_DELAY, BrokerProcess, free_port, run_cli
 from tests.waiting import wait_until
 
@@ -30,12 +30,8 @@ def broker_config() -> dict[str, str]:
 # --- helpers ----------------------------------------------------------------------------------
 
 
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
 def create_topic(bootstrap: str, partitions: int) -> str:
-    topic = _name("cg-t")
+    topic = unique_name("cg-t")
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
         future.result(20)
@@ -64,7 +60,7 @@ def assigned_consumer(bootstrap: str, prefix: str) -> tuple[str, str, Consumer]:
     all: (topic, group, consumer)."""
     topic = create_topic(bootstrap, 3)
     produce(bootstrap, topic, 3)
-    group = _name(prefix)
+    group = unique_name(prefix)
     c = consumer(bootstrap, group)
     c.subscribe([topic])
 
@@ -328,7 +324,7 @@ def test_reset_by_time(broker: BrokerProcess) -> None:
     now = int(time.time() * 1000)
     stamps = [now - (10 - i) * hour for i in range(MESSAGES_PER_PARTITION)]  # 10 h ago ... 1 h ago
     produce(broker.bootstrap, topic, 1, timestamps=stamps)
-    group = _name("cg-time")
+    group = unique_name("cg-time")
 
     # a group that does not exist yet can be given offsets (Kafka: Dead groups are inactive)
     at = cg(broker, "--reset-offsets", "--group", group, "--topic", topic, "--to-datetime", _utc_text(stamps[3]),
@@ -359,7 +355,7 @@ def test_reset_by_time(broker: BrokerProcess) -> None:
 def test_command_config_and_all_groups(broker: BrokerProcess, tmp_path: Any) -> None:
     topic = create_topic(broker.bootstrap, 1)
     produce(broker.bootstrap, topic, 1)
-    groups = sorted(_name("cg-all") for _ in range(2))
+    groups = sorted(unique_name("cg-all") for _ in range(2))
     for group in groups:
         cg(broker, "--reset-offsets", "--group", group, "--topic", topic, "--to-offset", "3", "--execute")
     config = tmp_path / "admin.properties"

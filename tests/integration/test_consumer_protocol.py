@@ -11,7 +11,6 @@ wall-clock time of the rebalance callback, so ownership intervals can be checked
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
@@ -22,7 +21,7 @@ from confluent_kafka import Consumer, TopicPartition
 from kafka.protocol.admin import ListGroupsRequest, ListGroupsResponse
 
 from odradek.protocol.kip848 import ConsumerGroupDescribeRequest
-from tests.clients import create_topic, produce
+from tests.clients import create_topic, produce, unique_name
 from tests.group_members import ScriptedMember, one_owner_each, spawner
 from tests.harness import NO_REBALANCE_DELAY, BrokerPool, BrokerProcess, run_cli
 from tests.rawclient import RawClient
@@ -41,10 +40,6 @@ CONFIG = {
 @pytest.fixture(scope="module")
 def broker_config() -> dict[str, str]:
     return CONFIG
-
-
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 MEMBER_SCRIPT = r"""
@@ -145,7 +140,7 @@ def describe(port: int, group: str) -> Any:
 
 def test_members_share_partitions_and_a_killed_member_is_replaced(broker: BrokerProcess,
                                                                   spawn: Callable[..., Member]) -> None:
-    topic, group = _name("t"), _name("g")
+    topic, group = unique_name("t"), unique_name("g")
     create_topic(broker.bootstrap, topic, 6)
     a = spawn(broker.bootstrap, group, topic)
     wait_balanced([a], 6)
@@ -174,7 +169,7 @@ def test_members_share_partitions_and_a_killed_member_is_replaced(broker: Broker
 
 
 def test_a_classic_group_works_beside(broker: BrokerProcess, spawn: Callable[..., Member]) -> None:
-    modern_topic, classic_topic = _name("m"), _name("c")
+    modern_topic, classic_topic = unique_name("m"), unique_name("c")
     create_topic(broker.bootstrap, modern_topic, 4)
     create_topic(broker.bootstrap, classic_topic, 4)
     modern = [spawn(broker.bootstrap, "kip848-" + modern_topic, modern_topic)
@@ -196,7 +191,7 @@ def test_a_classic_group_works_beside(broker: BrokerProcess, spawn: Callable[...
 
 
 def test_consumer_groups_tool_shows_both_kinds(broker: BrokerProcess, spawn: Callable[..., Member]) -> None:
-    topic = _name("tool")
+    topic = unique_name("tool")
     create_topic(broker.bootstrap, topic, 3)
     modern, classic = "new-" + topic, "old-" + topic
     members = [spawn(broker.bootstrap, modern, topic) for _ in range(2)]
@@ -256,7 +251,7 @@ def _drain(c: Consumer, n: int, timeout: float = 45) -> list[Any]:
 
 def test_offsets_and_group_survive_a_broker_restart(brokers: BrokerPool, spawn: Callable[..., Member]) -> None:
     broker = brokers.start(CONFIG)
-    topic, group = _name("r"), _name("g")
+    topic, group = unique_name("r"), unique_name("g")
     create_topic(broker.bootstrap, topic, 2)
     produce(broker.bootstrap, topic, [b"a%d" % i for i in range(20)])
     c = _consumer(broker.bootstrap, group)
@@ -295,7 +290,7 @@ def _described_ok(port: int, group: str) -> Any:
 
 
 def test_an_empty_group_moves_between_protocols(broker: BrokerProcess) -> None:
-    topic, group = _name("mig"), _name("g")
+    topic, group = unique_name("mig"), unique_name("g")
     create_topic(broker.bootstrap, topic, 2)
     produce(broker.bootstrap, topic, [b"x%d" % i for i in range(10)])
     old = _consumer(broker.bootstrap, group, "classic")
@@ -319,10 +314,10 @@ def test_an_empty_group_moves_between_protocols(broker: BrokerProcess) -> None:
 
 
 def test_regex_subscription_takes_matching_topics_new_ones_too(broker: BrokerProcess) -> None:
-    prefix = _name("rx")
+    prefix = unique_name("rx")
     create_topic(broker.bootstrap, prefix + "-a", 2)
-    create_topic(broker.bootstrap, _name("other"), 2)
-    c = _consumer(broker.bootstrap, _name("g"))
+    create_topic(broker.bootstrap, unique_name("other"), 2)
+    c = _consumer(broker.bootstrap, unique_name("g"))
     c.subscribe([f"^{prefix}-.*"])  # librdkafka's mark of a regex; the broker resolves it (KIP-848)
 
     def topics() -> set[str]:
@@ -337,7 +332,7 @@ def test_regex_subscription_takes_matching_topics_new_ones_too(broker: BrokerPro
 
 
 def test_static_member_restart_keeps_its_partitions(broker: BrokerProcess, spawn: Callable[..., Member]) -> None:
-    topic, group = _name("st"), _name("g")
+    topic, group = unique_name("st"), unique_name("g")
     create_topic(broker.bootstrap, topic, 4)
     a = spawn(broker.bootstrap, group, topic, instance="inst-a")
     b = spawn(broker.bootstrap, group, topic, instance="inst-b")

@@ -7,7 +7,6 @@ restart."""
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,27 +15,23 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, ResourceType
 from kafka.admin import ConfigResource as KpConfigResource
 from kafka.admin import ConfigResourceType, KafkaAdminClient
-from kafka.protocol.admin import DescribeConfigsRequest, IncrementalAlterConfigsRequest
+from kafka.protocol.admin import DescribeConfigsRequest
 
-from tests.clients import admin, create_topic, forget_admin, produce
+from tests.clients import (
+    admin,
+    alter_configs,
+    create_topic,
+    forget_admin,
+    kafka_error_of,
+    produce,
+    unique_name,
+)
 from tests.harness import BrokerCluster, BrokerPool, BrokerProcess, run_cli
-from tests.rawclient import RawClient
+from tests.rawclient import RawClient, incremental_alter_configs
 from tests.waiting import wait_until
 from tests.zkharness import ZooKeeperChroot
 
-
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def _incremental(client: RawClient, resource_type: int, name: str, ops: list[tuple[str, int, str | None]],
-                 validate_only: bool = False) -> Any:
-    res = IncrementalAlterConfigsRequest.AlterConfigsResource
-    req = IncrementalAlterConfigsRequest(resources=[res(
-        resource_type=resource_type, resource_name=name,
-        configs=[res.AlterableConfig(name=k, config_operation=op, value=v) for k, op, v in ops])],
-        validate_only=validate_only)
-    return client.request(req, 1).responses[0]
+_incremental = incremental_alter_configs
 
 
 def _describe_raw(client: RawClient, resource_type: int, name: str) -> Any:
@@ -58,23 +53,16 @@ def _broker_configs(bootstrap: str, broker_id: int) -> dict[str, Any]:
 
 
 def _alter_broker(bootstrap: str, broker_id: str, **configs: str | None) -> None:
-    entries = [ConfigEntry(k.replace("__", "."), v, incremental_operation=AlterConfigOpType.SET if v is not None
-                           else AlterConfigOpType.DELETE) for k, v in configs.items()]
-    res = ConfigResource(ResourceType.BROKER, broker_id, incremental_configs=entries)
-    admin(bootstrap).incremental_alter_configs([res])[res].result(20)
+    alter_configs(bootstrap, ResourceType.BROKER, broker_id, **configs)
 
 
-def _error_of(call: Any) -> KafkaError:
-    with pytest.raises(KafkaException) as info:
-        call()
-    err = info.value.args[0]
-    assert isinstance(err, KafkaError)
-    return err
+_error_of = kafka_error_of
 
 
 @pytest.fixture
 def clean_dynamic(broker: BrokerProcess) -> Iterator[BrokerProcess]:
-    """The module broker, with its dynamic configs emptied after the test."""
+    """The module broker, with its dynamic configs back as the cluster's creation left them after the
+    test: none but the cluster-level min.insync.replicas=1."""
     yield broker
     with RawClient(broker.port) as c:
         for name in ("", "0"):
@@ -82,6 +70,7 @@ def clean_dynamic(broker: BrokerProcess) -> Iterator[BrokerProcess]:
                       if e.config_source == (3 if name == "" else 2)]
             if stored:
                 _incremental(c, 4, name, [(k, 1, None) for k in stored])
+        _incremental(c, 4, "", [("min.insync.replicas", 0, "1")])
 
 
 # ---- one broker ------------------------------------------------------------------------------------------
@@ -130,14 +119,42 @@ def test_refusals_carry_kafkas_codes_and_messages(broker: BrokerProcess) -> None
     assert _broker_configs(bootstrap, 0)["log.retention.ms"].source != ConfigSource.DYNAMIC_BROKER_CONFIG.value
 
 
+def test_kerberos_and_login_keys_are_dynamic_per_broker(clean_dynamic: BrokerProcess) -> None:
+    """What librdkafka's test 0081 does: AlterConfigs of sasl.kerberos.min.time.before.relogin on a broker,
+    which Kafka accepts (update mode per-broker; Odradek stores, describes and ignores it, no Kerberos
+    here). Per-broker keys are refused as the cluster default, and the keys the listeners are built from
+    at start-up stay read-only."""
+    b = clean_dynamic
+    res = ConfigResource(ResourceType.BROKER, "0", set_config={"sasl.kerberos.min.time.before.relogin": "58000"})
+    with pytest.warns(DeprecationWarning):
+        admin(b.bootstrap).alter_configs([res])[res].result(20)
+    cfg = _broker_configs(b.bootstrap, 0)
+    entry = cfg["sasl.kerberos.min.time.before.relogin"]
+    assert (entry.value, entry.source, entry.is_read_only) == (
+        "58000", ConfigSource.DYNAMIC_BROKER_CONFIG.value, False)
+    _alter_broker(b.bootstrap, "0", sasl__kerberos__ticket__renew__jitter="0.1",
+                  sasl__login__refresh__buffer__seconds="120")
+    cfg = _broker_configs(b.bootstrap, 0)
+    assert cfg["sasl.kerberos.ticket.renew.jitter"].value == "0.1"
+    assert cfg["sasl.login.refresh.buffer.seconds"].source == ConfigSource.DYNAMIC_BROKER_CONFIG.value
+    with RawClient(b.port) as c:
+        answer = _incremental(c, 4, "", [("sasl.kerberos.min.time.before.relogin", 0, "50000")])
+        assert (answer.error_code, answer.error_message) == (42, (
+            "Cannot update these configs at default cluster level, broker id must be specified: "
+            "Set(sasl.kerberos.min.time.before.relogin)"))
+    err = _error_of(lambda: _alter_broker(b.bootstrap, "0", ssl__keystore__location="/tmp/k.jks",
+                                          sasl__enabled__mechanisms="PLAIN"))
+    assert err.str() == "Cannot update these configs dynamically: Set(sasl.enabled.mechanisms, ssl.keystore.location)"
+
+
 def test_cluster_default_reaches_the_logs_of_topics_live(clean_dynamic: BrokerProcess) -> None:
     b = clean_dynamic
-    keep, follow = _name("keep"), _name("follow")
+    keep, follow = unique_name("keep"), unique_name("follow")
     create_topic(b.bootstrap, follow, config={"segment.bytes": "1024"})
     create_topic(b.bootstrap, keep, config={"segment.bytes": "1024", "retention.ms": "86400000"})
     for topic in (follow, keep):
         produce(b.bootstrap, topic, [b"x" * 400 for _ in range(12)], **{"batch.num.messages": 1})
-    consumer = Consumer({"bootstrap.servers": b.bootstrap, "group.id": _name("g")})
+    consumer = Consumer({"bootstrap.servers": b.bootstrap, "group.id": unique_name("g")})
     try:
         assert consumer.get_watermark_offsets(TopicPartition(follow, 0), timeout=10)[0] == 0
         _set_default(b, log__retention__ms="1000")
@@ -152,12 +169,13 @@ def test_cluster_default_reaches_the_logs_of_topics_live(clean_dynamic: BrokerPr
     assert (entry.value, entry.source) == ("1000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
     assert [(s.name, s.value, s.source) for s in entry.synonyms.values()][0] == (
         "log.retention.ms", "1000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
-    # the broker's own id shows the default as its source; the default resource lists it alone
+    # the broker's own id shows the default as its source; the default resource lists it, beside the
+    # min.insync.replicas the cluster was created with (Kafka 4.1+)
     assert _broker_configs(b.bootstrap, 0)["log.retention.ms"].source == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value
     with RawClient(b.port) as c:
         result = _describe_raw(c, 4, "")
         assert [(e.name, e.value, e.config_source, e.read_only) for e in result.configs] == [
-            ("log.retention.ms", "1000", 3, False)]
+            ("log.retention.ms", "1000", 3, False), ("min.insync.replicas", "1", 3, False)]
     _set_default(b, log__retention__ms=None)
     entry = admin(b.bootstrap).describe_configs([res])[res].result(20)["retention.ms"]
     assert (entry.value, entry.source) == ("604800000", ConfigSource.DEFAULT_CONFIG.value)
@@ -234,7 +252,8 @@ def test_configs_tool_describe_and_alter(clean_dynamic: BrokerProcess) -> None:
         " DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=86400000, DEFAULT_CONFIG:log.retention.hours=168}\n"
         "Default configs for brokers in the cluster are:\n"
         "  log.cleaner.threads=2 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.cleaner.threads=2}\n"
-        "  log.retention.ms=86400000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=86400000}\n")
+        "  log.retention.ms=86400000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=86400000}\n"
+        "  min.insync.replicas=1 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:min.insync.replicas=1}\n")
     r = run_cli(*base, "--entity-type", "brokers", "--entity-name", "0", "--describe", "--all")
     assert "All configs for broker 0 are:\n" in r.stdout
     assert ("  broker.id=0 sensitive=false synonyms={STATIC_BROKER_CONFIG:broker.id=0, DEFAULT_CONFIG:broker.id=-1,"
@@ -244,7 +263,9 @@ def test_configs_tool_describe_and_alter(clean_dynamic: BrokerProcess) -> None:
     r = run_cli(*base, "--entity-type", "brokers", "--entity-default", "--describe")
     assert r.stdout == ("Default configs for brokers in the cluster are:\n"
                         "  log.retention.ms=86400000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:"
-                        "log.retention.ms=86400000}\n")
+                        "log.retention.ms=86400000}\n"
+                        "  min.insync.replicas=1 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:"
+                        "min.insync.replicas=1}\n")
     # refusals: one line on stderr, exit code 1
     r = run_cli(*base, "--entity-type", "brokers", "--entity-name", "0", "--alter", "--add-config", "broker.id=3")
     assert (r.returncode, r.stderr) == (1, "Error while executing config command: INVALID_REQUEST: Cannot update these"
@@ -259,7 +280,7 @@ def test_configs_tool_describe_and_alter(clean_dynamic: BrokerProcess) -> None:
     r = run_cli(*base, "--entity-type", "brokers", "--entity-name", "0", "--alter")
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "At least one of --add-config" in r.stderr
     # topics and broker loggers
-    t = _name("tool")
+    t = unique_name("tool")
     create_topic(b.bootstrap, t)
     r = run_cli(*base, "--entity-type", "topics", "--entity-name", t, "--alter", "--add-config", "cleanup.policy=[compact,delete]")
     assert (r.returncode, r.stdout) == (0, f"Completed updating config for topic {t}.\n"), r.stderr
@@ -317,11 +338,13 @@ def test_cluster_default_reaches_every_broker_and_survives_a_restart(zk_standalo
             "version": 1, "config": {"log.retention.ms": "7200000", "min.insync.replicas": "2"}}
         assert json.loads(z.get("/config/brokers/2")[0]) == {"version": 1, "config": {"log.segment.bytes": "1048576"}}
         changes = sorted(z.get_children("/config/changes"))
-        assert len(changes) == 2 and all(c.startswith("config_change_") and len(c) == 24 for c in changes)
+        assert len(changes) == 3 and all(c.startswith("config_change_") and len(c) == 24 for c in changes)
+        # the cluster's creation (its min.insync.replicas, as Kafka 4.1+), then the two changes above
         assert [json.loads(z.get(f"/config/changes/{c}")[0]) for c in changes] == [
-            {"version": 2, "entity_path": "brokers/<default>"}, {"version": 2, "entity_path": "brokers/2"}]
+            {"version": 2, "entity_path": "brokers/<default>"}, {"version": 2, "entity_path": "brokers/<default>"},
+            {"version": 2, "entity_path": "brokers/2"}]
     # a new topic on any broker gets the defaults; a restarted broker starts from them
-    t = _name("defaults")
+    t = unique_name("defaults")
     create_topic(cluster.bootstrap, t, partitions=3, rf=3)
     res = ConfigResource(ResourceType.TOPIC, t)
     # broker 1 may learn of the topic a moment after the broker that created it
@@ -342,7 +365,7 @@ def test_configs_tool_through_zookeeper(zk_standalone: ZooKeeperChroot, brokers:
     cluster = brokers.start_cluster(zk_standalone.connect_string, 1)
     zk = cluster.brokers[0].overrides["zookeeper.connect"]
     bootstrap = cluster.bootstrap
-    topic = _name("zkcfg")
+    topic = unique_name("zkcfg")
     create_topic(bootstrap, topic)
 
     def tool(*args: str) -> Any:
@@ -359,7 +382,9 @@ def test_configs_tool_through_zookeeper(zk_standalone: ZooKeeperChroot, brokers:
 
     r = tool("--entity-type", "brokers", "--entity-default", "--alter", "--add-config", "log.retention.ms=7777777")
     assert (r.returncode, r.stdout) == (0, "Completed Updating config for entity: default brokers.\n"), r.stderr
-    assert tool("--entity-type", "brokers", "--describe").stdout == "Configs for default brokers are log.retention.ms=7777777\n"
+    # min.insync.replicas: written when the cluster was created, as Kafka 4.1+ does
+    assert tool("--entity-type", "brokers", "--describe").stdout == (
+        "Configs for default brokers are min.insync.replicas=1,log.retention.ms=7777777\n")
     broker0 = ConfigResource(ResourceType.BROKER, "0")
 
     def default_applied() -> bool:

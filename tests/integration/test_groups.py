@@ -12,7 +12,6 @@ import os
 import signal
 import struct
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
@@ -46,7 +45,7 @@ from kafka.protocol.consumer import (
 from kafka.protocol.consumer.group import OffsetDeleteRequest, OffsetDeleteResponse
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 
-from tests.clients import kafka_python_group_consumer
+from tests.clients import kafka_python_group_consumer, unique_name
 from tests.group_members import ScriptedMember, one_owner_each, spawner
 from tests.harness import NO_REBALANCE_DELAY, BrokerProcess
 from tests.rawclient import RawClient
@@ -61,12 +60,8 @@ def broker_config() -> dict[str, str]:
     return NO_REBALANCE_DELAY
 
 
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
 def create_topic(bootstrap: str, partitions: int = 1) -> str:
-    topic = _name("t")
+    topic = unique_name("t")
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for f in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
         f.result(20)
@@ -269,7 +264,7 @@ def wait_balanced(procs: list[ConsumerProc], partitions: int = 6, timeout: float
 def test_rebalances_give_one_owner_per_partition(broker: BrokerProcess, spawn: Callable[..., ConsumerProc],
                                                  client: str) -> None:
     topic = create_topic(broker.bootstrap, 6)
-    group = _name("g")
+    group = unique_name("g")
     procs = [spawn(client, broker.bootstrap, group, topic) for _ in range(3)]
     wait_balanced(procs, timeout=90)
     assert all(len(p.assignment or []) == 2 for p in procs)
@@ -288,7 +283,7 @@ def test_rebalances_give_one_owner_per_partition(broker: BrokerProcess, spawn: C
 @pytest.mark.parametrize("strategy", ["range", "roundrobin", "cooperative-sticky"])
 def test_confluent_assignors(broker: BrokerProcess, spawn: Callable[..., ConsumerProc], strategy: str) -> None:
     topic = create_topic(broker.bootstrap, 6)
-    group = _name("g")
+    group = unique_name("g")
     procs = [spawn("confluent", broker.bootstrap, group, topic, strategy=strategy) for _ in range(3)]
     wait_balanced(procs)
     procs.append(spawn("confluent", broker.bootstrap, group, topic, strategy=strategy))
@@ -304,7 +299,7 @@ def test_confluent_assignors(broker: BrokerProcess, spawn: Callable[..., Consume
 def test_static_membership_rejoin_keeps_assignment_and_fences_old_member(
         broker: BrokerProcess, spawn: Callable[..., ConsumerProc]) -> None:
     topic = create_topic(broker.bootstrap, 6)
-    group = _name("static")
+    group = unique_name("static")
     a = spawn("confluent", broker.bootstrap, group, topic, instance="inst-a")
     b = spawn("confluent", broker.bootstrap, group, topic, instance="inst-b")
     wait_balanced([a, b])
@@ -340,7 +335,7 @@ def test_two_groups_each_receive_every_record(broker: BrokerProcess) -> None:
     topic = create_topic(broker.bootstrap, 3)
     values = [b"r%d" % i for i in range(90)]
     produce(broker.bootstrap, topic, values)
-    for group in (_name("ga"), _name("gb")):
+    for group in (unique_name("ga"), unique_name("gb")):
         c = cf_consumer(broker.bootstrap, group)
         c.subscribe([topic])
         got = cf_drain(c, len(values))
@@ -351,7 +346,7 @@ def test_two_groups_each_receive_every_record(broker: BrokerProcess) -> None:
 @pytest.mark.parametrize("client", CLIENTS)
 def test_manual_commits_sync_and_async_survive_the_consumer(broker: BrokerProcess, client: str) -> None:
     topic = create_topic(broker.bootstrap, 2)
-    group = _name("manual")
+    group = unique_name("manual")
     produce(broker.bootstrap, topic, [b"m%d" % i for i in range(40)])
     first = _consume_and_commit(client, broker.bootstrap, group, topic, 40)
     assert len(first) == 40
@@ -425,7 +420,7 @@ async def _aiokafka_consume_and_commit(bootstrap: str, group: str, topic: str, n
 def test_auto_commit(broker: BrokerProcess, client: str) -> None:
     """The consumer keeps polling, without committing itself, until its position shows up as committed."""
     topic = create_topic(broker.bootstrap, 2)
-    group = _name("auto")
+    group = unique_name("auto")
     produce(broker.bootstrap, topic, [b"a%d" % i for i in range(30)])
 
     def committed_while(poll: Callable[[], object]) -> bool:
@@ -476,7 +471,7 @@ async def _aiokafka_auto_commit(bootstrap: str, group: str, topic: str) -> None:
 def test_seek_beginning_end_and_offset(broker: BrokerProcess, client: str) -> None:
     topic = create_topic(broker.bootstrap, 1)
     produce(broker.bootstrap, topic, [b"s%d" % i for i in range(10)], partition=0)
-    group = _name("seek")
+    group = unique_name("seek")
     if client == "confluent":
         _seek_confluent(broker.bootstrap, group, topic)
     elif client == "kafka-python":
@@ -563,7 +558,7 @@ async def _seek_aiokafka(bootstrap: str, group: str, topic: str) -> None:
 def test_assign_without_group_membership(broker: BrokerProcess) -> None:
     topic = create_topic(broker.bootstrap, 2)
     produce(broker.bootstrap, topic, [b"x%d" % i for i in range(10)])
-    group = _name("simple")
+    group = unique_name("simple")
     c = cf_consumer(broker.bootstrap, group)
     c.assign([TopicPartition(topic, 0, 0), TopicPartition(topic, 1, 0)])
     assert len(cf_drain(c, 10)) == 10
@@ -589,7 +584,7 @@ def test_assign_without_group_membership(broker: BrokerProcess) -> None:
     kc.close()
     assert len(got) == 5
 
-    asyncio.run(_aiokafka_assign_commit(broker.bootstrap, _name("simple-aio"), topic))
+    asyncio.run(_aiokafka_assign_commit(broker.bootstrap, unique_name("simple-aio"), topic))
 
 
 async def _aiokafka_assign_commit(bootstrap: str, group: str, topic: str) -> None:
@@ -615,7 +610,7 @@ def test_reprocess_a_failed_record_by_seeking_back(broker: BrokerProcess, client
     follows the local position (M3, M4), not the committed offset; seeking back to M2 re-reads M2, M3."""
     topic = create_topic(broker.bootstrap, 1)
     produce(broker.bootstrap, topic, [b"M1", b"M2", b"M3", b"M4"], partition=0)
-    group = _name("retry")
+    group = unique_name("retry")
     if client == "confluent":
         c = cf_consumer(broker.bootstrap, group)
         c.subscribe([topic])
@@ -666,7 +661,7 @@ def test_committed_offsets_survive_broker_restart(fresh_broker: BrokerProcess, h
     b = fresh_broker
     topic = create_topic(b.bootstrap, 3)
     produce(b.bootstrap, topic, [b"d%d" % i for i in range(30)])
-    groups = [_name("dur") for _ in range(5)]
+    groups = [unique_name("dur") for _ in range(5)]
     for i, group in enumerate(groups):
         c = cf_consumer(b.bootstrap, group)
         c.subscribe([topic])
@@ -707,7 +702,7 @@ def _committed_or_none(bootstrap: str, group: str, topic: str) -> list[int] | No
 
 def test_bad_commits_get_kafka_error_codes(broker: BrokerProcess) -> None:
     topic = create_topic(broker.bootstrap, 2)
-    group = _name("bad")
+    group = unique_name("bad")
     with Raw(broker.port) as raw:
         found = raw.call(FindCoordinatorRequest(key=group), FindCoordinatorResponse, 1)
         assert (found.error_code, found.port) == (0, broker.port)
@@ -723,7 +718,7 @@ def test_bad_commits_get_kafka_error_codes(broker: BrokerProcess) -> None:
         assert fetched == {0: (5, "ok", 0), 1: (-1, "", 0)}
         hb = raw.call(HeartbeatRequest(group_id=group, generation_id=gen + 5, member_id=member), HeartbeatResponse, 2)
         assert hb.error_code == 22
-        assert raw_delete_groups(raw, [group, _name("missing")]) == [68, 69]  # NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND
+        assert raw_delete_groups(raw, [group, unique_name("missing")]) == [68, 69]  # NON_EMPTY_GROUP, GROUP_ID_NOT_FOUND
         deleted = raw.call(OffsetDeleteRequest(group_id=group, topics=[OffsetDeleteRequest.OffsetDeleteRequestTopic(
             name=topic, partitions=[OffsetDeleteRequest.OffsetDeleteRequestTopic.OffsetDeleteRequestPartition(
                 partition_index=0)])]), OffsetDeleteResponse, 0)
@@ -737,7 +732,7 @@ def test_bad_commits_get_kafka_error_codes(broker: BrokerProcess) -> None:
         unknown = raw.call(FindCoordinatorRequest(key="x", key_type=7), FindCoordinatorResponse, 1)
         assert unknown.error_code == 42  # INVALID_REQUEST
 
-    c = cf_consumer(broker.bootstrap, _name("bad-cf"))
+    c = cf_consumer(broker.bootstrap, unique_name("bad-cf"))
     with pytest.raises(KafkaException) as info:
         c.commit(offsets=[TopicPartition(topic, 0, 1, metadata="m" * 5000)], asynchronous=False)
     c.close()
@@ -752,7 +747,7 @@ def raw_delete_groups(raw: Raw, groups: list[str]) -> list[int]:
 def test_admin_list_describe_delete(broker: BrokerProcess) -> None:
     topic = create_topic(broker.bootstrap, 2)
     produce(broker.bootstrap, topic, [b"z%d" % i for i in range(4)])
-    group = _name("adm")
+    group = unique_name("adm")
     c = cf_consumer(broker.bootstrap, group)
     c.subscribe([topic])
     assert len(cf_drain(c, 4)) == 4
@@ -776,7 +771,7 @@ def test_admin_list_describe_delete(broker: BrokerProcess) -> None:
 
 def test_batched_find_coordinator_offset_fetch_and_leave(broker: BrokerProcess) -> None:
     topic = create_topic(broker.bootstrap, 1)
-    g1, g2, g3 = _name("b1"), _name("b2"), _name("b3")
+    g1, g2, g3 = unique_name("b1"), unique_name("b2"), unique_name("b3")
     with Raw(broker.port) as raw:
         found = raw.call(FindCoordinatorRequest(key_type=0, coordinator_keys=[g1, g2]), FindCoordinatorResponse, 4)
         assert [(c.key, c.error_code, c.node_id, c.port) for c in found.coordinators] == [
@@ -787,7 +782,7 @@ def test_batched_find_coordinator_offset_fetch_and_leave(broker: BrokerProcess) 
         resp = raw.call(OffsetFetchRequest(require_stable=True, groups=[
             group_cls(group_id=g1, topics=None),
             group_cls(group_id=g2, topics=[group_cls.OffsetFetchRequestTopics(name=topic, partition_indexes=[0, 5])]),
-            group_cls(group_id=_name("none"), topics=None),
+            group_cls(group_id=unique_name("none"), topics=None),
         ]), OffsetFetchResponse, 8)
         got = {g.group_id: (g.error_code, [(t.name, p.partition_index, p.committed_offset, p.metadata)
                                            for t in g.topics for p in t.partitions]) for g in resp.groups}

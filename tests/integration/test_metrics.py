@@ -47,6 +47,15 @@ def test_metrics_match_what_clients_did(brokers: BrokerPool) -> None:
         c.commit(offsets=[TopicPartition("m1", 0, 12), TopicPartition("m1", 1, 10)], asynchronous=False)
     finally:
         c.close()
+    # a KIP-848 group, still a member at the scrape
+    c848 = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "lagging848", "group.protocol": "consumer",
+                     "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    create_topic(b.bootstrap, "m4", 1)
+    produce(b.bootstrap, "m4", [b"w"] * 5)
+    c848.subscribe(["m4"])
+    wait_until(lambda: (msg := c848.poll(0.5)) is not None and msg.error() is None, 60,
+               "the KIP-848 consumer never got a record")
+    c848.commit(offsets=[TopicPartition("m4", 0, 2)], asynchronous=False)
     tp = Producer({"bootstrap.servers": b.bootstrap, "transactional.id": "metered"})
     tp.init_transactions(30)
     tp.begin_transaction()
@@ -60,7 +69,9 @@ def test_metrics_match_what_clients_did(brokers: BrokerPool) -> None:
             8)
     assert resp.responses[0].partition_responses[0].error_code == 3  # UNKNOWN_TOPIC_OR_PARTITION
 
-    m = scrape(http_port)
+    stable = ("kafka_server_group_coordinator_metrics_consumer_group_count", (("state", "stable"),))
+    m = wait_until(lambda: (got := scrape(http_port)).get(stable) == 1 and got, 60,
+                   "the KIP-848 group never counted as stable")
 
     def value(name: str, **labels: str) -> float:
         return m[(name, tuple(sorted(labels.items())))]
@@ -90,6 +101,12 @@ def test_metrics_match_what_clients_did(brokers: BrokerPool) -> None:
     assert value("kafka_network_requestmetrics_errors_total", request="Fetch", error="NONE") >= 1
     assert value("kafka_coordinator_group_groupmetadatamanager_numgroups") >= 1
     assert value("kafka_coordinator_group_groupmetadatamanager_numgroupsempty") >= 1
+    assert value("kafka_consumergroup_lag", consumergroup="lagging848", topic="m4", partition="0") == 5 - 2
+    assert value("kafka_server_group_coordinator_metrics_group_count", protocol="consumer") == 1
+    assert value("kafka_server_group_coordinator_metrics_group_count", protocol="classic") >= 1
+    assert value("kafka_server_group_coordinator_metrics_consumer_group_count", state="stable") == 1
+    assert value("kafka_coordinator_group_groupmetadatamanager_numgroups") >= 2
+    c848.close()
     assert value("kafka_coordinator_transaction_transactionstatemanager_transactionalids", state="Ongoing") == 1
     for mbean, labels in STOCK_DASHBOARD_MBEANS:  # named as the JMX exporter's standard rules name them
         assert (jmx_exporter_name(mbean), labels) in m, jmx_exporter_name(mbean)

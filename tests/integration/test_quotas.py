@@ -117,6 +117,21 @@ def test_consumer_quota_answers_a_throttled_raw_fetch_empty(broker: BrokerProces
         assert CHUNK < answers[0][1] < 2 * CHUNK and answers[-1][1] == 0, answers
 
 
+def _produce_until_throttled(conf: dict[str, object], topic: str, value: bytes, message: str) -> None:
+    """Send `value` 20 times a round with a confluent-kafka producer of `conf` until librdkafka's
+    throttle_cb reports a throttle time above 0."""
+    events: list[int] = []
+    producer = Producer({**conf, "throttle_cb": lambda ev: events.append(ev.throttle_time)})
+
+    def throttled() -> bool:
+        for _ in range(20):
+            producer.produce(topic, value)
+        producer.flush(120)
+        return any(t > 0 for t in events)
+
+    wait_until(throttled, timeout=180, message=message)
+
+
 def test_librdkafka_throttle_callbacks_fire_for_producer_and_consumer(broker: BrokerProcess) -> None:
     topic = "quota-ck-" + uuid.uuid4().hex[:6]
     create_topic(broker.bootstrap, topic)
@@ -124,17 +139,8 @@ def test_librdkafka_throttle_callbacks_fire_for_producer_and_consumer(broker: Br
              "--add-config", f"producer_byte_rate={RATE}")
     _configs(broker.bootstrap, "--alter", "--entity-type", "clients", "--entity-name", "ck-consumer",
              "--add-config", f"consumer_byte_rate={RATE}")
-    events: list[int] = []
-    producer = Producer({"bootstrap.servers": broker.bootstrap, "client.id": "ck-producer", "linger.ms": 5,
-                         "throttle_cb": lambda ev: events.append(ev.throttle_time)})
-
-    def producer_throttled() -> bool:
-        for _ in range(20):
-            producer.produce(topic, b"p" * 100_000)
-        producer.flush(120)
-        return any(t > 0 for t in events)
-
-    wait_until(producer_throttled, timeout=180, message="librdkafka's throttle_cb for the producer")
+    _produce_until_throttled({"bootstrap.servers": broker.bootstrap, "client.id": "ck-producer", "linger.ms": 5},
+                             topic, b"p" * 100_000, "librdkafka's throttle_cb for the producer")
     consumed: list[int] = []
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "client.id": "ck-consumer", "group.id": topic,
                          "auto.offset.reset": "earliest", "enable.auto.commit": False,
@@ -198,19 +204,10 @@ def test_user_quota_throttles_a_scram_user(brokers: BrokerPool) -> None:
     out = _configs(b.bootstrap, "--describe", "--entity-type", "users", "--entity-name", "carol")
     assert out.splitlines() == [f"Quota configs for user-principal 'carol' are producer_byte_rate={float(RATE)}",
                                 "SCRAM credential configs for user-principal 'carol' are SCRAM-SHA-256=iterations=4096"]
-    events: list[int] = []
     conf = {"bootstrap.servers": f"127.0.0.1:{sasl}", "security.protocol": "SASL_PLAINTEXT",
             "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "carol", "sasl.password": "pw",
-            "client.id": "any-client", "throttle_cb": lambda ev: events.append(ev.throttle_time)}
-    producer = Producer(conf)
-
-    def throttled() -> bool:
-        for _ in range(20):
-            producer.produce(topic, b"u" * 100_000)
-        producer.flush(120)
-        return any(t > 0 for t in events)
-
-    wait_until(throttled, timeout=180, message="the SCRAM user's producer throttled")
+            "client.id": "any-client"}
+    _produce_until_throttled(conf, topic, b"u" * 100_000, "the SCRAM user's producer throttled")
     with urllib.request.urlopen(f"http://127.0.0.1:{http}/metrics", timeout=30) as resp:
         text = resp.read().decode()
     # the user-level quota's entity: user carol, any client id

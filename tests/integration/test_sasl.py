@@ -14,7 +14,7 @@ from confluent_kafka.admin import AdminClient
 from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
-from tests.clients import round_trip
+from tests.clients import kafka_python_round_trip, round_trip
 from tests.harness import BrokerPool, BrokerProcess, free_port
 from tests.rawclient import RawClient
 from tests.waiting import wait_until
@@ -85,22 +85,12 @@ def test_sasl_ssl_with_the_fallback_jaas(sasl_broker: tuple[BrokerProcess, Ports
 
 def test_kafka_python_sasl_plain(sasl_broker: tuple[BrokerProcess, Ports]) -> None:
     import kafka.errors
-    from kafka import KafkaConsumer, KafkaProducer
+    from kafka import KafkaProducer
 
     broker, ports = sasl_broker
     common = {"bootstrap_servers": f"127.0.0.1:{ports.sasl}", "security_protocol": "SASL_PLAINTEXT",
               "sasl_mechanism": "PLAIN", "sasl_plain_username": "alice", "sasl_plain_password": "alice-secret"}
-    producer = KafkaProducer(**common)
-    for i in range(3):
-        producer.send("sasl-kp", f"p{i}".encode())
-    producer.flush(30)
-    producer.close()
-    consumer = KafkaConsumer("sasl-kp", auto_offset_reset="earliest", consumer_timeout_ms=20000, **common)
-    try:
-        values = [m.value for _, m in zip(range(3), consumer, strict=False)]
-    finally:
-        consumer.close()
-    assert values == [b"p0", b"p1", b"p2"]
+    assert kafka_python_round_trip(common, "sasl-kp", 3, "p") == [b"p0", b"p1", b"p2"]
     failures = broker.output().count("Failed authentication")
     with pytest.raises(kafka.errors.KafkaError):
         KafkaProducer(**{**common, "sasl_plain_password": "nope"}, bootstrap_timeout_ms=3000, request_timeout_ms=3000, max_block_ms=3000)

@@ -14,7 +14,7 @@ import trustme
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.clients import create_topic, produce, round_trip
+from tests.clients import create_topic, kafka_python_round_trip, produce, round_trip
 from tests.harness import BrokerCluster, BrokerPool, BrokerProcess, free_port, odradek_cmd, run_cli
 from tests.waiting import wait_until
 from tests.zkharness import ZooKeeperChroot
@@ -77,21 +77,9 @@ def test_metadata_advertises_the_listener_of_the_request(tls_broker: tuple[Broke
 
 
 def test_kafka_python_over_tls(tls_broker: tuple[BrokerProcess, int], pki: dict[str, Path]) -> None:
-    from kafka import KafkaConsumer, KafkaProducer
-
     _, port = tls_broker
     common = {"bootstrap_servers": f"127.0.0.1:{port}", "security_protocol": "SSL", "ssl_cafile": str(pki["ca"])}
-    producer = KafkaProducer(**common)
-    for i in range(5):
-        producer.send("tls-kp", f"k{i}".encode())
-    producer.flush(30)
-    producer.close()
-    consumer = KafkaConsumer("tls-kp", auto_offset_reset="earliest", consumer_timeout_ms=20000, **common)
-    try:
-        values = [m.value for _, m in zip(range(5), consumer, strict=False)]
-    finally:
-        consumer.close()
-    assert values == [f"k{i}".encode() for i in range(5)]
+    assert kafka_python_round_trip(common, "tls-kp", 5, "k") == [f"k{i}".encode() for i in range(5)]
 
 
 @pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat not installed")

@@ -5,13 +5,13 @@ coordinator aborting a transaction past its timeout, and the transaction APIs' a
 from __future__ import annotations
 
 import asyncio
-import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from tests.clients import create_topic, kcat
+from tests.clients import create_topic, kcat, unique_name
 from tests.harness import BrokerProcess
 from tests.waiting import wait_until
 
@@ -23,19 +23,26 @@ def broker_config() -> dict[str, str]:
             "group.initial.rebalance.delay.ms": "0"}
 
 
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
 def _producer(bootstrap: str, tid: str, **extra: Any) -> Producer:
     p = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid, "linger.ms": 5, **extra})
     p.init_transactions(60)
     return p
 
 
+def _open_transaction(bootstrap: str, tid: str, topic: str, value: bytes, partition: int = -1,
+                      **extra: Any) -> Producer:
+    """A transactional producer `tid` (config `extra`) with a transaction begun and `value` written to
+    `topic` (any partition, by default) and flushed: the transaction is open, neither committed nor aborted."""
+    p = _producer(bootstrap, tid, **extra)
+    p.begin_transaction()
+    p.produce(topic, value=value, partition=partition)
+    p.flush(30)
+    return p
+
+
 def _read(bootstrap: str, topic: str, isolation: str, partitions: int = 1, idle_s: float = 3.0) -> list[bytes]:
     """Everything a consumer of the isolation level reads from the start until the end of every partition."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": _name("reader"), "isolation.level": isolation,
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_name("reader"), "isolation.level": isolation,
                   "enable.partition.eof": True, "enable.auto.commit": False})
     c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     got: list[bytes] = []
@@ -57,9 +64,9 @@ def _read(bootstrap: str, topic: str, isolation: str, partitions: int = 1, idle_
 
 
 def test_commit_and_abort_seen_by_read_committed_and_uncommitted(broker: BrokerProcess) -> None:
-    topic = _name("tx")
+    topic = unique_name("tx")
     create_topic(broker.bootstrap, topic, partitions=2)
-    p = _producer(broker.bootstrap, _name("tid"))
+    p = _producer(broker.bootstrap, unique_name("tid"))
     p.begin_transaction()
     for i in range(10):
         p.produce(topic, value=b"c1-%d" % i, partition=i % 2)
@@ -86,22 +93,19 @@ def test_commit_and_abort_seen_by_read_committed_and_uncommitted(broker: BrokerP
 
 
 def test_open_transaction_holds_read_committed_at_the_lso(broker: BrokerProcess) -> None:
-    topic = _name("lso")
+    topic = unique_name("lso")
     create_topic(broker.bootstrap, topic)
     plain = Producer({"bootstrap.servers": broker.bootstrap})
     plain.produce(topic, value=b"before")
     plain.flush(10)
-    p = _producer(broker.bootstrap, _name("tid"))
-    p.begin_transaction()
-    p.produce(topic, value=b"open")
-    p.flush(30)
+    p = _open_transaction(broker.bootstrap, unique_name("tid"), topic, b"open")
     plain.produce(topic, value=b"after")  # above the open transaction: held back with it
     plain.flush(10)
     assert _read(broker.bootstrap, topic, "read_committed", idle_s=2) == [b"before"]
     assert _read(broker.bootstrap, topic, "read_uncommitted") == [b"before", b"open", b"after"]
-    committed = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": _name("g"),
+    committed = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": unique_name("g"),
                           "isolation.level": "read_committed"})
-    uncommitted = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": _name("g"),
+    uncommitted = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": unique_name("g"),
                             "isolation.level": "read_uncommitted"})
     try:
         tp = TopicPartition(topic, 0)
@@ -119,7 +123,7 @@ def test_open_transaction_holds_read_committed_at_the_lso(broker: BrokerProcess)
 
 
 def test_send_offsets_to_transaction_commits_offsets_with_the_output(broker: BrokerProcess) -> None:
-    src, dst, group = _name("in"), _name("out"), _name("etl")
+    src, dst, group = unique_name("in"), unique_name("out"), unique_name("etl")
     create_topic(broker.bootstrap, src)
     create_topic(broker.bootstrap, dst)
     plain = Producer({"bootstrap.servers": broker.bootstrap})
@@ -129,25 +133,25 @@ def test_send_offsets_to_transaction_commits_offsets_with_the_output(broker: Bro
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "enable.auto.commit": False,
                          "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
     consumer.subscribe([src])
-    p = _producer(broker.bootstrap, _name("tid"))
+    p = _producer(broker.bootstrap, unique_name("tid"))
     try:
         taken: list[Any] = []
         wait_until(lambda: taken.extend(m for m in consumer.consume(10, 1) if not m.error()) or len(taken) >= 10,
                    timeout=60, message="ten records consumed")
         first = taken[:10]
-        p.begin_transaction()
-        for m in first:
-            p.produce(dst, value=m.value().upper())
-        p.send_offsets_to_transaction([TopicPartition(src, 0, first[-1].offset() + 1)],
-                                      consumer.consumer_group_metadata(), 30)
-        p.abort_transaction(30)
+
+        def transform_in_a_transaction(end: Callable[[float], None]) -> None:
+            """The first ten records upper-cased into `dst` with the offset after them, then `end`."""
+            p.begin_transaction()
+            for m in first:
+                p.produce(dst, value=m.value().upper())
+            p.send_offsets_to_transaction([TopicPartition(src, 0, first[-1].offset() + 1)],
+                                          consumer.consumer_group_metadata(), 30)
+            end(30)
+
+        transform_in_a_transaction(p.abort_transaction)
         assert consumer.committed([TopicPartition(src, 0)], 10)[0].offset < 0  # aborted: nothing committed
-        p.begin_transaction()
-        for m in first:
-            p.produce(dst, value=m.value().upper())
-        p.send_offsets_to_transaction([TopicPartition(src, 0, first[-1].offset() + 1)],
-                                      consumer.consumer_group_metadata(), 30)
-        p.commit_transaction(30)
+        transform_in_a_transaction(p.commit_transaction)
         assert consumer.committed([TopicPartition(src, 0)], 10)[0].offset == first[-1].offset() + 1
     finally:
         consumer.close()
@@ -155,12 +159,9 @@ def test_send_offsets_to_transaction_commits_offsets_with_the_output(broker: Bro
 
 
 def test_a_second_producer_with_the_same_id_fences_the_first(broker: BrokerProcess) -> None:
-    topic, tid = _name("zombie"), _name("tid")
+    topic, tid = unique_name("zombie"), unique_name("tid")
     create_topic(broker.bootstrap, topic)
-    old = _producer(broker.bootstrap, tid)
-    old.begin_transaction()
-    old.produce(topic, value=b"zombie")
-    old.flush(30)
+    old = _open_transaction(broker.bootstrap, tid, topic, b"zombie")
     new = _producer(broker.bootstrap, tid)  # aborts the old one's open transaction and bumps the epoch
     new.begin_transaction()
     new.produce(topic, value=b"fresh")
@@ -177,12 +178,9 @@ def test_coordinator_aborts_a_transaction_past_its_timeout(broker: BrokerProcess
 
     from odradek.protocol.transport import BlockingConnection
 
-    topic, tid = _name("slow"), _name("tid")
+    topic, tid = unique_name("slow"), unique_name("tid")
     create_topic(broker.bootstrap, topic)
-    p = _producer(broker.bootstrap, tid, **{"transaction.timeout.ms": 1500})
-    p.begin_transaction()
-    p.produce(topic, value=b"too-late")
-    p.flush(30)
+    p = _open_transaction(broker.bootstrap, tid, topic, b"too-late", **{"transaction.timeout.ms": 1500})
 
     def state() -> str:
         with BlockingConnection("127.0.0.1", broker.port, "test", 10) as conn:
@@ -199,9 +197,9 @@ def test_coordinator_aborts_a_transaction_past_its_timeout(broker: BrokerProcess
 def test_kafka_python_transactional_producer(broker: BrokerProcess) -> None:
     from kafka import KafkaProducer
 
-    topic = _name("kp")
+    topic = unique_name("kp")
     create_topic(broker.bootstrap, topic)
-    prod = KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id=_name("tid"))
+    prod = KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id=unique_name("tid"))
     prod.init_transactions()
     prod.begin_transaction()
     for i in range(5):
@@ -218,11 +216,11 @@ def test_kafka_python_transactional_producer(broker: BrokerProcess) -> None:
 def test_aiokafka_transactional_producer(broker: BrokerProcess) -> None:
     from aiokafka import AIOKafkaProducer
 
-    topic = _name("aio")
+    topic = unique_name("aio")
     create_topic(broker.bootstrap, topic)
 
     async def main() -> None:
-        prod = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id=_name("tid"))
+        prod = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id=unique_name("tid"))
         await prod.start()
         try:
             async with prod.transaction():
@@ -243,12 +241,9 @@ def test_list_and_describe_transactions(broker: BrokerProcess) -> None:
 
     from odradek.protocol.transport import BlockingConnection
 
-    topic, tid = _name("adm"), _name("tid")
+    topic, tid = unique_name("adm"), unique_name("tid")
     create_topic(broker.bootstrap, topic, partitions=3)
-    p = _producer(broker.bootstrap, tid)
-    p.begin_transaction()
-    p.produce(topic, value=b"x", partition=2)
-    p.flush(30)
+    p = _open_transaction(broker.bootstrap, tid, topic, b"x", partition=2)
     with BlockingConnection("127.0.0.1", broker.port, "test", 10) as conn:
         listed = conn.request(ListTransactionsRequest(state_filters=["Ongoing"], producer_id_filters=[],
                                                       duration_filter=-1), 1)
@@ -272,7 +267,7 @@ def _describe(port: int, tid: str) -> Any:
 def test_state_survives_a_restart_and_idle_ids_expire(brokers: Any) -> None:
     b = brokers.start({"transactional.id.expiration.ms": "8000",
                        "transaction.remove.expired.transaction.cleanup.interval.ms": "200"})
-    topic, tid = _name("exp"), _name("tid")
+    topic, tid = unique_name("exp"), unique_name("tid")
     create_topic(b.bootstrap, topic)
     p = _producer(b.bootstrap, tid)
     p.begin_transaction()

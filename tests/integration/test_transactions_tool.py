@@ -8,7 +8,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
@@ -17,7 +18,7 @@ from kafka.protocol.producer import InitProducerIdRequest, ProduceRequest
 
 from odradek.protocol.records import build_batch
 from odradek.protocol.transport import BlockingConnection
-from tests.clients import create_topic
+from tests.clients import create_topic, unique_name
 from tests.harness import BrokerProcess, run_cli
 from tests.waiting import wait_until
 
@@ -25,10 +26,6 @@ from tests.waiting import wait_until
 @pytest.fixture(scope="module")
 def broker_config() -> dict[str, str]:
     return {"group.initial.rebalance.delay.ms": "0"}
-
-
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
 def _tool(broker: BrokerProcess, *args: str) -> str:
@@ -53,6 +50,21 @@ def _open_transaction(bootstrap: str, tid: str, topic: str, partition: int, valu
     return p
 
 
+@contextmanager
+def _open_after_a_plain_record(broker: BrokerProcess, prefix: str) -> Iterator[tuple[str, dict[str, str]]]:
+    """A new topic holding one plain record ("first") and then one of an open transaction ("open", offset 1),
+    aborted afterwards: (the topic, the tool's `describe` row of the transactional id)."""
+    topic, tid = unique_name(prefix), unique_name("tid")
+    create_topic(broker.bootstrap, topic)
+    _plain(broker.bootstrap, topic, b"first")
+    p = _open_transaction(broker.bootstrap, tid, topic, 0, b"open")
+    try:
+        (described,) = _table(_tool(broker, "describe", "--transactional-id", tid))
+        yield topic, described
+    finally:
+        p.abort_transaction(30)
+
+
 def _orphan_transaction(bootstrap: str, tid: str, topic: str) -> None:
     """A transactional producer that writes one record to partition 0 and dies without ending it."""
     script = textwrap.dedent(f"""
@@ -71,7 +83,7 @@ def _orphan_transaction(bootstrap: str, tid: str, topic: str) -> None:
 
 def _read_committed(bootstrap: str, topic: str) -> tuple[list[bytes], int]:
     """Every record a read_committed consumer gets from partition 0, and the end offset it sees (the LSO)."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": _name("rc"), "isolation.level": "read_committed",
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": unique_name("rc"), "isolation.level": "read_committed",
                   "enable.partition.eof": True, "enable.auto.commit": False})
     try:
         tp = TopicPartition(topic, 0, 0)
@@ -99,7 +111,7 @@ def _plain(bootstrap: str, topic: str, value: bytes) -> None:
 
 
 def test_list_and_describe(broker: BrokerProcess) -> None:
-    topic, open_id, done_id = _name("tt"), _name("open"), _name("done")
+    topic, open_id, done_id = unique_name("tt"), unique_name("open"), unique_name("done")
     create_topic(broker.bootstrap, topic, partitions=2)
     done = _open_transaction(broker.bootstrap, done_id, topic, 0, b"committed")
     done.commit_transaction(30)
@@ -140,12 +152,7 @@ def test_list_and_describe(broker: BrokerProcess) -> None:
 
 
 def test_describe_producers(broker: BrokerProcess) -> None:
-    topic, tid = _name("dp"), _name("tid")
-    create_topic(broker.bootstrap, topic)
-    _plain(broker.bootstrap, topic, b"first")
-    p = _open_transaction(broker.bootstrap, tid, topic, 0, b"open")
-    try:
-        (described,) = _table(_tool(broker, "describe", "--transactional-id", tid))
+    with _open_after_a_plain_record(broker, "dp") as (topic, described):
         out = _tool(broker, "describe-producers", "--topic", topic, "--partition", "0")
         assert out.splitlines()[0].split("\t")[:-1] == ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch",
                                                          "LastSequence", "LastTimestamp",
@@ -157,25 +164,16 @@ def test_describe_producers(broker: BrokerProcess) -> None:
         # the same from the leader named explicitly
         assert described["ProducerId"] in {r["ProducerId"] for r in _table(_tool(
             broker, "describe-producers", "--topic", topic, "--partition", "0", "--broker-id", "0"))}
-    finally:
-        p.abort_transaction(30)
 
 
 def test_describe_producers_shows_the_open_transaction_start(broker: BrokerProcess) -> None:
-    topic, tid = _name("dps"), _name("tid")
-    create_topic(broker.bootstrap, topic)
-    _plain(broker.bootstrap, topic, b"first")
-    p = _open_transaction(broker.bootstrap, tid, topic, 0, b"open")
-    try:
-        (described,) = _table(_tool(broker, "describe", "--transactional-id", tid))
+    with _open_after_a_plain_record(broker, "dps") as (topic, described):
         rows = {r["ProducerId"]: r for r in _table(_tool(broker, "describe-producers", "--topic", topic,
                                                          "--partition", "0"))}
         assert rows[described["ProducerId"]]["CurrentTransactionStartOffset"] == "1"
         # the coordinator still has it: not hanging, however short the timeout
         out = _tool(broker, "find-hanging", "--topic", topic, "--max-transaction-timeout", "0")
         assert _table(out) == []
-    finally:
-        p.abort_transaction(30)
     rows = {r["ProducerId"]: r for r in _table(_tool(broker, "describe-producers", "--topic", topic,
                                                      "--partition", "0"))}
     assert rows[described["ProducerId"]]["CurrentTransactionStartOffset"] == "None"
@@ -183,7 +181,7 @@ def test_describe_producers_shows_the_open_transaction_start(broker: BrokerProce
 
 def test_find_hanging_and_abort_by_start_offset(broker: BrokerProcess) -> None:
     """Transactional records written by a producer id no coordinator knows: nothing will ever end them."""
-    topic = _name("hang")
+    topic = unique_name("hang")
     create_topic(broker.bootstrap, topic)
     _plain(broker.bootstrap, topic, b"before")
     with BlockingConnection("127.0.0.1", broker.port, "hanging", 10) as conn:
@@ -210,7 +208,7 @@ def test_find_hanging_and_abort_by_start_offset(broker: BrokerProcess) -> None:
 
 def test_abort_the_transaction_of_a_dead_producer(broker: BrokerProcess) -> None:
     """--producer-id/--producer-epoch/--coordinator-epoch, taken from describe and describe-producers."""
-    topic, tid = _name("dead"), _name("tid")
+    topic, tid = unique_name("dead"), unique_name("tid")
     create_topic(broker.bootstrap, topic)
     _orphan_transaction(broker.bootstrap, tid, topic)
     _plain(broker.bootstrap, topic, b"after")
@@ -250,11 +248,11 @@ def test_argument_errors(broker: BrokerProcess) -> None:
         "The `find-hanging` command requires either --topic or --broker-id to limit the scope of the search")
     assert error(*bs, "find-hanging", "--broker-id", "0", "--partition", "0") == (
         "The --partition argument requires --topic to be provided")
-    missing = _name("missing")
+    missing = unique_name("missing")
     assert error(*bs, "describe-producers", "--topic", missing, "--partition", "0") == (
         f"Failed to describe producers for partition {missing}-0 on leader: The topic '{missing}' does not exist. "
         "Enable debug logging for additional detail.")
-    topic = _name("noopen")
+    topic = unique_name("noopen")
     create_topic(broker.bootstrap, topic)
     assert error(*bs, "abort", "--topic", topic, "--partition", "0", "--start-offset", "0") == (
         f"Could not find any open transactions starting at offset 0 on partition {topic}-0")

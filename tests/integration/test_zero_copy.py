@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import socket
 import urllib.request
-import uuid
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from odradek.protocol.client import ClientCodec
 from odradek.protocol.records import decode_records, iter_batches
-from tests.clients import admin, consume_all, consume_to_end, create_topic, kcat, produce
+from tests.clients import admin, consume_all, consume_to_end, create_topic, kcat, produce, unique_name
 from tests.harness import BrokerCluster, BrokerPool, BrokerProcess, free_port
 from tests.waiting import wait_until
 from tests.zkharness import ZooKeeperChroot
@@ -37,10 +36,6 @@ def _http(broker: BrokerProcess) -> int:
     return int(broker.overrides["http.listener"].rsplit(":", 1)[1])
 
 
-def _topic(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
 @pytest.fixture(scope="module")
 def broker_config() -> dict[str, str]:
     return {"http.listener": f"127.0.0.1:{free_port()}"}
@@ -56,7 +51,7 @@ def _values(n: int) -> list[bytes]:
 
 
 def test_clients_read_exactly_what_was_produced_across_segment_rolls(broker: BrokerProcess) -> None:
-    topic = _topic("zc")
+    topic = unique_name("zc")
     create_topic(broker.bootstrap, topic, config={"segment.bytes": "40000"})
     values = _values(3000)
     produce(broker.bootstrap, topic, values[:1500], partition=0, **SMALL_BATCHES)
@@ -110,7 +105,7 @@ def _raw_fetch(port: int, topic: str, max_bytes: int) -> tuple[socket.socket, Cl
 
 
 def test_retention_deletes_a_segment_while_its_fetch_is_being_sent(broker: BrokerProcess) -> None:
-    topic = _topic("zc-ret")
+    topic = unique_name("zc-ret")
     segment_bytes = 12 << 20  # far more than the socket buffers hold: the send stalls inside this segment
     create_topic(broker.bootstrap, topic, config={"segment.bytes": str(segment_bytes)})
     values = [b"%06d" % i + bytes([65 + i % 26]) * 100_000 for i in range(160)]
@@ -154,7 +149,7 @@ def test_the_switch_turns_zero_copy_off(brokers: BrokerPool, monkeypatch: pytest
     monkeypatch.setenv("ODRADEK_ZERO_COPY", "0")
     http = free_port()
     b = brokers.start({"http.listener": f"127.0.0.1:{http}"})
-    topic = _topic("zc-off")
+    topic = unique_name("zc-off")
     create_topic(b.bootstrap, topic, config={"segment.bytes": "40000"})
     values = _values(1000)
     produce(b.bootstrap, topic, values, partition=0, **SMALL_BATCHES)
@@ -169,7 +164,7 @@ def test_tls_listeners_copy_and_plaintext_ones_sendfile(brokers: BrokerPool, pem
     b = brokers.start({"listeners": f"PLAINTEXT://127.0.0.1:{port},SSL://127.0.0.1:{tls_port}",
                        "ssl.keystore.type": "PEM", "ssl.keystore.location": str(broker_pem),
                        "http.listener": f"127.0.0.1:{http}"}, port=port)
-    topic = _topic("zc-tls")
+    topic = unique_name("zc-tls")
     create_topic(b.bootstrap, topic, config={"segment.bytes": "40000"})
     values = _values(1500)
     produce(b.bootstrap, topic, values, partition=0, **SMALL_BATCHES)
@@ -198,7 +193,7 @@ def test_followers_fetch_by_sendfile_and_end_byte_identical(zk_standalone: ZooKe
     ports = [free_port() for _ in range(3)]
     cluster: BrokerCluster = brokers.start_cluster(
         zk_standalone.connect_string, 3, per_broker=[{"http.listener": f"127.0.0.1:{p}"} for p in ports])
-    topic = _topic("zc-repl")
+    topic = unique_name("zc-repl")
     create_topic(cluster.bootstrap, topic, rf=3, config={"segment.bytes": "40000", "min.insync.replicas": "3"})
     values = _values(2000)
     produce(cluster.bootstrap, topic, values[:1000], partition=0, **SMALL_BATCHES)

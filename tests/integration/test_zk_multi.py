@@ -9,20 +9,9 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from odradek.cluster.store import (
-    BadVersionError,
-    Check,
-    Create,
-    Delete,
-    NodeExistsError,
-    NoNodeError,
-    NotEmptyError,
-    SetData,
-    Stat,
-    WatchEvent,
-    batches,
-)
+from odradek.cluster.store import Check, Create, Delete, SetData, Stat, WatchEvent, batches
 from odradek.cluster.zk import ZooKeeperStore
+from tests.store_helpers import FAILING_OPS
 from tests.zkharness import ZooKeeperChroot
 
 
@@ -53,16 +42,7 @@ def test_multi_commits_all_ops(zk_standalone: ZooKeeperChroot) -> None:
     with_store(zk_standalone, body)
 
 
-@pytest.mark.parametrize(
-    ("bad", "error"),
-    [
-        (Create("/x/y"), NoNodeError),
-        (Create("/v"), NodeExistsError),
-        (SetData("/v", b"", version=7), BadVersionError),
-        (Delete("/p"), NotEmptyError),
-        (Check("/v", version=3), BadVersionError),
-    ],
-)
+@pytest.mark.parametrize(("bad", "error"), FAILING_OPS)
 def test_a_failing_op_rolls_back_the_rest(zk_standalone: ZooKeeperChroot, bad: object,
                                           error: type[Exception]) -> None:
     async def body(s: ZooKeeperStore) -> None:

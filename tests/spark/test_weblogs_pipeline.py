@@ -5,9 +5,7 @@ and a streaming run killed with kill -9 and restarted ends with the same output.
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -34,7 +32,7 @@ from tests.spark.weblogs_reference import (  # noqa: E402
     parquet_metrics,
     reference_metrics,
 )
-from tests.waiting import wait_until  # noqa: E402
+from tests.waiting import interrupt_at_line, wait_until  # noqa: E402
 
 pytestmark = pytest.mark.timeout(400)
 ROOT = Path(__file__).resolve().parents[2]
@@ -177,27 +175,31 @@ def test_ctrl_c_stops_a_running_job_with_its_closing_line(fresh_broker: Any, tmp
                             bootstrap, "--checkpoint", str(tmp_path / "ck"), "--output", str(tmp_path / "out"),
                             "--trigger", "1s"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                            start_new_session=True)
-    try:
-        assert job.stdout is not None
-        seen: list[str] = []
-        for line in job.stdout:  # a batch line: the job is running
-            seen.append(line)
-            if re.match(r"batch \d+: ", line):
-                break
-        else:
-            raise AssertionError("the job ended before its first batch:\n" + "".join(seen))
+    groups = "odradek-pipeline-weblogs-metrics, odradek-pipeline-weblogs-dead-letters"
+    out, err = interrupt_at_line(
+        job, lambda line: re.match(r"batch \d+: ", line) is not None,  # a batch line: the job is running
         # while it runs, its progress is a consumer group's (the console's groups page shows it)
-        groups = "odradek-pipeline-weblogs-metrics, odradek-pipeline-weblogs-dead-letters"
-        assert f"progress and lag in consumer groups {groups};" in "".join(seen), seen
-        wait_until(lambda: lag_rows(bootstrap, "odradek-pipeline-weblogs-metrics") == 2000, 60,
-                   "the metrics query's group at the end of the topic")
-        os.killpg(job.pid, signal.SIGINT)
-        out, err = job.communicate(timeout=300)
-    finally:
-        if job.poll() is None:
-            os.killpg(job.pid, signal.SIGKILL)
-    out = "".join(seen) + out
+        before=lambda: wait_until(lambda: lag_rows(bootstrap, "odradek-pipeline-weblogs-metrics") == 2000, 60,
+                                  "the metrics query's group at the end of the topic"))
+    assert f"progress and lag in consumer groups {groups};" in out, out
     assert job.returncode == 0, out + err
     assert "Traceback" not in out + err and err.count("stopping ...") == 1, err
     assert f"weblogs: stopped; Parquet metrics in {tmp_path / 'out' / 'metrics'}" in out, out
     wait_session_gone(job.pid, "the stopped job's processes")
+
+
+def test_ctrl_c_stops_an_archive_mid_job(fresh_broker: Any, tmp_path: Path) -> None:
+    """SIGINT while the archive's Spark jobs run: Spark's jobs are cancelled, one "stopping" line, no
+    traceback, exit 130 with a closing line, nothing left running."""
+    bootstrap = fresh_broker.bootstrap
+    ensure_topics(bootstrap)
+    produce_records(bootstrap, LOGS_TOPIC, generated())
+    job = subprocess.Popen([sys.executable, "-m", "odradek.cli.main", "pipeline", "archive", "weblogs",
+                            "--bootstrap-server", bootstrap, "--output", str(tmp_path / "arch")], cwd=ROOT,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    out, err = interrupt_at_line(job, lambda line: line.startswith("Archiving "))  # the Spark jobs start now
+    assert job.returncode == 130, out + err
+    assert "Traceback" not in out + err and err.count("stopping the archive job ...") == 1, err
+    assert f"Stopped: archive interrupted; partial output may be in {tmp_path / 'arch'}" in out, out
+    assert not (tmp_path / "arch" / "summary.json").exists()
+    wait_session_gone(job.pid, "the stopped archive's processes")

@@ -227,6 +227,8 @@ AUTHORIZATION = {
     "DescribeGroups": "DESCRIBE group", "ListGroups": "DESCRIBE cluster, else DESCRIBE group (filtered)",
     "DeleteGroups": "DELETE group",
     "ConsumerGroupHeartbeat": "READ group", "ConsumerGroupDescribe": "DESCRIBE group",
+    "ShareGroupHeartbeat": "READ group, DESCRIBE subscribed topics", "ShareGroupDescribe": "DESCRIBE group",
+    "ShareFetch": "READ group, READ topic", "ShareAcknowledge": "READ group, READ topic",
     "CreateTopics": "CREATE cluster or topic", "DeleteTopics": "DELETE topic", "CreatePartitions": "ALTER topic",
     "DeleteRecords": "DELETE topic", "DescribeProducers": "READ topic",
     "DescribeConfigs": "DESCRIBE_CONFIGS topic/group/cluster", "AlterConfigs": "ALTER_CONFIGS topic/group/cluster",

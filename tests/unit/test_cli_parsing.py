@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import struct
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -557,3 +560,16 @@ def test_spark_up_lays_out_ports_and_refuses_bad_flags_and_a_missing_pyspark(tmp
     monkeypatch.setattr(importlib.util, "find_spec", lambda _name: None)
     with pytest.raises(CliError, match=r"^Error: pyspark is not installed \(pip install -e '\.\[spark\]'\)"):
         spark_cluster.spark_home()
+
+
+@pytest.mark.parametrize("tool", ["", "cluster", "topics", "pipeline"])  # own usage text, argparse, subcommands
+def test_help_into_a_pipe_closed_early_has_no_traceback(tool: str) -> None:
+    """`odradek <tool> --help | head -1`: the reader goes away before the help is written. The catch is in
+    `main`, the one way into every tool."""
+    read, write = os.pipe()
+    os.close(read)
+    proc = subprocess.run([sys.executable, "-m", "odradek.cli.main", *([tool] if tool else []), "--help"],
+                          stdout=write, stderr=subprocess.PIPE, text=True, timeout=60)
+    os.close(write)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode in (0, 1), proc.stderr

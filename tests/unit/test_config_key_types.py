@@ -1,7 +1,8 @@
 """src/odradek/config_key_types.py, the catalogue's broker keys grouped by the type of their values (what
-types `BrokerConfig.get`), is generated from the catalogue: this test checks it is current, and running
-this file (`python -m tests.unit.test_config_key_types`) rewrites it after a change to the catalogue. And
-LogConfig's typed fields are checked against the catalogue's topic keys."""
+types `BrokerConfig.get`; and the group keys, what types `GroupConfigs.value`), is generated from the
+catalogue: this test checks it is current, and running this file (`python -m tests.unit.test_config_key_types`)
+rewrites it after a change to the catalogue. And LogConfig's typed fields are checked against the catalogue's
+topic keys."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import get_type_hints
 
 from odradek.config import BrokerConfig
-from odradek.config_keys import BROKER_KEYS, TOPIC_CONFIGS, ConfigKey, ConfigType, Password
+from odradek.config_keys import BROKER_KEYS, GROUP_CONFIGS, TOPIC_CONFIGS, ConfigKey, ConfigType, Password
 from odradek.storage.log_config import LogConfig
 
 GENERATED = Path(__file__).resolve().parents[2] / "src" / "odradek" / "config_key_types.py"
@@ -53,10 +54,14 @@ def render() -> str:
         groups["Optional" + alias + "Key"] = []
     for name, key in sorted(BROKER_KEYS.items()):
         groups[alias_of(key)].append(name)
+    for name, key in sorted(GROUP_CONFIGS.items()):
+        groups.setdefault("Group" + alias_of(key), []).append(name)
     out = [_HEADER]
     for alias, names in groups.items():
         if not names:
             continue
+        if alias == "GroupIntKey":
+            out.append("\n# The group configs (GROUP_CONFIGS) by the type of their values, for typing GroupConfigs.value.\n")
         out.append(f"\n{alias}: TypeAlias = Literal[\n")
         out.extend(f'    "{name}",\n' for name in names)
         out.append("]\n")

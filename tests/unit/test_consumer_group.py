@@ -30,6 +30,7 @@ from odradek.groups.schemas import OffsetValue, group_records
 from odradek.groups.service import GroupCoordinatorService
 from odradek.groups.store import LoadedGroup
 from odradek.protocol.errors import ErrorCode, KafkaError
+from tests.group_members import InMemoryGroupStore
 
 E = ErrorCode
 T1, T2, T3 = b"\x01" * 16, b"\x02" * 16, b"\x03" * 16
@@ -184,40 +185,6 @@ def test_records_round_trip_and_replay_into_a_group() -> None:
 # ---- the coordinator ----------------------------------------------------------------------------
 
 
-class FakeStore:
-    """A GroupStore that owns every group and keeps the records written, in order."""
-
-    def __init__(self) -> None:
-        self.records: list[tuple[bytes, bytes | None]] = []
-
-    async def start(self, owner: Any) -> None:
-        self.owner = owner
-
-    async def shutdown(self) -> None:
-        pass
-
-    def partition_for(self, group_id: str) -> int:
-        return 0
-
-    def check(self, group_id: str) -> None:
-        pass
-
-    async def wait_ready(self, group_id: str, create: bool = False) -> None:
-        pass
-
-    def loading(self) -> bool:
-        return False
-
-    async def write(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> None:
-        self.records += records
-
-    async def write_transactional(self, group_id: str, records: Any, producer_id: int, producer_epoch: int) -> None:
-        self.records += records
-
-    async def coordinator_node(self, group_id: str) -> Any:
-        raise KafkaError(E.COORDINATOR_NOT_AVAILABLE)
-
-
 class FakeTopics:
     def __init__(self, **counts: int) -> None:
         self.by_name = {name: TopicInfo(bytes([i + 1]) * 16, n) for i, (name, n) in enumerate(counts.items())}
@@ -236,13 +203,13 @@ SETTINGS = ConsumerGroupSettings(session_timeout_ms=200, heartbeat_interval_ms=5
 
 
 def make_service(topics: FakeTopics | None = None, settings: ConsumerGroupSettings = SETTINGS,
-                 ) -> tuple[GroupCoordinatorService, FakeStore]:
-    store = FakeStore()
+                 ) -> tuple[GroupCoordinatorService, InMemoryGroupStore]:
+    store = InMemoryGroupStore()
     return GroupCoordinatorService(GroupSettings(), settings, store, topics or FakeTopics(t=6)), store
 
 
 def make(topics: FakeTopics | None = None, settings: ConsumerGroupSettings = SETTINGS,
-         ) -> tuple[ConsumerGroupCoordinator, FakeStore]:
+         ) -> tuple[ConsumerGroupCoordinator, InMemoryGroupStore]:
     svc, store = make_service(topics, settings)
     return svc.consumer, store
 

@@ -134,6 +134,23 @@ async def settle() -> None:
         await asyncio.sleep(0.01)
 
 
+def gate_loads(monkeypatch: pytest.MonkeyPatch) -> asyncio.Event:
+    """Hold every partition load (`loader.read_partition`, run off the event loop) until the event returned
+    is set."""
+    gate = asyncio.Event()
+    real = loader.read_partition
+
+    def gated(*args: Any) -> Any:
+        import time
+
+        while not gate.is_set():
+            time.sleep(0.005)
+        return real(*args)
+
+    monkeypatch.setattr(loader, "read_partition", gated)
+    return gate
+
+
 def test_loads_a_partition_by_replay_when_it_leads_it_and_serves_only_then(tmp_path: Path) -> None:
     async def main() -> None:
         rt, parts, shard = make(tmp_path)
@@ -162,17 +179,7 @@ def test_loads_a_partition_by_replay_when_it_leads_it_and_serves_only_then(tmp_p
 
 
 def test_load_in_progress_until_the_replay_is_done(tmp_path: Path, monkeypatch: Any) -> None:
-    gate = asyncio.Event()
-    real = loader.read_partition
-
-    def gated(*args: Any) -> Any:
-        import time
-
-        while not gate.is_set():
-            time.sleep(0.005)
-        return real(*args)
-
-    monkeypatch.setattr(loader, "read_partition", gated)
+    gate = gate_loads(monkeypatch)
     monkeypatch.setattr(runtime_mod, "LOAD_WAIT_S", 0.05)
 
     async def main() -> None:
@@ -231,17 +238,7 @@ def test_leadership_changes_fence_the_loaded_state(tmp_path: Path) -> None:
 
 
 def test_a_load_overtaken_by_a_leadership_change_is_dropped(tmp_path: Path, monkeypatch: Any) -> None:
-    release = asyncio.Event()
-    real = loader.read_partition
-
-    def gated(*args: Any) -> Any:
-        import time
-
-        while not release.is_set():
-            time.sleep(0.005)
-        return real(*args)
-
-    monkeypatch.setattr(loader, "read_partition", gated)
+    release = gate_loads(monkeypatch)
 
     async def main() -> None:
         rt, parts, shard = make(tmp_path)

@@ -46,9 +46,21 @@ def test_dynamic_keys_are_kafkas_less_listeners_and_security() -> None:
             "message.max.bytes", "compression.type", "min.insync.replicas", "unclean.leader.election.enable",
             "max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides", "num.io.threads",
             "num.network.threads", "num.replica.fetchers", "background.threads",
-            "log.message.timestamp.type"} <= dynamic
+            "log.message.timestamp.type", "sasl.kerberos.min.time.before.relogin", "sasl.kerberos.service.name",
+            "sasl.login.refresh.window.factor"} <= dynamic
     assert not {"broker.id", "log.dirs", "listeners", "advertised.listeners", "zookeeper.connect",
-                "log.retention.hours", "num.partitions", "ssl.keystore.location", "sasl.jaas.config"} & dynamic
+                "log.retention.hours", "num.partitions", "ssl.keystore.location", "ssl.protocol", "sasl.jaas.config",
+                "sasl.enabled.mechanisms"} & dynamic
+
+
+def test_per_broker_keys_are_refused_as_the_cluster_default() -> None:
+    c = cfg()
+    assert c.check_dynamic({"sasl.kerberos.min.time.before.relogin": "58000"}, per_broker=True) == {
+        "sasl.kerberos.min.time.before.relogin": "58000"}
+    with pytest.raises(ConfigError, match=r"^Cannot update these configs at default cluster level, broker id must "
+                                          r"be specified: Set\(sasl.kerberos.kinit.cmd\)$"):
+        c.check_dynamic({"sasl.kerberos.kinit.cmd": "/bin/kinit", "log.cleaner.threads": "2"}, per_broker=False)
+    assert c.check_dynamic({"log.cleaner.threads": "2"}, per_broker=False) == {"log.cleaner.threads": "2"}
 
 
 # ---- validation ------------------------------------------------------------------------------------------

@@ -29,63 +29,16 @@ from odradek.groups.schemas import (
     OffsetKey,
     OffsetValue,
     decode_group_value,
-    decode_key,
     offset_records,
 )
 from odradek.groups.service import GroupCoordinatorService
-from odradek.groups.store import GroupShard, GroupStore, LoadedGroup
+from odradek.groups.store import GroupStore, LoadedGroup
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.storage.log_validator import AppendOrigin
+from tests.group_members import InMemoryGroupStore
 
 E = ErrorCode
 SESSION = 300  # ms
-
-
-class FakeStore:
-    """A GroupStore that owns every group (until told otherwise) and keeps writes in memory."""
-
-    def __init__(self) -> None:
-        self.writes: list[tuple[str, list[tuple[bytes, bytes | None]]]] = []
-        self.fail: ErrorCode | None = None
-        self.owned = True
-        self.shard: GroupShard | None = None
-        self.transactional: list[tuple[int, int]] = []
-
-    async def start(self, shard: GroupShard) -> None:
-        self.shard = shard
-
-    async def shutdown(self) -> None:
-        self.shard = None
-
-    async def coordinator_node(self, key: str) -> Any:
-        raise KafkaError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-
-    def check(self, key: str) -> None:
-        if not self.owned:
-            raise KafkaError(ErrorCode.NOT_COORDINATOR)
-
-    async def wait_ready(self, key: str, create: bool = False) -> None:
-        self.check(key)
-
-    async def write(self, key: str, records: list[tuple[bytes, bytes | None]]) -> None:
-        await asyncio.sleep(0)
-        if self.fail is not None:
-            raise KafkaError(self.fail)
-        self.writes.append((key, records))
-
-    async def write_transactional(self, key: str, records: list[tuple[bytes, bytes | None]], producer_id: int,
-                                  producer_epoch: int) -> None:
-        await self.write(key, records)
-        self.transactional.append((producer_id, producer_epoch))
-
-    def partition_for(self, key: str) -> int:
-        return 0
-
-    def loading(self) -> bool:
-        return False
-
-    def decoded(self) -> list[tuple[Any, Any]]:
-        return [(decode_key(k), v) for _, recs in self.writes for k, v in recs]
 
 
 def settings(**kw: int) -> GroupSettings:
@@ -112,9 +65,9 @@ def service(store: GroupStore, group_settings: GroupSettings) -> GroupCoordinato
     return GroupCoordinatorService(group_settings, ConsumerGroupSettings(), store, NoTopics())
 
 
-def run(body: Callable[[GroupCoordinatorService, FakeStore], Awaitable[None]], **kw: int) -> None:
+def run(body: Callable[[GroupCoordinatorService, InMemoryGroupStore], Awaitable[None]], **kw: int) -> None:
     async def main() -> None:
-        store = FakeStore()
+        store = InMemoryGroupStore()
         gc = service(store, settings(**kw))
         await gc.start()
         try:
@@ -149,11 +102,25 @@ async def join_alone(gc: GroupCoordinatorService, assignment: bytes = b"A", **kw
     return res
 
 
+async def join_second(gc: GroupCoordinatorService, a: JoinResult, assign: bool = False) -> JoinResult:
+    """A newcomer joins group g, which `a` leads alone; both rejoin into generation 2 and sync, so the group
+    is stable again, the leader handing out nothing or, when `assign`, b"1" to itself and b"2" to the
+    newcomer. The newcomer's join answer."""
+    b_task = asyncio.create_task(gc.join(req()))
+    await asyncio.sleep(0.01)
+    await gc.join(req(a.member_id))
+    b = await b_task
+    b_sync = asyncio.create_task(gc.sync("g", 2, b.member_id, None, None, None, []))
+    await gc.sync("g", 2, a.member_id, None, None, None, [(a.member_id, b"1"), (b.member_id, b"2")] if assign else [])
+    await b_sync
+    return b
+
+
 # ---- joining ------------------------------------------------------------------------------------
 
 
 def test_first_join_v4_needs_member_id_then_forms_generation_1() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         first = await gc.join(req(v4=True))
         assert first.error == E.MEMBER_ID_REQUIRED
         assert first.member_id.startswith("client-") and len(first.member_id) == len("client-") + 36
@@ -174,7 +141,7 @@ def test_first_join_v4_needs_member_id_then_forms_generation_1() -> None:
 
 
 def test_second_member_triggers_rebalance_and_sync_waits_for_leader() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         a = await join_alone(gc)
         b_join = asyncio.create_task(gc.join(req()))
         await asyncio.sleep(0.01)
@@ -198,15 +165,9 @@ def test_second_member_triggers_rebalance_and_sync_waits_for_leader() -> None:
 
 
 def test_follower_rejoin_with_same_metadata_in_stable_does_not_rebalance() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         a = await join_alone(gc)
-        b_task = asyncio.create_task(gc.join(req()))
-        await asyncio.sleep(0.01)
-        a2 = await gc.join(req(a.member_id))
-        b = await b_task
-        b_sync = asyncio.create_task(gc.sync("g", 2, b.member_id, None, None, None, []))
-        await gc.sync("g", 2, a2.member_id, None, None, None, [(a.member_id, b"1"), (b.member_id, b"2")])
-        await b_sync
+        b = await join_second(gc, a, assign=True)
         again = await gc.join(req(b.member_id))
         assert (again.error, again.generation) == (E.NONE, 2)
         assert gc.classic.groups["g"].state is GroupState.STABLE
@@ -231,7 +192,7 @@ def test_protocol_selection_votes_with_leader_preference_on_ties() -> None:
 
 
 def test_inconsistent_protocols_and_bad_session_timeouts() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         await join_alone(gc)
         res = await gc.join(req(protocols=[("roundrobin", b"")]))
         assert res.error == E.INCONSISTENT_GROUP_PROTOCOL
@@ -248,7 +209,7 @@ def test_inconsistent_protocols_and_bad_session_timeouts() -> None:
 
 
 def test_group_max_size() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         await join_alone(gc)
         assert (await gc.join(req())).error == E.GROUP_MAX_SIZE_REACHED
 
@@ -256,7 +217,7 @@ def test_group_max_size() -> None:
 
 
 def test_initial_rebalance_delay_collects_members_into_one_generation() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         t1 = asyncio.create_task(gc.join(req()))
         await asyncio.sleep(0.05)
         t2 = asyncio.create_task(gc.join(req()))
@@ -271,7 +232,7 @@ def test_initial_rebalance_delay_collects_members_into_one_generation() -> None:
 
 
 def test_session_timeout_removes_member_and_group_becomes_empty() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         a = await join_alone(gc)
         await asyncio.sleep(SESSION / 1000 * 2)
         group = gc.classic.groups["g"]
@@ -285,7 +246,7 @@ def test_session_timeout_removes_member_and_group_becomes_empty() -> None:
 
 
 def test_heartbeats_keep_a_member_alive() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         a = await join_alone(gc)
         for _ in range(8):
             await asyncio.sleep(SESSION / 1000 / 3)
@@ -296,7 +257,7 @@ def test_heartbeats_keep_a_member_alive() -> None:
 
 
 def test_member_that_does_not_rejoin_is_dropped_after_rebalance_timeout() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         a = await join_alone(gc, session=5000, rebalance=200)
         b = await asyncio.wait_for(gc.join(req(session=5000, rebalance=200)), 2)  # a never rejoins
         assert (b.generation, b.leader, [m[0] for m in b.members]) == (2, b.member_id, [b.member_id])
@@ -306,7 +267,7 @@ def test_member_that_does_not_rejoin_is_dropped_after_rebalance_timeout() -> Non
 
 
 def test_heartbeat_errors() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         a = await join_alone(gc)
         assert await gc.heartbeat("g", 1, "stranger", None) == E.UNKNOWN_MEMBER_ID
         assert await gc.heartbeat("g", 7, a.member_id, None) == E.ILLEGAL_GENERATION
@@ -318,7 +279,7 @@ def test_heartbeat_errors() -> None:
 
 
 def test_sync_errors() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         a = await join_alone(gc)
         assert (await gc.sync("g", 0, a.member_id, None, None, None, [])).error == E.ILLEGAL_GENERATION
         assert (await gc.sync("g", 1, "x", None, None, None, [])).error == E.UNKNOWN_MEMBER_ID
@@ -333,15 +294,9 @@ def test_sync_errors() -> None:
 
 
 def test_leave_group_rebalances_survivors() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         a = await join_alone(gc)
-        b_task = asyncio.create_task(gc.join(req()))
-        await asyncio.sleep(0.01)
-        await gc.join(req(a.member_id))
-        b = await b_task
-        b_sync = asyncio.create_task(gc.sync("g", 2, b.member_id, None, None, None, []))
-        await gc.sync("g", 2, a.member_id, None, None, None, [])
-        await b_sync
+        b = await join_second(gc, a)
         assert await gc.leave("g", [(a.member_id, None), ("ghost", None)]) == [E.NONE, E.UNKNOWN_MEMBER_ID]
         assert gc.classic.groups["g"].state is GroupState.PREPARING_REBALANCE
         assert await gc.heartbeat("g", 2, b.member_id, None) == E.REBALANCE_IN_PROGRESS
@@ -355,7 +310,7 @@ def test_leave_group_rebalances_survivors() -> None:
 
 
 def test_failed_assignment_write_restarts_the_rebalance() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         res = await gc.join(req())
         store.fail = E.NOT_COORDINATOR
         sync = await gc.sync("g", res.generation, res.member_id, None, None, None, [(res.member_id, b"a")])
@@ -369,7 +324,7 @@ def test_failed_assignment_write_restarts_the_rebalance() -> None:
 
 
 def test_static_member_rejoin_keeps_assignment_and_fences_old_id() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         first = await gc.join(req(instance="i-1", v4=True))  # static members skip MEMBER_ID_REQUIRED
         assert first.error == E.NONE
         await gc.sync("g", 1, first.member_id, "i-1", None, None, [(first.member_id, b"mine")])
@@ -392,7 +347,7 @@ def test_static_member_rejoin_keeps_assignment_and_fences_old_id() -> None:
 
 
 def test_static_leader_rejoin_before_v9_is_told_it_is_a_follower() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         first = await join_alone(gc, instance="i-1")
         r = req(instance="i-1")
         r.supports_skip_assignment = False
@@ -404,7 +359,7 @@ def test_static_leader_rejoin_before_v9_is_told_it_is_a_follower() -> None:
 
 
 def test_static_member_survives_rebalance_timeout_and_leaves_by_instance_id() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         s = await join_alone(gc, instance="i-1", session=5000, rebalance=200)
         d = await gc.join(req(session=5000, rebalance=200))  # s does not rejoin within 200 ms
         assert d.generation == 2 and s.member_id in gc.classic.groups["g"].members
@@ -418,7 +373,7 @@ def test_static_member_survives_rebalance_timeout_and_leaves_by_instance_id() ->
 
 
 def test_commit_rules() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         off = {("t", 0): OffsetValue(10, "meta", 1)}
         assert await gc.commit("solo", -1, "", None, off) == E.NONE  # assign() consumer, new group
         assert await gc.commit("solo", -1, "", None, {("t", 1): OffsetValue(3)}) == E.NONE
@@ -443,7 +398,7 @@ def test_commit_rules() -> None:
 
 
 def test_commit_during_completing_rebalance_is_refused() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         res = await gc.join(req())
         assert await gc.commit("g", 1, res.member_id, None, {("t", 0): OffsetValue(1)}) == E.REBALANCE_IN_PROGRESS
 
@@ -451,7 +406,7 @@ def test_commit_during_completing_rebalance_is_refused() -> None:
 
 
 def test_delete_groups() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         await join_alone(gc)
         assert await gc.delete_group("g") == E.NON_EMPTY_GROUP
         assert await gc.delete_group("none") == E.GROUP_ID_NOT_FOUND
@@ -465,7 +420,7 @@ def test_delete_groups() -> None:
 
 
 def test_offset_delete_respects_subscriptions() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         a = await join_alone(gc)
         await gc.commit("g", 1, a.member_id, None, {("t", 0): OffsetValue(1), ("u", 0): OffsetValue(2)})
         result = await gc.delete_offsets("g", [("t", 0), ("u", 0)])
@@ -479,7 +434,7 @@ def test_offset_delete_respects_subscriptions() -> None:
 
 
 def test_retention_expires_offsets_of_empty_groups_only() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         await gc.commit("solo", -1, "", None, {("t", 0): OffsetValue(1, "", commit_timestamp=0)})
         a = await join_alone(gc)
         await gc.commit("g", 1, a.member_id, None, {("t", 0): OffsetValue(5, "", commit_timestamp=0)})
@@ -493,7 +448,7 @@ def test_retention_expires_offsets_of_empty_groups_only() -> None:
 
 
 def test_describe_and_list() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         a = await join_alone(gc, assignment=b"asg")
         await gc.commit("solo", -1, "", None, {("t", 0): OffsetValue(1)})
         summary = await gc.describe("g")
@@ -509,7 +464,7 @@ def test_describe_and_list() -> None:
 
 
 def test_group_round_trips_through_its_stored_value() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         a = await join_alone(gc, assignment=b"asg", instance="i-9")
         value = decode_group_value(store.decoded()[-1][1])
         loaded = Group.from_value("g", value, {("t", 0): OffsetValue(4)})
@@ -739,7 +694,7 @@ def test_membership_bookkeeping_of_static_members_leaders_and_pending_syncs() ->
 
 
 def test_first_join_waits_in_preparing_rebalance_for_the_initial_delay() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         join = asyncio.create_task(gc.join(req()))
         await asyncio.sleep(0.02)
         assert gc.classic.groups["g"].state is S.PREPARING_REBALANCE  # Empty -> PreparingRebalance
@@ -750,7 +705,7 @@ def test_first_join_waits_in_preparing_rebalance_for_the_initial_delay() -> None
 
 
 def test_join_during_completing_rebalance_restarts_the_rebalance() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         a = await gc.join(req())
         group = gc.classic.groups["g"]
         assert group.state is S.COMPLETING_REBALANCE
@@ -766,7 +721,7 @@ def test_join_during_completing_rebalance_restarts_the_rebalance() -> None:
 
 
 def test_leader_missing_its_sync_sends_the_group_back_to_preparing_rebalance() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         a, b = await two_members_completing(gc)
         b_sync = await gc.sync("g", 2, b.member_id, None, None, None, [])  # the leader never syncs
         assert b_sync.error == E.REBALANCE_IN_PROGRESS
@@ -779,7 +734,7 @@ def test_leader_missing_its_sync_sends_the_group_back_to_preparing_rebalance() -
 
 
 def test_follower_missing_its_sync_rebalances_a_stable_group() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         a, b = await two_members_completing(gc)
         sync = await gc.sync("g", 2, a.member_id, None, None, None, [(a.member_id, b"1"), (b.member_id, b"2")])
         group = gc.classic.groups["g"]
@@ -795,7 +750,7 @@ def test_follower_missing_its_sync_rebalances_a_stable_group() -> None:
 
 
 def test_leader_rejoining_a_stable_group_rebalances_it_as_does_changed_metadata() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         a = await join_alone(gc)
         group = gc.classic.groups["g"]
         assert (await gc.join(req(a.member_id))).generation == 2  # leader: Stable -> PreparingRebalance
@@ -808,7 +763,7 @@ def test_leader_rejoining_a_stable_group_rebalances_it_as_does_changed_metadata(
 
 
 def test_unloading_a_partition_kills_its_groups_and_answers_parked_requests() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         a = await gc.join(req())
         group = gc.classic.groups["g"]
         parked = asyncio.create_task(gc.sync("g", 1, "ghost", None, None, None, []))
@@ -825,7 +780,7 @@ def test_unloading_a_partition_kills_its_groups_and_answers_parked_requests() ->
 
 
 def test_deleting_an_empty_group_kills_it() -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         a = await join_alone(gc)
         await gc.leave("g", [(a.member_id, None)])
         group = gc.classic.groups["g"]
@@ -919,7 +874,7 @@ async def _operate(gc: GroupCoordinatorService, op: str, member_id: str, generat
 @pytest.mark.parametrize("state", STATES, ids=lambda s: s.value)
 @pytest.mark.parametrize("op", list(PER_STATE))
 def test_error_code_of_each_request_in_each_state(op: str, state: GroupState) -> None:
-    async def body(gc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         keep: list[Any] = []
         member_id, generation = await into_state(gc, state, keep)
         assert await _operate(gc, op, member_id, generation) == PER_STATE[op][STATES.index(state)]
@@ -932,7 +887,7 @@ def test_error_code_of_each_request_in_each_state(op: str, state: GroupState) ->
 def test_fake_store_and_the_runtime_implement_the_whole_group_store_protocol() -> None:
     wanted = {name for name in vars(GroupStore) if not name.startswith("_")}
     assert {"start", "shutdown", "check", "wait_ready", "write", "coordinator_node"} <= wanted
-    for impl in (FakeStore, CoordinatorRuntime):
+    for impl in (InMemoryGroupStore, CoordinatorRuntime):
         for name in wanted:
             ours, theirs = inspect.signature(getattr(impl, name)), inspect.signature(getattr(GroupStore, name))
             assert list(ours.parameters) == list(theirs.parameters), (impl, name)
@@ -970,7 +925,7 @@ def test_transactional_offsets_replay_only_where_committed(tmp_path: Any) -> Non
 
 def test_txn_offsets_become_committed_only_with_the_commit_marker() -> None:
     async def main() -> None:
-        store = FakeStore()
+        store = InMemoryGroupStore()
         gc = service(store, settings())
         await gc.start()
         tp = ("t", 0)

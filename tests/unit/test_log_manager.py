@@ -20,7 +20,7 @@ from odradek.storage.manager import (
     read_checkpoint,
     write_checkpoint,
 )
-from tests.storage_helpers import T0, Clock
+from tests.storage_helpers import T0, Clock, crash_image
 
 
 def batch(i: int, ts: int = T0) -> bytes:
@@ -117,7 +117,7 @@ def test_unclean_restart_recovers(tmp_path: Path, caplog: pytest.LogCaptureFixtu
     manager.checkpoint()
     fill(manager, "t", 0, 3)  # beyond the checkpointed recovery point
     image = tmp_path / "image"
-    shutil.copytree(d, image, ignore=shutil.ignore_patterns(".lock"))
+    crash_image(d, image, ignore=shutil.ignore_patterns(".lock"))
     manager.shutdown()
     log_files = sorted(image.glob("t-0/*.log"))
     with open(log_files[-1], "r+b") as f:  # tear the last batch

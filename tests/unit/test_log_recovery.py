@@ -14,7 +14,7 @@ import pytest
 
 from odradek.protocol.records import build_batch, decode_records, iter_batches, read_header
 from odradek.storage.log import Log, LogConfig
-from tests.storage_helpers import T0, fixed_clock
+from tests.storage_helpers import T0, crash_image, fixed_clock
 
 PROPS = {"segment.bytes": "1600", "index.interval.bytes": "150"}
 
@@ -261,7 +261,7 @@ def test_crash_right_after_roll(tmp_path: Path) -> None:
     log, written = write_log(tmp_path / "events-0", count=8)
     log.roll()
     image = tmp_path / "image" / "events-0"
-    shutil.copytree(log.dir, image)
+    crash_image(log.dir, image)  # the roll's flush may be running on the disk worker
     log.close()
     reopened = open_log(image, recovery_point=0, clean_shutdown=False)
     assert reopened.log_end_offset == written[-1].next

@@ -9,7 +9,6 @@ import asyncio
 import logging
 import struct
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import pytest
 
@@ -18,62 +17,14 @@ from odradek.groups.consumer_group import TopicInfo
 from odradek.groups.coordinator import GroupSettings
 from odradek.groups.group import GroupState, JoinRequest, MemberProfile
 from odradek.groups.offset_manager import OffsetManager
-from odradek.groups.schemas import GroupKey, OffsetKey, OffsetValue, decode_key
+from odradek.groups.schemas import GroupKey, OffsetKey, OffsetValue
 from odradek.groups.service import GroupCoordinatorService
-from odradek.groups.store import GroupShard, LoadedGroup
+from odradek.groups.store import LoadedGroup
 from odradek.protocol.errors import ErrorCode, KafkaError
+from tests.group_members import InMemoryGroupStore
 
 E = ErrorCode
 T = b"\x01" * 16
-
-
-class FakeStore:
-    """Owns every group (all in partition 0) and keeps what is written; `during_write` runs inside a write."""
-
-    def __init__(self) -> None:
-        self.writes: list[tuple[str, list[tuple[bytes, bytes | None]], tuple[int, int] | None]] = []
-        self.during_write: Callable[[], None] | None = None
-        self.fail: ErrorCode | None = None
-
-    async def start(self, shard: GroupShard) -> None:
-        self.shard = shard
-
-    async def shutdown(self) -> None:
-        pass
-
-    def partition_for(self, key: str) -> int:
-        return 0
-
-    def check(self, key: str) -> None:
-        pass
-
-    async def wait_ready(self, key: str, create: bool = False) -> None:
-        pass
-
-    def loading(self) -> bool:
-        return False
-
-    async def write(self, key: str, records: list[tuple[bytes, bytes | None]]) -> None:
-        await self._write(key, records, None)
-
-    async def write_transactional(self, key: str, records: list[tuple[bytes, bytes | None]], producer_id: int,
-                                  producer_epoch: int) -> None:
-        await self._write(key, records, (producer_id, producer_epoch))
-
-    async def _write(self, key: str, records: list[tuple[bytes, bytes | None]],
-                     producer: tuple[int, int] | None) -> None:
-        await asyncio.sleep(0)
-        if self.during_write is not None:
-            self.during_write()
-        if self.fail is not None:
-            raise KafkaError(self.fail)
-        self.writes.append((key, records, producer))
-
-    async def coordinator_node(self, key: str) -> Any:
-        raise KafkaError(E.COORDINATOR_NOT_AVAILABLE)
-
-    def tombstones(self) -> list[Any]:
-        return [decode_key(k) for _, recs, _ in self.writes for k, v in recs if v is None]
 
 
 class Topics:
@@ -87,9 +38,9 @@ class Topics:
         return "t" if topic_id == T else None
 
 
-def run(body: Callable[[GroupCoordinatorService, FakeStore], Awaitable[None]], **kw: int) -> None:
+def run(body: Callable[[GroupCoordinatorService, InMemoryGroupStore], Awaitable[None]], **kw: int) -> None:
     async def main() -> None:
-        store = FakeStore()
+        store = InMemoryGroupStore()
         base = {"min_session_timeout_ms": 10, "initial_rebalance_delay_ms": 0,
                 "retention_check_interval_ms": 3_600_000, "retention_ms": 1000}
         base.update(kw)
@@ -130,7 +81,7 @@ def v(offset: int, ts: int = 0) -> OffsetValue:
 
 
 def test_both_group_types_commit_fetch_and_delete_through_the_one_manager() -> None:
-    async def body(svc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(svc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         assert isinstance(svc.offsets, OffsetManager)
         epoch = await consumer_member(svc)
         assert await svc.commit("k", -1, "", None, {("t", 0): v(1)}) == E.NONE  # a new classic group
@@ -159,7 +110,7 @@ def test_both_group_types_commit_fetch_and_delete_through_the_one_manager() -> N
 
 
 def test_transactional_offsets_of_both_types_wait_for_their_marker() -> None:
-    async def body(svc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(svc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         epoch = await consumer_member(svc)
         tp = ("t", 0)
         assert await svc.txn_commit("k", 5, 0, -1, "", None, {tp: v(10)}) == E.NONE
@@ -183,7 +134,7 @@ def test_pending_offsets_follow_a_group_that_changes_type() -> None:
     that becomes a consumer group mid-transaction gets them at the commit marker (the coordinators used to
     hand them over between their two maps)."""
 
-    async def body(svc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(svc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         tp = ("t", 1)
         assert await svc.commit("g", -1, "", None, {("t", 0): v(1)}) == E.NONE
         assert await svc.txn_commit("g", 9, 0, -1, "", None, {tp: v(40)}) == E.NONE
@@ -199,7 +150,7 @@ def test_pending_offsets_follow_a_group_that_changes_type() -> None:
 def test_retention_logs_and_deletes_for_both_types(caplog: pytest.LogCaptureFixture) -> None:
     """Drift: only the classic coordinator logged the offsets it expired."""
 
-    async def body(svc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(svc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         epoch = await consumer_member(svc, "c")
         assert await svc.commit("c", epoch, "m", None, {("t", 0): v(1), ("gone", 0): v(1)}) == E.NONE
         assert await svc.commit("k", -1, "", None, {("t", 0): v(1)}) == E.NONE
@@ -222,7 +173,7 @@ def test_retention_logs_and_deletes_for_both_types(caplog: pytest.LogCaptureFixt
 def test_retention_keeps_a_classic_group_with_pending_members() -> None:
     """Drift: only the classic coordinator kept an empty group whose members were still joining."""
 
-    async def body(svc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(svc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         assert await svc.commit("g", -1, "", None, {("t", 0): v(1)}) == E.NONE
         first = await svc.join(join_request("g", v4=True))
         assert first.error == E.MEMBER_ID_REQUIRED and svc.classic.groups["g"].pending_members
@@ -241,7 +192,7 @@ def test_retention_keeps_a_classic_group_with_pending_members() -> None:
 
 @pytest.mark.parametrize("kind", ["classic", "consumer"])
 def test_a_commit_does_not_reach_a_group_unloaded_during_its_write(kind: str) -> None:
-    async def body(svc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(svc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         if kind == "consumer":
             epoch = await consumer_member(svc, "g")
             args: tuple[int, str] = (epoch, "m")
@@ -259,7 +210,7 @@ def test_a_commit_does_not_reach_a_group_unloaded_during_its_write(kind: str) ->
 
 
 def test_a_failed_write_changes_nothing_for_either_type() -> None:
-    async def body(svc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(svc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         epoch = await consumer_member(svc, "c")
         assert await svc.commit("k", -1, "", None, {("t", 0): v(1)}) == E.NONE
         store.fail = E.NOT_COORDINATOR
@@ -275,7 +226,7 @@ def test_a_failed_write_changes_nothing_for_either_type() -> None:
 
 
 def test_loading_restores_pending_offsets_of_every_type_and_unloading_drops_them() -> None:
-    async def body(svc: GroupCoordinatorService, store: FakeStore) -> None:
+    async def body(svc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         from odradek.groups.consumer_schemas import LoadedConsumerGroup
 
         tp = ("t", 2)

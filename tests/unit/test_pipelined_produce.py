@@ -11,6 +11,8 @@ import struct
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
+import pytest
+
 from odradek.server.network import CloseConnection, Connection, SocketServer
 
 PRODUCE, METADATA = 0, 3
@@ -50,79 +52,62 @@ def reply(tag: bytes) -> list[bytes]:
     return [struct.pack(">i", len(tag)), tag]
 
 
+class HoldingA:
+    """A handler that notes the tag of every request it starts and holds request A until `go` is set,
+    releasing the connection first when `release` (appended, only the ISR awaited); any other request
+    sets `other_started` and is answered at once."""
+
+    def __init__(self, release: bool) -> None:
+        self.release = release
+        self.started: list[bytes] = []
+        self.a_started = asyncio.Event()
+        self.other_started = asyncio.Event()
+        self.go = asyncio.Event()
+
+    async def __call__(self, conn: Connection, api: int, tag: bytes) -> list[bytes]:
+        self.started.append(tag)
+        if tag == b"A":
+            if self.release:
+                conn.release()
+            self.a_started.set()
+            await self.go.wait()
+        else:
+            self.other_started.set()
+        return reply(tag)
+
+
 def test_a_released_produce_lets_the_next_produce_append_and_answers_stay_in_order() -> None:
     async def main() -> None:
-        started: list[bytes] = []
-        second_started = asyncio.Event()
-        replicated = asyncio.Event()
-
-        async def handler(conn: Connection, api: int, tag: bytes) -> list[bytes]:
-            started.append(tag)
-            if tag == b"A":
-                conn.release()  # appended; only the ISR is awaited now
-                await replicated.wait()
-            else:
-                second_started.set()
-            return reply(tag)
-
+        handler = HoldingA(release=True)
         async with serving(handler) as (reader, writer):
             writer.write(frame(PRODUCE, b"A") + frame(PRODUCE, b"B"))
-            await asyncio.wait_for(second_started.wait(), LIMIT)  # B ran while A waited
-            assert started == [b"A", b"B"]
-            replicated.set()
+            await asyncio.wait_for(handler.other_started.wait(), LIMIT)  # B ran while A waited
+            assert handler.started == [b"A", b"B"]
+            handler.go.set()
             assert [await answer(reader), await answer(reader)] == [b"A", b"B"]
 
     asyncio.run(main())
 
 
-def test_anything_but_a_produce_waits_for_every_earlier_answer() -> None:
+@pytest.mark.parametrize(("release", "second_api", "second"), [
+    pytest.param(True, METADATA, b"M", id="anything-but-a-produce-waits-for-every-earlier-answer"),
+    pytest.param(False, PRODUCE, b"B", id="a-produce-that-does-not-release-holds-the-connection"),
+])
+def test_the_next_request_waits_for_the_first_answer(release: bool, second_api: int, second: bytes) -> None:
+    """A Metadata request queued behind a released Produce, or a Produce behind one that does not release
+    (e.g. acks=1 work, or a throttled client), does not start until the first is answered."""
     async def main() -> None:
-        started: list[bytes] = []
-        a_started = asyncio.Event()
-        replicated = asyncio.Event()
-
-        async def handler(conn: Connection, api: int, tag: bytes) -> list[bytes]:
-            started.append(tag)
-            if tag == b"A":
-                conn.release()
-                a_started.set()
-                await replicated.wait()
-            return reply(tag)
-
+        handler = HoldingA(release)
         async with serving(handler) as (reader, writer):
-            writer.write(frame(PRODUCE, b"A") + frame(METADATA, b"M"))
-            await asyncio.wait_for(a_started.wait(), LIMIT)
-            # M is queued behind a released Produce: it must not start (an echo round trip on the event
-            # loop shows the worker had its chance to start it)
+            writer.write(frame(PRODUCE, b"A") + frame(second_api, second))
+            await asyncio.wait_for(handler.a_started.wait(), LIMIT)
+            # the second must not start (an echo round trip on the event loop shows the worker had its
+            # chance to start it)
             await asyncio.sleep(0)
-            assert started == [b"A"]
-            replicated.set()
-            assert [await answer(reader), await answer(reader)] == [b"A", b"M"]
-            assert started == [b"A", b"M"]
-
-    asyncio.run(main())
-
-
-def test_a_produce_that_does_not_release_holds_the_connection() -> None:
-    async def main() -> None:
-        started: list[bytes] = []
-        a_started = asyncio.Event()
-        go = asyncio.Event()
-
-        async def handler(conn: Connection, api: int, tag: bytes) -> list[bytes]:
-            started.append(tag)
-            if tag == b"A":
-                a_started.set()
-                await go.wait()  # e.g. acks=1 work, or a throttled client: no release
-            return reply(tag)
-
-        async with serving(handler) as (reader, writer):
-            writer.write(frame(PRODUCE, b"A") + frame(PRODUCE, b"B"))
-            await asyncio.wait_for(a_started.wait(), LIMIT)
-            await asyncio.sleep(0)
-            assert started == [b"A"]
-            go.set()
-            assert [await answer(reader), await answer(reader)] == [b"A", b"B"]
+            assert handler.started == [b"A"]
+            handler.go.set()
+            assert [await answer(reader), await answer(reader)] == [b"A", second]
+            assert handler.started == [b"A", second]
 
     asyncio.run(main())
 

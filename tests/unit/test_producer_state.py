@@ -69,3 +69,23 @@ def test_non_idempotent_batches_are_not_checked(tmp_path: Path) -> None:
     log.append_as_leader(b, 0)
     log.append_as_leader(b, 0)
     assert log.log_end_offset == 2
+
+
+def test_a_transaction_version_2_marker_must_bump_the_epoch(tmp_path: Path) -> None:
+    """KIP-1228 (WriteTxnMarkers v2): the coordinator of a transaction-version-2 transaction bumps the
+    producer epoch before it writes the markers, so such a marker at the transaction's own epoch (or an
+    older one) is refused; an older transaction version's marker may carry the same epoch."""
+    from odradek.protocol.records import build_marker
+    from odradek.storage.log_validator import AppendOrigin
+
+    log = Log(tmp_path / "t-0")
+    for pid in (7, 8):
+        log.append_as_leader(build_batch([(None, b"t")], producer_id=pid, producer_epoch=3, base_sequence=0,
+                                         is_transactional=True), 0)
+    with pytest.raises(KafkaError) as e:
+        log.append_as_leader(build_marker(7, 3, True, 0), 0, origin=AppendOrigin.COORDINATOR, transaction_version=2)
+    assert e.value.code == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert log.last_stable_offset == 0  # the transaction is still open
+    log.append_as_leader(build_marker(7, 4, True, 0), 0, origin=AppendOrigin.COORDINATOR, transaction_version=2)
+    log.append_as_leader(build_marker(8, 3, True, 0), 0, origin=AppendOrigin.COORDINATOR, transaction_version=1)
+    assert log.producer_state.producers[7].epoch == 4 and log.producer_state.producers[8].epoch == 3

@@ -320,28 +320,25 @@ def test_async_connection_reads_a_response_in_pieces() -> None:
     asyncio.run(_with_server(script, body))
 
 
-def test_async_connection_closes_itself_when_the_peer_hangs_up_mid_response() -> None:
-    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await _read_request(reader)
-        writer.write(struct.pack(">ii", 100, 1))
-        writer.close()
+async def _hangs_up_mid_response(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await _read_request(reader)
+    writer.write(struct.pack(">ii", 100, 1))
+    writer.close()
 
+
+async def _never_answers(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    await reader.read()  # returns when the client gives up
+
+
+@pytest.mark.parametrize(("script", "timeout_s", "error"), [
+    pytest.param(_hangs_up_mid_response, 5, ConnectionLost, id="the-peer-hangs-up-mid-response"),
+    pytest.param(_never_answers, 0.2, TimeoutError, id="a-silent-peer-times-out"),
+])
+def test_async_connection_closes_itself_when_a_request_fails(script: Script, timeout_s: float,
+                                                            error: type[Exception]) -> None:
     async def body(port: int) -> None:
-        conn = AsyncConnection("127.0.0.1", port, "fetcher", timeout_s=5)
-        with pytest.raises(ConnectionLost):
-            await conn.request(metadata_pair()[0], 1)
-        assert not conn.connected
-
-    asyncio.run(_with_server(script, body))
-
-
-def test_async_connection_times_out_on_a_silent_peer() -> None:
-    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.read()  # never answers; returns when the client gives up
-
-    async def body(port: int) -> None:
-        conn = AsyncConnection("127.0.0.1", port, "fetcher", timeout_s=0.2)
-        with pytest.raises(TimeoutError):
+        conn = AsyncConnection("127.0.0.1", port, "fetcher", timeout_s=timeout_s)
+        with pytest.raises(error):
             await conn.request(metadata_pair()[0], 1)
         assert not conn.connected
 

@@ -8,21 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from odradek.cluster.embedded import STORE_FILE
-from odradek.cluster.store import (
-    BadVersionError,
-    Check,
-    Create,
-    Delete,
-    NodeExistsError,
-    NoNodeError,
-    NotEmptyError,
-    SetData,
-    Stat,
-    WatchEvent,
-    batches,
-)
-from tests.store_helpers import opened_store, run
+from odradek.cluster.embedded import STORE_FILE, EmbeddedStore
+from odradek.cluster.store import Check, Create, Delete, SetData, Stat, WatchEvent, batches
+from tests.store_helpers import FAILING_OPS, opened_store, run, run_on_store
 
 
 def test_multi_applies_all_ops_in_order_and_persists_them(tmp_path: Path) -> None:
@@ -55,18 +43,7 @@ def test_multi_applies_all_ops_in_order_and_persists_them(tmp_path: Path) -> Non
     run(second())
 
 
-@pytest.mark.parametrize(
-    ("bad", "error"),
-    [
-        (Create("/x/y", b""), NoNodeError),
-        (Create("/v", b""), NodeExistsError),
-        (SetData("/v", b"", version=7), BadVersionError),
-        (SetData("/nope", b""), NoNodeError),
-        (Delete("/p"), NotEmptyError),
-        (Check("/v", version=3), BadVersionError),
-        (Check("/nope"), NoNodeError),
-    ],
-)
+@pytest.mark.parametrize(("bad", "error"), FAILING_OPS)
 def test_a_failing_op_leaves_everything_as_it_was(tmp_path: Path, bad: object, error: type[Exception]) -> None:
     file = tmp_path / STORE_FILE
 
@@ -94,8 +71,7 @@ def test_a_failing_op_leaves_everything_as_it_was(tmp_path: Path, bad: object, e
 
 
 def test_delete_of_a_parent_after_its_last_child_and_watches(tmp_path: Path) -> None:
-    async def go() -> None:
-        s = await opened_store(tmp_path / STORE_FILE)
+    async def body(s: EmbeddedStore) -> None:
         await s.create("/p", b"")
         await s.create("/p/c", b"")
         fired: list[WatchEvent] = []
@@ -105,14 +81,12 @@ def test_delete_of_a_parent_after_its_last_child_and_watches(tmp_path: Path) -> 
         await asyncio.sleep(0)
         assert await s.exists("/p") is None
         assert sorted((e.type, e.path) for e in fired) == [("CHILD", "/"), ("DELETED", "/p/c")]
-        await s.close()
 
-    run(go())
+    run_on_store(tmp_path / STORE_FILE, body)
 
 
 def test_get_many_reads_and_watches_missing_paths(tmp_path: Path) -> None:
-    async def go() -> None:
-        s = await opened_store(tmp_path / STORE_FILE)
+    async def body(s: EmbeddedStore) -> None:
         await s.create("/a", b"1")
         fired: list[WatchEvent] = []
         got = await s.get_many(["/a", "/b"], watch=lambda _p: fired.append)
@@ -121,9 +95,8 @@ def test_get_many_reads_and_watches_missing_paths(tmp_path: Path) -> None:
         await s.set("/a", b"3")
         await asyncio.sleep(0)
         assert sorted((e.type, e.path) for e in fired) == [("CHANGED", "/a"), ("CREATED", "/b")]
-        await s.close()
 
-    run(go())
+    run_on_store(tmp_path / STORE_FILE, body)
 
 
 def test_batches_keep_order_and_limits() -> None:

@@ -9,7 +9,8 @@ import asyncio
 import errno
 import os
 import socket
-from collections.abc import Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -189,72 +190,76 @@ async def _receive(sock: socket.socket, n: int) -> bytes:
     return bytes(out)
 
 
-def _file(tmp_path: Path, size: int) -> tuple[int, bytes]:
+@contextmanager
+def _file(tmp_path: Path, size: int) -> Iterator[tuple[int, bytes]]:
+    """A file of `size` random bytes opened for reading: (its descriptor, its bytes); closed afterwards."""
     data = os.urandom(size)
     path = tmp_path / "data.log"
     path.write_bytes(data)
-    return os.open(path, os.O_RDONLY), data
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        yield fd, data
+    finally:
+        os.close(fd)
+
+
+@asynccontextmanager
+async def _splicer(zero_copy: bool = True) -> AsyncIterator[tuple[Splicer, asyncio.WriteTransport, socket.socket]]:
+    """A Splicer over one end of a `_pair` (sendfile off when not `zero_copy`), its transport and the
+    receiving socket; both ends closed afterwards."""
+    transport, sink, client, sock_fd = await _pair()
+    try:
+        yield Splicer(transport, sock_fd if zero_copy else -1, sink.writable, lambda: sink.closed), transport, client
+    finally:
+        transport.close()
+        client.close()
 
 
 @pytest.mark.parametrize("loop_name", list(LOOPS))
 @pytest.mark.parametrize("zero_copy", [True, False])
 def test_splicer_writes_pieces_in_order(tmp_path: Path, loop_name: str, zero_copy: bool) -> None:
-    fd, data = _file(tmp_path, 6 << 20)
+    async def main(fd: int, data: bytes) -> None:
+        async with _splicer(zero_copy) as (splicer, transport, client):
+            regions = [FileRegion.of(fd, 0, 4 << 20), FileRegion.of(fd, 5000, 100),
+                       FileRegion.of(fd, 4 << 20, 2 << 20)]
+            pieces: list[Any] = [b"head", regions[0], memoryview(b"mid"), regions[1], regions[2], b"tail"]
+            expected = b"head" + data[: 4 << 20] + b"mid" + data[5000:5100] + data[4 << 20 :] + b"tail"
+            assert has_regions(pieces) and not has_regions([b"x"])
+            # a full transport buffer first: the regions must wait for it (a receiver that is not yet reading)
+            limits = transport.get_write_buffer_limits()
+            backlog = os.urandom(3 << 20)
+            transport.write(backlog)
+            assert transport.get_write_buffer_size() > 0
+            sender = asyncio.ensure_future(splicer.send(pieces))
+            got = await _receive(client, len(backlog) + len(expected))
+            await sender
+            assert got == backlog + expected
+            assert all(r.fd == -1 for r in regions)  # every region closed once sent
+            assert (splicer.counts.sent, splicer.counts.copied) == ((3, 0) if zero_copy else (0, 3))
+            assert transport.get_write_buffer_limits() == limits  # restored after waiting for the drain
 
-    async def main() -> None:
-        transport, sink, client, sock_fd = await _pair()
-        splicer = Splicer(transport, sock_fd if zero_copy else -1, sink.writable, lambda: sink.closed)
-        regions = [FileRegion.of(fd, 0, 4 << 20), FileRegion.of(fd, 5000, 100), FileRegion.of(fd, 4 << 20, 2 << 20)]
-        pieces: list[Any] = [b"head", regions[0], memoryview(b"mid"), regions[1], regions[2], b"tail"]
-        expected = b"head" + data[: 4 << 20] + b"mid" + data[5000:5100] + data[4 << 20 :] + b"tail"
-        assert has_regions(pieces) and not has_regions([b"x"])
-        # a full transport buffer first: the regions must wait for it (a receiver that is not yet reading)
-        limits = transport.get_write_buffer_limits()
-        backlog = os.urandom(3 << 20)
-        transport.write(backlog)
-        assert transport.get_write_buffer_size() > 0
-        sender = asyncio.ensure_future(splicer.send(pieces))
-        got = await _receive(client, len(backlog) + len(expected))
-        await sender
-        assert got == backlog + expected
-        assert all(r.fd == -1 for r in regions)  # every region closed once sent
-        assert (splicer.counts.sent, splicer.counts.copied) == ((3, 0) if zero_copy else (0, 3))
-        assert transport.get_write_buffer_limits() == limits  # restored after waiting for the drain
-        transport.close()
-        client.close()
-
-    try:
-        run_on(loop_name, main)
-    finally:
-        os.close(fd)
+    with _file(tmp_path, 6 << 20) as (fd, data):
+        run_on(loop_name, lambda: main(fd, data))
 
 
 @pytest.mark.parametrize("loop_name", list(LOOPS))
 def test_splicer_reports_a_region_cut_short(tmp_path: Path, loop_name: str) -> None:
-    fd, data = _file(tmp_path, 100_000)
+    async def main(fd: int, data: bytes) -> None:
+        async with _splicer() as (splicer, _, client):
+            region = FileRegion.of(fd, 50_000, 80_000)  # runs 30,000 bytes past the end of the file
+            with pytest.raises(ShortRegion):
+                await splicer.send([b"head", region])
+            assert region.fd == -1
+            got = await _receive(client, 4 + 50_000)
+            assert got == b"head" + data[50_000:]
 
-    async def main() -> None:
-        transport, sink, client, sock_fd = await _pair()
-        splicer = Splicer(transport, sock_fd, sink.writable, lambda: sink.closed)
-        region = FileRegion.of(fd, 50_000, 80_000)  # runs 30,000 bytes past the end of the file
-        with pytest.raises(ShortRegion):
-            await splicer.send([b"head", region])
-        assert region.fd == -1
-        got = await _receive(client, 4 + 50_000)
-        assert got == b"head" + data[50_000:]
-        transport.close()
-        client.close()
-
-    try:
-        run_on(loop_name, main)
-    finally:
-        os.close(fd)
+    with _file(tmp_path, 100_000) as (fd, data):
+        run_on(loop_name, lambda: main(fd, data))
 
 
 @pytest.mark.parametrize("loop_name", list(LOOPS))
 def test_splicer_falls_back_where_sendfile_is_refused(tmp_path: Path, loop_name: str,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    fd, data = _file(tmp_path, 10_000)
     calls = []
 
     def refuse(*args: object) -> int:
@@ -263,16 +268,11 @@ def test_splicer_falls_back_where_sendfile_is_refused(tmp_path: Path, loop_name:
 
     monkeypatch.setattr(os, "sendfile", refuse)
 
-    async def main() -> None:
-        transport, sink, client, sock_fd = await _pair()
-        splicer = Splicer(transport, sock_fd, sink.writable, lambda: sink.closed)
-        await splicer.send([b"a", FileRegion.of(fd, 0, 10_000), b"b", FileRegion.of(fd, 10, 20)])
-        assert not splicer.zero_copy and splicer.counts.copied == 2 and len(calls) == 1  # not tried again
-        assert await _receive(client, 10_022) == b"a" + data + b"b" + data[10:30]
-        transport.close()
-        client.close()
+    async def main(fd: int, data: bytes) -> None:
+        async with _splicer() as (splicer, _, client):
+            await splicer.send([b"a", FileRegion.of(fd, 0, 10_000), b"b", FileRegion.of(fd, 10, 20)])
+            assert not splicer.zero_copy and splicer.counts.copied == 2 and len(calls) == 1  # not tried again
+            assert await _receive(client, 10_022) == b"a" + data + b"b" + data[10:30]
 
-    try:
-        run_on(loop_name, main)
-    finally:
-        os.close(fd)
+    with _file(tmp_path, 10_000) as (fd, data):
+        run_on(loop_name, lambda: main(fd, data))

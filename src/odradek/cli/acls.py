@@ -19,8 +19,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from odradek.admin_client.command import ArgParser, run_tool
-from odradek.admin_client.connect import bootstrap_of, open_client, read_properties_file
+from odradek.admin_client.connect import add_bootstrap_flags, bootstrap_of, open_client, read_properties_file
 from odradek.admin_client.errors import CliError, UsageError, kafka_message
+from odradek.cli.common import one_action
 from odradek.security.acl import (
     CLUSTER_NAME,
     OPERATION_NAMES,
@@ -52,7 +53,7 @@ Add, remove and list ACLs, as kafka-acls.sh does (the brokers need authorizer.cl
 
 def build_parser() -> ArgParser:
     p = ArgParser("acls", DESCRIPTION)
-    p.add_argument("--bootstrap-server", metavar="HOST:PORT[,HOST:PORT]", help="REQUIRED: the server(s) to connect to")
+    add_bootstrap_flags(p)
     p.add_argument("--command-config", metavar="FILE",
                    help="properties of the admin client (security.protocol, sasl.*, ssl.*, ...)")
     p.add_argument("--add", action="store_true", help="add ACLs")
@@ -304,10 +305,8 @@ def _filter_text(r: ResourcePattern) -> str:
 
 def execute(argv: list[str]) -> int:
     opts = build_parser().parse_args(argv)
-    actions = [a for a in ("add", "remove", "list") if getattr(opts, a)]
-    if len(actions) != 1:
-        raise UsageError("Error: Command must include exactly one action: --list, --add, --remove.")
-    action = actions[0]
+    action = one_action(opts, ("add", "remove", "list"),
+                        "Error: Command must include exactly one action: --list, --add, --remove.")
     ptype = _pattern_type(opts)
     if opts.principal and action != "list":
         raise UsageError("Error: --principal is only valid with --list (use --allow-principal/--deny-principal)")

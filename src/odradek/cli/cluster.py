@@ -402,20 +402,28 @@ def up(argv: list[str]) -> int:
     timeout = float(parse_int(args.timeout, "--timeout", minimum=1))
     refuse_if_running(directory)
     check_ports(cluster)
-    all_or_nothing(directory, lambda: bring_up(cluster, timeout), lambda: tear_down(cluster, quiet=True))
+    if not all_or_nothing(directory, lambda: bring_up(cluster, timeout), lambda: tear_down(cluster, quiet=True),
+                          "the cluster"):
+        return 130
     print_usage(cluster)
     return 0
 
 
-def all_or_nothing(directory: Path, start: Callable[[], None], stop: Callable[[], None]) -> None:
-    """Create `directory` and `start` everything in it; a failed or interrupted start `stop`s what it had
-    started before the error goes on (`odradek spark up` too)."""
+def all_or_nothing(directory: Path, start: Callable[[], None], stop: Callable[[], None], what: str) -> bool:
+    """Create `directory` and `start` everything in it (`odradek spark up` too). A failed start `stop`s what
+    it had started and its error goes on; an interrupted one (Ctrl-C) stops it saying so and returns False."""
     directory.mkdir(parents=True, exist_ok=True)
     try:
         start()
-    except (CliError, KeyboardInterrupt):
+    except CliError:
         stop()
         raise
+    except KeyboardInterrupt:
+        print("\ninterrupted: stopping the servers started so far ...", file=sys.stderr, flush=True)
+        stop()
+        print(f"stopped; nothing of {what} is left running", file=sys.stderr)
+        return False
+    return True
 
 
 def refuse_if_running(directory: Path) -> None:

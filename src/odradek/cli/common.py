@@ -4,8 +4,9 @@ command-line frame) is in `odradek.admin_client`."""
 
 from __future__ import annotations
 
+import argparse
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from odradek.admin_client.command import run_tool
 from odradek.admin_client.errors import UsageError
@@ -40,3 +41,12 @@ def parse_bool(value: str | None, default: bool = False) -> bool:
     if value is None:
         return default
     return value.strip().lower() == "true"
+
+
+def one_action(opts: argparse.Namespace, actions: Sequence[str], message: str) -> str:
+    """The one action flag of `actions` (store_true flags, named as on the command line) that is set;
+    none or several is a UsageError saying `message`, each tool's words for it."""
+    chosen = [a for a in actions if getattr(opts, a.replace("-", "_"))]
+    if len(chosen) != 1:
+        raise UsageError(message)
+    return chosen[0]

@@ -1,6 +1,6 @@
 """`odradek configs`: Kafka's kafka-configs.sh for topics, brokers (one broker, or the cluster default:
-dynamic broker configs), broker loggers, users' SCRAM credentials and client quotas (users, clients, or
-both, through Describe/AlterClientQuotas), with Kafka's flags, checks and output.
+dynamic broker configs), broker loggers, groups (group configs), users' SCRAM credentials and client quotas
+(users, clients, or both, through Describe/AlterClientQuotas), with Kafka's flags, checks and output.
 
     --describe: "Dynamic configs for broker 0 are:" (or "All configs ..." with --all, "Default configs for
     brokers in the cluster are:"), then one line per config:
@@ -11,7 +11,9 @@ both, through Describe/AlterClientQuotas), with Kafka's flags, checks and output
 Requests go over Odradek's protocol client: a broker's own configs and loggers to that broker (Kafka's
 AdminClient does the same; a broker describes and changes only its own), the rest to any broker. As in
 Kafka, --alter of brokers rewrites the whole dynamic layer with AlterConfigs (the current dynamic configs,
-plus --add-config, less --delete-config); topics and broker loggers change through IncrementalAlterConfigs.
+plus --add-config, less --delete-config); topics, groups and broker loggers change through
+IncrementalAlterConfigs. --describe of groups without a name describes every group with configs
+(ListConfigResources).
 Every failure is one line on stderr and exit code 1.
 """
 
@@ -25,12 +27,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from odradek.admin_client.command import ArgParser, run_tool
-from odradek.admin_client.connect import read_properties_file
+from odradek.admin_client.connect import add_bootstrap_flags, read_properties_file
 from odradek.admin_client.errors import CliError, UsageError
 from odradek.cli.scram_config import scram_settings
 
 TOPICS, BROKERS, BROKER_LOGGERS, USERS, CLIENTS = "topics", "brokers", "broker-loggers", "users", "clients"
-SUPPORTED_TYPES = (TOPICS, BROKERS, BROKER_LOGGERS, USERS, CLIENTS)
+GROUPS = "groups"
+SUPPORTED_TYPES = (TOPICS, BROKERS, BROKER_LOGGERS, USERS, CLIENTS, GROUPS)
 QUOTA_KEYS = ("producer_byte_rate", "consumer_byte_rate", "request_percentage", "controller_mutation_rate")
 # KIP-546's entity types of the tool's entity types
 QUOTA_ENTITY_TYPES = {USERS: "user", CLIENTS: "client-id"}
@@ -39,21 +42,21 @@ if TYPE_CHECKING:
 
 SCRAM_MECHANISMS = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 KAFKA_TYPES = ("topics", "clients", "users", "brokers", "ips", "broker-loggers", "client-metrics", "groups")
-RESOURCE_TYPES = {TOPICS: 2, BROKERS: 4, BROKER_LOGGERS: 8}
+RESOURCE_TYPES = {TOPICS: 2, BROKERS: 4, BROKER_LOGGERS: 8, GROUPS: 32}
 # the Java client's ConfigEntry.ConfigSource names of DescribeConfigs' source ids
 SOURCE_NAMES = {
     0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG", 3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
     4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG", 6: "DYNAMIC_BROKER_LOGGER_CONFIG",
     7: "DYNAMIC_CLIENT_METRICS_CONFIG", 8: "DYNAMIC_GROUP_CONFIG",
 }
-TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
+TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, GROUP_CONFIG = 1, 2, 3, 8
 OP_SET, OP_DELETE = 0, 1
 REQUEST_TIMEOUT_S = 30.0
 DESCRIBE_VERSION, ALTER_VERSION, INCREMENTAL_VERSION = 2, 1, 1
 
 DESCRIPTION = """\
-Describe and alter the configs of topics, brokers and broker loggers, users' SCRAM credentials, and the
-quotas of users and clients, as kafka-configs.sh does.
+Describe and alter the configs of topics, brokers, broker loggers and groups, users' SCRAM credentials,
+and the quotas of users and clients, as kafka-configs.sh does.
 
   odradek configs --bootstrap-server HOST:PORT --entity-type brokers --entity-name 0 --describe [--all]
   odradek configs --bootstrap-server HOST:PORT --entity-type brokers --entity-default \\
@@ -62,6 +65,8 @@ quotas of users and clients, as kafka-configs.sh does.
       --alter --delete-config retention.ms
   odradek configs --bootstrap-server HOST:PORT --entity-type broker-loggers --entity-name 0 \\
       --alter --add-config odradek.server=DEBUG
+  odradek configs --bootstrap-server HOST:PORT --entity-type groups --entity-name g \\
+      --alter --add-config consumer.session.timeout.ms=50000
   odradek configs --bootstrap-server HOST:PORT --entity-type users --entity-name alice \\
       --alter --add-config 'SCRAM-SHA-256=[iterations=8192,password=alice-secret]'
   odradek configs --bootstrap-server HOST:PORT --entity-type users --entity-name alice \\
@@ -84,7 +89,7 @@ class Entry:
 
 def build_parser() -> ArgParser:
     p = ArgParser("configs", DESCRIPTION)
-    p.add_argument("--bootstrap-server", metavar="HOST:PORT[,HOST:PORT]", help="REQUIRED: the server(s) to connect to")
+    add_bootstrap_flags(p)
     p.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
                    help="deprecated (Kafka 2.x): read and write topic and broker configs in ZooKeeper directly")
     p.add_argument("--command-config", metavar="FILE",
@@ -93,9 +98,10 @@ def build_parser() -> ArgParser:
     p.add_argument("--describe", action="store_true", help="list configs of the given entity")
     p.add_argument("--all", action="store_true", help="with --describe: all configs, static ones included")
     p.add_argument("--entity-type", action="append", default=[], metavar="TYPE",
-                   help="topics, brokers, broker-loggers, users or clients (users and clients may be combined)")
+                   help="topics, brokers, broker-loggers, groups, users or clients (users and clients may be"
+                        " combined)")
     p.add_argument("--entity-name", action="append", default=[], metavar="NAME",
-                   help="topic name, or broker id (brokers, broker-loggers)")
+                   help="topic name, group id, or broker id (brokers, broker-loggers)")
     p.add_argument("--entity-default", action="store_true",
                    help="the default entity: of brokers (dynamic broker configs), users or clients (quotas)")
     p.add_argument("--add-config", metavar="K=V[,K=V]",
@@ -106,6 +112,7 @@ def build_parser() -> ArgParser:
     p.add_argument("--broker", metavar="ID", help="same as --entity-type brokers --entity-name ID")
     p.add_argument("--broker-defaults", action="store_true", help="same as --entity-type brokers --entity-default")
     p.add_argument("--broker-logger", metavar="ID", help="same as --entity-type broker-loggers --entity-name ID")
+    p.add_argument("--group", metavar="ID", help="same as --entity-type groups --entity-name ID")
     p.add_argument("--force", action="store_true", help="accepted for compatibility; ignored")
     return p
 
@@ -152,8 +159,8 @@ def parse_command(argv: list[str]) -> Command:
             raise UsageError(f"Invalid entity type {t}, the entity type must be one of {', '.join(KAFKA_TYPES)}"
                              " with a --bootstrap-server argument")
         if t not in SUPPORTED_TYPES:
-            raise UsageError(f"Entity type {t} is not supported by Odradek (it has no IP quotas, client metrics or"
-                             " group configs); use one of topics, brokers, broker-loggers, users, clients")
+            raise UsageError(f"Entity type {t} is not supported by Odradek (it has no IP quotas or client"
+                             " metrics); use one of topics, brokers, broker-loggers, groups, users, clients")
     if not types:
         raise UsageError("At least one entity type must be specified")
     if len(types) > 1 and set(types) != {USERS, CLIENTS}:
@@ -219,7 +226,7 @@ def _client_id(opts: argparse.Namespace) -> str:
 def _entities(opts: argparse.Namespace) -> tuple[list[str], list[str]]:
     """The entity types and names given, through --entity-* or the shortcut flags (not both)."""
     shortcuts = [(TOPICS, opts.topic), (BROKERS, opts.broker), (BROKER_LOGGERS, opts.broker_logger),
-                 (BROKERS, "" if opts.broker_defaults else None)]
+                 (BROKERS, "" if opts.broker_defaults else None), (GROUPS, opts.group)]
     given = [(t, n) for t, n in shortcuts if n is not None]
     generic = bool(opts.entity_type or opts.entity_name or opts.entity_default)
     if generic and given:
@@ -266,6 +273,8 @@ def dynamic_source(entity_type: str, name: str) -> int | None:
     """The source of the configs kafka-configs.sh shows without --all (broker loggers: all of them)."""
     if entity_type == TOPICS:
         return TOPIC_CONFIG
+    if entity_type == GROUPS:
+        return GROUP_CONFIG
     if entity_type == BROKERS:
         return DYNAMIC_DEFAULT_BROKER_CONFIG if name == "" else DYNAMIC_BROKER_CONFIG
     return None
@@ -293,9 +302,18 @@ class Admin:
     def topic_names(self) -> list[str]:
         return sorted(t.name for t in self.conn.metadata(None).topics if t.error_code == 0)
 
+    def groups_with_configs(self) -> list[str]:
+        """The groups with configs (ListConfigResources v1)."""
+        from kafka.protocol.admin import ListConfigResourcesRequest
+
+        answer = self.conn.any_broker().request(
+            ListConfigResourcesRequest(resource_types=[RESOURCE_TYPES[GROUPS]]), 1)
+        _raise(answer.error_code, None)
+        return sorted(r.resource_name for r in answer.config_resources)
+
     def _target(self, entity_type: str, name: str) -> Any:
         """The connection for a resource: a broker's own resources go to that broker."""
-        if entity_type == TOPICS or name == "":
+        if entity_type in (TOPICS, GROUPS) or name == "":
             return self.conn.any_broker()
         broker_id = int(name)
         if broker_id not in self._brokers:
@@ -460,6 +478,8 @@ def describe(admin: Admin, cmd: Command) -> None:
         names = [cmd.entity_name]
     elif cmd.entity_type == TOPICS:
         names = admin.topic_names()
+    elif cmd.entity_type == GROUPS:
+        names = admin.groups_with_configs()
     else:
         names = [str(i) for i in admin.broker_ids()] + [""]
     for name in names:
@@ -500,7 +520,7 @@ def alter(admin: Admin, cmd: Command) -> None:
         invalid = [k for k in cmd.delete if k not in current]
         if invalid:
             raise CliError(f"Invalid config(s): {','.join(invalid)}")
-        if cmd.entity_type == TOPICS:
+        if cmd.entity_type in (TOPICS, GROUPS):
             admin.incremental_alter(cmd.entity_type, name, [(k, OP_SET, v) for k, v in added.items()]
                                     + [(k, OP_DELETE, "") for k in cmd.delete])
         else:

@@ -39,6 +39,7 @@ from odradek.admin_client.connect import add_bootstrap_flags, bootstrap_of, open
 from odradek.admin_client.errors import ERROR_MESSAGES, CliError, UsageError, error_text, kafka_message
 from odradek.admin_client.model import STATES, state_name
 from odradek.admin_client.offsets import list_offsets
+from odradek.cli.common import one_action
 
 TP = tuple[str, int]
 
@@ -142,10 +143,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def chosen_action(opts: argparse.Namespace) -> str:
-    chosen = [a for a in ACTIONS if _has(opts, a)]
-    if len(chosen) != 1:
-        raise UsageError("Error: Command must include exactly one action: " + ", ".join(f"--{a}" for a in ACTIONS))
-    return chosen[0]
+    return one_action(opts, ACTIONS, "Error: Command must include exactly one action: "
+                      + ", ".join(f"--{a}" for a in ACTIONS))
 
 
 def _cannot_combine(used: str, other: str) -> UsageError:
@@ -238,27 +237,25 @@ def _validate_reset(opts: argparse.Namespace, scope: str) -> None:
 
 def parse_states(text: str) -> list[str]:
     """'stable,EMPTY' -> ['Stable', 'Empty']; unknown names are refused with Kafka's message."""
-    by_lower = {name.lower(): name for name in STATES}
-    names = []
-    for item in text.split(","):
-        name = by_lower.get(item.strip().lower())
-        if name is None:
-            raise UsageError(f"Error: Invalid state list '{text}'. Valid states are: {', '.join(STATES)}")
-        names.append(name)
-    return names
+    return _parse_names(text, STATES, "state", ", ".join(STATES))
 
 
 def parse_types(text: str) -> list[str]:
     """'consumer,CLASSIC' -> ['Consumer', 'Classic'] (Kafka's names, any case)."""
-    names = {n.lower(): n for n in TYPES}
-    out = []
-    for part in text.split(","):
-        name = names.get(part.strip().lower())
+    return _parse_names(text, TYPES, "type", ", ".join(n.lower() for n in TYPES))
+
+
+def _parse_names(text: str, known: Iterable[str], kind: str, valid: str) -> list[str]:
+    """Comma-separated names of `known` in any case, as Kafka spells them; an unknown one is refused with
+    Kafka's message, which lists `valid`."""
+    by_lower = {name.lower(): name for name in known}
+    names = []
+    for item in text.split(","):
+        name = by_lower.get(item.strip().lower())
         if name is None:
-            raise UsageError(f"Error: Invalid type list '{text}'. Valid types are: "
-                             + ", ".join(n.lower() for n in TYPES))
-        out.append(name)
-    return out
+            raise UsageError(f"Error: Invalid {kind} list '{text}'. Valid {kind}s are: {valid}")
+        names.append(name)
+    return names
 
 
 def parse_topic_arg(arg: str) -> tuple[str, list[int] | None]:

@@ -19,7 +19,7 @@ from confluent_kafka import ElectionType, KafkaError, KafkaException, TopicParti
 from confluent_kafka.admin import AdminClient
 
 from odradek.admin_client.command import ArgParser, run_tool
-from odradek.admin_client.connect import open_client, read_properties_file
+from odradek.admin_client.connect import add_bootstrap_flags, open_client, read_properties_file
 from odradek.admin_client.errors import CliError, UsageError, kafka_message
 from odradek.cluster.elections import parse_election_json
 
@@ -48,8 +48,7 @@ def build_parser() -> ArgParser:
         "This tool attempts to elect a new leader for a set of topic partitions. The type of elections "
         "supported are preferred replicas and unclean replicas.",
     )
-    parser.add_argument("--bootstrap-server", metavar="HOST:PORT",
-                        help="REQUIRED: the broker(s) to connect to, host:port[,host:port]")
+    add_bootstrap_flags(parser)
     parser.add_argument("--admin.config", dest="admin_config", metavar="FILE",
                         help="configuration properties file to pass to the admin client")
     parser.add_argument("--election-type", metavar="TYPE",

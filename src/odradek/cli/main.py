@@ -95,8 +95,20 @@ def load_tool(name: str) -> Callable[[list[str]], int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Dispatch `argv` (default: sys.argv[1:]) to a tool; returns the process exit code."""
-    args = sys.argv[1:] if argv is None else list(argv)
+    """Dispatch `argv` (default: sys.argv[1:]) to a tool; returns the process exit code. Whatever the
+    tool, output cut off by its reader (`| head`) and a Ctrl-C no tool handled end without a traceback."""
+    try:
+        return _dispatch(sys.argv[1:] if argv is None else list(argv))
+    except BrokenPipeError:
+        from odradek.admin_client.command import silence_stdout  # only now: it loads librdkafka
+
+        silence_stdout()
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _dispatch(args: list[str]) -> int:
     if not args:
         print(usage(), file=sys.stderr)
         return 2

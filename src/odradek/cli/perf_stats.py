@@ -15,25 +15,26 @@ MB = 1024 * 1024
 
 @dataclass
 class Window:
-    """Records completed since the last periodic report."""
+    """Records completed since `start`: since the last periodic report, or over the whole run."""
 
     start: float
     count: int = 0
     bytes: int = 0
     latency_sum: float = 0.0
     latency_max: float = 0.0
+
+    def add(self, latency_ms: float, size: int) -> None:
+        self.count += 1
+        self.bytes += size
+        self.latency_sum += latency_ms
+        self.latency_max = max(self.latency_max, latency_ms)
 
 
 @dataclass
-class ProducerStats:
-    """Completed records with their latencies (ms); a periodic line every `interval_s`."""
+class ProducerStats(Window):
+    """Completed records of the whole run with their latencies (ms); a periodic line every `interval_s`."""
 
-    start: float
     interval_s: float = 5.0
-    count: int = 0
-    bytes: int = 0
-    latency_sum: float = 0.0
-    latency_max: float = 0.0
     latencies: array = field(default_factory=lambda: array("i"))
     window: Window = field(init=False)
 
@@ -41,18 +42,11 @@ class ProducerStats:
         self.window = Window(self.start)
 
     def record(self, latency_ms: float, size: int, now: float, report: Callable[[str], None]) -> None:
-        self.count += 1
-        self.bytes += size
-        self.latency_sum += latency_ms
-        self.latency_max = max(self.latency_max, latency_ms)
+        self.add(latency_ms, size)
         self.latencies.append(int(latency_ms))
-        w = self.window
-        w.count += 1
-        w.bytes += size
-        w.latency_sum += latency_ms
-        w.latency_max = max(w.latency_max, latency_ms)
-        if now - w.start >= self.interval_s:
-            report(window_line(w, now))
+        self.window.add(latency_ms, size)
+        if now - self.window.start >= self.interval_s:
+            report(window_line(self.window, now))
             self.window = Window(now)
 
     def summary(self, now: float) -> str:

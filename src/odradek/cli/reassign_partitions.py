@@ -33,6 +33,7 @@ from odradek.admin_client.connect import read_properties_file
 from odradek.admin_client.errors import CliError, UsageError
 from odradek.cli import replica_moves, zk_session
 from odradek.cli.broker_connection import AdminConnection, security_of
+from odradek.cli.common import one_action
 from odradek.cli.zk_session import ZkSession
 from odradek.cluster import znodes as zn
 from odradek.cluster.assignment import assign_replicas
@@ -108,11 +109,8 @@ def build_parser() -> ArgParser:
 
 
 def chosen_action(opts: argparse.Namespace) -> str:
-    chosen = [a for a in ACTIONS if getattr(opts, a)]
-    if len(chosen) != 1:
-        raise UsageError("Error: Command must include exactly one action: "
-                         "--generate, --execute, --verify, --cancel, --list")
-    action = chosen[0]
+    action = one_action(opts, ACTIONS, "Error: Command must include exactly one action: "
+                        "--generate, --execute, --verify, --cancel, --list")
     for dest in REQUIRED[action]:
         if not getattr(opts, dest):
             raise UsageError(f'Error: Missing required argument "[{dest.replace("_", "-")}]"')

@@ -283,8 +283,9 @@ def up(argv: list[str]) -> int:
     home = spark_home()
     refuse_if_running(directory)
     check_ports(cluster)
-    cluster_tool.all_or_nothing(directory, lambda: bring_up(cluster, home, timeout),
-                                lambda: tear_down(cluster, quiet=True))
+    if not cluster_tool.all_or_nothing(directory, lambda: bring_up(cluster, home, timeout),
+                                       lambda: tear_down(cluster, quiet=True), "the Spark cluster"):
+        return 130
     print_usage(cluster)
     return 0
 

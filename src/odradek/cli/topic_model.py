@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from odradek.admin_client.errors import CliError, UsageError
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__share_group_state", "__transaction_state"})
 LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_TOPIC_LENGTH = 249
 MIN_ISR_KEY = "\0min.insync.replicas"  # the effective value, passed along with the overrides

@@ -38,7 +38,7 @@ from odradek.admin_client.connect import (
     read_properties_file,
 )
 from odradek.admin_client.errors import CliError, UsageError, kafka_message
-from odradek.cli.common import parse_key_values
+from odradek.cli.common import one_action, parse_key_values
 from odradek.cli.topic_model import (
     INTERNAL_TOPICS,
     MIN_ISR_KEY,
@@ -143,10 +143,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def chosen_action(opts: argparse.Namespace) -> str:
-    chosen = [a for a in ACTIONS if getattr(opts, a)]
-    if len(chosen) != 1:
-        raise UsageError("Command must include exactly one action: --list, --describe, --create, --alter or --delete")
-    return chosen[0]
+    return one_action(opts, ACTIONS,
+                      "Command must include exactly one action: --list, --describe, --create, --alter or --delete")
 
 
 def validate(opts: argparse.Namespace) -> None:
@@ -208,6 +206,13 @@ class Topics:
     def existing_topics(self) -> list[str]:
         return existing_topics((self.metadata or self.refresh()).topics, self.opts)
 
+    def wait_for(self, future: Any, topic: str) -> None:
+        """Wait for a request about `topic`; its failure in the words of Kafka's TopicCommand."""
+        try:
+            wait(future, self.timeout)
+        except KafkaException as exc:
+            raise TopicCommandError(topic_error_text(exc, topic)) from None
+
     # Actions
 
     def do_list(self) -> None:
@@ -254,10 +259,7 @@ class Topics:
         requests = [self.new_partitions(name) for name in names]
         futures = self.admin.create_partitions(requests, request_timeout=self.timeout, operation_timeout=self.timeout)
         for name in names:
-            try:
-                wait(futures[name], self.timeout)
-            except KafkaException as exc:
-                raise TopicCommandError(topic_error_text(exc, name)) from None
+            self.wait_for(futures[name], name)
 
     def new_partitions(self, name: str) -> NewPartitions:
         total = self.opts.partitions
@@ -284,10 +286,7 @@ class Topics:
         resources = [ConfigResource(ResourceType.TOPIC, n, incremental_configs=entries) for n in names]
         futures = self.admin.incremental_alter_configs(resources, request_timeout=self.timeout)
         for resource, future in futures.items():
-            try:
-                wait(future, self.timeout)
-            except KafkaException as exc:
-                raise TopicCommandError(topic_error_text(exc, resource.name)) from None
+            self.wait_for(future, resource.name)
             print(f"Updated config for topic {resource.name}.")
 
     def do_delete(self) -> None:
@@ -296,10 +295,7 @@ class Topics:
             return
         futures = self.admin.delete_topics(names, request_timeout=self.timeout, operation_timeout=self.timeout)
         for name in names:
-            try:
-                wait(futures[name], self.timeout)
-            except KafkaException as exc:
-                raise TopicCommandError(topic_error_text(exc, name)) from None
+            self.wait_for(futures[name], name)
 
     def do_describe(self) -> None:
         names = self.existing_topics()

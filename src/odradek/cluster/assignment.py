@@ -9,7 +9,7 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 
 MAX_TOPIC_NAME_LENGTH = 249
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__share_group_state", "__transaction_state"})
 
 
 def validate_topic_name(name: str) -> None:

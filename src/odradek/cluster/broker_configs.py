@@ -31,8 +31,13 @@ def entity_of(broker_id: int | None) -> str:
 
 async def read_broker_config(store: MetadataStore, entity: str) -> dict[str, str]:
     """The configs stored for `entity` ({} when there is no znode); malformed JSON is a StoreError."""
+    return await read_entity_config(store, zn.broker_config_path(entity))
+
+
+async def read_entity_config(store: MetadataStore, path: str) -> dict[str, str]:
+    """The configs of the config znode at `path` ({} when there is none); malformed JSON is a StoreError."""
     try:
-        data, _ = await store.get_json(zn.broker_config_path(entity))
+        data, _ = await store.get_json(path)
     except NoNodeError:
         return {}
     return zn.config_from_json(data)
@@ -57,6 +62,18 @@ async def write_entity_config(store: MetadataStore, path: str, entity_path: str,
     notice = to_json(zn.config_change_json(entity_path))
     await store.create(f"{zn.CONFIG_CHANGES}/{zn.CONFIG_CHANGE_PREFIX}", notice, makepath=True, sequence=True)
     await purge_changes(store, zn.now_ms())
+
+
+async def bootstrap_cluster_configs(store: MetadataStore, min_insync_replicas: str) -> None:
+    """What a new cluster starts with, as Kafka 4.1+ does: a cluster-level `min.insync.replicas` with the
+    creating broker's own (static) value, unless one is stored. Kafka writes it when a cluster starts
+    with eligible leader replicas on (KIP-966, the default from 4.1), so that every broker agrees on the
+    value; DescribeConfigs then reports it on every topic without an override as a dynamic cluster
+    default (confluent-kafka's test_incremental_alter_configs expects it)."""
+    current = await read_broker_config(store, zn.DEFAULT_ENTITY)
+    if "min.insync.replicas" in current:
+        return
+    await write_broker_config(store, zn.DEFAULT_ENTITY, {**current, "min.insync.replicas": min_insync_replicas})
 
 
 async def purge_changes(store: MetadataStore, now_ms: int) -> None:

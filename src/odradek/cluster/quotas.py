@@ -15,7 +15,7 @@ from urllib.parse import quote, unquote
 
 from odradek.aio import TaskSet
 from odradek.cluster import znodes as zn
-from odradek.cluster.broker_configs import write_entity_config
+from odradek.cluster.broker_configs import read_entity_config, write_entity_config
 from odradek.cluster.store import MetadataStore, NoNodeError, StoreError, WatchEvent
 
 log = logging.getLogger("odradek.metadata")
@@ -96,14 +96,6 @@ def _name(child: str) -> str:
     return child if child == DEFAULT else unquote(child)
 
 
-async def _read(store: MetadataStore, entity: Entity) -> dict[str, str]:
-    try:
-        data, _ = await store.get_json(znode_path(entity))
-    except NoNodeError:
-        return {}
-    return zn.config_from_json(data)
-
-
 async def _children(store: MetadataStore, path: str) -> list[str]:
     try:
         return await store.get_children(path)
@@ -124,7 +116,7 @@ async def read_all(store: MetadataStore) -> Quotas:
     out: Quotas = {}
     for entity in entities:
         try:
-            values = quota_values(await _read(store, entity))
+            values = quota_values(await read_entity_config(store, znode_path(entity)))
         except StoreError as exc:
             log.warning("Ignoring malformed quota config %s: %s", znode_path(entity), exc)
             continue
@@ -140,7 +132,7 @@ def format_value(value: float) -> str:
 async def alter(store: MetadataStore, entity: Entity, changes: dict[str, float | None]) -> None:
     """Set (a number) or remove (None) quotas of `entity`, keeping the znode's other keys (SCRAM
     credentials), then announce the change."""
-    config = await _read(store, entity)
+    config = await read_entity_config(store, znode_path(entity))
     for key, value in changes.items():
         if value is None:
             config.pop(key, None)

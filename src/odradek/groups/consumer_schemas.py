@@ -30,7 +30,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from odradek.groups.schemas import Records, SchemaError
+from odradek.groups.schemas import Reader, Records, SchemaError, Writer
 
 GROUP_METADATA = 3
 PARTITION_METADATA = 4
@@ -80,10 +80,10 @@ class CurrentAssignmentValue:
 
 
 def encode_key(key: ConsumerKey) -> bytes:
-    out = _I16.pack(key.record_type) + _short_string(key.group)
+    w = Writer().int16(key.record_type).string(key.group)
     if key.record_type in _WITH_MEMBER:
-        out += _short_string(key.member or "")
-    return out
+        w.string(key.member or "")
+    return w.done()
 
 
 def decode_key(record_type: int, buf: bytes) -> ConsumerKey:
@@ -96,13 +96,6 @@ def decode_key(record_type: int, buf: bytes) -> ConsumerKey:
     if pos != len(buf):
         raise SchemaError(f"{len(buf) - pos} unexpected bytes after a record key of type {record_type}")
     return ConsumerKey(record_type, group, member)
-
-
-def _short_string(s: str) -> bytes:
-    raw = s.encode("utf-8")
-    if len(raw) > 0x7FFF:
-        raise SchemaError(f"string of {len(raw)} bytes is too long for an int16 length")
-    return _I16.pack(len(raw)) + raw
 
 
 def _read_short_string(buf: bytes, pos: int) -> tuple[str, int]:
@@ -121,9 +114,12 @@ def _read_short_string(buf: bytes, pos: int) -> tuple[str, int]:
 # ---- flexible values ----------------------------------------------------------------------------
 
 
-class _Out:
+class _Out(Writer):
+    """A value: version 0, then a flexible struct (whose strings are compact ones)."""
+
     def __init__(self) -> None:
-        self.parts: list[bytes] = [_I16.pack(0)]  # value version 0
+        super().__init__()
+        self.int16(0)  # value version 0
 
     def uvarint(self, v: int) -> _Out:
         out = bytearray()
@@ -132,14 +128,6 @@ class _Out:
             v >>= 7
         out.append(v)
         self.parts.append(bytes(out))
-        return self
-
-    def int8(self, v: int) -> _Out:
-        self.parts.append(_I8.pack(v))
-        return self
-
-    def int32(self, v: int) -> _Out:
-        self.parts.append(_I32.pack(v))
         return self
 
     def string(self, s: str | None) -> _Out:
@@ -177,33 +165,24 @@ class _Out:
 
     def done(self) -> bytes:
         self.tags()
-        return b"".join(self.parts)
+        return super().done()
 
 
-class _In:
+class _In(Reader):
+    """A value: version 0, then a flexible struct (whose strings are compact ones)."""
+
     def __init__(self, buf: bytes, what: str) -> None:
-        self.buf = bytes(buf)
-        self.pos = 0
+        super().__init__(buf)
         self.what = what
         version = self.int16()
         if version != 0:
             raise SchemaError(f"unknown {what} value version {version}")
 
-    def _take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.buf):
-            raise SchemaError(f"{self.what} value ends early (need {n} bytes at {self.pos})")
-        out = self.buf[self.pos:self.pos + n]
-        self.pos += n
-        return out
-
-    def int16(self) -> int:
-        return int(_I16.unpack(self._take(2))[0])
+    def _ends_early(self, n: int) -> str:
+        return f"{self.what} value ends early (need {n} bytes at {self.pos})"
 
     def int8(self) -> int:
         return int(_I8.unpack(self._take(1))[0])
-
-    def int32(self) -> int:
-        return int(_I32.unpack(self._take(4))[0])
 
     def uvarint(self) -> int:
         value = shift = 0

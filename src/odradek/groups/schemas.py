@@ -24,6 +24,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Self
 
 OFFSET_KEY_VERSION = 1
 GROUP_KEY_VERSION = 2
@@ -33,6 +34,7 @@ GROUP_VALUE_VERSION = 3
 TopicPartition = tuple[str, int]
 Records = list[tuple[bytes, bytes | None]]
 
+_I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
@@ -88,23 +90,29 @@ class GroupValue:
 # ---- writing ------------------------------------------------------------------------------------
 
 
-class _Writer:
+class Writer:
+    """The fields of a non-flexible struct; `odradek.groups.consumer_schemas` adds the flexible ones."""
+
     def __init__(self) -> None:
         self.parts: list[bytes] = []
 
-    def int16(self, v: int) -> _Writer:
-        self.parts.append(_I16.pack(v))
+    def _put(self, field: struct.Struct, v: int) -> Self:
+        self.parts.append(field.pack(v))
         return self
 
-    def int32(self, v: int) -> _Writer:
-        self.parts.append(_I32.pack(v))
-        return self
+    def int8(self, v: int) -> Self:
+        return self._put(_I8, v)
 
-    def int64(self, v: int) -> _Writer:
-        self.parts.append(_I64.pack(v))
-        return self
+    def int16(self, v: int) -> Self:
+        return self._put(_I16, v)
 
-    def string(self, v: str | None) -> _Writer:
+    def int32(self, v: int) -> Self:
+        return self._put(_I32, v)
+
+    def int64(self, v: int) -> Self:
+        return self._put(_I64, v)
+
+    def string(self, v: str | None) -> Self:
         if v is None:
             return self.int16(-1)
         raw = v.encode("utf-8")
@@ -114,7 +122,7 @@ class _Writer:
         self.parts.append(raw)
         return self
 
-    def bytes_(self, v: bytes | None) -> _Writer:
+    def bytes_(self, v: bytes | None) -> Self:
         if v is None:
             return self.int32(-1)
         self.int32(len(v))
@@ -128,11 +136,11 @@ class _Writer:
 def encode_offset_key(key: OffsetKey, version: int = OFFSET_KEY_VERSION) -> bytes:
     if version not in (0, 1):
         raise SchemaError(f"offset commit key version {version} is not 0 or 1")
-    return _Writer().int16(version).string(key.group).string(key.topic).int32(key.partition).done()
+    return Writer().int16(version).string(key.group).string(key.topic).int32(key.partition).done()
 
 
 def encode_group_key(key: GroupKey) -> bytes:
-    return _Writer().int16(GROUP_KEY_VERSION).string(key.group).done()
+    return Writer().int16(GROUP_KEY_VERSION).string(key.group).done()
 
 
 def offset_value_version(value: OffsetValue) -> int:
@@ -144,7 +152,7 @@ def encode_offset_value(value: OffsetValue, version: int | None = None) -> bytes
     v = offset_value_version(value) if version is None else version
     if v not in (0, 1, 2, 3):
         raise SchemaError(f"offset commit value version {v} is not in 0-3")
-    w = _Writer().int16(v).int64(value.offset)
+    w = Writer().int16(v).int64(value.offset)
     if v >= 3:
         w.int32(value.leader_epoch)
     w.string(value.metadata).int64(value.commit_timestamp)
@@ -153,7 +161,7 @@ def encode_offset_value(value: OffsetValue, version: int | None = None) -> bytes
     return w.done()
 
 
-def _encode_member(w: _Writer, m: MemberValue, version: int) -> None:
+def _encode_member(w: Writer, m: MemberValue, version: int) -> None:
     w.string(m.member_id)
     if version >= 3:
         w.string(m.group_instance_id)
@@ -166,7 +174,7 @@ def _encode_member(w: _Writer, m: MemberValue, version: int) -> None:
 def encode_group_value(value: GroupValue, version: int = GROUP_VALUE_VERSION) -> bytes:
     if version not in (0, 1, 2, 3):
         raise SchemaError(f"group metadata value version {version} is not in 0-3")
-    w = _Writer().int16(version).string(value.protocol_type).int32(value.generation)
+    w = Writer().int16(version).string(value.protocol_type).int32(value.generation)
     w.string(value.protocol).string(value.leader)
     if version >= 2:
         w.int64(value.current_state_timestamp)
@@ -192,7 +200,9 @@ def group_records(group_id: str, value: GroupValue | None) -> Records:
 # ---- reading ------------------------------------------------------------------------------------
 
 
-class _Reader:
+class Reader:
+    """The fixed-width fields both formats share; `odradek.groups.consumer_schemas` reads the flexible ones."""
+
     def __init__(self, buf: bytes | bytearray | memoryview) -> None:
         self.buf = bytes(buf)
         self.pos = 0
@@ -200,16 +210,23 @@ class _Reader:
     def _take(self, n: int) -> bytes:
         end = self.pos + n
         if n < 0 or end > len(self.buf):
-            raise SchemaError(f"need {n} bytes at position {self.pos}, only {len(self.buf) - self.pos} left")
+            raise SchemaError(self._ends_early(n))
         out = self.buf[self.pos : end]
         self.pos = end
         return out
+
+    def _ends_early(self, n: int) -> str:
+        return f"need {n} bytes at position {self.pos}, only {len(self.buf) - self.pos} left"
 
     def int16(self) -> int:
         return int(_I16.unpack(self._take(2))[0])
 
     def int32(self) -> int:
         return int(_I32.unpack(self._take(4))[0])
+
+
+class _Reader(Reader):
+    """A non-flexible struct."""
 
     def int64(self) -> int:
         return int(_I64.unpack(self._take(8))[0])

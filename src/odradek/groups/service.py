@@ -5,7 +5,10 @@ group type concerned, so the handlers never ask what type a group is:
 
 - the membership APIs of the classic protocol go to `GroupCoordinator` (a JoinGroup may first turn an
   empty consumer group into a classic group), ConsumerGroupHeartbeat/Describe to
-  `ConsumerGroupCoordinator`;
+  `ConsumerGroupCoordinator`, ShareGroupHeartbeat/Describe to `ShareGroupCoordinator` (KIP-932; its
+  groups in memory only for now), whose share partitions (`SharePartitionManager`, their state kept by
+  the broker's `ShareStatePersister`) ShareFetch and ShareAcknowledge use; a group id of one type is
+  refused to the others' membership APIs;
 - the offsets APIs, for every group type, to the one `OffsetManager`;
 - DescribeGroups, ListGroups and DeleteGroups to the type of the group named.
 """
@@ -32,21 +35,39 @@ from odradek.groups.offset_manager import (
 )
 from odradek.groups.offsets import replay_partition
 from odradek.groups.schemas import OffsetValue, TopicPartition
+from odradek.groups.share_coordinator import (
+    GROUP_TYPE_SHARE,
+    ShareGroupCoordinator,
+    ShareGroupSettings,
+    ShareHeartbeat,
+)
+from odradek.groups.share_state import (
+    InMemoryShareStatePersister,
+    SharePartitionManager,
+    SharePartitionSettings,
+    ShareStatePersister,
+)
 from odradek.groups.store import GroupStore, LoadedGroup
 from odradek.protocol.errors import ErrorCode, KafkaError
 
-__all__ = ["GROUP_TYPE_CLASSIC", "GROUP_TYPE_CONSUMER", "GroupCoordinatorService"]
+__all__ = ["GROUP_TYPE_CLASSIC", "GROUP_TYPE_CONSUMER", "GROUP_TYPE_SHARE", "GroupCoordinatorService"]
 
 
 class GroupCoordinatorService:
     """Groups of every type on the `__consumer_offsets` partitions this broker leads."""
 
     def __init__(self, settings: GroupSettings, consumer_settings: ConsumerGroupSettings, store: GroupStore,
-                 topics: Topics) -> None:
+                 topics: Topics, share_settings: ShareGroupSettings | None = None,
+                 share_partition_settings: SharePartitionSettings | None = None,
+                 share_persister: ShareStatePersister | None = None) -> None:
         self.store = store
         self.classic = GroupCoordinator(settings, store)
         self.consumer = ConsumerGroupCoordinator(consumer_settings, store, topics, self.classic)
         self.offsets = OffsetManager(settings.offsets(), store, (self.consumer, self.classic))
+        self.share_partitions = SharePartitionManager(share_partition_settings or SharePartitionSettings(),
+                                                      share_persister or InMemoryShareStatePersister())
+        self.share = ShareGroupCoordinator(share_settings or ShareGroupSettings(), store, topics,
+                                           self.share_partitions)
 
     # ---- life cycle ----
     async def start(self) -> None:
@@ -55,6 +76,8 @@ class GroupCoordinatorService:
 
     async def shutdown(self) -> None:
         self.offsets.shutdown()
+        await self.share.shutdown()
+        self.share_partitions.shutdown()
         await self.consumer.shutdown()
         await self.classic.shutdown()
         await self.store.shutdown()
@@ -74,6 +97,7 @@ class GroupCoordinatorService:
     def unloaded(self, index: int) -> None:
         self.classic.unload_partition(index)
         self.consumer.unload_partition(index)
+        self.share.unload_partition(index)
         self.offsets.unloaded(index)
 
     # ---- FindCoordinator, AddOffsetsToTxn ----
@@ -85,11 +109,15 @@ class GroupCoordinatorService:
         return self.store.partition_for(group_id)
 
     def group_type(self, group_id: str) -> str | None:
-        """"classic" or "consumer" for a group this broker serves now, else None."""
+        """"classic", "consumer" or "share" for a group this broker serves now, else None."""
+        if self.share.is_share_group(group_id):
+            return GROUP_TYPE_SHARE
         return self.offsets.group_type(group_id)
 
     # ---- the classic protocol ----
     async def join(self, req: JoinRequest) -> JoinResult:
+        if self.share.is_share_group(req.group_id):
+            return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id)
         try:
             await self.consumer.before_classic_join(req.group_id)
         except KafkaError as exc:
@@ -114,6 +142,9 @@ class GroupCoordinatorService:
 
     # ---- the consumer protocol (KIP-848) ----
     async def consumer_heartbeat(self, hb: Heartbeat) -> HeartbeatResult:
+        if self.share.is_share_group(hb.group_id):
+            return HeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {hb.group_id} is not a consumer group.",
+                                   hb.member_id or None, hb.member_epoch)
         return await self.consumer.heartbeat(hb)
 
     async def consumer_describe(self, group_id: str) -> GroupDescription:
@@ -122,6 +153,13 @@ class GroupCoordinatorService:
     def topic_name(self, topic_id: bytes) -> str:
         return self.consumer.topic_name(topic_id)
 
+    # ---- share groups (KIP-932) ----
+    async def share_heartbeat(self, hb: ShareHeartbeat) -> HeartbeatResult:
+        return await self.share.heartbeat(hb, self.offsets.group_type(hb.group_id))
+
+    async def share_describe(self, group_id: str) -> GroupDescription:
+        return await self.share.describe(group_id, self.offsets.group_type(group_id))
+
     # ---- every group type ----
     def list_groups(self) -> tuple[ErrorCode, list[tuple[str, str, str, str]]]:
         """(group id, protocol type, state, group type) of every group, sorted; COORDINATOR_LOAD_IN_PROGRESS
@@ -129,6 +167,7 @@ class GroupCoordinatorService:
         err, classic = self.classic.list_groups(None)
         listed = [(gid, ptype, state, GROUP_TYPE_CLASSIC) for gid, ptype, state in classic]
         listed += [(gid, ptype, state, GROUP_TYPE_CONSUMER) for gid, ptype, state in self.consumer.list_groups()]
+        listed += [(gid, ptype, state, GROUP_TYPE_SHARE) for gid, ptype, state in self.share.list_groups()]
         return err, sorted(listed)
 
     async def delete_group(self, group_id: str) -> ErrorCode:
@@ -142,10 +181,14 @@ class GroupCoordinatorService:
 
     async def commit(self, group_id: str, generation_or_epoch: int, member_id: str, instance_id: str | None,
                      offsets: Offsets, api_version: int = LATEST_OFFSET_COMMIT_VERSION) -> ErrorCode:
+        if self.share.is_share_group(group_id):
+            return ErrorCode.GROUP_ID_NOT_FOUND  # a share group keeps no committed offsets
         return await self.offsets.commit(group_id, generation_or_epoch, member_id, instance_id, offsets, api_version)
 
     async def txn_commit(self, group_id: str, producer_id: int, producer_epoch: int, generation_or_epoch: int,
                          member_id: str, instance_id: str | None, offsets: Offsets) -> ErrorCode:
+        if self.share.is_share_group(group_id):
+            return ErrorCode.GROUP_ID_NOT_FOUND
         return await self.offsets.txn_commit(group_id, producer_id, producer_epoch, generation_or_epoch, member_id,
                                              instance_id, offsets)
 

@@ -125,9 +125,9 @@ class Partition:
 
     # ---- leader side ---------------------------------------------------------------------------
     def append_as_leader(self, records: memoryview, required_acks: int,
-                         origin: AppendOrigin = AppendOrigin.CLIENT) -> AppendInfo:
+                         origin: AppendOrigin = AppendOrigin.CLIENT, transaction_version: int = 0) -> AppendInfo:
         """Append as leader; a coordinator (transaction markers, transactional offset commits) may write
-        control batches, which clients may not."""
+        control batches, which clients may not; a marker comes with its transaction's version."""
         if not self.is_leader:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"This broker is not the leader of {self.name}")
         if required_acks == -1 and len(self.isr) < self.min_insync_replicas:
@@ -136,7 +136,8 @@ class Partition:
                 f"The size of the current ISR {self.isr} is insufficient to satisfy the min.isr requirement "
                 f"of {self.min_insync_replicas} for partition {self.name}",
             )
-        info = self.log.append_as_leader(records, self.leader_epoch, origin=origin)
+        info = self.log.append_as_leader(records, self.leader_epoch, origin=origin,
+                                         transaction_version=transaction_version)
         self._maybe_advance_hw()
         self._wake_data()
         return info

@@ -8,7 +8,7 @@ from __future__ import annotations
 from urllib.parse import quote, unquote
 
 from odradek.cluster import znodes as zn
-from odradek.cluster.broker_configs import write_entity_config
+from odradek.cluster.broker_configs import read_entity_config, write_entity_config
 from odradek.cluster.store import MetadataStore, NoNodeError
 from odradek.security.scram import MECHANISMS, ScramCredential
 
@@ -19,11 +19,7 @@ def user_path(user: str) -> str:
 
 
 async def read_user_config(store: MetadataStore, user: str) -> dict[str, str]:
-    try:
-        data, _ = await store.get_json(user_path(user))
-    except NoNodeError:
-        return {}
-    return zn.config_from_json(data)
+    return await read_entity_config(store, user_path(user))
 
 
 async def write_user_config(store: MetadataStore, user: str, config: dict[str, str]) -> None:

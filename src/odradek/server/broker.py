@@ -15,8 +15,10 @@ from typing import Any
 from odradek.aio import TaskSet
 from odradek.cluster import znodes as zn
 from odradek.cluster.assignment import INTERNAL_TOPICS
+from odradek.cluster.broker_configs import bootstrap_cluster_configs
 from odradek.cluster.controller import Controller
 from odradek.cluster.embedded import STORE_FILE, EmbeddedStore
+from odradek.cluster.group_configs import GroupConfigs
 from odradek.cluster.metadata import MetadataCache
 from odradek.cluster.partition_limits import PartitionLimits
 from odradek.cluster.producer_ids import ProducerIdAllocator
@@ -37,6 +39,10 @@ from odradek.groups.consumer_coordinator import ConsumerGroupSettings, MetadataT
 from odradek.groups.coordinator import GroupSettings
 from odradek.groups.offsets import offsets_topic_settings
 from odradek.groups.service import GroupCoordinatorService
+from odradek.groups.share_coordinator import ShareGroupSettings
+from odradek.groups.share_persister import CoordinatorShareStatePersister
+from odradek.groups.share_state import SharePartitionSettings
+from odradek.groups.share_state_coordinator import ShareCoordinator, share_state_topic_settings
 from odradek.protocol.client_security import PLAINTEXT, ClientSecurity
 from odradek.replication.manager import ReplicaManager
 from odradek.security.acl_store import AclCache
@@ -52,6 +58,7 @@ from odradek.server.metrics import BrokerMetrics
 from odradek.server.network import SocketServer
 from odradek.server.quotas import QuotaManager
 from odradek.server.security import ListenerSecurity, inter_broker_security, trust_warnings
+from odradek.server.share_sessions import ShareSessionCache
 from odradek.storage.manager import CleanerConfig, LogManager
 from odradek.txn.coordinator import TransactionCoordinator, TxnSettings, txn_topic_settings
 from odradek.txn.markers import MarkerSender, MarkerWriter
@@ -83,12 +90,14 @@ class Broker:
         self.zero_copy = os.environ.get("ODRADEK_ZERO_COPY", "1") != "0"
         self.inter_broker_security: ClientSecurity = PLAINTEXT
         self.fetch_sessions = FetchSessionCache(config.get("max.incremental.fetch.session.cache.slots"))
+        self.share_sessions = ShareSessionCache(config.get("group.share.max.share.sessions"))
         self.dynamic_config: DynamicBrokerConfig
         self.authorizer: Authorizer | None = None  # None: every request allowed
         self.quotas = QuotaManager(config.get("quota.window.num"), config.get("quota.window.size.seconds"),
                                    config.get("controller.quota.window.num"),
                                    config.get("controller.quota.window.size.seconds"))
         self.quota_watcher: QuotaWatcher | None = None
+        self.group_configs: GroupConfigs  # every group's configs (GROUP config resources), for the coordinators
         self.dispatcher = Dispatcher(self)
         self.server = SocketServer(
             self.dispatcher, config.get("socket.request.max.bytes"),
@@ -146,6 +155,8 @@ class Broker:
         await self.dynamic_config.start()
         self.quota_watcher = QuotaWatcher(self.store, self.quotas.update)
         await self.quota_watcher.start()
+        self.group_configs = GroupConfigs(self.store, cfg)
+        await self.group_configs.start()
         self.metadata = MetadataCache(self.store)
         self.topic_admin = TopicAdmin(self.store, self.metadata, cfg.get("delete.topic.enable"), cfg.topic_defaults(),
                                       PartitionLimits(cfg.get("max.partitions"), cfg.get("max.broker.partitions")))
@@ -166,11 +177,18 @@ class Broker:
         await self.metadata.start()
         self.replicas.start()
         partitions = BrokerPartitions(self.metadata, self.replicas, self.topic_admin)
+        self.share_coordinator = ShareCoordinator.from_config(cfg, CoordinatorRuntime(
+            share_state_topic_settings(cfg), partitions, partitions, what="share-group state", kind="share partition"))
+        await self.share_coordinator.start()
+        self.share_persister = CoordinatorShareStatePersister(
+            self.broker_id, self.share_coordinator, self.inter_broker_security,
+            int(cfg.get("request.timeout.ms")) / 2000)
         self.groups = GroupCoordinatorService(
             GroupSettings.from_config(cfg), ConsumerGroupSettings.from_config(cfg),
             CoordinatorRuntime(offsets_topic_settings(cfg), partitions, partitions, what="offsets and group metadata",
                                kind="group"),
-            MetadataTopics(self.metadata, INTERNAL_TOPICS))
+            MetadataTopics(self.metadata, INTERNAL_TOPICS),
+            ShareGroupSettings.from_config(cfg), SharePartitionSettings.from_config(cfg), self.share_persister)
         await self.groups.start()
         self.txn_markers = MarkerWriter(self.replicas, self.groups.complete_transaction)
         self.transactions = TransactionCoordinator(
@@ -228,6 +246,7 @@ class Broker:
         await self.dynamic_config.start()
         if self.quota_watcher is not None:
             await self.quota_watcher.start()
+        await self.group_configs.start()
         if self.authorizer is not None:
             await self.authorizer.cache.start()
         await self.controller.start()
@@ -241,10 +260,12 @@ class Broker:
         cid = zn.uuid_to_str(uuid.uuid4().bytes)
         try:
             await self.store.create(zn.CLUSTER_ID, to_json({"version": "1", "id": cid}), makepath=True)
-            return cid
         except NodeExistsError:
             data, _ = await self.store.get_json(zn.CLUSTER_ID)
             return str(data["id"])
+        # this broker created the cluster: the configs a new Kafka 4.1+ cluster starts with
+        await bootstrap_cluster_configs(self.store, str(self.config.static_value("min.insync.replicas")))
+        return cid
 
     def _write_meta_properties(self) -> None:
         for d in self.config.log_dirs:
@@ -410,6 +431,10 @@ class Broker:
             await self.transactions.shutdown()
         if getattr(self, "groups", None) is not None:
             await self.groups.shutdown()
+        if getattr(self, "share_persister", None) is not None:
+            await self.share_persister.close()
+        if getattr(self, "share_coordinator", None) is not None:
+            await self.share_coordinator.shutdown()
         if hasattr(self, "replicas") and self.config.zookeeper_connect and self.config.get("controlled.shutdown.enable"):
             await self._controlled_shutdown()
         await self.server.close()
@@ -432,6 +457,8 @@ class Broker:
             self.dynamic_config.close()
         if self.quota_watcher is not None:
             self.quota_watcher.close()
+        if hasattr(self, "group_configs"):
+            self.group_configs.close()
         if self.authorizer is not None:
             self.authorizer.cache.close()
         if hasattr(self, "store"):

@@ -34,6 +34,8 @@ from odradek.server.handlers import (  # noqa: F401
     produce,
     producers,
     scram_credentials,
+    share_groups,
+    share_state,
     transactions,
 )
 from odradek.server.handlers import sasl as sasl_handlers

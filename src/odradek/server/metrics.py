@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -252,34 +252,49 @@ def _logs(broker: Any) -> Iterator[Metric]:
 
 
 def _lag(broker: Any) -> Iterator[Metric]:
-    """Committed offsets of the groups this broker coordinates against the high watermarks of the
-    partitions it leads (kafka-exporter's metric)."""
+    """Committed offsets of the groups this broker coordinates, of every group type, against the high
+    watermarks of the partitions it leads (kafka-exporter's metric)."""
     lag = GaugeMetricFamily("kafka_consumergroup_lag", "High watermark minus the committed offset",
                             labels=["consumergroup", "topic", "partition"])
     coordinator = getattr(broker, "groups", None)
     if coordinator is not None:
-        for group_id, group in sorted(coordinator.classic.groups.items()):
-            for (topic, partition), committed in sorted(group.offsets.items()):
-                part = broker.replicas.get(topic, partition)
-                if part is not None and part.is_leader:
-                    lag.add_metric([group_id, topic, str(partition)], max(part.high_watermark - committed.offset, 0))
+        for gtype in coordinator.offsets.types:
+            for group_id in sorted(gtype.group_ids()):
+                for (topic, partition), committed in sorted((gtype.offsets_of(group_id) or {}).items()):
+                    part = broker.replicas.get(topic, partition)
+                    if part is not None and part.is_leader:
+                        lag.add_metric([group_id, topic, str(partition)],
+                                       max(part.high_watermark - committed.offset, 0))
     yield lag
 
 
 def _coordinators(broker: Any) -> Iterator[Metric]:
-    """Groups by state (Kafka's GroupMetadataManager gauges) and transactional ids by state on this
-    broker's coordinators."""
+    """Groups by protocol and state (Kafka's GroupMetadataManager gauges for classic groups, its
+    group-coordinator-metrics for every type) and transactional ids by state on this broker's
+    coordinators."""
     groups = getattr(broker, "groups", None)
     if groups is not None:
         by_state: defaultdict[str, int] = defaultdict(int)
         classic = groups.classic.groups
         for group in classic.values():
             by_state[group.state.name.replace("_", "").lower()] += 1
+        consumer = [g for g in groups.consumer.groups.values() if not g.dead]
         yield GaugeMetricFamily("kafka_coordinator_group_groupmetadatamanager_numgroups",
-                                "Groups this broker coordinates", value=len(classic))
+                                "Groups this broker coordinates", value=len(classic) + len(consumer))
         for state in ("preparingrebalance", "completingrebalance", "stable", "dead", "empty"):
             yield GaugeMetricFamily(f"kafka_coordinator_group_groupmetadatamanager_numgroups{state}",
-                                    f"Groups in state {state}", value=by_state.get(state, 0))
+                                    f"Classic groups in state {state}", value=by_state.get(state, 0))
+        by_protocol = GaugeMetricFamily("kafka_server_group_coordinator_metrics_group_count",
+                                        "Groups this broker coordinates, by protocol", labels=["protocol"])
+        by_protocol.add_metric(["classic"], len(classic))
+        by_protocol.add_metric(["consumer"], len(consumer))
+        yield by_protocol
+        consumer_states = GaugeMetricFamily("kafka_server_group_coordinator_metrics_consumer_group_count",
+                                            "Consumer (KIP-848) groups by state", labels=["state"])
+        in_state = Counter(g.state.value.lower() for g in consumer)
+        for state in ("empty", "assigning", "reconciling", "stable"):
+            consumer_states.add_metric([state], in_state.get(state, 0))
+        yield consumer_states
     txns = getattr(broker, "transactions", None)
     if txns is not None:
         family = GaugeMetricFamily("kafka_coordinator_transaction_transactionstatemanager_transactionalids",

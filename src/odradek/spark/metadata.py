@@ -22,7 +22,7 @@ from odradek.spark.options import Subscription
 
 T = TypeVar("T")
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__share_group_state", "__transaction_state"})
 
 # librdkafka properties that only a consumer or producer understands; an AdminClient warns about them.
 _CLIENT_ONLY = re.compile(r"^(group\.|fetch\.|max\.partition|queued\.|enable\.|auto\.|isolation|session|heartbeat|"

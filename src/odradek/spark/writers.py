@@ -66,32 +66,27 @@ def _sink_conf(sink: SinkOptions) -> dict[str, Any]:
     return producer_conf(sink.client, transactional=transactional)
 
 
-class KafkaBatchWriter(DataSourceArrowWriter):
+class _SinkWriter:
+    """What the batch and the streaming writer share: a task writes its rows with `_write`."""
+
+    def __init__(self, sink: SinkOptions, schema: StructType) -> None:
+        check_sink_schema(schema, sink.topic)
+        self.topic = sink.topic
+        self.transactional_id_prefix = sink.transactional_id_prefix
+        self.conf = _sink_conf(sink)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
+        return _write(self.conf, self.topic, iterator, self.transactional_id_prefix)
+
+
+class KafkaBatchWriter(_SinkWriter, DataSourceArrowWriter):
     """Each task produces its rows (in its own transaction with transactionalIdPrefix) and waits for their
     acknowledgement; nothing to do at job commit."""
 
-    def __init__(self, sink: SinkOptions, schema: StructType) -> None:
-        check_sink_schema(schema, sink.topic)
-        self.topic = sink.topic
-        self.transactional_id_prefix = sink.transactional_id_prefix
-        self.conf = _sink_conf(sink)
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
-        return _write(self.conf, self.topic, iterator, self.transactional_id_prefix)
-
-
-class KafkaStreamWriter(DataSourceStreamArrowWriter):
+class KafkaStreamWriter(_SinkWriter, DataSourceStreamArrowWriter):
     """Streaming sink: at-least-once per micro-batch, like Spark's Kafka sink (with transactionalIdPrefix,
     each task of a micro-batch commits or aborts its own transaction)."""
-
-    def __init__(self, sink: SinkOptions, schema: StructType) -> None:
-        check_sink_schema(schema, sink.topic)
-        self.topic = sink.topic
-        self.transactional_id_prefix = sink.transactional_id_prefix
-        self.conf = _sink_conf(sink)
-
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> KafkaCommitMessage:
-        return _write(self.conf, self.topic, iterator, self.transactional_id_prefix)
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:  # noqa: N803
         """Records were acknowledged (or their transactions committed) when the tasks ended; a micro-batch

@@ -332,14 +332,15 @@ class Log:
     # --- append ------------------------------------------------------------------------------
 
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int,
-                         origin: AppendOrigin = AppendOrigin.CLIENT) -> AppendInfo:
-        """Validate, assign offsets from the log end offset, stamp the leader epoch, write."""
+                         origin: AppendOrigin = AppendOrigin.CLIENT, transaction_version: int = 0) -> AppendInfo:
+        """Validate, assign offsets from the log end offset, stamp the leader epoch, write;
+        `transaction_version` is that of a marker's transaction (WriteTxnMarkers v2, KIP-1228)."""
         data, batches = validate_as_leader(records, self.config, origin, self._name)
         with self._io("appending records to"), self.lock:
             self._check_open()
             now = self._time()
             check_timestamps(data, batches, self.config, now)
-            duplicate = self._check_producers(batches, data)
+            duplicate = self._check_producers(batches, data, transaction_version)
             if duplicate is not None:
                 return duplicate
             log_append = self.config.message_timestamp_type == "LogAppendTime"
@@ -433,7 +434,8 @@ class Log:
                 durable,
             )
 
-    def _check_producers(self, batches: list[tuple[int, BatchHeader]], data: bytearray) -> AppendInfo | None:
+    def _check_producers(self, batches: list[tuple[int, BatchHeader]], data: bytearray,
+                         transaction_version: int = 0) -> AppendInfo | None:
         """Reject out-of-order or fenced idempotent batches, and markers of a fenced producer epoch or
         coordinator epoch; a retried batch already in the log is answered with its original offsets instead
         of being written twice."""
@@ -445,7 +447,7 @@ class Log:
         for pos, h in batches:
             if h.producer_id >= 0:
                 coordinator_epoch = read_marker(memoryview(data)[pos : pos + h.size])[1] if h.is_control else -1
-                self.producer_state.check(h, pending, coordinator_epoch)
+                self.producer_state.check(h, pending, coordinator_epoch, transaction_version)
                 pending[h.producer_id] = last_sequence(h)
         return None
 

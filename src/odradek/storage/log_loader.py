@@ -14,7 +14,7 @@ import logging
 import os
 from bisect import bisect_right
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
 from odradek.fsutil import fsync_dir, is_temporary
@@ -46,46 +46,38 @@ class LoadedSegments:
     log_start_offset: int
 
 
+@dataclass
 class LogLoader:
     """Loads the segments of the log in `dir`. `open_segment(base, now_ms)` opens an existing segment,
     `new_segment(base)` creates one (the first of an empty log); `dense`: whether recovery requires
     dense offsets within each segment (not in a log compaction may have left gaps in)."""
 
-    def __init__(
-        self,
-        dir: Path,
-        prefix: str,
-        *,
-        dense: bool,
-        open_segment: Callable[[int, int], LogSegment],
-        new_segment: Callable[[int], LogSegment],
-        time_ms: Callable[[], int],
-    ) -> None:
-        self.dir = dir
-        self._prefix = prefix
-        self._dense = dense
-        self._open_segment = open_segment
-        self._new_segment = new_segment
-        self._time = time_ms
-        self._segments: list[LogSegment] = []
-        self._bases: list[int] = []
+    dir: Path
+    prefix: str
+    _: KW_ONLY
+    dense: bool
+    open_segment: Callable[[int, int], LogSegment]
+    new_segment: Callable[[int], LogSegment]
+    time_ms: Callable[[], int]
+    _segments: list[LogSegment] = field(init=False, default_factory=list)
+    _bases: list[int] = field(init=False, default_factory=list)
 
     def load(self, clean_shutdown: bool, log_start_offset: int, recovery_point: int) -> LoadedSegments:
         """Open every segment; after an unclean shutdown, recover those from the recovery point's on;
         after a clean one, only an active segment whose tail is not whole batches."""
         bases = self._scan_dir()
-        now = self._time()
+        now = self.time_ms()
         for base in bases:
-            self._add(self._open_segment(base, now))
+            self._add(self.open_segment(base, now))
         if not self._segments:
-            self._add(self._new_segment(log_start_offset))
+            self._add(self.new_segment(log_start_offset))
         elif not clean_shutdown:
             first = max(bisect_right(self._bases, recovery_point) - 1, 0)
             self._recover_from(first)
-        elif not self._segments[-1].scan_tail(self._dense):
+        elif not self._segments[-1].scan_tail(self.dense):
             log.warning(
                 "%s The tail of the active segment is not whole batches despite a clean shutdown",
-                self._prefix,
+                self.prefix,
             )
             self._recover_from(len(self._segments) - 1)
         leo = self._segments[-1].next_offset
@@ -105,7 +97,7 @@ class LogLoader:
         for entry in os.scandir(self.dir):
             name = entry.name
             if name.endswith(_STALE_SUFFIXES) or is_temporary(name):
-                log.info("%s Deleting stray file %s", self._prefix, name)
+                log.info("%s Deleting stray file %s", self.prefix, name)
                 os.unlink(entry.path)
                 continue
             base = parse_base_offset(name, LOG_SUFFIX)
@@ -119,7 +111,7 @@ class LogLoader:
         known = set(bases)
         for base, path in indexes:
             if base not in known:
-                log.warning("%s Deleting index %s without a log file", self._prefix, path.name)
+                log.warning("%s Deleting index %s without a log file", self.prefix, path.name)
                 path.unlink()
         return sorted(bases)
 
@@ -151,7 +143,7 @@ class LogLoader:
             swap.change_suffix("")
             log.info(
                 "%s Completed the interrupted swap of cleaned segment %d (replacing segments below offset %d)",
-                self._prefix,
+                self.prefix,
                 base,
                 end,
             )
@@ -162,13 +154,13 @@ class LogLoader:
         """Validate segments[first:], truncating at the first bad batch and dropping all after it."""
         for i in range(first, len(self._segments)):
             seg = self._segments[i]
-            log.info("%s Recovering unflushed segment %d", self._prefix, seg.base_offset)
-            valid, reason = seg.recover(self._dense)
+            log.info("%s Recovering unflushed segment %d", self.prefix, seg.base_offset)
+            valid, reason = seg.recover(self.dense)
             is_last = i == len(self._segments) - 1
             if reason is not None:
                 log.warning(
                     "%s Truncating segment %s to %d bytes after finding a corrupt or partial batch at position %d (%s)",
-                    self._prefix,
+                    self.prefix,
                     seg.log_path.name,
                     valid,
                     valid,
@@ -186,7 +178,7 @@ class LogLoader:
             if reason is None:
                 log.warning(
                     "%s Segment %s overlaps offset %d of the next one",
-                    self._prefix,
+                    self.prefix,
                     seg.log_path.name,
                     following,
                 )
@@ -196,7 +188,7 @@ class LogLoader:
 
     def _drop_segments_after(self, i: int) -> None:
         for dropped in self._segments[i + 1 :]:
-            log.warning("%s Deleting segment %s after the corrupt batch", self._prefix, dropped.log_path.name)
+            log.warning("%s Deleting segment %s after the corrupt batch", self.prefix, dropped.log_path.name)
             dropped.delete()
         del self._segments[i + 1 :]
         del self._bases[i + 1 :]

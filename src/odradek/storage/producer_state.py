@@ -98,10 +98,13 @@ class ProducerStateManager:
                 return b
         return None
 
-    def check(self, h: BatchHeader, pending: dict[int, int] | None = None, coordinator_epoch: int = -1) -> None:
+    def check(self, h: BatchHeader, pending: dict[int, int] | None = None, coordinator_epoch: int = -1,
+              transaction_version: int = 0) -> None:
         """Raise the Kafka error for a batch that may not be appended (as leader); `pending` holds last
-        sequences of batches earlier in the same request (pid -> last seq); `coordinator_epoch` is a
-        marker's."""
+        sequences of batches earlier in the same request (pid -> last seq); `coordinator_epoch` and
+        `transaction_version` are a marker's: from transaction version 2 the coordinator bumps the epoch
+        before it writes the markers, so a marker's epoch must be above the producer's (KIP-1228), where
+        older versions accept the same epoch."""
         if h.producer_id < 0:
             return
         entry = self.producers.get(h.producer_id)
@@ -117,6 +120,10 @@ class ProducerStateManager:
             raise KafkaError(ErrorCode.INVALID_TXN_STATE,
                              f"Non-transactional batch of producer {h.producer_id}, which has a transaction open "
                              f"since offset {entry.txn_first_offset}")
+        if h.is_control and transaction_version >= 2 and h.producer_epoch <= entry.epoch:
+            raise KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH,
+                             f"Marker epoch {h.producer_epoch} of producer {h.producer_id} (transaction version "
+                             f"{transaction_version}) is not above its current epoch {entry.epoch}")
         if h.producer_epoch < entry.epoch:
             if h.is_control:
                 raise KafkaError(ErrorCode.INVALID_PRODUCER_EPOCH,

@@ -46,12 +46,14 @@ class MarkerWriter:
         self.offsets_marker = offsets_marker
 
     async def append(self, topic: str, partition: int, producer_id: int, producer_epoch: int, commit: bool,
-                     coordinator_epoch: int, timeout_s: float) -> ErrorCode:
-        """Write one marker as the partition's leader; NONE once it is replicated to the ISR."""
+                     coordinator_epoch: int, timeout_s: float, transaction_version: int = 0) -> ErrorCode:
+        """Write one marker as the partition's leader; NONE once it is replicated to the ISR.
+        `transaction_version` (WriteTxnMarkers v2, KIP-1228) decides how its producer epoch is checked."""
         try:
             part = self.replicas.leader_partition(topic, partition)
             batch = build_marker(producer_id, producer_epoch, commit, coordinator_epoch)
-            info = part.append_as_leader(memoryview(batch), -1, origin=AppendOrigin.COORDINATOR)
+            info = part.append_as_leader(memoryview(batch), -1, origin=AppendOrigin.COORDINATOR,
+                                         transaction_version=transaction_version)
             if info.durable is not None:
                 await asyncio.wrap_future(info.durable)
             await asyncio.wait_for(part.hw_waiter(info.last_offset + 1), timeout_s)

@@ -10,15 +10,18 @@ import argparse
 import sys
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar, cast
 
 from odradek.interrupts import StopRequest
 from odradek.pipelines.progress import ProgressLine
 from odradek.pipelines.weblogs import LOGS_TOPIC
 from odradek.pipelines.weblogs.topics import ensure_topics
 from odradek.spark.offsets import TP
+
+T = TypeVar("T")
 
 
 def parse_time_ms(text: str) -> int:
@@ -31,6 +34,30 @@ def parse_time_ms(text: str) -> int:
 
         t = t.replace(tzinfo=UTC)
     return int(t.timestamp() * 1000)
+
+
+class _Background(Generic[T]):
+    """A call run in a daemon thread; `result()` returns its value or raises its exception."""
+
+    def __init__(self, call: Callable[[], T]) -> None:
+        self.done = threading.Event()
+        self._value: T | None = None
+        self._error: BaseException | None = None
+
+        def run() -> None:
+            try:
+                self._value = call()
+            except BaseException as exc:  # handed to result()
+                self._error = exc
+            finally:
+                self.done.set()
+
+        threading.Thread(target=run, name="odradek-job", daemon=True).start()
+
+    def result(self) -> T:
+        if self._error is not None:
+            raise self._error
+        return cast(T, self._value)
 
 
 def _stop_on_signals() -> threading.Event:
@@ -194,11 +221,26 @@ def archive(args: argparse.Namespace) -> int:
     if not args.verbose:  # Spark's banner and WARN lines go to a file: the terminal shows the report
         Path(args.output).mkdir(parents=True, exist_ok=True)
         log_file = Path(args.output) / "spark.log"
+    stop = StopRequest("stopping the archive job")
     spark = _session("odradek-weblogs-archive", args.master, log_file)
     try:
-        summary = archive(spark, ArchiveConfig(args.bootstrap_server, Path(args.output), args.topic, opts))
+        # The job runs in a thread: Ctrl-C sets `stop` here, which cancels Spark's jobs, instead of a
+        # KeyboardInterrupt torn through the Py4J call
+        job = None
+        if not stop.is_set():
+            print(f"Archiving {args.topic} from {args.bootstrap_server} to {args.output} ...", flush=True)
+            job = _Background(lambda: archive(spark, ArchiveConfig(args.bootstrap_server, Path(args.output),
+                                                                   args.topic, opts)))
+        while job is not None and not job.done.wait(0.5):
+            if stop.is_set():  # again and again: the archive runs several Spark jobs one after another
+                spark.sparkContext.cancelAllJobs()
     finally:
         stop_session(spark)
+    if stop.signalled:
+        print(f"Stopped: archive interrupted; partial output may be in {args.output}")
+        return 130
+    assert job is not None
+    summary = job.result()
     print(format_report(summary))
     print(f"Parquet events in {Path(args.output) / 'events'}, summary in {Path(args.output) / 'summary.json'}")
     return 0

@@ -9,27 +9,15 @@ package to read them from), so they encode and decode like every other message t
 from __future__ import annotations
 
 import sys
+from typing import Any
 
-from kafka.protocol.api_message import ApiMessage
-
-_HERE = sys.modules[__name__]
-
-
-class ConsumerGroupHeartbeatRequest(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class ConsumerGroupHeartbeatResponse(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class ConsumerGroupDescribeRequest(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
-
-class ConsumerGroupDescribeResponse(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
-    pass
-
+from odradek.protocol.json_messages import message_classes, no_such_message
 
 __all__ = ["ConsumerGroupDescribeRequest", "ConsumerGroupDescribeResponse", "ConsumerGroupHeartbeatRequest",
            "ConsumerGroupHeartbeatResponse"]
+
+globals().update(message_classes(sys.modules[__name__], __all__))
+
+
+def __getattr__(name: str) -> Any:  # the classes are made above; this tells type checkers they exist
+    raise no_such_message(__name__, name)

@@ -4,6 +4,8 @@ are in `configs`.)"""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from kafka.protocol.admin import (
@@ -55,6 +57,15 @@ class _Mutations:
         return throttle
 
 
+@contextmanager
+def _error_into(res: Any) -> Iterator[None]:
+    """A KafkaError raised inside becomes the per-topic result's error code and message."""
+    try:
+        yield
+    except KafkaError as exc:
+        res.error_code, res.error_message = exc.code, exc.message
+
+
 @handles(CreateTopicsRequest, CreateTopicsResponse, versions=(2, 7))
 async def create_topics(ctx: RequestContext, request: Any) -> CreateTopicsResponse:
     broker = ctx.broker
@@ -66,7 +77,7 @@ async def create_topics(ctx: RequestContext, request: Any) -> CreateTopicsRespon
             name=t.name, topic_id=ZERO_UUID, error_code=0, error_message=None, num_partitions=-1,
             replication_factor=-1, configs=None,
         )
-        try:
+        with _error_into(res):
             if t.name in seen:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Create topics request from client contains duplicate topic {t.name}")
             seen.add(t.name)
@@ -90,8 +101,6 @@ async def create_topics(ctx: RequestContext, request: Any) -> CreateTopicsRespon
             res.replication_factor = len(next(iter(assignment.values()))) if assignment else rf
             if not request.validate_only:
                 mutations.record(res.num_partitions)
-        except KafkaError as exc:
-            res.error_code, res.error_message = exc.code, exc.message
         results.append(res)
     return CreateTopicsResponse(throttle_time_ms=mutations.throttle_ms(), topics=results)
 
@@ -110,7 +119,7 @@ async def delete_topics(ctx: RequestContext, request: Any) -> DeleteTopicsRespon
     mutations = _Mutations(ctx, strict=ctx.version >= 5)
     for name, tid in wanted:
         res = DeleteTopicsResponse.DeletableTopicResult(name=name, topic_id=tid, error_code=0, error_message=None)
-        try:
+        with _error_into(res):
             if name is None and tid == ZERO_UUID:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, "Neither a topic name nor a topic id was given")
             if name is None:
@@ -128,8 +137,6 @@ async def delete_topics(ctx: RequestContext, request: Any) -> DeleteTopicsRespon
             mutations.check()
             await broker.topic_admin.delete_topic(name, wait_s=_timeout_s(request))
             mutations.record(len(meta.assignment) if meta is not None else 0)
-        except KafkaError as exc:
-            res.error_code, res.error_message = exc.code, exc.message
         results.append(res)
     return DeleteTopicsResponse(throttle_time_ms=mutations.throttle_ms(), responses=results)
 
@@ -140,7 +147,7 @@ async def create_partitions(ctx: RequestContext, request: Any) -> CreatePartitio
     mutations = _Mutations(ctx, strict=ctx.version >= 3)
     for t in request.topics:
         res = CreatePartitionsResponse.CreatePartitionsTopicResult(name=t.name, error_code=0, error_message=None)
-        try:
+        with _error_into(res):
             authz.require(ctx, authz.Op.ALTER, authz.TOPIC, t.name)
             assignments = [list(a.broker_ids) for a in t.assignments] if t.assignments is not None else None
             mutations.check()
@@ -151,8 +158,6 @@ async def create_partitions(ctx: RequestContext, request: Any) -> CreatePartitio
             )
             if not request.validate_only:
                 mutations.record(max(t.count - before, 0))
-        except KafkaError as exc:
-            res.error_code, res.error_message = exc.code, exc.message
         results.append(res)
     return CreatePartitionsResponse(throttle_time_ms=mutations.throttle_ms(), results=results)
 

@@ -1,11 +1,14 @@
 """Config resources: DescribeConfigs, AlterConfigs, IncrementalAlterConfigs on TOPIC, BROKER (one broker
-by id, or the cluster default under the empty name: dynamic broker configs, KIP-226) and BROKER_LOGGER.
+by id, or the cluster default under the empty name: dynamic broker configs, KIP-226), BROKER_LOGGER and
+GROUP (group configs, KIP-848/KIP-932: any group id, whether or not the group exists, as Kafka allows).
 
 Checks, error codes and messages follow Kafka 3.x (ConfigAdminManager, ConfigHelper, ZkAdminManager): a
 BROKER resource names this broker or the default, a key that cannot change on a running broker is
 INVALID_REQUEST "Cannot update these configs dynamically: Set(k)", a bad value INVALID_REQUEST in the
 config's own wording. One departure: Kafka stores unknown broker keys as custom configs; Odradek, which
-refuses them in server.properties too, answers INVALID_CONFIG.
+refuses them in server.properties too, answers INVALID_CONFIG. GROUP resources answer as Kafka 4.x does
+(ConfigHelper, ControllerConfigurationValidator, GroupConfig): every error INVALID_CONFIG in GroupConfig's
+words but an empty group id, INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -26,13 +29,14 @@ from kafka.protocol.admin import (
 )
 
 from odradek.config import BrokerConfigEntry, ConfigError, ConfigSource, Synonym, UnknownConfigError
-from odradek.config_keys import BROKER_KEYS, TOPIC_CONFIGS, ConfigKey, ConfigType
+from odradek.config_keys import BROKER_KEYS, GROUP_CONFIGS, TOPIC_CONFIGS, ConfigKey, ConfigType
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.server import authz, loggers
 from odradek.server.registry import RequestContext, handles
 
 RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER = 2, 4, 8
-CLIENT_METRICS, GROUP = 16, 32  # config resource types Odradek has none of
+CLIENT_METRICS = 16  # the config resource type Odradek has none of
+RESOURCE_GROUP = 32
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 # DescribeConfigs config_type (Kafka's DescribeConfigsResponse.ConfigType)
 CONFIG_TYPE_IDS = {
@@ -51,7 +55,7 @@ log = logging.getLogger("odradek.server")
 
 def _entry(name: str, value: str | None, source: int, read_only: bool, sensitive: bool,
            synonyms: Sequence[Synonym], key: ConfigKey | None, include_synonyms: bool, include_docs: bool,
-           topic: bool = False) -> Any:
+           level: str = "broker") -> Any:
     """One config of a resource; its documentation (v3+, when asked) from the catalogue, none for keys the
     catalogue does not hold (broker loggers)."""
     return Entry(
@@ -60,7 +64,7 @@ def _entry(name: str, value: str | None, source: int, read_only: bool, sensitive
         synonyms=[Entry.DescribeConfigsSynonym(name=s.name, value=s.value, source=s.source) for s in synonyms]
         if include_synonyms else [],
         config_type=CONFIG_TYPE_IDS.get(key.type, 0) if key is not None else 0,
-        documentation=key.documentation(topic) if include_docs and key is not None else None,
+        documentation=key.documentation(level) if include_docs and key is not None else None,
     )
 
 
@@ -88,7 +92,27 @@ def _describe_topic(ctx: RequestContext, name: str, keys: list[str] | None, syno
             found += broker.config.synonyms(server)
         source = found[0].source if found else int(ConfigSource.DEFAULT_CONFIG)
         value = meta.config[key] if key in meta.config else defaults[key]
-        out.append(_entry(key, value, source, False, False, found, TOPIC_CONFIGS[key], synonyms, docs, topic=True))
+        out.append(_entry(key, value, source, False, False, found, TOPIC_CONFIGS[key], synonyms, docs, level="topic"))
+    return out
+
+
+def _describe_group(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool, docs: bool) -> list[Any]:
+    """Every group config of a group, whether or not the group exists (Kafka keeps configs for groups to
+    come): its override (GROUP_CONFIG), else the broker's value of the key it inherits from, described as
+    Kafka describes it, DEFAULT_CONFIG with no broker synonym."""
+    if not name:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
+    configs = ctx.broker.group_configs
+    overrides = configs.overrides(name)
+    wanted = _wanted(keys)
+    out = []
+    for key_name, key in sorted(GROUP_CONFIGS.items()):
+        if not wanted(key_name):
+            continue
+        value = key.format(configs.value(name, key_name))
+        source = ConfigSource.GROUP_CONFIG if key_name in overrides else ConfigSource.DEFAULT_CONFIG
+        found = [Synonym(key_name, value, int(source))]
+        out.append(_entry(key_name, value, int(source), False, False, found, key, synonyms, docs, level="group"))
     return out
 
 
@@ -149,6 +173,8 @@ async def describe_configs(ctx: RequestContext, request: Any) -> DescribeConfigs
                 res.configs = _describe_broker(ctx, r.resource_name, keys, synonyms, docs)
             elif r.resource_type == RESOURCE_BROKER_LOGGER:
                 res.configs = _describe_loggers(ctx, r.resource_name, keys)
+            elif r.resource_type == RESOURCE_GROUP:
+                res.configs = _describe_group(ctx, r.resource_name, keys, synonyms, docs)
             else:
                 raise KafkaError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {r.resource_type}")
         except KafkaError as exc:
@@ -222,6 +248,22 @@ async def _alter_topic(ctx: RequestContext, resource: Any, incremental: bool, va
     await ctx.broker.topic_admin.alter_topic_config(name, new, validate_only)
 
 
+async def _alter_group(ctx: RequestContext, resource: Any, incremental: bool, validate_only: bool) -> None:
+    """A group's overrides replaced (AlterConfigs) or changed (IncrementalAlterConfigs), then validated as a
+    whole, as Kafka's controller validates them; the group need not exist."""
+    name = resource.resource_name
+    if not name:
+        raise KafkaError(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
+    configs = ctx.broker.group_configs
+    new = _apply_ops(configs.overrides(name), resource.configs, incremental, GROUP_CONFIGS)
+    try:
+        configs.check(name, new)
+    except ConfigError as exc:
+        raise KafkaError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+    if not validate_only:
+        await configs.write(name, new)
+
+
 async def _alter_broker(ctx: RequestContext, resource: Any, incremental: bool, validate_only: bool) -> None:
     broker = ctx.broker
     name = resource.resource_name
@@ -272,6 +314,8 @@ async def _alter_one(ctx: RequestContext, resource: Any, incremental: bool, vali
         await _alter_topic(ctx, resource, incremental, validate_only)
     elif kind == RESOURCE_BROKER:
         await _alter_broker(ctx, resource, incremental, validate_only)
+    elif kind == RESOURCE_GROUP:
+        await _alter_group(ctx, resource, incremental, validate_only)
     elif kind == RESOURCE_BROKER_LOGGER and incremental:
         _alter_loggers(ctx, resource, validate_only)
     else:
@@ -308,7 +352,8 @@ async def incremental_alter_configs(ctx: RequestContext, request: Any) -> Increm
 @handles(ListConfigResourcesRequest, ListConfigResourcesResponse, versions=(0, 1))
 async def list_config_resources(ctx: RequestContext, request: Any) -> ListConfigResourcesResponse:
     """KIP-1142: the config resources there are (v0 knows only client-metrics ones, of which Odradek has
-    none). v1 lists topics, this broker and its loggers for the types asked (all when none is named)."""
+    none). v1 lists topics, this broker, its loggers and the groups with configs for the types asked (all
+    when none is named)."""
     authz.require(ctx, authz.Op.DESCRIBE_CONFIGS, authz.CLUSTER)
     wanted = set(request.resource_types or ()) if ctx.version >= 1 else {CLIENT_METRICS}
     out: list[Any] = []
@@ -320,7 +365,10 @@ async def list_config_resources(ctx: RequestContext, request: Any) -> ListConfig
             out.append(_Resource(resource_name=str(ctx.broker.broker_id), resource_type=RESOURCE_BROKER))
         if not wanted or RESOURCE_BROKER_LOGGER in wanted:
             out.append(_Resource(resource_name=str(ctx.broker.broker_id), resource_type=RESOURCE_BROKER_LOGGER))
-    unknown = wanted - {RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, CLIENT_METRICS, GROUP}
+        if not wanted or RESOURCE_GROUP in wanted:
+            out += [_Resource(resource_name=group, resource_type=RESOURCE_GROUP)
+                    for group in ctx.broker.group_configs.groups()]
+    unknown = wanted - {RESOURCE_TOPIC, RESOURCE_BROKER, RESOURCE_BROKER_LOGGER, CLIENT_METRICS, RESOURCE_GROUP}
     if unknown:
         return ListConfigResourcesResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,
                                            config_resources=[])

@@ -11,7 +11,6 @@ import uuid
 from typing import Any
 
 from odradek.groups.consumer_coordinator import Heartbeat
-from odradek.groups.service import GroupCoordinatorService
 from odradek.protocol.kip848 import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -20,19 +19,10 @@ from odradek.protocol.kip848 import (
 )
 from odradek.server import authz
 from odradek.server.authorized_operations import bits
+from odradek.server.handlers.groups import client_host, coordinator
 from odradek.server.registry import RequestContext, handles
 
 MEMBER_TYPE_CONSUMER = 1
-
-
-def consumer_coordinator(ctx: RequestContext) -> GroupCoordinatorService:
-    gc: GroupCoordinatorService = ctx.broker.groups
-    return gc
-
-
-def _client_host(ctx: RequestContext) -> str:
-    peer = getattr(ctx.connection, "peer", "") or ""
-    return "/" + peer.rsplit(":", 1)[0] if peer else ""
 
 
 def _owned(topics: Any) -> dict[bytes, frozenset[int]] | None:
@@ -51,7 +41,7 @@ async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Consume
             throttle_time_ms=0, error_code=authz.ErrorCode.GROUP_AUTHORIZATION_FAILED, error_message=None,
             member_id=request.member_id, member_epoch=request.member_epoch, heartbeat_interval_ms=0,
             assignment=None)
-    cg = consumer_coordinator(ctx)
+    cg = coordinator(ctx)
     hb = Heartbeat(
         group_id=request.group_id or "",
         member_id=request.member_id or "",
@@ -65,7 +55,7 @@ async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Consume
         server_assignor=request.server_assignor,
         owned=_owned(request.topic_partitions),
         client_id=ctx.header.client_id or "",
-        client_host=_client_host(ctx),
+        client_host=client_host(ctx),
         version=ctx.version,
     )
     res = await cg.consumer_heartbeat(hb)
@@ -83,7 +73,7 @@ async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Consume
 
 @handles(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, versions=(0, 1))
 async def consumer_group_describe(ctx: RequestContext, request: Any) -> ConsumerGroupDescribeResponse:
-    cg = consumer_coordinator(ctx)
+    cg = coordinator(ctx)
     group_cls = ConsumerGroupDescribeResponse.DescribedGroup
     member_cls = group_cls.Member
     assignment_cls = member_cls.Assignment

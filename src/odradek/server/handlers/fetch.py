@@ -27,6 +27,7 @@ from odradek.storage.region import FileRegion
 
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 EARLIEST_LOCAL, LATEST_TIERED = -4, -5  # ListOffsets v8+ (KIP-405), v9+ (KIP-1005)
+EARLIEST_PENDING_UPLOAD = -6  # ListOffsets v11+ (KIP-1023)
 _EpochEndOffset = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult.EpochEndOffset
 
 
@@ -311,8 +312,9 @@ def _list_offset(ctx: RequestContext, name: str, req_p: Any, is_replica: bool, i
         hw = part.log.last_stable_offset if isolation == 1 and not is_replica else part.high_watermark
         if ts in (EARLIEST, EARLIEST_LOCAL):  # every segment is local: the local log start is the log start
             res.offset = part.log.log_start_offset
-        elif ts == LATEST_TIERED:
-            # nothing is tiered (no remote storage): Kafka answers offset -1 with leader epoch -1
+        elif ts in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+            # nothing is tiered and nothing waits for an upload (no remote storage): Kafka answers offset
+            # -1, timestamp -1 and leader epoch -1 for both
             res.leader_epoch = -1
             return res
         elif ts == LATEST:
@@ -327,10 +329,11 @@ def _list_offset(ctx: RequestContext, name: str, req_p: Any, is_replica: bool, i
     return res
 
 
-@handles(ListOffsetsRequest, ListOffsetsResponse, versions=(1, 10))
+@handles(ListOffsetsRequest, ListOffsetsResponse, versions=(1, 11))
 async def list_offsets(ctx: RequestContext, request: Any) -> ListOffsetsResponse:
     """v10's timeout_ms bounds Kafka's wait for remote (tiered) offsets; every offset here is local and
-    answered at once, so it has nothing to bound."""
+    answered at once, so it has nothing to bound. v11 only adds the earliest-pending-upload timestamp
+    (-6), which has no offset here (nothing is tiered)."""
     is_replica = request.replica_id >= 0
     topics = []
     for t in request.topics:

@@ -10,6 +10,7 @@ type from v5.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from kafka.protocol.admin import (
@@ -38,14 +39,16 @@ from kafka.protocol.consumer.group import OffsetDeleteRequest, OffsetDeleteRespo
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 from kafka.protocol.producer import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
+from odradek.cluster.znodes import BrokerInfo
 from odradek.groups.group import GroupState, GroupSummary, JoinRequest, MemberProfile, now_ms
 from odradek.groups.schemas import OffsetValue, TopicPartition
-from odradek.groups.service import GROUP_TYPE_CONSUMER, GroupCoordinatorService
+from odradek.groups.service import GROUP_TYPE_CONSUMER, GROUP_TYPE_SHARE, GroupCoordinatorService
+from odradek.groups.share_state_coordinator import coordinator_key, parse_coordinator_key
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.server import authz
 from odradek.server.registry import RequestContext, handles
 
-KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION = 0, 1
+KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KEY_TYPE_SHARE = 0, 1, 2
 # kafka-python encodes authorized operations as a set of bit numbers; None is Kafka's "not requested"
 
 
@@ -54,7 +57,8 @@ def coordinator(ctx: RequestContext) -> GroupCoordinatorService:
     return gc
 
 
-def _client_host(ctx: RequestContext) -> str:
+def client_host(ctx: RequestContext) -> str:
+    """The client's host as Kafka's group coordinator records it: "/" and the address, no port."""
     peer = getattr(ctx.connection, "peer", "") or ""
     return "/" + peer.rsplit(":", 1)[0] if peer else ""
 
@@ -70,9 +74,16 @@ def _topic_partition_known(ctx: RequestContext, topic: str, partition: int) -> b
 async def _find_one(ctx: RequestContext, key: str | None, key_type: int,
                     listener: str) -> tuple[int, str | None, int, str, int]:
     """-> (error, message, node id, host, port)"""
-    if key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION) or key is None:
+    if key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KEY_TYPE_SHARE) or key is None:
         return ErrorCode.INVALID_REQUEST, f"Unsupported coordinator key type {key_type}", -1, "", -1
     try:
+        if key_type == KEY_TYPE_SHARE:  # the share coordinator of a share partition (brokers only, KIP-932)
+            authz.require(ctx, authz.Op.CLUSTER_ACTION, authz.CLUSTER)
+            share_key = parse_coordinator_key(key)
+            if share_key is None or ctx.version < 6:
+                return ErrorCode.INVALID_REQUEST, f"Invalid share coordinator key {key!r}", -1, "", -1
+            info = await ctx.broker.share_coordinator.runtime.coordinator_node(coordinator_key(share_key))
+            return _endpoint(info, listener)
         authz.require(ctx, authz.Op.DESCRIBE, authz.TRANSACTIONAL_ID if key_type == KEY_TYPE_TRANSACTION else authz.GROUP,
                       key)
         if key_type == KEY_TYPE_TRANSACTION:
@@ -83,14 +94,18 @@ async def _find_one(ctx: RequestContext, key: str | None, key_type: int,
             info = await coordinator(ctx).coordinator_node(key)
     except KafkaError as exc:
         return exc.code, exc.message, -1, "", -1
+    return _endpoint(info, listener)
+
+
+def _endpoint(info: BrokerInfo, listener: str) -> tuple[int, str | None, int, str, int]:
     endpoint = info.endpoint(listener)
     if endpoint is None:  # as Kafka: the coordinator has no endpoint on the listener the client uses
         return ErrorCode.COORDINATOR_NOT_AVAILABLE, None, -1, "", -1
     return ErrorCode.NONE, None, info.broker_id, endpoint[0], endpoint[1]
 
 
-# v6 adds the share coordinator key type (KIP-932): no share groups here, so INVALID_REQUEST as any other
-# key type this broker has no coordinator for.
+# v6 adds the share coordinator key type (KIP-932): "<group>:<topic id>:<partition>", for brokers only
+# (CLUSTER_ACTION), as Kafka.
 @handles(FindCoordinatorRequest, FindCoordinatorResponse, versions=(0, 6))
 async def find_coordinator(ctx: RequestContext, request: Any) -> FindCoordinatorResponse:
     key_type = request.key_type if ctx.version >= 1 else KEY_TYPE_GROUP
@@ -119,7 +134,7 @@ def _join_request(ctx: RequestContext, request: Any) -> JoinRequest:
         group_instance_id=request.group_instance_id if v >= 5 else None,
         profile=MemberProfile(
             client_id=ctx.header.client_id or "",
-            client_host=_client_host(ctx),
+            client_host=client_host(ctx),
             session_timeout_ms=session,
             rebalance_timeout_ms=rebalance if rebalance > 0 else session,
             protocol_type=request.protocol_type or "",
@@ -212,17 +227,36 @@ _CommitTopic = OffsetCommitResponse.OffsetCommitResponseTopic
 _TxnTopic = TxnOffsetCommitResponse.TxnOffsetCommitResponseTopic
 
 
-def _valid_offsets(ctx: RequestContext, gc: GroupCoordinatorService, group_id: str, topics: Any, value_of: Any,
+def _topic_names(ctx: RequestContext, topics: Any) -> list[str | None]:
+    """The name of each topic of an OffsetCommit/OffsetFetch request: from v10 topics are named by id
+    (KIP-848), and an id this broker does not know, or the zero id, resolves to None (UNKNOWN_TOPIC_ID)."""
+    if ctx.version < 10:
+        return [t.name for t in topics]
+    by_id = ctx.broker.metadata.by_id
+    return [by_id.get(t.topic_id.bytes) if t.topic_id is not None else None for t in topics]
+
+
+def _topic_id(ctx: RequestContext, name: str) -> uuid.UUID | None:
+    """The id of a topic this broker knows (None, the zero id on the wire, for one it does not)."""
+    meta = ctx.broker.metadata.topics.get(name)
+    return uuid.UUID(bytes=meta.topic_id) if meta is not None and any(meta.topic_id) else None
+
+
+def _valid_offsets(ctx: RequestContext, gc: GroupCoordinatorService, group_id: str, topics: Any,
+                   names: list[str | None], value_of: Any,
                    ) -> tuple[dict[TopicPartition, ErrorCode], dict[TopicPartition, OffsetValue]]:
-    """The offsets of an OffsetCommit/TxnOffsetCommit that may be written, and the errors of the rest."""
+    """The offsets of an OffsetCommit/TxnOffsetCommit that may be written, and the errors of the rest
+    (topics whose id is unknown, None in `names`, are answered by `_commit_topics`)."""
     errors: dict[TopicPartition, ErrorCode] = {}
     valid: dict[TopicPartition, OffsetValue] = {}
-    for t in topics:
+    for t, name in zip(topics, names, strict=True):
+        if name is None:
+            continue
         for p in t.partitions:
-            tp = (t.name, p.partition_index)
-            if (refused := authz.commit_refusal(ctx, group_id, t.name)) is not None:
+            tp = (name, p.partition_index)
+            if (refused := authz.commit_refusal(ctx, group_id, name)) is not None:
                 errors[tp] = refused
-            elif not _topic_partition_known(ctx, t.name, p.partition_index):
+            elif not _topic_partition_known(ctx, name, p.partition_index):
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif gc.metadata_too_large(p.committed_metadata):
                 errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
@@ -231,26 +265,36 @@ def _valid_offsets(ctx: RequestContext, gc: GroupCoordinatorService, group_id: s
     return errors, valid
 
 
-def _commit_topics(topics: Any, errors: dict[TopicPartition, ErrorCode], topic_cls: Any, part_cls: Any) -> list[Any]:
-    """Every requested partition with its error code, in the response classes of the request's API."""
-    return [topic_cls(name=t.name, partitions=[
-        part_cls(partition_index=p.partition_index, error_code=errors[(t.name, p.partition_index)])
-        for p in t.partitions]) for t in topics]
+def _commit_topics(topics: Any, names: list[str | None], errors: dict[TopicPartition, ErrorCode],
+                   topic_cls: Any, part_cls: Any, by_id: bool = False) -> list[Any]:
+    """Every requested partition with its error code, in the response classes of the request's API;
+    `by_id`: the topics are named by id (OffsetCommit v10), each answered with the id it was named by."""
+    out = []
+    for t, name in zip(topics, names, strict=True):
+        parts = [part_cls(partition_index=p.partition_index,
+                          error_code=ErrorCode.UNKNOWN_TOPIC_ID if name is None else errors[(name, p.partition_index)])
+                 for p in t.partitions]
+        out.append(topic_cls(topic_id=t.topic_id, partitions=parts) if by_id else topic_cls(name=t.name, partitions=parts))
+    return out
 
 
-@handles(OffsetCommitRequest, OffsetCommitResponse, versions=(2, 9))
+# v10 names topics by id (KIP-848): an unknown id is UNKNOWN_TOPIC_ID for each of its partitions, and the
+# response names each topic by the id it was asked with.
+@handles(OffsetCommitRequest, OffsetCommitResponse, versions=(2, 10))
 async def offset_commit(ctx: RequestContext, request: Any) -> OffsetCommitResponse:
     gc = coordinator(ctx)
     v = ctx.version
     now = now_ms()
     retention = request.retention_time_ms if v <= 4 else -1
-    errors, valid = _valid_offsets(ctx, gc, request.group_id or "", request.topics, lambda p: _offset_value(ctx, p, now, retention))
+    names = _topic_names(ctx, request.topics)
+    errors, valid = _valid_offsets(ctx, gc, request.group_id or "", request.topics, names,
+                                   lambda p: _offset_value(ctx, p, now, retention))
     if valid:
         err = await gc.commit(request.group_id or "", request.generation_id_or_member_epoch, request.member_id or "",
                               request.group_instance_id if v >= 7 else None, valid, api_version=v)
         errors.update(dict.fromkeys(valid, err))
     return OffsetCommitResponse(throttle_time_ms=0, topics=_commit_topics(
-        request.topics, errors, _CommitTopic, _CommitTopic.OffsetCommitResponsePartition))
+        request.topics, names, errors, _CommitTopic, _CommitTopic.OffsetCommitResponsePartition, by_id=v >= 10))
 
 
 # v4 only lets the broker answer TRANSACTION_ABORTABLE (KIP-890), which it never needs to; v5 is for
@@ -260,7 +304,8 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> TxnOffsetCommi
     gc = coordinator(ctx)
     v = ctx.version
     now = now_ms()
-    errors, valid = _valid_offsets(ctx, gc, request.group_id or "", request.topics, lambda p: OffsetValue(
+    names = [t.name for t in request.topics]
+    errors, valid = _valid_offsets(ctx, gc, request.group_id or "", request.topics, names, lambda p: OffsetValue(
         p.committed_offset, p.committed_metadata or "", now, -1, p.committed_leader_epoch if v >= 2 else -1))
     if valid:
         err = await gc.txn_commit(request.group_id or "", request.producer_id, request.producer_epoch,
@@ -268,7 +313,7 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> TxnOffsetCommi
                                   request.group_instance_id if v >= 3 else None, valid)
         errors.update(dict.fromkeys(valid, err))
     return TxnOffsetCommitResponse(throttle_time_ms=0, topics=_commit_topics(
-        request.topics, errors, _TxnTopic, _TxnTopic.TxnOffsetCommitResponsePartition))
+        request.topics, names, errors, _TxnTopic, _TxnTopic.TxnOffsetCommitResponsePartition))
 
 
 def _requested(topics: Any) -> list[TopicPartition] | None:
@@ -313,7 +358,7 @@ def _partition_fields(partition: int, value: OffsetValue | None, err: ErrorCode)
     }
 
 
-@handles(OffsetFetchRequest, OffsetFetchResponse, versions=(1, 9))
+@handles(OffsetFetchRequest, OffsetFetchResponse, versions=(1, 10))
 async def offset_fetch(ctx: RequestContext, request: Any) -> OffsetFetchResponse:
     gc = coordinator(ctx)
     if ctx.version >= 8:
@@ -333,30 +378,50 @@ async def offset_fetch(ctx: RequestContext, request: Any) -> OffsetFetchResponse
 
 
 async def _offset_fetch_groups(ctx: RequestContext, gc: GroupCoordinatorService, request: Any) -> OffsetFetchResponse:
+    """v8+: many groups in one request. From v10 topics are named by id, both ways (KIP-848): an id this
+    broker does not know answers UNKNOWN_TOPIC_ID for each partition asked, and a listing of all the
+    group's offsets leaves out the topics that no longer exist (they have no id to name them by)."""
     group_cls = OffsetFetchResponse.OffsetFetchResponseGroup
     topic_cls = group_cls.OffsetFetchResponseTopics
     part_cls = topic_cls.OffsetFetchResponsePartitions
+    by_id = request.API_VERSION >= 10
     groups = []
     seen: set[tuple[Any, ...]] = set()
     for g in request.groups:
         # each (group, topics) once: a group's offsets, named many times, must not multiply the response
-        key = (g.group_id, None if g.topics is None else tuple((t.name, tuple(t.partition_indexes)) for t in g.topics))
+        key = (g.group_id, None if g.topics is None else tuple(
+            (t.topic_id if by_id else t.name, tuple(t.partition_indexes)) for t in g.topics))
         if key in seen:
             continue
         seen.add(key)
         if not authz.allowed(ctx, authz.Op.DESCRIBE, authz.GROUP, g.group_id or ""):
             groups.append(group_cls(group_id=g.group_id, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, topics=[]))
             continue
+        unknown: list[Any] = []  # v10: the topics named by an id this broker does not know
+        asked: dict[str, uuid.UUID] = {}  # v10: the id each topic was named by
+        wanted: list[TopicPartition] | None = None
+        if g.topics is not None:
+            names = _topic_names(ctx, g.topics)
+            unknown = [t for t, name in zip(g.topics, names, strict=True) if name is None]
+            asked = {name: t.topic_id for t, name in zip(g.topics, names, strict=True) if name is not None and by_id}
+            wanted = [(name, p) for t, name in zip(g.topics, names, strict=True) if name is not None
+                      for p in t.partition_indexes]
         # v9+: a consumer group member names itself (KIP-848) and is checked by member epoch
         member = (g.member_id, g.member_epoch) if request.API_VERSION >= 9 else (None, -1)
-        err, entries = await _fetch_group(gc, g.group_id or "", _requested(g.topics), member)
+        err, entries = await _fetch_group(gc, g.group_id or "", wanted, member)
         stable = _stable(gc, g.group_id or "", entries, request.require_stable)
         stable = authz.hide_topics(ctx, stable, listing=g.topics is None)
-        groups.append(group_cls(group_id=g.group_id, error_code=err, topics=[
-            topic_cls(name=topic, partitions=[part_cls(**_partition_fields(p, value, err or perr))
-                                              for p, value, perr in parts])
-            for topic, parts in _by_topic(stable).items()
-        ]))
+        topics = []
+        for topic, parts in _by_topic(stable).items():
+            partitions = [part_cls(**_partition_fields(p, value, err or perr)) for p, value, perr in parts]
+            if not by_id:
+                topics.append(topic_cls(name=topic, partitions=partitions))
+            elif (tid := asked.get(topic) or _topic_id(ctx, topic)) is not None:
+                topics.append(topic_cls(topic_id=tid, partitions=partitions))
+        topics.extend(topic_cls(topic_id=t.topic_id, partitions=[
+            part_cls(**_partition_fields(p, None, err or ErrorCode.UNKNOWN_TOPIC_ID)) for p in t.partition_indexes])
+            for t in unknown)
+        groups.append(group_cls(group_id=g.group_id, error_code=err, topics=topics))
     return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
 
 
@@ -420,8 +485,8 @@ async def describe_groups(ctx: RequestContext, request: Any) -> DescribeGroupsRe
     # Each group once: a group's description can be large (its members' metadata and assignments), and
     # naming it many times in one small request must not multiply the response.
     for group_id in dict.fromkeys(request.groups):
-        if gc.group_type(group_id) == GROUP_TYPE_CONSUMER:
-            # as Kafka: a consumer group is not described here (ConsumerGroupDescribe does); v0-5 see it
+        if gc.group_type(group_id) in (GROUP_TYPE_CONSUMER, GROUP_TYPE_SHARE):
+            # as Kafka: a consumer or share group is not described here (ConsumerGroupDescribe does); v0-5 see it
             # Dead, v6 GROUP_ID_NOT_FOUND with the reason
             described = _described(ctx, request, group_id, GroupSummary(group_id, "Dead", "", "", []), ErrorCode.NONE)
             if ctx.version >= 6:
@@ -463,5 +528,7 @@ async def delete_groups(ctx: RequestContext, request: Any) -> DeleteGroupsRespon
             err = ErrorCode.GROUP_AUTHORIZATION_FAILED
         else:
             err = await gc.delete_group(group_id or "")
+            if err == ErrorCode.NONE:  # its group configs go with it
+                await ctx.broker.group_configs.delete(group_id)
         results.append(DeleteGroupsResponse.DeletableGroupResult(group_id=group_id, error_code=err))
     return DeleteGroupsResponse(throttle_time_ms=0, results=results)

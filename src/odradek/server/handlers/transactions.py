@@ -148,7 +148,10 @@ async def end_txn(ctx: RequestContext, request: Any) -> EndTxnResponse:
 # ---- WriteTxnMarkers (from a transaction coordinator) ---------------------------------------------
 
 
-@handles(WriteTxnMarkersRequest, WriteTxnMarkersResponse, versions=(1, 1))
+# v2 adds each marker's transaction version (KIP-1228): from version 2 the marker's producer epoch must be
+# above the partition's (the coordinator bumped it), before that it may equal it. Our coordinators send v1
+# (no transaction version 2 here); a Kafka 4.2 coordinator's markers are checked as Kafka checks them.
+@handles(WriteTxnMarkersRequest, WriteTxnMarkersResponse, versions=(1, 2))
 async def write_txn_markers(ctx: RequestContext, request: Any) -> WriteTxnMarkersResponse:
     timeout_s = int(ctx.broker.config.get("request.timeout.ms")) / 1000
     result_cls = WriteTxnMarkersResponse.WritableTxnMarkerResult
@@ -164,8 +167,9 @@ async def write_txn_markers(ctx: RequestContext, request: Any) -> WriteTxnMarker
                 if refused:
                     parts.append(part_cls(partition_index=p, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
                     continue
-                err = await ctx.broker.txn_markers.append(t.name, p, m.producer_id, m.producer_epoch,
-                                                          m.transaction_result, m.coordinator_epoch, timeout_s)
+                err = await ctx.broker.txn_markers.append(
+                    t.name, p, m.producer_id, m.producer_epoch, m.transaction_result, m.coordinator_epoch, timeout_s,
+                    m.transaction_version if ctx.version >= 2 else 0)
                 parts.append(part_cls(partition_index=p, error_code=err))
             topics.append(topic_cls(name=t.name, partitions=parts))
         markers.append(result_cls(producer_id=m.producer_id, topics=topics))

@@ -1,11 +1,13 @@
-"""The API versions of Kafka 4.1 (ApiVersions' maxima), each used by a real client: kafka-python 3 (whose
-version inference must see a 4.1 broker), librdkafka through confluent_kafka, and the project's protocol
+"""The API versions of Kafka 4.2 (ApiVersions' maxima), each used by a real client: kafka-python 3 (whose
+version inference must see a 4.2 broker), librdkafka through confluent_kafka, and the project's protocol
 client where no client sends the new version (Produce v13 by topic id, Fetch v17-18, DescribeConfigs
-documentation)."""
+documentation, ListOffsets v11's earliest-pending-upload, OffsetCommit/OffsetFetch v10 by topic id,
+WriteTxnMarkers v2's transaction version); each bumped API also answers an old version still."""
 
 from __future__ import annotations
 
 import logging
+import struct
 import time
 import uuid
 from collections.abc import Callable
@@ -13,7 +15,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import ConsumerGroupType, Producer
-from kafka import KafkaAdminClient, KafkaProducer
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka.admin import ConfigResource as KpConfigResource
 from kafka.admin import ConfigResourceType
 from kafka.protocol.admin import (
@@ -24,24 +26,26 @@ from kafka.protocol.admin import (
     ListGroupsRequest,
     ListTransactionsRequest,
 )
-from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest, OffsetSpec
+from kafka.protocol.consumer import (
+    FetchRequest,
+    ListOffsetsRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    OffsetSpec,
+)
 from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
-from kafka.protocol.producer import ProduceRequest
+from kafka.protocol.producer import ProduceRequest, WriteTxnMarkersRequest
 
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.records import build_batch, decode_records, iter_batches
 from odradek.protocol.transport import BlockingConnection
-from tests.clients import admin, consume_all, create_topic, kafka_python_group_consumer, produce
+from tests.clients import admin, consume_all, create_topic, kafka_python_group_consumer, produce, unique_name
 from tests.harness import BrokerProcess
 from tests.waiting import wait_until
 
 
-def _name(prefix: str) -> str:
-    return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
 def _conn(broker: BrokerProcess) -> BlockingConnection:
-    return BlockingConnection("127.0.0.1", broker.port, "api41-test", 15.0)
+    return BlockingConnection("127.0.0.1", broker.port, "api42-test", 15.0)
 
 
 def _topic_id(conn: BlockingConnection, topic: str) -> uuid.UUID:
@@ -55,7 +59,7 @@ def _topic_id(conn: BlockingConnection, topic: str) -> uuid.UUID:
 
 @pytest.fixture(scope="module")
 def kp_admin(broker: BrokerProcess):  # type: ignore[no-untyped-def]
-    a = KafkaAdminClient(bootstrap_servers=broker.bootstrap, client_id="api41")
+    a = KafkaAdminClient(bootstrap_servers=broker.bootstrap, client_id="api42")
     yield a
     a.close()
 
@@ -64,21 +68,25 @@ def _negotiated(a: KafkaAdminClient, request: type) -> int:
     return a._manager.broker_version_data.api_version(request)
 
 
-def test_kafka_python_infers_kafka_4_1(broker: BrokerProcess, kp_admin: KafkaAdminClient) -> None:
-    assert kp_admin._client.check_version() == (4, 1)
+def test_kafka_python_infers_kafka_4_2(broker: BrokerProcess, kp_admin: KafkaAdminClient) -> None:
+    assert kp_admin._client.check_version() == (4, 2)
     producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap)
     try:
-        assert producer.config["api_version"] == (4, 1)
+        assert producer.config["api_version"] == (4, 2)
+        assert consumer.config["api_version"] == (4, 2)
     finally:
         producer.close()
-    for request, version in [(ProduceRequest, 13), (FetchRequest, 18), (ListOffsetsRequest, 10), (MetadataRequest, 13),
+        consumer.close()
+    for request, version in [(ProduceRequest, 13), (FetchRequest, 18), (ListOffsetsRequest, 11), (MetadataRequest, 13),
                              (FindCoordinatorRequest, 6), (DescribeGroupsRequest, 6), (ListGroupsRequest, 5),
-                             (DescribeClusterRequest, 2), (ListTransactionsRequest, 2)]:
+                             (DescribeClusterRequest, 2), (ListTransactionsRequest, 2), (OffsetCommitRequest, 10),
+                             (OffsetFetchRequest, 10), (WriteTxnMarkersRequest, 2)]:
         assert _negotiated(kp_admin, request) == version, request.__name__
 
 
 def test_librdkafka_uses_metadata_v13(broker: BrokerProcess) -> None:
-    topic = _name("md13")
+    topic = unique_name("md13")
     create_topic(broker.bootstrap, topic)
     lines: list[str] = []
 
@@ -97,7 +105,7 @@ def test_librdkafka_uses_metadata_v13(broker: BrokerProcess) -> None:
 
 
 def test_produce_v13_names_topics_by_id(broker: BrokerProcess) -> None:
-    topic = _name("p13")
+    topic = unique_name("p13")
     create_topic(broker.bootstrap, topic)
     data = ProduceRequest.TopicProduceData
     with _conn(broker) as conn:
@@ -117,7 +125,7 @@ def test_produce_v13_names_topics_by_id(broker: BrokerProcess) -> None:
 
 @pytest.mark.parametrize("version", [17, 18])
 def test_fetch_v17_v18(broker: BrokerProcess, version: int) -> None:
-    topic = _name(f"f{version}")
+    topic = unique_name(f"f{version}")
     create_topic(broker.bootstrap, topic)
     produce(broker.bootstrap, topic, [b"a", b"b"])
     fetch_topic = FetchRequest.FetchTopic
@@ -136,10 +144,10 @@ def test_fetch_v17_v18(broker: BrokerProcess, version: int) -> None:
     assert [r.value for pos, _h in iter_batches(data) for r in decode_records(data[pos:])] == [b"a", b"b"]
 
 
-def test_list_offsets_v10_through_kafka_python(broker: BrokerProcess, kp_admin: KafkaAdminClient) -> None:
+def test_list_offsets_v11_through_kafka_python(broker: BrokerProcess, kp_admin: KafkaAdminClient) -> None:
     from kafka import TopicPartition
 
-    topic = _name("lo10")
+    topic = unique_name("lo10")
     create_topic(broker.bootstrap, topic)
     now = int(time.time() * 1000)
     produce(broker.bootstrap, topic, [b"1", b"2", b"3"])
@@ -153,8 +161,8 @@ def test_list_offsets_v10_through_kafka_python(broker: BrokerProcess, kp_admin: 
     assert kp_admin.list_partition_offsets({tp: now - 60_000})[tp].offset == 0
 
 
-def test_groups_at_kafka_4_1_versions(broker: BrokerProcess, kp_admin: KafkaAdminClient) -> None:
-    topic, group = _name("grp"), _name("g")
+def test_groups_at_kafka_4_2_versions(broker: BrokerProcess, kp_admin: KafkaAdminClient) -> None:
+    topic, group = unique_name("grp"), unique_name("g")
     create_topic(broker.bootstrap, topic)
     produce(broker.bootstrap, topic, [b"x"])
     consumer = kafka_python_group_consumer(topic, bootstrap_servers=broker.bootstrap, group_id=group,
@@ -165,7 +173,7 @@ def test_groups_at_kafka_4_1_versions(broker: BrokerProcess, kp_admin: KafkaAdmi
         desc = kp_admin.describe_groups([group])[group]
         assert desc["group_state"] == "Stable" and desc["error"] is None
         # ... and one that does not exist is GROUP_ID_NOT_FOUND (KIP-1043), not a Dead group without error
-        absent = _name("absent")
+        absent = unique_name("absent")
         assert "GroupIdNotFoundError" in kp_admin.describe_groups([absent])[absent]["error"]
         # ListGroups v5: every group is classic
         listed = {g["group_id"]: g for g in kp_admin.list_groups(types_filter=["classic"])}
@@ -185,7 +193,7 @@ def test_describe_cluster_v2(kp_admin: KafkaAdminClient) -> None:
 
 
 def test_list_transactions_v2_pattern(broker: BrokerProcess, kp_admin: KafkaAdminClient) -> None:
-    topic = _name("txn")
+    topic = unique_name("txn")
     create_topic(broker.bootstrap, topic)
     ids = [f"{topic}-orders-1", f"{topic}-payments-2"]
     for tid in ids:
@@ -211,7 +219,7 @@ def test_list_transactions_v2_pattern(broker: BrokerProcess, kp_admin: KafkaAdmi
 
 
 def test_describe_configs_documentation(broker: BrokerProcess, kp_admin: KafkaAdminClient) -> None:
-    topic = _name("doc")
+    topic = unique_name("doc")
     create_topic(broker.bootstrap, topic, config={"retention.ms": "3600000"})
     resource = DescribeConfigsRequest.DescribeConfigsResource
     with _conn(broker) as conn:
@@ -267,7 +275,7 @@ def test_transaction_at_the_new_versions(broker: BrokerProcess) -> None:
         TxnOffsetCommitRequest,
     )
 
-    topic, tid, group = _name("txn41"), _name("tid"), _name("gtxn")
+    topic, tid, group = unique_name("txn41"), unique_name("tid"), unique_name("gtxn")
     create_topic(broker.bootstrap, topic)
     busy = (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE,
             ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NOT_COORDINATOR)
@@ -327,3 +335,163 @@ def test_what_is_not_served_fails_at_once(broker: BrokerProcess, kp_admin: Kafka
         end = conn.request(EndTxnRequest(transactional_id="t", producer_id=1, producer_epoch=0, committed=True), 5)
         assert end.error_code == ErrorCode.UNSUPPORTED_VERSION
         assert conn.request(MetadataRequest(topics=[], allow_auto_topic_creation=False), 13).error_code == 0
+
+
+# ---- Kafka 4.2's new versions ---------------------------------------------------------------------
+
+EARLIEST_PENDING_UPLOAD = -6  # ListOffsets v11 (KIP-1023)
+
+
+def _list_offsets(conn: BlockingConnection, topic: str, timestamp: int, version: int) -> tuple[int, int, int, int]:
+    """(error, offset, timestamp, leader epoch) of partition 0 at `timestamp`."""
+    t = ListOffsetsRequest.ListOffsetsTopic
+    fields: dict[str, Any] = {"replica_id": -1, "isolation_level": 0, "topics": [t(name=topic, partitions=[
+        t.ListOffsetsPartition(partition_index=0, current_leader_epoch=-1, timestamp=timestamp)])]}
+    if version >= 10:
+        fields["timeout_ms"] = 5000
+    resp = conn.request(ListOffsetsRequest(**fields), version)
+    (p,) = resp.topics[0].partitions
+    return p.error_code, p.offset, p.timestamp, p.leader_epoch
+
+
+def test_list_offsets_v11_earliest_pending_upload(broker: BrokerProcess) -> None:
+    topic = unique_name("lo11")
+    create_topic(broker.bootstrap, topic)
+    produce(broker.bootstrap, topic, [b"1", b"2"])
+    with _conn(broker) as conn:
+        # nothing waits for an upload to remote storage (there is none): no offset, as Kafka without tiering
+        assert _list_offsets(conn, topic, EARLIEST_PENDING_UPLOAD, 11) == (0, -1, -1, -1)
+        # the other specs at v11, and the oldest version served, answer as before
+        for version in (11, 1):
+            assert _list_offsets(conn, topic, OffsetSpec.EARLIEST, version)[:2] == (0, 0)
+            assert _list_offsets(conn, topic, OffsetSpec.LATEST, version)[:2] == (0, 2)
+
+
+def _commit(conn: BlockingConnection, group: str, topics: list[tuple[Any, int]], version: int) -> Any:
+    """OffsetCommit of offset 5 + partition on each (topic name or id, partition) by a client outside the group."""
+    t = OffsetCommitRequest.OffsetCommitRequestTopic
+    by_topic: dict[Any, list[int]] = {}
+    for key, p in topics:
+        by_topic.setdefault(key, []).append(p)
+    named = [t(**({"topic_id": key} if version >= 10 else {"name": key}), partitions=[
+        t.OffsetCommitRequestPartition(partition_index=p, committed_offset=5 + p, committed_leader_epoch=-1,
+                                       committed_metadata="m") for p in ps]) for key, ps in by_topic.items()]
+    return conn.request(OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                                            group_instance_id=None, topics=named), version)
+
+
+def _fetch_offsets(conn: BlockingConnection, group: str, topics: list[tuple[Any, list[int]]] | None,
+                   version: int) -> Any:
+    g = OffsetFetchRequest.OffsetFetchRequestGroup
+    named = None if topics is None else [
+        g.OffsetFetchRequestTopics(**({"topic_id": key} if version >= 10 else {"name": key}), partition_indexes=ps)
+        for key, ps in topics]
+    resp = conn.request(OffsetFetchRequest(groups=[g(group_id=group, member_id=None, member_epoch=-1, topics=named)],
+                                           require_stable=False), version)
+    (answer,) = resp.groups
+    return answer
+
+
+def test_offset_commit_and_fetch_v10_by_topic_id(broker: BrokerProcess) -> None:
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as CTopicPartition
+
+    topic, other, group = unique_name("oc10"), unique_name("oc10b"), unique_name("g10")
+    create_topic(broker.bootstrap, topic, partitions=2)
+    create_topic(broker.bootstrap, other)
+    unknown = uuid.uuid4()
+    busy = (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR)
+    with _conn(broker) as conn:
+        tid, other_id = _topic_id(conn, topic), _topic_id(conn, other)
+        # v10 names topics by id; an id the broker does not know, and the zero id, are UNKNOWN_TOPIC_ID
+        def committed() -> Any:
+            r = _commit(conn, group, [(tid, 0), (tid, 1), (unknown, 0), (None, 0)], 10)
+            return r if r.topics[0].partitions[0].error_code not in busy else None
+
+        resp = wait_until(committed, 30, "the group coordinator to take the commit")
+        got = {(t.topic_id, p.partition_index): p.error_code for t in resp.topics for p in t.partitions}
+        assert got == {(tid, 0): 0, (tid, 1): 0, (unknown, 0): ErrorCode.UNKNOWN_TOPIC_ID,
+                       (None, 0): ErrorCode.UNKNOWN_TOPIC_ID}
+        # an old version by name still commits (v2, the oldest served)
+        assert [p.error_code for t in _commit(conn, group, [(other, 0)], 2).topics for p in t.partitions] == [0]
+        # OffsetFetch v10 by id: the offsets committed by id and by name, and UNKNOWN_TOPIC_ID for an unknown id
+        answer = _fetch_offsets(conn, group, [(tid, [0, 1]), (other_id, [0]), (unknown, [3])], 10)
+        assert answer.error_code == 0
+        fetched = {(t.topic_id, p.partition_index): (p.committed_offset, p.metadata, p.error_code)
+                   for t in answer.topics for p in t.partitions}
+        assert fetched == {(tid, 0): (5, "m", 0), (tid, 1): (6, "m", 0), (other_id, 0): (5, "m", 0),
+                           (unknown, 3): (-1, "", ErrorCode.UNKNOWN_TOPIC_ID)}
+        # all the group's offsets (null topics): each topic by its id
+        listed = _fetch_offsets(conn, group, None, 10)
+        assert {(t.topic_id, p.partition_index) for t in listed.topics for p in t.partitions} == {
+            (tid, 0), (tid, 1), (other_id, 0)}
+        # by name at v9 and at v1 (the oldest served), the offsets committed by id
+        assert {(t.name, p.partition_index, p.committed_offset) for t in
+                _fetch_offsets(conn, group, [(topic, [0, 1])], 9).topics for p in t.partitions} == {
+            (topic, 0, 5), (topic, 1, 6)}
+        t1 = OffsetFetchRequest.OffsetFetchRequestTopic
+        v1 = conn.request(OffsetFetchRequest(group_id=group, topics=[t1(name=topic, partition_indexes=[1])]), 1)
+        assert [(p.partition_index, p.committed_offset) for t in v1.topics for p in t.partitions] == [(1, 6)]
+    # what a consumer reads back through librdkafka
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    try:
+        committed = c.committed([CTopicPartition(topic, 0), CTopicPartition(topic, 1)], timeout=10)
+        assert [(tp.partition, tp.offset) for tp in committed] == [(0, 5), (1, 6)]
+    finally:
+        c.close()
+
+
+def _write_marker(conn: BlockingConnection, topic: str, pid: int, epoch: int, version: int,
+                  transaction_version: int = 0) -> int:
+    m = WriteTxnMarkersRequest.WritableTxnMarker
+    fields: dict[str, Any] = {"producer_id": pid, "producer_epoch": epoch, "transaction_result": True,
+                              "topics": [m.WritableTxnMarkerTopic(name=topic, partition_indexes=[0])],
+                              "coordinator_epoch": 0}
+    if version >= 2:
+        fields["transaction_version"] = transaction_version
+    resp = conn.request(WriteTxnMarkersRequest(markers=[m(**fields)]), version)
+    (err,) = [p.error_code for mk in resp.markers for t in mk.topics for p in t.partitions]
+    return int(err)
+
+
+def test_write_txn_markers_v2_transaction_version(broker: BrokerProcess) -> None:
+    """KIP-1228: from transaction version 2 the coordinator bumps the producer epoch before writing the
+    markers, so the leader refuses a TV2 marker at the transaction's own epoch and takes the bumped one;
+    v1, and v2 for older transaction versions, take the transaction's epoch, as before."""
+    from kafka.protocol.producer import InitProducerIdRequest
+
+    data = ProduceRequest.TopicProduceData
+    for version, tv, refused_epoch, epoch in [(2, 2, 0, 1), (2, 0, None, 0), (1, 0, None, 0)]:
+        topic = unique_name(f"wtm{version}{tv}")
+        create_topic(broker.bootstrap, topic)
+        with _conn(broker) as conn:
+            init = conn.request(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000,
+                                                      producer_id=-1, producer_epoch=-1), 5)
+            assert init.error_code == 0
+            pid = init.producer_id
+            batch = build_batch([(None, f"txn-{version}-{tv}".encode())], producer_id=pid, producer_epoch=0,
+                                base_sequence=0, is_transactional=True)
+            produced = conn.request(ProduceRequest(transactional_id=None, acks=-1, timeout_ms=5000, topic_data=[
+                data(name=topic, partition_data=[data.PartitionProduceData(index=0, records=batch)])]), 11)
+            assert produced.responses[0].partition_responses[0].error_code == 0
+            if refused_epoch is not None:
+                assert _write_marker(conn, topic, pid, refused_epoch, version, tv) == ErrorCode.INVALID_PRODUCER_EPOCH
+            assert _write_marker(conn, topic, pid, epoch, version, tv) == 0
+        # the marker committed the transaction: a read_committed consumer sees its record
+        got = consume_all(broker.bootstrap, topic, 1, **{"isolation.level": "read_committed"})
+        assert [m.value() for m in got] == [f"txn-{version}-{tv}".encode()]
+
+
+def test_unknown_versions_of_the_bumped_apis_close_the_connection(broker: BrokerProcess) -> None:
+    """One version past 4.2's maximum of each bumped API: not served, and the connection is closed with a
+    logged reason (no response schema could carry an error at a version kafka-python cannot encode)."""
+    from tests.rawclient import RawClient
+
+    for api_key, name, version in [(2, "ListOffsets", 12), (8, "OffsetCommit", 11), (9, "OffsetFetch", 11),
+                                   (27, "WriteTxnMarkers", 3)]:
+        with RawClient(broker.port) as c:
+            body = struct.pack(">hhih", api_key, version, 1, -1)
+            c.send_raw(struct.pack(">i", len(body)) + body)
+            assert c.is_closed_by_peer(), name
+        wait_until(lambda: f"unsupported version {version} of {name}" in broker.output(), 10,  # noqa: B023
+                   f"the broker to log the unsupported {name} v{version}")

@@ -1,0 +1,303 @@
+"""Share groups (KIP-932): the membership side, ShareGroupHeartbeat and ShareGroupDescribe, beside the
+classic and consumer group types of `odradek.groups.service.GroupCoordinatorService`.
+
+A share group's members subscribe to topics; the coordinator assigns partitions server-side and, unlike
+a consumer group, may give one partition to several members at once: the records of a partition are
+shared out record by record by the share partitions (`odradek.groups.share_state`), not by ownership.
+There is no reconciliation (nothing is revoked before it is given elsewhere), so a member's epoch is the
+group's assignment epoch as soon as it heartbeats.
+
+Assignment (`simple_assign`, the `simple` assignor of `group.share.assignors`): for each topic, its
+subscribed members in member-id order and its partitions in index order; with at least as many
+partitions as members, partition p goes to member p mod M; with more members than partitions, member i
+gets partition i mod P, so every partition is read by one or more members and every member reads one.
+Kafka's SimpleAssignor also keeps assignments sticky across changes and balances by hashing; this one is
+recomputed from scratch on every change (departure).
+
+Members: join with epoch 0 naming their own member id (Kafka 4.1+: empty → INVALID_REQUEST) and their
+subscribed topic names, leave with epoch -1, heartbeat with their current epoch (another epoch →
+FENCED_MEMBER_EPOCH, an unknown member → UNKNOWN_MEMBER_ID); the session is
+`group.share.session.timeout.ms`, the interval `group.share.heartbeat.interval.ms`, at most
+`group.share.max.size` members (GROUP_MAX_SIZE_REACHED). A member that leaves or whose session expires
+gives back the records it holds (`SharePartitionManager.release`).
+
+Group ids are shared with the other group types: a share heartbeat naming a classic or consumer group
+gets GROUP_ID_NOT_FOUND; a JoinGroup or ConsumerGroupHeartbeat naming a share group gets
+INCONSISTENT_GROUP_PROTOCOL or GROUP_ID_NOT_FOUND (`GroupCoordinatorService`), as Kafka answers.
+
+State: groups live in memory only, served while this broker leads the group's `__consumer_offsets`
+partition (NOT_COORDINATOR elsewhere); Kafka writes them to `__consumer_offsets` (share group records,
+types 9-15) — a later step. The share partitions' record state is durable: `__share_group_state`, behind
+`ShareStatePersister` (`odradek.groups.share_state_coordinator`, `odradek.groups.share_persister`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from odradek.groups.consumer_coordinator import GroupDescription, HeartbeatResult, MemberDescription, Topics
+from odradek.groups.share_state import SharePartitionManager
+from odradek.groups.store import GroupStore
+from odradek.protocol.errors import ErrorCode, KafkaError
+
+if TYPE_CHECKING:
+    from odradek.config import BrokerConfig
+
+log = logging.getLogger("odradek.groups.share")
+
+GROUP_TYPE_SHARE = "share"
+JOIN_EPOCH, LEAVE_EPOCH = 0, -1
+Assignment = dict[bytes, frozenset[int]]  # topic id -> partitions
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupSettings:
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 5_000
+    max_size: int = 200
+
+    @classmethod
+    def from_config(cls, config: BrokerConfig) -> ShareGroupSettings:
+        get = config.get
+        session = min(max(get("group.share.session.timeout.ms"), get("group.share.min.session.timeout.ms")),
+                      get("group.share.max.session.timeout.ms"))
+        interval = min(max(get("group.share.heartbeat.interval.ms"), get("group.share.min.heartbeat.interval.ms")),
+                       get("group.share.max.heartbeat.interval.ms"))
+        return cls(session_timeout_ms=session, heartbeat_interval_ms=interval,
+                   max_size=get("group.share.max.size"))
+
+
+@dataclass(slots=True)
+class ShareHeartbeat:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    rack_id: str | None = None
+    subscribed_topic_names: list[str] | None = None
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(slots=True)
+class ShareMember:
+    member_id: str
+    member_epoch: int
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed: list[str]
+    assignment: Assignment = field(default_factory=dict)
+    sent: Assignment | None = None  # the assignment the member was last told
+    timer: asyncio.TimerHandle | None = None
+
+
+@dataclass(slots=True)
+class ShareGroup:
+    group_id: str
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    members: dict[str, ShareMember] = field(default_factory=dict)
+
+    @property
+    def state(self) -> str:
+        return "Stable" if self.members else "Empty"
+
+
+def simple_assign(subscriptions: dict[str, list[str]], partitions: dict[str, tuple[bytes, int]]) -> dict[str, Assignment]:
+    """Each member's partitions (see the module docstring). `subscriptions`: member id → topic names;
+    `partitions`: topic name → (topic id, partition count) of the topics that exist."""
+    out: dict[str, dict[bytes, set[int]]] = {m: {} for m in subscriptions}
+    for topic in sorted({t for ts in subscriptions.values() for t in ts}):
+        if topic not in partitions:
+            continue
+        topic_id, count = partitions[topic]
+        members = sorted(m for m, ts in subscriptions.items() if topic in ts)
+        if not members or count <= 0:
+            continue
+        if count >= len(members):
+            pairs = [(members[p % len(members)], p) for p in range(count)]
+        else:
+            pairs = [(m, i % count) for i, m in enumerate(members)]
+        for m, p in pairs:
+            out[m].setdefault(topic_id, set()).add(p)
+    return {m: {t: frozenset(ps) for t, ps in a.items()} for m, a in out.items()}
+
+
+class ShareGroupCoordinator:
+    """Owns the share groups of the `__consumer_offsets` partitions this broker leads."""
+
+    def __init__(self, settings: ShareGroupSettings, store: GroupStore, topics: Topics,
+                 partitions: SharePartitionManager) -> None:
+        self.settings = settings
+        self.store = store
+        self.topics = topics
+        self.partitions = partitions
+        self.groups: dict[str, ShareGroup] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def shutdown(self) -> None:
+        for g in self.groups.values():
+            for m in g.members.values():
+                if m.timer is not None:
+                    m.timer.cancel()
+        self.groups.clear()
+
+    def unload_partition(self, partition: int) -> None:
+        for gid in [g for g in self.groups if self.store.partition_for(g) == partition]:
+            group = self.groups.pop(gid)
+            for m in group.members.values():
+                if m.timer is not None:
+                    m.timer.cancel()
+            self.partitions.forget_group(gid)
+
+    def _lock(self, group_id: str) -> asyncio.Lock:
+        lock = self._locks.get(group_id)
+        if lock is None:
+            lock = self._locks[group_id] = asyncio.Lock()
+        return lock
+
+    def is_share_group(self, group_id: str) -> bool:
+        return group_id in self.groups
+
+    def has_member(self, group_id: str, member_id: str) -> bool:
+        group = self.groups.get(group_id)
+        return group is not None and member_id in group.members
+
+    # ---- ShareGroupHeartbeat ----
+    async def heartbeat(self, hb: ShareHeartbeat, other_type: str | None) -> HeartbeatResult:
+        """`other_type`: the type of a group of another kind with this id, if there is one."""
+        try:
+            self._validate(hb)
+            await self.store.wait_ready(hb.group_id)
+            async with self._lock(hb.group_id):
+                if hb.member_epoch == LEAVE_EPOCH:
+                    return self._leave(hb)
+                return self._heartbeat(hb, other_type)
+        except KafkaError as exc:
+            return HeartbeatResult(exc.code, exc.message if exc.message != exc.code.name else None,
+                                        hb.member_id or None, hb.member_epoch)
+
+    @staticmethod
+    def _validate(hb: ShareHeartbeat) -> None:
+        def bad(message: str) -> KafkaError:
+            return KafkaError(ErrorCode.INVALID_REQUEST, message)
+
+        if not hb.group_id:
+            raise bad("GroupId can't be empty.")
+        if not hb.member_id:
+            raise bad("MemberId can't be empty.")
+        if hb.member_epoch < LEAVE_EPOCH:
+            raise bad(f"MemberEpoch is {hb.member_epoch}, but must be greater than or equal to -1.")
+        if hb.member_epoch == JOIN_EPOCH and not hb.subscribed_topic_names:
+            raise bad("SubscribedTopicNames must be set in first request.")
+
+    def _heartbeat(self, hb: ShareHeartbeat, other_type: str | None) -> HeartbeatResult:
+        group = self.groups.get(hb.group_id)
+        if group is None:
+            if other_type is not None:
+                raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {hb.group_id} is not a share group.")
+            if hb.member_epoch != JOIN_EPOCH:
+                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                 f"Member {hb.member_id} is not a member of group {hb.group_id}.")
+            group = self.groups[hb.group_id] = ShareGroup(hb.group_id)
+        member = group.members.get(hb.member_id)
+        if hb.member_epoch == JOIN_EPOCH:
+            if member is None and len(group.members) >= self.settings.max_size:
+                raise KafkaError(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                                 f"The share group has reached its maximum capacity of {self.settings.max_size} "
+                                 "members.")
+            if member is None:
+                member = ShareMember(hb.member_id, 0, hb.rack_id, hb.client_id, hb.client_host,
+                                     list(hb.subscribed_topic_names or []))
+                group.members[hb.member_id] = member
+                group.group_epoch += 1
+                log.info("Member %s joined share group %s", hb.member_id, hb.group_id)
+            member.sent = None  # a (re)joining member is told its whole assignment
+        elif member is None:
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {hb.member_id} is not a member of group "
+                                                          f"{hb.group_id}.")
+        elif hb.member_epoch != member.member_epoch:
+            raise KafkaError(ErrorCode.FENCED_MEMBER_EPOCH,
+                             f"The share group member has a epoch {hb.member_epoch} that is not the current epoch "
+                             f"{member.member_epoch}.")
+        if hb.subscribed_topic_names is not None and list(hb.subscribed_topic_names) != member.subscribed:
+            member.subscribed = list(hb.subscribed_topic_names)
+            group.group_epoch += 1
+        if hb.rack_id is not None:
+            member.rack_id = hb.rack_id
+        self._assign(group)
+        member.member_epoch = group.assignment_epoch
+        self._touch(group, member)
+        changed = member.sent is None or member.sent != member.assignment
+        member.sent = dict(member.assignment)
+        return HeartbeatResult(ErrorCode.NONE, None, member.member_id, member.member_epoch,
+                                    self.settings.heartbeat_interval_ms, dict(member.assignment) if changed else None)
+
+    def _assign(self, group: ShareGroup) -> None:
+        """Recompute the target assignment; a change (new members, subscriptions, partitions or topics)
+        moves the group epoch and the assignment epoch with it."""
+        topics: dict[str, tuple[bytes, int]] = {}
+        for name in {t for m in group.members.values() for t in m.subscribed}:
+            info = self.topics.info(name)
+            if info is not None:
+                topics[name] = (info.topic_id, info.partitions)
+        target = simple_assign({mid: m.subscribed for mid, m in group.members.items()}, topics)
+        if any(group.members[mid].assignment != a for mid, a in target.items()):
+            if group.assignment_epoch >= group.group_epoch:
+                group.group_epoch += 1
+            for mid, a in target.items():
+                group.members[mid].assignment = a
+        group.assignment_epoch = group.group_epoch
+
+    def _leave(self, hb: ShareHeartbeat) -> HeartbeatResult:
+        group = self.groups.get(hb.group_id)
+        if group is None or hb.member_id not in group.members:
+            raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {hb.member_id} is not a member of group "
+                                                          f"{hb.group_id}.")
+        self._remove(group, hb.member_id, "left")
+        return HeartbeatResult(ErrorCode.NONE, None, hb.member_id, LEAVE_EPOCH,
+                                    self.settings.heartbeat_interval_ms)
+
+    def _remove(self, group: ShareGroup, member_id: str, why: str) -> None:
+        member = group.members.pop(member_id)
+        if member.timer is not None:
+            member.timer.cancel()
+        group.group_epoch += 1
+        self._assign(group)
+        released = self.partitions.release(group.group_id, member_id)
+        log.info("Member %s of share group %s %s (%d records given back)", member_id, group.group_id, why, released)
+
+    def _touch(self, group: ShareGroup, member: ShareMember) -> None:
+        if member.timer is not None:
+            member.timer.cancel()
+        member.timer = asyncio.get_running_loop().call_later(
+            self.settings.session_timeout_ms / 1000, self._expire, group, member.member_id)
+
+    def _expire(self, group: ShareGroup, member_id: str) -> None:
+        if self.groups.get(group.group_id) is group and member_id in group.members:
+            self._remove(group, member_id, "session timed out")
+
+    # ---- ShareGroupDescribe, ListGroups ----
+    async def describe(self, group_id: str, other_type: str | None) -> GroupDescription:
+        try:
+            await self.store.wait_ready(group_id)
+        except KafkaError as exc:
+            return GroupDescription(group_id, exc.code)
+        group = self.groups.get(group_id)
+        if group is None:
+            message = (f"Group {group_id} is not a share group." if other_type is not None
+                       else f"Group {group_id} not found.")
+            return GroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, message)
+        return GroupDescription(
+            group_id, state=group.state, group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
+            assignor="simple",
+            members=[MemberDescription(m.member_id, None, m.rack_id, m.member_epoch, m.client_id, m.client_host,
+                                       list(m.subscribed), None, dict(m.assignment), dict(m.assignment))
+                     for m in sorted(group.members.values(), key=lambda m: m.member_id)])
+
+    def list_groups(self) -> list[tuple[str, str, str]]:
+        """(group id, protocol type, state) of every share group here."""
+        return sorted((g.group_id, GROUP_TYPE_SHARE, g.state) for g in self.groups.values())

@@ -1,0 +1,407 @@
+"""Share group APIs (KIP-932), v1 each: ShareGroupHeartbeat (76) and ShareGroupDescribe (77), served by
+the group coordinator's share type (`odradek.groups.share_coordinator`), and ShareFetch (78) and
+ShareAcknowledge (79), served over the share partitions (`odradek.groups.share_state`) and the share
+sessions (`odradek.server.share_sessions`). The message classes are in `odradek.protocol.kip932`.
+
+ShareFetch never decodes a record: it reads whole batches from the log as bytes (walking only their
+headers for the offsets), acquires offsets of them for the member, and answers the batches that hold an
+acquired offset with the acquired ranges and their delivery counts (AcquiredRecords); the client keeps
+the records of those ranges and drops the rest, as with Kafka. Departure: the records are copied into
+the response (no sendfile region as in Fetch). A fetch that acquires nothing waits up to MaxWaitMs for
+new data in its partitions or for records given back (released, lock expired); MinBytes counts the bytes
+of acquired batches.
+
+Authorization, before any side effect: GROUP READ on the group for every API here but
+ShareGroupDescribe (GROUP DESCRIBE); TOPIC READ on each topic fetched or acknowledged
+(TOPIC_AUTHORIZATION_FAILED for its partitions).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from odradek.groups.service import GroupCoordinatorService
+from odradek.groups.share_coordinator import ShareHeartbeat
+from odradek.groups.share_partition import AckBatch, Acquired
+from odradek.groups.share_state import ShareKey, persist_error
+from odradek.protocol.errors import CorruptRecordError, ErrorCode, KafkaError
+from odradek.protocol.kip932 import (
+    ShareAcknowledgeRequest,
+    ShareAcknowledgeResponse,
+    ShareFetchRequest,
+    ShareFetchResponse,
+    ShareGroupDescribeRequest,
+    ShareGroupDescribeResponse,
+    ShareGroupHeartbeatRequest,
+    ShareGroupHeartbeatResponse,
+)
+from odradek.protocol.records import iter_batches
+from odradek.replication.partition import Partition
+from odradek.server import authz
+from odradek.server.authorized_operations import bits
+from odradek.server.handlers.groups import client_host
+from odradek.server.registry import RequestContext, handles
+from odradek.server.share_sessions import CLOSE_EPOCH, OPEN_EPOCH, ShareSession, TopicPartitionId
+from odradek.storage.region import FileRegion
+
+_FetchPart = ShareFetchResponse.ShareFetchableTopicResponse.PartitionData
+_AckPart = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse.PartitionData
+
+
+def _groups(ctx: RequestContext) -> GroupCoordinatorService:
+    gc: GroupCoordinatorService = ctx.broker.groups
+    return gc
+
+
+# ---- ShareGroupHeartbeat, ShareGroupDescribe ----
+@handles(ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, versions=(1, 1))
+async def share_group_heartbeat(ctx: RequestContext, request: Any) -> ShareGroupHeartbeatResponse:
+    if not authz.allowed(ctx, authz.Op.READ, authz.GROUP, request.group_id or ""):
+        return ShareGroupHeartbeatResponse(
+            throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, error_message=None,
+            member_id=request.member_id, member_epoch=request.member_epoch, heartbeat_interval_ms=0, assignment=None)
+    names = request.subscribed_topic_names
+    if names is not None:
+        refused = authz.denied(ctx, authz.Op.DESCRIBE, authz.TOPIC, names)
+        if refused:
+            return ShareGroupHeartbeatResponse(
+                throttle_time_ms=0, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                error_message=f"Not authorized to describe topics: {sorted(refused)}", member_id=request.member_id,
+                member_epoch=request.member_epoch, heartbeat_interval_ms=0, assignment=None)
+    res = await _groups(ctx).share_heartbeat(ShareHeartbeat(
+        group_id=request.group_id or "", member_id=request.member_id or "", member_epoch=request.member_epoch,
+        rack_id=request.rack_id, subscribed_topic_names=list(names) if names is not None else None,
+        client_id=ctx.header.client_id or "", client_host=client_host(ctx)))
+    assignment = None
+    if res.assignment is not None:
+        tp_cls = ShareGroupHeartbeatResponse.Assignment.TopicPartitions
+        assignment = ShareGroupHeartbeatResponse.Assignment(topic_partitions=[
+            tp_cls(topic_id=uuid.UUID(bytes=t), partitions=sorted(ps)) for t, ps in sorted(res.assignment.items())
+            if ps])
+    return ShareGroupHeartbeatResponse(
+        throttle_time_ms=0, error_code=res.error, error_message=res.message, member_id=res.member_id,
+        member_epoch=res.member_epoch, heartbeat_interval_ms=res.heartbeat_interval_ms, assignment=assignment)
+
+
+@handles(ShareGroupDescribeRequest, ShareGroupDescribeResponse, versions=(1, 1))
+async def share_group_describe(ctx: RequestContext, request: Any) -> ShareGroupDescribeResponse:
+    gc = _groups(ctx)
+    group_cls = ShareGroupDescribeResponse.DescribedGroup
+    member_cls = group_cls.Member
+    assignment_cls = member_cls.Assignment
+    tp_cls = assignment_cls.TopicPartitions
+    out = []
+    for group_id in dict.fromkeys(request.group_ids or []):
+        if not authz.allowed(ctx, authz.Op.DESCRIBE, authz.GROUP, group_id or ""):
+            out.append(group_cls(error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, error_message=None,
+                                 group_id=group_id, group_state="", group_epoch=-1, assignment_epoch=-1,
+                                 assignor_name="", members=[], authorized_operations=bits(None)))
+            continue
+        d = await gc.share_describe(group_id or "")
+        operations = authz.operations(ctx, authz.GROUP, group_id or "", requested=request.include_authorized_operations)
+        out.append(group_cls(
+            error_code=d.error, error_message=d.message, group_id=group_id, group_state=d.state,
+            group_epoch=d.group_epoch, assignment_epoch=d.assignment_epoch, assignor_name=d.assignor,
+            members=[member_cls(
+                member_id=m.member_id, rack_id=m.rack_id, member_epoch=m.member_epoch, client_id=m.client_id,
+                client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
+                assignment=assignment_cls(topic_partitions=[
+                    tp_cls(topic_id=uuid.UUID(bytes=t), topic_name=gc.topic_name(t), partitions=sorted(ps))
+                    for t, ps in sorted(m.assignment.items()) if ps]))
+                for m in d.members],
+            authorized_operations=bits(operations) if d.error == 0 else bits(None)))
+    return ShareGroupDescribeResponse(throttle_time_ms=0, groups=out)
+
+
+# ---- acknowledgements (ShareFetch and ShareAcknowledge) ----
+@dataclass(slots=True)
+class _PartitionResult:
+    error: ErrorCode = ErrorCode.NONE
+    ack_error: ErrorCode = ErrorCode.NONE
+    records: bytes | None = None
+    acquired: list[Acquired] = field(default_factory=list)
+    batches: set[int] = field(default_factory=set)  # base offsets of the batches in `records`
+    leader_epoch: int = -1
+
+
+class _Request:
+    """What ShareFetch and ShareAcknowledge share: the group, the member, the session, the per-partition
+    results in the order first named."""
+
+    def __init__(self, ctx: RequestContext, group_id: str, member_id: str) -> None:
+        self.ctx = ctx
+        self.gc = _groups(ctx)
+        self.group_id = group_id
+        self.member_id = member_id
+        self.results: dict[TopicPartitionId, _PartitionResult] = {}
+
+    def result(self, tp: TopicPartitionId) -> _PartitionResult:
+        res = self.results.get(tp)
+        if res is None:
+            res = self.results[tp] = _PartitionResult()
+        return res
+
+    def check_topic(self, tp: TopicPartitionId) -> Partition:
+        """The partition, if the topic exists, the principal may READ it and this broker leads it; else
+        the Kafka error for the client."""
+        name = self.ctx.broker.metadata.by_id.get(tp[0])
+        if name is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_ID, "unknown topic id")
+        authz.require(self.ctx, authz.Op.READ, authz.TOPIC, name)
+        part: Partition = self.ctx.broker.replicas.leader_partition(name, tp[1])
+        return part
+
+    async def acknowledge(self, topics: Any) -> None:
+        """Apply the acknowledgement batches of `topics` (a request's Topics), one result per partition."""
+        manager = self.gc.share_partitions
+        for t in topics or []:
+            for p in t.partitions or []:
+                batches = p.acknowledgement_batches or []
+                if not batches:
+                    continue
+                tp = (t.topic_id.bytes, p.partition_index)
+                res = self.result(tp)
+                try:
+                    self.check_topic(tp)
+                except KafkaError as exc:
+                    res.ack_error = exc.code
+                    continue
+                key = ShareKey(self.group_id, tp[0], tp[1])
+                res.ack_error = await manager.acknowledge(key, self.member_id, [
+                    AckBatch(b.first_offset, b.last_offset, tuple(b.acknowledge_types or ())) for b in batches])
+
+    def release_session(self, session: ShareSession) -> None:
+        self.gc.share_partitions.release(self.group_id, self.member_id,
+                                         [ShareKey(self.group_id, t, p) for t, p in session.partitions])
+
+
+def _refusal(ctx: RequestContext, group_id: str, member_id: str) -> tuple[ErrorCode, str | None] | None:
+    """The top-level error of a ShareFetch or ShareAcknowledge refused before anything is done."""
+    if not authz.allowed(ctx, authz.Op.READ, authz.GROUP, group_id):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, None
+    if not group_id or not member_id:
+        return ErrorCode.INVALID_REQUEST, "GroupId and MemberId must not be empty."
+    return None
+
+
+def _has_acks(topics: Any) -> bool:
+    return any(p.acknowledgement_batches for t in topics or [] for p in t.partitions or [])
+
+
+def _by_topic(results: dict[TopicPartitionId, _PartitionResult]) -> dict[bytes, list[tuple[int, _PartitionResult]]]:
+    out: dict[bytes, list[tuple[int, _PartitionResult]]] = {}
+    for (topic_id, partition), res in results.items():
+        out.setdefault(topic_id, []).append((partition, res))
+    return out
+
+
+# ---- ShareFetch ----
+def _fetch_error(code: ErrorCode, message: str | None = None, lock_ms: int = 0) -> ShareFetchResponse:
+    return ShareFetchResponse(throttle_time_ms=0, error_code=code, error_message=message,
+                              acquisition_lock_timeout_ms=lock_ms, responses=[], node_endpoints=[])
+
+
+def _batch_ranges(data: bytes) -> list[tuple[int, int, int, int]]:
+    """(base offset, last offset, start, end) of each whole batch in `data` (headers only)."""
+    out = []
+    try:
+        for pos, header in iter_batches(data):
+            out.append((header.base_offset, header.last_offset, pos, pos + header.size))
+    except CorruptRecordError:
+        pass
+    return out
+
+
+class _Fetch(_Request):
+    def __init__(self, ctx: RequestContext, request: Any, session: ShareSession) -> None:
+        super().__init__(ctx, request.group_id or "", request.member_id or "")
+        self.session = session
+        self.max_bytes = max(request.max_bytes, 0)
+        self.max_records = request.max_records if request.max_records > 0 else 500
+        self.parts: dict[TopicPartitionId, Partition] = {}
+        self.acked: frozenset[TopicPartitionId] = frozenset()  # the partitions acknowledged in this request
+
+    def resolve(self) -> None:
+        """The session's partitions this member may fetch; the others get their error now."""
+        for tp in self.session.partitions:
+            try:
+                self.parts[tp] = self.check_topic(tp)
+            except KafkaError as exc:
+                self.result(tp).error = exc.code
+
+    async def read(self) -> int:
+        """Acquire what each partition offers; the bytes of the batches acquired."""
+        manager = self.gc.share_partitions
+        total = 0
+        records_left = self.max_records
+        for tp, part in self.parts.items():
+            if records_left <= 0 or total >= self.max_bytes > 0:
+                break
+            res = self.result(tp)
+            if res.error:
+                continue
+            res.leader_epoch = part.leader_epoch
+            key = ShareKey(self.group_id, tp[0], tp[1])
+            try:
+                sp = await manager.partition(key, part.log.log_start_offset, part.high_watermark, part.leader_epoch)
+            except KafkaError as exc:  # its state could not be read (or initialised)
+                res.error = persist_error(exc)
+                continue
+            if not sp.can_acquire():
+                continue
+            offset = sp.next_fetch_offset()
+            if offset >= part.high_watermark:
+                continue
+            try:
+                data = part.read(offset, max(self.max_bytes - total, 1), False, min_one=True).records
+            except KafkaError as exc:
+                res.error = exc.code
+                continue
+            assert not isinstance(data, FileRegion)  # zero_copy=False
+            raw = bytes(data)
+            batches = [b for b in _batch_ranges(raw) if b[0] not in res.batches]
+            got = await manager.acquire(key, self.member_id, [(b, last) for b, last, _s, _e in batches], records_left)
+            if not got:
+                continue
+            res.acquired.extend(got)
+            records_left -= sum(a.last_offset - a.first_offset + 1 for a in got)
+            wanted = [(b, s, e) for b, last, s, e in batches
+                      if any(a.first_offset <= last and b <= a.last_offset for a in got)]
+            res.batches.update(b for b, _s, _e in wanted)
+            chunk = b"".join(raw[s:e] for _b, s, e in wanted)
+            res.records = (res.records or b"") + chunk
+            total += len(chunk)
+        return total
+
+    def waiters(self) -> list[asyncio.Future[None]]:
+        manager = self.gc.share_partitions
+        out = []
+        for tp, part in self.parts.items():
+            out.append(part.data_waiter())
+            out.append(manager.waiter(ShareKey(self.group_id, tp[0], tp[1])))
+        return out
+
+    def response(self, lock_ms: int) -> ShareFetchResponse:
+        topic_cls = ShareFetchResponse.ShareFetchableTopicResponse
+        node = self.ctx.broker.broker_id
+        responses = []
+        for topic_id, entries in _by_topic(self.results).items():
+            parts = []
+            for partition, res in entries:
+                if res.error == 0 and res.ack_error == 0 and not res.acquired and (topic_id,
+                                                                                    partition) not in self.acked:
+                    continue
+                parts.append(_FetchPart(
+                    partition_index=partition, error_code=res.error, error_message=None,
+                    acknowledge_error_code=res.ack_error, acknowledge_error_message=None,
+                    current_leader=_FetchPart.LeaderIdAndEpoch(
+                        leader_id=node if res.error == 0 else -1, leader_epoch=res.leader_epoch),
+                    records=res.records if res.acquired else None,
+                    acquired_records=[_FetchPart.AcquiredRecords(first_offset=a.first_offset,
+                                                                 last_offset=a.last_offset,
+                                                                 delivery_count=a.delivery_count)
+                                      for a in res.acquired]))
+            if parts:
+                responses.append(topic_cls(topic_id=uuid.UUID(bytes=topic_id), partitions=parts))
+        return ShareFetchResponse(throttle_time_ms=0, error_code=0, error_message=None,
+                                  acquisition_lock_timeout_ms=lock_ms, responses=responses, node_endpoints=[])
+
+
+@handles(ShareFetchRequest, ShareFetchResponse, versions=(1, 1))
+async def share_fetch(ctx: RequestContext, request: Any) -> ShareFetchResponse:
+    gc = _groups(ctx)
+    lock_ms = gc.share_partitions.settings.lock_duration_ms
+    group_id, member_id, epoch = request.group_id or "", request.member_id or "", request.share_session_epoch
+    refused = _refusal(ctx, group_id, member_id)
+    if refused is not None:
+        return _fetch_error(*refused)
+    sessions = ctx.broker.share_sessions
+    try:
+        if epoch == OPEN_EPOCH:
+            if _has_acks(request.topics):
+                raise KafkaError(ErrorCode.INVALID_REQUEST,
+                                 "Acknowledgements are not allowed in a request that opens a share session.")
+            old = sessions.sessions.get((group_id, member_id))
+            if old is not None:
+                _Request(ctx, group_id, member_id).release_session(old)
+            session = sessions.open(group_id, member_id)
+        elif epoch == CLOSE_EPOCH:
+            session = sessions.closing(group_id, member_id)
+        elif epoch < CLOSE_EPOCH:
+            raise KafkaError(ErrorCode.INVALID_SHARE_SESSION_EPOCH, f"Share session epoch {epoch} is invalid.")
+        else:
+            session = sessions.current(group_id, member_id, epoch)
+    except KafkaError as exc:
+        return _fetch_error(exc.code, exc.message, lock_ms)
+    fetch = _Fetch(ctx, request, session)
+    await fetch.acknowledge(request.topics)
+    fetch.acked = frozenset(fetch.results)
+    if epoch == CLOSE_EPOCH:
+        fetch.release_session(session)
+        sessions.close(session)
+        return fetch.response(lock_ms)
+    for t in request.forgotten_topics_data or []:
+        for p in t.partitions or []:
+            session.partitions.pop((t.topic_id.bytes, p), None)
+    for t in request.topics or []:
+        for p in t.partitions or []:
+            session.partitions[(t.topic_id.bytes, p.partition_index)] = None
+    fetch.resolve()
+    total = await fetch.read()
+    wait_ms = request.max_wait_ms
+    if total < max(request.min_bytes, 1) and wait_ms > 0 and fetch.parts and not fetch.acked:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_ms / 1000
+        while total < max(request.min_bytes, 1):
+            remaining = deadline - loop.time()
+            if remaining <= 0 or ctx.broker.stopping:
+                break
+            waiters = fetch.waiters()
+            done, pending = await asyncio.wait(waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            for f in pending:
+                f.cancel()
+            if not done:
+                break
+            total += await fetch.read()
+    ctx.broker.metrics.error_codes("ShareFetch", [r.error for r in fetch.results.values()])
+    return fetch.response(lock_ms)
+
+
+# ---- ShareAcknowledge ----
+@handles(ShareAcknowledgeRequest, ShareAcknowledgeResponse, versions=(1, 1))
+async def share_acknowledge(ctx: RequestContext, request: Any) -> ShareAcknowledgeResponse:
+    group_id, member_id, epoch = request.group_id or "", request.member_id or "", request.share_session_epoch
+
+    def error(code: ErrorCode, message: str | None = None) -> ShareAcknowledgeResponse:
+        return ShareAcknowledgeResponse(throttle_time_ms=0, error_code=code, error_message=message, responses=[],
+                                        node_endpoints=[])
+
+    refused = _refusal(ctx, group_id, member_id)
+    if refused is not None:
+        return error(*refused)
+    sessions = ctx.broker.share_sessions
+    try:
+        if epoch == OPEN_EPOCH or epoch < CLOSE_EPOCH:
+            raise KafkaError(ErrorCode.INVALID_SHARE_SESSION_EPOCH,
+                             f"Share session epoch {epoch} is invalid for ShareAcknowledge.")
+        session = (sessions.closing(group_id, member_id) if epoch == CLOSE_EPOCH
+                   else sessions.current(group_id, member_id, epoch))
+    except KafkaError as exc:
+        return error(exc.code, exc.message)
+    req = _Request(ctx, group_id, member_id)
+    await req.acknowledge(request.topics)
+    if epoch == CLOSE_EPOCH:
+        req.release_session(session)
+        sessions.close(session)
+    topic_cls = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse
+    node = ctx.broker.broker_id
+    return ShareAcknowledgeResponse(
+        throttle_time_ms=0, error_code=0, error_message=None, node_endpoints=[],
+        responses=[topic_cls(topic_id=uuid.UUID(bytes=topic_id), partitions=[
+            _AckPart(partition_index=partition, error_code=res.ack_error, error_message=None,
+                     current_leader=_AckPart.LeaderIdAndEpoch(leader_id=node, leader_epoch=res.leader_epoch))
+            for partition, res in entries])
+            for topic_id, entries in _by_topic(req.results).items()])
