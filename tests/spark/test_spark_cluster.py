@@ -29,7 +29,13 @@ import psutil  # noqa: E402
 import pyarrow.dataset as ds  # noqa: E402
 
 from odradek.cli import processes  # noqa: E402
-from odradek.cli.spark_cluster import SparkCluster, executor_processes, master_processes, worker_processes  # noqa: E402
+from odradek.cli.spark_cluster import (  # noqa: E402
+    SparkCluster,
+    executor_processes,
+    launched_processes,
+    master_processes,
+    worker_processes,
+)
 from odradek.pipelines.weblogs import DLQ_TOPIC, LOGS_TOPIC, METRICS_TOPIC  # noqa: E402
 from odradek.pipelines.weblogs.generator import produce_records  # noqa: E402
 from tests.clients import admin, consume_all, create_topic  # noqa: E402
@@ -61,7 +67,7 @@ class SparkUp:
 
 def spark_pids(cluster: SparkCluster) -> list[psutil.Process]:
     return [*master_processes(cluster), *(p for w in cluster.workers for p in worker_processes(w)),
-            *executor_processes(cluster)]
+            *launched_processes(cluster)]
 
 
 @pytest.fixture(scope="module")
@@ -180,8 +186,8 @@ def broker_ports(cluster: BrokerCluster) -> set[int]:
 
 
 def reading_executor(master: SparkCluster, ports: set[int]) -> psutil.Process | None:
-    """An executor with a task talking to a broker now: a process of its tree (the task's Python worker)
-    holds a connection to a broker port. Executors connect only in tasks, the driver plans."""
+    """An executor (its JVM) with a task talking to a broker now: a process of its tree (the task's Python
+    worker) holds a connection to a broker port. Executors connect only in tasks, the driver plans."""
     for executor in executor_processes(master):
         try:
             tree = [executor, *executor.children(recursive=True)]
@@ -264,7 +270,7 @@ def test_streaming_on_the_cluster_through_executor_leader_and_driver_kills_equal
         assert q.exception() is None, q.exception()
     leader.start()
     brokers3.wait_registered()
-    wait_until(lambda: not executor_processes(master), 60, "the killed application's executors to be stopped")
+    wait_until(lambda: not launched_processes(master), 60, "the killed application's executors to be stopped")
     stopped_at = max(batch_ids(commits))
     assert stopped_at < N // BATCH - 1, "the job was killed after its last batch"
     planned = {i: (ck / "metrics" / "offsets" / str(i)).read_text() for i in batch_ids(ck / "metrics" / "offsets")}

@@ -178,8 +178,8 @@ def worker_processes(worker: SparkWorker) -> list[psutil.Process]:
     return processes.find(lambda a: WORKER_CLASS in a and _flag(a, "--work-dir", worker.work_dir))
 
 
-def executor_processes(cluster: SparkCluster) -> list[psutil.Process]:
-    """The executors the cluster's workers launched (CoarseGrainedExecutorBackend JVMs), by pid."""
+def launched_processes(cluster: SparkCluster) -> list[psutil.Process]:
+    """Every live process the cluster's workers launched: executors and their Python workers, by pid."""
     found: dict[int, psutil.Process] = {}
     for w in cluster.workers:
         for proc in worker_processes(w):
@@ -189,6 +189,18 @@ def executor_processes(cluster: SparkCluster) -> list[psutil.Process]:
                 continue
             found.update({c.pid: c for c in children if processes.alive(c)})
     return [found[pid] for pid in sorted(found)]
+
+
+def executor_processes(cluster: SparkCluster) -> list[psutil.Process]:
+    """The executors the cluster's workers launched (CoarseGrainedExecutorBackend JVMs), by pid."""
+
+    def is_executor(proc: psutil.Process) -> bool:
+        try:
+            return EXECUTOR_CLASS in proc.cmdline()
+        except psutil.Error:
+            return False
+
+    return [p for p in launched_processes(cluster) if is_executor(p)]
 
 
 def _launch(home: Path, args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -432,11 +444,11 @@ def down(argv: list[str]) -> int:
 def tear_down(cluster: SparkCluster, *, quiet: bool) -> None:
     """Stop the workers and the executors they launched, then the master; forget their pids."""
     say: Callable[[str], Any] = (lambda _text: None) if quiet else print
-    executors = executor_processes(cluster)
+    executors = launched_processes(cluster)
     stop_group("workers", [p for w in cluster.workers for p in worker_processes(w)], STOP_TIMEOUT, say)
     left = [p for p in executors if processes.alive(p)]
     if left:  # a worker that was killed leaves its executors to notice their driver or worker is gone
-        stop_group("executors", left, STOP_TIMEOUT, say)
+        stop_group("executors and their Python workers", left, STOP_TIMEOUT, say)
     stop_group("master", master_processes(cluster), STOP_TIMEOUT, say)
     cluster.pid = None
     for w in cluster.workers:
