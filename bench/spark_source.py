@@ -6,13 +6,20 @@ streaming query with Trigger.AvailableNow, and a batch read), beside rows/s of S
 Writer: rows/s written by format("odradek") from a DataFrame of N rows of 100 B, beside the same DataFrame
 into `noop`.
 
+Cluster mode (`--cluster`): the source's rows/s over a topic of 8 partitions in local[2] (the baseline) and on a
+Spark standalone cluster started by `odradek spark up --workers 2 --cores 1`, the application taking one
+worker's core (spark.cores.max=1: one executor) and then both (two executors), in the same run, printed as
+ratios to the baseline.
+
     python bench/spark_source.py            # N = 2,000,000
     python bench/spark_source.py --quick    # N = 200,000
+    python bench/spark_source.py --cluster [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 import tempfile
 import time
@@ -23,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from tests.clients import create_topic  # noqa: E402
-from tests.harness import BrokerProcess  # noqa: E402
+from tests.harness import BrokerProcess, free_ports, odradek_cmd  # noqa: E402
 
 VALUE = bytes(range(100))
 
@@ -82,13 +89,76 @@ def timed(fn: Any) -> float:
     return time.perf_counter() - start
 
 
+def source_rates(spark: Any, bootstrap: str, work: Path, tag: str) -> tuple[float, float]:
+    """Rows/s of the odradek source over bench-src into noop: (stream AvailableNow, batch read), after a
+    warm-up on another topic (JVM code paths, the executors' Python workers)."""
+    timed_stream(lambda: odradek_stream(spark, bootstrap, "bench-warm", work / f"ck-warm-{tag}"))
+    src_s, src_rows = timed_stream(lambda: odradek_stream(spark, bootstrap, "bench-src", work / f"ck-src-{tag}"))
+    batch_df = spark.read.format("odradek").option("kafka.bootstrap.servers", bootstrap).option("subscribe", "bench-src").load()
+    batch_s = timed(lambda: batch_df.write.format("noop").mode("overwrite").save())
+    return src_rows / src_s, src_rows / batch_s
+
+
+def cluster_mode(n: int, partitions: int) -> int:
+    """The source in local[2] and on a standalone cluster with one and two executors of one core."""
+    from odradek.spark.session import local_session, spark_session, stop_session
+
+    rows: list[tuple[str, float, float]] = []
+    with tempfile.TemporaryDirectory(prefix="odradek-spark-bench-") as tmp:
+        work = Path(tmp)
+        port, webui, worker_webui = free_ports(3)
+        spark_dir = work / "spark"
+        broker = BrokerProcess(work / "broker").start()
+        spark = None
+        try:
+            up = subprocess.run(odradek_cmd("spark", "up", "--workers", "2", "--cores", "1", "--dir", str(spark_dir),
+                                            "--port", str(port), "--webui-port", str(webui),
+                                            "--worker-webui-port", str(worker_webui)), capture_output=True, text=True)
+            if up.returncode != 0:
+                raise RuntimeError(f"odradek spark up failed: {up.stdout}{up.stderr}")
+            create_topic(broker.bootstrap, "bench-src", partitions=partitions)
+            create_topic(broker.bootstrap, "bench-warm", partitions=partitions)
+            produce_rate = fill_topic(broker.bootstrap, "bench-src", n, partitions)
+            fill_topic(broker.bootstrap, "bench-warm", 20_000, partitions)
+            spark = local_session("odradek-bench", log_file=work / "spark-local.log")
+            rows.append(("local[2]", *source_rates(spark, broker.bootstrap, work, "local")))
+            stop_session(spark)
+            for executors in (1, 2):
+                spark = spark_session(f"odradek-bench-{executors}", f"spark://127.0.0.1:{port}",
+                                      conf={"spark.cores.max": str(executors), "spark.executor.memory": "768m"},
+                                      log_file=work / f"spark-{executors}.log")
+                label = f"standalone, {executors} worker{'s' if executors > 1 else ''} x 1 core"
+                rows.append((label, *source_rates(spark, broker.bootstrap, work, f"cluster-{executors}")))
+                stop_session(spark)
+                spark = None
+        finally:
+            if spark is not None:
+                stop_session(spark)
+            subprocess.run(odradek_cmd("spark", "down", "--dir", str(spark_dir)), capture_output=True)
+            broker.stop()
+            broker.kill()
+
+    print(f"odradek source -> noop, single-node broker, topic of {n:,} records x 100 B in {partitions} partitions "
+          f"(filled at {produce_rate:,.0f} records/s)")
+    base_stream, base_batch = rows[0][1], rows[0][2]
+    print(f"{'Spark':<34} {'stream rows/s':>14} {'ratio':>6} {'batch rows/s':>13} {'ratio':>6}")
+    for label, stream, batch in rows:
+        print(f"{label:<34} {stream:>14,.0f} {stream / base_stream:>6.2f} {batch:>13,.0f} {batch / base_batch:>6.2f}")
+    return 0
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="200,000 records instead of 2,000,000")
     ap.add_argument("--records", type=int, default=None)
-    ap.add_argument("--partitions", type=int, default=4, help="partitions of the topic (default 4)")
+    ap.add_argument("--partitions", type=int, default=None, help="partitions of the topic (default 4; 8 with --cluster)")
+    ap.add_argument("--cluster", action="store_true",
+                    help="the source in local mode and on a standalone cluster of one and two workers")
     args = ap.parse_args(argv)
     n = args.records or (200_000 if args.quick else 2_000_000)
+    if args.cluster:
+        return cluster_mode(n, args.partitions or 8)
+    args.partitions = args.partitions or 4
     from odradek.spark.session import local_session, stop_session
 
     with tempfile.TemporaryDirectory(prefix="odradek-spark-bench-") as tmp:

@@ -60,3 +60,22 @@ def test_archive_keeps_sparks_noise_in_a_file(broker: Any, tmp_path: Path) -> No
     for noise in ("log4j", "WARN", "NativeCodeLoader", "incubator", "replaced a statically registered"):
         assert noise not in terminal, (noise, terminal)
     assert (out / "spark.log").stat().st_size > 0
+
+
+def test_a_wrong_or_absent_spark_master_is_one_line() -> None:
+    pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
+    from tests.harness import free_port
+
+    nobody = f"spark://127.0.0.1:{free_port()}"
+    for args, flag in ((("pipeline", "archive", "weblogs", "--bootstrap-server", "127.0.0.1:1", "--output", "o",
+                         "--master"), "--master"),
+                       (("pipeline", "run", "weblogs", "--bootstrap-server", "127.0.0.1:1", "--checkpoint", "c",
+                         "--output", "o", "--master"), "--master"),
+                       (("demo", "--spark-master"), "--spark-master")):
+        absent = run_cli(*args, nobody)
+        assert absent.returncode == 1 and absent.stderr == (
+            f"Error: {flag}: no Spark master at {nobody}: Connection refused (start one with: odradek spark up)\n"), \
+            absent.stdout + absent.stderr
+        wrong = run_cli(*args, "yarn")
+        assert wrong.returncode == 1 and wrong.stderr == (
+            f"Error: {flag}: 'yarn' is not a Spark master URL: spark://HOST:PORT or local[N]\n"), wrong.stderr

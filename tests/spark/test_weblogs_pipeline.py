@@ -20,32 +20,22 @@ pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e 
 import pyarrow.dataset as ds  # noqa: E402
 
 from odradek.pipelines.weblogs import DLQ_TOPIC, LOGS_TOPIC, METRICS_TOPIC  # noqa: E402
-from odradek.pipelines.weblogs.generator import GeneratorConfig, WeblogGenerator, produce_records  # noqa: E402
+from odradek.pipelines.weblogs.generator import produce_records  # noqa: E402
 from odradek.pipelines.weblogs.topics import ensure_topics  # noqa: E402
 from tests.clients import consume_all  # noqa: E402
 from tests.spark.helpers import batch_ids, kill_mid_batch, wait_session_gone  # noqa: E402
-from tests.spark.weblogs_reference import assert_metrics_equal, reference_metrics  # noqa: E402
+from tests.spark.weblogs_reference import (  # noqa: E402
+    START_MS,
+    N,
+    assert_metrics_equal,
+    generated,
+    parquet_metrics,
+    reference_metrics,
+)
 from tests.waiting import interrupt_at_line, wait_until  # noqa: E402
 
 pytestmark = pytest.mark.timeout(400)
 ROOT = Path(__file__).resolve().parents[2]
-START_MS = 1_763_726_400_000  # 2025-11-21T12:00:00Z
-N = 12_000
-
-
-def generated() -> list:
-    cfg = GeneratorConfig(seed=7, rate=100.0, malformed_fraction=0.03, start_ms=START_MS + 17_000)
-    return WeblogGenerator(cfg).take(N)
-
-
-def parquet_metrics(metrics_dir: Path) -> dict[int, dict[str, Any]]:
-    table = ds.dataset(str(metrics_dir), format="parquet", partitioning="hive").to_table()
-    out = {}
-    for row in table.to_pylist():
-        start = int(row["window_start"].timestamp() * 1000)
-        row["window_start"], row["window_end"] = start, int(row["window_end"].timestamp() * 1000)
-        out[start] = row
-    return out
 
 
 def dlq_messages(bootstrap: str, expected: int) -> list:

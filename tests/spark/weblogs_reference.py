@@ -1,13 +1,35 @@
-"""Plain-Python metrics of generated weblogs records, computed independently of Spark for the tests."""
+"""The weblogs tests' input (`generated`: N seeded records) and plain-Python metrics of it, computed
+independently of Spark; `parquet_metrics` reads a job's metrics output back."""
 
 from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
-from odradek.pipelines.weblogs.generator import LogRecord
+from odradek.pipelines.weblogs.generator import GeneratorConfig, LogRecord, WeblogGenerator
+
+START_MS = 1_763_726_400_000  # 2025-11-21T12:00:00Z
+N = 12_000
+
+
+def generated() -> list:
+    cfg = GeneratorConfig(seed=7, rate=100.0, malformed_fraction=0.03, start_ms=START_MS + 17_000)
+    return WeblogGenerator(cfg).take(N)
+
+
+def parquet_metrics(metrics_dir: Path) -> dict[int, dict[str, Any]]:
+    import pyarrow.dataset as ds
+
+    table = ds.dataset(str(metrics_dir), format="parquet", partitioning="hive").to_table()
+    out = {}
+    for row in table.to_pylist():
+        start = int(row["window_start"].timestamp() * 1000)
+        row["window_start"], row["window_end"] = start, int(row["window_end"].timestamp() * 1000)
+        out[start] = row
+    return out
 
 
 def spark_percentile(values: list[int], p: float) -> float:

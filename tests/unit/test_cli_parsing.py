@@ -538,6 +538,30 @@ def test_good_bootstrap_addresses_pass() -> None:
         assert bootstrap_of(argparse.Namespace(bootstrap_server=good)) == good
 
 
+def test_spark_up_lays_out_ports_and_refuses_bad_flags_and_a_missing_pyspark(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from odradek.admin_client.errors import CliError, UsageError
+    from odradek.cli import spark_cluster
+
+    layout = spark_cluster.plan(tmp_path, workers=2, cores=1, memory="1g", port=7077, webui_port=8080,
+                                worker_webui_port=8081)
+    assert layout.master_url == "spark://127.0.0.1:7077" and layout.webui_url == "http://127.0.0.1:8080"
+    assert [(w.id, w.webui_port, w.log) for w in layout.workers] == [
+        (1, 8081, str(tmp_path / "logs" / "worker1.out")), (2, 8082, str(tmp_path / "logs" / "worker2.out"))]
+    overlapping = spark_cluster.plan(tmp_path, 2, 1, "1g", 7077, 8080, worker_webui_port=8080)
+    with pytest.raises(UsageError, match="overlap"):
+        spark_cluster.check_ports(overlapping)
+    assert spark_cluster.parse_memory("512M") == "512m"
+    for bad in ("1.5g", "lots", "0g", "12k"):
+        with pytest.raises(UsageError, match="is not an amount"):
+            spark_cluster.parse_memory(bad)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda _name: None)
+    with pytest.raises(CliError, match=r"^Error: pyspark is not installed \(pip install -e '\.\[spark\]'\)"):
+        spark_cluster.spark_home()
+
+
 @pytest.mark.parametrize("tool", ["", "cluster", "topics", "pipeline"])  # own usage text, argparse, subcommands
 def test_help_into_a_pipe_closed_early_has_no_traceback(tool: str) -> None:
     """`odradek <tool> --help | head -1`: the reader goes away before the help is written. The catch is in

@@ -32,10 +32,11 @@ from typing import Any
 
 import psutil
 
-from odradek.admin_client.command import ArgParser, parse_int, run_tool
+from odradek.admin_client.command import ArgParser, parse_int
 from odradek.admin_client.errors import CliError, UsageError
 from odradek.cli import processes
 from odradek.cli.cluster_security import PROTOCOLS, ClusterSecurity
+from odradek.cli.common import run_subcommand
 from odradek.cli.server_stop import find_processes, running
 from odradek.cli.zk_session import ZkSession, broker_ids, controller_id
 from odradek.cli.zookeeper import GENERATED_CFG, PID_FILE, find_servers, server_mode, servers
@@ -49,7 +50,6 @@ QUORUM_OFFSET = 707  # 2181 -> 2888, as in the guides
 ELECTION_OFFSET = 1707  # 2181 -> 3888
 BROKER_STOP_TIMEOUT = 60.0
 ZOOKEEPER_STOP_TIMEOUT = 30.0
-SUBCOMMANDS = ("up", "status", "down")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -402,19 +402,28 @@ def up(argv: list[str]) -> int:
     timeout = float(parse_int(args.timeout, "--timeout", minimum=1))
     refuse_if_running(directory)
     check_ports(cluster)
-    directory.mkdir(parents=True, exist_ok=True)
-    try:
-        bring_up(cluster, timeout)
-    except CliError:
-        tear_down(cluster, quiet=True)
-        raise
-    except KeyboardInterrupt:
-        print("\ninterrupted: stopping the servers started so far ...", file=sys.stderr, flush=True)
-        tear_down(cluster, quiet=True)
-        print("stopped; nothing of the cluster is left running", file=sys.stderr)
+    if not all_or_nothing(directory, lambda: bring_up(cluster, timeout), lambda: tear_down(cluster, quiet=True),
+                          "the cluster"):
         return 130
     print_usage(cluster)
     return 0
+
+
+def all_or_nothing(directory: Path, start: Callable[[], None], stop: Callable[[], None], what: str) -> bool:
+    """Create `directory` and `start` everything in it (`odradek spark up` too). A failed start `stop`s what
+    it had started and its error goes on; an interrupted one (Ctrl-C) stops it saying so and returns False."""
+    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        start()
+    except CliError:
+        stop()
+        raise
+    except KeyboardInterrupt:
+        print("\ninterrupted: stopping the servers started so far ...", file=sys.stderr, flush=True)
+        stop()
+        print(f"stopped; nothing of {what} is left running", file=sys.stderr)
+        return False
+    return True
 
 
 def refuse_if_running(directory: Path) -> None:
@@ -531,9 +540,10 @@ def print_usage(cluster: LocalCluster) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def dir_parser(command: str, description: str) -> ArgParser:
-    parser = ArgParser(f"cluster {command}", description, allow_abbrev=False)
-    parser.add_argument("--dir", default=DEFAULT_DIR, metavar="DIR", help=f"the cluster's directory (default ./{DEFAULT_DIR})")
+def dir_parser(command: str, description: str, tool: str = "cluster", default_dir: str = DEFAULT_DIR) -> ArgParser:
+    """The parser of `odradek <tool> <command> [--dir DIR]` (also `odradek spark`'s)."""
+    parser = ArgParser(f"{tool} {command}", description, allow_abbrev=False)
+    parser.add_argument("--dir", default=default_dir, metavar="DIR", help=f"the cluster's directory (default ./{default_dir})")
     return parser
 
 
@@ -638,15 +648,7 @@ Run 'odradek cluster <command> --help' for its flags."""
 
 def main(argv: list[str]) -> int:
     """`odradek cluster up|status|down [flags]`."""
-    commands: dict[str, Callable[[list[str]], int]] = {"up": up, "status": status, "down": down}
-    if not argv or argv[0] in ("-h", "--help", "help"):
-        print(USAGE, file=sys.stdout if argv else sys.stderr)
-        return 0 if argv else 2
-    if argv[0] not in commands:
-        print(f"Error: unknown cluster command '{argv[0]}' (expected one of {', '.join(SUBCOMMANDS)})",
-              file=sys.stderr)
-        return 2
-    return run_tool(lambda: commands[argv[0]](argv[1:]))
+    return run_subcommand("cluster", {"up": up, "status": status, "down": down}, USAGE, argv)
 
 
 if __name__ == "__main__":

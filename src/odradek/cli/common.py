@@ -1,12 +1,27 @@
-"""Flag helpers only the tools use. What they share with the web console (client configuration, the
-bootstrap flags, one-line errors, the command-line frame) is in `odradek.admin_client`."""
+"""Flag helpers only the tools use, and the frame of tools with sub-commands (`odradek cluster up`). What
+they share with the web console (client configuration, the bootstrap flags, one-line errors, the
+command-line frame) is in `odradek.admin_client`."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from odradek.admin_client.command import run_tool
 from odradek.admin_client.errors import UsageError
+
+
+def run_subcommand(tool: str, commands: Mapping[str, Callable[[list[str]], int]], usage: str, argv: list[str]) -> int:
+    """`odradek <tool> <command> [flags]`: the usage for no command (status 2) or --help (status 0), one line
+    for an unknown command (status 2), else the command under run_tool's exit codes."""
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(usage, file=sys.stdout if argv else sys.stderr)
+        return 0 if argv else 2
+    if argv[0] not in commands:
+        print(f"Error: unknown {tool} command '{argv[0]}' (expected one of {', '.join(commands)})", file=sys.stderr)
+        return 2
+    return run_tool(lambda: commands[argv[0]](argv[1:]))
 
 
 def parse_key_values(items: Iterable[str] | None, flag: str = "--property") -> dict[str, str]:

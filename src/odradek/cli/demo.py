@@ -1,7 +1,8 @@
 """`odradek demo [--duration S]`: the main job. Starts an embedded single-node broker in a temp dir, creates
 the weblogs topics, starts the web console (`odradek console`) on it, runs the access-log generator and the
-Spark streaming job, and shows the console and metrics URLs and the live per-minute
-metrics (read back from topic `access-metrics`) as a live table with a legend of its columns; the run's
+Spark streaming job (local mode, or a standalone cluster with `--spark-master`), and shows the console and
+metrics URLs and the live per-minute metrics (read back from topic `access-metrics`) as a live table with a
+legend of its columns; the run's
 clock starts with the first metrics, after Spark's start-up. Then it stops everything and prints the
 final table and where the Parquet output is. Ctrl-C at any moment stops it the same way: one "stopping"
 line, the table so far, its temporary directories removed, exit status 130."""
@@ -151,14 +152,23 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--output", default=None, help="directory for the Parquet output (default: a new temp dir)")
     ap.add_argument("--console-port", type=int, default=0,
                     help="port of the web console (default: a free one); -1 runs the demo without it")
+    ap.add_argument("--spark-master", default=None, metavar="URL",
+                    help="run the streaming job on this Spark standalone master, spark://HOST:PORT (odradek spark "
+                         "up starts one); default: Spark's local mode, local[2]")
     args = ap.parse_args(argv)
     try:
         import rich  # noqa: F401 - the live screen
 
-        from odradek.spark.session import local_session, stop_session
+        from odradek.spark.session import MasterError, check_master, spark_session, stop_session
     except ImportError as exc:
         print(f"Error: the demo needs the spark extra ({exc}); run: pip install -e '.[spark]'", file=sys.stderr)
         return 1
+    if args.spark_master:
+        try:
+            check_master(args.spark_master)
+        except MasterError as exc:
+            print(f"Error: --spark-master: {exc}", file=sys.stderr)
+            return 1
     from rich.console import Console
     from rich.live import Live
 
@@ -224,13 +234,14 @@ def main(argv: list[str]) -> int:
         gen_thread = threading.Thread(target=generate, name="generator", daemon=True)
         gen_thread.start()
         print(f"Generator: ~{args.rate:g} access events/s to {LOGS_TOPIC}", flush=True)
-        with console.status("Starting Spark (local[2]) and the streaming job ..."):
-            spark = local_session("odradek-demo", log_file=workdir / "spark.log")
+        with console.status(f"Starting Spark ({args.spark_master or 'local[2]'}) and the streaming job ..."):
+            spark = spark_session("odradek-demo", args.spark_master, log_file=workdir / "spark.log")
             job = JobConfig(bootstrap=bootstrap, checkpoint=workdir / "checkpoint", output=output, trigger=args.trigger)
             check_stop()
             queries = start(spark, job)
         check_stop()
-        print(f"Streaming job running (trigger {args.trigger}; Spark's log: {workdir / 'spark.log'}); "
+        print(f"Streaming job running on {args.spark_master or 'local[2]'} (trigger {args.trigger}; Spark's log: "
+              f"{workdir / 'spark.log'}); "
               f"the {args.duration:g} s run starts with its first metrics", flush=True)
         view = MetricsView(bootstrap, METRICS_TOPIC, DLQ_TOPIC)
         state = DemoState(bootstrap, f"{LOGS_TOPIC} -> {METRICS_TOPIC}, {DLQ_TOPIC}", str(output), args.duration,

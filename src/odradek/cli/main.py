@@ -43,6 +43,8 @@ TOOLS: dict[str, Tool] = {
     "zookeeper-server-stop": Tool("odradek.cli.zookeeper", "stop ZooKeeper servers started here", "stop_main"),
     "zookeeper-server-status": Tool("odradek.cli.zookeeper", "print a ZooKeeper server's mode", "status_main"),
     "cluster": Tool("odradek.cli.cluster", "run a local ZooKeeper ensemble + brokers (up, status, down)"),
+    "spark": Tool("odradek.cli.spark_cluster",
+                  "run a local Spark standalone cluster for the pipelines (up, status, down)"),
     "leader-election": Tool("odradek.cli.leader_election", "elect preferred or unclean partition leaders"),
     "preferred-replica-election": Tool("odradek.cli.preferred_replica_election",
                                        "move leadership back to preferred replicas (Kafka 2.x tool)"),

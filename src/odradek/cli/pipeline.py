@@ -4,10 +4,12 @@
     odradek pipeline generate weblogs --bootstrap-server H:P [--rate N] [--count N | --duration S] [--seed N]
                                       [--malformed-fraction F] [--start-time T]
     odradek pipeline run weblogs --bootstrap-server H:P --checkpoint DIR --output DIR [--trigger 5s|available-now]
+                                 [--master spark://HOST:PORT]
     odradek pipeline archive weblogs --bootstrap-server H:P --output DIR [--starting-offsets X] [--ending-offsets X]
-                                     [--starting-timestamp T] [--ending-timestamp T]
+                                     [--starting-timestamp T] [--ending-timestamp T] [--master spark://HOST:PORT]
 
-run and archive need the spark extra (pip install -e '.[spark]').
+run and archive need the spark extra (pip install -e '.[spark]'); they run in Spark's local mode unless
+--master names a standalone cluster (odradek spark up starts one on this host).
 """
 
 from __future__ import annotations
@@ -43,8 +45,14 @@ def build_parser() -> argparse.ArgumentParser:
                      help="event time of the first record (ms or ISO 8601): produce as fast as possible with "
                           "simulated times; without it, events are live and paced to the wall clock")
 
+    def master(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--master", default=None, metavar="URL",
+                       help="Spark master: spark://HOST:PORT of a standalone cluster (odradek spark up), or "
+                            "local[N] (default local[2])")
+
     run = sub.add_parser("run", help="run the streaming job")
     common(run)
+    master(run)
     run.add_argument("--checkpoint", required=True, help="checkpoint directory (kept across restarts)")
     run.add_argument("--output", required=True, help="output directory (Parquet)")
     run.add_argument("--trigger", default="5s", help="micro-batch interval such as 5s, or available-now")
@@ -57,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     arc = sub.add_parser("archive", help="run the batch job over a range of the input topic")
     common(arc)
+    master(arc)
     arc.add_argument("--output", required=True, help="output directory (Parquet events and summary.json)")
     arc.add_argument("--topic", default="access-logs", help="topic to read (default access-logs)")
     arc.add_argument("--starting-offsets", default=None, help="earliest (default) or per-partition JSON")

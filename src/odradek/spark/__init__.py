@@ -8,7 +8,7 @@ and writes, with the option names, defaults and row schema of Spark's built-in K
 
 Needs the `spark` extra (pyspark >= 4.2, pyarrow). Modules: options/offsets/resolve (what to read),
 metadata (cluster look-ups on the driver), fetcher/arrow_rows (executor reads), producer/writers (sink),
-source (the DataSource), session (a local SparkSession).
+source (the DataSource), session (a SparkSession, local or on a standalone master).
 """
 
 from __future__ import annotations

@@ -65,6 +65,27 @@ def _stop_on_signals() -> threading.Event:
     return StopRequest().event
 
 
+def _check_master(master: str | None) -> None:
+    """A wrong or unreachable --master is one line before anything starts, not Spark's minute of retries."""
+    from odradek.spark.session import MasterError, check_master
+
+    if master:
+        try:
+            check_master(master)
+        except MasterError as exc:
+            raise SystemExit(f"Error: --master: {exc}") from None
+
+
+def _session(app_name: str, master: str | None, log_file: Path | None) -> Any:
+    """The job's SparkSession: local mode, or the standalone cluster at `master`."""
+    from odradek.spark.session import spark_session
+
+    where = f"on {master}" if master else "in local mode"
+    log = f"its log: {log_file}; --verbose to see it here" if log_file else "its log on this terminal"
+    print(f"Starting Spark {where} ({log}) ...", flush=True)
+    return spark_session(app_name, master, log_file=log_file)
+
+
 def generate(args: argparse.Namespace) -> int:
     from odradek.pipelines.weblogs.generator import (
         GeneratorConfig,
@@ -106,8 +127,9 @@ def generate(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     from odradek.pipelines.weblogs.stream_job import AVAILABLE_NOW, JobConfig, group_id, start
     from odradek.spark.progress import status_line
-    from odradek.spark.session import local_session, stop_session
+    from odradek.spark.session import stop_session
 
+    _check_master(args.master)
     ensure_topics(args.bootstrap_server)
     cfg = JobConfig(bootstrap=args.bootstrap_server, checkpoint=Path(args.checkpoint), output=Path(args.output),
                     trigger=args.trigger, watermark=args.watermark, starting_offsets=args.starting_offsets,
@@ -117,8 +139,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.verbose:  # Spark's own WARN lines go to a file: the terminal shows the job's progress
         cfg.checkpoint.mkdir(parents=True, exist_ok=True)
         log_file = cfg.checkpoint / "spark.log"
-        print(f"Starting Spark (its log: {log_file}; --verbose to see it here) ...", flush=True)
-    spark = local_session("odradek-weblogs", log_file=log_file)
+    spark = _session("odradek-weblogs", args.master, log_file)
     failed = False
     ends = EndOffsets(args.bootstrap_server, cfg.source_topic)
     line = ProgressLine()
@@ -183,8 +204,9 @@ class EndOffsets:
 
 def archive(args: argparse.Namespace) -> int:
     from odradek.pipelines.weblogs.archive_job import ArchiveConfig, archive, format_report
-    from odradek.spark.session import local_session, stop_session
+    from odradek.spark.session import stop_session
 
+    _check_master(args.master)
     opts: dict[str, str] = {}
     if args.starting_offsets:
         opts["startingOffsets"] = args.starting_offsets
@@ -199,9 +221,8 @@ def archive(args: argparse.Namespace) -> int:
     if not args.verbose:  # Spark's banner and WARN lines go to a file: the terminal shows the report
         Path(args.output).mkdir(parents=True, exist_ok=True)
         log_file = Path(args.output) / "spark.log"
-        print(f"Starting Spark (its log: {log_file}; --verbose to see it here) ...", flush=True)
     stop = StopRequest("stopping the archive job")
-    spark = local_session("odradek-weblogs-archive", log_file=log_file)
+    spark = _session("odradek-weblogs-archive", args.master, log_file)
     try:
         # The job runs in a thread: Ctrl-C sets `stop` here, which cancels Spark's jobs, instead of a
         # KeyboardInterrupt torn through the Py4J call
