@@ -70,7 +70,7 @@ from odradek.groups.group import (
     SyncResult,
 )
 from odradek.groups.schemas import OffsetValue, Records, TopicPartition, group_records, offset_records
-from odradek.groups.store import GroupStore, LoadedGroup
+from odradek.groups.store import GroupStore, LoadedGroup, write_removal
 from odradek.protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
@@ -1087,12 +1087,7 @@ class ConsumerGroupCoordinator:
     async def _delete(self, group: ConsumerGroup) -> ErrorCode:
         records = self._tombstones(group, offsets=True)
         self._drop(group.group_id)
-        try:
-            await self.store.write(group.group_id, records)
-        except KafkaError as exc:
-            return exc.code
-        log.info("Consumer group %s removed (%d offsets deleted)", group.group_id, len(group.offsets))
-        return ErrorCode.NONE
+        return await write_removal(self.store, group.group_id, records, log, "Consumer group", len(group.offsets))
 
 
 def _subscription(m: ConsumerMember) -> tuple[Any, ...]:

@@ -36,7 +36,7 @@ from odradek.groups.group import (
 )
 from odradek.groups.offset_manager import OffsetSettings
 from odradek.groups.schemas import OffsetValue, Records, TopicPartition, group_records, offset_records
-from odradek.groups.store import GroupStore, LoadedGroup
+from odradek.groups.store import GroupStore, LoadedGroup, write_removal
 from odradek.protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
@@ -680,9 +680,4 @@ class GroupCoordinator:
         self._unload(group, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if self.groups.get(group.group_id) is group:
             del self.groups[group.group_id]
-        try:
-            await self.store.write(group.group_id, records)
-        except KafkaError as exc:
-            return exc.code
-        log.info("Group %s removed (%d offsets deleted)", group.group_id, len(group.offsets))
-        return ErrorCode.NONE
+        return await write_removal(self.store, group.group_id, records, log, "Group", len(group.offsets))

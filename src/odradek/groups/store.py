@@ -9,6 +9,7 @@ partition it no longer leads.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -16,6 +17,7 @@ from odradek.cluster.znodes import BrokerInfo
 from odradek.coordinator.runtime import CoordinatorShard
 from odradek.groups.consumer_schemas import LoadedConsumerGroup
 from odradek.groups.schemas import GroupValue, OffsetValue, Records, TopicPartition
+from odradek.protocol.errors import ErrorCode, KafkaError
 
 
 @dataclass(slots=True)
@@ -70,3 +72,15 @@ class GroupStore(Protocol):
     async def write_transactional(self, key: str, records: Records, producer_id: int, producer_epoch: int) -> None:
         """Like `write`, as a batch of the producer's transaction (visible once its commit marker is)."""
         ...
+
+
+async def write_removal(store: GroupStore, group_id: str, records: Records, logger: logging.Logger, kind: str,
+                        offsets: int) -> ErrorCode:
+    """Write the tombstones of a deleted group (DeleteGroups) and, once they are committed, say so in
+    Kafka's words; the write's error code if it fails."""
+    try:
+        await store.write(group_id, records)
+    except KafkaError as exc:
+        return exc.code
+    logger.info("%s %s removed (%d offsets deleted)", kind, group_id, offsets)
+    return ErrorCode.NONE
