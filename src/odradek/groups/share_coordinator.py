@@ -43,7 +43,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from odradek.groups.configs import FixedGroupConfigs, GroupConfigLookup
-from odradek.groups.consumer_coordinator import GroupDescription, HeartbeatResult, MemberDescription, Topics
+from odradek.groups.consumer_coordinator import (
+    GroupDescription,
+    Heartbeat,
+    HeartbeatResult,
+    MemberDescription,
+    Topics,
+)
 from odradek.groups.share_state import ShareKey, SharePartitionManager, ShareStateSummary
 from odradek.groups.store import GroupStore
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -75,15 +81,9 @@ class ShareGroupSettings:
                    max_size=get("group.share.max.size"))
 
 
-@dataclass(slots=True)
-class ShareHeartbeat:
-    group_id: str
-    member_id: str
-    member_epoch: int
-    rack_id: str | None = None
-    subscribed_topic_names: list[str] | None = None
-    client_id: str = ""
-    client_host: str = ""
+# A ShareGroupHeartbeat as the coordinator sees it: the fields of a ConsumerGroupHeartbeat's it carries
+# (group, member, epoch, rack, subscribed topic names, client id and host); the others keep their defaults.
+ShareHeartbeat = Heartbeat
 
 
 @dataclass(slots=True)
