@@ -971,8 +971,10 @@ def check_topic_configs(values: Mapping[str, Any]) -> None:
 # constant defaults.
 # fmt: off
 GROUP_CONFIGS: dict[str, ConfigKey] = _catalogue(
-    _key("consumer.heartbeat.interval.ms", INT, "5000", valid=Range(1), server_default="group.consumer.heartbeat.interval.ms"),
-    _key("consumer.session.timeout.ms", INT, "45000", valid=Range(1), server_default="group.consumer.session.timeout.ms"),
+    _key("consumer.heartbeat.interval.ms", INT, "5000", valid=Range(1), server_default="group.consumer.heartbeat.interval.ms",
+         applied=True),
+    _key("consumer.session.timeout.ms", INT, "45000", valid=Range(1), server_default="group.consumer.session.timeout.ms",
+         applied=True),
     _key("share.auto.offset.reset", STRING, "latest", valid=ShareAutoOffsetReset(),
          applied=True),
     _key("share.heartbeat.interval.ms", INT, "5000", valid=Range(1), server_default="group.share.heartbeat.interval.ms",

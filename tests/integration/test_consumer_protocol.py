@@ -18,10 +18,12 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import ResourceType
 from kafka.protocol.admin import ListGroupsRequest, ListGroupsResponse
+from kafka.protocol.metadata import FindCoordinatorRequest
 
-from odradek.protocol.kip848 import ConsumerGroupDescribeRequest
-from tests.clients import create_topic, produce, unique_name
+from odradek.protocol.kip848 import ConsumerGroupDescribeRequest, ConsumerGroupHeartbeatRequest
+from tests.clients import alter_configs, create_topic, produce, unique_name
 from tests.group_members import ScriptedMember, one_owner_each, spawner
 from tests.harness import NO_REBALANCE_DELAY, BrokerPool, BrokerProcess, group_timers, run_cli
 from tests.rawclient import RawClient
@@ -342,3 +344,23 @@ def test_static_member_restart_keeps_its_partitions(broker: BrokerProcess, spawn
     after = describe(broker.port, group)
     assert after.group_epoch == epoch and b.assignment == theirs
     assert {m.instance_id: m.member_id for m in after.members}["inst-a"] == a2.member
+
+
+def test_group_configs_set_a_groups_timers(broker: BrokerProcess) -> None:
+    """A consumer group's own `consumer.heartbeat.interval.ms` (GROUP config resource) is what its members
+    are told; another group keeps the broker's (300 ms here)."""
+    topic, group = unique_name("gcfg"), unique_name("g")
+    create_topic(broker.bootstrap, topic)
+    alter_configs(broker.bootstrap, ResourceType.GROUP, group, consumer__heartbeat__interval__ms="700")
+    with RawClient(broker.port) as raw:
+        raw.request(FindCoordinatorRequest(key=group), 1)  # creates __consumer_offsets
+
+        def interval(of_group: str) -> int | None:
+            hb = raw.request(ConsumerGroupHeartbeatRequest(
+                group_id=of_group, member_id=unique_name("m"), member_epoch=0, rebalance_timeout_ms=10_000,
+                subscribed_topic_names=[topic], topic_partitions=[]), version=0)
+            assert hb.error_code in (0, 14, 15, 16), hb  # the coordinator (and __consumer_offsets) not ready yet
+            return hb.heartbeat_interval_ms if hb.error_code == 0 else None
+
+        assert wait_until(lambda: interval(group), message="a heartbeat answer") == 700
+        assert wait_until(lambda: interval(unique_name("g")), message="a heartbeat answer") == 300

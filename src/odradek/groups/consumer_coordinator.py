@@ -40,6 +40,7 @@ from odradek.aio import TaskSet
 from odradek.cluster.metadata import MetadataCache
 from odradek.groups import consumer_schemas as cs
 from odradek.groups.assignors import configured_assignors
+from odradek.groups.configs import FixedGroupConfigs, GroupConfigLookup
 from odradek.groups.consumer_group import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
@@ -253,8 +254,12 @@ class ConsumerGroupCoordinator:
     type_name = GROUP_TYPE_CONSUMER
 
     def __init__(self, settings: ConsumerGroupSettings, store: GroupStore, topics: Topics,
-                 classic: GroupCoordinator) -> None:
+                 classic: GroupCoordinator, configs: GroupConfigLookup | None = None) -> None:
         self.settings = settings
+        # each group's own configs (GROUP config resources) over the broker's; none: the settings for all
+        self.configs = configs or FixedGroupConfigs({
+            "consumer.session.timeout.ms": settings.session_timeout_ms,
+            "consumer.heartbeat.interval.ms": settings.heartbeat_interval_ms})
         self.store = store
         self.topics = topics
         self.classic = classic  # for the migration of empty groups between the two types
@@ -325,12 +330,12 @@ class ConsumerGroupCoordinator:
         timers = self._timers.setdefault((group.group_id, member_id), _Timers())
         if timers.session is not None:
             timers.session.cancel()
-        timeout_ms, reason = self.settings.session_timeout_ms, "session timeout"
+        timeout_ms, reason = self.configs.value(group.group_id, "consumer.session.timeout.ms"), "session timeout"
         member = group.members.get(member_id)
         if member is not None and member.classic is not None:
             timeout_ms = member.classic.session_timeout_ms  # a classic member keeps its own session timeout
         elif member is not None:
-            silent_ms = liveness_bound_ms(member, self.settings.heartbeat_interval_ms)
+            silent_ms = liveness_bound_ms(member, self.configs.value(group.group_id, "consumer.heartbeat.interval.ms"))
             if silent_ms is not None and silent_ms < timeout_ms:
                 timeout_ms, reason = silent_ms, "no heartbeat within its rebalance timeout (max.poll.interval.ms)"
         timers.session = asyncio.get_running_loop().call_later(
@@ -616,7 +621,8 @@ class ConsumerGroupCoordinator:
                                                  and hb.owned is not None)
         changed = before is None or not same_assignment(before.assigned, reconciled.assigned)
         return HeartbeatResult(ErrorCode.NONE, None, reconciled.member_id, reconciled.member_epoch,
-                               self.settings.heartbeat_interval_ms, dict(reconciled.assigned) if full or changed else None)
+                               self.configs.value(hb.group_id, "consumer.heartbeat.interval.ms"),
+                               dict(reconciled.assigned) if full or changed else None)
 
     def _refresh_regexes(self, group: ConsumerGroup) -> None:
         """Regexes as Kafka resolves them: a regex new to the group is resolved in the background (the

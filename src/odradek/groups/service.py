@@ -69,7 +69,7 @@ class GroupCoordinatorService:
         settings for every group."""
         self.store = store
         self.classic = GroupCoordinator(settings, store)
-        self.consumer = ConsumerGroupCoordinator(consumer_settings, store, topics, self.classic)
+        self.consumer = ConsumerGroupCoordinator(consumer_settings, store, topics, self.classic, configs)
         self.offsets = OffsetManager(settings.offsets(), store, (self.consumer, self.classic))
         self.share_partitions = SharePartitionManager(share_partition_settings or SharePartitionSettings(),
                                                       share_persister or InMemoryShareStatePersister(), configs)
