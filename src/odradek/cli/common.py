@@ -24,6 +24,12 @@ def run_subcommand(tool: str, commands: Mapping[str, Callable[[list[str]], int]]
     return run_tool(lambda: commands[argv[0]](argv[1:]))
 
 
+def add_zookeeper_flag(parser: argparse.ArgumentParser, help: str, metavar: str = "HOST:PORT[/CHROOT]") -> None:
+    """The deprecated `--zookeeper` of Kafka 0.9-2.x tools (cluster mode only); `help` says what it does
+    in this tool."""
+    parser.add_argument("--zookeeper", metavar=metavar, help=help)
+
+
 def parse_key_values(items: Iterable[str] | None, flag: str = "--property") -> dict[str, str]:
     """Parse repeated `k=v` flag values into a dict; a value may be empty, a key may not."""
     result: dict[str, str] = {}

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from odradek.admin_client.command import ArgParser, run_tool
 from odradek.admin_client.connect import add_bootstrap_flags, read_properties_file
 from odradek.admin_client.errors import CliError, UsageError
+from odradek.cli.common import add_zookeeper_flag
 from odradek.cli.scram_config import scram_settings
 
 TOPICS, BROKERS, BROKER_LOGGERS, USERS, CLIENTS = "topics", "brokers", "broker-loggers", "users", "clients"
@@ -90,8 +91,7 @@ class Entry:
 def build_parser() -> ArgParser:
     p = ArgParser("configs", DESCRIPTION)
     add_bootstrap_flags(p)
-    p.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
-                   help="deprecated (Kafka 2.x): read and write topic and broker configs in ZooKeeper directly")
+    add_zookeeper_flag(p, "deprecated (Kafka 2.x): read and write topic and broker configs in ZooKeeper directly")
     p.add_argument("--command-config", metavar="FILE",
                    help="properties of the admin connection (only client.id is used)")
     p.add_argument("--alter", action="store_true", help="alter the configuration of the entity")

@@ -35,7 +35,7 @@ from confluent_kafka import (
 from odradek.admin_client.command import ArgParser, run_tool, silence_stdout
 from odradek.admin_client.connect import add_bootstrap_flags, bootstrap_of, open_client, read_properties_file
 from odradek.admin_client.errors import UsageError
-from odradek.cli.common import parse_bool, parse_key_values
+from odradek.cli.common import add_zookeeper_flag, parse_bool, parse_key_values
 
 POLL_SLICE_S = 0.2
 CLOSE_TIMEOUT_S = 10.0
@@ -49,11 +49,8 @@ TIMESTAMP_NAMES = {1: "CreateTime", 2: "LogAppendTime"}
 def build_parser() -> ArgParser:
     parser = ArgParser("console-consumer", "Consume records from Kafka topics and print them to standard output.")
     add_bootstrap_flags(parser)
-    parser.add_argument(
-        "--zookeeper",
-        metavar="HOST:PORT[,HOST:PORT][/chroot]",
-        help="DEPRECATED (the old consumer): find the brokers through ZooKeeper (cluster mode only)",
-    )
+    add_zookeeper_flag(parser, "DEPRECATED (the old consumer): find the brokers through ZooKeeper (cluster mode only)",
+                       "HOST:PORT[,HOST:PORT][/chroot]")
     parser.add_argument("--new-consumer", action="store_true", help="accepted for compatibility (0.9-0.10)")
     parser.add_argument("--topic", metavar="TOPIC", help="the topic to consume")
     parser.add_argument("--include", metavar="REGEX", help="regular expression of the topics to consume")

@@ -18,6 +18,7 @@ from confluent_kafka import ElectionType
 from odradek.admin_client.command import ArgParser, run_tool
 from odradek.admin_client.connect import read_properties_file
 from odradek.admin_client.errors import CliError, UsageError
+from odradek.cli.common import add_zookeeper_flag
 from odradek.cli.leader_election import elect, read_election_file, report
 from odradek.cli.zk_session import ZkSession, create_json, read_json, read_topic, topic_names
 from odradek.cluster import znodes as zn
@@ -33,8 +34,7 @@ def build_parser() -> ArgParser:
         "This tool helps to causes leadership for each partition to be transferred back to the 'preferred "
         "replica', it can be used to balance leadership among the servers.",
     )
-    parser.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
-                        help="DEPRECATED: the ZooKeeper connect string; REQUIRED unless --bootstrap-server")
+    add_zookeeper_flag(parser, "DEPRECATED: the ZooKeeper connect string; REQUIRED unless --bootstrap-server")
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT",
                         help="the broker(s) to connect to; REQUIRED unless --zookeeper is given")
     parser.add_argument("--admin.config", dest="admin_config", metavar="FILE",

@@ -33,7 +33,7 @@ from odradek.admin_client.connect import read_properties_file
 from odradek.admin_client.errors import CliError, UsageError
 from odradek.cli import replica_moves, zk_session
 from odradek.cli.broker_connection import AdminConnection, security_of
-from odradek.cli.common import one_action
+from odradek.cli.common import add_zookeeper_flag, one_action
 from odradek.cli.zk_session import ZkSession
 from odradek.cluster import znodes as zn
 from odradek.cluster.assignment import assign_replicas
@@ -82,8 +82,7 @@ def tp_list(tps: list[TopicPartition]) -> str:
 def build_parser() -> ArgParser:
     parser = ArgParser("reassign-partitions", "This tool helps to move topic partitions between replicas.")
     parser.add_argument("--bootstrap-server", metavar="HOST:PORT", help="the broker(s) to connect to")
-    parser.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
-                        help="DEPRECATED: work through ZooKeeper instead (no --cancel)")
+    add_zookeeper_flag(parser, "DEPRECATED: work through ZooKeeper instead (no --cancel)")
     parser.add_argument("--command-config", metavar="FILE",
                         help="client properties (client.id, security.protocol, sasl.*, ssl.* with PEM stores)")
     for action, text in (("generate", "generate a candidate assignment for --topics-to-move-json-file and "

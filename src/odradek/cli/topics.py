@@ -38,7 +38,7 @@ from odradek.admin_client.connect import (
     read_properties_file,
 )
 from odradek.admin_client.errors import CliError, UsageError, kafka_message
-from odradek.cli.common import one_action, parse_key_values
+from odradek.cli.common import add_zookeeper_flag, one_action, parse_key_values
 from odradek.cli.topic_model import (
     INTERNAL_TOPICS,
     MIN_ISR_KEY,
@@ -72,11 +72,8 @@ def build_parser() -> ArgParser:
         epilog="Exactly one action is required: --create, --list, --describe, --alter or --delete.",
     )
     add_bootstrap_flags(parser)
-    parser.add_argument(
-        "--zookeeper",
-        metavar="HOST:PORT[,HOST:PORT][/chroot]",
-        help="DEPRECATED (Kafka 0.9-2.x): work on the cluster's znodes in ZooKeeper (cluster mode only)",
-    )
+    add_zookeeper_flag(parser, "DEPRECATED (Kafka 0.9-2.x): work on the cluster's znodes in ZooKeeper (cluster mode only)",
+                       "HOST:PORT[,HOST:PORT][/chroot]")
     parser.add_argument("--command-config", metavar="FILE", help="admin client properties file")
     actions = parser.add_argument_group("actions")
     for action in ACTIONS:
