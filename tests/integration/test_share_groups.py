@@ -538,3 +538,26 @@ def test_read_committed_group_sees_only_committed_records(broker: BrokerProcess,
     p.commit_transaction(30)
     assert [v for _o, v in drain([reader], 1)[0]] == [b"open-0"]
     assert reader.poll(1.0) == []  # nothing aborted came afterwards
+
+
+def test_a_share_session_ends_with_its_connection(broker: BrokerProcess) -> None:
+    """A share session belongs to the connection that opened it (Kafka's disconnect listener): once that
+    connection is gone, the session is gone too, so a crashed consumer cannot fill the session cache."""
+    topic, group = unique_name("share"), unique_name("sg")
+    create_topic(broker.bootstrap, topic)
+    member = uuid.uuid4().hex
+
+    def fetch(raw: RawClient, topic_id: uuid.UUID, epoch: int) -> Any:
+        part = ShareFetchRequest.FetchTopic.FetchPartition(partition_index=0, acknowledgement_batches=[])
+        return raw.request(ShareFetchRequest(
+            group_id=group, member_id=member, share_session_epoch=epoch, max_wait_ms=0, min_bytes=1,
+            max_bytes=1 << 20, max_records=100, batch_size=100,
+            topics=[ShareFetchRequest.FetchTopic(topic_id=topic_id, partitions=[part])],
+            forgotten_topics_data=[]), version=1)
+
+    with RawClient(broker.port) as first:
+        topic_id = wait_until(lambda: _topic_id(first, topic), message="the topic id")
+        assert fetch(first, topic_id, 0).error_code == 0  # opens the session; its next epoch is 1
+    with RawClient(broker.port) as second:
+        assert wait_until(lambda: fetch(second, topic_id, 1).error_code == ErrorCode.SHARE_SESSION_NOT_FOUND,
+                          message="the closed connection's session to be gone")

@@ -60,6 +60,9 @@ class Connection(AdmittedProtocol):
                  limits: ConnectionLimits | None = None, memory: RequestMemory | None = None,
                  security: ListenerSecurity | None = None, splice_counts: SpliceCounts | None = None,
                  trimmer: HeapTrimmer | None = None) -> None:
+        # what handlers hold for this connection and release when it ends, by key (a new entry replaces
+        # an old one, so a client cannot grow it by repeating a request): e.g. a share session
+        self.on_close: dict[object, Callable[[], None]] = {}
         self._dispatch = dispatch
         self._splice_counts = splice_counts
         self._trimmer = trimmer
@@ -220,6 +223,12 @@ class Connection(AdmittedProtocol):
         self._admitted = False
         if self._trimmer is not None:
             self._trimmer.connection_closed()
+        releases, self.on_close = self.on_close, {}
+        for release in releases.values():
+            try:
+                release()
+            except Exception:  # noqa: BLE001 - one failing release must not keep the others from running
+                log.exception("Releasing what connection %s held failed", self.peer)
 
     def pause_writing(self) -> None:
         self._writable.clear()

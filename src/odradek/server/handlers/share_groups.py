@@ -171,6 +171,15 @@ class _Request:
                                          [ShareKey(self.group_id, t, p) for t, p in session.partitions])
 
 
+def _end_session(ctx: RequestContext, session: ShareSession) -> None:
+    """The connection that opened `session` is gone: give back what the member holds in its partitions
+    and drop it, unless a newer session replaced it."""
+    sessions = ctx.broker.share_sessions
+    if sessions.sessions.get((session.group_id, session.member_id)) is session:
+        _Request(ctx, session.group_id, session.member_id).release_session(session)
+        sessions.close(session)
+
+
 def _refusal(ctx: RequestContext, group_id: str, member_id: str) -> tuple[ErrorCode, str | None] | None:
     """The top-level error of a ShareFetch or ShareAcknowledge refused before anything is done."""
     if not authz.allowed(ctx, authz.Op.READ, authz.GROUP, group_id):
@@ -256,12 +265,15 @@ class _Fetch(_Request):
         self.acked: frozenset[TopicPartitionId] = frozenset()  # the partitions acknowledged in this request
 
     def resolve(self) -> None:
-        """The session's partitions this member may fetch; the others get their error now."""
-        for tp in self.session.partitions:
+        """The session's partitions this member may fetch; the others get their error now, and those of
+        topic ids that name no topic leave the session (a client cannot make it hold made-up ones)."""
+        for tp in list(self.session.partitions):
             try:
                 self.parts[tp] = self.check_topic(tp)
             except KafkaError as exc:
                 self.result(tp).error = exc.code
+                if exc.code == ErrorCode.UNKNOWN_TOPIC_ID:
+                    del self.session.partitions[tp]
 
     async def read(self) -> int:
         """Acquire what each partition offers; the bytes of the batches acquired."""
@@ -368,6 +380,9 @@ async def share_fetch(ctx: RequestContext, request: Any) -> ShareFetchResponse:
             if old is not None:
                 _Request(ctx, group_id, member_id).release_session(old)
             session = sessions.open(group_id, member_id)
+            # a session ends with the connection that opened it (Kafka's disconnect listener): its records
+            # go back to the others and the session leaves the cache
+            ctx.connection.on_close[("share session", group_id, member_id)] = partial(_end_session, ctx, session)
         elif epoch == CLOSE_EPOCH:
             session = sessions.closing(group_id, member_id)
         elif epoch < CLOSE_EPOCH:
