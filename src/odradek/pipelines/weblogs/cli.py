@@ -10,18 +10,16 @@ import argparse
 import sys
 import threading
 import time
-from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Generic, TypeVar, cast
+from typing import Any
 
 from odradek.interrupts import StopRequest
 from odradek.pipelines.progress import ProgressLine
 from odradek.pipelines.weblogs import LOGS_TOPIC
 from odradek.pipelines.weblogs.topics import ensure_topics
 from odradek.spark.offsets import TP
-
-T = TypeVar("T")
 
 
 def parse_time_ms(text: str) -> int:
@@ -34,30 +32,6 @@ def parse_time_ms(text: str) -> int:
 
         t = t.replace(tzinfo=UTC)
     return int(t.timestamp() * 1000)
-
-
-class _Background(Generic[T]):
-    """A call run in a daemon thread; `result()` returns its value or raises its exception."""
-
-    def __init__(self, call: Callable[[], T]) -> None:
-        self.done = threading.Event()
-        self._value: T | None = None
-        self._error: BaseException | None = None
-
-        def run() -> None:
-            try:
-                self._value = call()
-            except BaseException as exc:  # handed to result()
-                self._error = exc
-            finally:
-                self.done.set()
-
-        threading.Thread(target=run, name="odradek-job", daemon=True).start()
-
-    def result(self) -> T:
-        if self._error is not None:
-            raise self._error
-        return cast(T, self._value)
 
 
 def _stop_on_signals() -> threading.Event:
@@ -223,18 +197,19 @@ def archive(args: argparse.Namespace) -> int:
         log_file = Path(args.output) / "spark.log"
     stop = StopRequest("stopping the archive job")
     spark = _session("odradek-weblogs-archive", args.master, log_file)
+    pool = ThreadPoolExecutor(1, thread_name_prefix="odradek-archive")
     try:
         # The job runs in a thread: Ctrl-C sets `stop` here, which cancels Spark's jobs, instead of a
         # KeyboardInterrupt torn through the Py4J call
-        job = None
+        job: Future[dict[str, Any]] | None = None
         if not stop.is_set():
             print(f"Archiving {args.topic} from {args.bootstrap_server} to {args.output} ...", flush=True)
-            job = _Background(lambda: archive(spark, ArchiveConfig(args.bootstrap_server, Path(args.output),
-                                                                   args.topic, opts)))
-        while job is not None and not job.done.wait(0.5):
+            job = pool.submit(archive, spark, ArchiveConfig(args.bootstrap_server, Path(args.output), args.topic, opts))
+        while job is not None and not wait([job], timeout=0.5).done:
             if stop.is_set():  # again and again: the archive runs several Spark jobs one after another
                 spark.sparkContext.cancelAllJobs()
     finally:
+        pool.shutdown(wait=False)
         stop_session(spark)
     if stop.signalled:
         print(f"Stopped: archive interrupted; partial output may be in {args.output}")
