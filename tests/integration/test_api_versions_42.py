@@ -495,3 +495,40 @@ def test_unknown_versions_of_the_bumped_apis_close_the_connection(broker: Broker
             assert c.is_closed_by_peer(), name
         wait_until(lambda: f"unsupported version {version} of {name}" in broker.output(), 10,  # noqa: B023
                    f"the broker to log the unsupported {name} v{version}")
+
+
+def test_a_deleted_topics_offsets_go_with_it(broker: BrokerProcess) -> None:
+    """Kafka removes a deleted topic's committed offsets from every group (tombstones), so OffsetFetch v10
+    names the topic created again under that name (a new id) without the old topic's positions."""
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as CTopicPartition
+
+    topic, kept, group = unique_name("gone"), unique_name("kept"), unique_name("gdel")
+    create_topic(broker.bootstrap, topic)
+    create_topic(broker.bootstrap, kept)
+    busy = (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR)
+    with _conn(broker) as conn:
+        old_id = _topic_id(conn, topic)
+        wait_until(lambda: _commit(conn, group, [(topic, 0), (kept, 0)], 9).topics[0].partitions[0].error_code
+                   not in busy, 30, "the group coordinator to take the commit")
+        assert {t.name: p.committed_offset for t in _fetch_offsets(conn, group, None, 9).topics
+                for p in t.partitions} == {topic: 5, kept: 5}
+        admin(broker.bootstrap).delete_topics([topic])[topic].result(30)
+
+        def offsets() -> dict[str, int]:
+            return {t.name: p.committed_offset for t in _fetch_offsets(conn, group, None, 9).topics
+                    for p in t.partitions}
+
+        assert wait_until(lambda: offsets() if topic not in offsets() else None, 30,
+                          "the deleted topic's offsets to leave the group") == {kept: 5}
+        create_topic(broker.bootstrap, topic)
+        new_id = wait_until(lambda: _topic_id(conn, topic), 30, "the topic created again", ignoring=(AssertionError,))
+        assert new_id != old_id
+        answer = _fetch_offsets(conn, group, [(new_id, [0])], 10)
+        assert [(p.committed_offset, p.error_code) for t in answer.topics for p in t.partitions] == [(-1, 0)]
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    try:
+        committed = c.committed([CTopicPartition(topic, 0), CTopicPartition(kept, 0)], timeout=10)
+        assert [tp.offset for tp in committed] == [-1001, 5]
+    finally:
+        c.close()

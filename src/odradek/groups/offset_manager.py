@@ -1,6 +1,6 @@
 """Committed offsets of every group, whatever its type (Kafka's OffsetMetadataManager): OffsetCommit,
 TxnOffsetCommit (pending until the transaction's marker), the markers' completion, OffsetFetch (with
-KIP-447's unstable offsets), OffsetDelete and offsets retention.
+KIP-447's unstable offsets), OffsetDelete, offsets retention and the offsets of deleted topics.
 
 One implementation for classic and consumer (KIP-848) groups. What differs by group type is asked of the
 type (`GroupType`, implemented by `odradek.groups.coordinator.GroupCoordinator` and
@@ -237,19 +237,48 @@ class OffsetManager:
         return removed
 
     async def _expire_group(self, gtype: GroupType, group_id: str, now: int) -> int:
-        committed = gtype.offsets_of(group_id)
-        if committed is None:
+        if gtype.offsets_of(group_id) is None:
             return 0  # gone (unloaded, deleted, converted) since the pass began
         expired = gtype.expired_offsets(group_id, now, self.settings.retention_ms)
-        if expired:
+        return await self._remove(gtype, group_id, expired, "expired offsets")
+
+    async def _remove(self, gtype: GroupType, group_id: str, gone: list[TopicPartition], why: str) -> int:
+        """Tombstone `gone` and drop them from the group once written; a group left without offsets is
+        deleted if nothing else holds it. Returns how many were removed."""
+        committed = gtype.offsets_of(group_id)
+        if committed is None:
+            return 0
+        if gone:
             try:
-                await self.store.write(group_id, offset_records(group_id, dict.fromkeys(expired)))
+                await self.store.write(group_id, offset_records(group_id, dict.fromkeys(gone)))
             except KafkaError as exc:
-                log.warning("Could not expire offsets of group %s: %s", group_id, exc)
+                log.warning("Could not remove %s of group %s: %s", why, group_id, exc)
                 return 0
-            for tp in expired:
+            for tp in gone:
                 committed.pop(tp, None)
-            log.info("Removed %d expired offsets of group %s", len(expired), group_id)
+            log.info("Removed %d %s of group %s", len(gone), why, group_id)
         if gtype.offsets_of(group_id) is committed and not committed:
             await gtype.delete_if_unused(group_id)
-        return len(expired)
+        return len(gone)
+
+    # ---- deleted topics ----
+    def topic_deleted(self, topic: str) -> None:
+        """A topic was deleted: its committed offsets leave every group this broker coordinates, with
+        tombstones (Kafka's onPartitionsDeleted), so a topic created again under that name (a new topic id)
+        is not read from the old topic's positions."""
+        self._tasks.spawn(self.remove_topic(topic))
+
+    async def remove_topic(self, topic: str) -> int:
+        removed = 0
+        for gtype in self.types:
+            for group_id in gtype.group_ids():
+                try:
+                    self.store.check(group_id)
+                except KafkaError:
+                    continue
+                async with gtype.lock(group_id):
+                    committed = gtype.offsets_of(group_id) or {}
+                    gone = [tp for tp in committed if tp[0] == topic]
+                    if gone:
+                        removed += await self._remove(gtype, group_id, gone, f"offsets of deleted topic {topic}")
+        return removed
