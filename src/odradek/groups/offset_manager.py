@@ -16,7 +16,7 @@ runtime) and memory follows once they are committed, and only if the group is st
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -225,6 +225,13 @@ class OffsetManager:
     # ---- retention ----
     async def expire(self, now: int) -> int:
         """One retention pass over every group; returns how many offsets were removed."""
+        return await self._remove_where(
+            lambda gtype, gid, _committed: gtype.expired_offsets(gid, now, self.settings.retention_ms),
+            "expired offsets")
+
+    async def _remove_where(self, select: Callable[[GroupType, str, Offsets], list[TopicPartition]],
+                            why: str) -> int:
+        """Remove, from each group this broker coordinates, the offsets `select` names; returns how many."""
         removed = 0
         for gtype in self.types:
             for group_id in gtype.group_ids():
@@ -233,21 +240,16 @@ class OffsetManager:
                 except KafkaError:
                     continue
                 async with gtype.lock(group_id):
-                    removed += await self._expire_group(gtype, group_id, now)
+                    committed = gtype.offsets_of(group_id)
+                    if committed is not None:  # else gone (unloaded, deleted, converted) since the pass began
+                        removed += await self._remove(gtype, group_id, committed,
+                                                      select(gtype, group_id, committed), why)
         return removed
 
-    async def _expire_group(self, gtype: GroupType, group_id: str, now: int) -> int:
-        if gtype.offsets_of(group_id) is None:
-            return 0  # gone (unloaded, deleted, converted) since the pass began
-        expired = gtype.expired_offsets(group_id, now, self.settings.retention_ms)
-        return await self._remove(gtype, group_id, expired, "expired offsets")
-
-    async def _remove(self, gtype: GroupType, group_id: str, gone: list[TopicPartition], why: str) -> int:
+    async def _remove(self, gtype: GroupType, group_id: str, committed: Offsets, gone: list[TopicPartition],
+                      why: str) -> int:
         """Tombstone `gone` and drop them from the group once written; a group left without offsets is
         deleted if nothing else holds it. Returns how many were removed."""
-        committed = gtype.offsets_of(group_id)
-        if committed is None:
-            return 0
         if gone:
             try:
                 await self.store.write(group_id, offset_records(group_id, dict.fromkeys(gone)))
@@ -266,19 +268,5 @@ class OffsetManager:
         """A topic was deleted: its committed offsets leave every group this broker coordinates, with
         tombstones (Kafka's onPartitionsDeleted), so a topic created again under that name (a new topic id)
         is not read from the old topic's positions."""
-        self._tasks.spawn(self.remove_topic(topic))
-
-    async def remove_topic(self, topic: str) -> int:
-        removed = 0
-        for gtype in self.types:
-            for group_id in gtype.group_ids():
-                try:
-                    self.store.check(group_id)
-                except KafkaError:
-                    continue
-                async with gtype.lock(group_id):
-                    committed = gtype.offsets_of(group_id) or {}
-                    gone = [tp for tp in committed if tp[0] == topic]
-                    if gone:
-                        removed += await self._remove(gtype, group_id, gone, f"offsets of deleted topic {topic}")
-        return removed
+        self._tasks.spawn(self._remove_where(lambda _t, _g, committed: [tp for tp in committed if tp[0] == topic],
+                                             f"offsets of deleted topic {topic}"))
