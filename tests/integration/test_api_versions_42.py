@@ -488,7 +488,7 @@ def test_unknown_versions_of_the_bumped_apis_close_the_connection(broker: Broker
     from tests.rawclient import RawClient
 
     for api_key, name, version in [(2, "ListOffsets", 12), (8, "OffsetCommit", 11), (9, "OffsetFetch", 11),
-                                   (27, "WriteTxnMarkers", 3)]:
+                                   (27, "WriteTxnMarkers", 3), (78, "ShareFetch", 3), (79, "ShareAcknowledge", 3)]:
         with RawClient(broker.port) as c:
             body = struct.pack(">hhih", api_key, version, 1, -1)
             c.send_raw(struct.pack(">i", len(body)) + body)

@@ -163,3 +163,39 @@ def test_share_sessions() -> None:
     assert exc.value.code == E.SHARE_SESSION_LIMIT_REACHED
     cache.close(cache.closing("g", "m"))
     assert not cache.sessions
+
+
+def test_renew_only_acknowledgements_write_nothing() -> None:
+    """A RENEW changes no durable state (the lock is not kept): acknowledgements that only renew are not
+    written, as in Kafka; with another type beside them the state is written once, as always."""
+    from odradek.groups.share_partition import AckBatch, AckType
+    from odradek.groups.share_state import (
+        InMemoryShareStatePersister,
+        SharePartitionManager,
+        SharePartitionSettings,
+    )
+
+    class Counting(InMemoryShareStatePersister):
+        writes = 0
+
+        async def write_state(self, key: ShareKey, state: Any) -> None:
+            self.writes += 1
+            await super().write_state(key, state)
+
+    async def main() -> None:
+        persister = Counting()
+        m = SharePartitionManager(SharePartitionSettings(lock_duration_ms=60_000), persister)
+        key = ShareKey("g", b"t" * 16, 0)
+        sp = await m.partition(key, 0, 0)
+        assert await m.acquire(key, "a", [(0, 1)], 10)
+        before, deadline = persister.writes, sp.records[0].deadline
+        await asyncio.sleep(0.01)
+        assert await m.acknowledge(key, "a", [AckBatch(0, 1, (AckType.RENEW,))]) == E.NONE
+        assert persister.writes == before and sp.records[0].deadline > deadline
+        assert sp.records[0].delivery_count == 1 and m.counters.acknowledged[AckType.RENEW] == 2
+        assert await m.acknowledge(key, "a", [AckBatch(0, 1, (AckType.RENEW, AckType.ACCEPT))]) == E.NONE
+        assert persister.writes == before + 1
+        assert await m.acknowledge(key, "b", [AckBatch(0, 0, (AckType.RENEW,))]) == E.INVALID_RECORD_STATE
+        m.shutdown()
+
+    asyncio.run(main())

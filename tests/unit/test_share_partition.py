@@ -1,6 +1,6 @@
-"""The share-partition state machine (`odradek.groups.share_partition`): acquisition, the acknowledge
-types, lock expiry, the delivery-count limit, the in-flight bound, and a property test over random
-interleavings of members."""
+"""The share-partition state machine (`odradek.groups.share_partition`): acquisition (never past
+max_records), the acknowledge types (RENEW included), lock expiry, the delivery-count limit, the in-flight
+bound, and a property test over random interleavings of members."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from odradek.groups.share_partition import (
 )
 from odradek.protocol.errors import ErrorCode
 
-ACCEPT, RELEASE, REJECT, GAP = (int(AckType.ACCEPT), int(AckType.RELEASE), int(AckType.REJECT),
-                                int(AckType.GAP))
+ACCEPT, RELEASE, REJECT, GAP, RENEW = (int(AckType.ACCEPT), int(AckType.RELEASE), int(AckType.REJECT),
+                                       int(AckType.GAP), int(AckType.RENEW))
 
 
 def _sp(start: int = 0, **kw: int) -> SharePartition:
@@ -140,6 +140,43 @@ def test_another_members_records_and_bad_batches() -> None:
     assert sp.records[0].state is RecordState.ACQUIRED
 
 
+def test_renew_restarts_the_lock_and_keeps_the_delivery_count() -> None:
+    sp = _sp(lock_duration_ms=100)
+    assert sp.acquire("a", [(0, 2)], 10, now=0) == [Acquired(0, 2, 1)]
+    assert sp.acknowledge("a", [AckBatch(0, 1, (RENEW,))], now=80) == ErrorCode.NONE
+    assert [(r.state, r.holder, r.delivery_count, r.deadline) for r in sp.records.values()] == [
+        (RecordState.ACQUIRED, "a", 1, 180), (RecordState.ACQUIRED, "a", 1, 180), (RecordState.ACQUIRED, "a", 1, 100)]
+    assert sp.expire_locks(100) == 1  # only the one not renewed
+    assert sp.acquire("b", [(0, 2)], 10, now=100) == [Acquired(2, 2, 2)]
+    assert sp.expire_locks(179) == 0 and sp.acquired_by("a") == [0, 1]
+    # renewed again, per offset beside another type; then settled as any acquired record
+    assert sp.acknowledge("a", [AckBatch(0, 1, (RENEW, ACCEPT))], now=150) == ErrorCode.NONE
+    assert (sp.records[0].deadline, sp.records[0].delivery_count, sp.start_offset) == (250, 1, 0)
+    assert sp.acknowledge("a", [AckBatch(0, 0, (ACCEPT,))], now=200) == ErrorCode.NONE
+    assert sp.start_offset == 2
+
+
+def test_renew_of_records_the_member_does_not_hold() -> None:
+    """As any acknowledgement: INVALID_RECORD_STATE for another member's record, one never acquired, or
+    one whose lock expired (a renewal cannot bring back a lock); all or none."""
+    sp = _sp(lock_duration_ms=100)
+    sp.acquire("a", [(0, 1)], 10, now=0)
+    assert sp.acknowledge("b", [AckBatch(0, 0, (RENEW,))], now=10) == ErrorCode.INVALID_RECORD_STATE
+    assert sp.acknowledge("a", [AckBatch(0, 5, (RENEW,))], now=10) == ErrorCode.INVALID_RECORD_STATE
+    assert sp.records[0].deadline == 100  # the valid part was not applied
+    assert sp.expire_locks(100) == 2
+    assert sp.acknowledge("a", [AckBatch(0, 0, (RENEW,))], now=110) == ErrorCode.INVALID_RECORD_STATE
+    assert sp.records[0].state is RecordState.AVAILABLE
+
+
+def test_record_limit_splits_batches() -> None:
+    """KIP-1206's record-limit mode: never more than max_records, wherever the batches end."""
+    sp = _sp()
+    assert sp.acquire("a", [(0, 4), (5, 9)], 3, now=0) == [Acquired(0, 2, 1)]
+    assert sp.acquire("b", [(0, 4), (5, 9)], 4, now=0) == [Acquired(3, 6, 1)]
+    assert sp.acquire("c", [(5, 9), (10, 10)], 1, now=0) == [Acquired(7, 7, 1)]
+
+
 def test_in_flight_bound() -> None:
     sp = _sp(max_in_flight=3)
     assert sp.acquire("a", [(0, 9)], 100, now=0) == [Acquired(0, 2, 1)]
@@ -159,7 +196,8 @@ def test_gaps_in_the_log_and_log_start() -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["fetch", "ack", "expire", "leave"]), st.sampled_from("abc"),
-                          st.integers(1, 6), st.sampled_from([ACCEPT, RELEASE, REJECT, GAP])), max_size=60))
+                          st.integers(1, 6), st.sampled_from([ACCEPT, RELEASE, REJECT, GAP, RENEW])),
+                max_size=60))
 def test_property_one_holder_once_acknowledged_start_monotonic(ops: list[tuple[str, str, int, int]]) -> None:
     sp = SharePartition(0, lock_duration_ms=50, delivery_count_limit=3, max_in_flight=8)
     log_end = 20
@@ -175,7 +213,9 @@ def test_property_one_holder_once_acknowledged_start_monotonic(ops: list[tuple[s
             holder = {o: m for o, m in holder.items() if sp.records.get(o) and sp.records[o].holder == m}
             start = sp.next_fetch_offset()
             batches = [(b, min(b + 2, log_end - 1)) for b in range(start - start % 3, log_end, 3)]
-            for r in sp.acquire(member, batches, n, now):
+            got = sp.acquire(member, batches, n, now)
+            assert sum(r.last_offset - r.first_offset + 1 for r in got) <= n  # record-limit
+            for r in got:
                 for o in range(r.first_offset, r.last_offset + 1):
                     assert o not in holder, f"offset {o} handed to {member} while {holder.get(o)} holds it"
                     assert o not in accepted
@@ -185,10 +225,12 @@ def test_property_one_holder_once_acknowledged_start_monotonic(ops: list[tuple[s
         elif op == "ack":
             mine = sorted(o for o, m in holder.items() if m == member)[:n]
             if mine:
-                res = sp.acknowledge(member, [AckBatch(o, o, (kind,)) for o in mine])
+                res = sp.acknowledge(member, [AckBatch(o, o, (kind,)) for o in mine], now)
                 still = all(sp.records.get(o) is not None or o < sp.start_offset for o in mine)
                 assert still
-                if res == ErrorCode.NONE:
+                if res == ErrorCode.NONE and kind == RENEW:  # still ours, with a fresh lock
+                    assert all(sp.records[o].deadline == now + 50 for o in mine)
+                elif res == ErrorCode.NONE:
                     for o in mine:
                         del holder[o]
                         if kind == ACCEPT:

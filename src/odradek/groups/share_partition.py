@@ -13,6 +13,8 @@ The state covers a window of offsets, [start offset (SPSO), end offset):
 
 Acquiring a record makes it ACQUIRED by one member until the member acknowledges it (ACCEPT →
 ACKNOWLEDGED, RELEASE → AVAILABLE again, REJECT or GAP → ARCHIVED) or the lock expires (→ AVAILABLE).
+RENEW (KIP-1222) leaves the record ACQUIRED by the member with a fresh lock (`lock_duration_ms` from
+now) and its delivery count as it was.
 A released or expired record whose delivery count reached the delivery-count limit is ARCHIVED instead.
 The start offset moves up over the done prefix of the window, never down. No more than
 `max_in_flight` offsets (`group.share.partition.max.record.locks`) sit in the window: a partition with
@@ -49,6 +51,7 @@ class AckType(IntEnum):
     ACCEPT = 1
     RELEASE = 2
     REJECT = 3
+    RENEW = 4  # KIP-1222, ShareFetch/ShareAcknowledge v2: restart the acquisition lock
 
 
 @dataclass(slots=True)
@@ -131,7 +134,10 @@ class SharePartition:
     def acquire(self, member_id: str, batches: list[tuple[int, int]], max_records: int, now: int) -> list[Acquired]:
         """Acquire for `member_id` up to `max_records` offsets of `batches` ((base offset, last offset) of
         whole record batches read from the log at `next_fetch_offset()`, in order): AVAILABLE offsets of
-        the window, then offsets past its end while the window has room. Returns the ranges acquired."""
+        the window, then offsets past its end while the window has room. Returns the ranges acquired.
+        Never more than `max_records`, even when that splits a batch: ShareFetch's record-limit acquire
+        mode (KIP-1206), which Odradek applies in both modes (Kafka's batch-optimized one finishes the
+        batch the limit falls in)."""
         taken: list[int] = []
         for base, last in batches:
             for offset in range(max(base, self.start_offset), last + 1):
@@ -181,11 +187,12 @@ class SharePartition:
         return archived
 
     # ---- acknowledging ----
-    def acknowledge(self, member_id: str, batches: list[AckBatch]) -> ErrorCode:
+    def acknowledge(self, member_id: str, batches: list[AckBatch], now: int = 0) -> ErrorCode:
         """Apply a member's acknowledgements of one partition, all or none: INVALID_REQUEST for a batch
         that is malformed (first after last, a type count that is neither 1 nor the range's length, an
         unknown type, overlapping batches), INVALID_RECORD_STATE when an offset is not acquired by this
-        member (never fetched, already acknowledged, its lock expired, or another member's)."""
+        member (never fetched, already acknowledged, its lock expired, or another member's). A RENEW
+        restarts the offset's lock at `now` (whether the request may carry RENEW is the caller's check)."""
         seen_upto = -1
         for b in batches:
             if b.first_offset > b.last_offset or b.first_offset <= seen_upto:
@@ -210,6 +217,8 @@ class SharePartition:
                     self._settle(rec, RecordState.ACKNOWLEDGED)
                 elif kind == AckType.RELEASE:
                     self._give_back(rec)
+                elif kind == AckType.RENEW:
+                    rec.deadline = now + self.lock_duration_ms
                 else:  # REJECT, GAP
                     self._settle(rec, RecordState.ARCHIVED)
                     self.archived += 1

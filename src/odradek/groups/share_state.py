@@ -45,6 +45,7 @@ from odradek.groups.configs import FixedGroupConfigs, GroupConfigLookup
 from odradek.groups.share_partition import (
     LATEST,
     AckBatch,
+    AckType,
     Acquired,
     RecordState,
     SharePartition,
@@ -281,13 +282,20 @@ class SharePartitionManager:
         return got
 
     async def acknowledge(self, key: ShareKey, member_id: str, batches: list[AckBatch]) -> ErrorCode:
+        """Apply a member's acknowledgements (SharePartition.acknowledge). A RENEW restarts the lock with the
+        group's current `share.record.lock.duration.ms`; acknowledgements that only renew change nothing
+        durable, so nothing is written for them (as in Kafka) and nobody is woken. The lock timer needs
+        no re-arming: it fires at the earliest old deadline, finds it moved and arms for the new one."""
         sp = self.partitions.get(key)
         if sp is None:
             return ErrorCode.INVALID_RECORD_STATE  # nothing was ever acquired here
         archived = sp.archived
-        err = sp.acknowledge(member_id, batches)
+        sp.lock_duration_ms = self.lock_duration_ms(key.group_id)
+        err = sp.acknowledge(member_id, batches, now_ms())
         if err == ErrorCode.NONE:
             self._count_acks(batches)
+            if all(t == AckType.RENEW for b in batches for t in b.types):
+                return err
             self._count_archived(key, sp, archived)
             self._wake(key)
             err = await self._persist(key)

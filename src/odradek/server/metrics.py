@@ -341,7 +341,7 @@ def _coordinators(broker: Any) -> Iterator[Metric]:
         yield family
 
 
-_ACK_TYPES = {1: "Accept", 2: "Release", 3: "Reject"}
+_ACK_TYPES = {1: "Accept", 2: "Release", 3: "Reject", 4: "Renew"}
 
 
 def _share_partitions(broker: Any) -> Iterator[Metric]:

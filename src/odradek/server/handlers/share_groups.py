@@ -1,7 +1,17 @@
-"""Share group APIs (KIP-932), v1 each: ShareGroupHeartbeat (76) and ShareGroupDescribe (77), served by
+"""Share group APIs (KIP-932): ShareGroupHeartbeat (76) and ShareGroupDescribe (77) at v1, served by
 the group coordinator's share type (`odradek.groups.share_coordinator`), and ShareFetch (78) and
-ShareAcknowledge (79), served over the share partitions (`odradek.groups.share_state`) and the share
-sessions (`odradek.server.share_sessions`). The message classes are in `odradek.protocol.kip932`.
+ShareAcknowledge (79) at v1-2, served over the share partitions (`odradek.groups.share_state`) and the
+share sessions (`odradek.server.share_sessions`). The message classes are in `odradek.protocol.kip932`.
+
+Version 2 (Kafka 4.2) adds the RENEW acknowledgement (type 4, KIP-1222: the record stays acquired by the
+member with a fresh acquisition lock), allowed only in a v2 request whose IsRenewAck is set (elsewhere:
+INVALID_REQUEST for the partition). A ShareFetch with IsRenewAck only acknowledges: it fetches nothing,
+and its MaxBytes, MinBytes, MaxRecords and MaxWaitMs must be 0 (INVALID_REQUEST otherwise). ShareFetch v2
+also names the acquire mode (KIP-1206): record-limit (1) never acquires more than MaxRecords, and neither
+does batch-optimized (0, v1's) here. Departure: Kafka's batch-optimized mode finishes the batch the limit
+falls in; Odradek's v1 always stopped at MaxRecords (partial batches are acquired offset by offset),
+which is what shares one big batch out between librdkafka's ShareConsumers, so v1's behaviour is kept.
+ShareAcknowledge v2 answers the lock duration.
 
 ShareFetch never decodes a record: it reads whole batches from the log as bytes (walking only their
 headers for the offsets), acquires offsets of them for the member, and answers the batches that hold an
@@ -27,7 +37,7 @@ from typing import Any
 
 from odradek.groups.service import GroupCoordinatorService
 from odradek.groups.share_coordinator import ShareHeartbeat
-from odradek.groups.share_partition import AckBatch, Acquired
+from odradek.groups.share_partition import AckBatch, AckType, Acquired
 from odradek.groups.share_state import ShareKey, persist_error
 from odradek.protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from odradek.protocol.kip932 import (
@@ -147,8 +157,9 @@ class _Request:
         part: Partition = self.ctx.broker.replicas.leader_partition(name, tp[1])
         return part
 
-    async def acknowledge(self, topics: Any) -> None:
-        """Apply the acknowledgement batches of `topics` (a request's Topics), one result per partition."""
+    async def acknowledge(self, topics: Any, renew_allowed: bool = False) -> None:
+        """Apply the acknowledgement batches of `topics` (a request's Topics), one result per partition;
+        a partition with a RENEW where `renew_allowed` is false gets INVALID_REQUEST."""
         manager = self.gc.share_partitions
         for t in topics or []:
             for p in t.partitions or []:
@@ -161,6 +172,9 @@ class _Request:
                     self.check_topic(tp)
                 except KafkaError as exc:
                     res.ack_error = exc.code
+                    continue
+                if not renew_allowed and any(AckType.RENEW in (b.acknowledge_types or ()) for b in batches):
+                    res.ack_error = ErrorCode.INVALID_REQUEST
                     continue
                 key = ShareKey(self.group_id, tp[0], tp[1])
                 res.ack_error = await manager.acknowledge(key, self.member_id, [
@@ -191,6 +205,11 @@ def _refusal(ctx: RequestContext, group_id: str, member_id: str) -> tuple[ErrorC
 
 def _has_acks(topics: Any) -> bool:
     return any(p.acknowledgement_batches for t in topics or [] for p in t.partitions or [])
+
+
+def _is_renew(ctx: RequestContext, request: Any) -> bool:
+    """Whether the request may carry RENEW acknowledgements: v2 and later with IsRenewAck set."""
+    return ctx.version >= 2 and bool(request.is_renew_ack)
 
 
 def _count(ctx: RequestContext, results: dict[TopicPartitionId, _PartitionResult], fetched: Iterable[TopicPartitionId],
@@ -253,6 +272,22 @@ def _aborted_bases(data: bytes, aborted: list[tuple[int, int]]) -> set[int]:
     except CorruptRecordError:
         pass
     return out
+
+
+BATCH_OPTIMIZED, RECORD_LIMIT = 0, 1  # ShareFetch v2's ShareAcquireMode (KIP-1206)
+
+
+def _fetch_refusal(ctx: RequestContext, request: Any) -> str | None:
+    """Why a v2 ShareFetch is INVALID_REQUEST before anything is done: an unknown acquire mode, or a
+    renewing fetch (it only acknowledges) that asks for records."""
+    if ctx.version < 2:
+        return None
+    if request.share_acquire_mode not in (BATCH_OPTIMIZED, RECORD_LIMIT):
+        return f"Unknown ShareAcquireMode {request.share_acquire_mode}."
+    if request.is_renew_ack and (request.max_bytes or request.min_bytes or request.max_records
+                                 or request.max_wait_ms):
+        return "MaxBytes, MinBytes, MaxRecords and MaxWaitMs must be 0 when IsRenewAck is set."
+    return None
 
 
 class _Fetch(_Request):
@@ -362,7 +397,7 @@ class _Fetch(_Request):
                                   acquisition_lock_timeout_ms=lock_ms, responses=responses, node_endpoints=[])
 
 
-@handles(ShareFetchRequest, ShareFetchResponse, versions=(1, 1))
+@handles(ShareFetchRequest, ShareFetchResponse, versions=(1, 2))
 async def share_fetch(ctx: RequestContext, request: Any) -> ShareFetchResponse:
     gc = _groups(ctx)
     lock_ms = gc.share_partitions.lock_duration_ms(request.group_id or "")
@@ -370,6 +405,10 @@ async def share_fetch(ctx: RequestContext, request: Any) -> ShareFetchResponse:
     refused = _refusal(ctx, group_id, member_id)
     if refused is not None:
         return _fetch_error(*refused)
+    invalid = _fetch_refusal(ctx, request)
+    if invalid is not None:
+        return _fetch_error(ErrorCode.INVALID_REQUEST, invalid, lock_ms)
+    renew = _is_renew(ctx, request)
     sessions = ctx.broker.share_sessions
     try:
         if epoch == OPEN_EPOCH:
@@ -392,7 +431,7 @@ async def share_fetch(ctx: RequestContext, request: Any) -> ShareFetchResponse:
     except KafkaError as exc:
         return _fetch_error(exc.code, exc.message, lock_ms)
     fetch = _Fetch(ctx, request, session)
-    await fetch.acknowledge(request.topics)
+    await fetch.acknowledge(request.topics, renew)
     fetch.acked = frozenset(fetch.results)
     if epoch == CLOSE_EPOCH:
         fetch.release_session(session)
@@ -405,6 +444,9 @@ async def share_fetch(ctx: RequestContext, request: Any) -> ShareFetchResponse:
     for t in request.topics or []:
         for p in t.partitions or []:
             session.partitions[(t.topic_id.bytes, p.partition_index)] = None
+    if renew:  # a renewing fetch only acknowledges (Kafka skips the fetch)
+        _count(ctx, fetch.results, (), fetch.acked)
+        return fetch.response(lock_ms)
     fetch.resolve()
     total = await fetch.read()
     wait_ms = request.max_wait_ms
@@ -428,13 +470,14 @@ async def share_fetch(ctx: RequestContext, request: Any) -> ShareFetchResponse:
 
 
 # ---- ShareAcknowledge ----
-@handles(ShareAcknowledgeRequest, ShareAcknowledgeResponse, versions=(1, 1))
+@handles(ShareAcknowledgeRequest, ShareAcknowledgeResponse, versions=(1, 2))
 async def share_acknowledge(ctx: RequestContext, request: Any) -> ShareAcknowledgeResponse:
     group_id, member_id, epoch = request.group_id or "", request.member_id or "", request.share_session_epoch
+    lock_ms = _groups(ctx).share_partitions.lock_duration_ms(group_id)  # answered from v2
 
     def error(code: ErrorCode, message: str | None = None) -> ShareAcknowledgeResponse:
-        return ShareAcknowledgeResponse(throttle_time_ms=0, error_code=code, error_message=message, responses=[],
-                                        node_endpoints=[])
+        return ShareAcknowledgeResponse(throttle_time_ms=0, error_code=code, error_message=message,
+                                        acquisition_lock_timeout_ms=lock_ms, responses=[], node_endpoints=[])
 
     refused = _refusal(ctx, group_id, member_id)
     if refused is not None:
@@ -449,7 +492,7 @@ async def share_acknowledge(ctx: RequestContext, request: Any) -> ShareAcknowled
     except KafkaError as exc:
         return error(exc.code, exc.message)
     req = _Request(ctx, group_id, member_id)
-    await req.acknowledge(request.topics)
+    await req.acknowledge(request.topics, _is_renew(ctx, request))
     _count(ctx, req.results, (), list(req.results))
     if epoch == CLOSE_EPOCH:
         req.release_session(session)
@@ -457,7 +500,7 @@ async def share_acknowledge(ctx: RequestContext, request: Any) -> ShareAcknowled
     topic_cls = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse
     node = ctx.broker.broker_id
     return ShareAcknowledgeResponse(
-        throttle_time_ms=0, error_code=0, error_message=None, node_endpoints=[],
+        throttle_time_ms=0, error_code=0, error_message=None, acquisition_lock_timeout_ms=lock_ms, node_endpoints=[],
         responses=[topic_cls(topic_id=uuid.UUID(bytes=topic_id), partitions=[
             _AckPart(partition_index=partition, error_code=res.ack_error, error_message=None,
                      current_leader=_AckPart.LeaderIdAndEpoch(leader_id=node, leader_epoch=res.leader_epoch))

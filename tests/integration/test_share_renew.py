@@ -1,0 +1,196 @@
+"""ShareFetch and ShareAcknowledge v2 (Kafka 4.2) spoken over a real socket to a real broker, as no client
+Odradek is tested with sends them yet (librdkafka 2.16 stays at v1): acquisition-lock renewal (KIP-1222),
+where a member that keeps renewing keeps its record past the lock duration and another member waiting
+for it gets nothing until the renewals stop, then gets it with the delivery count one higher (a renewal
+is not a delivery); the renewal rules (INVALID_REQUEST for a renewing fetch that asks for records, for
+RENEW without IsRenewAck, INVALID_RECORD_STATE for a record the member no longer holds); and the acquire
+modes (KIP-1206): record-limit acquires no more than MaxRecords of a batch (nor does batch-optimized here,
+a departure: Kafka's finishes the batch).
+
+The members do not join the group (ShareFetch does not ask for membership, and a member whose heartbeats
+stopped would have its records given back); the groups read from the earliest offset (a group config).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import ResourceType
+
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.kip932 import ShareAcknowledgeRequest, ShareFetchRequest
+from odradek.protocol.records import iter_batches
+from odradek.server.share_sessions import next_epoch
+from tests.clients import alter_configs, create_topic, produce, unique_name
+from tests.harness import BrokerProcess
+from tests.integration.test_share_groups import _topic_id
+from tests.rawclient import RawClient
+from tests.share_consumers import CONFIG, LOCK_MS
+from tests.waiting import wait_until
+
+ACCEPT, RENEW = 1, 4
+BATCH_OPTIMIZED, RECORD_LIMIT = 0, 1
+_FetchPartition = ShareFetchRequest.FetchTopic.FetchPartition
+_AckPartition = ShareAcknowledgeRequest.AcknowledgeTopic.AcknowledgePartition
+
+
+@pytest.fixture(scope="module")
+def broker_config() -> dict[str, str]:
+    return CONFIG  # group.share.record.lock.duration.ms = LOCK_MS (1 s)
+
+
+class _Member:
+    """One share-group member on its own connection, keeping its share session's epoch."""
+
+    def __init__(self, broker: BrokerProcess, group: str, topic_id: uuid.UUID) -> None:
+        self.raw = RawClient(broker.port)
+        self.group, self.topic_id = group, topic_id
+        self.member_id = uuid.uuid4().hex
+        self.epoch = 0
+
+    def close(self) -> None:
+        self.raw.close()
+
+    def _sent(self, resp: Any) -> Any:
+        if resp.error_code == 0:
+            self.epoch = next_epoch(self.epoch)
+        return resp
+
+    def fetch(self, acks: Sequence[tuple[int, int, int]] = (), *, renew: bool = False, mode: int = BATCH_OPTIMIZED,
+              max_records: int = 100, max_wait_ms: int = 0, version: int = 2) -> Any:
+        """A ShareFetch of partition 0 with `acks` ((first, last, type) each); a renewing one (IsRenewAck)
+        asks for nothing, as Kafka requires."""
+        batch = _FetchPartition.AcknowledgementBatch
+        limits = dict(max_wait_ms=0, min_bytes=0, max_bytes=0, max_records=0) if renew else dict(
+            max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=1 << 20, max_records=max_records)
+        part = _FetchPartition(partition_index=0, acknowledgement_batches=[
+            batch(first_offset=f, last_offset=last, acknowledge_types=[t]) for f, last, t in acks])
+        return self._sent(self.raw.request(ShareFetchRequest(
+            group_id=self.group, member_id=self.member_id, share_session_epoch=self.epoch, **limits,
+            batch_size=max_records, share_acquire_mode=mode, is_renew_ack=renew,
+            topics=[ShareFetchRequest.FetchTopic(topic_id=self.topic_id, partitions=[part])],
+            forgotten_topics_data=[]), version=version))
+
+    def acknowledge(self, acks: Sequence[tuple[int, int, int]], *, renew: bool = True, version: int = 2) -> Any:
+        part = _AckPartition(partition_index=0, acknowledgement_batches=[
+            _AckPartition.AcknowledgementBatch(first_offset=f, last_offset=last, acknowledge_types=[t])
+            for f, last, t in acks])
+        return self._sent(self.raw.request(ShareAcknowledgeRequest(
+            group_id=self.group, member_id=self.member_id, share_session_epoch=self.epoch, is_renew_ack=renew,
+            topics=[ShareAcknowledgeRequest.AcknowledgeTopic(topic_id=self.topic_id, partitions=[part])]),
+            version=version))
+
+
+def _partition(resp: Any) -> Any:
+    assert resp.error_code == 0, resp
+    (topic,) = resp.responses
+    (part,) = topic.partitions
+    return part
+
+
+def _acquired(resp: Any) -> list[tuple[int, int, int]]:
+    if resp.error_code or not resp.responses:
+        return []
+    return [(a.first_offset, a.last_offset, a.delivery_count) for a in _partition(resp).acquired_records]
+
+
+def _setup(broker: BrokerProcess, values: list[bytes], **produce_conf: Any) -> tuple[str, uuid.UUID]:
+    """A new one-partition topic holding `values` and a new group reading it from the earliest offset."""
+    topic, group = unique_name("share"), unique_name("sg")
+    create_topic(broker.bootstrap, topic)
+    alter_configs(broker.bootstrap, ResourceType.GROUP, group, share__auto__offset__reset="earliest")
+    produce(broker.bootstrap, topic, values, **produce_conf)
+    with RawClient(broker.port) as raw:
+        topic_id = wait_until(lambda: _topic_id(raw, topic), message="the topic id")
+    return group, topic_id
+
+
+def test_renewed_record_is_not_redelivered(broker: BrokerProcess) -> None:
+    group, topic_id = _setup(broker, [b"long job"])
+    a, b = _Member(broker, group, topic_id), _Member(broker, group, topic_id)
+    try:
+        assert _acquired(a.fetch(max_wait_ms=5000)) == [(0, 0, 1)]
+        # b long-polls for the record while a renews its lock, alternately by ShareAcknowledge and by a
+        # renewing ShareFetch, every quarter of the lock duration
+        waited: dict[str, Any] = {}
+        done = threading.Event()
+
+        def wait_for_record() -> None:
+            start = time.monotonic()
+            waited["resp"] = b.fetch(max_wait_ms=3 * LOCK_MS)
+            waited["seconds"] = time.monotonic() - start
+            done.set()
+
+        waiter = threading.Thread(target=wait_for_record, daemon=True)
+        waiter.start()
+        renewals = 0
+        while not done.wait(LOCK_MS / 4000):
+            if renewals % 2 == 0:
+                resp = a.acknowledge([(0, 0, RENEW)])
+                assert resp.acquisition_lock_timeout_ms == LOCK_MS  # ShareAcknowledge v2's new field
+                assert resp.responses[0].partitions[0].error_code == 0
+            else:
+                part = _partition(a.fetch([(0, 0, RENEW)], renew=True))
+                assert (part.acknowledge_error_code, part.acquired_records, part.records) == (0, [], None)
+            renewals += 1
+        waiter.join()
+        assert _acquired(waited["resp"]) == [], "the renewed record went to another member"
+        assert waited["seconds"] >= 2 * LOCK_MS / 1000 and renewals >= 4
+        # the renewals stop: the lock runs out and b gets the record, delivered a second time (not more)
+        assert _acquired(b.fetch(max_wait_ms=5 * LOCK_MS)) == [(0, 0, 2)]
+        # a holds nothing now: renewing is INVALID_RECORD_STATE, as any acknowledgement of it
+        assert a.acknowledge([(0, 0, RENEW)]).responses[0].partitions[0].error_code == \
+            ErrorCode.INVALID_RECORD_STATE
+        assert _partition(b.fetch([(0, 0, ACCEPT)])).acknowledge_error_code == 0
+    finally:
+        a.close()
+        b.close()
+
+
+def test_renewal_rules(broker: BrokerProcess) -> None:
+    group, topic_id = _setup(broker, [b"x"])
+    m = _Member(broker, group, topic_id)
+    try:
+        assert _acquired(m.fetch(max_wait_ms=5000)) == [(0, 0, 1)]
+        # a renewing fetch must ask for nothing (the epoch does not move: the request was refused whole)
+        refused = m.raw.request(ShareFetchRequest(
+            group_id=group, member_id=m.member_id, share_session_epoch=m.epoch, max_wait_ms=0, min_bytes=0,
+            max_bytes=0, max_records=5, batch_size=5, share_acquire_mode=0, is_renew_ack=True,
+            topics=[], forgotten_topics_data=[]), version=2)
+        assert refused.error_code == ErrorCode.INVALID_REQUEST
+        # an acquire mode Kafka does not know
+        assert m.fetch(mode=7).error_code == ErrorCode.INVALID_REQUEST
+        # RENEW without IsRenewAck, and in v1 (which has no IsRenewAck), is INVALID_REQUEST for the partition
+        assert _partition(m.fetch([(0, 0, RENEW)])).acknowledge_error_code == ErrorCode.INVALID_REQUEST
+        assert _partition(m.fetch([(0, 0, RENEW)], version=1)).acknowledge_error_code == ErrorCode.INVALID_REQUEST
+        assert m.acknowledge([(0, 0, RENEW)], renew=False).responses[0].partitions[0].error_code == \
+            ErrorCode.INVALID_REQUEST
+        v1 = m.acknowledge([(0, 0, RENEW)], version=1)
+        assert v1.responses[0].partitions[0].error_code == ErrorCode.INVALID_REQUEST
+        # nothing of that touched the record: still m's, accepted now
+        assert m.acknowledge([(0, 0, ACCEPT)], renew=False).responses[0].partitions[0].error_code == 0
+    finally:
+        m.close()
+
+
+def test_acquire_modes(broker: BrokerProcess) -> None:
+    """Ten records in one batch, MaxRecords 3: record-limit acquires 0-2 (the whole batch is sent, the
+    client keeps the acquired ones), the next member 3-5; batch-optimized (v1's) stops at MaxRecords too
+    (Kafka's would take the rest of the batch)."""
+    group, topic_id = _setup(broker, [f"r{i}".encode() for i in range(10)], **{"linger.ms": 1000})
+    members = [_Member(broker, group, topic_id) for _ in range(3)]
+    try:
+        resp = members[0].fetch(mode=RECORD_LIMIT, max_records=3, max_wait_ms=5000)
+        assert _acquired(resp) == [(0, 2, 1)]
+        batches = [(h.base_offset, h.last_offset) for _pos, h in iter_batches(bytes(_partition(resp).records))]
+        assert batches == [(0, 9)], "the records were produced as one batch"
+        assert _acquired(members[1].fetch(mode=RECORD_LIMIT, max_records=3, max_wait_ms=5000)) == [(3, 5, 1)]
+        assert _acquired(members[2].fetch(mode=BATCH_OPTIMIZED, max_records=3, max_wait_ms=5000)) == [(6, 8, 1)]
+    finally:
+        for m in members:
+            m.close()
