@@ -26,6 +26,7 @@ from odradek.admin_client import errors
 from odradek.admin_client.command import ArgParser, run_tool, usage_message
 from odradek.admin_client.connect import bootstrap_of, read_properties_file
 from odradek.admin_client.errors import CliError, UsageError
+from odradek.java_text import java_to_string
 
 if TYPE_CHECKING:
     from odradek.protocol.client_security import ClientSecurity
@@ -141,8 +142,8 @@ class AbortSpec(NamedTuple):
     coordinator_epoch: int
 
     def __str__(self) -> str:
-        return (f"AbortTransactionSpec(topicPartition={self.tp}, producerId={self.producer_id}, "
-                f"producerEpoch={self.producer_epoch}, coordinatorEpoch={self.coordinator_epoch})")
+        return java_to_string("AbortTransactionSpec", topicPartition=self.tp, producerId=self.producer_id,
+                              producerEpoch=self.producer_epoch, coordinatorEpoch=self.coordinator_epoch)
 
 
 class RequestFailed(Exception):
