@@ -487,13 +487,14 @@ def producers_error(tp: TopicPartition, code: int, broker_id: int | None) -> str
 def abort_error(spec: AbortSpec, code: int) -> str:
     """WriteTxnMarkers' error in the words of Kafka's AbortTransactionHandler."""
     if code == CLUSTER_AUTHORIZATION_FAILED:
-        return f"WriteTxnMarkers request with {spec} failed due to cluster authorization error"
-    if code == INVALID_PRODUCER_EPOCH:
-        return f"WriteTxnMarkers request with {spec} failed due an invalid producer epoch"
-    if code == TRANSACTION_COORDINATOR_FENCED:
-        return (f"WriteTxnMarkers request with {spec} failed since the provided coordinator epoch "
-                f"{spec.coordinator_epoch} has been fenced by the active coordinator")
-    return f"WriteTxnMarkers request with {spec} failed due to unexpected error: {error_message(code)}"
+        why = "due to cluster authorization error"
+    elif code == INVALID_PRODUCER_EPOCH:
+        why = "due an invalid producer epoch"
+    elif code == TRANSACTION_COORDINATOR_FENCED:
+        why = f"since the provided coordinator epoch {spec.coordinator_epoch} has been fenced by the active coordinator"
+    else:
+        why = f"due to unexpected error: {error_message(code)}"
+    return f"WriteTxnMarkers request with {spec} failed {why}"
 
 
 # ---- the commands ------------------------------------------------------------------------------------
