@@ -35,14 +35,14 @@ def drive_confluent(bootstrap: str, topic: str, group: str) -> None:
     from confluent_kafka import Consumer, ElectionType, Producer, TopicCollection, TopicPartition
     from confluent_kafka.admin import (
         AdminClient,
-        AlterConfigOpType,
-        ConfigEntry,
         ConfigResource,
         NewPartitions,
         NewTopic,
         OffsetSpec,
         ResourceType,
     )
+
+    from odradek.admin_client.topic_configs import topic_resource
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     extra = topic + "-extra"
@@ -70,7 +70,7 @@ def drive_confluent(bootstrap: str, topic: str, group: str) -> None:
         "describe configs",
         lambda: wait(
             admin.describe_configs(
-                [ConfigResource(ResourceType.TOPIC, topic), ConfigResource(ResourceType.BROKER, "0")]
+                [topic_resource(topic), ConfigResource(ResourceType.BROKER, "0")]
             )
         ),
     )
@@ -78,17 +78,7 @@ def drive_confluent(bootstrap: str, topic: str, group: str) -> None:
         "incremental alter configs",
         lambda: wait(
             admin.incremental_alter_configs(
-                [
-                    ConfigResource(
-                        ResourceType.TOPIC,
-                        extra,
-                        incremental_configs=[
-                            ConfigEntry(
-                                "retention.ms", "7200000", incremental_operation=AlterConfigOpType.SET
-                            )
-                        ],
-                    )
-                ]
+                [topic_resource(extra, [("retention.ms", "7200000")])]
             )
         ),
     )

@@ -512,6 +512,8 @@ class _Config:
     def get(self, name: str) -> Any:
         return self.VALUES[name]
 
+    value = get  # BrokerConfig.value: the same lookup for a name built at run time
+
 
 class _Partition:
     """The leader-side surface of replication.partition.Partition the store uses, over a real Log."""

@@ -28,7 +28,8 @@ class Layer(NamedTuple):
 
 # Lowest first: the top-level modules and packages of `odradek` (and the `pyspark_odradek` shim beside it).
 LAYERS: list[Layer] = [
-    Layer(("aio", "fsutil", "interrupts", "config_keys")),  # helpers and the key catalogue: no imports of ours
+    # helpers and the key catalogue: no imports of ours
+    Layer(("aio", "fsutil", "interrupts", "java_text", "config_keys")),
     Layer(("config_key_types",)),  # generated from the catalogue
     Layer(("protocol",)),
     Layer(("config",)),

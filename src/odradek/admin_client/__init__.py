@@ -5,6 +5,7 @@
   the bounded probe that proves a client reached a broker.
 - `command`: the command-line frame (argparse with one-line usage errors, `run_tool`'s exit codes).
 - `offsets`: ListOffsets over an AdminClient.
+- `topic_configs`: a topic as the config resource to describe or alter incrementally.
 - `model`: what a cluster is described as (brokers, topics and partitions, consumer groups) and Kafka's
   names of group states.
 

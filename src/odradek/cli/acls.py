@@ -22,6 +22,7 @@ from odradek.admin_client.command import ArgParser, run_tool
 from odradek.admin_client.connect import add_bootstrap_flags, bootstrap_of, open_client, read_properties_file
 from odradek.admin_client.errors import CliError, UsageError, kafka_message
 from odradek.cli.common import one_action
+from odradek.java_text import java_to_string
 from odradek.security.acl import (
     CLUSTER_NAME,
     OPERATION_NAMES,
@@ -300,7 +301,7 @@ class Acls:
 
 
 def _filter_text(r: ResourcePattern) -> str:
-    return f"ResourcePatternFilter(resourceType={r.resource_type.name}, name={r.name}, patternType={r.pattern_type.name})"
+    return java_to_string("ResourcePatternFilter", resourceType=r.resource_type, name=r.name, patternType=r.pattern_type)
 
 
 def execute(argv: list[str]) -> int:

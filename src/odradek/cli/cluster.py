@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import psutil
 
@@ -50,11 +50,29 @@ QUORUM_OFFSET = 707  # 2181 -> 2888, as in the guides
 ELECTION_OFFSET = 1707  # 2181 -> 3888
 BROKER_STOP_TIMEOUT = 60.0
 ZOOKEEPER_STOP_TIMEOUT = 30.0
+R = TypeVar("R")  # what load_record builds of a record
 
 
 # ---------------------------------------------------------------------------------------------
 # The layout, recorded in cluster.json
 # ---------------------------------------------------------------------------------------------
+
+
+def save_record(path: Path, data: dict[str, Any]) -> None:
+    """Write a cluster's JSON record (`cluster.json`, `spark.json`) whole or not at all."""
+    atomic_write(path, json.dumps(data, indent=2) + "\n")
+
+
+def load_record(path: Path, what: str, build: Callable[[dict[str, Any]], R]) -> R | None:
+    """What `build` makes of the JSON record at `path`; None when there is none. A record that does not
+    parse or build is a CliError: `path` is not `what`."""
+    if not path.is_file():
+        return None
+    try:
+        return build(json.loads(path.read_text()))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CliError(f"Error: {path} is not {what}: {exc}") from None
+
 
 
 class Node:
@@ -126,26 +144,22 @@ class LocalCluster:
         return Path(self.dir) / STATE_FILE
 
     def save(self) -> None:
-        data = asdict(self) | {"zookeeper_connect": self.zookeeper_connect,
-                               "bootstrap_servers": self.bootstrap_servers}
-        atomic_write(self.state_file, json.dumps(data, indent=2) + "\n")
+        save_record(self.state_file, asdict(self) | {"zookeeper_connect": self.zookeeper_connect,
+                                                     "bootstrap_servers": self.bootstrap_servers})
 
     @classmethod
     def load(cls, directory: Path) -> LocalCluster | None:
-        path = directory / STATE_FILE
-        if not path.is_file():
-            return None
-        try:
-            data = json.loads(path.read_text())
-            return cls(
-                dir=data["dir"],
-                host=data["host"],
-                zookeepers=[ZkNode(**z) for z in data["zookeepers"]],
-                brokers=[BrokerNode(**b) for b in data["brokers"]],
-                security=data.get("security", "PLAINTEXT"),
-            )
-        except (ValueError, KeyError, TypeError) as exc:
-            raise CliError(f"Error: {path} is not a cluster record: {exc}") from None
+        return load_record(directory / STATE_FILE, "a cluster record", cls.from_record)
+
+    @classmethod
+    def from_record(cls, data: dict[str, Any]) -> LocalCluster:
+        return cls(
+            dir=data["dir"],
+            host=data["host"],
+            zookeepers=[ZkNode(**z) for z in data["zookeepers"]],
+            brokers=[BrokerNode(**b) for b in data["brokers"]],
+            security=data.get("security", "PLAINTEXT"),
+        )
 
 
 def plan(directory: Path, host: str, zookeepers: int, brokers: int, zk_base: int, base: int,
@@ -274,15 +288,19 @@ def failure_line(result: subprocess.CompletedProcess[str]) -> str:
     return (errors or lines or [f"exit status {result.returncode}"])[0].removeprefix("Error: ")
 
 
-def broker_error(out: Path, offset: int) -> str | None:
-    """The broker's own one-line complaint ('Error: ...') written to its output after `offset`."""
+def lines_written(out: Path, offset: int) -> list[str]:
+    """The lines a process wrote to its output file `out` after `offset` (none if it cannot be read)."""
     try:
         with open(out, "rb") as fh:
             fh.seek(offset)
-            lines = fh.read().decode(errors="replace").splitlines()
+            return fh.read().decode(errors="replace").splitlines()
     except OSError:
-        return None
-    errors = [ln.strip() for ln in lines if ln.startswith("Error:") or " ERROR " in ln]
+        return []
+
+
+def broker_error(out: Path, offset: int) -> str | None:
+    """The broker's own one-line complaint ('Error: ...') written to its output after `offset`."""
+    errors = [ln.strip() for ln in lines_written(out, offset) if ln.startswith("Error:") or " ERROR " in ln]
     return errors[-1].removeprefix("Error: ") if errors else None
 
 
@@ -598,9 +616,14 @@ def broker_status(cluster: LocalCluster) -> bool:
 
 def down(argv: list[str]) -> int:
     args = dir_parser("down", "Stop the brokers, then the ZooKeeper servers, of a cluster (SIGTERM).").parse_args(argv)
-    cluster = load_cluster(args.dir)
+    return stop_recorded(args.dir, load_cluster(args.dir), f"cluster in {args.dir} ({STATE_FILE} not found)", tear_down)
+
+
+def stop_recorded(directory: str, cluster: R | None, missing: str, tear_down: Callable[..., None]) -> int:
+    """`odradek cluster down` and `odradek spark down`: tear down the cluster recorded in `directory`, or
+    say there is none (`missing`: "cluster in DIR (cluster.json not found)") and that nothing needs stopping."""
     if cluster is None:
-        print(f"No cluster in {args.dir} ({STATE_FILE} not found); nothing to stop")
+        print(f"No {missing}; nothing to stop")
         return 0
     tear_down(cluster, quiet=False)
     return 0

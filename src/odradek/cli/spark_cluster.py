@@ -38,7 +38,6 @@ from odradek.cli import cluster as cluster_tool
 from odradek.cli import processes
 from odradek.cli.cluster import port_is_free, stop_group, wait_for
 from odradek.cli.common import run_subcommand
-from odradek.fsutil import atomic_write
 
 STATE_FILE = "spark.json"
 DEFAULT_DIR = "odradek-spark"
@@ -96,20 +95,17 @@ class SparkCluster:
         return Path(self.dir) / STATE_FILE
 
     def save(self) -> None:
-        atomic_write(self.state_file, json.dumps(asdict(self) | {"master_url": self.master_url}, indent=2) + "\n")
+        cluster_tool.save_record(self.state_file, asdict(self) | {"master_url": self.master_url})
 
     @classmethod
     def load(cls, directory: Path) -> SparkCluster | None:
-        path = directory / STATE_FILE
-        if not path.is_file():
-            return None
-        try:
-            data = json.loads(path.read_text())
-            data.pop("master_url", None)
-            data["workers"] = [SparkWorker(**w) for w in data["workers"]]
-            return cls(**data)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise CliError(f"Error: {path} is not a Spark cluster record: {exc}") from None
+        return cluster_tool.load_record(directory / STATE_FILE, "a Spark cluster record", cls.from_record)
+
+    @classmethod
+    def from_record(cls, data: dict[str, Any]) -> SparkCluster:
+        data.pop("master_url", None)
+        data["workers"] = [SparkWorker(**w) for w in data["workers"]]
+        return cls(**data)
 
 
 def plan(directory: Path, workers: int, cores: int, memory: str, port: int, webui_port: int,
@@ -214,13 +210,8 @@ def _launch(home: Path, args: list[str], log: Path, env: dict[str, str]) -> subp
 
 def log_error(log: Path, offset: int) -> str | None:
     """The daemon's own last complaint (an ERROR line or an exception) written after `offset`."""
-    try:
-        with open(log, "rb") as fh:
-            fh.seek(offset)
-            lines = fh.read().decode(errors="replace").splitlines()
-    except OSError:
-        return None
-    errors = [ln.strip() for ln in lines if " ERROR " in ln or "Exception" in ln or ln.startswith("Error")]
+    errors = [ln.strip() for ln in cluster_tool.lines_written(log, offset)
+              if " ERROR " in ln or "Exception" in ln or ln.startswith("Error")]
     return errors[-1] if errors else None
 
 
@@ -434,11 +425,7 @@ def status(argv: list[str]) -> int:
 
 def down(argv: list[str]) -> int:
     directory, cluster = load_cluster("down", "Stop the workers (with their executors), then the master (SIGTERM).", argv)
-    if cluster is None:
-        print(f"No Spark cluster in {directory} ({STATE_FILE} not found); nothing to stop")
-        return 0
-    tear_down(cluster, quiet=False)
-    return 0
+    return cluster_tool.stop_recorded(directory, cluster, f"Spark cluster in {directory} ({STATE_FILE} not found)", tear_down)
 
 
 def tear_down(cluster: SparkCluster, *, quiet: bool) -> None:

@@ -20,13 +20,10 @@ from typing import Any
 from confluent_kafka import KafkaException, TopicCollection
 from confluent_kafka.admin import (
     AdminClient,
-    AlterConfigOpType,
     ConfigEntry,
-    ConfigResource,
     ConfigSource,
     NewPartitions,
     NewTopic,
-    ResourceType,
 )
 
 from odradek.admin_client.command import ArgParser, run_tool
@@ -38,6 +35,7 @@ from odradek.admin_client.connect import (
     read_properties_file,
 )
 from odradek.admin_client.errors import CliError, UsageError, kafka_message
+from odradek.admin_client.topic_configs import topic_resource
 from odradek.cli.common import add_zookeeper_flag, one_action, parse_key_values
 from odradek.cli.topic_model import (
     INTERNAL_TOPICS,
@@ -273,14 +271,9 @@ class Topics:
         return NewPartitions(name, total, replica_assignment=assignment)
 
     def alter_configs(self, names: list[str]) -> None:
-        entries = [
-            ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET)
-            for k, v in parse_key_values(self.opts.config, "--config").items()
-        ]
-        entries += [
-            ConfigEntry(k, None, incremental_operation=AlterConfigOpType.DELETE) for k in self.opts.delete_config or ()
-        ]
-        resources = [ConfigResource(ResourceType.TOPIC, n, incremental_configs=entries) for n in names]
+        changes: list[tuple[str, str | None]] = [*parse_key_values(self.opts.config, "--config").items()]
+        changes += [(k, None) for k in self.opts.delete_config or ()]
+        resources = [topic_resource(n, changes) for n in names]
         futures = self.admin.incremental_alter_configs(resources, request_timeout=self.timeout)
         for resource, future in futures.items():
             self.wait_for(future, resource.name)
@@ -344,7 +337,7 @@ class Topics:
 
     def describe_configs(self, names: list[str]) -> dict[str, dict[str, str]]:
         """Per topic: its overrides (DYNAMIC_TOPIC_CONFIG) plus min.insync.replicas."""
-        resources = [ConfigResource(ResourceType.TOPIC, n) for n in names]
+        resources = [topic_resource(n) for n in names]
         timeout = self.try_timeout()
         futures = self.admin.describe_configs(resources, request_timeout=timeout)
         result: dict[str, dict[str, str]] = {}

@@ -26,6 +26,7 @@ from odradek.admin_client import errors
 from odradek.admin_client.command import ArgParser, run_tool, usage_message
 from odradek.admin_client.connect import bootstrap_of, read_properties_file
 from odradek.admin_client.errors import CliError, UsageError
+from odradek.java_text import java_to_string
 
 if TYPE_CHECKING:
     from odradek.protocol.client_security import ClientSecurity
@@ -141,8 +142,8 @@ class AbortSpec(NamedTuple):
     coordinator_epoch: int
 
     def __str__(self) -> str:
-        return (f"AbortTransactionSpec(topicPartition={self.tp}, producerId={self.producer_id}, "
-                f"producerEpoch={self.producer_epoch}, coordinatorEpoch={self.coordinator_epoch})")
+        return java_to_string("AbortTransactionSpec", topicPartition=self.tp, producerId=self.producer_id,
+                              producerEpoch=self.producer_epoch, coordinatorEpoch=self.coordinator_epoch)
 
 
 class RequestFailed(Exception):
@@ -486,13 +487,14 @@ def producers_error(tp: TopicPartition, code: int, broker_id: int | None) -> str
 def abort_error(spec: AbortSpec, code: int) -> str:
     """WriteTxnMarkers' error in the words of Kafka's AbortTransactionHandler."""
     if code == CLUSTER_AUTHORIZATION_FAILED:
-        return f"WriteTxnMarkers request with {spec} failed due to cluster authorization error"
-    if code == INVALID_PRODUCER_EPOCH:
-        return f"WriteTxnMarkers request with {spec} failed due an invalid producer epoch"
-    if code == TRANSACTION_COORDINATOR_FENCED:
-        return (f"WriteTxnMarkers request with {spec} failed since the provided coordinator epoch "
-                f"{spec.coordinator_epoch} has been fenced by the active coordinator")
-    return f"WriteTxnMarkers request with {spec} failed due to unexpected error: {error_message(code)}"
+        why = "due to cluster authorization error"
+    elif code == INVALID_PRODUCER_EPOCH:
+        why = "due an invalid producer epoch"
+    elif code == TRANSACTION_COORDINATOR_FENCED:
+        why = f"since the provided coordinator epoch {spec.coordinator_epoch} has been fenced by the active coordinator"
+    else:
+        why = f"due to unexpected error: {error_message(code)}"
+    return f"WriteTxnMarkers request with {spec} failed {why}"
 
 
 # ---- the commands ------------------------------------------------------------------------------------

@@ -31,14 +31,10 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import (
     AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
     ConfigSource,
     NewPartitions,
     NewTopic,
     OffsetSpec,
-    ResourceType,
 )
 
 from odradek.admin_client.connect import ClientErrors, client_config, create_client, open_client
@@ -59,6 +55,7 @@ from odradek.admin_client.model import (
 )
 from odradek.admin_client.offsets import list_offsets
 from odradek.admin_client.share_groups import GroupError, ShareGroup, ShareGroupsClient
+from odradek.admin_client.topic_configs import topic_resource
 
 log = logging.getLogger("odradek.console")
 _KINDS = {ConsumerGroupType.CLASSIC: "Classic", ConsumerGroupType.CONSUMER: "Consumer"}
@@ -219,7 +216,7 @@ class ClusterAdmin:
         return list_offsets(self.admin, partitions, spec, self.timeout, unanswered=(Exception,))
 
     def configs(self, topic: str) -> list[Config]:
-        resource = ConfigResource(ResourceType.TOPIC, topic)
+        resource = topic_resource(topic)
         entries = self.wait(self.admin.describe_configs([resource], request_timeout=self.timeout)[resource])
         return [Config(e.name, e.value, source_name(e.source),
                        bool(e.is_default), bool(e.is_read_only), bool(e.is_sensitive))
@@ -239,9 +236,7 @@ class ClusterAdmin:
 
     def alter_config(self, topic: str, key: str, value: str | None) -> None:
         """Set `key` of `topic` to `value`, or back to its default when `value` is None."""
-        op = AlterConfigOpType.DELETE if value is None else AlterConfigOpType.SET
-        entry = ConfigEntry(key, value, incremental_operation=op)
-        resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[entry])
+        resource = topic_resource(topic, [(key, value)])
         self.wait(self.admin.incremental_alter_configs([resource], request_timeout=self.timeout)[resource])
 
     # consumer groups

@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Callable, Sized
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from odradek.cluster.znodes import BrokerInfo
 from odradek.coordinator import loader
@@ -34,6 +34,9 @@ from odradek.coordinator.partitions import (
 )
 from odradek.coordinator.placement import partition_for
 from odradek.protocol.errors import ErrorCode, KafkaError
+
+if TYPE_CHECKING:
+    from odradek.config import BrokerConfig
 
 log = logging.getLogger("odradek.coordinator")
 
@@ -87,6 +90,22 @@ class TopicSettings:
     load_buffer: int
     min_isr: int | None = None
     key_prefix: str = ""  # of the broker keys, for messages: "offsets.topic", "transaction.state.log"
+
+    @classmethod
+    def from_config(cls, config: BrokerConfig, name: str, key_prefix: str, *, write_timeout_ms: int,
+                    load_buffer: int, with_min_isr: bool = True) -> TopicSettings:
+        """The topic keys under `key_prefix` (`.num.partitions`, `.replication.factor`, `.segment.bytes`, and
+        `.min.isr` unless the topic has none); the write timeout and load buffer come from keys named
+        otherwise, read by the caller."""
+
+        def key(suffix: str) -> int:
+            value = config.value(f"{key_prefix}.{suffix}")  # every one of them is an int key
+            assert isinstance(value, int), (key_prefix, suffix)
+            return value
+
+        return cls(name, key("num.partitions"), key("replication.factor"), key("segment.bytes"),
+                   write_timeout_ms / 1000, load_buffer, key("min.isr") if with_min_isr else None,
+                   key_prefix=key_prefix)
 
 
 @dataclass(eq=False)

@@ -70,15 +70,9 @@ def _apply(groups: dict[str, LoadedGroup], raw_key: bytes | None, raw_value: byt
 
 
 def offsets_topic_settings(cfg: BrokerConfig) -> TopicSettings:
-    return TopicSettings(
-        OFFSETS_TOPIC,
-        int(cfg.get("offsets.topic.num.partitions")),
-        int(cfg.get("offsets.topic.replication.factor")),
-        int(cfg.get("offsets.topic.segment.bytes")),
-        int(cfg.get("offsets.commit.timeout.ms")) / 1000,
-        int(cfg.get("offsets.load.buffer.size")),
-        key_prefix="offsets.topic",
-    )
+    return TopicSettings.from_config(cfg, OFFSETS_TOPIC, "offsets.topic",
+                                     write_timeout_ms=cfg.get("offsets.commit.timeout.ms"),
+                                     load_buffer=cfg.get("offsets.load.buffer.size"), with_min_isr=False)
 
 
 def replay_partition(records: Replayed, open_txns: dict[int, Replayed]) -> dict[str, LoadedGroup]:

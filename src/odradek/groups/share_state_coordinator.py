@@ -43,16 +43,9 @@ UNINITIALIZED_START_OFFSET = -1
 
 
 def share_state_topic_settings(cfg: BrokerConfig) -> TopicSettings:
-    return TopicSettings(
-        SHARE_STATE_TOPIC,
-        cfg.get("share.coordinator.state.topic.num.partitions"),
-        cfg.get("share.coordinator.state.topic.replication.factor"),
-        cfg.get("share.coordinator.state.topic.segment.bytes"),
-        cfg.get("share.coordinator.write.timeout.ms") / 1000,
-        cfg.get("share.coordinator.load.buffer.size"),
-        cfg.get("share.coordinator.state.topic.min.isr"),
-        key_prefix="share.coordinator.state.topic",
-    )
+    return TopicSettings.from_config(cfg, SHARE_STATE_TOPIC, "share.coordinator.state.topic",
+                                     write_timeout_ms=cfg.get("share.coordinator.write.timeout.ms"),
+                                     load_buffer=cfg.get("share.coordinator.load.buffer.size"))
 
 
 def coordinator_key(key: ShareKey) -> str:

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 
+from odradek.java_text import java_to_string
+
 
 class AclOperation(IntEnum):
     UNKNOWN = 0
@@ -118,10 +120,6 @@ def parse_enum(enum: type[IntEnum], text: str) -> IntEnum:
     raise ValueError(text)
 
 
-def _java_name(value: IntEnum) -> str:
-    return value.name
-
-
 @dataclass(frozen=True, slots=True, order=True)
 class ResourcePattern:
     resource_type: ResourceType
@@ -129,8 +127,8 @@ class ResourcePattern:
     pattern_type: PatternType
 
     def __str__(self) -> str:
-        return (f"ResourcePattern(resourceType={_java_name(self.resource_type)}, name={self.name}, "
-                f"patternType={_java_name(self.pattern_type)})")
+        return java_to_string("ResourcePattern", resourceType=self.resource_type, name=self.name,
+                              patternType=self.pattern_type)
 
     def log_name(self) -> str:
         """As the authorizer's log lines name a resource: `Topic:LITERAL:t`."""
@@ -155,8 +153,8 @@ class AccessControlEntry:
     permission: Permission
 
     def __str__(self) -> str:
-        return (f"(principal={self.principal}, host={self.host}, operation={_java_name(self.operation)}, "
-                f"permissionType={_java_name(self.permission)})")
+        return java_to_string("", principal=self.principal, host=self.host, operation=self.operation,
+                              permissionType=self.permission)
 
     def applies_to(self, principal: str, host: str) -> bool:
         return (self.principal == principal or self.principal == WILDCARD_PRINCIPAL) and \
@@ -183,7 +181,7 @@ class AclBinding:
     entry: AccessControlEntry
 
     def __str__(self) -> str:
-        return f"(pattern={self.pattern}, entry={self.entry})"
+        return java_to_string("", pattern=self.pattern, entry=self.entry)
 
 
 def validate_new_binding(binding: AclBinding) -> str | None:

@@ -56,16 +56,9 @@ class TxnSettings:
 
 
 def txn_topic_settings(cfg: BrokerConfig) -> TopicSettings:
-    return TopicSettings(
-        TRANSACTION_STATE_TOPIC,
-        int(cfg.get("transaction.state.log.num.partitions")),
-        int(cfg.get("transaction.state.log.replication.factor")),
-        int(cfg.get("transaction.state.log.segment.bytes")),
-        int(cfg.get("request.timeout.ms")) / 1000,
-        int(cfg.get("transaction.state.log.load.buffer.size")),
-        int(cfg.get("transaction.state.log.min.isr")),
-        key_prefix="transaction.state.log",
-    )
+    return TopicSettings.from_config(cfg, TRANSACTION_STATE_TOPIC, "transaction.state.log",
+                                     write_timeout_ms=cfg.get("request.timeout.ms"),
+                                     load_buffer=cfg.get("transaction.state.log.load.buffer.size"))
 
 
 def replay(records: Iterable[tuple[bytes | None, bytes | None]]) -> dict[str, TxnMetadata]:

@@ -81,6 +81,15 @@ def assignment_of(assignment_cls: Any, topic_name: Callable[[bytes], str], a: di
         for t, ps in sorted(a.items()) if ps])
 
 
+def described_member(member_cls: Any, topic_name: Callable[[bytes], str], m: Any, **more: Any) -> Any:
+    """A described member with the fields ConsumerGroupDescribe and ShareGroupDescribe share (ids, epoch,
+    client, subscribed topic names, assignment), plus `more`, those of the one request."""
+    return member_cls(
+        member_id=m.member_id, rack_id=m.rack_id, member_epoch=m.member_epoch, client_id=m.client_id,
+        client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
+        assignment=assignment_of(member_cls.Assignment, topic_name, m.assignment), **more)
+
+
 async def describe_each(ctx: RequestContext, request: Any, group_cls: Any,
                         describe: Callable[[str], Awaitable[Any]], member: Callable[[Any], Any]) -> list[Any]:
     """The DescribedGroups of a ConsumerGroupDescribe or ShareGroupDescribe: each id once (as
@@ -109,11 +118,8 @@ async def consumer_group_describe(ctx: RequestContext, request: Any) -> Consumer
     member_cls = ConsumerGroupDescribeResponse.DescribedGroup.Member
 
     def member(m: Any) -> Any:
-        return member_cls(
-            member_id=m.member_id, instance_id=m.instance_id, rack_id=m.rack_id, member_epoch=m.member_epoch,
-            client_id=m.client_id, client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
-            subscribed_topic_regex=m.subscribed_topic_regex,
-            assignment=assignment_of(member_cls.Assignment, cg.topic_name, m.assignment),
+        return described_member(
+            member_cls, cg.topic_name, m, instance_id=m.instance_id, subscribed_topic_regex=m.subscribed_topic_regex,
             target_assignment=assignment_of(member_cls.Assignment, cg.topic_name, m.target),
             member_type=MEMBER_TYPE_CLASSIC if m.classic else MEMBER_TYPE_CONSUMER)
 

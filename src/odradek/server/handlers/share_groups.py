@@ -53,7 +53,7 @@ from odradek.protocol.kip932 import (
 from odradek.protocol.records import iter_batches
 from odradek.replication.partition import Partition
 from odradek.server import authz
-from odradek.server.handlers.consumer_groups import assignment_of, describe_each
+from odradek.server.handlers.consumer_groups import describe_each, described_member
 from odradek.server.handlers.groups import client_host
 from odradek.server.registry import RequestContext, handles
 from odradek.server.share_sessions import CLOSE_EPOCH, OPEN_EPOCH, ShareSession, TopicPartitionId
@@ -107,14 +107,7 @@ async def share_group_heartbeat(ctx: RequestContext, request: Any) -> ShareGroup
 @handles(ShareGroupDescribeRequest, ShareGroupDescribeResponse, versions=(1, 1))
 async def share_group_describe(ctx: RequestContext, request: Any) -> ShareGroupDescribeResponse:
     gc = _groups(ctx)
-    member_cls = ShareGroupDescribeResponse.DescribedGroup.Member
-
-    def member(m: Any) -> Any:
-        return member_cls(
-            member_id=m.member_id, rack_id=m.rack_id, member_epoch=m.member_epoch, client_id=m.client_id,
-            client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
-            assignment=assignment_of(member_cls.Assignment, gc.topic_name, m.assignment))
-
+    member = partial(described_member, ShareGroupDescribeResponse.DescribedGroup.Member, gc.topic_name)
     out = await describe_each(ctx, request, ShareGroupDescribeResponse.DescribedGroup, gc.share_describe, member)
     return ShareGroupDescribeResponse(throttle_time_ms=0, groups=out)
 
