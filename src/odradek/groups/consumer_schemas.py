@@ -40,7 +40,9 @@ TARGET_ASSIGNMENT_METADATA = 6
 TARGET_ASSIGNMENT_MEMBER = 7
 CURRENT_MEMBER_ASSIGNMENT = 8
 RECORD_TYPES = frozenset(range(3, 9))
-_WITH_MEMBER = frozenset({MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT})
+# the record types whose key names a member (group, member): these and the share groups' member records
+# (types 10, 13 and 14, `odradek.groups.share_schemas`), whose keys have the same layout
+_WITH_MEMBER = frozenset({MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT, 10, 13, 14})
 
 Assignment = dict[bytes, frozenset[int]]  # topic id -> partitions
 
@@ -51,6 +53,8 @@ _I8 = struct.Struct(">b")
 
 @dataclass(frozen=True, slots=True)
 class ConsumerKey:
+    """The key of a consumer group's record, or of a share group's (`odradek.groups.share_schemas`)."""
+
     record_type: int
     group: str
     member: str | None = None
@@ -100,7 +104,8 @@ def encode_key(key: ConsumerKey) -> bytes:
 
 
 def decode_key(record_type: int, buf: bytes) -> ConsumerKey:
-    """The rest of a key whose first two bytes said `record_type` (one of RECORD_TYPES)."""
+    """The rest of a key whose first two bytes said `record_type` (one of RECORD_TYPES, or of the share
+    groups' `share_schemas.RECORD_TYPES`)."""
     pos = 2
     group, pos = _read_short_string(buf, pos)
     member = None
