@@ -31,6 +31,7 @@ from tests.clients import admin, create_topic, produce, unique_name
 from tests.harness import BrokerCluster, BrokerPool, BrokerProcess
 from tests.rawclient import RawClient
 from tests.share_consumers import CONFIG, WARM, Share, drain, until_marker, warm_up
+from tests.share_consumers import share_groups_tool as tool
 from tests.waiting import wait_until
 from tests.zkharness import ZooKeeperChroot
 
@@ -95,6 +96,40 @@ def test_state_survives_a_broker_restart(brokers: BrokerPool, shares: Any) -> No
     assert seen == [(b"rel", 3)], "accepted records stay accepted; the held one keeps its delivery count"
     rest = until_marker(broker, topic, again, b"after")
     assert rest == [b"after"], "released at the limit (3) after the restart: archived, never delivered again"
+
+
+def test_group_membership_survives_a_broker_restart(brokers: BrokerPool, shares: Any) -> None:
+    """The share group's members, epochs and assignments come back from `__consumer_offsets` with the
+    broker: described as before the kill -9 at once, and the same consumers, heartbeating with their
+    epochs, are not fenced and go on consuming."""
+    broker = brokers.start(CONFIG)
+    topic, group = unique_name("members"), unique_name("sg")
+    create_topic(broker.bootstrap, topic, partitions=2)
+    a, b, c = shares(broker, group, topic, 3)
+    warm_up(broker, topic, [a, b, c])
+    c.close()  # its join and departure take the group's epoch past what a group of two rejoining would have
+
+    def described() -> tuple[list[str], list[str]] | None:
+        members = tool(broker, "--describe", "--group", group, "--members", "--verbose")
+        state = tool(broker, "--describe", "--group", group, "--state", "--verbose")
+        epochs = {line.split()[-2] for line in members[1:]}  # MEMBER-EPOCH, before ASSIGNMENT
+        stable = len(members) == 3 and epochs == {state[1].split()[-2]}  # every member at the assignment epoch
+        return (members, state) if stable else None
+
+    members, state = wait_until(described, timeout=30, message="both members at the assignment epoch")
+    assert int(state[1].split()[-2]) >= 4
+    assert sorted(line.split()[-1] for line in members[1:]) == [f"{topic}:0", f"{topic}:1"]
+    broker.kill()
+    broker.start()
+    again = wait_until(lambda: tool(broker, "--describe", "--group", group, "--members", "--verbose"),
+                       timeout=30, message="the group coordinator loaded", ignoring=(AssertionError,))
+    assert again == members, "the members, their epochs and assignments from before the restart"
+    assert tool(broker, "--describe", "--group", group, "--state", "--verbose") == state
+    values = [f"after-{i}".encode() for i in range(20)]
+    produce(broker.bootstrap, topic, values)
+    got = drain([a, b], len(values))
+    assert sorted(v for vs in got.values() for _o, v in vs) == sorted(values)
+    assert tool(broker, "--describe", "--group", group, "--state", "--verbose") == state, "nobody rejoined"
 
 
 def _one(resp: Any) -> Any:
