@@ -121,8 +121,8 @@ class ShareGroup:
     group_epoch: int = 0
     assignment_epoch: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
-    # the partitions the group reads or was given offsets for (Kafka's ShareGroupStatePartitionMetadata,
-    # here in memory like the group): what DescribeShareGroupOffsets lists and DeleteGroups deletes
+    # the partitions the group reads or was given offsets for (written as Kafka's
+    # ShareGroupStatePartitionMetadata): what DescribeShareGroupOffsets lists and DeleteGroups deletes
     partitions: set[tuple[bytes, int]] = field(default_factory=set)
     # the group's records as last written to `__consumer_offsets` (what the next write is the difference to)
     written: dict[cs.ConsumerKey, bytes] = field(default_factory=dict)

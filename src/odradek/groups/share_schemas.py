@@ -33,17 +33,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from odradek.groups import consumer_schemas as cs
-from odradek.groups.consumer_schemas import ConsumerKey, _In, _Out, _put
+from odradek.groups.consumer_schemas import _In, _Out
 from odradek.groups.schemas import SchemaError
 
-PARTITION_METADATA = 9
-MEMBER_METADATA = 10
-GROUP_METADATA = 11
-TARGET_ASSIGNMENT_METADATA = 12
-TARGET_ASSIGNMENT_MEMBER = 13
-CURRENT_MEMBER_ASSIGNMENT = 14
-STATE_PARTITION_METADATA = 15
-RECORD_TYPES = frozenset(range(9, 16))
+# the record types (keys' versions), 9 to 15 as the table above lists them
+(PARTITION_METADATA, MEMBER_METADATA, GROUP_METADATA, TARGET_ASSIGNMENT_METADATA, TARGET_ASSIGNMENT_MEMBER,
+ CURRENT_MEMBER_ASSIGNMENT, STATE_PARTITION_METADATA) = RECORD_TYPES = range(9, 16)
 MEMBER_RECORD_TYPES = (CURRENT_MEMBER_ASSIGNMENT, TARGET_ASSIGNMENT_MEMBER, MEMBER_METADATA)  # tombstone order
 GROUP_RECORD_TYPES = (TARGET_ASSIGNMENT_METADATA, STATE_PARTITION_METADATA, GROUP_METADATA)  # written last
 STABLE = 0  # MemberState: a share member has nothing to revoke, so it is always stable
@@ -168,30 +163,19 @@ def decode_state_partition_metadata(buf: bytes) -> StatePartitionValue:
 
 
 @dataclass(slots=True)
-class LoadedShareGroup:
+class LoadedShareGroup(cs.LoadedGroupRecords[ShareMemberValue, ShareCurrentValue]):
     """The share-group records of one group, folded (last record of each key wins)."""
 
-    epoch: int | None = None  # None: no ShareGroupMetadata (or it was deleted)
-    assignment_epoch: int = 0
-    members: dict[str, ShareMemberValue] = field(default_factory=dict)
-    targets: dict[str, Assignment] = field(default_factory=dict)
-    current: dict[str, ShareCurrentValue] = field(default_factory=dict)
     state_partitions: StatePartitionValue | None = None
-
-    def apply(self, key: ConsumerKey, value: bytes | None) -> None:
-        t, member = key.record_type, key.member or ""
-        if t == GROUP_METADATA:
-            self.epoch = None if value is None else decode_group_metadata(value)
-        elif t == TARGET_ASSIGNMENT_METADATA:
-            self.assignment_epoch = 0 if value is None else cs.decode_epoch(value, "share target assignment metadata")
-        elif t == STATE_PARTITION_METADATA:
-            self.state_partitions = None if value is None else decode_state_partition_metadata(value)
-        elif t == MEMBER_METADATA:
-            _put(self.members, member, None if value is None else decode_member_metadata(value))
-        elif t == TARGET_ASSIGNMENT_MEMBER:
-            _put(self.targets, member, None if value is None else cs.decode_target_member(value))
-        elif t == CURRENT_MEMBER_ASSIGNMENT:
-            _put(self.current, member, None if value is None else decode_current_assignment(value))
+    RECORDS = {
+        GROUP_METADATA: ("epoch", decode_group_metadata),
+        TARGET_ASSIGNMENT_METADATA: ("assignment_epoch",
+                                     lambda v: cs.decode_epoch(v, "share group target assignment metadata")),
+        STATE_PARTITION_METADATA: ("state_partitions", decode_state_partition_metadata),
+        MEMBER_METADATA: ("members", decode_member_metadata),
+        TARGET_ASSIGNMENT_MEMBER: ("targets", cs.decode_target_member),
+        CURRENT_MEMBER_ASSIGNMENT: ("current", decode_current_assignment),
+    }
 
     def partitions(self) -> set[tuple[bytes, int]]:
         """The (topic id, partition)s whose share-partition state was initialized or is being so."""
