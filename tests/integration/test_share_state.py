@@ -327,10 +327,10 @@ def test_cluster_drain_through_leader_and_coordinator_kills(zk_standalone: ZooKe
     before = wait_until(lambda: _members(group_coordinator, group), 30, "every member at the assignment epoch")
     assert before[0] >= 6 and len(before[1]) == 4, before
     group_coordinator.kill()
-    successor = wait_until(lambda: (lambda n: n if n != group_coordinator.broker_id else None)(
+    successor = wait_until(lambda: (lambda n: c.by_id(n) if n != group_coordinator.broker_id else None)(
         _share_coordinator(c, group, KEY_TYPE_GROUP)), 60, "a new group coordinator",
         ignoring=(KafkaException, AssertionError, OSError))
-    after = wait_until(lambda: _members(c.by_id(successor), group), 30, "the group at its new coordinator",
+    after = wait_until(lambda: _members(successor, group), 30, "the group at its new coordinator",
                        ignoring=(OSError,))
     assert after == before, "the members as they were, none of them rejoined"
     tally.drain_to(220, 180)
