@@ -9,7 +9,7 @@ from typing import Any
 from confluent_kafka import AcknowledgeType, ShareConsumer
 
 from tests.clients import produce
-from tests.harness import BrokerProcess, group_timers
+from tests.harness import BrokerCluster, BrokerProcess, group_timers, run_cli
 from tests.waiting import wait_until
 
 LOCK_MS = 1000
@@ -92,3 +92,12 @@ def until_marker(broker: BrokerProcess, topic: str, s: Share, marker: bytes) -> 
 
     wait_until(step, timeout=30, message=f"the marker {marker!r}", interval=0)
     return rest
+
+
+def share_groups_tool(broker: BrokerProcess | BrokerCluster, *args: str, code: int = 0) -> list[str]:
+    """Run `odradek share-groups`; its stdout lines with runs of blanks squeezed (the columns' padding)."""
+    done = run_cli("share-groups", "--bootstrap-server", broker.bootstrap, *args)
+    assert done.returncode == code, (done.stdout, done.stderr)
+    if code:
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    return [" ".join(line.split()) for line in (done.stdout + done.stderr).splitlines() if line.strip()]

@@ -39,6 +39,7 @@ from tests.clients import alter_configs, create_topic, produce, unique_name
 from tests.harness import BrokerProcess, run_cli
 from tests.rawclient import RawClient
 from tests.share_consumers import CONFIG, WARM, Share, drain, until_marker, warm_up
+from tests.share_consumers import share_groups_tool as _tool
 from tests.waiting import wait_until
 
 
@@ -391,15 +392,6 @@ def test_share_group_offsets_admin(broker: BrokerProcess, consumers: Any) -> Non
 
 
 # ---- `odradek share-groups` ----
-
-
-def _tool(broker: BrokerProcess, *args: str, code: int = 0) -> list[str]:
-    """Run the tool; its stdout lines with runs of blanks squeezed (the columns' padding)."""
-    done = run_cli("share-groups", "--bootstrap-server", broker.bootstrap, *args)
-    assert done.returncode == code, (done.stdout, done.stderr)
-    if code:
-        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
-    return [" ".join(line.split()) for line in (done.stdout + done.stderr).splitlines() if line.strip()]
 
 
 def test_share_groups_tool(broker: BrokerProcess, consumers: Any) -> None:

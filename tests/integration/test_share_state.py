@@ -3,7 +3,9 @@
 again, a record released and then held comes back with its delivery count, so the delivery-count limit
 still archives it), and on a 3-broker ZooKeeper cluster a group of four consumers drains a replicated
 one-partition topic with every record acknowledged exactly once by exactly one consumer through a kill -9
-of the partition's leader and of the share coordinator of its state."""
+of the partition's leader, of the group coordinator (the group described at the next one with its members
+and epochs at once: `__consumer_offsets` keeps them) and of the share coordinator of its state; and the
+group's members survive a single broker's restart."""
 
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from confluent_kafka import AcknowledgeType, KafkaException
 from confluent_kafka.admin import NewTopic
 from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 
+from odradek.groups import OFFSETS_TOPIC
 from odradek.groups.share_state import ShareKey
 from odradek.groups.share_state_coordinator import SHARE_STATE_TOPIC, coordinator_key
 from odradek.protocol.errors import ErrorCode
@@ -25,16 +28,19 @@ from odradek.protocol.kip932 import (
     InitializeShareGroupStateRequest,
     ReadShareGroupStateRequest,
     ReadShareGroupStateSummaryRequest,
+    ShareGroupDescribeRequest,
+    ShareGroupHeartbeatRequest,
     WriteShareGroupStateRequest,
 )
 from tests.clients import admin, create_topic, produce, unique_name
 from tests.harness import BrokerCluster, BrokerPool, BrokerProcess
 from tests.rawclient import RawClient
 from tests.share_consumers import CONFIG, WARM, Share, drain, until_marker, warm_up
+from tests.share_consumers import share_groups_tool as tool
 from tests.waiting import wait_until
 from tests.zkharness import ZooKeeperChroot
 
-KEY_TYPE_SHARE = 2
+KEY_TYPE_GROUP, KEY_TYPE_SHARE = 0, 2
 
 
 @pytest.fixture
@@ -95,6 +101,40 @@ def test_state_survives_a_broker_restart(brokers: BrokerPool, shares: Any) -> No
     assert seen == [(b"rel", 3)], "accepted records stay accepted; the held one keeps its delivery count"
     rest = until_marker(broker, topic, again, b"after")
     assert rest == [b"after"], "released at the limit (3) after the restart: archived, never delivered again"
+
+
+def test_group_membership_survives_a_broker_restart(brokers: BrokerPool, shares: Any) -> None:
+    """The share group's members, epochs and assignments come back from `__consumer_offsets` with the
+    broker: described as before the kill -9 at once, and the same consumers, heartbeating with their
+    epochs, are not fenced and go on consuming."""
+    broker = brokers.start(CONFIG)
+    topic, group = unique_name("members"), unique_name("sg")
+    create_topic(broker.bootstrap, topic, partitions=2)
+    a, b, c = shares(broker, group, topic, 3)
+    warm_up(broker, topic, [a, b, c])
+    c.close()  # its join and departure take the group's epoch past what a group of two rejoining would have
+
+    def described() -> tuple[list[str], list[str]] | None:
+        members = tool(broker, "--describe", "--group", group, "--members", "--verbose")
+        state = tool(broker, "--describe", "--group", group, "--state", "--verbose")
+        epochs = {line.split()[-2] for line in members[1:]}  # MEMBER-EPOCH, before ASSIGNMENT
+        stable = len(members) == 3 and epochs == {state[1].split()[-2]}  # every member at the assignment epoch
+        return (members, state) if stable else None
+
+    members, state = wait_until(described, timeout=30, message="both members at the assignment epoch")
+    assert int(state[1].split()[-2]) >= 4
+    assert sorted(line.split()[-1] for line in members[1:]) == [f"{topic}:0", f"{topic}:1"]
+    broker.kill()
+    broker.start()
+    again = wait_until(lambda: tool(broker, "--describe", "--group", group, "--members", "--verbose"),
+                       timeout=30, message="the group coordinator loaded", ignoring=(AssertionError,))
+    assert again == members, "the members, their epochs and assignments from before the restart"
+    assert tool(broker, "--describe", "--group", group, "--state", "--verbose") == state
+    values = [f"after-{i}".encode() for i in range(20)]
+    produce(broker.bootstrap, topic, values)
+    got = drain([a, b], len(values))
+    assert sorted(v for vs in got.values() for _o, v in vs) == sorted(values)
+    assert tool(broker, "--describe", "--group", group, "--state", "--verbose") == state, "nobody rejoined"
 
 
 def _one(resp: Any) -> Any:
@@ -182,14 +222,38 @@ def _isr_full(c: BrokerCluster, topic: str) -> bool:
     return bool(md.partitions) and all(len(p.isrs) == 3 and p.leader >= 0 for p in md.partitions.values())
 
 
-def _share_coordinator(c: BrokerCluster, key: str) -> int:
-    """The share coordinator of `key`, as a broker finds it (FindCoordinator, key type "share")."""
+def _share_coordinator(c: BrokerCluster, key: str, key_type: int = KEY_TYPE_SHARE) -> int:
+    """The share coordinator of `key`, as a broker finds it (FindCoordinator, key type "share"; or the
+    group coordinator, key type "group")."""
     live = next(b for b in c.brokers if b.alive())
     with RawClient(live.port) as raw:
-        resp = raw.request(FindCoordinatorRequest(key_type=KEY_TYPE_SHARE, coordinator_keys=[key]), version=6)
+        resp = raw.request(FindCoordinatorRequest(key_type=key_type, coordinator_keys=[key]), version=6)
     (found,) = resp.coordinators
     assert found.error_code == 0, found
     return int(found.node_id)
+
+
+def _members(broker: BrokerProcess, group: str) -> tuple[int, dict[str, tuple[int, list[int]]]] | None:
+    """The share group as `broker` describes it: (group epoch, member id -> (member epoch, partitions)) once
+    every member is at the assignment epoch; None before (or while `broker` does not serve the group)."""
+    with RawClient(broker.port) as raw:
+        (g,) = raw.request(ShareGroupDescribeRequest(group_ids=[group], include_authorized_operations=False),
+                           version=1).groups
+    if g.error_code != 0 or any(m.member_epoch != g.assignment_epoch for m in g.members):
+        return None
+    return g.group_epoch, {m.member_id: (m.member_epoch, sorted(p for tp in m.assignment.topic_partitions
+                                                                 for p in tp.partitions)) for m in g.members}
+
+
+def _pass_through(broker: BrokerProcess, group: str, topic: str) -> None:
+    """A member joins the share group and leaves it at once (two moves of the group's epoch)."""
+    with RawClient(broker.port) as raw:
+        joined = raw.request(ShareGroupHeartbeatRequest(group_id=group, member_id="passer-by", member_epoch=0,
+                                                        subscribed_topic_names=[topic]), version=1)
+        assert joined.error_code == 0, joined
+        left = raw.request(ShareGroupHeartbeatRequest(group_id=group, member_id="passer-by", member_epoch=-1),
+                           version=1)
+        assert left.error_code == 0, left
 
 
 class Tally:
@@ -253,8 +317,26 @@ def test_cluster_drain_through_leader_and_coordinator_kills(zk_standalone: ZooKe
                ignoring=(KafkaException,))
     tally.drain_to(150, 180)
     leader.start()
-    wait_until(lambda: _isr_full(c, topic) and _isr_full(c, SHARE_STATE_TOPIC), 120, "full ISRs again",
-               ignoring=(KafkaException,))
+    wait_until(lambda: _isr_full(c, topic) and _isr_full(c, SHARE_STATE_TOPIC) and _isr_full(c, OFFSETS_TOPIC), 120,
+               "full ISRs again", ignoring=(KafkaException,))
+    # kill -9 the group coordinator: the next one describes the group with its members, their epochs and
+    # assignments before any member rejoined (a passer-by first takes the group's epoch past the 4 that
+    # four members joining a new group would give it)
+    group_coordinator = c.by_id(_share_coordinator(c, group, KEY_TYPE_GROUP))
+    _pass_through(group_coordinator, group, topic)
+    before = wait_until(lambda: _members(group_coordinator, group), 30, "every member at the assignment epoch")
+    assert before[0] >= 6 and len(before[1]) == 4, before
+    group_coordinator.kill()
+    successor = wait_until(lambda: (lambda n: c.by_id(n) if n != group_coordinator.broker_id else None)(
+        _share_coordinator(c, group, KEY_TYPE_GROUP)), 60, "a new group coordinator",
+        ignoring=(KafkaException, AssertionError, OSError))
+    after = wait_until(lambda: _members(successor, group), 30, "the group at its new coordinator",
+                       ignoring=(OSError,))
+    assert after == before, "the members as they were, none of them rejoined"
+    tally.drain_to(220, 180)
+    group_coordinator.start()
+    wait_until(lambda: _isr_full(c, topic) and _isr_full(c, SHARE_STATE_TOPIC) and _isr_full(c, OFFSETS_TOPIC), 120,
+               "full ISRs again", ignoring=(KafkaException,))
     # kill -9 the share coordinator of the partition's state (maybe the new leader: both move again)
     key = coordinator_key(ShareKey(group, _topic_id(c.brokers[0] if c.brokers[0].alive() else c.brokers[1], topic), 0))
     coordinator = c.by_id(_share_coordinator(c, key))

@@ -6,7 +6,7 @@
 - `offset_manager`: the one `OffsetManager` for every group type (commits, transactional commits, fetch,
   delete, retention) and the `GroupType` protocol of what it asks a group type.
 - `store`: the `GroupStore` protocol the coordinator persists through (the runtime; fakes in tests).
-- `schemas`, `consumer_schemas`: Kafka's key/value formats of the records in `__consumer_offsets`;
+- `schemas`, `consumer_schemas`, `share_schemas`: Kafka's key/value formats of the records in `__consumer_offsets`;
   `offsets`: how a partition's records replay into groups, and the topic's settings.
 
 Classic groups: `group` (one group's state machine: states, members, generation, protocol selection,

@@ -28,8 +28,9 @@ inside a consumer group (online migration) and read back, so it stays a classic 
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Generic, TypeVar
 
 from odradek.groups.schemas import Reader, Records, SchemaError, Writer
 
@@ -40,9 +41,14 @@ TARGET_ASSIGNMENT_METADATA = 6
 TARGET_ASSIGNMENT_MEMBER = 7
 CURRENT_MEMBER_ASSIGNMENT = 8
 RECORD_TYPES = frozenset(range(3, 9))
-_WITH_MEMBER = frozenset({MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT})
+# the record types whose key names a member (group, member): these and the share groups' member records
+# (types 10, 13 and 14, `odradek.groups.share_schemas`), whose keys have the same layout
+_WITH_MEMBER = frozenset({MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT, 10, 13, 14})
 
 Assignment = dict[bytes, frozenset[int]]  # topic id -> partitions
+
+M = TypeVar("M")  # a member's metadata value
+C = TypeVar("C")  # a member's current assignment value
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -51,6 +57,8 @@ _I8 = struct.Struct(">b")
 
 @dataclass(frozen=True, slots=True)
 class ConsumerKey:
+    """The key of a consumer group's record, or of a share group's (`odradek.groups.share_schemas`)."""
+
     record_type: int
     group: str
     member: str | None = None
@@ -100,7 +108,8 @@ def encode_key(key: ConsumerKey) -> bytes:
 
 
 def decode_key(record_type: int, buf: bytes) -> ConsumerKey:
-    """The rest of a key whose first two bytes said `record_type` (one of RECORD_TYPES)."""
+    """The rest of a key whose first two bytes said `record_type` (one of RECORD_TYPES, or of the share
+    groups' `share_schemas.RECORD_TYPES`)."""
     pos = 2
     group, pos = _read_short_string(buf, pos)
     member = None
@@ -333,34 +342,45 @@ def decode_current_assignment(buf: bytes) -> CurrentAssignmentValue:
 
 
 @dataclass(slots=True)
-class LoadedConsumerGroup:
-    """The consumer-group records of one group, folded (last record of each key wins)."""
+class LoadedGroupRecords(Generic[M, C]):
+    """The records of one group of the KIP-848 kind (consumer here, share in `share_schemas`), folded: the
+    last record of each key wins, a tombstone puts the field back to its default or drops the member's
+    entry. `RECORDS`: record type -> (the field it sets, its value's decoder)."""
 
-    epoch: int | None = None  # None: no ConsumerGroupMetadata (or it was deleted)
+    epoch: int | None = None  # None: no group metadata record (or it was deleted)
     assignment_epoch: int = 0
-    members: dict[str, MemberMetadataValue] = field(default_factory=dict)
+    members: dict[str, M] = field(default_factory=dict)
     targets: dict[str, Assignment] = field(default_factory=dict)
-    current: dict[str, CurrentAssignmentValue] = field(default_factory=dict)
+    current: dict[str, C] = field(default_factory=dict)
+    RECORDS: ClassVar[dict[int, tuple[str, Callable[[bytes], Any]]]] = {}
 
     def apply(self, key: ConsumerKey, value: bytes | None) -> None:
-        t, member = key.record_type, key.member or ""
-        if t == GROUP_METADATA:
-            self.epoch = None if value is None else decode_epoch(value, "consumer group metadata")
-        elif t == TARGET_ASSIGNMENT_METADATA:
-            self.assignment_epoch = 0 if value is None else decode_epoch(value, "target assignment metadata")
-        elif t == MEMBER_METADATA:
-            _put(self.members, member, None if value is None else decode_member_metadata(value))
-        elif t == TARGET_ASSIGNMENT_MEMBER:
-            _put(self.targets, member, None if value is None else decode_target_member(value))
-        elif t == CURRENT_MEMBER_ASSIGNMENT:
-            _put(self.current, member, None if value is None else decode_current_assignment(value))
+        where = self.RECORDS.get(key.record_type)
+        if where is None:
+            return
+        name, decode = where
+        decoded = None if value is None else decode(value)
+        if key.record_type in _WITH_MEMBER:
+            entries = getattr(self, name)
+            if decoded is None:
+                entries.pop(key.member or "", None)
+            else:
+                entries[key.member or ""] = decoded
+        else:
+            setattr(self, name, self.__dataclass_fields__[name].default if decoded is None else decoded)
 
 
-def _put(d: dict[str, Any], key: str, value: object) -> None:
-    if value is None:
-        d.pop(key, None)
-    else:
-        d[key] = value
+class LoadedConsumerGroup(LoadedGroupRecords[MemberMetadataValue, CurrentAssignmentValue]):
+    """The consumer-group records of one group, folded."""
+
+    __slots__ = ()
+    RECORDS = {
+        GROUP_METADATA: ("epoch", lambda v: decode_epoch(v, "consumer group metadata")),
+        TARGET_ASSIGNMENT_METADATA: ("assignment_epoch", lambda v: decode_epoch(v, "target assignment metadata")),
+        MEMBER_METADATA: ("members", decode_member_metadata),
+        TARGET_ASSIGNMENT_MEMBER: ("targets", decode_target_member),
+        CURRENT_MEMBER_ASSIGNMENT: ("current", decode_current_assignment),
+    }
 
 
 def record(key: ConsumerKey, value: bytes | None) -> Records:

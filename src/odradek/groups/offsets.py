@@ -15,7 +15,7 @@ from odradek.coordinator.loader import read_partition
 from odradek.coordinator.partitions import Replayed
 from odradek.coordinator.placement import java_string_hash, kafka_abs, partition_for
 from odradek.coordinator.runtime import TopicSettings
-from odradek.groups import OFFSETS_TOPIC, consumer_schemas, schemas
+from odradek.groups import OFFSETS_TOPIC, consumer_schemas, schemas, share_schemas
 from odradek.groups.store import LoadedGroup
 
 if TYPE_CHECKING:
@@ -36,7 +36,8 @@ def replay(records: Iterable[tuple[bytes | None, bytes | None]]) -> dict[str, Lo
         except schemas.SchemaError as exc:
             log.warning("Skipping malformed record in %s: %s", OFFSETS_TOPIC, exc)
     return {gid: g for gid, g in groups.items()
-            if g.metadata is not None or g.offsets or (g.consumer is not None and g.consumer.epoch is not None)}
+            if g.metadata is not None or g.offsets or (g.consumer is not None and g.consumer.epoch is not None)
+            or (g.share is not None and g.share.epoch is not None)}
 
 
 def _apply(groups: dict[str, LoadedGroup], raw_key: bytes | None, raw_value: bytes | None) -> None:
@@ -53,6 +54,15 @@ def _apply(groups: dict[str, LoadedGroup], raw_key: bytes | None, raw_value: byt
         entry.consumer.apply(ckey, None if raw_value is None else bytes(raw_value))
         if ckey.record_type == consumer_schemas.GROUP_METADATA and raw_value is not None:
             entry.metadata = None  # a consumer group replaced the classic group of this id
+        return
+    if record_type in share_schemas.RECORD_TYPES:
+        if record_type == share_schemas.PARTITION_METADATA:
+            return  # Kafka 4.0's topic metadata of a share group: recomputed (see share_schemas)
+        skey = consumer_schemas.decode_key(record_type, bytes(raw_key))
+        entry = groups.setdefault(skey.group, LoadedGroup())
+        if entry.share is None:
+            entry.share = share_schemas.LoadedShareGroup()
+        entry.share.apply(skey, None if raw_value is None else bytes(raw_value))
         return
     key = schemas.decode_key(raw_key)
     if isinstance(key, schemas.OffsetKey):

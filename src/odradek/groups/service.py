@@ -7,7 +7,7 @@ group type concerned, so the handlers never ask what type a group is:
   group: then `ConsumerGroupCoordinator` serves its classic members (online migration; a JoinGroup turns an
   empty consumer group into a classic group first); ConsumerGroupHeartbeat/Describe go to
   `ConsumerGroupCoordinator`, which may turn a classic group into a consumer group;
-  ShareGroupHeartbeat/Describe go to `ShareGroupCoordinator` (KIP-932; its groups in memory only for now),
+  ShareGroupHeartbeat/Describe go to `ShareGroupCoordinator` (KIP-932; its groups written as share-group records),
   whose share partitions (`SharePartitionManager`, their state kept by the broker's `ShareStatePersister`)
   ShareFetch and ShareAcknowledge use, and the share-group offsets APIs
   (Describe/Alter/DeleteShareGroupOffsets); a share group's id is refused to the other types' membership APIs;
@@ -95,10 +95,12 @@ class GroupCoordinatorService:
 
     def loaded(self, index: int, state: dict[str, LoadedGroup]) -> None:
         consumer = {gid: g for gid, g in state.items() if g.consumer is not None and g.consumer.epoch is not None}
-        self.classic.install({gid: g for gid, g in state.items() if gid not in consumer})
-        for gid in consumer:
+        share = {gid: g.share for gid, g in state.items() if g.share is not None and g.share.epoch is not None}
+        self.classic.install({gid: g for gid, g in state.items() if gid not in consumer and gid not in share})
+        for gid in [*consumer, *share]:
             self.classic.drop(gid)
         self.consumer.install(consumer)
+        self.share.install(share)
         self.offsets.loaded(state)
 
     def unloaded(self, index: int) -> None:

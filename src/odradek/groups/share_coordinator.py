@@ -29,10 +29,18 @@ Offsets (KIP-932's admin APIs): DescribeShareGroupOffsets reads each partition's
 persister; AlterShareGroupOffsets (which creates the group if there is none, as Kafka does) and
 DeleteShareGroupOffsets and DeleteGroups act only on a group without members (NON_EMPTY_GROUP).
 
-State: groups live in memory only, served while this broker leads the group's `__consumer_offsets`
-partition (NOT_COORDINATOR elsewhere); Kafka writes them to `__consumer_offsets` (share group records,
-types 9-15) — a later step. The share partitions' record state is durable: `__share_group_state`, behind
-`ShareStatePersister` (`odradek.groups.share_state_coordinator`, `odradek.groups.share_persister`).
+State: a group is served while this broker leads the group's `__consumer_offsets` partition
+(NOT_COORDINATOR elsewhere) and is written there in Kafka's share-group records (types 10-15,
+`odradek.groups.share_schemas`) before a request that changed it is answered: each member's metadata
+(rack, client, subscription), target assignment and current assignment (member epoch, previous epoch, the
+partitions it was last told), then the group's assignment epoch, its share partitions
+(ShareGroupStatePartitionMetadata: the partitions the group reads or was given offsets for, written as
+initialized) and its epoch. Only what changed is written, member records before group records; a member
+that leaves or expires is tombstoned, a deleted group entirely. When a broker loads the partition (restart,
+coordinator fail-over) the groups come back with their members, epochs, subscriptions and assignments,
+each member's session timer started afresh, so a member that keeps heartbeating with its epoch carries on.
+The share partitions' record state is durable too: `__share_group_state`, behind `ShareStatePersister`
+(`odradek.groups.share_state_coordinator`, `odradek.groups.share_persister`).
 """
 
 from __future__ import annotations
@@ -42,6 +50,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from odradek.aio import TaskSet
+from odradek.groups import consumer_schemas as cs
+from odradek.groups import share_schemas as ss
 from odradek.groups.configs import FixedGroupConfigs, GroupConfigLookup
 from odradek.groups.consumer_coordinator import (
     GroupDescription,
@@ -50,6 +61,7 @@ from odradek.groups.consumer_coordinator import (
     MemberDescription,
     Topics,
 )
+from odradek.groups.schemas import Records
 from odradek.groups.share_state import ShareKey, SharePartitionManager, ShareStateSummary
 from odradek.groups.store import GroupStore
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -97,6 +109,10 @@ class ShareMember:
     assignment: Assignment = field(default_factory=dict)
     sent: Assignment | None = None  # the assignment the member was last told
     timer: asyncio.TimerHandle | None = None
+    previous_epoch: int = -1
+
+    def current_value(self) -> ss.ShareCurrentValue:
+        return ss.ShareCurrentValue(self.member_epoch, self.previous_epoch, ss.STABLE, dict(self.sent or {}))
 
 
 @dataclass(slots=True)
@@ -105,9 +121,11 @@ class ShareGroup:
     group_epoch: int = 0
     assignment_epoch: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
-    # the partitions the group reads or was given offsets for (Kafka's ShareGroupStatePartitionMetadata,
-    # here in memory like the group): what DescribeShareGroupOffsets lists and DeleteGroups deletes
+    # the partitions the group reads or was given offsets for (written as Kafka's
+    # ShareGroupStatePartitionMetadata): what DescribeShareGroupOffsets lists and DeleteGroups deletes
     partitions: set[tuple[bytes, int]] = field(default_factory=set)
+    # the group's records as last written to `__consumer_offsets` (what the next write is the difference to)
+    written: dict[cs.ConsumerKey, bytes] = field(default_factory=dict)
 
     @property
     def state(self) -> str:
@@ -153,8 +171,10 @@ class ShareGroupCoordinator:
         self.groups: dict[str, ShareGroup] = {}
         self._locks: dict[str, asyncio.Lock] = {}
         self.rebalances = 0  # assignment changes (Kafka's share-group-rebalance-count)
+        self._tasks = TaskSet(log, "Share group coordinator task")
 
     async def shutdown(self) -> None:
+        self._tasks.close()
         for g in self.groups.values():
             for m in g.members.values():
                 if m.timer is not None:
@@ -163,11 +183,83 @@ class ShareGroupCoordinator:
 
     def unload_partition(self, partition: int) -> None:
         for gid in [g for g in self.groups if self.store.partition_for(g) == partition]:
-            group = self.groups.pop(gid)
-            for m in group.members.values():
-                if m.timer is not None:
-                    m.timer.cancel()
+            self._drop(gid)
             self.partitions.forget_group(gid)
+
+    def _drop(self, group_id: str) -> None:
+        group = self.groups.pop(group_id, None)
+        for m in group.members.values() if group is not None else ():
+            if m.timer is not None:
+                m.timer.cancel()
+
+    # ---- loading (the service calls this when the runtime loads a partition) ----
+    def install(self, loaded: dict[str, ss.LoadedShareGroup]) -> None:
+        """The share groups replayed from a partition this broker now leads; their members' sessions start
+        now (as Kafka's do on a fail-over)."""
+        for gid, entry in loaded.items():
+            if entry.epoch is None:
+                continue
+            self._drop(gid)
+            group = ShareGroup(gid, entry.epoch, entry.assignment_epoch, partitions=entry.partitions())
+            for mid, meta in entry.members.items():
+                current = entry.current.get(mid) or ss.ShareCurrentValue(0, -1)
+                target = entry.targets.get(mid, current.assigned)
+                group.members[mid] = ShareMember(mid, current.member_epoch, meta.rack_id, meta.client_id,
+                                                 meta.client_host, list(meta.subscribed_topic_names), dict(target),
+                                                 dict(current.assigned), previous_epoch=current.previous_member_epoch)
+            group.written = self._image(group)
+            self.groups[gid] = group
+            for member in group.members.values():
+                self._touch(group, member)
+            log.debug("Loaded share group %s (epoch %d, %d members)", gid, group.group_epoch, len(group.members))
+
+    # ---- records ----
+    def _image(self, group: ShareGroup) -> dict[cs.ConsumerKey, bytes]:
+        """The group's records as they should be now: member records (by member), then the group's."""
+        gid, out = group.group_id, {}
+        for mid in sorted(group.members):
+            m = group.members[mid]
+            out[cs.ConsumerKey(ss.MEMBER_METADATA, gid, mid)] = ss.encode_member_metadata(
+                ss.ShareMemberValue(m.rack_id, m.client_id, m.client_host, list(m.subscribed)))
+            out[cs.ConsumerKey(ss.TARGET_ASSIGNMENT_MEMBER, gid, mid)] = cs.encode_target_member(m.assignment)
+            out[cs.ConsumerKey(ss.CURRENT_MEMBER_ASSIGNMENT, gid, mid)] = ss.encode_current_assignment(
+                m.current_value())
+        initialized: ss.TopicPartitions = {}
+        for t, p in group.partitions:
+            name, ps = initialized.get(t, (self.topics.name_of(t) or "", frozenset()))
+            initialized[t] = (name, ps | {p})
+        out[cs.ConsumerKey(ss.TARGET_ASSIGNMENT_METADATA, gid)] = cs.encode_epoch(group.assignment_epoch)
+        out[cs.ConsumerKey(ss.STATE_PARTITION_METADATA, gid)] = ss.encode_state_partition_metadata(
+            ss.StatePartitionValue(initialized=initialized))
+        out[cs.ConsumerKey(ss.GROUP_METADATA, gid)] = ss.encode_group_metadata(group.group_epoch)
+        return out
+
+    @staticmethod
+    def _changes(group: ShareGroup, image: dict[cs.ConsumerKey, bytes]) -> Records:
+        """The records that take the group's written records to `image`: member records first (the
+        departed members' tombstones, each one's current assignment, target and metadata in Kafka's order,
+        then the others' metadata, target and current assignment), the group's last, so that a reader
+        never sees an epoch before the members it counts."""
+        def order(k: cs.ConsumerKey) -> tuple[bool, bool, str, int]:
+            types = ss.MEMBER_RECORD_TYPES if k not in image else ss.MEMBER_RECORD_TYPES[::-1]
+            rank = types.index(k.record_type) if k.member is not None else ss.GROUP_RECORD_TYPES.index(k.record_type)
+            return k.member is None, k in image, k.member or "", rank
+
+        keys = sorted({k for k in group.written.keys() | image.keys() if group.written.get(k) != image.get(k)},
+                      key=order)
+        out: Records = []
+        for k in keys:
+            out += cs.record(k, image.get(k))
+        return out
+
+    async def _flush(self, group: ShareGroup, image: dict[cs.ConsumerKey, bytes] | None = None) -> None:
+        """Write what changed in the group (or what takes it to `image`: {} deletes it); once committed it is
+        what was written, else KafkaError and the next write carries the change again."""
+        image = self._image(group) if image is None else image
+        records = self._changes(group, image)
+        if records:
+            await self.store.write(group.group_id, records)
+        group.written = image
 
     def _lock(self, group_id: str) -> asyncio.Lock:
         lock = self._locks.get(group_id)
@@ -190,8 +282,8 @@ class ShareGroupCoordinator:
             await self.store.wait_ready(hb.group_id)
             async with self._lock(hb.group_id):
                 if hb.member_epoch == LEAVE_EPOCH:
-                    return self._leave(hb)
-                return self._heartbeat(hb, other_type)
+                    return await self._leave(hb)
+                return await self._heartbeat(hb, other_type)
         except KafkaError as exc:
             return HeartbeatResult(exc.code, exc.message if exc.message != exc.code.name else None,
                                         hb.member_id or None, hb.member_epoch)
@@ -210,7 +302,7 @@ class ShareGroupCoordinator:
         if hb.member_epoch == JOIN_EPOCH and not hb.subscribed_topic_names:
             raise bad("SubscribedTopicNames must be set in first request.")
 
-    def _heartbeat(self, hb: ShareHeartbeat, other_type: str | None) -> HeartbeatResult:
+    async def _heartbeat(self, hb: ShareHeartbeat, other_type: str | None) -> HeartbeatResult:
         group = self.groups.get(hb.group_id)
         if group is None:
             if other_type is not None:
@@ -245,10 +337,16 @@ class ShareGroupCoordinator:
         if hb.rack_id is not None:
             member.rack_id = hb.rack_id
         self._assign(group)
-        member.member_epoch = group.assignment_epoch
+        if member.member_epoch != group.assignment_epoch:
+            member.previous_epoch, member.member_epoch = member.member_epoch, group.assignment_epoch
         self._touch(group, member)
         changed = member.sent is None or member.sent != member.assignment
         member.sent = dict(member.assignment)
+        try:
+            await self._flush(group)
+        except KafkaError:
+            member.sent = None  # not told after all: the next heartbeat that gets through tells it again
+            raise
         return HeartbeatResult(ErrorCode.NONE, None, member.member_id, member.member_epoch,
                                self.configs.value(group.group_id, "share.heartbeat.interval.ms"),
                                dict(member.assignment) if changed else None)
@@ -271,12 +369,13 @@ class ShareGroupCoordinator:
                 group.partitions.update((t, p) for t, ps in a.items() for p in ps)
         group.assignment_epoch = group.group_epoch
 
-    def _leave(self, hb: ShareHeartbeat) -> HeartbeatResult:
+    async def _leave(self, hb: ShareHeartbeat) -> HeartbeatResult:
         group = self.groups.get(hb.group_id)
         if group is None or hb.member_id not in group.members:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {hb.member_id} is not a member of group "
                                                           f"{hb.group_id}.")
         self._remove(group, hb.member_id, "left")
+        await self._flush(group)
         return HeartbeatResult(ErrorCode.NONE, None, hb.member_id, LEAVE_EPOCH,
                                self.configs.value(hb.group_id, "share.heartbeat.interval.ms"))
 
@@ -297,8 +396,18 @@ class ShareGroupCoordinator:
 
 
     def _expire(self, group: ShareGroup, member_id: str) -> None:
-        if self.groups.get(group.group_id) is group and member_id in group.members:
+        self._tasks.spawn(self._expire_now(group, member_id))
+
+    async def _expire_now(self, group: ShareGroup, member_id: str) -> None:
+        async with self._lock(group.group_id):
+            if self.groups.get(group.group_id) is not group or member_id not in group.members:
+                return
             self._remove(group, member_id, "session timed out")
+            try:
+                await self._flush(group)
+            except KafkaError as exc:
+                log.warning("Could not record the removal of member %s from share group %s: %s", member_id,
+                            group.group_id, exc)
 
     # ---- ShareGroupDescribe, ListGroups ----
     async def describe(self, group_id: str, other_type: str | None) -> GroupDescription:
@@ -357,9 +466,12 @@ class ShareGroupCoordinator:
                     raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
                 group = self.groups[group_id] = ShareGroup(group_id)
             self._require_empty(group)
-            for key, offset in offsets.items():
-                await self.partitions.reset(key, offset)
-                group.partitions.add((key.topic_id, key.partition))
+            try:
+                for key, offset in offsets.items():
+                    await self.partitions.reset(key, offset)
+                    group.partitions.add((key.topic_id, key.partition))
+            finally:
+                await self._flush(group)
             log.info("Share group %s: start offsets of %d partitions altered", group_id, len(offsets))
 
     async def delete_offsets(self, group_id: str, other_type: str | None, topic_ids: set[bytes]) -> None:
@@ -369,6 +481,7 @@ class ShareGroupCoordinator:
             self._require_empty(group)
             await self.partitions.delete(group.share_keys(topic_ids))
             group.partitions = {(t, p) for t, p in group.partitions if t not in topic_ids}
+            await self._flush(group)
 
     async def delete_group(self, group_id: str) -> ErrorCode:
         try:
@@ -376,8 +489,9 @@ class ShareGroupCoordinator:
             async with self._lock(group_id):
                 group = self._existing(group_id, None)
                 self._require_empty(group)
-                del self.groups[group_id]
                 await self.partitions.delete(group.share_keys())
+                await self._flush(group, {})  # every record of the group tombstoned
+                del self.groups[group_id]
         except KafkaError as exc:
             return exc.code
         log.info("Share group %s deleted", group_id)

@@ -17,6 +17,7 @@ from odradek.cluster.znodes import BrokerInfo
 from odradek.coordinator.runtime import CoordinatorShard
 from odradek.groups.consumer_schemas import LoadedConsumerGroup
 from odradek.groups.schemas import GroupValue, OffsetValue, Records, TopicPartition
+from odradek.groups.share_schemas import LoadedShareGroup
 from odradek.protocol.errors import ErrorCode, KafkaError
 
 
@@ -30,6 +31,8 @@ class LoadedGroup:
     pending_txn: dict[int, dict[TopicPartition, OffsetValue]] = field(default_factory=dict)
     # the records of a KIP-848 consumer group (`odradek.groups.consumer_schemas`), if any
     consumer: LoadedConsumerGroup | None = None
+    # the records of a KIP-932 share group (`odradek.groups.share_schemas`), if any
+    share: LoadedShareGroup | None = None
 
 
 GroupShard = CoordinatorShard[dict[str, LoadedGroup]]
