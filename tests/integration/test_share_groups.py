@@ -25,6 +25,7 @@ from kafka.protocol.metadata import FindCoordinatorRequest
 
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.kip932 import (
+    ReadShareGroupStateSummaryRequest,
     ShareAcknowledgeRequest,
     ShareFetchRequest,
     ShareGroupDescribeRequest,
@@ -35,7 +36,7 @@ from odradek.protocol.kip932_admin import (
     DeleteShareGroupOffsetsRequest,
     DescribeShareGroupOffsetsRequest,
 )
-from tests.clients import alter_configs, create_topic, produce, unique_name
+from tests.clients import admin, alter_configs, create_topic, produce, unique_name
 from tests.harness import BrokerProcess, run_cli
 from tests.rawclient import RawClient
 from tests.share_consumers import CONFIG, WARM, Share, drain, until_marker, warm_up
@@ -389,6 +390,30 @@ def test_share_group_offsets_admin(broker: BrokerProcess, consumers: Any) -> Non
         assert _alter(raw, group, topic, 1).error_code == 0
         assert _partition_row(_offsets(raw, group)) == (1, end + 3 - 1)
         assert _listed(raw, ["share"])[group] == ("share", "Empty")
+
+
+def test_a_deleted_topics_share_state_goes_with_it(broker: BrokerProcess, consumers: Any) -> None:
+    """Deleting a topic deletes its share partitions' state and takes them out of the group, as Kafka does."""
+    topic, group, (s,) = _ready(broker, consumers)
+    produce(broker.bootstrap, topic, [b"d1", b"d2"])
+    drain([s], 2)
+    summary = ReadShareGroupStateSummaryRequest
+    with RawClient(broker.port) as raw:
+        tid = _topic_id(raw, topic)
+        assert tid is not None
+        ask = summary(group_id=group, topics=[summary.ReadStateSummaryData(topic_id=tid, partitions=[
+            summary.ReadStateSummaryData.PartitionData(partition=0, leader_epoch=-1)])])
+
+        def start_offset() -> int:
+            (p,) = [p for t in raw.request(ask, version=1).results for p in t.partitions]
+            assert p.error_code == 0
+            return int(p.start_offset)
+
+        assert wait_until(lambda: start_offset() >= 3, message="the accepted records in the state")
+        s.close()
+        admin(broker.bootstrap).delete_topics([topic])[topic].result(30)
+        wait_until(lambda: start_offset() == -1, message="the deleted topic's share state to be deleted")
+        assert _offsets(raw, group).topics == []
 
 
 # ---- `odradek share-groups` ----

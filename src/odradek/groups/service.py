@@ -231,9 +231,11 @@ class GroupCoordinatorService:
     async def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
         return await self.offsets.delete(group_id, partitions)
 
-    def topic_deleted(self, topic: str) -> None:
-        """Drop the deleted topic's committed offsets from the groups this broker coordinates."""
+    def topic_deleted(self, topic: str, topic_id: bytes) -> None:
+        """Drop the deleted topic's committed offsets and share-group state from the groups this broker
+        coordinates."""
         self.offsets.topic_deleted(topic)
+        self.share.topic_deleted(topic_id)
 
     async def expire_offsets(self, now: int) -> int:
         return await self.offsets.expire(now)

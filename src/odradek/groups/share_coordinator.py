@@ -483,6 +483,33 @@ class ShareGroupCoordinator:
             group.partitions = {(t, p) for t, p in group.partitions if t not in topic_ids}
             await self._flush(group)
 
+    def topic_deleted(self, topic_id: bytes) -> None:
+        """A topic was deleted: the share groups this broker coordinates forget its partitions, whose state
+        is deleted from `__share_group_state` (Kafka deletes a deleted topic's share-group state too)."""
+        self.partitions.forget_topic(topic_id)
+        for group_id, group in list(self.groups.items()):
+            if any(t == topic_id for t, _p in group.partitions):
+                self._tasks.spawn(self._forget_topic(group_id, topic_id))
+
+    async def _forget_topic(self, group_id: str, topic_id: bytes) -> None:
+        try:
+            self.store.check(group_id)
+        except KafkaError:
+            return
+        async with self._lock(group_id):
+            group = self.groups.get(group_id)
+            if group is None:
+                return
+            keys = group.share_keys({topic_id})
+            try:
+                await self.partitions.delete(keys)
+            except KafkaError as exc:
+                log.warning("Share group %s: could not delete the state of a deleted topic: %s", group_id, exc)
+                return
+            group.partitions = {(t, p) for t, p in group.partitions if t != topic_id}
+            await self._flush(group)
+        log.info("Share group %s: state of %d partitions of a deleted topic deleted", group_id, len(keys))
+
     async def delete_group(self, group_id: str) -> ErrorCode:
         try:
             await self.store.wait_ready(group_id)

@@ -322,6 +322,11 @@ class SharePartitionManager:
         for key in [k for k in self.partitions if k.group_id == group_id]:
             self._drop(key)
 
+    def forget_topic(self, topic_id: bytes) -> None:
+        """The topic was deleted: its share partitions leave memory (their records cannot be fetched)."""
+        for key in [k for k in self.partitions if k.topic_id == topic_id]:
+            self._drop(key)
+
     # ---- the admin side (the group has no members when these run) ----
     async def summary(self, key: ShareKey) -> ShareStateSummary | None:
         return await self.persister.read_summary(key)

@@ -191,7 +191,7 @@ class Broker:
             ShareGroupSettings.from_config(cfg), SharePartitionSettings.from_config(cfg), self.share_persister,
             self.group_configs)
         await self.groups.start()
-        self.metadata.topic_removed_listeners.append(lambda name, _meta: self.groups.topic_deleted(name))
+        self.metadata.topic_removed_listeners.append(lambda name, meta: self.groups.topic_deleted(name, meta.topic_id))
         self.txn_markers = MarkerWriter(self.replicas, self.groups.complete_transaction)
         self.transactions = TransactionCoordinator(
             TxnSettings.from_config(cfg),
