@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 
 RETRY_AFTER_S = 5.0  # a failed commit of the same offsets is not tried again sooner
 COMMIT_TIMEOUT_S = 30.0  # the request timeout of a commit
+CLOSE_TIMEOUT_S = 15.0  # how long the query's stop waits for its last commits
 
 
 class GroupCommitter:
@@ -71,8 +72,10 @@ class GroupCommitter:
                 return False
             wait([self._inflight[1]], timeout=min(left, 0.5))
 
-    def close(self, timeout: float = 5.0) -> None:
-        """Wait up to `timeout` for a commit still under way, then drop the client."""
+    def close(self, timeout: float = CLOSE_TIMEOUT_S) -> None:
+        """Wait up to `timeout` for the commits still under way (the last batch's may be queued behind the
+        one before it, and the first commit of a group may wait for the broker to create and load
+        `__consumer_offsets`), then drop the client."""
         self.flush(timeout)
         self._inflight = None
         self._admin = None  # librdkafka handles are released when the object is collected
