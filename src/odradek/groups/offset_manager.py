@@ -267,6 +267,13 @@ class OffsetManager:
     def topic_deleted(self, topic: str) -> None:
         """A topic was deleted: its committed offsets leave every group this broker coordinates, with
         tombstones (Kafka's onPartitionsDeleted), so a topic created again under that name (a new topic id)
-        is not read from the old topic's positions."""
-        self._tasks.spawn(self._remove_where(lambda _t, _g, committed: [tp for tp in committed if tp[0] == topic],
-                                             f"offsets of deleted topic {topic}"))
+        is not read from the old topic's positions. The offsets are the ones committed now: one committed
+        later (the topic created again meanwhile) stays."""
+        seen = {(gid, tp): value for gtype in self.types for gid in gtype.group_ids()
+                for tp, value in (gtype.offsets_of(gid) or {}).items() if tp[0] == topic}
+
+        def then_committed(_t: GroupType, gid: str, committed: Offsets) -> list[TopicPartition]:
+            return [tp for tp, value in committed.items() if seen.get((gid, tp)) is value]
+
+        if seen:
+            self._tasks.spawn(self._remove_where(then_committed, f"offsets of deleted topic {topic}"))
