@@ -243,3 +243,25 @@ def test_loading_restores_pending_offsets_of_every_type_and_unloading_drops_them
         assert svc.group_type("k") is None and svc.group_type("c") is None
 
     run(body)
+
+
+def test_a_deleted_topics_offsets_leave_every_group_but_later_commits_stay() -> None:
+    async def body(svc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
+        epoch = await consumer_member(svc)
+        assert await svc.commit("k", -1, "", None, {("gone", 0): v(1), ("gone", 1): v(2), ("t", 0): v(3)}) == E.NONE
+        assert await svc.commit("c", epoch, "m", None, {("gone", 0): v(4), ("t", 1): v(5)}) == E.NONE
+        assert await svc.commit("only", -1, "", None, {("gone", 0): v(6)}) == E.NONE
+        removal = svc.offsets.topic_deleted("gone")
+        assert removal is not None and svc.offsets.topic_deleted("never-committed") is None
+        # the topic is created again and committed to before the removal has run: that commit stays
+        assert await svc.commit("again", -1, "", None, {("gone", 0): v(7)}) == E.NONE
+        assert await removal == 4
+        assert svc.classic.groups["k"].offsets == {("t", 0): v(3)}
+        assert svc.consumer.groups["c"].offsets == {("t", 1): v(5)}
+        assert svc.classic.groups["again"].offsets == {("gone", 0): v(7)}
+        assert "only" not in svc.classic.groups  # left without offsets and without members: deleted
+        assert {OffsetKey("k", "gone", 0), OffsetKey("k", "gone", 1), OffsetKey("c", "gone", 0),
+                OffsetKey("only", "gone", 0)} <= set(store.tombstones())
+        assert OffsetKey("again", "gone", 0) not in store.tombstones()
+
+    run(body)

@@ -15,6 +15,7 @@ runtime) and memory follows once they are committed, and only if the group is st
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -264,7 +265,7 @@ class OffsetManager:
         return len(gone)
 
     # ---- deleted topics ----
-    def topic_deleted(self, topic: str) -> None:
+    def topic_deleted(self, topic: str) -> asyncio.Task[int] | None:
         """A topic was deleted: its committed offsets leave every group this broker coordinates, with
         tombstones (Kafka's onPartitionsDeleted), so a topic created again under that name (a new topic id)
         is not read from the old topic's positions. The offsets are the ones committed now: one committed
@@ -275,5 +276,4 @@ class OffsetManager:
         def then_committed(_t: GroupType, gid: str, committed: Offsets) -> list[TopicPartition]:
             return [tp for tp, value in committed.items() if seen.get((gid, tp)) is value]
 
-        if seen:
-            self._tasks.spawn(self._remove_where(then_committed, f"offsets of deleted topic {topic}"))
+        return self._tasks.spawn(self._remove_where(then_committed, f"offsets of deleted topic {topic}")) if seen else None
