@@ -49,6 +49,9 @@ def test_join_heartbeat_fence_and_leave() -> None:
         assert (again.member_epoch, again.assignment) == (2, {bytes([1]) * 16: frozenset({0})})
         quiet = await svc.share_heartbeat(ShareHeartbeat("g", "a", 2))
         assert quiet.assignment is None  # unchanged: not repeated
+        # the previous epoch is accepted (the answer that bumped it may have been lost), with the whole assignment
+        lost = await svc.share_heartbeat(ShareHeartbeat("g", "a", 1))
+        assert (lost.error, lost.member_epoch, lost.assignment) == (E.NONE, 2, {bytes([1]) * 16: frozenset({0})})
         assert (await svc.share_heartbeat(ShareHeartbeat("g", "a", 7))).error == E.FENCED_MEMBER_EPOCH
         assert (await svc.share_heartbeat(ShareHeartbeat("g", "zz", 1))).error == E.UNKNOWN_MEMBER_ID
         assert (await svc.share_heartbeat(ShareHeartbeat("g", "", 0, subscribed_topic_names=["t"]))).error == \
@@ -58,6 +61,10 @@ def test_join_heartbeat_fence_and_leave() -> None:
         assert (d.state, [m.member_id for m in d.members]) == ("Stable", ["a", "b"])
         left = await svc.share_heartbeat(ShareHeartbeat("g", "b", -1))
         assert (left.error, left.member_epoch) == (E.NONE, -1)
+        bumped = await svc.share_heartbeat(ShareHeartbeat("g", "a", 2))
+        assert bumped.member_epoch == 3 and bumped.assignment == {bytes([1]) * 16: frozenset({0, 1})}
+        older = await svc.share_heartbeat(ShareHeartbeat("g", "a", 1))  # smaller, and not the previous one
+        assert older.error == E.FENCED_MEMBER_EPOCH and "smaller member epoch (1)" in (older.message or "")
         assert [g for g, _p, _s, t in svc.list_groups()[1] if t == "share"] == ["g"]
         assert (await svc.share_describe("nope")).error == E.GROUP_ID_NOT_FOUND
         await svc.shutdown()

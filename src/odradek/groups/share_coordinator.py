@@ -15,8 +15,8 @@ Kafka's SimpleAssignor also keeps assignments sticky across changes and balances
 recomputed from scratch on every change (departure).
 
 Members: join with epoch 0 naming their own member id (Kafka 4.1+: empty → INVALID_REQUEST) and their
-subscribed topic names, leave with epoch -1, heartbeat with their current epoch (another epoch →
-FENCED_MEMBER_EPOCH, an unknown member → UNKNOWN_MEMBER_ID); the session is
+subscribed topic names, leave with epoch -1, heartbeat with their current epoch or the previous one
+(another epoch → FENCED_MEMBER_EPOCH, an unknown member → UNKNOWN_MEMBER_ID); the session is
 `group.share.session.timeout.ms`, the interval `group.share.heartbeat.interval.ms`, at most
 `group.share.max.size` members (GROUP_MAX_SIZE_REACHED). A member that leaves or whose session expires
 gives back the records it holds (`SharePartitionManager.release`).
@@ -327,10 +327,18 @@ class ShareGroupCoordinator:
         elif member is None:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {hb.member_id} is not a member of group "
                                                           f"{hb.group_id}.")
-        elif hb.member_epoch != member.member_epoch:
+        elif hb.member_epoch > member.member_epoch:
             raise KafkaError(ErrorCode.FENCED_MEMBER_EPOCH,
-                             f"The share group member has a epoch {hb.member_epoch} that is not the current epoch "
-                             f"{member.member_epoch}.")
+                             f"The share group member has a greater member epoch ({hb.member_epoch}) than the one "
+                             f"known by the group coordinator ({member.member_epoch}). The member must abandon all "
+                             "its partitions and rejoin.")
+        elif hb.member_epoch < member.member_epoch:
+            if hb.member_epoch != member.previous_epoch:
+                raise KafkaError(ErrorCode.FENCED_MEMBER_EPOCH,
+                                 f"The share group member has a smaller member epoch ({hb.member_epoch}) than the one "
+                                 f"known by the group coordinator ({member.member_epoch}). The member must abandon "
+                                 "all its partitions and rejoin.")
+            member.sent = None  # the answer that bumped its epoch was lost (Kafka accepts the previous epoch)
         if hb.subscribed_topic_names is not None and list(hb.subscribed_topic_names) != member.subscribed:
             member.subscribed = list(hb.subscribed_topic_names)
             group.group_epoch += 1
