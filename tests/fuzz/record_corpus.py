@@ -62,7 +62,9 @@ def drive_confluent(bootstrap: str, topic: str, group: str) -> None:
     )
     _step(
         "describe topics",
-        lambda: admin.describe_topics(TopicCollection([topic])).popitem()[1].result(TIMEOUT),
+        # by name: confluent-kafka resolves the futures through the dict it returns, so popping from it
+        # leaves the popped future unresolved
+        lambda: admin.describe_topics(TopicCollection([topic]))[topic].result(TIMEOUT),
     )
     _step("describe cluster", lambda: admin.describe_cluster().result(TIMEOUT))
     _step("create partitions", lambda: wait(admin.create_partitions([NewPartitions(extra, 3)])))
