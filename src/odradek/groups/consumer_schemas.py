@@ -136,14 +136,14 @@ def _read_short_string(buf: bytes, pos: int) -> tuple[str, int]:
 # ---- flexible values ----------------------------------------------------------------------------
 
 
-class _Out(Writer):
+class ValueWriter(Writer):
     """A value: version 0, then a flexible struct (whose strings are compact ones)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.int16(0)  # value version 0
 
-    def uvarint(self, v: int) -> _Out:
+    def uvarint(self, v: int) -> ValueWriter:
         out = bytearray()
         while v >= 0x80:
             out.append((v & 0x7F) | 0x80)
@@ -152,7 +152,7 @@ class _Out(Writer):
         self.parts.append(bytes(out))
         return self
 
-    def string(self, s: str | None) -> _Out:
+    def string(self, s: str | None) -> ValueWriter:
         if s is None:
             return self.uvarint(0)
         raw = s.encode("utf-8")
@@ -160,18 +160,18 @@ class _Out(Writer):
         self.parts.append(raw)
         return self
 
-    def strings(self, items: list[str]) -> _Out:
+    def strings(self, items: list[str]) -> ValueWriter:
         self.uvarint(len(items) + 1)
         for s in items:
             self.string(s)
         return self
 
-    def int32s(self, items: list[int]) -> _Out:
+    def int32s(self, items: list[int]) -> ValueWriter:
         self.uvarint(len(items) + 1)
         self.parts.extend(_I32.pack(i) for i in items)
         return self
 
-    def assignment(self, a: Assignment) -> _Out:
+    def assignment(self, a: Assignment) -> ValueWriter:
         topics = sorted(t for t, ps in a.items() if ps)
         self.uvarint(len(topics) + 1)
         for t in topics:
@@ -182,7 +182,7 @@ class _Out(Writer):
             self.tags()
         return self
 
-    def tags(self) -> _Out:
+    def tags(self) -> ValueWriter:
         return self.uvarint(0)
 
     def done(self) -> bytes:
@@ -190,7 +190,7 @@ class _Out(Writer):
         return super().done()
 
 
-class _In(Reader):
+class ValueReader(Reader):
     """A value: version 0, then a flexible struct (whose strings are compact ones)."""
 
     def __init__(self, buf: bytes, what: str) -> None:
@@ -259,23 +259,23 @@ class _In(Reader):
 
 def encode_epoch(epoch: int) -> bytes:
     """The value of a ConsumerGroupMetadata or ConsumerGroupTargetAssignmentMetadata record."""
-    return _Out().int32(epoch).done()
+    return ValueWriter().int32(epoch).done()
 
 
 def decode_epoch(buf: bytes, what: str) -> int:
-    r = _In(buf, what)
+    r = ValueReader(buf, what)
     epoch = r.int32()
     r.end()
     return epoch
 
 
 def encode_member_metadata(v: MemberMetadataValue) -> bytes:
-    out = (_Out().string(v.instance_id).string(v.rack_id).string(v.client_id).string(v.client_host)
+    out = (ValueWriter().string(v.instance_id).string(v.rack_id).string(v.client_id).string(v.client_host)
            .strings(v.subscribed_topic_names).string(v.subscribed_topic_regex).int32(v.rebalance_timeout_ms)
            .string(v.server_assignor))
     if v.classic is None:
         return out.done()
-    body = _Out()
+    body = ValueWriter()
     body.parts = []  # a nested struct: no version
     body.int32(v.classic.session_timeout_ms).uvarint(len(v.classic.protocols) + 1)
     for name, metadata in v.classic.protocols:
@@ -289,7 +289,7 @@ def encode_member_metadata(v: MemberMetadataValue) -> bytes:
 
 
 def decode_member_metadata(buf: bytes) -> MemberMetadataValue:
-    r = _In(buf, "consumer group member metadata")
+    r = ValueReader(buf, "consumer group member metadata")
     v = MemberMetadataValue(r.string(), r.string(), r.string() or "", r.string() or "", r.strings(), r.string(),
                             r.int32(), r.string())
     for _ in range(r.uvarint()):
@@ -303,7 +303,7 @@ def decode_member_metadata(buf: bytes) -> MemberMetadataValue:
 
 
 def _decode_classic(data: bytes) -> ClassicMemberValue:
-    r = _In(_I16.pack(0) + data, "classic member metadata")
+    r = ValueReader(_I16.pack(0) + data, "classic member metadata")
     session = r.int32()
     protocols = []
     for _ in range(r._count()):
@@ -316,23 +316,23 @@ def _decode_classic(data: bytes) -> ClassicMemberValue:
 
 
 def encode_target_member(a: Assignment) -> bytes:
-    return _Out().assignment(a).done()
+    return ValueWriter().assignment(a).done()
 
 
 def decode_target_member(buf: bytes) -> Assignment:
-    r = _In(buf, "target assignment member")
+    r = ValueReader(buf, "target assignment member")
     a = r.assignment()
     r.end()
     return a
 
 
 def encode_current_assignment(v: CurrentAssignmentValue) -> bytes:
-    return (_Out().int32(v.member_epoch).int32(v.previous_member_epoch).int8(v.state).assignment(v.assigned)
+    return (ValueWriter().int32(v.member_epoch).int32(v.previous_member_epoch).int8(v.state).assignment(v.assigned)
             .assignment(v.pending_revocation).done())
 
 
 def decode_current_assignment(buf: bytes) -> CurrentAssignmentValue:
-    r = _In(buf, "current member assignment")
+    r = ValueReader(buf, "current member assignment")
     v = CurrentAssignmentValue(r.int32(), r.int32(), r.int8(), r.assignment(), r.assignment())
     r.end()
     return v

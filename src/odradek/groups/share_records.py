@@ -23,7 +23,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from odradek.groups.consumer_schemas import _In, _Out
+from odradek.groups.consumer_schemas import ValueReader, ValueWriter
 from odradek.groups.schemas import Reader, SchemaError, Writer
 from odradek.groups.share_partition import RecordState, StateBatch
 from odradek.groups.share_state import ShareKey
@@ -77,7 +77,7 @@ def decode_key(buf: bytes | bytearray | memoryview) -> tuple[int, ShareKey] | No
     return record_type, ShareKey(group, topic_id, partition)
 
 
-class _ValueOut(_Out):
+class _ValueOut(ValueWriter):
     def uint16(self, v: int) -> _ValueOut:
         self.parts.append(_U16.pack(v & 0xFFFF))
         return self
@@ -90,7 +90,7 @@ class _ValueOut(_Out):
         return self
 
 
-class _ValueIn(_In):
+class _ValueIn(ValueReader):
     def uint16(self) -> int:
         return int(_U16.unpack(self._take(2))[0])
 

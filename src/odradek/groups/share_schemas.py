@@ -33,7 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from odradek.groups import consumer_schemas as cs
-from odradek.groups.consumer_schemas import _In, _Out
+from odradek.groups.consumer_schemas import ValueReader, ValueWriter
 from odradek.groups.schemas import SchemaError
 
 # the record types (keys' versions), 9 to 15 as the table above lists them
@@ -77,24 +77,24 @@ class StatePartitionValue:
 
 
 def encode_member_metadata(v: ShareMemberValue) -> bytes:
-    return (_Out().string(v.rack_id).string(v.client_id).string(v.client_host).strings(v.subscribed_topic_names)
+    return (ValueWriter().string(v.rack_id).string(v.client_id).string(v.client_host).strings(v.subscribed_topic_names)
             .done())
 
 
 def decode_member_metadata(buf: bytes) -> ShareMemberValue:
-    r = _In(buf, "share group member metadata")
+    r = ValueReader(buf, "share group member metadata")
     v = ShareMemberValue(r.string(), r.string() or "", r.string() or "", r.strings())
     r.end()
     return v
 
 
 def encode_group_metadata(epoch: int, metadata_hash: int = 0) -> bytes:
-    return _Out().int32(epoch).int64(metadata_hash).done()
+    return ValueWriter().int32(epoch).int64(metadata_hash).done()
 
 
 def decode_group_metadata(buf: bytes) -> int:
     """The group epoch."""
-    r = _In(buf, "share group metadata")
+    r = ValueReader(buf, "share group metadata")
     epoch = r.int32()
     if len(r.buf) - r.pos >= 9:  # Kafka 4.1+: MetadataHash, then the tagged fields (4.0 has no hash)
         r._take(8)
@@ -103,17 +103,17 @@ def decode_group_metadata(buf: bytes) -> int:
 
 
 def encode_current_assignment(v: ShareCurrentValue) -> bytes:
-    return _Out().int32(v.member_epoch).int32(v.previous_member_epoch).int8(v.state).assignment(v.assigned).done()
+    return ValueWriter().int32(v.member_epoch).int32(v.previous_member_epoch).int8(v.state).assignment(v.assigned).done()
 
 
 def decode_current_assignment(buf: bytes) -> ShareCurrentValue:
-    r = _In(buf, "share group current member assignment")
+    r = ValueReader(buf, "share group current member assignment")
     v = ShareCurrentValue(r.int32(), r.int32(), r.int8(), r.assignment())
     r.end()
     return v
 
 
-def _put_topics(out: _Out, topics: TopicPartitions) -> None:
+def _put_topics(out: ValueWriter, topics: TopicPartitions) -> None:
     out.uvarint(len(topics) + 1)
     for topic_id in sorted(topics):
         name, partitions = topics[topic_id]
@@ -128,7 +128,7 @@ def _uuid(topic_id: bytes) -> bytes:
 
 
 def encode_state_partition_metadata(v: StatePartitionValue) -> bytes:
-    out = _Out()
+    out = ValueWriter()
     _put_topics(out, v.initializing)
     _put_topics(out, v.initialized)
     out.uvarint(len(v.deleting) + 1)
@@ -139,7 +139,7 @@ def encode_state_partition_metadata(v: StatePartitionValue) -> bytes:
 
 
 def decode_state_partition_metadata(buf: bytes) -> StatePartitionValue:
-    r = _In(buf, "share group state partition metadata")
+    r = ValueReader(buf, "share group state partition metadata")
 
     def topics() -> TopicPartitions:
         out: TopicPartitions = {}
