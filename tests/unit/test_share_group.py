@@ -35,6 +35,27 @@ def test_simple_assign_spreads_partitions_and_shares_them_when_members_outnumber
     got = simple_assign({m: ["t"] for m in "abcdef"}, {"t": (b"t" * 16, 2)})
     assert sorted(sorted(a[b"t" * 16]) for a in got.values()) == [[0], [0], [0], [1], [1], [1]]
     assert simple_assign({"a": ["missing"]}, {}) == {"a": {}}
+    # sticky: what a member had stays with it as far as balance allows (tests/unit/test_share_assignor.py)
+    got = simple_assign({"a": ["t"], "b": ["t"]}, {"t": t}, {"b": {b"t" * 16: frozenset({0, 1, 2, 3})}})
+    assert got == {"a": {b"t" * 16: frozenset({2, 3})}, "b": {b"t" * 16: frozenset({0, 1})}}
+
+
+def test_the_coordinator_keeps_assignments_sticky() -> None:
+    async def main() -> None:
+        svc = _svc()
+        t = bytes([1]) * 16
+        r = await svc.share_heartbeat(ShareHeartbeat("g", "c", 0, subscribed_topic_names=["t"]))
+        assert r.assignment == {t: frozenset({0, 1})}
+        r = await svc.share_heartbeat(ShareHeartbeat("g", "b", 0, subscribed_topic_names=["t"]))
+        assert r.assignment == {t: frozenset({1})}  # c keeps 0 (by member id, b would have had 0)
+        r = await svc.share_heartbeat(ShareHeartbeat("g", "c", 1))
+        assert r.assignment == {t: frozenset({0})}
+        await svc.share_heartbeat(ShareHeartbeat("g", "c", -1))
+        r = await svc.share_heartbeat(ShareHeartbeat("g", "b", 2))
+        assert r.assignment == {t: frozenset({0, 1})}
+        await svc.shutdown()
+
+    asyncio.run(main())
 
 
 def test_join_heartbeat_fence_and_leave() -> None:
