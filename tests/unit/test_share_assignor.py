@@ -1,4 +1,4 @@
-"""The share groups' `simple` assignor (`share_coordinator.simple_assign`), Kafka's SimpleAssignor rules:
+"""The share groups' `simple` assignor (`share_assignor.simple_assign`), Kafka's SimpleAssignor rules:
 balance first (each partition read by ceil(members / partitions) members, member counts within one), then
 stickiness (what a member held stays where balance allows), per topic when members subscribe to different
 topics; and deterministic."""
@@ -11,7 +11,7 @@ from collections import Counter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from odradek.groups.share_coordinator import Assignment, simple_assign
+from odradek.groups.share_assignor import Assignment, simple_assign
 
 T, U, V = b"t" * 16, b"u" * 16, b"v" * 16
 IDS = {"t": T, "u": U, "v": V}

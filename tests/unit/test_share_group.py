@@ -11,7 +11,8 @@ import pytest
 
 from odradek.groups.consumer_coordinator import Heartbeat
 from odradek.groups.group import JoinRequest, MemberProfile
-from odradek.groups.share_coordinator import ShareGroupSettings, ShareHeartbeat, simple_assign
+from odradek.groups.share_assignor import simple_assign
+from odradek.groups.share_coordinator import ShareGroupSettings, ShareHeartbeat
 from odradek.groups.share_state import ShareKey
 from odradek.protocol.errors import ErrorCode as E
 from odradek.protocol.errors import KafkaError
