@@ -28,7 +28,7 @@ TOOLS: dict[str, Tool] = {
     "server-stop": Tool("odradek.cli.server_stop", "stop brokers running on this machine"),
     "topics": Tool("odradek.cli.topics", "create, list, describe, alter and delete topics"),
     "configs": Tool("odradek.cli.configs",
-                    "describe and alter topic, broker (dynamic) and broker-logger configs"),
+                    "describe and alter topic, broker (dynamic), broker-logger and group configs"),
     "acls": Tool("odradek.cli.acls", "add, remove and list ACLs (brokers with authorizer.class.name)"),
     "console-producer": Tool("odradek.cli.console_producer", "send lines read from stdin to a topic"),
     "console-consumer": Tool("odradek.cli.console_consumer", "print records of topics to stdout"),
