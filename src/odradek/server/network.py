@@ -495,11 +495,12 @@ class SocketServer:
         return server.sockets[0].getsockname()[1]
 
     async def start_serving(self) -> None:
-        """Accept connections only once the broker is ready (the ports were bound earlier)."""
-        for s in self._servers:
-            await s.start_serving()
+        """Accept connections only once the broker is ready (the ports were bound earlier). Every listener
+        listens before the loop runs anything else, so by the time any port answers every one does (a
+        client of a second listener, started as soon as the first answered, is never refused)."""
         for acceptor in self._tls_acceptors:
             acceptor.start()
+        await asyncio.gather(*(s.start_serving() for s in self._servers))
 
     async def close(self) -> None:
         self.trimmer.close()
