@@ -122,6 +122,9 @@ class ShareGroup:
     partitions: set[tuple[bytes, int]] = field(default_factory=set)
     # the group's records as last written to `__consumer_offsets` (what the next write is the difference to)
     written: dict[cs.ConsumerKey, bytes] = field(default_factory=dict)
+    # what the target assignment was last computed from (subscriptions, topics): the same inputs give the
+    # same assignment (the assignor is deterministic and keeps a balanced one as it is)
+    assigned_from: object = None
 
     @property
     def state(self) -> str:
@@ -343,6 +346,12 @@ class ShareGroupCoordinator:
             info = self.topics.info(name)
             if info is not None:
                 topics[name] = (info.topic_id, info.partitions)
+        inputs = (tuple(sorted((mid, tuple(m.subscribed)) for mid, m in group.members.items())),
+                  tuple(sorted(topics.items())))
+        if inputs == group.assigned_from:  # nothing the assignment depends on changed (most heartbeats)
+            group.assignment_epoch = group.group_epoch
+            return
+        group.assigned_from = inputs
         target = simple_assign({mid: m.subscribed for mid, m in group.members.items()}, topics,
                                {mid: m.assignment for mid, m in group.members.items()})
         if any(group.members[mid].assignment != a for mid, a in target.items()):
