@@ -8,6 +8,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from odradek.groups import consumer_schemas as cs
 from odradek.groups import share_schemas as ss
 from odradek.groups.offsets import replay
@@ -181,6 +184,56 @@ def test_a_failed_write_is_answered_and_carried_by_the_next() -> None:
         r = await svc.share_heartbeat(ShareHeartbeat("g", "a", 0, subscribed_topic_names=["t"]))
         assert r.error == E.NONE and r.assignment == {T1: frozenset({0, 1})}
         assert set(replay(store.records)["g"].share.members) == {"a"}  # type: ignore[union-attr]
+        await svc.shutdown()
+
+    asyncio.run(main())
+
+
+# ops: (kind, member index, flag): join with one subscription or the other, heartbeat, leave, each with the
+# store failing the write or not
+_OPS = st.lists(st.tuples(st.sampled_from(["join", "heartbeat", "resubscribe", "leave"]), st.integers(0, 4),
+                          st.booleans()), max_size=25)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_OPS)
+def test_only_changed_records_are_written_and_they_add_up_to_the_group(ops: list[tuple[str, int, bool]]) -> None:
+    """A write carries only the dirty members' records and the group's, yet after any run of joins,
+    heartbeats, resubscriptions, leaves and failed writes, what was written replays into the group in memory
+    record for record: nothing a member changed is left out of `__consumer_offsets`."""
+    async def main() -> None:
+        store = InMemoryGroupStore()
+        svc = _svc(store)
+        epochs: dict[str, int] = {}
+        for kind, i, fails in ops:
+            mid = f"m{i}"
+            store.fail = E.NOT_COORDINATOR if fails else None
+            if kind == "join":
+                hb = ShareHeartbeat("g", mid, 0, subscribed_topic_names=["t"] if i % 2 else ["t", "u"])
+            elif kind == "leave":
+                hb = ShareHeartbeat("g", mid, -1)
+            else:
+                hb = ShareHeartbeat("g", mid, epochs.get(mid, 0),
+                                    subscribed_topic_names=["u"] if kind == "resubscribe" else None)
+            r = await svc.share_heartbeat(hb)
+            if r.error == E.NONE:
+                epochs[mid] = r.member_epoch
+            group = svc.share.groups.get("g")
+            if group is None:
+                continue
+            if r.error == E.NONE:  # answered: everything the group is now was written
+                assert group.written == svc.share._image(group) and not group.dirty
+            store.fail = None
+        group = svc.share.groups.get("g")
+        if group is not None:  # one more write carries whatever a failed one left out
+            await svc.share._flush(group)
+            assert group.written == svc.share._image(group)
+            loaded = replay(store.records)["g"].share
+            assert loaded is not None and set(loaded.members) == set(group.members)
+            assert loaded.epoch == group.group_epoch
+            assert {m: v.member_epoch for m, v in loaded.current.items()} == \
+                {m: v.member_epoch for m, v in group.members.items()}
+            assert loaded.targets == {m: v.assignment for m, v in group.members.items()}
         await svc.shutdown()
 
     asyncio.run(main())

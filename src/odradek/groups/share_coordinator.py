@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -122,6 +123,9 @@ class ShareGroup:
     partitions: set[tuple[bytes, int]] = field(default_factory=set)
     # the group's records as last written to `__consumer_offsets` (what the next write is the difference to)
     written: dict[cs.ConsumerKey, bytes] = field(default_factory=dict)
+    # the members whose records may differ from `written` (joined, heartbeated, reassigned, left): a write
+    # encodes only theirs and the group's, so a heartbeat costs the same in a group of 2 or 200
+    dirty: set[str] = field(default_factory=set)
     # what the target assignment was last computed from (subscriptions, topics): the same inputs give the
     # same assignment (the assignor is deterministic and keeps a balanced one as it is)
     assigned_from: object = None
@@ -193,10 +197,11 @@ class ShareGroupCoordinator:
             log.debug("Loaded share group %s (epoch %d, %d members)", gid, group.group_epoch, len(group.members))
 
     # ---- records ----
-    def _image(self, group: ShareGroup) -> dict[cs.ConsumerKey, bytes]:
-        """The group's records as they should be now: member records (by member), then the group's."""
+    def _image(self, group: ShareGroup, members: Iterable[str] | None = None) -> dict[cs.ConsumerKey, bytes]:
+        """The group's records as they should be now: the member records of `members` (None: every member)
+        that are still members, then the group's."""
         gid, out = group.group_id, {}
-        for mid in sorted(group.members):
+        for mid in sorted(group.members if members is None else set(members) & group.members.keys()):
             m = group.members[mid]
             out[cs.ConsumerKey(ss.MEMBER_METADATA, gid, mid)] = ss.encode_member_metadata(
                 ss.ShareMemberValue(m.rack_id, m.client_id, m.client_host, list(m.subscribed)))
@@ -214,8 +219,8 @@ class ShareGroupCoordinator:
         return out
 
     @staticmethod
-    def _changes(group: ShareGroup, image: dict[cs.ConsumerKey, bytes]) -> Records:
-        """The records that take the group's written records to `image`: member records first (the
+    def _changes(group: ShareGroup, image: dict[cs.ConsumerKey, bytes], keys: set[cs.ConsumerKey]) -> Records:
+        """The records that take the group's written records of `keys` to `image`: member records first (the
         departed members' tombstones, each one's current assignment, target and metadata in Kafka's order,
         then the others' metadata, target and current assignment), the group's last, so that a reader
         never sees an epoch before the members it counts."""
@@ -224,21 +229,31 @@ class ShareGroupCoordinator:
             rank = types.index(k.record_type) if k.member is not None else ss.GROUP_RECORD_TYPES.index(k.record_type)
             return k.member is None, k in image, k.member or "", rank
 
-        keys = sorted({k for k in group.written.keys() | image.keys() if group.written.get(k) != image.get(k)},
-                      key=order)
         out: Records = []
-        for k in keys:
+        for k in sorted((k for k in keys if group.written.get(k) != image.get(k)), key=order):
             out += cs.record(k, image.get(k))
         return out
 
     async def _flush(self, group: ShareGroup, image: dict[cs.ConsumerKey, bytes] | None = None) -> None:
-        """Write what changed in the group (or what takes it to `image`: {} deletes it); once committed it is
-        what was written, else KafkaError and the next write carries the change again."""
-        image = self._image(group) if image is None else image
-        records = self._changes(group, image)
+        """Write what changed in the group: the records of its dirty members and its own (or what takes it
+        to `image`: {} deletes it); once committed it is what was written, else KafkaError and the next
+        write carries the change again (the members stay dirty)."""
+        gid = group.group_id
+        if image is None:
+            image = self._image(group, group.dirty)
+            keys = {cs.ConsumerKey(t, gid, mid) for mid in group.dirty for t in ss.MEMBER_RECORD_TYPES}
+            keys.update(cs.ConsumerKey(t, gid) for t in ss.GROUP_RECORD_TYPES)
+        else:
+            keys = group.written.keys() | image.keys()
+        records = self._changes(group, image, keys)
         if records:
-            await self.store.write(group.group_id, records)
-        group.written = image
+            await self.store.write(gid, records)
+        for k in keys:
+            if k in image:
+                group.written[k] = image[k]
+            else:
+                group.written.pop(k, None)
+        group.dirty.clear()
 
     def _lock(self, group_id: str) -> asyncio.Lock:
         lock = self._locks.get(group_id)
@@ -329,6 +344,7 @@ class ShareGroupCoordinator:
         self._touch(group, member)
         changed = member.sent is None or member.sent != member.assignment
         member.sent = dict(member.assignment)
+        group.dirty.add(member.member_id)
         try:
             await self._flush(group)
         except KafkaError:
@@ -359,7 +375,9 @@ class ShareGroupCoordinator:
                 group.group_epoch += 1
             self.rebalances += 1
             for mid, a in target.items():
-                group.members[mid].assignment = a
+                if group.members[mid].assignment != a:
+                    group.members[mid].assignment = a
+                    group.dirty.add(mid)
                 group.partitions.update((t, p) for t, ps in a.items() for p in ps)
         group.assignment_epoch = group.group_epoch
 
@@ -375,6 +393,7 @@ class ShareGroupCoordinator:
 
     def _remove(self, group: ShareGroup, member_id: str, why: str) -> None:
         member = group.members.pop(member_id)
+        group.dirty.add(member_id)
         if member.timer is not None:
             member.timer.cancel()
         group.group_epoch += 1
