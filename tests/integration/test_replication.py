@@ -184,3 +184,29 @@ def test_controlled_shutdown_moves_leadership_first(two_brokers: BrokerCluster) 
     assert "Controlled shutdown succeeded" in out
     # the survivor already led everything when broker 0 exited: no wait for a session to expire
     assert all(ld == 1 for ld, _ in _describe(c.brokers[1].bootstrap, "ctl").values())
+
+
+def test_list_offsets_through_a_leader_kill_never_reads_an_unanswered_offset(two_brokers: BrokerCluster) -> None:
+    """librdkafka answers ListOffsets for a partition whose leader's request failed (the leader killed,
+    still named leader until the controller moves it) with offset -1001 and no error. The tools take that
+    as no answer and the Spark source's offset look-ups retry with fresh metadata; neither ever takes it for
+    an offset (a streaming query once checkpointed -1001 as a batch's end and then failed on "offsets went
+    backwards")."""
+    from confluent_kafka.admin import OffsetSpec
+
+    from odradek.admin_client.offsets import list_offsets
+    from odradek.spark.metadata import ClusterOffsets
+    from odradek.spark.offsets import TP
+
+    c = two_brokers
+    admin(c.bootstrap).create_topics([NewTopic("lo", 1, 2)])["lo"].result(20)
+    wait_until(lambda: _describe(c.bootstrap, "lo")[0][1] == [0, 1], 30, "a full ISR")
+    produce(c.bootstrap, "lo", [b"x"] * 100, acks="all")
+    leader = _describe(c.bootstrap, "lo")[0][0]
+    survivor = c.brokers[1 - leader].bootstrap
+    c.by_id(leader).kill()
+    found = list_offsets(admin(survivor), [("lo", 0)], OffsetSpec.latest(), 3.0)
+    assert found[("lo", 0)] in (None, 100), found
+    spark_side = ClusterOffsets({"bootstrap.servers": survivor}, timeout_s=3.0, retries=10)
+    assert spark_side.latest([TP("lo", 0)]) == {TP("lo", 0): 100}
+    assert spark_side.earliest([TP("lo", 0)]) == {TP("lo", 0): 0}

@@ -9,13 +9,15 @@ from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 TP = tuple[str, int]
+OFFSET_INVALID = -1001  # librdkafka's "no offset", left where a leader's ListOffsets request failed
 
 
 def list_offsets(admin: Any, partitions: Iterable[TP], spec: OffsetSpec, timeout_s: float, *,
                  wait: Callable[[Any], Any] | None = None,
                  unanswered: tuple[type[BaseException], ...] = (KafkaException,)) -> dict[TP, int | None]:
     """ListOffsets (`spec`: earliest, latest, for a timestamp) for each partition; None where the answer
-    raised one of `unanswered`. `wait` takes each partition's future to its result (by default, the result
+    raised one of `unanswered` or never came (librdkafka's offset -1001 without an error: the leader's
+    request failed, e.g. the leader died). `wait` takes each partition's future to its result (by default, the result
     within the request timeout plus 5 s)."""
     wanted = sorted(set(partitions))
     if not wanted:
@@ -25,7 +27,7 @@ def list_offsets(admin: Any, partitions: Iterable[TP], spec: OffsetSpec, timeout
     for tp, future in futures.items():
         try:
             answer = wait(future) if wait is not None else future.result(timeout=timeout_s + 5)
-            result[(tp.topic, tp.partition)] = answer.offset
+            result[(tp.topic, tp.partition)] = None if answer.offset == OFFSET_INVALID else answer.offset
         except unanswered:
             result[(tp.topic, tp.partition)] = None
     return result

@@ -2,7 +2,9 @@
 
 One `ClusterOffsets` per reader: an AdminClient for metadata and ListOffsets (earliest, latest, by time),
 created on first use and closed by `close()`. Failed look-ups are retried a few times, like Spark's
-`fetchOffset.numRetries`. ListOffsets is asked at the client's `isolation.level`: under read_committed
+`fetchOffset.numRetries`, each retry with a new AdminClient (fresh metadata: a partition's leader may
+have died). librdkafka answers a partition whose leader's request failed (a leader killed mid-request)
+with offset -1001 and no error; that counts as a failed look-up, never as an offset. ListOffsets is asked at the client's `isolation.level`: under read_committed
 "latest" is the last stable offset (the first offset of the oldest open transaction, else the high
 watermark), so a planned range never waits on records that are not yet committed or aborted.
 """
@@ -22,6 +24,7 @@ from odradek.spark.options import Subscription
 
 T = TypeVar("T")
 
+OFFSET_INVALID = -1001  # librdkafka's "no offset": what a ListOffsets the leader never answered leaves
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__share_group_state", "__transaction_state"})
 
 # librdkafka properties that only a consumer or producer understands; an AdminClient warns about them.
@@ -64,6 +67,7 @@ class ClusterOffsets:
                 return fn()
             except (KafkaException, TimeoutError, RuntimeError) as exc:
                 last = exc
+                self._admin = None  # the next attempt asks with fresh metadata
                 time.sleep(self._interval * (attempt + 1))
         raise RuntimeError(f"{what} failed after {self._retries} attempts: {last}") from last
 
@@ -97,6 +101,8 @@ class ClusterOffsets:
             out: dict[TP, tuple[int, int]] = {}
             for ktp, fut in futures.items():
                 res = fut.result(timeout=self._timeout)
+                if res.offset == OFFSET_INVALID:
+                    raise RuntimeError(f"no answer for {ktp.topic}-{ktp.partition} (its leader did not reply)")
                 out[TP(ktp.topic, ktp.partition)] = (res.offset, res.timestamp)
             return out
 
