@@ -38,7 +38,7 @@ from kafka.protocol.consumer import (
 from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 from kafka.protocol.producer import ProduceRequest
 
-from odradek.protocol.records import build_batch
+from odradek.protocol.records import build_batch, iter_batches
 from tests.clients import consume_all, create_topic
 from tests.harness import BrokerProcess
 from tests.rawclient import RawClient
@@ -79,16 +79,19 @@ def known_topic(broker: BrokerProcess) -> str:
 
 
 MEMORY_TOPIC = "mem-" + uuid.uuid4().hex[:6]
+FETCH_MAX_BYTES = 250_000
 
 
 @pytest.fixture(scope="module")
 def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    """Small limits: 6 connections, 10 partitions in the cluster, 8 per broker, 1 MiB of requests.
+    """Small limits: 6 connections, 10 partitions in the cluster, 8 per broker, 1 MiB of requests, fetches
+    of 250,000 bytes.
     Its tests use raw sockets only (closed as soon as a test is done), so they can count connections;
     MEMORY_TOPIC (1 partition) exists from the start."""
     with _serving(tmp_path_factory.mktemp("small"), {
         "max.connections": "6", "max.partitions": "10", "max.broker.partitions": "8",
         "queued.max.request.bytes": str(1 << 20), "message.max.bytes": str(1 << 20),
+        "fetch.max.bytes": str(FETCH_MAX_BYTES),
     }) as b:
         assert _create_topics(b.port, MEMORY_TOPIC, 1).error_code == 0
         yield b
@@ -512,3 +515,35 @@ def test_a_group_id_longer_than_a_string_may_be_is_refused(broker: BrokerProcess
     with RawClient(broker.port) as c:
         assert c.request(ListGroupsRequest(), 2).error_code == 0
     _no_unexpected_error(broker)
+
+
+def test_a_fetch_asking_for_a_gigabyte_gets_fetch_max_bytes(small: BrokerProcess) -> None:
+    """fetch.max.bytes caps what one Fetch reads and answers, whatever its MaxBytes and partition MaxBytes
+    (Kafka's cap): five batches of 100 kB, a fetch of 1 GiB from the first gets the two that fit in
+    250,000 bytes; a fetch whose first batch alone is over the cap still gets that batch (KIP-74)."""
+    value = b"f" * 100_000
+    with RawClient(small.port, timeout=30) as c:
+        offsets = []
+        for i in range(5):
+            resp = c.request(ProduceRequest(transactional_id=None, acks=1, timeout_ms=30000, topic_data=[
+                ProduceRequest.TopicProduceData(name=MEMORY_TOPIC, partition_data=[
+                    ProduceRequest.TopicProduceData.PartitionProduceData(
+                        index=0, records=build_batch([(None, value + b"%d" % i)]))])]), 7)
+            (part,) = resp.responses[0].partition_responses
+            assert part.error_code == 0
+            offsets.append(part.base_offset)
+
+        def fetch(offset: int, max_bytes: int) -> list[int]:
+            request = FetchRequest(
+                replica_id=-1, max_wait_ms=0, min_bytes=1 << 30, max_bytes=max_bytes, isolation_level=0,
+                session_id=0, session_epoch=-1, forgotten_topics_data=[], rack_id="", topics=[
+                    FetchRequest.FetchTopic(topic=MEMORY_TOPIC, partitions=[FetchRequest.FetchTopic.FetchPartition(
+                        partition=0, current_leader_epoch=-1, fetch_offset=offset, last_fetched_epoch=-1,
+                        log_start_offset=-1, partition_max_bytes=max_bytes)])])
+            (part,) = c.request(request, 11).responses[0].partitions
+            assert part.error_code == 0
+            return [h.base_offset for _pos, h in iter_batches(bytes(part.records or b""))]
+
+        assert fetch(offsets[0], 1 << 30) == offsets[:2]
+        assert fetch(offsets[2], 1 << 30) == offsets[2:4]
+        assert fetch(offsets[4], 10) == offsets[4:]  # the first batch whole, whatever the limit

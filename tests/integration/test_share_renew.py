@@ -39,9 +39,13 @@ _FetchPartition = ShareFetchRequest.FetchTopic.FetchPartition
 _AckPartition = ShareAcknowledgeRequest.AcknowledgeTopic.AcknowledgePartition
 
 
+FETCH_MAX_BYTES = 250_000
+
+
 @pytest.fixture(scope="module")
 def broker_config() -> dict[str, str]:
-    return CONFIG  # group.share.record.lock.duration.ms = LOCK_MS (1 s)
+    # group.share.record.lock.duration.ms = LOCK_MS (1 s)
+    return {**CONFIG, "fetch.max.bytes": str(FETCH_MAX_BYTES)}
 
 
 class _Member:
@@ -62,12 +66,12 @@ class _Member:
         return resp
 
     def fetch(self, acks: Sequence[tuple[int, int, int]] = (), *, renew: bool = False, mode: int = BATCH_OPTIMIZED,
-              max_records: int = 100, max_wait_ms: int = 0, version: int = 2) -> Any:
+              max_records: int = 100, max_wait_ms: int = 0, max_bytes: int = 1 << 20, version: int = 2) -> Any:
         """A ShareFetch of partition 0 with `acks` ((first, last, type) each); a renewing one (IsRenewAck)
         asks for nothing, as Kafka requires."""
         batch = _FetchPartition.AcknowledgementBatch
         limits = dict(max_wait_ms=0, min_bytes=0, max_bytes=0, max_records=0) if renew else dict(
-            max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=1 << 20, max_records=max_records)
+            max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=max_bytes, max_records=max_records)
         part = _FetchPartition(partition_index=0, acknowledgement_batches=[
             batch(first_offset=f, last_offset=last, acknowledge_types=[t]) for f, last, t in acks])
         return self._sent(self.raw.request(ShareFetchRequest(
@@ -191,6 +195,19 @@ def test_acquire_modes(broker: BrokerProcess) -> None:
         assert batches == [(0, 9)], "the records were produced as one batch"
         assert _acquired(members[1].fetch(mode=RECORD_LIMIT, max_records=3, max_wait_ms=5000)) == [(3, 5, 1)]
         assert _acquired(members[2].fetch(mode=BATCH_OPTIMIZED, max_records=3, max_wait_ms=5000)) == [(6, 8, 1)]
+    finally:
+        for m in members:
+            m.close()
+
+
+def test_a_share_fetch_asking_for_a_gigabyte_acquires_fetch_max_bytes(broker: BrokerProcess) -> None:
+    """fetch.max.bytes caps a ShareFetch as it caps a Fetch: of five batches of 100 kB, a member asking for
+    1 GiB acquires the two that fit in 250,000 bytes, the next member the next two."""
+    group, topic_id = _setup(broker, [b"s" * 100_000 + b"%d" % i for i in range(5)], **{"batch.size": 1000})
+    members = [_Member(broker, group, topic_id) for _ in range(2)]
+    try:
+        assert _acquired(members[0].fetch(max_bytes=1 << 30, max_wait_ms=5000)) == [(0, 1, 1)]
+        assert _acquired(members[1].fetch(max_bytes=1 << 30, max_wait_ms=5000)) == [(2, 3, 1)]
     finally:
         for m in members:
             m.close()

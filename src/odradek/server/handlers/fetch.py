@@ -101,7 +101,8 @@ class _FetchPlan:
         self.is_replica = replica_id >= 0
         self.replica_id = replica_id
         self.read_committed = not self.is_replica and getattr(request, "isolation_level", 0) == 1
-        self.max_bytes = request.max_bytes if self.version >= 3 else 2**31 - 1
+        # Kafka's cap, whatever the request asks: fetch.max.bytes (a first batch is still whole, KIP-74)
+        self.max_bytes = min(request.max_bytes, ctx.broker.config.get("fetch.max.bytes"))
         self.zero_copy: bool = ctx.broker.zero_copy
         self.topics: list[tuple[FetchTopicResult, list[tuple[Want, Partition | None, KafkaError | None]]]] = []
         self.diverging: dict[tuple[str, int], tuple[int, int] | None] = {}
@@ -244,10 +245,11 @@ async def fetch(ctx: RequestContext, request: Any) -> list[Piece]:
             plan.max_bytes = min(plan.max_bytes, cap)
     topics, total, errors = plan.read()
     wait_ms = request.max_wait_ms
-    if total < request.min_bytes and wait_ms > 0 and not errors and plan.topics:
+    min_bytes = min(request.min_bytes, plan.max_bytes)  # never wait for more than may be sent
+    if total < min_bytes and wait_ms > 0 and not errors and plan.topics:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_ms / 1000
-        while total < request.min_bytes and not errors:
+        while total < min_bytes and not errors:
             remaining = deadline - loop.time()
             if remaining <= 0 or ctx.broker.stopping:
                 break

@@ -287,7 +287,8 @@ class _Fetch(_Request):
     def __init__(self, ctx: RequestContext, request: Any, session: ShareSession) -> None:
         super().__init__(ctx, request.group_id or "", request.member_id or "")
         self.session = session
-        self.max_bytes = max(request.max_bytes, 0)
+        # capped by fetch.max.bytes as a Fetch is (a first batch is still whole, KIP-74)
+        self.max_bytes = min(max(request.max_bytes, 0), ctx.broker.config.get("fetch.max.bytes"))
         self.max_records = request.max_records if request.max_records > 0 else 500
         self.parts: dict[TopicPartitionId, Partition] = {}
         self.acked: frozenset[TopicPartitionId] = frozenset()  # the partitions acknowledged in this request
@@ -443,10 +444,11 @@ async def share_fetch(ctx: RequestContext, request: Any) -> ShareFetchResponse:
     fetch.resolve()
     total = await fetch.read()
     wait_ms = request.max_wait_ms
-    if total < max(request.min_bytes, 1) and wait_ms > 0 and fetch.parts and not fetch.acked:
+    min_bytes = max(min(request.min_bytes, fetch.max_bytes), 1)  # never wait for more than may be sent
+    if total < min_bytes and wait_ms > 0 and fetch.parts and not fetch.acked:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_ms / 1000
-        while total < max(request.min_bytes, 1):
+        while total < min_bytes:
             remaining = deadline - loop.time()
             if remaining <= 0 or ctx.broker.stopping:
                 break
