@@ -547,3 +547,34 @@ def test_a_fetch_asking_for_a_gigabyte_gets_fetch_max_bytes(small: BrokerProcess
         assert fetch(offsets[0], 1 << 30) == offsets[:2]
         assert fetch(offsets[2], 1 << 30) == offsets[2:4]
         assert fetch(offsets[4], 10) == offsets[4:]  # the first batch whole, whatever the limit
+
+
+def test_idle_connections_are_closed_and_busy_ones_kept(tmp_path: Path) -> None:
+    """connections.max.idle.ms (1 s here): a connection silent for longer is closed by the broker (it
+    cannot be held forever, authenticated or not); one that keeps sending, and one whose request takes
+    longer than that to answer (a Fetch long poll of 3 s), are kept."""
+    with _serving(tmp_path, {"connections.max.idle.ms": "1000"}) as b:
+        topic = "idle-" + uuid.uuid4().hex[:6]
+        create_topic(b.bootstrap, topic)
+        metadata = MetadataRequest(topics=[])
+        with RawClient(b.port) as idle, RawClient(b.port) as busy:
+            idle.request(metadata, 1)
+            busy.request(metadata, 1)
+
+            def idle_closed() -> bool:
+                busy.request(metadata, 1)  # every 0.2 s: never silent for long
+                return idle.is_closed_by_peer(0.01)
+
+            wait_until(idle_closed, 60, "the idle connection to be closed by the broker")
+            assert busy.request(metadata, 1).brokers  # kept, for longer than the idle limit
+            part = FetchRequest.FetchTopic.FetchPartition(partition=0, current_leader_epoch=-1, fetch_offset=0,
+                                                          last_fetched_epoch=-1, log_start_offset=-1,
+                                                          partition_max_bytes=1024)
+            long_poll = FetchRequest(replica_id=-1, max_wait_ms=3000, min_bytes=1, max_bytes=1 << 20,
+                                     isolation_level=0, session_id=0, session_epoch=-1, rack_id="",
+                                     topics=[FetchRequest.FetchTopic(topic=topic, partitions=[part])],
+                                     forgotten_topics_data=[])
+            with RawClient(b.port, timeout=30) as polling:
+                answer = polling.request(long_poll, 11)  # nothing to read: answered after MaxWaitMs
+                assert [p.error_code for t in answer.responses for p in t.partitions] == [0]
+                assert polling.request(metadata, 1).brokers  # still open

@@ -104,6 +104,7 @@ class Broker:
             ConnectionLimits(config.get("max.connections"), config.get("max.connections.per.ip"),
                              config.max_connections_per_ip_overrides),
             RequestMemory(config.get("queued.max.request.bytes")),
+            max_idle_ms=config.get("connections.max.idle.ms"),
         )
         self.bound_ports: dict[str, int] = {}
         self._tasks = TaskSet(log, "Background task")

@@ -7,13 +7,16 @@ What a client may hold before it is known is bounded: every accepted socket is c
 connection limits at once, TLS listeners included (their own accept loop, server/tls_accept.py, counts a
 socket before its handshake and times the handshake out), and on SASL listeners a connection that has
 not authenticated reads one frame at a time, of at most sasl.server.max.receive.size bytes, and is
-dropped on the size prefix of a larger one. Connections that close feed the heap trimmer (heap.py)."""
+dropped on the size prefix of a larger one. A connection silent for connections.max.idle.ms (nothing read,
+nothing written, no request being handled) is closed, as Kafka's selector closes idle channels. Connections
+that close feed the heap trimmer (heap.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 import socket
+import time
 from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
 from functools import partial
@@ -109,6 +112,7 @@ class Connection(AdmittedProtocol):
         self.splicer: Splicer | None = None
         self.peer = "?"
         self.closed = False
+        self.last_active = time.monotonic()  # the last read or write (connections.max.idle.ms)
 
     @property
     def host(self) -> str:
@@ -171,6 +175,7 @@ class Connection(AdmittedProtocol):
     def data_received(self, data: bytes) -> None:
         if self.closed:
             return
+        self.last_active = time.monotonic()
         try:
             frames = self._decoder.feed(data)
         except FrameError as exc:
@@ -319,6 +324,7 @@ class Connection(AdmittedProtocol):
                     self.close(f"internal error: {exc}")
                     return
                 if response is not None and not self.closed and self.transport is not None:
+                    self.last_active = time.monotonic()
                     if self.splicer is not None and has_regions(response):
                         try:
                             await self.splicer.send(response)
@@ -400,6 +406,7 @@ class Connection(AdmittedProtocol):
             else:
                 response = done.result()
                 if response is not None and self.transport is not None:
+                    self.last_active = time.monotonic()
                     self.transport.writelines(response)  # type: ignore[arg-type]  # Produce: no regions
         if self.closed:
             self._cancel_answers()
@@ -421,6 +428,11 @@ class Connection(AdmittedProtocol):
         finally:
             self._muted = False
             self._update_reading()
+
+    def idle(self, now: float, limit_s: float) -> bool:
+        """Silent for longer than `limit_s` with no request queued or being handled."""
+        return (now - self.last_active > limit_s and not self._queue and not self._in_flight
+                and not self._answering and self._worker is None and not self.closed)
 
     def close(self, reason: str, quiet: bool = False, abort: bool = False) -> None:
         """Close the socket (after what was written is sent; `abort`: at once, with nothing to send and no
@@ -453,8 +465,11 @@ class SocketServer:
     """Listens on the configured listeners and hands frames to the dispatcher."""
 
     def __init__(self, dispatch: Dispatcher, max_frame_size: int, limits: ConnectionLimits | None = None,
-                 memory: RequestMemory | None = None, trimmer: HeapTrimmer | None = None) -> None:
+                 memory: RequestMemory | None = None, trimmer: HeapTrimmer | None = None,
+                 max_idle_ms: int = -1) -> None:
         self._dispatch = dispatch
+        self.max_idle_ms = max_idle_ms  # connections.max.idle.ms; negative: never closed for silence
+        self._idle_sweeper: asyncio.Task[None] | None = None
         self._max_frame_size = max_frame_size
         self.limits = limits
         self.memory = memory or RequestMemory(-1)
@@ -501,9 +516,25 @@ class SocketServer:
         for acceptor in self._tls_acceptors:
             acceptor.start()
         await asyncio.gather(*(s.start_serving() for s in self._servers))
+        if self.max_idle_ms >= 0 and self._idle_sweeper is None:
+            self._idle_sweeper = asyncio.get_running_loop().create_task(self._close_idle())
+
+    async def _close_idle(self) -> None:
+        """Close the connections idle for longer than connections.max.idle.ms, looking a few times per
+        period (at least every 30 s), so one closes at most a quarter period late."""
+        limit_s = self.max_idle_ms / 1000
+        while True:
+            await asyncio.sleep(min(max(limit_s / 4, 0.05), 30.0))
+            now = time.monotonic()
+            for c in [c for c in self.connections if c.idle(now, limit_s)]:
+                log.debug("Closing connection from %s: idle for more than %d ms (connections.max.idle.ms)",
+                          c.peer, self.max_idle_ms)
+                c.close("idle", quiet=True)
 
     async def close(self) -> None:
         self.trimmer.close()
+        if self._idle_sweeper is not None:
+            self._idle_sweeper.cancel()
         for s in self._servers:
             s.close()
         for acceptor in self._tls_acceptors:
