@@ -730,7 +730,8 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     # sending at full speed (or a flood of large frames) grow the broker until the kernel kills it,
     # and 500 MiB still holds five maximum-size requests (socket.request.max.bytes) in flight.
     _key("queued.max.request.bytes", LONG, "524288000", valid=Range(1, also=(-1,)), applied=True),
-    _key("queued.max.requests", INT, "500", valid=Range(1), applied=True),
+    # not applied: requests waiting are bounded per connection (64) and in bytes (queued.max.request.bytes)
+    _key("queued.max.requests", INT, "500", valid=Range(1)),
     _key("quota.consumer.default", LONG, "9223372036854775807", valid=Range(1), deprecated="removed in Kafka 3.0; use default client quotas"),
     _key("quota.producer.default", LONG, "9223372036854775807", valid=Range(1), deprecated="removed in Kafka 3.0; use default client quotas"),
     _key("quota.window.num", INT, "11", valid=Range(1)),

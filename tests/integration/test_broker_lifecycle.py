@@ -22,8 +22,10 @@ from tests.waiting import wait_until
 
 @pytest.fixture
 def broker_config() -> dict[str, str]:
-    """Recovery points checkpointed often, so a kill -9 lands between checkpoints of advancing ones."""
-    return {"log.flush.offset.checkpoint.interval.ms": "300"}
+    """Recovery points checkpointed often, so a kill -9 lands between checkpoints of advancing ones; high
+    watermarks more often still, log start offsets only at start and shut-down (each file has its key)."""
+    return {"log.flush.offset.checkpoint.interval.ms": "300", "replica.high.watermark.checkpoint.interval.ms": "100",
+            "log.flush.start.offset.checkpoint.interval.ms": "3600000"}
 
 
 def _start_fails(tmp_path: Path, text: str, timeout: float = 30) -> subprocess.CompletedProcess:
@@ -117,11 +119,15 @@ def test_start_up_logs_and_clean_shutdown_checkpoints(fresh_broker: BrokerProces
     out = b.output()
     assert "Registered broker 0 at path /brokers/ids/0" in out
     assert "Awaiting socket connections on 127.0.0.1" in out
+    wait_until(lambda: "keep 0 3" in (b.log_dir / "replication-offset-checkpoint").read_text(), 30,
+               "the high watermark checkpointed")
+    assert "keep" not in (b.log_dir / "log-start-offset-checkpoint").read_text()  # its interval is an hour
     assert b.stop() == 0
     for name in ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint", ".kafka_cleanshutdown",
                  "meta.properties"):
         assert (b.log_dir / name).exists(), name
     assert "keep 0 3" in (b.log_dir / "recovery-point-offset-checkpoint").read_text()
+    assert "keep 0 0" in (b.log_dir / "log-start-offset-checkpoint").read_text()  # shut-down writes them all
     b.start()
     assert "Recovering" not in b.output().split("starting")[-1]
     assert [m.value() for m in consume_all(b.bootstrap, "keep", 3)] == [b"a", b"b", b"c"]

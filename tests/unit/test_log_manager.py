@@ -15,6 +15,7 @@ from odradek.storage.manager import (
     CLEAN_SHUTDOWN_FILE,
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
     LogManager,
     StorageError,
     read_checkpoint,
@@ -49,6 +50,24 @@ def test_checkpoint_file_format(tmp_path: Path) -> None:
     path.write_text("0\n3\na 0 7\n")
     assert read_checkpoint(path) == {}
     assert read_checkpoint(tmp_path / "missing") == {}
+
+
+def test_each_checkpoint_file_is_written_on_its_own(tmp_path: Path) -> None:
+    """The broker writes the high watermarks, log start offsets and recovery points each on its own
+    interval (Kafka's three keys): a checkpoint of one file leaves the others as they were."""
+    d = tmp_path / "logs"
+    manager = started([d], {"segment.bytes": "600"})
+    fill(manager, "t", 0, 5)
+    manager.checkpoint((REPLICATION_OFFSET_CHECKPOINT,))
+    assert read_checkpoint(d / REPLICATION_OFFSET_CHECKPOINT) == {("t", 0): 10}
+    assert ("t", 0) not in read_checkpoint(d / RECOVERY_POINT_CHECKPOINT)
+    assert ("t", 0) not in read_checkpoint(d / LOG_START_OFFSET_CHECKPOINT)
+    manager.checkpoint((LOG_START_OFFSET_CHECKPOINT,))
+    assert read_checkpoint(d / LOG_START_OFFSET_CHECKPOINT) == {("t", 0): 0}
+    assert ("t", 0) not in read_checkpoint(d / RECOVERY_POINT_CHECKPOINT)
+    manager.checkpoint()
+    assert ("t", 0) in read_checkpoint(d / RECOVERY_POINT_CHECKPOINT)
+    manager.shutdown()
 
 
 def test_startup_creates_dirs_and_places_by_partition_count(tmp_path: Path) -> None:

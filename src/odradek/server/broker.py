@@ -59,7 +59,13 @@ from odradek.server.network import SocketServer
 from odradek.server.quotas import QuotaManager
 from odradek.server.security import ListenerSecurity, inter_broker_security, trust_warnings
 from odradek.server.share_sessions import ShareSessionCache
-from odradek.storage.manager import CleanerConfig, LogManager
+from odradek.storage.manager import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    CleanerConfig,
+    LogManager,
+)
 from odradek.txn.coordinator import TransactionCoordinator, TxnSettings, txn_topic_settings
 from odradek.txn.markers import MarkerSender, MarkerWriter
 
@@ -385,7 +391,13 @@ class Broker:
         if cfg.get("log.cleaner.enable"):  # log.cleaner.threads=0 (dynamic) pauses it: see CleanerConfig.enabled
             self._tasks.spawn(self._every(lambda: self.logs.cleaner.backoff_ms, self._clean_logs))
         self._tasks.spawn(self._every(lambda: cfg.log_flush_interval_ms, self._flush))
-        self._tasks.spawn(self._every(lambda: cfg.get("log.flush.offset.checkpoint.interval.ms"), self._checkpoint))
+        # each checkpoint file on its own interval, as Kafka's
+        self._tasks.spawn(self._every(lambda: cfg.get("log.flush.offset.checkpoint.interval.ms"),
+                                      self._checkpoint_recovery_points))
+        self._tasks.spawn(self._every(lambda: cfg.get("log.flush.start.offset.checkpoint.interval.ms"),
+                                      self._checkpoint_log_start_offsets))
+        self._tasks.spawn(self._every(lambda: int(cfg.get("replica.high.watermark.checkpoint.interval.ms")),
+                                      self._checkpoint_high_watermarks))
 
     async def _every(self, interval_ms: Callable[[], int], fn: Callable[[], Awaitable[None]]) -> None:
         """Run `fn` every `interval_ms()` milliseconds. The interval is read at least once a second, so a
@@ -421,8 +433,14 @@ class Broker:
     async def _flush(self) -> None:
         await self._on_disk_worker(self.logs.flush_dirty, zn.now_ms())
 
-    async def _checkpoint(self) -> None:
-        await self._on_disk_worker(self.logs.checkpoint)
+    async def _checkpoint_recovery_points(self) -> None:
+        await self._on_disk_worker(self.logs.checkpoint, (RECOVERY_POINT_CHECKPOINT,))
+
+    async def _checkpoint_log_start_offsets(self) -> None:
+        await self._on_disk_worker(self.logs.checkpoint, (LOG_START_OFFSET_CHECKPOINT,))
+
+    async def _checkpoint_high_watermarks(self) -> None:
+        await self._on_disk_worker(self.logs.checkpoint, (REPLICATION_OFFSET_CHECKPOINT,))
 
     # ---- shut-down -----------------------------------------------------------------------------
     async def shutdown(self) -> None:

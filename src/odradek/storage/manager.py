@@ -44,6 +44,8 @@ RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+# what checkpoint() writes by default (the cleaner offsets go with the recovery points)
+CHECKPOINT_FILES = (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT)
 LOCK_FILE = ".lock"
 CHECKPOINT_VERSION = 0
 
@@ -541,21 +543,29 @@ class LogManager:
 
     # --- background work ---------------------------------------------------------------------
 
-    def checkpoint(self) -> None:
-        """Write the checkpoint files (recovery points, log start offsets, high watermarks, cleaner
-        offsets) in every log dir. A worker thread's job: each file is fsynced."""
+    def checkpoint(self, files: Iterable[str] = CHECKPOINT_FILES) -> None:
+        """Write the checkpoint files named (by default all: recovery points with the cleaner offsets, log
+        start offsets, high watermarks) in every log dir. Kafka writes each on its own interval
+        (log.flush.offset.checkpoint.interval.ms, log.flush.start.offset.checkpoint.interval.ms,
+        replica.high.watermark.checkpoint.interval.ms). A worker thread's job: each file is fsynced."""
+        wanted = set(files)
         with self._checkpoint_lock:
             for d in self.online_dirs:
                 mine = self._logs_in(d)
                 try:
-                    write_checkpoint(d / RECOVERY_POINT_CHECKPOINT, {key: lg.recovery_point for key, lg in mine})
-                    write_checkpoint(d / LOG_START_OFFSET_CHECKPOINT,
-                                     {key: lg.log_start_offset for key, lg in mine})
-                    write_checkpoint(d / REPLICATION_OFFSET_CHECKPOINT, {key: lg.high_watermark for key, lg in mine})
+                    if RECOVERY_POINT_CHECKPOINT in wanted:
+                        write_checkpoint(d / RECOVERY_POINT_CHECKPOINT, {key: lg.recovery_point for key, lg in mine})
+                    if LOG_START_OFFSET_CHECKPOINT in wanted:
+                        write_checkpoint(d / LOG_START_OFFSET_CHECKPOINT,
+                                         {key: lg.log_start_offset for key, lg in mine})
+                    if REPLICATION_OFFSET_CHECKPOINT in wanted:
+                        write_checkpoint(d / REPLICATION_OFFSET_CHECKPOINT,
+                                         {key: lg.high_watermark for key, lg in mine})
                 except OSError as exc:
                     self._report(d, "writing the offset checkpoint files", exc)
                     continue
-                self._write_cleaner_checkpoint_locked(d)
+                if RECOVERY_POINT_CHECKPOINT in wanted:
+                    self._write_cleaner_checkpoint_locked(d)
 
     def _logs_in(self, d: Path) -> list[tuple[TopicPartition, Log]]:
         # Copies taken in one step each (atomic under the GIL), not under `_mutex`: see `_checkpoint_lock`.
