@@ -159,7 +159,9 @@ class RangeReader:
         try:
             low, high = consumer.get_watermark_offsets(TopicPartition(tp.topic, tp.partition), timeout=10)
         except KafkaException:
-            low, high = self.position, self.position + 1  # cannot tell now; the poll timeout still applies
+            low = high = -1  # unknown
+        if low < 0 or high < 0:  # cannot tell now (-1001: no answer); the poll timeout still applies
+            low, high = self.position, self.position + 1
         if low <= self.position < high:
             self._short_checks = 0
         elif self.position < low:
