@@ -446,3 +446,39 @@ def test_random_joins_and_leaves_keep_single_ownership(count: int) -> None:
         await cg.shutdown()
 
     run(main())
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_failed_write_is_carried_by_the_next_one(seed: int) -> None:
+    """Writes fail now and then while members join, rebalance and revoke; once they succeed again, the
+    log holds what memory holds, member for member (a change whose write failed is written with the next
+    one, even when nothing changes it again)."""
+    import random
+
+    rnd = random.Random(seed)
+
+    async def main() -> None:
+        svc, store = make_service()
+        cg = svc.consumer
+        clients = [Client(cg, m, ["t"]) for m in "abcd"]
+        for _ in range(12):
+            for c in rnd.sample(clients, len(clients)):
+                store.fail = E.NOT_COORDINATOR if rnd.random() < 0.3 else None
+                res = await c.beat()
+                if res.error in (E.FENCED_MEMBER_EPOCH, E.UNKNOWN_MEMBER_ID):
+                    c.epoch, c.owned = 0, {}
+        store.fail = None
+        for _ in range(8):  # until the group is stable, every write succeeding
+            for c in clients:
+                if (await c.beat()).error in (E.FENCED_MEMBER_EPOCH, E.UNKNOWN_MEMBER_ID):
+                    c.epoch, c.owned = 0, {}
+        group = cg.groups["g"]
+        loaded = replay(store.records)["g"].consumer
+        assert loaded is not None
+        assert (loaded.epoch, loaded.assignment_epoch) == (group.group_epoch, group.assignment_epoch)
+        assert loaded.current == {mid: m.assignment_value() for mid, m in group.members.items()}
+        assert loaded.members == {mid: m.metadata_value() for mid, m in group.members.items()}
+        assert loaded.targets == {mid: group.target_of(mid) for mid in group.members}
+        await svc.shutdown()
+
+    run(main())

@@ -19,8 +19,8 @@ Every change is written to the group's `__consumer_offsets` partition in Kafka's
 (`odradek.groups.consumer_schemas`) before the heartbeat is answered, so a broker that loads the partition
 (fail-over, restart) serves the group as it was. Memory is changed first and the records follow; a failed
 write answers the heartbeat with the store's error (the member retries) and leaves memory ahead of the
-log until the next successful write of the same keys — departure: Kafka rolls memory back (its timeline
-data structures).
+log until the group's next successful write, which carries what the failed one did not (the records stay
+dirty) — departure: Kafka rolls memory back (its timeline data structures).
 
 Both group types share the broker's `GroupStore`; `odradek.groups.service.GroupCoordinatorService` hands
 each the groups of its type when a partition loads, and routes the offsets and admin APIs by type.
@@ -469,9 +469,16 @@ class ConsumerGroupCoordinator:
         return out
 
     async def _flush(self, group: ConsumerGroup, extra: Records | None = None) -> None:
+        """Write the group's dirty records (and `extra`); if the write fails they stay dirty, so the next
+        write of the group carries them even when nothing changes them again."""
+        dirty = group.dirty
         records = self._records(group, extra)
         if records:
-            await self.store.write(group.group_id, records)
+            try:
+                await self.store.write(group.group_id, records)
+            except BaseException:
+                group.dirty |= dirty
+                raise
 
     # ---- ConsumerGroupHeartbeat ----
     def _validate(self, hb: Heartbeat) -> None:
