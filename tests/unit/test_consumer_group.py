@@ -482,3 +482,38 @@ def test_a_failed_write_is_carried_by_the_next_one(seed: int) -> None:
         await svc.shutdown()
 
     run(main())
+
+
+def test_regex_resolutions_are_written_reloaded_and_tombstoned() -> None:
+    """What a regex resolved to is written as Kafka's ConsumerGroupRegularExpression record (type 16, key
+    group and regex); a coordinator that loads the group has it at once, so its members keep their
+    partitions; the record is tombstoned when no member subscribes to the regex any more."""
+    async def main() -> None:
+        topics = FakeTopics(**{"orders-eu": 2, "orders-us": 2, "other": 4})
+        settings = ConsumerGroupSettings(session_timeout_ms=10_000)
+        svc, store = make_service(topics, settings)
+        a = Client(svc.consumer, "a", regex="orders-.*")
+        await a.beat()
+        await asyncio.sleep(0.01)
+        await settle([a], 2)
+        assert cs.encode_key(cs.ConsumerKey(cs.REGULAR_EXPRESSION, "g", "orders-.*")) == \
+            b"\x00\x10\x00\x01g\x00\x09orders-.*"
+        loaded = replay(store.records)["g"].consumer
+        assert loaded is not None
+        assert {p: sorted(v.topics) for p, v in loaded.regexes.items()} == {"orders-.*": ["orders-eu", "orders-us"]}
+        assert cs.decode_regex(cs.encode_regex(loaded.regexes["orders-.*"])) == loaded.regexes["orders-.*"]
+        owned = a.partitions()
+        await svc.shutdown()
+
+        svc2, store2 = make_service(topics, settings)
+        svc2.loaded(0, replay(store.records))
+        assert svc2.consumer.groups["g"].regex_topics == {"orders-.*": frozenset({"orders-eu", "orders-us"})}
+        a.cg = svc2.consumer
+        await settle([a], 2)
+        assert a.partitions() == owned and len(owned) == 4
+        assert (await svc2.consumer.heartbeat(Heartbeat("g", "a", -1))).error == E.NONE
+        after = replay(store.records + store2.records)["g"].consumer
+        assert after is not None and after.regexes == {}
+        await svc2.shutdown()
+
+    run(main())

@@ -305,7 +305,7 @@ class ConsumerGroupCoordinator:
                 continue
             self._drop(gid)
             group = ConsumerGroup.restore(gid, c.epoch, c.assignment_epoch, c.members, c.targets, c.current,
-                                          entry.offsets)
+                                          entry.offsets, {p: frozenset(v.topics) for p, v in c.regexes.items()})
             group.assignor = group.preferred_assignor(self.settings.assignors[0])
             self.groups[gid] = group
             for mid in group.members:
@@ -462,6 +462,11 @@ class ConsumerGroupCoordinator:
                 m = group.members.get(rest[0])
                 out += cs.record(cs.ConsumerKey(cs.CURRENT_MEMBER_ASSIGNMENT, gid, rest[0]),
                                  None if m is None else cs.encode_current_assignment(m.assignment_value()))
+            elif kind == "regex":
+                topics = group.regex_topics.get(rest[0])
+                out += cs.record(cs.ConsumerKey(cs.REGULAR_EXPRESSION, gid, rest[0]),
+                                 None if topics is None else cs.encode_regex(cs.RegexValue(tuple(topics), 0,
+                                                                                           now_ms())))
         if ("target_meta",) in dirty:
             out += cs.record(cs.ConsumerKey(cs.TARGET_ASSIGNMENT_METADATA, gid), cs.encode_epoch(group.assignment_epoch))
         if ("group",) in dirty:
@@ -1006,6 +1011,8 @@ class ConsumerGroupCoordinator:
         for mid in group.members:
             for t in (cs.CURRENT_MEMBER_ASSIGNMENT, cs.TARGET_ASSIGNMENT_MEMBER, cs.MEMBER_METADATA):
                 out += cs.record(cs.ConsumerKey(t, gid, mid), None)
+        for pattern in group.regex_topics:
+            out += cs.record(cs.ConsumerKey(cs.REGULAR_EXPRESSION, gid, pattern), None)
         out += cs.record(cs.ConsumerKey(cs.TARGET_ASSIGNMENT_METADATA, gid), None)
         out += cs.record(cs.ConsumerKey(cs.GROUP_METADATA, gid), None)
         if offsets:

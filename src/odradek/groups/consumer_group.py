@@ -346,7 +346,8 @@ class ConsumerGroup:
         self.assignor = ""
         self.state_timestamp = now_ms()
         self.dead = False
-        # keys whose records are due: ("group",), ("target_meta",), ("member", id), ("target", id), ("current", id)
+        # keys whose records are due: ("group",), ("target_meta",), ("member", id), ("target", id), ("current", id),
+        # ("regex", pattern)
         self.dirty: set[tuple[str, ...]] = set()
 
     def __repr__(self) -> str:
@@ -392,7 +393,15 @@ class ConsumerGroup:
         """Forget the resolution of regexes no member subscribes to any more (a member subscribing to one
         again waits for a new resolution, as in Kafka)."""
         used = {m.subscribed_topic_regex for m in self.members.values()}
-        self.regex_topics = {p: ts for p, ts in self.regex_topics.items() if p in used}
+        self._set_regex_topics({p: ts for p, ts in self.regex_topics.items() if p in used})
+
+    def _set_regex_topics(self, fresh: dict[str, frozenset[str]]) -> bool:
+        """Take these resolutions; each regex whose result changed or that was dropped is due to be
+        written (type 16). True if any changed."""
+        changed = {p for p in fresh.keys() | self.regex_topics.keys() if fresh.get(p) != self.regex_topics.get(p)}
+        self.dirty.update(("regex", p) for p in changed)
+        self.regex_topics = fresh
+        return bool(changed)
 
     def _release(self, m: ConsumerMember) -> None:
         for a in (m.assigned, m.pending_revocation):
@@ -484,9 +493,7 @@ class ConsumerGroup:
         for pattern in wanted:
             compiled = compile_regex(pattern)
             fresh[pattern] = frozenset(n for n in names if compiled.fullmatch(n))
-        changed = fresh != self.regex_topics
-        self.regex_topics = fresh
-        return changed
+        return self._set_regex_topics(fresh)
 
     def refresh_metadata(self, lookup: Callable[[str], TopicInfo | None]) -> bool:
         """Take the subscribed topics' ids and partition counts from the cluster; a change bumps the
@@ -545,12 +552,15 @@ class ConsumerGroup:
     @classmethod
     def restore(cls, group_id: str, epoch: int, assignment_epoch: int, members: Mapping[str, MemberMetadataValue],
                 targets: Mapping[str, Assignment], current: Mapping[str, CurrentAssignmentValue],
-                offsets: Mapping[TopicPartition, OffsetValue]) -> ConsumerGroup:
+                offsets: Mapping[TopicPartition, OffsetValue],
+                regexes: Mapping[str, frozenset[str]] | None = None) -> ConsumerGroup:
         g = cls(group_id)
         g.group_epoch, g.assignment_epoch = epoch, assignment_epoch
         g.offsets = dict(offsets)
         for mid, meta in members.items():
             g.put_member(ConsumerMember.restore(mid, meta, current.get(mid)))
+        used = {m.subscribed_topic_regex for m in g.members.values()}
+        g.regex_topics = {p: ts for p, ts in (regexes or {}).items() if p in used}
         g.targets = {mid: dict(a) for mid, a in targets.items() if mid in g.members}
         g.subscribed = None
         g.dirty.clear()

@@ -17,6 +17,8 @@ end of every struct. A null value (tombstone) deletes the key.
     type 8  ConsumerGroupCurrentMemberAssignment  key: group, member    value: MemberEpoch int32,
                                                   PreviousMemberEpoch int32, State int8,
                                                   AssignedPartitions [..], PartitionsPendingRevocation [..]
+    type 16 ConsumerGroupRegularExpression        key: group, regex     value: Topics []string, Version int64,
+                                                                               Timestamp int64
 
 Type 4 (ConsumerGroupPartitionMetadata, the subscribed topics' metadata) is not written: the coordinator
 recomputes it from the cluster metadata after a load, as Kafka 4.1 does (KIP-1101); a type-4 record
@@ -40,10 +42,12 @@ MEMBER_METADATA = 5
 TARGET_ASSIGNMENT_METADATA = 6
 TARGET_ASSIGNMENT_MEMBER = 7
 CURRENT_MEMBER_ASSIGNMENT = 8
-RECORD_TYPES = frozenset(range(3, 9))
-# the record types whose key names a member (group, member): these and the share groups' member records
-# (types 10, 13 and 14, `odradek.groups.share_schemas`), whose keys have the same layout
-_WITH_MEMBER = frozenset({MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT, 10, 13, 14})
+REGULAR_EXPRESSION = 16  # ConsumerGroupRegularExpression: key (group, regex), value what it resolved to
+RECORD_TYPES = frozenset(range(3, 9)) | {REGULAR_EXPRESSION}
+# the record types whose key holds a second string after the group (a member id, or a regex): these and
+# the share groups' member records (types 10, 13 and 14, `odradek.groups.share_schemas`)
+_WITH_MEMBER = frozenset({MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT, 10, 13, 14,
+                          REGULAR_EXPRESSION})
 
 Assignment = dict[bytes, frozenset[int]]  # topic id -> partitions
 
@@ -86,6 +90,16 @@ class ClassicMemberValue:
 
     def names(self) -> list[str]:
         return [name for name, _ in self.protocols]
+
+
+@dataclass(frozen=True, slots=True)
+class RegexValue:
+    """ConsumerGroupRegularExpressionValue: the topics a regex matched, the metadata version it was
+    matched against (written 0: Odradek's metadata has no such version) and when (ms)."""
+
+    topics: tuple[str, ...]
+    version: int = 0
+    timestamp: int = 0
 
 
 @dataclass(slots=True)
@@ -269,6 +283,17 @@ def decode_epoch(buf: bytes, what: str) -> int:
     return epoch
 
 
+def encode_regex(v: RegexValue) -> bytes:
+    return ValueWriter().strings(sorted(v.topics)).int64(v.version).int64(v.timestamp).done()
+
+
+def decode_regex(buf: bytes) -> RegexValue:
+    r = ValueReader(buf, "regular expression")
+    v = RegexValue(tuple(r.strings()), r.int64(), r.int64())
+    r.end()
+    return v
+
+
 def encode_member_metadata(v: MemberMetadataValue) -> bytes:
     out = (ValueWriter().string(v.instance_id).string(v.rack_id).string(v.client_id).string(v.client_host)
            .strings(v.subscribed_topic_names).string(v.subscribed_topic_regex).int32(v.rebalance_timeout_ms)
@@ -352,6 +377,7 @@ class LoadedGroupRecords(Generic[M, C]):
     members: dict[str, M] = field(default_factory=dict)
     targets: dict[str, Assignment] = field(default_factory=dict)
     current: dict[str, C] = field(default_factory=dict)
+    regexes: dict[str, RegexValue] = field(default_factory=dict)  # consumer groups only
     RECORDS: ClassVar[dict[int, tuple[str, Callable[[bytes], Any]]]] = {}
 
     def apply(self, key: ConsumerKey, value: bytes | None) -> None:
@@ -380,6 +406,7 @@ class LoadedConsumerGroup(LoadedGroupRecords[MemberMetadataValue, CurrentAssignm
         MEMBER_METADATA: ("members", decode_member_metadata),
         TARGET_ASSIGNMENT_MEMBER: ("targets", decode_target_member),
         CURRENT_MEMBER_ASSIGNMENT: ("current", decode_current_assignment),
+        REGULAR_EXPRESSION: ("regexes", decode_regex),
     }
 
 

@@ -224,12 +224,12 @@ class Reader:
     def int32(self) -> int:
         return int(_I32.unpack(self._take(4))[0])
 
+    def int64(self) -> int:
+        return int(_I64.unpack(self._take(8))[0])
+
 
 class _Reader(Reader):
     """A non-flexible struct."""
-
-    def int64(self) -> int:
-        return int(_I64.unpack(self._take(8))[0])
 
     def nullable_string(self) -> str | None:
         n = self.int16()
