@@ -211,3 +211,21 @@ def test_a_share_fetch_asking_for_a_gigabyte_acquires_fetch_max_bytes(broker: Br
     finally:
         for m in members:
             m.close()
+
+
+def test_a_share_fetch_reads_in_steps_and_answers_in_offset_order(broker: BrokerProcess) -> None:
+    """A partition is read in growing steps until MaxRecords are acquired (not MaxBytes of log at once):
+    1,500 one-record batches of 156 bytes, a fetch of MaxRecords 1,200 (more than the first step's 64 KiB
+    hold) acquires exactly 0-1199, answered as one range with its batches in offset order; the next
+    fetch the rest."""
+    values = [b"v%05d" % i + b"." * 80 for i in range(1500)]
+    group, topic_id = _setup(broker, values, **{"batch.size": 100, "linger.ms": 0})
+    member = _Member(broker, group, topic_id)
+    try:
+        resp = member.fetch(max_records=1200, max_wait_ms=5000)
+        assert _acquired(resp) == [(0, 1199, 1)]
+        bases = [h.base_offset for _pos, h in iter_batches(bytes(_partition(resp).records))]
+        assert bases == list(range(1200))  # one record a batch, as produced
+        assert _acquired(member.fetch(max_records=1200, max_wait_ms=5000)) == [(1200, 1499, 1)]
+    finally:
+        member.close()

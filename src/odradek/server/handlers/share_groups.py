@@ -14,9 +14,10 @@ which is what shares one big batch out between librdkafka's ShareConsumers, so v
 ShareAcknowledge v2 answers the lock duration.
 
 ShareFetch never decodes a record: it reads whole batches from the log as bytes (walking only their
-headers for the offsets), acquires offsets of them for the member, and answers the batches that hold an
-acquired offset with the acquired ranges and their delivery counts (AcquiredRecords); the client keeps
-the records of those ranges and drops the rest, as with Kafka. Departure: the records are copied into
+headers for the offsets), in steps that grow until MaxRecords are acquired (`FIRST_READ_BYTES`), acquires
+offsets of them for the member, and answers the batches that hold an acquired offset with the acquired
+ranges and their delivery counts (AcquiredRecords); the client keeps the records of those ranges and
+drops the rest, as with Kafka. Departure: the records are copied into
 the response (no sendfile region as in Fetch). A fetch that acquires nothing waits up to MaxWaitMs for
 new data in its partitions or for records given back (released, lock expired); MinBytes counts the bytes
 of acquired batches.
@@ -37,7 +38,7 @@ from typing import Any
 
 from odradek.groups.service import GroupCoordinatorService
 from odradek.groups.share_coordinator import ShareHeartbeat
-from odradek.groups.share_partition import AckBatch, AckType, Acquired
+from odradek.groups.share_partition import AckBatch, AckType, Acquired, SharePartition
 from odradek.groups.share_state import ShareKey, persist_error
 from odradek.protocol.errors import CorruptRecordError, ErrorCode, KafkaError
 from odradek.protocol.kip932 import (
@@ -61,6 +62,12 @@ from odradek.storage.region import FileRegion
 
 _FetchPart = ShareFetchResponse.ShareFetchableTopicResponse.PartitionData
 _AckPart = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse.PartitionData
+
+
+# A ShareFetch acquires at most MaxRecords records (librdkafka asks for 500 and up to 50 MB): each partition
+# is read in steps growing fourfold from this size, until enough records are acquired or MaxBytes is
+# reached, instead of reading MaxBytes of log to keep a few kilobytes of it.
+FIRST_READ_BYTES = 64 << 10
 
 
 def _groups(ctx: RequestContext) -> GroupCoordinatorService:
@@ -234,6 +241,19 @@ def _fetch_error(code: ErrorCode, message: str | None = None, lock_ms: int = 0) 
                               acquisition_lock_timeout_ms=lock_ms, responses=[], node_endpoints=[])
 
 
+def _coalesce(acquired: list[Acquired]) -> list[Acquired]:
+    """Adjacent ranges of one delivery count as one (a partition read in several steps acquires in
+    several ranges)."""
+    out: list[Acquired] = []
+    for a in sorted(acquired, key=lambda a: a.first_offset):
+        last = out[-1] if out else None
+        if last is not None and last.last_offset + 1 == a.first_offset and last.delivery_count == a.delivery_count:
+            out[-1] = Acquired(last.first_offset, a.last_offset, a.delivery_count)
+        else:
+            out.append(a)
+    return out
+
+
 def _batch_ranges(data: bytes) -> list[tuple[int, int, int, int]]:
     """(base offset, last offset, start, end) of each whole batch in `data` (headers only)."""
     out = []
@@ -323,39 +343,55 @@ class _Fetch(_Request):
             except KafkaError as exc:  # its state could not be read (or initialised)
                 res.error = persist_error(exc)
                 continue
-            if not sp.can_acquire():
-                continue
-            offset = sp.next_fetch_offset()
-            committed = manager.read_committed(self.group_id)
-            upper = part.log.last_stable_offset if committed else part.high_watermark
-            if offset >= upper:
-                continue
-            try:
-                data = part.read(offset, max(self.max_bytes - total, 1), False, min_one=True,
-                                 read_committed=committed).records
-            except KafkaError as exc:
-                res.error = exc.code
-                continue
-            assert not isinstance(data, FileRegion)  # zero_copy=False
-            raw = bytes(data)
-            batches = [b for b in _batch_ranges(raw) if b[0] not in res.batches]
-            # under read_committed the records of aborted transactions are archived, never delivered
-            aborted = _aborted_bases(raw, part.log.collect_aborted(offset, upper)) if committed else set()
-            got = await manager.acquire(key, self.member_id,
-                                        [(b, last) for b, last, _s, _e in batches if b not in aborted], records_left)
-            if aborted:
-                await manager.archive(key, [(b, last) for b, last, _s, _e in batches if b in aborted])
-            if not got:
-                continue
-            res.acquired.extend(got)
-            records_left -= sum(a.last_offset - a.first_offset + 1 for a in got)
-            wanted = [(b, s, e) for b, last, s, e in batches
-                      if any(a.first_offset <= last and b <= a.last_offset for a in got)]
-            res.batches.update(b for b, _s, _e in wanted)
-            chunk = b"".join(raw[s:e] for _b, s, e in wanted)
-            res.records = (res.records or b"") + chunk
-            total += len(chunk)
+            step = FIRST_READ_BYTES
+            while records_left > 0:
+                got, size, moved = await self._read_step(part, sp, key, res, records_left,
+                                                         max(min(step, self.max_bytes - total), 1), total == 0)
+                records_left -= got
+                total += size
+                if not moved or total >= self.max_bytes or res.error:
+                    break
+                step *= 4
         return total
+
+    async def _read_step(self, part: Partition, sp: SharePartition, key: ShareKey, res: _PartitionResult,
+                         records_left: int, max_bytes: int, min_one: bool) -> tuple[int, int, bool]:
+        """Read up to `max_bytes` of the partition from its first available offset (at least one whole batch
+        if `min_one`: the response's first, KIP-74) and acquire up to `records_left` records of it; (records acquired, bytes of the batches holding them, whether the
+        partition's first available offset moved: records acquired, or aborted ones archived)."""
+        manager = self.gc.share_partitions
+        if not sp.can_acquire():
+            return 0, 0, False
+        offset = sp.next_fetch_offset()
+        committed = manager.read_committed(self.group_id)
+        upper = part.log.last_stable_offset if committed else part.high_watermark
+        if offset >= upper:
+            return 0, 0, False
+        try:
+            data = part.read(offset, max_bytes, False, min_one=min_one, read_committed=committed).records
+        except KafkaError as exc:
+            res.error = exc.code
+            return 0, 0, False
+        assert not isinstance(data, FileRegion)  # zero_copy=False
+        raw = bytes(data)
+        # only batches past those already in the response, whose records stay in offset order
+        floor = max(res.batches, default=-1)
+        batches = [b for b in _batch_ranges(raw) if b[0] > floor]
+        # under read_committed the records of aborted transactions are archived, never delivered
+        aborted = _aborted_bases(raw, part.log.collect_aborted(offset, upper)) if committed else set()
+        got = await manager.acquire(key, self.member_id,
+                                    [(b, last) for b, last, _s, _e in batches if b not in aborted], records_left)
+        if aborted:
+            await manager.archive(key, [(b, last) for b, last, _s, _e in batches if b in aborted])
+        if not got:
+            return 0, 0, bool(aborted)
+        res.acquired.extend(got)
+        wanted = [(b, s, e) for b, last, s, e in batches
+                  if any(a.first_offset <= last and b <= a.last_offset for a in got)]
+        res.batches.update(b for b, _s, _e in wanted)
+        chunk = b"".join(raw[s:e] for _b, s, e in wanted)
+        res.records = (res.records or b"") + chunk
+        return sum(a.last_offset - a.first_offset + 1 for a in got), len(chunk), True
 
     def waiters(self) -> list[asyncio.Future[None]]:
         manager = self.gc.share_partitions
@@ -384,7 +420,7 @@ class _Fetch(_Request):
                     acquired_records=[_FetchPart.AcquiredRecords(first_offset=a.first_offset,
                                                                  last_offset=a.last_offset,
                                                                  delivery_count=a.delivery_count)
-                                      for a in res.acquired]))
+                                      for a in _coalesce(res.acquired)]))
             if parts:
                 responses.append(topic_cls(topic_id=uuid.UUID(bytes=topic_id), partitions=parts))
         return ShareFetchResponse(throttle_time_ms=0, error_code=0, error_message=None,
