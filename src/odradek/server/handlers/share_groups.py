@@ -357,8 +357,9 @@ class _Fetch(_Request):
     async def _read_step(self, part: Partition, sp: SharePartition, key: ShareKey, res: _PartitionResult,
                          records_left: int, max_bytes: int, min_one: bool) -> tuple[int, int, bool]:
         """Read up to `max_bytes` of the partition from its first available offset (at least one whole batch
-        if `min_one`: the response's first, KIP-74) and acquire up to `records_left` records of it; (records acquired, bytes of the batches holding them, whether the
-        partition's first available offset moved: records acquired, or aborted ones archived)."""
+        if `min_one`: the response's first, KIP-74) and acquire up to `records_left` records of it; (records
+        acquired, bytes of the batches holding them, whether another step may find more: records were
+        acquired, or the first available offset moved past aborted records archived)."""
         manager = self.gc.share_partitions
         if not sp.can_acquire():
             return 0, 0, False
@@ -384,7 +385,7 @@ class _Fetch(_Request):
         if aborted:
             await manager.archive(key, [(b, last) for b, last, _s, _e in batches if b in aborted])
         if not got:
-            return 0, 0, bool(aborted)
+            return 0, 0, sp.next_fetch_offset() > offset
         res.acquired.extend(got)
         wanted = [(b, s, e) for b, last, s, e in batches
                   if any(a.first_offset <= last and b <= a.last_offset for a in got)]
