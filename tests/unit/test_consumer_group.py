@@ -150,10 +150,20 @@ def test_stable_member_at_target_epoch_is_unchanged_and_unknown_state_is_fenced(
 def test_regex_is_matched_whole_and_re2_only_constructs() -> None:
     assert compile_regex("orders-.*").fullmatch("orders-eu")
     assert not compile_regex("orders").fullmatch("orders-eu")
-    for bad in ("(a", "(?=x)y", r"(a)\1"):
+    for bad in ("(a", "(?=x)y", r"(a)\1", "a" * 32768):  # the last: longer than its record's key may be
         with pytest.raises(KafkaError) as exc:
             compile_regex(bad)
         assert exc.value.code == E.INVALID_REGULAR_EXPRESSION
+    assert compile_regex("a" * 32767).fullmatch("a" * 32767)
+
+    async def main() -> None:  # a heartbeat naming one is answered with the error, the group untouched
+        cg, store = make()
+        res = await cg.heartbeat(Heartbeat("g", "m", 0, rebalance_timeout_ms=1000, subscribed_topic_regex="b" * 40000,
+                                           owned={}))
+        assert res.error == E.INVALID_REGULAR_EXPRESSION and not store.writes and "g" not in cg.groups
+        await cg.shutdown()
+
+    run(main())
 
 
 # ---- record formats -----------------------------------------------------------------------------

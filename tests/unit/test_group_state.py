@@ -140,6 +140,27 @@ def test_first_join_v4_needs_member_id_then_forms_generation_1() -> None:
     run(body)
 
 
+def test_a_member_id_made_from_the_longest_client_id_still_fits_the_records() -> None:
+    """A client id may be 32,767 bytes (the request header's int16 string); the member id made from it
+    (client id, "-", uuid, as Kafka makes it) keeps only its first 1,024 characters, so the group's record
+    (int16-length member ids) is still written and the member is served."""
+    async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
+        long = req(v4=True)
+        long.profile.client_id = "c" * 32_760
+        first = await gc.join(long)
+        assert first.error == E.MEMBER_ID_REQUIRED and first.member_id.startswith("c" * 1024 + "-")
+        assert len(first.member_id) == 1024 + 1 + 36
+        long.member_id = first.member_id
+        res = await gc.join(long)
+        assert res.error == E.NONE
+        sync = await gc.sync("g", 1, res.member_id, None, "consumer", "range", [(res.member_id, b"x")])
+        assert sync.error == E.NONE
+        stored = decode_group_value(store.decoded()[-1][1])
+        assert stored is not None and stored.members[0].member_id == first.member_id
+
+    run(body)
+
+
 def test_second_member_triggers_rebalance_and_sync_waits_for_leader() -> None:
     async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         a = await join_alone(gc)

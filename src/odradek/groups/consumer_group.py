@@ -309,7 +309,11 @@ def compile_regex(pattern: str) -> re.Pattern[str]:
     """A subscription regex. Kafka evaluates RE2/J (linear time, no backreferences or lookaround);
     Odradek uses Python's `re` and refuses the constructs RE2 lacks, so a pattern accepted here means
     the same in both. Differences left: Python's `\\Z`/`$` and Unicode classes follow Python's rules.
-    The whole topic name must match (RE2/J `matches()`)."""
+    The whole topic name must match (RE2/J `matches()`). At most 32767 bytes: a regex is the key of its
+    ConsumerGroupRegularExpression record, an int16-length string."""
+    if len(pattern.encode("utf-8")) > 0x7FFF:
+        raise KafkaError(ErrorCode.INVALID_REGULAR_EXPRESSION,
+                         f"Invalid regular expression: {len(pattern.encode('utf-8'))} bytes, at most 32767")
     if re.search(r"\(\?[=!<]|\\[1-9]|\(\?P=", pattern):
         raise KafkaError(ErrorCode.INVALID_REGULAR_EXPRESSION,
                          f"Invalid regular expression {pattern}: lookaround and backreferences are not supported")

@@ -42,6 +42,7 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 if TYPE_CHECKING:
     from odradek.config import BrokerConfig
 
+MEMBER_ID_CLIENT_PART = 1024  # characters of the client id a generated member id starts with
 log = logging.getLogger("odradek.groups")
 
 GROUP_TYPE_CLASSIC = "classic"
@@ -250,7 +251,9 @@ class GroupCoordinator:
             return JoinResult(exc.code, req.member_id)
 
     async def _join_new(self, group: Group, req: JoinRequest) -> JoinResult:
-        member_id = f"{req.profile.client_id}-{uuid.uuid4()}"
+        # Kafka's form, client id then a uuid; the client id cut to 1,024 characters, so that the member id
+        # always fits the int16-length strings of the group's record and of JoinGroup v0-5
+        member_id = f"{req.profile.client_id[:MEMBER_ID_CLIENT_PART]}-{uuid.uuid4()}"
         iid = req.group_instance_id
         if iid is not None and group.static_members.get(iid) in group.members:
             return await self._replace_static(group, group.static_members[iid], member_id, req)
