@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import OFFSET_INVALID, KafkaException, TopicPartition
 from confluent_kafka.admin import OffsetSpec
 
 TP = tuple[str, int]
-OFFSET_INVALID = -1001  # librdkafka's "no offset", left where a leader's ListOffsets request failed
 
 
 def list_offsets(admin: Any, partitions: Iterable[TP], spec: OffsetSpec, timeout_s: float, *,

@@ -9,6 +9,7 @@ import os
 import socket
 import uuid
 from collections.abc import Awaitable, Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -392,14 +393,15 @@ class Broker:
             self._tasks.spawn(self._every(lambda: self.logs.cleaner.backoff_ms, self._clean_logs))
         self._tasks.spawn(self._every(lambda: cfg.log_flush_interval_ms, self._flush))
         # each checkpoint file on its own interval, as Kafka's
-        self._tasks.spawn(self._every(lambda: cfg.get("log.flush.offset.checkpoint.interval.ms"),
-                                      self._checkpoint_recovery_points))
-        self._tasks.spawn(self._every(lambda: cfg.get("log.flush.start.offset.checkpoint.interval.ms"),
-                                      self._checkpoint_log_start_offsets))
-        self._tasks.spawn(self._every(lambda: int(cfg.get("replica.high.watermark.checkpoint.interval.ms")),
-                                      self._checkpoint_high_watermarks))
+        for interval, file in ((lambda: cfg.get("log.flush.offset.checkpoint.interval.ms"), RECOVERY_POINT_CHECKPOINT),
+                               (lambda: cfg.get("log.flush.start.offset.checkpoint.interval.ms"),
+                                LOG_START_OFFSET_CHECKPOINT),
+                               (lambda: cfg.get("replica.high.watermark.checkpoint.interval.ms"),
+                                REPLICATION_OFFSET_CHECKPOINT)):
+            self._tasks.spawn(self._every(interval, partial(self._checkpoint, file), f"checkpoint of {file}"))
 
-    async def _every(self, interval_ms: Callable[[], int], fn: Callable[[], Awaitable[None]]) -> None:
+    async def _every(self, interval_ms: Callable[[], int], fn: Callable[[], Awaitable[None]],
+                     name: str | None = None) -> None:
         """Run `fn` every `interval_ms()` milliseconds. The interval is read at least once a second, so a
         dynamic config that shortens it takes effect without waiting out the old one."""
         loop = asyncio.get_running_loop()
@@ -413,7 +415,8 @@ class Broker:
             try:
                 await fn()
             except Exception as exc:
-                log.error("%s background task %s failed: %s", self.prefix, fn.__name__, exc, exc_info=exc)
+                log.error("%s background task %s failed: %s", self.prefix, name or getattr(fn, "__name__", fn), exc,
+                          exc_info=exc)
 
     async def _on_disk_worker(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run storage work on a worker thread, never on the event loop. Each periodic task awaits its
@@ -433,14 +436,8 @@ class Broker:
     async def _flush(self) -> None:
         await self._on_disk_worker(self.logs.flush_dirty, zn.now_ms())
 
-    async def _checkpoint_recovery_points(self) -> None:
-        await self._on_disk_worker(self.logs.checkpoint, (RECOVERY_POINT_CHECKPOINT,))
-
-    async def _checkpoint_log_start_offsets(self) -> None:
-        await self._on_disk_worker(self.logs.checkpoint, (LOG_START_OFFSET_CHECKPOINT,))
-
-    async def _checkpoint_high_watermarks(self) -> None:
-        await self._on_disk_worker(self.logs.checkpoint, (REPLICATION_OFFSET_CHECKPOINT,))
+    async def _checkpoint(self, file: str) -> None:
+        await self._on_disk_worker(self.logs.checkpoint, (file,))
 
     # ---- shut-down -----------------------------------------------------------------------------
     async def shutdown(self) -> None:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
-from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_INVALID, IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
 from odradek.spark.offsets import TP, Offsets
@@ -24,7 +24,6 @@ from odradek.spark.options import Subscription
 
 T = TypeVar("T")
 
-OFFSET_INVALID = -1001  # librdkafka's "no offset": what a ListOffsets the leader never answered leaves
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__share_group_state", "__transaction_state"})
 
 # librdkafka properties that only a consumer or producer understands; an AdminClient warns about them.
