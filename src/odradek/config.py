@@ -1047,6 +1047,20 @@ class BrokerConfig:
         """The dynamic configs in force: this broker's own layer, or the cluster default."""
         return dict(self._dynamic_raw[0 if per_broker else 1])
 
+    def shadowed_statics(self) -> list[str]:
+        """One line per key given in server.properties (or an override) that a dynamic layer overrides
+        with another value: the file then says one thing and the broker does another, so the broker
+        says so at start (a cluster-level ``min.insync.replicas`` written by another broker, say)."""
+        lines = []
+        for name in sorted(self._values):
+            for layer, label in ((0, "this broker's dynamic config"), (1, "the cluster-level dynamic default")):
+                if name in self._dynamic[layer]:
+                    if self._dynamic[layer][name] != self._values[name]:
+                        lines.append(f"{name}={self._dynamic_raw[layer][name]} from {label} overrides "
+                                     f"{name}={self._values[name]} of the broker's configuration file")
+                    break
+        return lines
+
     def check_dynamic(self, props: Mapping[str, str], per_broker: bool) -> dict[str, str]:
         """Validate ``props`` as the new content of one dynamic layer; returns them trimmed.
 

@@ -338,11 +338,10 @@ def test_cluster_default_reaches_every_broker_and_survives_a_restart(zk_standalo
             "version": 1, "config": {"log.retention.ms": "7200000", "min.insync.replicas": "2"}}
         assert json.loads(z.get("/config/brokers/2")[0]) == {"version": 1, "config": {"log.segment.bytes": "1048576"}}
         changes = sorted(z.get_children("/config/changes"))
-        assert len(changes) == 3 and all(c.startswith("config_change_") and len(c) == 24 for c in changes)
-        # the cluster's creation (its min.insync.replicas, as Kafka 4.1+), then the two changes above
+        assert len(changes) == 2 and all(c.startswith("config_change_") and len(c) == 24 for c in changes)
+        # the two changes above: a ZooKeeper cluster's creation writes no config (as ZooKeeper-mode Kafka)
         assert [json.loads(z.get(f"/config/changes/{c}")[0]) for c in changes] == [
-            {"version": 2, "entity_path": "brokers/<default>"}, {"version": 2, "entity_path": "brokers/<default>"},
-            {"version": 2, "entity_path": "brokers/2"}]
+            {"version": 2, "entity_path": "brokers/<default>"}, {"version": 2, "entity_path": "brokers/2"}]
     # a new topic on any broker gets the defaults; a restarted broker starts from them
     t = unique_name("defaults")
     create_topic(cluster.bootstrap, t, partitions=3, rf=3)
@@ -382,9 +381,9 @@ def test_configs_tool_through_zookeeper(zk_standalone: ZooKeeperChroot, brokers:
 
     r = tool("--entity-type", "brokers", "--entity-default", "--alter", "--add-config", "log.retention.ms=7777777")
     assert (r.returncode, r.stdout) == (0, "Completed Updating config for entity: default brokers.\n"), r.stderr
-    # min.insync.replicas: written when the cluster was created, as Kafka 4.1+ does
+    # nothing else: a ZooKeeper cluster's creation writes no cluster default (ZooKeeper-mode Kafka)
     assert tool("--entity-type", "brokers", "--describe").stdout == (
-        "Configs for default brokers are min.insync.replicas=1,log.retention.ms=7777777\n")
+        "Configs for default brokers are log.retention.ms=7777777\n")
     broker0 = ConfigResource(ResourceType.BROKER, "0")
 
     def default_applied() -> bool:

@@ -112,6 +112,18 @@ def test_precedence_per_broker_over_default_over_static_over_documented() -> Non
     assert c.dynamic_props(True) == c.dynamic_props(False) == {}
 
 
+def test_a_file_value_overridden_by_a_dynamic_layer_is_named() -> None:
+    c = cfg(min__insync__replicas="2", log__segment__bytes="2048", num__io__threads="8")
+    assert c.shadowed_statics() == []
+    c.set_dynamic({"log.segment.bytes": "4096", "num.io.threads": "8"},
+                  {"min.insync.replicas": "1", "log.segment.bytes": "8192", "log.retention.ms": "5"})
+    assert c.shadowed_statics() == [
+        "log.segment.bytes=4096 from this broker's dynamic config overrides log.segment.bytes=2048 of the broker's "
+        "configuration file",
+        "min.insync.replicas=1 from the cluster-level dynamic default overrides min.insync.replicas=2 of the "
+        "broker's configuration file"]  # num.io.threads agrees; log.retention.ms is not in the file
+
+
 def test_stored_entries_that_are_not_dynamic_or_not_valid_are_dropped_with_a_warning() -> None:
     c = cfg()
     warnings = c.set_dynamic({"broker.id": "7", "log.cleaner.threads": "x", "max.connections": "10"}, {"nope": "1"})

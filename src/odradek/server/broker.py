@@ -161,6 +161,8 @@ class Broker:
         # dynamic broker configs first, so that everything built below starts from them (as Kafka's does)
         self.dynamic_config = DynamicBrokerConfig(self)
         await self.dynamic_config.start()
+        for line in cfg.shadowed_statics():
+            log.warning("%s %s (kafka-configs --describe shows it; --delete-config removes it)", self.prefix, line)
         self.quota_watcher = QuotaWatcher(self.store, self.quotas.update)
         await self.quota_watcher.start()
         self.group_configs = GroupConfigs(self.store, cfg)
@@ -273,8 +275,11 @@ class Broker:
         except NodeExistsError:
             data, _ = await self.store.get_json(zn.CLUSTER_ID)
             return str(data["id"])
-        # this broker created the cluster: the configs a new Kafka 4.1+ cluster starts with
-        await bootstrap_cluster_configs(self.store, str(self.config.static_value("min.insync.replicas")))
+        # this broker created the cluster. The embedded store is Kafka 4.1+'s KRaft: the cluster starts with
+        # a cluster-level min.insync.replicas (KIP-966). ZooKeeper-mode Kafka never writes one: each broker's
+        # file applies until an operator sets a cluster default.
+        if self.config.single_node:
+            await bootstrap_cluster_configs(self.store, str(self.config.static_value("min.insync.replicas")))
         return cid
 
     def _write_meta_properties(self) -> None:
