@@ -54,3 +54,28 @@ ensure_venv() {  # ensure_venv EXTRAS : .venv exists and has the package install
 tools_hint() {
   echo "odradek: the tools are in .venv/bin; to use them from a shell: source .venv/bin/activate" >&2
 }
+
+kafka_jars() {  # kafka_jars : Apache Kafka's jars (tests/jvm/pom.xml) and the tool runner, fetched and built once
+  # into $ODRADEK_CACHE (default ~/.cache/odradek); the tests find them through ODRADEK_KAFKA_HOME.
+  local version cache home
+  version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' tests/jvm/pom.xml)
+  cache="${ODRADEK_CACHE:-$HOME/.cache/odradek}"
+  home="$cache/apache-kafka-$version"
+  if [ ! -f "$home/.complete" ]; then
+    echo "odradek: fetching Apache Kafka $version's jars from Maven Central into $home (once)" >&2
+    rm -rf "$home"
+    mkdir -p "$home/libs"
+    mvn -q -B -f tests/jvm/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+      -DoutputDirectory="$home/libs" >&2
+    touch "$home/.complete"
+  fi
+  # the tool runner, rebuilt when its source changes
+  local sum
+  sum=$(sha256sum tests/jvm/ToolRunner.java | cut -c1-16)
+  if [ ! -f "$home/runner-$sum/ToolRunner.class" ]; then
+    rm -rf "$home"/runner-*
+    mkdir -p "$home/runner-$sum"
+    javac -nowarn -d "$home/runner-$sum" -cp "$home/libs/*" tests/jvm/ToolRunner.java
+  fi
+  export ODRADEK_KAFKA_HOME="$home" ODRADEK_KAFKA_RUNNER="$home/runner-$sum" ODRADEK_KAFKA_VERSION="$version"
+}

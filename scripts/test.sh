@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The README's test command: install what the tests need (Debian's kcat, zookeeper and chromium, Java for
-# ZooKeeper and Spark; the package with its dev and spark extras into the project's .venv), then run ruff, mypy,
-# vulture and the whole suite. Extra arguments go to pytest (e.g. --run-slow, or tests/unit -q). The suite runs on
+# The README's test command: install what the tests need (Debian's kcat, zookeeper and chromium, a JDK and Maven
+# for ZooKeeper, Spark and Apache Kafka's own jars, which are fetched once into ~/.cache/odradek; the package with
+# its dev and spark extras into the project's .venv), then run ruff, mypy, vulture and the whole suite. Extra arguments go to pytest (e.g. --run-slow, or tests/unit -q). The suite runs on
 # ODRADEK_TEST_WORKERS pytest-xdist workers (3 by default; 0 runs it in this process), a test module on one worker
 # and all Spark tests on one (--dist loadfile, groups set in tests/conftest.py), and ends with its 25 slowest tests.
 set -euo pipefail
@@ -10,11 +10,13 @@ cd "$(dirname "$0")/.."
 need=()
 command -v kcat >/dev/null 2>&1 || need+=(kcat)
 [ -f /usr/share/java/zookeeper.jar ] || need+=(zookeeper)
-command -v java >/dev/null 2>&1 || need+=(openjdk-17-jre-headless)
+command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)  # ZooKeeper, Spark, Apache Kafka's jars
+command -v mvn >/dev/null 2>&1 || need+=(maven)  # fetches Apache Kafka's jars from Maven Central (tests/jvm)
 [ -x /usr/bin/chromium ] || need+=(chromium)  # the web console's browser tests (Playwright drives it)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)  # the fault tests' network namespaces (tests/faults)
 apt_install "${need[@]}"
 ensure_venv dev,spark
+kafka_jars
 tools_hint
 ruff check src tests bench
 mypy src/odradek

@@ -21,6 +21,7 @@ from kafka.protocol.admin import (
 
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.server import authz
+from odradek.server.handlers.configs import topic_config_rows
 from odradek.server.registry import RequestContext, handles
 
 ZERO_UUID = uuid.UUID(int=0)
@@ -66,6 +67,9 @@ def _error_into(res: Any) -> Iterator[None]:
         res.error_code, res.error_message = exc.code, exc.message
 
 
+Result = CreateTopicsResponse.CreatableTopicResult
+
+
 @handles(CreateTopicsRequest, CreateTopicsResponse, versions=(2, 7))
 async def create_topics(ctx: RequestContext, request: Any) -> CreateTopicsResponse:
     broker = ctx.broker
@@ -73,9 +77,9 @@ async def create_topics(ctx: RequestContext, request: Any) -> CreateTopicsRespon
     seen: set[str] = set()
     mutations = _Mutations(ctx, strict=ctx.version >= 6)
     for t in request.topics:
-        res = CreateTopicsResponse.CreatableTopicResult(
+        res = Result(
             name=t.name, topic_id=ZERO_UUID, error_code=0, error_message=None, num_partitions=-1,
-            replication_factor=-1, configs=None,
+            replication_factor=-1, configs=[],
         )
         with _error_into(res):
             if t.name in seen:
@@ -101,6 +105,13 @@ async def create_topics(ctx: RequestContext, request: Any) -> CreateTopicsRespon
             res.replication_factor = len(next(iter(assignment.values()))) if assignment else rf
             if not request.validate_only:
                 mutations.record(res.num_partitions)
+            # v5+: the topic's configs as DescribeConfigs would give them, for a principal allowed to see them
+            if not authz.allowed(ctx, authz.Op.DESCRIBE_CONFIGS, authz.TOPIC, t.name, False):
+                res.topic_config_error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            else:
+                res.configs = [Result.CreatableTopicConfigs(name=key, value=value, read_only=False,
+                                                            config_source=source, is_sensitive=False)
+                               for key, value, source, _ in topic_config_rows(ctx, configs)]
         results.append(res)
     return CreateTopicsResponse(throttle_time_ms=mutations.throttle_ms(), topics=results)
 

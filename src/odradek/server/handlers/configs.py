@@ -14,7 +14,7 @@ words but an empty group id, INVALID_REQUEST.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from kafka.protocol.admin import (
@@ -73,27 +73,29 @@ def _wanted(keys: list[str] | None) -> Callable[[str], bool]:
     return (lambda _name: True) if not keys else keys.__contains__
 
 
-def _describe_topic(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool, docs: bool) -> list[Any]:
+def topic_config_rows(ctx: RequestContext, overrides: Mapping[str, str]) -> Iterator[tuple[str, str, int, list[Synonym]]]:
+    """Every config of a topic with these overrides, by name: (name, value, source, synonyms), as
+    DescribeConfigs and CreateTopics (v5+) answer them."""
     broker = ctx.broker
-    meta = broker.metadata.topics.get(name)
-    if meta is None:
-        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
     defaults = broker.config.topic_defaults()
-    wanted = _wanted(keys)
-    out = []
     for key in sorted(defaults):
-        if not wanted(key):
-            continue
         found: list[Synonym] = []
-        if key in meta.config:
-            found.append(Synonym(key, meta.config[key], int(ConfigSource.TOPIC_CONFIG)))
+        if key in overrides:
+            found.append(Synonym(key, overrides[key], int(ConfigSource.TOPIC_CONFIG)))
         server = TOPIC_CONFIGS[key].server_default
         if server is not None:
             found += broker.config.synonyms(server)
         source = found[0].source if found else int(ConfigSource.DEFAULT_CONFIG)
-        value = meta.config[key] if key in meta.config else defaults[key]
-        out.append(_entry(key, value, source, False, False, found, TOPIC_CONFIGS[key], synonyms, docs, level="topic"))
-    return out
+        yield key, overrides[key] if key in overrides else defaults[key], source, found
+
+
+def _describe_topic(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool, docs: bool) -> list[Any]:
+    meta = ctx.broker.metadata.topics.get(name)
+    if meta is None:
+        raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist.")
+    wanted = _wanted(keys)
+    return [_entry(key, value, source, False, False, found, TOPIC_CONFIGS[key], synonyms, docs, level="topic")
+            for key, value, source, found in topic_config_rows(ctx, meta.config) if wanted(key)]
 
 
 def _describe_group(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool, docs: bool) -> list[Any]:

@@ -250,8 +250,8 @@ async def describe_topic_partitions(ctx: RequestContext, request: Any) -> Descri
             m = _partition(meta, p, live)
             parts.append(_DTPPartition(
                 error_code=m.error_code, partition_index=p, leader_id=m.leader_id, leader_epoch=m.leader_epoch,
-                replica_nodes=m.replica_nodes, isr_nodes=m.isr_nodes, eligible_leader_replicas=None,
-                last_known_elr=None, offline_replicas=m.offline_replicas))
+                replica_nodes=m.replica_nodes, isr_nodes=m.isr_nodes, eligible_leader_replicas=[],
+                last_known_elr=[], offline_replicas=m.offline_replicas))
         topics.append(_DTPTopic(error_code=0, name=name, topic_id=_uuid_str(meta.topic_id),
                                 is_internal=name in INTERNAL_TOPICS, partitions=parts,
                                 topic_authorized_operations=bits(authz.operations(ctx, authz.TOPIC, name))))

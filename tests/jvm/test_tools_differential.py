@@ -1,0 +1,106 @@
+"""Apache Kafka's own command-line tools (4.4, from Maven Central) against Odradek and against Apache Kafka
+itself, side by side: the same commands on both brokers, their output compared after masking what depends on
+the broker's identity (topic ids, node ids, paths, timings). A difference is a defect of Odradek or a
+departure written in docs/DESIGN.md."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from tests.clients import unique_name
+from tests.harness import BrokerProcess
+from tests.jvm.apache_kafka import ApacheKafkaBroker, KafkaTools, ToolResult
+
+
+@pytest.fixture(scope="module")
+def apache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheKafkaBroker]:
+    kafka = ApacheKafkaBroker(tmp_path_factory.mktemp("apache-kafka")).start()
+    try:
+        yield kafka
+    finally:
+        kafka.stop()
+
+
+@pytest.fixture(scope="module")
+def tools() -> Iterator[KafkaTools]:
+    runner = KafkaTools()
+    try:
+        yield runner
+    finally:
+        runner.close()
+
+
+Masker = Callable[[str], str]
+
+
+def _masks(*pairs: tuple[str, str]) -> Masker:
+    compiled = [(re.compile(p, re.M), r) for p, r in pairs]
+
+    def mask(text: str) -> str:
+        for pattern, repl in compiled:
+            text = pattern.sub(repl, text)
+        return text
+
+    return mask
+
+
+# what differs between two healthy brokers: topic ids, node ids
+IDENTITY = _masks((r"TopicId: [A-Za-z0-9_-]{22}", "TopicId: <id>"),
+                  (r"(Leader|Replicas|Isr): [0-9,]+", r"\1: <node>"))
+
+
+def both(tools: KafkaTools, odradek: BrokerProcess, apache: ApacheKafkaBroker, tool: str, *args: str,
+         stdin: str = "", mask: Masker = IDENTITY) -> tuple[ToolResult, ToolResult]:
+    """`tool args` against each broker ({bootstrap} in an argument is its address); the two results, masked."""
+    results = []
+    for bootstrap in (odradek.bootstrap, apache.bootstrap):
+        r = tools.run(tool, *(a.replace("{bootstrap}", bootstrap) for a in args), stdin=stdin)
+        results.append(ToolResult(r.exit, mask(r.stdout.replace(bootstrap, "<bootstrap>")),
+                                  mask(r.stderr.replace(bootstrap, "<bootstrap>"))))
+    return results[0], results[1]
+
+
+def same(tools: KafkaTools, odradek: BrokerProcess, apache: ApacheKafkaBroker, tool: str, *args: str,
+         stdin: str = "", mask: Masker = IDENTITY) -> ToolResult:
+    """Run on both and assert the same exit code and output; Odradek's result."""
+    ours, theirs = both(tools, odradek, apache, tool, *args, stdin=stdin, mask=mask)
+    assert (ours.exit, ours.stdout) == (theirs.exit, theirs.stdout), (
+        f"{tool} {' '.join(args)}\n--- Odradek (exit {ours.exit}):\n{ours.stdout}{ours.stderr}\n"
+        f"--- Apache Kafka (exit {theirs.exit}):\n{theirs.stdout}{theirs.stderr}")
+    return ours
+
+
+def test_kafka_topics(tools: KafkaTools, broker: BrokerProcess, apache: ApacheKafkaBroker) -> None:
+    t = unique_name("diff-topics")
+    run = lambda *args: same(tools, broker, apache, "kafka-topics", "--bootstrap-server", "{bootstrap}", *args)  # noqa: E731
+    assert run("--create", "--topic", t, "--partitions", "3", "--replication-factor", "1").stdout == (
+        f"Created topic {t}.\n")
+    run("--describe", "--topic", t)
+    run("--alter", "--topic", t, "--partitions", "4")
+    run("--describe", "--topic", t, "--partitions", "4")
+    run("--create", "--topic", t, "--partitions", "1")  # exists
+    run("--create", "--topic", t + "-cfg", "--config", "retention.ms=1000", "--config", "cleanup.policy=compact")
+    run("--describe", "--topic", t + "-cfg")
+    run("--describe", "--topic", "no-such-topic")
+    run("--delete", "--topic", t + "-cfg")
+    run("--create", "--topic", "bad name!")
+
+
+def test_console_producer_and_consumer(tools: KafkaTools, broker: BrokerProcess, apache: ApacheKafkaBroker) -> None:
+    t = unique_name("diff-console")
+    same(tools, broker, apache, "kafka-topics", "--bootstrap-server", "{bootstrap}", "--create", "--topic", t,
+         "--partitions", "1")
+    same(tools, broker, apache, "kafka-console-producer", "--bootstrap-server", "{bootstrap}", "--topic", t,
+         "--reader-property", "parse.key=true", stdin="k1\tfirst\nk2\tsecond\n")
+    out = same(tools, broker, apache, "kafka-console-consumer", "--bootstrap-server", "{bootstrap}", "--topic", t,
+               "--from-beginning", "--max-messages", "2", "--formatter-property", "print.key=true",
+               "--formatter-property", "print.partition=true", "--formatter-property", "print.offset=true",
+               "--group", t + "-g")
+    assert out.stdout == "Partition:0\tOffset:0\tk1\tfirst\nPartition:0\tOffset:1\tk2\tsecond\n"
+    same(tools, broker, apache, "kafka-get-offsets", "--bootstrap-server", "{bootstrap}", "--topic", t)
+    no_consumer_id = _masks((r"[a-zA-Z0-9._-]*consumer-[^\s]+", "<consumer-id>"), (r"/127\.0\.0\.1", "<host>"))
+    same(tools, broker, apache, "kafka-consumer-groups", "--bootstrap-server", "{bootstrap}", "--describe",
+         "--group", t + "-g", mask=no_consumer_id)
