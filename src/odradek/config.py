@@ -1160,6 +1160,14 @@ class BrokerConfig:
                 out.append(Synonym(n, self._secret(n, key.default), int(ConfigSource.DEFAULT_CONFIG)))
         return out
 
+    def topic_synonyms(self, name: str) -> list[Synonym]:
+        """The broker synonyms of a topic config whose server default is ``name``: as Kafka lists them, none
+        before the first synonym that is ``name`` itself (`retention.ms` lists none while `log.retention.ms`
+        is unset, though `log.retention.hours` has a default: Apache Kafka 4.4 answers so)."""
+        out = self.synonyms(name)
+        first = next((i for i, syn in enumerate(out) if syn.name == name), len(out))
+        return out[first:]
+
     @staticmethod
     def _secret(name: str, value: str | None) -> str | None:
         return None if _sensitive_name(name) else value

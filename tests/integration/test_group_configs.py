@@ -149,7 +149,8 @@ def test_kafka_python_describes_synonyms_and_documentation(broker: BrokerProcess
     with RawClient(broker.port) as c:
         rows = {e.name: e for e in _raw_describe(c, group).configs}
     lock = rows["share.record.lock.duration.ms"]
-    assert [(s.name, s.value, s.source) for s in lock.synonyms] == [("share.record.lock.duration.ms", "20000", 8)]
+    assert [(s.name, s.value, s.source) for s in lock.synonyms] == [  # Apache Kafka 4.4's: the broker key follows
+        ("share.record.lock.duration.ms", "20000", 8), ("group.share.record.lock.duration.ms", "30000", 5)]
     assert lock.config_type == 3 and "Group-level config" in lock.documentation
     assert "group.share.record.lock.duration.ms sets its default" in lock.documentation
 
@@ -189,12 +190,14 @@ def test_configs_tool_for_groups(broker: BrokerProcess) -> None:
     r = run_cli(*base, "--group", group, "--describe")
     assert (r.returncode, r.stdout) == (0, (
         f"Dynamic configs for group {group} are:\n"
-        "  consumer.session.timeout.ms=50000 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:consumer.session.timeout.ms=50000}\n"
+        "  consumer.session.timeout.ms=50000 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:consumer.session.timeout.ms=50000, "
+        "DEFAULT_CONFIG:group.consumer.session.timeout.ms=45000}\n"
         "  share.isolation.level=read_committed sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:share.isolation.level="
-        "read_committed}\n")), r.stderr
+        "read_committed, DEFAULT_CONFIG:share.isolation.level=read_uncommitted}\n")), r.stderr
     r = run_cli(*base, "--group", group, "--describe", "--all")
     assert f"All configs for group {group} are:\n" in r.stdout
-    assert "  consumer.heartbeat.interval.ms=5000 sensitive=false synonyms={DEFAULT_CONFIG:consumer.heartbeat.interval.ms=5000}\n" in r.stdout
+    assert ("  consumer.heartbeat.interval.ms=5000 sensitive=false synonyms={DEFAULT_CONFIG:group.consumer.heartbeat."
+            "interval.ms=5000}\n") in r.stdout
     r = run_cli(*base, "--entity-type", "groups", "--entity-name", group, "--alter", "--delete-config",
                 "consumer.session.timeout.ms")
     assert (r.returncode, r.stdout) == (0, f"Completed updating config for group {group}.\n"), r.stderr

@@ -79,7 +79,7 @@ def java(*args: str) -> list[str]:
 
 @dataclass
 class ApacheKafkaBroker:
-    """One Apache Kafka broker, KRaft combined mode (broker and controller), node id 1, like a fresh
+    """One Apache Kafka broker, KRaft combined mode (broker and controller), node id 0, like a fresh
     `kafka-storage.sh format --standalone` + `kafka-server-start.sh` of the quickstart."""
 
     workdir: Path
@@ -102,7 +102,7 @@ class ApacheKafkaBroker:
     def start(self, timeout: float = 90.0) -> ApacheKafkaBroker:
         props = {
             "process.roles": "broker,controller",
-            "node.id": "1",
+            "node.id": "0",  # as the test brokers of Odradek: the same ids in both outputs
             "controller.quorum.bootstrap.servers": f"127.0.0.1:{self.controller_port}",
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",

@@ -28,6 +28,7 @@ from kafka.protocol.admin import (
     ListConfigResourcesResponse,
 )
 
+from odradek.cluster.group_configs import inherited_value
 from odradek.config import BrokerConfigEntry, ConfigError, ConfigSource, Synonym, UnknownConfigError
 from odradek.config_keys import BROKER_KEYS, GROUP_CONFIGS, TOPIC_CONFIGS, ConfigKey, ConfigType
 from odradek.protocol.errors import ErrorCode, KafkaError
@@ -84,7 +85,7 @@ def topic_config_rows(ctx: RequestContext, overrides: Mapping[str, str]) -> Iter
             found.append(Synonym(key, overrides[key], int(ConfigSource.TOPIC_CONFIG)))
         server = TOPIC_CONFIGS[key].server_default
         if server is not None:
-            found += broker.config.synonyms(server)
+            found += broker.config.topic_synonyms(server)
         source = found[0].source if found else int(ConfigSource.DEFAULT_CONFIG)
         yield key, overrides[key] if key in overrides else defaults[key], source, found
 
@@ -101,7 +102,7 @@ def _describe_topic(ctx: RequestContext, name: str, keys: list[str] | None, syno
 def _describe_group(ctx: RequestContext, name: str, keys: list[str] | None, synonyms: bool, docs: bool) -> list[Any]:
     """Every group config of a group, whether or not the group exists (Kafka keeps configs for groups to
     come): its override (GROUP_CONFIG), else the broker's value of the key it inherits from, described as
-    Kafka describes it, DEFAULT_CONFIG with no broker synonym."""
+    Kafka describes it: DEFAULT_CONFIG, the broker key as its synonym."""
     if not name:
         raise KafkaError(ErrorCode.INVALID_REQUEST, "Group name must not be empty")
     configs = ctx.broker.group_configs
@@ -113,7 +114,10 @@ def _describe_group(ctx: RequestContext, name: str, keys: list[str] | None, syno
             continue
         value = key.format(configs.value(name, key_name))
         source = ConfigSource.GROUP_CONFIG if key_name in overrides else ConfigSource.DEFAULT_CONFIG
-        found = [Synonym(key_name, value, int(source))]
+        # the override, then the broker key it inherits from (the key itself when none), as Kafka 4.4 lists them
+        inherited = Synonym(key.server_default or key_name, key.format(inherited_value(ctx.broker.config, key_name)),
+                            int(ConfigSource.DEFAULT_CONFIG))
+        found = [Synonym(key_name, value, int(source)), inherited] if key_name in overrides else [inherited]
         out.append(_entry(key_name, value, int(source), False, False, found, key, synonyms, docs, level="group"))
     return out
 
