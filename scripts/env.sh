@@ -69,13 +69,14 @@ kafka_jars() {  # kafka_jars : Apache Kafka's jars (tests/jvm/pom.xml) and the t
       -DoutputDirectory="$home/libs" >&2
     touch "$home/.complete"
   fi
-  # the tool runner, rebuilt when its source changes
+  # the tool runner and the Java test programs (tests/jvm/*.java), rebuilt when their sources change
   local sum
-  sum=$(sha256sum tests/jvm/ToolRunner.java | cut -c1-16)
+  sum=$(cat tests/jvm/*.java | sha256sum | cut -c1-16)
   if [ ! -f "$home/runner-$sum/ToolRunner.class" ]; then
     rm -rf "$home"/runner-*
-    mkdir -p "$home/runner-$sum"
-    javac -nowarn -d "$home/runner-$sum" -cp "$home/libs/*" tests/jvm/ToolRunner.java
+    mkdir -p "$home/runner-$sum.tmp"
+    javac -nowarn -d "$home/runner-$sum.tmp" -cp "$home/libs/*" tests/jvm/*.java
+    mv "$home/runner-$sum.tmp" "$home/runner-$sum"
   fi
   export ODRADEK_KAFKA_HOME="$home" ODRADEK_KAFKA_RUNNER="$home/runner-$sum" ODRADEK_KAFKA_VERSION="$version"
 }

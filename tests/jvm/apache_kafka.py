@@ -67,7 +67,7 @@ def runner_dir() -> Path:
     runner = os.environ.get("ODRADEK_KAFKA_RUNNER")
     if runner:
         return Path(runner)
-    found = sorted(kafka_home().glob("runner-*/ToolRunner.class"))
+    found = sorted(kafka_home().glob("runner-*[0-9a-f]/ToolRunner.class"))
     if not found:
         raise RuntimeError("the tool runner is not built: run `. scripts/env.sh && kafka_jars`")
     return found[-1].parent
@@ -156,8 +156,13 @@ class KafkaTools:
 
     def run(self, tool: str, *args: str, stdin: str = "", timeout: float = 120.0) -> ToolResult:
         """Run `tool` (a script name such as "kafka-topics") with `args`; its exit code, stdout and stderr."""
+        return self.run_main(TOOLS[tool], *args, stdin=stdin, timeout=timeout)
+
+    def run_main(self, main: str, *args: str, stdin: str = "", timeout: float = 120.0) -> ToolResult:
+        """Run the main method of class `main` (a tool's, or a test program's of tests/jvm) with `args`."""
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        command = json.dumps({"main": TOOLS[tool], "args": list(args), "stdin": stdin})
+        tool = main
+        command = json.dumps({"main": main, "args": list(args), "stdin": stdin})
         with self._lock:
             self.proc.stdin.write(command + "\n")
             self.proc.stdin.flush()

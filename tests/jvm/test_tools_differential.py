@@ -7,32 +7,11 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
-
-import pytest
+from collections.abc import Callable
 
 from tests.clients import unique_name
 from tests.harness import BrokerProcess
 from tests.jvm.apache_kafka import ApacheKafkaBroker, KafkaTools, ToolResult
-
-
-@pytest.fixture(scope="module")
-def apache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ApacheKafkaBroker]:
-    kafka = ApacheKafkaBroker(tmp_path_factory.mktemp("apache-kafka")).start()
-    try:
-        yield kafka
-    finally:
-        kafka.stop()
-
-
-@pytest.fixture(scope="module")
-def tools() -> Iterator[KafkaTools]:
-    runner = KafkaTools()
-    try:
-        yield runner
-    finally:
-        runner.close()
-
 
 Masker = Callable[[str], str]
 

@@ -1,0 +1,90 @@
+"""Apache Kafka's Java clients (4.4) against Odradek, each scenario run against Apache Kafka too and the facts
+compared: the idempotent producer with every codec, classic consumers with the eager and cooperative-sticky
+assignors, the KIP-848 consumer protocol with names and a regex, transactions read by a read_committed
+consumer, the share consumer (KIP-932) with implicit and explicit acknowledgement, and the admin client.
+The programs are tests/jvm/JavaClients.java, run in the tools' JVM."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.clients import unique_name
+from tests.harness import BrokerProcess
+from tests.jvm.apache_kafka import ApacheKafkaBroker, KafkaTools, ToolResult
+
+
+def java_clients(tools: KafkaTools, *args: str) -> ToolResult:
+    return tools.run_main("JavaClients", *args, timeout=180)
+
+
+def on_both(tools: KafkaTools, odradek: BrokerProcess, apache: ApacheKafkaBroker, *args: str) -> str:
+    """Run the scenario against each broker ({bootstrap} in an argument is its address); both must succeed with
+    the same output, which is returned."""
+    outs = []
+    for bootstrap in (odradek.bootstrap, apache.bootstrap):
+        r = java_clients(tools, *(a.replace("{bootstrap}", bootstrap) for a in args))
+        assert r.exit == 0, f"{' '.join(args)} against {bootstrap}:\n{r.stdout}{r.stderr[-3000:]}"
+        outs.append(r.stdout)
+    assert outs[0] == outs[1], f"{' '.join(args)}\n--- Odradek:\n{outs[0]}--- Apache Kafka:\n{outs[1]}"
+    return outs[0]
+
+
+def create(tools: KafkaTools, odradek: BrokerProcess, apache: ApacheKafkaBroker, topic: str, partitions: int = 1) -> None:
+    for bootstrap in (odradek.bootstrap, apache.bootstrap):
+        r = tools.run("kafka-topics", "--bootstrap-server", bootstrap, "--create", "--topic", topic,
+                      "--partitions", str(partitions))
+        assert r.exit == 0, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("compression", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_idempotent_producer_every_codec(tools: KafkaTools, broker: BrokerProcess, apache: ApacheKafkaBroker,
+                                         compression: str) -> None:
+    t = unique_name(f"java-{compression}")
+    create(tools, broker, apache, t)
+    assert on_both(tools, broker, apache, "produce", "{bootstrap}", t, "300", compression, "true") == (
+        "acked 300 last offset 299\n")
+    out = on_both(tools, broker, apache, "consume", "{bootstrap}", t, t + "-g", "300", "classic", "range")
+    assert out.startswith("consumed 300 [300]\ncommitted {0=300}")
+
+
+@pytest.mark.parametrize(("protocol", "assignor"), [("classic", "range"), ("classic", "cooperative-sticky"),
+                                                    ("consumer", "-")])
+def test_consumer_protocols(tools: KafkaTools, broker: BrokerProcess, apache: ApacheKafkaBroker, protocol: str,
+                            assignor: str) -> None:
+    t = unique_name(f"java-{protocol}")
+    create(tools, broker, apache, t)
+    on_both(tools, broker, apache, "produce", "{bootstrap}", t, "50", "none", "false")
+    assert on_both(tools, broker, apache, "consume", "{bootstrap}", t, t + "-g", "50", protocol, assignor) == (
+        "consumed 50 [50]\ncommitted {0=50}\n")
+
+
+def test_regex_subscription_with_the_consumer_protocol(tools: KafkaTools, broker: BrokerProcess,
+                                                       apache: ApacheKafkaBroker) -> None:
+    prefix = unique_name("java-rx")
+    for suffix in ("a", "b"):
+        create(tools, broker, apache, f"{prefix}-{suffix}")
+        on_both(tools, broker, apache, "produce", "{bootstrap}", f"{prefix}-{suffix}", "20", "none", "false")
+    assert on_both(tools, broker, apache, "regex", "{bootstrap}", f"{prefix}-.*", prefix + "-g", "40", "consumer"
+                   ).startswith("consumed 40 [20, 20]\n")
+
+
+def test_transactions_and_read_committed(tools: KafkaTools, broker: BrokerProcess, apache: ApacheKafkaBroker) -> None:
+    t = unique_name("java-txn")
+    create(tools, broker, apache, t)
+    on_both(tools, broker, apache, "txn", "{bootstrap}", t, t + "-tx", "10")
+    assert on_both(tools, broker, apache, "read-committed", "{bootstrap}", t, t + "-g", "10") == (
+        "read 10 end 22\naborted seen 0\n")
+
+
+@pytest.mark.parametrize("mode", ["implicit", "explicit"])
+def test_share_consumer(tools: KafkaTools, broker: BrokerProcess, apache: ApacheKafkaBroker, mode: str) -> None:
+    t = unique_name(f"java-share-{mode}")
+    create(tools, broker, apache, t)
+    on_both(tools, broker, apache, "produce", "{bootstrap}", t, "100", "none", "false")
+    assert on_both(tools, broker, apache, "share", "{bootstrap}", t, t + "-sg", "100", mode) == (
+        "share consumed 100 redelivered 0\n")
+
+
+def test_admin_client(tools: KafkaTools, broker: BrokerProcess, apache: ApacheKafkaBroker) -> None:
+    assert on_both(tools, broker, apache, "admin", "{bootstrap}", unique_name("java-admin")) == (
+        "partitions 3 internal false\ncluster nodes 1\nlatest 5\nearliest 3\nretention.ms 86400000\ndeleted true\n")
