@@ -55,20 +55,28 @@ tools_hint() {
   echo "odradek: the tools are in .venv/bin; to use them from a shell: source .venv/bin/activate" >&2
 }
 
-kafka_jars() {  # kafka_jars : Apache Kafka's jars (tests/jvm/pom.xml) and the tool runner, fetched and built once
-  # into $ODRADEK_CACHE (default ~/.cache/odradek); the tests find them through ODRADEK_KAFKA_HOME.
-  local version cache home
+fetch_jars() {  # fetch_jars POM DIR : the runtime jars of POM's dependencies, copied into DIR/libs once
+  local pom="$1" dir="$2"
+  [ -f "$dir/.complete" ] && return 0
+  echo "odradek: fetching $(sed -n 's:.*<artifactId>\(kafka[^<]*\)</artifactId>.*:\1:p' "$pom" | head -1) $(
+    sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$pom") and its dependencies from Maven Central into $dir (once)" >&2
+  rm -rf "$dir"
+  mkdir -p "$dir/libs"
+  mvn -q -B -f "$pom" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$dir/libs" >&2
+  touch "$dir/.complete"
+}
+
+kafka_jars() {  # kafka_jars : Apache Kafka's jars (tests/jvm/pom.xml; Kafka 2.x's tools, tests/jvm/kafka2/pom.xml)
+  # and the Java test programs, fetched and built once into $ODRADEK_CACHE (default ~/.cache/odradek); the tests
+  # find them through ODRADEK_KAFKA_HOME and ODRADEK_KAFKA2_HOME.
+  local version version2 cache home home2
   version=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' tests/jvm/pom.xml)
+  version2=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' tests/jvm/kafka2/pom.xml)
   cache="${ODRADEK_CACHE:-$HOME/.cache/odradek}"
   home="$cache/apache-kafka-$version"
-  if [ ! -f "$home/.complete" ]; then
-    echo "odradek: fetching Apache Kafka $version's jars from Maven Central into $home (once)" >&2
-    rm -rf "$home"
-    mkdir -p "$home/libs"
-    mvn -q -B -f tests/jvm/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
-      -DoutputDirectory="$home/libs" >&2
-    touch "$home/.complete"
-  fi
+  home2="$cache/apache-kafka-$version2"
+  fetch_jars tests/jvm/pom.xml "$home"
+  fetch_jars tests/jvm/kafka2/pom.xml "$home2"
   # the tool runner and the Java test programs (tests/jvm/*.java), rebuilt when their sources change
   local sum
   sum=$(cat tests/jvm/*.java | sha256sum | cut -c1-16)
@@ -78,5 +86,5 @@ kafka_jars() {  # kafka_jars : Apache Kafka's jars (tests/jvm/pom.xml) and the t
     javac -nowarn -d "$home/runner-$sum.tmp" -cp "$home/libs/*" tests/jvm/*.java
     mv "$home/runner-$sum.tmp" "$home/runner-$sum"
   fi
-  export ODRADEK_KAFKA_HOME="$home" ODRADEK_KAFKA_RUNNER="$home/runner-$sum" ODRADEK_KAFKA_VERSION="$version"
+  export ODRADEK_KAFKA_HOME="$home" ODRADEK_KAFKA_RUNNER="$home/runner-$sum" ODRADEK_KAFKA2_HOME="$home2"
 }

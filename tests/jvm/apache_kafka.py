@@ -18,6 +18,7 @@ from pathlib import Path
 from tests.harness import free_port, stop_process, wait_port
 
 POM = Path(__file__).with_name("pom.xml")
+_SLF4J = re.compile(r"^SLF4J: .*\n", re.M)
 
 # Kafka's scripts and the main classes they run (bin/kafka-*.sh of 4.x)
 TOOLS = {
@@ -61,6 +62,22 @@ def kafka_home() -> Path:
 
 def classpath() -> str:
     return str(kafka_home() / "libs" / "*")
+
+
+def run_kafka2(main: str, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
+    """A Kafka 2.x tool (tests/jvm/kafka2/pom.xml) by main class, in a JVM of its own: the guides' versions,
+    whose --zookeeper commands write ZooKeeper directly."""
+    home = os.environ.get("ODRADEK_KAFKA2_HOME")
+    m = re.search(r"<kafka.version>([^<]+)</kafka.version>", (POM.parent / "kafka2" / "pom.xml").read_text())
+    assert m is not None
+    path = Path(home) if home else (Path(os.environ.get("ODRADEK_CACHE", Path.home() / ".cache" / "odradek"))
+                                    / f"apache-kafka-{m.group(1)}")
+    if not (path / ".complete").exists():
+        raise RuntimeError(f"Kafka {m.group(1)}'s jars are not in {path}: run `. scripts/env.sh && kafka_jars`")
+    r = subprocess.run(java("-cp", str(path / "libs" / "*"), main, *args), capture_output=True, text=True,
+                       timeout=timeout)
+    r.stderr = _SLF4J.sub("", r.stderr)
+    return r
 
 
 def runner_dir() -> Path:
@@ -140,9 +157,6 @@ class ToolResult:
     exit: int
     stdout: str
     stderr: str
-
-
-_SLF4J = re.compile(r"^SLF4J: .*\n", re.M)
 
 
 class KafkaTools:
