@@ -39,7 +39,7 @@ from odradek.protocol.kip932_admin import (
 from tests.clients import admin, alter_configs, create_topic, produce, unique_name
 from tests.harness import BrokerProcess, run_cli
 from tests.rawclient import RawClient
-from tests.share_consumers import CONFIG, WARM, Share, drain, until_marker, warm_up
+from tests.share_consumers import CONFIG, WARM, Share, drain, join_share_group, until_marker, warm_up
 from tests.share_consumers import share_groups_tool as _tool
 from tests.waiting import wait_until
 
@@ -573,6 +573,7 @@ def test_a_share_session_ends_with_its_connection(broker: BrokerProcess) -> None
             forgotten_topics_data=[]), version=1)
 
     with RawClient(broker.port) as first:
+        join_share_group(first, group, member, [topic])
         topic_id = wait_until(lambda: _topic_id(first, topic), message="the topic id")
         assert fetch(first, topic_id, 0).error_code == 0  # opens the session; its next epoch is 1
     with RawClient(broker.port) as second:

@@ -7,8 +7,9 @@ RENEW without IsRenewAck, INVALID_RECORD_STATE for a record the member no longer
 modes (KIP-1206): record-limit acquires no more than MaxRecords of a batch (nor does batch-optimized here,
 a departure: Kafka's finishes the batch).
 
-The members do not join the group (ShareFetch does not ask for membership, and a member whose heartbeats
-stopped would have its records given back); the groups read from the earliest offset (a group config).
+Each member joins the group with one heartbeat (a share session is opened only for a member the group
+coordinator knows; the 45 s session timeout outlasts a test); the groups read from the earliest offset
+(a group config).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from tests.clients import alter_configs, create_topic, produce, unique_name
 from tests.harness import BrokerProcess
 from tests.integration.test_share_groups import _topic_id
 from tests.rawclient import RawClient
-from tests.share_consumers import CONFIG, LOCK_MS
+from tests.share_consumers import CONFIG, LOCK_MS, join_share_group
 from tests.waiting import wait_until
 
 ACCEPT, RENEW = 1, 4
@@ -40,6 +41,7 @@ _AckPartition = ShareAcknowledgeRequest.AcknowledgeTopic.AcknowledgePartition
 
 
 FETCH_MAX_BYTES = 250_000
+_TOPICS: dict[str, str] = {}  # each test group's topic (its members subscribe to it)
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +58,7 @@ class _Member:
         self.group, self.topic_id = group, topic_id
         self.member_id = uuid.uuid4().hex
         self.epoch = 0
+        join_share_group(self.raw, group, self.member_id, [_TOPICS[group]])
 
     def close(self) -> None:
         self.raw.close()
@@ -111,6 +114,7 @@ def _setup(broker: BrokerProcess, values: list[bytes], **produce_conf: Any) -> t
     produce(broker.bootstrap, topic, values, **produce_conf)
     with RawClient(broker.port) as raw:
         topic_id = wait_until(lambda: _topic_id(raw, topic), message="the topic id")
+    _TOPICS[group] = topic
     return group, topic_id
 
 

@@ -182,16 +182,32 @@ def test_share_sessions() -> None:
     with pytest.raises(KafkaError) as exc:
         cache.current("g", "m", 1)
     assert exc.value.code == E.SHARE_SESSION_NOT_FOUND
-    s = cache.open("g", "m")
+    s = cache.open("g", "m", 10)
     assert cache.current("g", "m", 1) is s
     with pytest.raises(KafkaError) as exc:
         cache.current("g", "m", 1)
     assert exc.value.code == E.INVALID_SHARE_SESSION_EPOCH
     with pytest.raises(KafkaError) as exc:
-        cache.open("g", "other")
+        cache.open("g", "other", 10)
     assert exc.value.code == E.SHARE_SESSION_LIMIT_REACHED
     cache.close(cache.closing("g", "m"))
-    assert not cache.sessions
+    assert not cache.sessions and not cache.per_group
+
+
+def test_one_group_cannot_fill_the_share_session_cache() -> None:
+    """A group holds at most its member limit of sessions (made-up member ids of a group coordinated
+    elsewhere cannot be checked here), so the cache keeps room for the others."""
+    cache = ShareSessionCache(max_sessions=10)
+    for i in range(3):
+        cache.open("flood", f"m{i}", 3)
+    with pytest.raises(KafkaError) as exc:
+        cache.open("flood", "m3", 3)
+    assert exc.value.code == E.SHARE_SESSION_LIMIT_REACHED
+    cache.open("flood", "m0", 3)  # a member's new session replaces its old one
+    assert cache.open("other", "m", 3).group_id == "other"
+    cache.close(cache.closing("flood", "m1"))
+    cache.open("flood", "m3", 3)
+    assert cache.per_group == {"flood": 3, "other": 1}
 
 
 def test_renew_only_acknowledgements_write_nothing() -> None:

@@ -446,10 +446,13 @@ async def share_fetch(ctx: RequestContext, request: Any) -> ShareFetchResponse:
             if _has_acks(request.topics):
                 raise KafkaError(ErrorCode.INVALID_REQUEST,
                                  "Acknowledgements are not allowed in a request that opens a share session.")
+            unknown = gc.share_session_refusal(group_id, member_id)
+            if unknown is not None:
+                raise KafkaError(*unknown)
             old = sessions.sessions.get((group_id, member_id))
             if old is not None:
                 _Request(ctx, group_id, member_id).release_session(old)
-            session = sessions.open(group_id, member_id)
+            session = sessions.open(group_id, member_id, gc.share.settings.max_size)
             # a session ends with the connection that opened it (Kafka's disconnect listener): its records
             # go back to the others and the session leaves the cache
             ctx.connection.on_close[("share session", group_id, member_id)] = partial(_end_session, ctx, session)
