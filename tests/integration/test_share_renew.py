@@ -144,7 +144,7 @@ def test_renewed_record_is_not_redelivered(broker: BrokerProcess) -> None:
                 assert resp.responses[0].partitions[0].error_code == 0
             else:
                 part = _partition(a.fetch([(0, 0, RENEW)], renew=True))
-                assert (part.acknowledge_error_code, part.acquired_records, part.records) == (0, [], None)
+                assert (part.acknowledge_error_code, part.acquired_records, part.records) == (0, [], b"")
             renewals += 1
         waiter.join()
         assert _acquired(waited["resp"]) == [], "the renewed record went to another member"
@@ -233,3 +233,178 @@ def test_a_share_fetch_reads_in_steps_and_answers_in_offset_order(broker: Broker
         assert _acquired(member.fetch(max_records=1200, max_wait_ms=5000)) == [(1200, 1499, 1)]
     finally:
         member.close()
+
+
+class _Wire:
+    """A reader of response bytes by the published schema, independent of Odradek's codec: what a client
+    such as librdkafka parses (flexible versions: compact lengths as unsigned varints, tagged fields)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.pos = data, 0
+
+    def take(self, n: int) -> bytes:
+        out = self.data[self.pos:self.pos + n]
+        assert len(out) == n, "the response ends early"
+        self.pos += n
+        return out
+
+    def int(self, size: int) -> int:
+        return int.from_bytes(self.take(size), "big", signed=True)
+
+    def uvarint(self) -> int:
+        shift = out = 0
+        while True:
+            b = self.take(1)[0]
+            out |= (b & 0x7F) << shift
+            if not b & 0x80:
+                return out
+            shift += 7
+
+    def compact_length(self) -> int:
+        """-1 for null, else the length (a compact field writes length + 1)."""
+        return self.uvarint() - 1
+
+    def string(self) -> str | None:
+        n = self.compact_length()
+        return None if n < 0 else self.take(n).decode()
+
+    def tags(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self.take(self.uvarint())
+
+    def array(self, item: Any) -> list[Any]:
+        n = self.compact_length()
+        assert n >= 0, "a null array where the schema has none"
+        return [item() for _ in range(n)]
+
+
+def _wire_request(raw: RawClient, request: Any, version: int) -> _Wire:
+    """Send `request` and read its response's body as bytes (after the correlation id and the flexible
+    response header's tagged fields)."""
+    raw.send_raw(raw.codec.send(request, version))
+    wire = _Wire(raw.recv_frame())
+    wire.int(4)
+    wire.tags()
+    return wire
+
+
+def _wire_leader(w: _Wire) -> tuple[int, int]:
+    out = (w.int(4), w.int(4))
+    w.tags()
+    return out
+
+
+def _wire_share_fetch(w: _Wire) -> dict[str, Any]:
+    """ShareFetchResponse v1-2, field by field; each partition's records as their compact length (-1 null)."""
+    def partition() -> dict[str, Any]:
+        p = {"partition": w.int(4), "error": w.int(2), "error_message": w.string(), "ack_error": w.int(2),
+             "ack_error_message": w.string(), "leader": _wire_leader(w)}
+        n = w.compact_length()
+        p["records_length"] = n
+        w.take(max(n, 0))
+
+        def acquired() -> tuple[int, int, int]:
+            a = (w.int(8), w.int(8), w.int(2))
+            w.tags()
+            return a
+
+        p["acquired"] = w.array(acquired)
+        w.tags()
+        return p
+
+    def topic() -> tuple[bytes, list[dict[str, Any]]]:
+        t = (w.take(16), w.array(partition))
+        w.tags()
+        return t
+
+    def endpoint() -> tuple[int, str | None, int, str | None]:
+        e = (w.int(4), w.string(), w.int(4), w.string())
+        w.tags()
+        return e
+
+    out = {"throttle": w.int(4), "error": w.int(2), "error_message": w.string(), "lock_ms": w.int(4),
+           "topics": w.array(topic), "node_endpoints": w.array(endpoint)}
+    w.tags()
+    assert w.pos == len(w.data), "bytes past the end of the response"
+    return out
+
+
+def _wire_share_acknowledge(w: _Wire, version: int) -> dict[str, Any]:
+    def partition() -> dict[str, Any]:
+        p = {"partition": w.int(4), "error": w.int(2), "error_message": w.string(), "leader": _wire_leader(w)}
+        w.tags()
+        return p
+
+    def topic() -> tuple[bytes, list[dict[str, Any]]]:
+        t = (w.take(16), w.array(partition))
+        w.tags()
+        return t
+
+    out: dict[str, Any] = {"throttle": w.int(4), "error": w.int(2), "error_message": w.string()}
+    if version >= 2:
+        out["lock_ms"] = w.int(4)
+    out["topics"] = w.array(topic)
+    out["node_endpoints"] = w.array(lambda: (w.int(4), w.string(), w.int(4), w.string(), w.tags()))
+    w.tags()
+    assert w.pos == len(w.data), "bytes past the end of the response"
+    return out
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_share_responses_on_the_wire(broker: BrokerProcess, version: int) -> None:
+    """ShareFetch and ShareAcknowledge answers read byte by byte against Kafka's schema: a partition with
+    nothing acquired carries empty records, never null (librdkafka 2.15 dropped such a whole response:
+    "invalid MessageSetSize -1"), as Kafka 4.1+ writes them (KAFKA-18889); an opening fetch answers
+    every partition it names; CurrentLeader keeps its default (0, 0) and NodeEndpoints is empty unless a
+    partition is NOT_LEADER_OR_FOLLOWER; AcquisitionLockTimeoutMs is the lock duration, 0 in a request
+    refused whole."""
+    group, topic_id = _setup(broker, [b"only"])
+    a, b = _Member(broker, group, topic_id), _Member(broker, group, topic_id)
+    batch = _FetchPartition.AcknowledgementBatch
+
+    def fetch(m: _Member, acks: list[Any] | None = None, wait_ms: int = 0) -> dict[str, Any]:
+        request = ShareFetchRequest(
+            group_id=group, member_id=m.member_id, share_session_epoch=m.epoch, max_wait_ms=wait_ms,
+            min_bytes=1, max_bytes=1 << 20, max_records=10, batch_size=10, share_acquire_mode=0, is_renew_ack=False,
+            topics=[ShareFetchRequest.FetchTopic(topic_id=topic_id, partitions=[
+                _FetchPartition(partition_index=0, acknowledgement_batches=acks or [])])],
+            forgotten_topics_data=[])
+        out = _wire_share_fetch(_wire_request(m.raw, request, version))
+        if out["error"] == 0:
+            m.epoch = next_epoch(m.epoch)
+        return out
+
+    try:
+        got = fetch(a, wait_ms=5000)
+        assert got["error"] == 0 and got["lock_ms"] == LOCK_MS and got["node_endpoints"] == []
+        ((tid, (p,)),) = got["topics"]
+        assert tid == topic_id.bytes and p["acquired"] == [(0, 0, 1)] and p["records_length"] > 0
+        assert p["leader"] == (0, 0) and p["error_message"] is None and p["ack_error_message"] is None
+        # a acknowledges in a fetch that acquires nothing more: the partition is answered for its
+        # acknowledgement, records empty (they were null)
+        got = fetch(a, [batch(first_offset=0, last_offset=0, acknowledge_types=[ACCEPT])])
+        ((_tid, (p,)),) = got["topics"]
+        assert (p["ack_error"], p["records_length"], p["acquired"]) == (0, 0, [])
+        # b opens its session when there is nothing to acquire: the partition is answered, records empty
+        got = fetch(b)
+        ((_tid, (p,)),) = got["topics"]
+        assert (p["error"], p["records_length"], p["acquired"], p["leader"]) == (0, 0, [], (0, 0))
+        # a request refused whole: no partitions, lock 0
+        b.epoch = 99
+        got = fetch(b)
+        assert (got["error"], got["lock_ms"], got["topics"]) == (ErrorCode.INVALID_SHARE_SESSION_EPOCH, 0, [])
+        # ShareAcknowledge: leader (0, 0); v2 answers the lock duration
+        ack = ShareAcknowledgeRequest(
+            group_id=group, member_id=a.member_id, share_session_epoch=a.epoch, is_renew_ack=False,
+            topics=[ShareAcknowledgeRequest.AcknowledgeTopic(topic_id=topic_id, partitions=[_AckPartition(
+                partition_index=0, acknowledgement_batches=[_AckPartition.AcknowledgementBatch(
+                    first_offset=0, last_offset=0, acknowledge_types=[ACCEPT])])])])
+        got = _wire_share_acknowledge(_wire_request(a.raw, ack, version), version)
+        ((_tid, (p,)),) = got["topics"]
+        assert (p["error"], p["leader"]) == (ErrorCode.INVALID_RECORD_STATE, (0, 0))
+        assert got.get("lock_ms", LOCK_MS) == LOCK_MS and got["node_endpoints"] == []
+    finally:
+        a.close()
+        b.close()
+

@@ -56,6 +56,7 @@ from odradek.replication.partition import Partition
 from odradek.server import authz
 from odradek.server.handlers.consumer_groups import describe_each, described_member
 from odradek.server.handlers.groups import client_host
+from odradek.server.handlers.metadata import listener_endpoints
 from odradek.server.registry import RequestContext, handles
 from odradek.server.share_sessions import CLOSE_EPOCH, OPEN_EPOCH, ShareSession, TopicPartitionId
 from odradek.storage.region import FileRegion
@@ -127,7 +128,6 @@ class _PartitionResult:
     records: bytes | None = None
     acquired: list[Acquired] = field(default_factory=list)
     batches: set[int] = field(default_factory=set)  # base offsets of the batches in `records`
-    leader_epoch: int = -1
 
 
 class _Request:
@@ -185,6 +185,35 @@ class _Request:
                                          [ShareKey(self.group_id, t, p) for t, p in session.partitions])
 
 
+_LEADER_MOVED = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
+
+
+class _Leaders:
+    """CurrentLeader and NodeEndpoints as Kafka fills them (KafkaApis): a partition answered
+    NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names its current leader and epoch, and the response
+    that leader's endpoint on the request's listener; every other partition keeps the field's default
+    (leader 0, epoch 0: the schema gives no other)."""
+
+    def __init__(self, ctx: RequestContext) -> None:
+        self.ctx = ctx
+        self.endpoints: dict[int, Any] = {}
+
+    def of(self, cls: Any, topic_id: bytes, partition: int, error: int) -> Any:
+        if error not in _LEADER_MOVED:
+            return cls(leader_id=0, leader_epoch=0)
+        cache = self.ctx.broker.metadata
+        meta = cache.topics.get(cache.by_id.get(topic_id, ""))
+        st = meta.states.get(partition) if meta is not None else None
+        if st is None or st.leader not in cache.brokers:
+            return cls(leader_id=-1, leader_epoch=-1 if st is None else st.leader_epoch)
+        for b, host, port in listener_endpoints([cache.brokers[st.leader]], self.ctx.connection.security.name):
+            self.endpoints[b.broker_id] = (host, port, b.rack)
+        return cls(leader_id=st.leader, leader_epoch=st.leader_epoch)
+
+    def node_endpoints(self, cls: Any) -> list[Any]:
+        return [cls(node_id=n, host=h, port=p, rack=r) for n, (h, p, r) in sorted(self.endpoints.items())]
+
+
 def _end_session(ctx: RequestContext, session: ShareSession) -> None:
     """The connection that opened `session` is gone: give back what the member holds in its partitions
     and drop it, unless a newer session replaced it."""
@@ -236,9 +265,10 @@ def _by_topic(results: dict[TopicPartitionId, _PartitionResult]) -> dict[bytes, 
 
 
 # ---- ShareFetch ----
-def _fetch_error(code: ErrorCode, message: str | None = None, lock_ms: int = 0) -> ShareFetchResponse:
+def _fetch_error(code: ErrorCode, message: str | None = None) -> ShareFetchResponse:
+    """A ShareFetch refused whole: no partitions, AcquisitionLockTimeoutMs 0 (Kafka's error response)."""
     return ShareFetchResponse(throttle_time_ms=0, error_code=code, error_message=message,
-                              acquisition_lock_timeout_ms=lock_ms, responses=[], node_endpoints=[])
+                              acquisition_lock_timeout_ms=0, responses=[], node_endpoints=[])
 
 
 def _coalesce(acquired: list[Acquired]) -> list[Acquired]:
@@ -335,7 +365,6 @@ class _Fetch(_Request):
             res = self.result(tp)
             if res.error:
                 continue
-            res.leader_epoch = part.leader_epoch
             key = ShareKey(self.group_id, tp[0], tp[1])
             try:
                 sp = await manager.partition(key, part.log.log_start_offset, part.high_watermark, part.leader_epoch,
@@ -402,22 +431,28 @@ class _Fetch(_Request):
             out.append(manager.waiter(ShareKey(self.group_id, tp[0], tp[1])))
         return out
 
-    def response(self, lock_ms: int) -> ShareFetchResponse:
+    def response(self, lock_ms: int, every_partition: bool = False) -> ShareFetchResponse:
+        """The answer as Kafka's share session context writes it: every partition of a session being
+        opened (`every_partition`), else those with records, an error or an acknowledgement; records
+        empty, never null, where nothing was acquired (librdkafka drops a whole response whose records
+        are null, as Kafka 4.1 made them non-nullable, KAFKA-18889)."""
         topic_cls = ShareFetchResponse.ShareFetchableTopicResponse
-        node = self.ctx.broker.broker_id
+        leaders = _Leaders(self.ctx)
+        if every_partition:
+            for tp in self.session.partitions:
+                self.result(tp)
         responses = []
         for topic_id, entries in _by_topic(self.results).items():
             parts = []
             for partition, res in entries:
-                if res.error == 0 and res.ack_error == 0 and not res.acquired and (topic_id,
-                                                                                    partition) not in self.acked:
+                if (not every_partition and res.error == 0 and res.ack_error == 0 and not res.acquired
+                        and (topic_id, partition) not in self.acked):
                     continue
                 parts.append(_FetchPart(
                     partition_index=partition, error_code=res.error, error_message=None,
                     acknowledge_error_code=res.ack_error, acknowledge_error_message=None,
-                    current_leader=_FetchPart.LeaderIdAndEpoch(
-                        leader_id=node if res.error == 0 else -1, leader_epoch=res.leader_epoch),
-                    records=res.records if res.acquired else None,
+                    current_leader=leaders.of(_FetchPart.LeaderIdAndEpoch, topic_id, partition, res.error),
+                    records=(res.records or b"") if res.acquired else b"",
                     acquired_records=[_FetchPart.AcquiredRecords(first_offset=a.first_offset,
                                                                  last_offset=a.last_offset,
                                                                  delivery_count=a.delivery_count)
@@ -425,7 +460,8 @@ class _Fetch(_Request):
             if parts:
                 responses.append(topic_cls(topic_id=uuid.UUID(bytes=topic_id), partitions=parts))
         return ShareFetchResponse(throttle_time_ms=0, error_code=0, error_message=None,
-                                  acquisition_lock_timeout_ms=lock_ms, responses=responses, node_endpoints=[])
+                                  acquisition_lock_timeout_ms=lock_ms, responses=responses,
+                                  node_endpoints=leaders.node_endpoints(ShareFetchResponse.NodeEndpoint))
 
 
 @handles(ShareFetchRequest, ShareFetchResponse, versions=(1, 2))
@@ -438,7 +474,7 @@ async def share_fetch(ctx: RequestContext, request: Any) -> ShareFetchResponse:
         return _fetch_error(*refused)
     invalid = _fetch_refusal(ctx, request)
     if invalid is not None:
-        return _fetch_error(ErrorCode.INVALID_REQUEST, invalid, lock_ms)
+        return _fetch_error(ErrorCode.INVALID_REQUEST, invalid)
     renew = _is_renew(ctx, request)
     sessions = ctx.broker.share_sessions
     try:
@@ -463,7 +499,7 @@ async def share_fetch(ctx: RequestContext, request: Any) -> ShareFetchResponse:
         else:
             session = sessions.current(group_id, member_id, epoch)
     except KafkaError as exc:
-        return _fetch_error(exc.code, exc.message, lock_ms)
+        return _fetch_error(exc.code, exc.message)
     fetch = _Fetch(ctx, request, session)
     await fetch.acknowledge(request.topics, renew)
     fetch.acked = frozenset(fetch.results)
@@ -501,7 +537,7 @@ async def share_fetch(ctx: RequestContext, request: Any) -> ShareFetchResponse:
             total += await fetch.read()
     ctx.broker.metrics.error_codes("ShareFetch", [r.error for r in fetch.results.values()])
     _count(ctx, fetch.results, list(session.partitions), fetch.acked)
-    return fetch.response(lock_ms)
+    return fetch.response(lock_ms, every_partition=epoch == OPEN_EPOCH)
 
 
 # ---- ShareAcknowledge ----
@@ -512,7 +548,7 @@ async def share_acknowledge(ctx: RequestContext, request: Any) -> ShareAcknowled
 
     def error(code: ErrorCode, message: str | None = None) -> ShareAcknowledgeResponse:
         return ShareAcknowledgeResponse(throttle_time_ms=0, error_code=code, error_message=message,
-                                        acquisition_lock_timeout_ms=lock_ms, responses=[], node_endpoints=[])
+                                        acquisition_lock_timeout_ms=0, responses=[], node_endpoints=[])
 
     refused = _refusal(ctx, group_id, member_id)
     if refused is not None:
@@ -533,11 +569,12 @@ async def share_acknowledge(ctx: RequestContext, request: Any) -> ShareAcknowled
         req.release_session(session)
         sessions.close(session)
     topic_cls = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse
-    node = ctx.broker.broker_id
+    leaders = _Leaders(ctx)
+    responses = [topic_cls(topic_id=uuid.UUID(bytes=topic_id), partitions=[
+        _AckPart(partition_index=partition, error_code=res.ack_error, error_message=None,
+                 current_leader=leaders.of(_AckPart.LeaderIdAndEpoch, topic_id, partition, res.ack_error))
+        for partition, res in entries])
+        for topic_id, entries in _by_topic(req.results).items()]
     return ShareAcknowledgeResponse(
-        throttle_time_ms=0, error_code=0, error_message=None, acquisition_lock_timeout_ms=lock_ms, node_endpoints=[],
-        responses=[topic_cls(topic_id=uuid.UUID(bytes=topic_id), partitions=[
-            _AckPart(partition_index=partition, error_code=res.ack_error, error_message=None,
-                     current_leader=_AckPart.LeaderIdAndEpoch(leader_id=node, leader_epoch=res.leader_epoch))
-            for partition, res in entries])
-            for topic_id, entries in _by_topic(req.results).items()])
+        throttle_time_ms=0, error_code=0, error_message=None, acquisition_lock_timeout_ms=lock_ms,
+        responses=responses, node_endpoints=leaders.node_endpoints(ShareAcknowledgeResponse.NodeEndpoint))
