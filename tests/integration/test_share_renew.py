@@ -24,7 +24,7 @@ import pytest
 from confluent_kafka.admin import ResourceType
 
 from odradek.protocol.errors import ErrorCode
-from odradek.protocol.kip932 import ShareAcknowledgeRequest, ShareFetchRequest
+from odradek.protocol.kip932 import ShareAcknowledgeRequest, ShareFetchRequest, ShareGroupHeartbeatRequest
 from odradek.protocol.records import iter_batches
 from odradek.server.share_sessions import next_epoch
 from tests.clients import alter_configs, create_topic, produce, unique_name
@@ -408,3 +408,26 @@ def test_share_responses_on_the_wire(broker: BrokerProcess, version: int) -> Non
         a.close()
         b.close()
 
+
+def test_a_leave_does_not_overtake_final_acknowledgements(broker: BrokerProcess) -> None:
+    """confluent-kafka sends its last acknowledgements on the data connection and its leave on the
+    coordinator connection about a millisecond later, so the leave may arrive first. As in Kafka, a leave
+    gives nothing back: the member's records stay acquired until its share session closes, so the final
+    ShareAcknowledge (epoch -1) arriving after the leave still accepts them and none is redelivered."""
+    group, topic_id = _setup(broker, [b"a", b"b", b"c"])
+    m, other = _Member(broker, group, topic_id), _Member(broker, group, topic_id)
+    try:
+        assert _acquired(m.fetch(max_wait_ms=5000)) == [(0, 2, 1)]
+        with RawClient(broker.port) as coordinator:
+            left = coordinator.request(ShareGroupHeartbeatRequest(
+                group_id=group, member_id=m.member_id, member_epoch=-1), version=1)
+            assert left.error_code == 0, left
+        m.epoch = -1
+        final = m.acknowledge([(0, 2, ACCEPT)], renew=False)
+        assert final.error_code == 0 and final.responses[0].partitions[0].error_code == 0, final
+        produce(broker.bootstrap, _TOPICS[group], [b"after"])
+        # the first available record is the one produced after: nothing acknowledged came back
+        assert _acquired(other.fetch(max_wait_ms=5000)) == [(3, 3, 1)]
+    finally:
+        m.close()
+        other.close()

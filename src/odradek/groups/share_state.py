@@ -303,7 +303,7 @@ class SharePartitionManager:
 
     def release(self, group_id: str, member_id: str, keys: Iterable[ShareKey] | None = None) -> int:
         """Give back what `member_id` holds, in `keys` (its share session's partitions) or everywhere in
-        the group (it left); the number of records released."""
+        the group; the number of records released."""
         n = 0
         for key in list(keys if keys is not None else self.partitions):
             sp = self.partitions.get(key)
