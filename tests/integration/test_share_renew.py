@@ -4,8 +4,9 @@ where a member that keeps renewing keeps its record past the lock duration and a
 for it gets nothing until the renewals stop, then gets it with the delivery count one higher (a renewal
 is not a delivery); the renewal rules (INVALID_REQUEST for a renewing fetch that asks for records, for
 RENEW without IsRenewAck, INVALID_RECORD_STATE for a record the member no longer holds); and the acquire
-modes (KIP-1206): record-limit acquires no more than MaxRecords of a batch (nor does batch-optimized here,
-a departure: Kafka's finishes the batch).
+modes (KIP-1206): record-limit acquires no more than MaxRecords of a batch, batch-optimized finishes the
+batch the limit falls in. Also, over v1 and v2: the answers read byte by byte against Kafka's schema,
+a leave that overtakes the final acknowledgements, MaxBytes 0 and the partitions' rotation.
 
 Each member joins the group with one heartbeat (a share session is opened only for a member the group
 coordinator knows; the 45 s session timeout outlasts a test); the groups read from the earliest offset
@@ -188,8 +189,8 @@ def test_renewal_rules(broker: BrokerProcess) -> None:
 
 def test_acquire_modes(broker: BrokerProcess) -> None:
     """Ten records in one batch, MaxRecords 3: record-limit acquires 0-2 (the whole batch is sent, the
-    client keeps the acquired ones), the next member 3-5; batch-optimized (v1's) stops at MaxRecords too
-    (Kafka's would take the rest of the batch)."""
+    client keeps the acquired ones), the next member 3-5; batch-optimized (v1's) takes the rest of the
+    batch, 6-9, as Kafka's MaxRecords "can be exceeded for alignment of batch boundaries"."""
     group, topic_id = _setup(broker, [f"r{i}".encode() for i in range(10)], **{"linger.ms": 1000})
     members = [_Member(broker, group, topic_id) for _ in range(3)]
     try:
@@ -198,7 +199,7 @@ def test_acquire_modes(broker: BrokerProcess) -> None:
         batches = [(h.base_offset, h.last_offset) for _pos, h in iter_batches(bytes(_partition(resp).records))]
         assert batches == [(0, 9)], "the records were produced as one batch"
         assert _acquired(members[1].fetch(mode=RECORD_LIMIT, max_records=3, max_wait_ms=5000)) == [(3, 5, 1)]
-        assert _acquired(members[2].fetch(mode=BATCH_OPTIMIZED, max_records=3, max_wait_ms=5000)) == [(6, 8, 1)]
+        assert _acquired(members[2].fetch(mode=BATCH_OPTIMIZED, max_records=3, max_wait_ms=5000)) == [(6, 9, 1)]
     finally:
         for m in members:
             m.close()
@@ -431,3 +432,38 @@ def test_a_leave_does_not_overtake_final_acknowledgements(broker: BrokerProcess)
     finally:
         m.close()
         other.close()
+
+
+def test_max_bytes_zero_and_partition_rotation(broker: BrokerProcess) -> None:
+    """MaxBytes 0 acquires nothing, as Kafka (librdkafka's 0180 pins it: fetch.max.bytes=0 returns no
+    records); MaxRecords 3 over two partitions of 6 records each fills a fetch from one partition, the
+    partitions taken first in turn by session epoch (Kafka's round-robin rotation), so the second fetch
+    serves the other partition though the first still has records."""
+    topic, group = unique_name("share"), unique_name("sg")
+    create_topic(broker.bootstrap, topic, partitions=2)
+    alter_configs(broker.bootstrap, ResourceType.GROUP, group, share__auto__offset__reset="earliest")
+    for p in (0, 1):
+        produce(broker.bootstrap, topic, [b"p%d-%d" % (p, i) for i in range(6)], partition=p)
+    with RawClient(broker.port) as raw:
+        topic_id = wait_until(lambda: _topic_id(raw, topic), message="the topic id")
+    _TOPICS[group] = topic
+    m = _Member(broker, group, topic_id)
+
+    def fetch(max_bytes: int, wait_ms: int = 0) -> dict[int, list[tuple[int, int, int]]]:
+        resp = m._sent(m.raw.request(ShareFetchRequest(
+            group_id=group, member_id=m.member_id, share_session_epoch=m.epoch, max_wait_ms=wait_ms, min_bytes=1,
+            max_bytes=max_bytes, max_records=3, batch_size=3, share_acquire_mode=RECORD_LIMIT, is_renew_ack=False,
+            topics=[ShareFetchRequest.FetchTopic(topic_id=topic_id, partitions=[
+                _FetchPartition(partition_index=p, acknowledgement_batches=[]) for p in (0, 1)])],
+            forgotten_topics_data=[]), version=2))
+        assert resp.error_code == 0, resp
+        return {p.partition_index: [(a.first_offset, a.last_offset, a.delivery_count) for a in p.acquired_records]
+                for t in resp.responses for p in t.partitions if p.acquired_records}
+
+    try:
+        assert fetch(0, wait_ms=200) == {}  # opens the session (epoch 0), nothing acquired
+        served = [fetch(1 << 20, wait_ms=5000), fetch(1 << 20, wait_ms=5000)]
+        assert sorted(p for got in served for p in got) == [0, 1], served
+        assert all(list(got.values()) == [[(0, 2, 1)]] for got in served), served
+    finally:
+        m.close()

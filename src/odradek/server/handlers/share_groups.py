@@ -7,11 +7,14 @@ Version 2 (Kafka 4.2) adds the RENEW acknowledgement (type 4, KIP-1222: the reco
 member with a fresh acquisition lock), allowed only in a v2 request whose IsRenewAck is set (elsewhere:
 INVALID_REQUEST for the partition). A ShareFetch with IsRenewAck only acknowledges: it fetches nothing,
 and its MaxBytes, MinBytes, MaxRecords and MaxWaitMs must be 0 (INVALID_REQUEST otherwise). ShareFetch v2
-also names the acquire mode (KIP-1206): record-limit (1) never acquires more than MaxRecords, and neither
-does batch-optimized (0, v1's) here. Departure: Kafka's batch-optimized mode finishes the batch the limit
-falls in; Odradek's v1 always stopped at MaxRecords (partial batches are acquired offset by offset),
-which is what shares one big batch out between librdkafka's ShareConsumers, so v1's behaviour is kept.
-ShareAcknowledge v2 answers the lock duration.
+also names the acquire mode (KIP-1206): record-limit (1) never acquires more than MaxRecords (a batch is
+split, acquired offset by offset); batch-optimized (0, v1's) acquires whole batches, finishing the batch
+the limit falls in, as Kafka. ShareAcknowledge v2 answers the lock duration.
+
+A fetch takes its session's partitions from a start that rotates with the session epoch (Kafka's
+round-robin rotation); MaxBytes 0 acquires nothing. The answers are Kafka's to the byte: empty records,
+never null, where nothing was acquired; every partition of a fetch opening a session; CurrentLeader and
+NodeEndpoints filled only for a partition whose leader moved.
 
 ShareFetch never decodes a record: it reads whole batches from the log as bytes (walking only their
 headers for the offsets), in steps that grow until MaxRecords are acquired (`FIRST_READ_BYTES`), acquires
@@ -340,6 +343,9 @@ class _Fetch(_Request):
         # capped by fetch.max.bytes as a Fetch is (a first batch is still whole, KIP-74)
         self.max_bytes = min(max(request.max_bytes, 0), ctx.broker.config.get("fetch.max.bytes"))
         self.max_records = request.max_records if request.max_records > 0 else 500
+        # batch-optimized (v1's, and v2's mode 0) acquires whole batches, record-limit never past MaxRecords
+        self.whole_batches = ctx.version < 2 or request.share_acquire_mode == BATCH_OPTIMIZED
+        self.epoch = request.share_session_epoch
         self.parts: dict[TopicPartitionId, Partition] = {}
         self.acked: frozenset[TopicPartitionId] = frozenset()  # the partitions acknowledged in this request
 
@@ -354,13 +360,26 @@ class _Fetch(_Request):
                 if exc.code == ErrorCode.UNKNOWN_TOPIC_ID:
                     del self.session.partitions[tp]
 
+    def _rotated(self) -> list[tuple[TopicPartitionId, Partition]]:
+        """The session's partitions, rotated by the request's session epoch (Kafka's round-robin
+        PartitionRotateStrategy), so when MaxRecords or MaxBytes runs out before the last partition, the
+        next fetch starts with another one."""
+        parts = list(self.parts.items())
+        if not parts:
+            return parts
+        shift = max(self.epoch, 0) % len(parts)
+        return parts[shift:] + parts[:shift]
+
     async def read(self) -> int:
-        """Acquire what each partition offers; the bytes of the batches acquired."""
+        """Acquire what each partition offers; the bytes of the batches acquired. MaxBytes 0 fetches
+        nothing (as Kafka: not even the one batch a positive limit lets through, KIP-74)."""
         manager = self.gc.share_partitions
         total = 0
         records_left = self.max_records
-        for tp, part in self.parts.items():
-            if records_left <= 0 or total >= self.max_bytes > 0:
+        if self.max_bytes <= 0:
+            return 0
+        for tp, part in self._rotated():
+            if records_left <= 0 or total >= self.max_bytes:
                 break
             res = self.result(tp)
             if res.error:
@@ -410,7 +429,8 @@ class _Fetch(_Request):
         # under read_committed the records of aborted transactions are archived, never delivered
         aborted = _aborted_bases(raw, part.log.collect_aborted(offset, upper)) if committed else set()
         got = await manager.acquire(key, self.member_id,
-                                    [(b, last) for b, last, _s, _e in batches if b not in aborted], records_left)
+                                    [(b, last) for b, last, _s, _e in batches if b not in aborted], records_left,
+                                    self.whole_batches)
         if aborted:
             await manager.archive(key, [(b, last) for b, last, _s, _e in batches if b in aborted])
         if not got:
