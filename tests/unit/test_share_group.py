@@ -250,3 +250,34 @@ def test_renew_only_acknowledgements_write_nothing() -> None:
         m.shutdown()
 
     asyncio.run(main())
+
+
+def test_share_responses_name_a_moved_leader() -> None:
+    """CurrentLeader and NodeEndpoints as KafkaApis fills them: a partition answered NOT_LEADER_OR_FOLLOWER
+    or FENCED_LEADER_EPOCH names its leader, epoch and endpoint on the request's listener; any other
+    partition keeps the schema's default (0, 0); a leader not alive is -1."""
+    from types import SimpleNamespace
+
+    from odradek.cluster.znodes import BrokerInfo, PartitionState
+    from odradek.protocol.kip932 import ShareFetchResponse
+    from odradek.server.handlers.share_groups import _Leaders
+
+    tid = bytes([7]) * 16
+    two = BrokerInfo(2, "b2", 9092, rack="r2", endpoints={"PLAINTEXT": ("b2", 9092), "SASL": ("b2", 9093)})
+    cache = SimpleNamespace(by_id={tid: "t"}, brokers={2: two}, topics={"t": SimpleNamespace(states={
+        0: PartitionState(2, 5, [2], 1, 0), 1: PartitionState(3, 6, [3], 1, 0)})})
+    ctx = SimpleNamespace(broker=SimpleNamespace(metadata=cache),
+                          connection=SimpleNamespace(security=SimpleNamespace(name="SASL")))
+    leaders = _Leaders(ctx)  # type: ignore[arg-type]
+    cls = ShareFetchResponse.ShareFetchableTopicResponse.PartitionData.LeaderIdAndEpoch
+
+    def pair(partition: int, error: int) -> tuple[int, int]:
+        got = leaders.of(cls, tid, partition, error)
+        return got.leader_id, got.leader_epoch
+
+    assert pair(0, E.NONE) == (0, 0) and pair(0, E.UNKNOWN_TOPIC_ID) == (0, 0)
+    assert leaders.node_endpoints(ShareFetchResponse.NodeEndpoint) == []
+    assert pair(0, E.NOT_LEADER_OR_FOLLOWER) == (2, 5)
+    assert pair(1, E.FENCED_LEADER_EPOCH) == (-1, 6)  # broker 3 is not alive
+    (endpoint,) = leaders.node_endpoints(ShareFetchResponse.NodeEndpoint)
+    assert (endpoint.node_id, endpoint.host, endpoint.port, endpoint.rack) == (2, "b2", 9093, "r2")
