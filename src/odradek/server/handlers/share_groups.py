@@ -12,7 +12,8 @@ split, acquired offset by offset); batch-optimized (0, v1's) acquires whole batc
 the limit falls in, as Kafka. ShareAcknowledge v2 answers the lock duration.
 
 A fetch takes its session's partitions from a start that rotates with the session epoch (Kafka's
-round-robin rotation); MaxBytes 0 acquires nothing. The answers are Kafka's to the byte: empty records,
+round-robin rotation), MaxBytes shared out evenly between them (its uniform strategy); MaxBytes 0
+acquires nothing. The answers are Kafka's to the byte: empty records,
 never null, where nothing was acquired; every partition of a fetch opening a session; CurrentLeader and
 NodeEndpoints filled only for a partition whose leader moved.
 
@@ -371,13 +372,16 @@ class _Fetch(_Request):
         return parts[shift:] + parts[:shift]
 
     async def read(self) -> int:
-        """Acquire what each partition offers; the bytes of the batches acquired. MaxBytes 0 fetches
-        nothing (as Kafka: not even the one batch a positive limit lets through, KIP-74)."""
+        """Acquire what each partition offers; the bytes of the batches acquired. MaxBytes is shared out
+        evenly between the partitions (Kafka's uniform PartitionMaxBytesStrategy), the response's first
+        batch whole whatever its size (KIP-74); MaxBytes 0 fetches nothing (as Kafka: not even that
+        batch)."""
         manager = self.gc.share_partitions
         total = 0
         records_left = self.max_records
         if self.max_bytes <= 0:
             return 0
+        share = max(self.max_bytes // max(len(self.parts), 1), 1)
         for tp, part in self._rotated():
             if records_left <= 0 or total >= self.max_bytes:
                 break
@@ -391,13 +395,15 @@ class _Fetch(_Request):
             except KafkaError as exc:  # its state could not be read (or initialised)
                 res.error = persist_error(exc)
                 continue
-            step = FIRST_READ_BYTES
+            step, taken = FIRST_READ_BYTES, 0
             while records_left > 0:
-                got, size, moved = await self._read_step(part, sp, key, res, records_left,
-                                                         max(min(step, self.max_bytes - total), 1), total == 0)
+                got, size, moved = await self._read_step(
+                    part, sp, key, res, records_left, max(min(step, share - taken, self.max_bytes - total), 1),
+                    total == 0)
                 records_left -= got
                 total += size
-                if not moved or total >= self.max_bytes or res.error:
+                taken += size
+                if not moved or taken >= share or total >= self.max_bytes or res.error:
                     break
                 step *= 4
         return total
