@@ -94,6 +94,24 @@ def until_marker(broker: BrokerProcess, topic: str, s: Share, marker: bytes) -> 
     return rest
 
 
+def join_share_group(conn: Any, group: str, member_id: str, topics: list[str]) -> Any:
+    """Join `member_id` to share group `group` with one ShareGroupHeartbeat over the raw connection `conn`
+    (a broker serving ShareFetch opens share sessions only for members it knows), retried while the group
+    coordinator comes up; the heartbeat's answer. The session timeout (45 s) outlasts a test."""
+    from kafka.protocol.metadata import FindCoordinatorRequest
+
+    from odradek.protocol.kip932 import ShareGroupHeartbeatRequest
+
+    conn.request(FindCoordinatorRequest(key=group), 1)  # creates __consumer_offsets
+
+    def join() -> Any:
+        hb = conn.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member_id, member_epoch=0,
+                                                     subscribed_topic_names=topics), version=1)
+        return hb if hb.error_code == 0 else None
+
+    return wait_until(join, message=f"member {member_id} to join share group {group}")
+
+
 def share_groups_tool(broker: BrokerProcess | BrokerCluster, *args: str, code: int = 0) -> list[str]:
     """Run `odradek share-groups`; its stdout lines with runs of blanks squeezed (the columns' padding)."""
     done = run_cli("share-groups", "--bootstrap-server", broker.bootstrap, *args)

@@ -39,7 +39,7 @@ from odradek.protocol.kip932_admin import (
 from tests.clients import admin, alter_configs, create_topic, produce, unique_name
 from tests.harness import BrokerProcess, run_cli
 from tests.rawclient import RawClient
-from tests.share_consumers import CONFIG, WARM, Share, drain, until_marker, warm_up
+from tests.share_consumers import CONFIG, WARM, Share, drain, join_share_group, until_marker, warm_up
 from tests.share_consumers import share_groups_tool as _tool
 from tests.waiting import wait_until
 
@@ -76,10 +76,11 @@ def _values(msgs: list[Any]) -> list[bytes]:
 
 @pytest.mark.parametrize("n", [1, 4])
 def test_one_partition_drained_exactly_once(broker: BrokerProcess, consumers: Any, n: int) -> None:
-    # ten records a fetch: a fetch acquires part of a batch, the client keeps only what was acquired
+    # ten records a fetch, in batches of ten: a fetch acquires whole batches (batch-optimized), so one
+    # big batch would go to one consumer
     topic, group, shares = _ready(broker, consumers, n, max_records=10)
     values = [f"r{i}".encode() for i in range(200)]
-    produce(broker.bootstrap, topic, values)
+    produce(broker.bootstrap, topic, values, **{"batch.num.messages": 10})
     accepted = drain(shares, len(values))
     flat = [v for lst in accepted.values() for _o, v in lst]
     assert sorted(flat) == sorted(values), "every record accepted exactly once"
@@ -90,6 +91,18 @@ def test_one_partition_drained_exactly_once(broker: BrokerProcess, consumers: An
         assert described.error_code == 0 and len(described.members) == 4
         assert all(m.assignment.topic_partitions[0].partitions == [0] for m in described.members)
         assert sum(1 for lst in accepted.values() if lst) >= 2, "the records were shared out"
+
+
+def test_a_poll_returns_a_whole_batch_past_max_poll_records(broker: BrokerProcess, consumers: Any) -> None:
+    """max.poll.records caps a fetch at batch boundaries (Kafka 4.2's batch-optimized acquisition): twenty
+    records in one batch come in one poll of a consumer asking for five (confluent-kafka-python's
+    test_poll_returns_whole_batch_exceeding_max_poll_records)."""
+    topic, _group, shares = _ready(broker, consumers, 1, max_records=5)
+    values = [f"w{i}".encode() for i in range(20)]
+    produce(broker.bootstrap, topic, values, **{"linger.ms": 1000, "batch.num.messages": 30})
+    share, msgs = _first(shares)
+    assert _values(msgs) == values
+    share.settle(msgs)
 
 
 def _describe(broker: BrokerProcess, group: str) -> Any:
@@ -573,6 +586,7 @@ def test_a_share_session_ends_with_its_connection(broker: BrokerProcess) -> None
             forgotten_topics_data=[]), version=1)
 
     with RawClient(broker.port) as first:
+        join_share_group(first, group, member, [topic])
         topic_id = wait_until(lambda: _topic_id(first, topic), message="the topic id")
         assert fetch(first, topic_id, 0).error_code == 0  # opens the session; its next epoch is 1
     with RawClient(broker.port) as second:

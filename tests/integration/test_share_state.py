@@ -307,7 +307,9 @@ def test_cluster_drain_through_leader_and_coordinator_kills(zk_standalone: ZooKe
     consumers = shares(c, group, topic, 4, 20)
     warm_up(c.brokers[0], topic, consumers)
     values = [f"v{i}".encode() for i in range(300)]
-    produce(c.bootstrap, topic, values, acks="all")
+    # batches of 10 records: a fetch acquires whole batches (batch-optimized), so one big batch would go
+    # to one consumer
+    produce(c.bootstrap, topic, values, acks="all", **{"batch.num.messages": 10})
     tally = Tally(consumers)
     tally.drain_to(60, 120)
     # kill -9 the partition's leader; the survivors go on from the state in __share_group_state

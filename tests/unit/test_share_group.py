@@ -94,17 +94,23 @@ def test_join_heartbeat_fence_and_leave() -> None:
     asyncio.run(main())
 
 
-def test_session_expiry_gives_records_back() -> None:
+def test_session_expiry_keeps_the_records_for_the_share_session() -> None:
+    """A member whose group session expires leaves the group but keeps its records, as in Kafka: they go
+    back when its share session closes or their locks run out, never on a leave, which could overtake its
+    final acknowledgements."""
     async def main() -> None:
         svc = _svc(session_ms=50)
         await svc.share_heartbeat(ShareHeartbeat("g", "a", 0, subscribed_topic_names=["u"]))
         key = ShareKey("g", bytes([2]) * 16, 0)
         sp = await svc.share_partitions.partition(key, 0, 0)
         assert await svc.share_partitions.acquire(key, "a", [(0, 4)], 10)
-        waiter = svc.share_partitions.waiter(key)
-        await asyncio.wait_for(waiter, 5)  # the session expires, the member's records come back
-        assert sp.acquired_by("a") == [] and sp.next_fetch_offset() == 0
-        assert not svc.share.has_member("g", "a")
+        deadline = asyncio.get_running_loop().time() + 5
+        while svc.share.has_member("g", "a"):  # the session expires
+            assert asyncio.get_running_loop().time() < deadline, "the member's session never expired"
+            await asyncio.sleep(0.01)
+        assert sp.acquired_by("a") == [0, 1, 2, 3, 4]
+        assert svc.share_partitions.release("g", "a", [key]) == 5  # what closing its share session does
+        assert sp.next_fetch_offset() == 0
         await svc.shutdown()
 
     asyncio.run(main())
@@ -182,16 +188,32 @@ def test_share_sessions() -> None:
     with pytest.raises(KafkaError) as exc:
         cache.current("g", "m", 1)
     assert exc.value.code == E.SHARE_SESSION_NOT_FOUND
-    s = cache.open("g", "m")
+    s = cache.open("g", "m", 10)
     assert cache.current("g", "m", 1) is s
     with pytest.raises(KafkaError) as exc:
         cache.current("g", "m", 1)
     assert exc.value.code == E.INVALID_SHARE_SESSION_EPOCH
     with pytest.raises(KafkaError) as exc:
-        cache.open("g", "other")
+        cache.open("g", "other", 10)
     assert exc.value.code == E.SHARE_SESSION_LIMIT_REACHED
     cache.close(cache.closing("g", "m"))
-    assert not cache.sessions
+    assert not cache.sessions and not cache.per_group
+
+
+def test_one_group_cannot_fill_the_share_session_cache() -> None:
+    """A group holds at most its member limit of sessions (made-up member ids of a group coordinated
+    elsewhere cannot be checked here), so the cache keeps room for the others."""
+    cache = ShareSessionCache(max_sessions=10)
+    for i in range(3):
+        cache.open("flood", f"m{i}", 3)
+    with pytest.raises(KafkaError) as exc:
+        cache.open("flood", "m3", 3)
+    assert exc.value.code == E.SHARE_SESSION_LIMIT_REACHED
+    cache.open("flood", "m0", 3)  # a member's new session replaces its old one
+    assert cache.open("other", "m", 3).group_id == "other"
+    cache.close(cache.closing("flood", "m1"))
+    cache.open("flood", "m3", 3)
+    assert cache.per_group == {"flood": 3, "other": 1}
 
 
 def test_renew_only_acknowledgements_write_nothing() -> None:
@@ -228,3 +250,34 @@ def test_renew_only_acknowledgements_write_nothing() -> None:
         m.shutdown()
 
     asyncio.run(main())
+
+
+def test_share_responses_name_a_moved_leader() -> None:
+    """CurrentLeader and NodeEndpoints as KafkaApis fills them: a partition answered NOT_LEADER_OR_FOLLOWER
+    or FENCED_LEADER_EPOCH names its leader, epoch and endpoint on the request's listener; any other
+    partition keeps the schema's default (0, 0); a leader not alive is -1."""
+    from types import SimpleNamespace
+
+    from odradek.cluster.znodes import BrokerInfo, PartitionState
+    from odradek.protocol.kip932 import ShareFetchResponse
+    from odradek.server.handlers.share_groups import _Leaders
+
+    tid = bytes([7]) * 16
+    two = BrokerInfo(2, "b2", 9092, rack="r2", endpoints={"PLAINTEXT": ("b2", 9092), "SASL": ("b2", 9093)})
+    cache = SimpleNamespace(by_id={tid: "t"}, brokers={2: two}, topics={"t": SimpleNamespace(states={
+        0: PartitionState(2, 5, [2], 1, 0), 1: PartitionState(3, 6, [3], 1, 0)})})
+    ctx = SimpleNamespace(broker=SimpleNamespace(metadata=cache),
+                          connection=SimpleNamespace(security=SimpleNamespace(name="SASL")))
+    leaders = _Leaders(ctx)  # type: ignore[arg-type]
+    cls = ShareFetchResponse.ShareFetchableTopicResponse.PartitionData.LeaderIdAndEpoch
+
+    def pair(partition: int, error: int) -> tuple[int, int]:
+        got = leaders.of(cls, tid, partition, error)
+        return got.leader_id, got.leader_epoch
+
+    assert pair(0, E.NONE) == (0, 0) and pair(0, E.UNKNOWN_TOPIC_ID) == (0, 0)
+    assert leaders.node_endpoints(ShareFetchResponse.NodeEndpoint) == []
+    assert pair(0, E.NOT_LEADER_OR_FOLLOWER) == (2, 5)
+    assert pair(1, E.FENCED_LEADER_EPOCH) == (-1, 6)  # broker 3 is not alive
+    (endpoint,) = leaders.node_endpoints(ShareFetchResponse.NodeEndpoint)
+    assert (endpoint.node_id, endpoint.host, endpoint.port, endpoint.rack) == (2, "b2", 9093, "r2")

@@ -70,6 +70,15 @@ def test_max_records_and_start_inside_batch() -> None:
     assert sp.acquire("b", [(0, 9)], 100, now=0) == [Acquired(7, 9, 1)]
 
 
+def test_whole_batches_finish_the_batch_the_limit_falls_in() -> None:
+    """The batch-optimized acquire mode (v1's): MaxRecords 4 over batches 0-2 and 3-9 acquires to the end
+    of the batch the limit falls in, and starts no batch past the limit; record-limit stops at 4."""
+    sp = _sp()
+    assert sp.acquire("a", [(0, 2), (3, 9), (10, 12)], 4, now=0, whole_batches=True) == [Acquired(0, 9, 1)]
+    assert sp.acquire("b", [(10, 12), (13, 20)], 3, now=0, whole_batches=True) == [Acquired(10, 12, 1)]
+    assert sp.acquire("c", [(13, 20)], 4, now=0) == [Acquired(13, 16, 1)]
+
+
 def test_archive_aborted_batches_never_delivers_them() -> None:
     """read_committed: batches of aborted transactions are archived where they join the window, never
     past a gap (what lies between is unknown), and never when acquired or settled."""

@@ -53,7 +53,7 @@ from odradek.groups.share_state import (
     ShareStateSummary,
 )
 from odradek.groups.store import GroupStore, LoadedGroup
-from odradek.protocol.errors import ErrorCode
+from odradek.protocol.errors import ErrorCode, KafkaError
 
 __all__ = ["GROUP_TYPE_CLASSIC", "GROUP_TYPE_CONSUMER", "GROUP_TYPE_SHARE", "GroupCoordinatorService"]
 
@@ -169,6 +169,21 @@ class GroupCoordinatorService:
     # ---- share groups (KIP-932) ----
     async def share_heartbeat(self, hb: ShareHeartbeat) -> HeartbeatResult:
         return await self.share.heartbeat(hb, self.offsets.group_type(hb.group_id))
+
+    def share_session_refusal(self, group_id: str, member_id: str) -> tuple[ErrorCode, str] | None:
+        """Why a ShareFetch may not open a share session for this member, when this broker coordinates the
+        group and so knows its members: the group is no share group (GROUP_ID_NOT_FOUND) or the member is
+        not one of its members (UNKNOWN_MEMBER_ID). None otherwise, also where the group is coordinated
+        elsewhere or still loading (the share-session cache's per-group bound holds there)."""
+        try:
+            self.store.check(group_id)
+        except KafkaError:
+            return None
+        if not self.share.is_share_group(group_id):
+            return ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group."
+        if not self.share.has_member(group_id, member_id):
+            return ErrorCode.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of share group {group_id}."
+        return None
 
     async def share_describe(self, group_id: str) -> GroupDescription:
         return await self.share.describe(group_id, self.offsets.group_type(group_id))

@@ -15,7 +15,8 @@ subscribed topic names, leave with epoch -1, heartbeat with their current epoch 
 (another epoch → FENCED_MEMBER_EPOCH, an unknown member → UNKNOWN_MEMBER_ID); the session is
 `group.share.session.timeout.ms`, the interval `group.share.heartbeat.interval.ms`, at most
 `group.share.max.size` members (GROUP_MAX_SIZE_REACHED). A member that leaves or whose session expires
-gives back the records it holds (`SharePartitionManager.release`).
+keeps the records it holds until its share session closes or their locks run out (Kafka's group
+coordinator does not release them either), so a leave cannot overtake final acknowledgements.
 
 Group ids are shared with the other group types: a share heartbeat naming a classic or consumer group
 gets GROUP_ID_NOT_FOUND; a JoinGroup or ConsumerGroupHeartbeat naming a share group gets
@@ -398,8 +399,10 @@ class ShareGroupCoordinator:
             member.timer.cancel()
         group.group_epoch += 1
         self._assign(group)
-        released = self.partitions.release(group.group_id, member_id)
-        log.info("Member %s of share group %s %s (%d records given back)", member_id, group.group_id, why, released)
+        # the member's records stay acquired: they go back when its share session closes (its final
+        # ShareFetch/ShareAcknowledge, or its connection ending) or their locks run out, as in Kafka, so
+        # final acknowledgements sent on the data connection are never overtaken by this leave
+        log.info("Member %s of share group %s %s", member_id, group.group_id, why)
 
     def _touch(self, group: ShareGroup, member: ShareMember) -> None:
         if member.timer is not None:

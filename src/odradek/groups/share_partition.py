@@ -131,17 +131,21 @@ class SharePartition:
         return min(deadlines) if deadlines else None
 
     # ---- acquiring ----
-    def acquire(self, member_id: str, batches: list[tuple[int, int]], max_records: int, now: int) -> list[Acquired]:
+    def acquire(self, member_id: str, batches: list[tuple[int, int]], max_records: int, now: int,
+                whole_batches: bool = False) -> list[Acquired]:
         """Acquire for `member_id` up to `max_records` offsets of `batches` ((base offset, last offset) of
         whole record batches read from the log at `next_fetch_offset()`, in order): AVAILABLE offsets of
         the window, then offsets past its end while the window has room. Returns the ranges acquired.
-        Never more than `max_records`, even when that splits a batch: ShareFetch's record-limit acquire
-        mode (KIP-1206), which Odradek applies in both modes (Kafka's batch-optimized one finishes the
-        batch the limit falls in)."""
+        Never more than `max_records`, even when that splits a batch (ShareFetch's record-limit acquire
+        mode, KIP-1206), unless `whole_batches` (the batch-optimized mode, v1's): then the batch the
+        limit falls in is acquired to its end, as Kafka's MaxRecords "can be exceeded for alignment of
+        batch boundaries", and no batch is started once the limit is reached."""
         taken: list[int] = []
         for base, last in batches:
+            if len(taken) >= max_records:
+                break
             for offset in range(max(base, self.start_offset), last + 1):
-                if len(taken) >= max_records:
+                if len(taken) >= max_records and not whole_batches:
                     break
                 if offset < self.end_offset:
                     rec = self.records[offset]

@@ -265,12 +265,12 @@ class SharePartitionManager:
         return sp
 
     async def acquire(self, key: ShareKey, member_id: str, batches: list[tuple[int, int]],
-                      max_records: int) -> list[Acquired]:
-        """Acquire for the member; records delivered before have their delivery count written first (if
-        that fails the partition is dropped and nothing is acquired)."""
+                      max_records: int, whole_batches: bool = False) -> list[Acquired]:
+        """Acquire for the member (`SharePartition.acquire`); records delivered before have their delivery
+        count written first (if that fails the partition is dropped and nothing is acquired)."""
         sp = self.partitions[key]
         start = sp.start_offset
-        got = sp.acquire(member_id, batches, max_records, now_ms())
+        got = sp.acquire(member_id, batches, max_records, now_ms(), whole_batches)
         if got:
             self._arm(key)
             again = sum(a.last_offset - a.first_offset + 1 for a in got if a.delivery_count > 1)
@@ -303,7 +303,7 @@ class SharePartitionManager:
 
     def release(self, group_id: str, member_id: str, keys: Iterable[ShareKey] | None = None) -> int:
         """Give back what `member_id` holds, in `keys` (its share session's partitions) or everywhere in
-        the group (it left); the number of records released."""
+        the group; the number of records released."""
         n = 0
         for key in list(keys if keys is not None else self.partitions):
             sp = self.partitions.get(key)

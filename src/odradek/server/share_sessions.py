@@ -5,7 +5,10 @@ A ShareFetch with epoch 0 opens a session (replacing the member's previous one),
 acknowledgements are applied; the records the member still holds in the session's partitions are given
 back), any other epoch must be the session's next one (no session: SHARE_SESSION_NOT_FOUND; another
 epoch: INVALID_SHARE_SESSION_EPOCH) and moves it on. ShareAcknowledge never opens a session. At most
-`group.share.max.share.sessions` sessions exist (SHARE_SESSION_LIMIT_REACHED). No I/O here.
+`group.share.max.share.sessions` sessions exist, and at most a group's member limit
+(`group.share.max.size`) of one group, so the sessions of one group (made-up member ids of a group whose
+coordinator is another broker, which cannot check them) never fill the cache for the others
+(SHARE_SESSION_LIMIT_REACHED). No I/O here.
 """
 
 from __future__ import annotations
@@ -34,12 +37,20 @@ class ShareSessionCache:
     def __init__(self, max_sessions: int) -> None:
         self.max_sessions = max_sessions
         self.sessions: dict[tuple[str, str], ShareSession] = {}
+        self.per_group: dict[str, int] = {}
 
-    def open(self, group_id: str, member_id: str) -> ShareSession:
+    def open(self, group_id: str, member_id: str, group_limit: int) -> ShareSession:
+        """A new session for the member (replacing its previous one), unless the cache holds
+        `max_sessions` or the group `group_limit` sessions."""
         key = (group_id, member_id)
-        if key not in self.sessions and len(self.sessions) >= self.max_sessions:
-            raise KafkaError(ErrorCode.SHARE_SESSION_LIMIT_REACHED,
-                             f"The share session cache is full ({self.max_sessions} sessions).")
+        if key not in self.sessions:
+            if len(self.sessions) >= self.max_sessions:
+                raise KafkaError(ErrorCode.SHARE_SESSION_LIMIT_REACHED,
+                                 f"The share session cache is full ({self.max_sessions} sessions).")
+            if self.per_group.get(group_id, 0) >= group_limit:
+                raise KafkaError(ErrorCode.SHARE_SESSION_LIMIT_REACHED,
+                                 f"Group {group_id} has the most share sessions it may have ({group_limit}).")
+            self.per_group[group_id] = self.per_group.get(group_id, 0) + 1
         session = self.sessions[key] = ShareSession(group_id, member_id)
         return session
 
@@ -67,3 +78,8 @@ class ShareSessionCache:
     def close(self, session: ShareSession) -> None:
         if self.sessions.get((session.group_id, session.member_id)) is session:
             del self.sessions[(session.group_id, session.member_id)]
+            left = self.per_group[session.group_id] - 1
+            if left:
+                self.per_group[session.group_id] = left
+            else:
+                del self.per_group[session.group_id]

@@ -7,11 +7,15 @@ Version 2 (Kafka 4.2) adds the RENEW acknowledgement (type 4, KIP-1222: the reco
 member with a fresh acquisition lock), allowed only in a v2 request whose IsRenewAck is set (elsewhere:
 INVALID_REQUEST for the partition). A ShareFetch with IsRenewAck only acknowledges: it fetches nothing,
 and its MaxBytes, MinBytes, MaxRecords and MaxWaitMs must be 0 (INVALID_REQUEST otherwise). ShareFetch v2
-also names the acquire mode (KIP-1206): record-limit (1) never acquires more than MaxRecords, and neither
-does batch-optimized (0, v1's) here. Departure: Kafka's batch-optimized mode finishes the batch the limit
-falls in; Odradek's v1 always stopped at MaxRecords (partial batches are acquired offset by offset),
-which is what shares one big batch out between librdkafka's ShareConsumers, so v1's behaviour is kept.
-ShareAcknowledge v2 answers the lock duration.
+also names the acquire mode (KIP-1206): record-limit (1) never acquires more than MaxRecords (a batch is
+split, acquired offset by offset); batch-optimized (0, v1's) acquires whole batches, finishing the batch
+the limit falls in, as Kafka. ShareAcknowledge v2 answers the lock duration.
+
+A fetch takes its session's partitions from a start that rotates with the session epoch (Kafka's
+round-robin rotation), MaxBytes shared out evenly between them (its uniform strategy); MaxBytes 0
+acquires nothing. The answers are Kafka's to the byte: empty records,
+never null, where nothing was acquired; every partition of a fetch opening a session; CurrentLeader and
+NodeEndpoints filled only for a partition whose leader moved.
 
 ShareFetch never decodes a record: it reads whole batches from the log as bytes (walking only their
 headers for the offsets), in steps that grow until MaxRecords are acquired (`FIRST_READ_BYTES`), acquires
@@ -56,6 +60,7 @@ from odradek.replication.partition import Partition
 from odradek.server import authz
 from odradek.server.handlers.consumer_groups import describe_each, described_member
 from odradek.server.handlers.groups import client_host
+from odradek.server.handlers.metadata import listener_endpoints
 from odradek.server.registry import RequestContext, handles
 from odradek.server.share_sessions import CLOSE_EPOCH, OPEN_EPOCH, ShareSession, TopicPartitionId
 from odradek.storage.region import FileRegion
@@ -127,7 +132,6 @@ class _PartitionResult:
     records: bytes | None = None
     acquired: list[Acquired] = field(default_factory=list)
     batches: set[int] = field(default_factory=set)  # base offsets of the batches in `records`
-    leader_epoch: int = -1
 
 
 class _Request:
@@ -185,6 +189,35 @@ class _Request:
                                          [ShareKey(self.group_id, t, p) for t, p in session.partitions])
 
 
+_LEADER_MOVED = (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.FENCED_LEADER_EPOCH)
+
+
+class _Leaders:
+    """CurrentLeader and NodeEndpoints as Kafka fills them (KafkaApis): a partition answered
+    NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH names its current leader and epoch, and the response
+    that leader's endpoint on the request's listener; every other partition keeps the field's default
+    (leader 0, epoch 0: the schema gives no other)."""
+
+    def __init__(self, ctx: RequestContext) -> None:
+        self.ctx = ctx
+        self.endpoints: dict[int, Any] = {}
+
+    def of(self, cls: Any, topic_id: bytes, partition: int, error: int) -> Any:
+        if error not in _LEADER_MOVED:
+            return cls(leader_id=0, leader_epoch=0)
+        cache = self.ctx.broker.metadata
+        meta = cache.topics.get(cache.by_id.get(topic_id, ""))
+        st = meta.states.get(partition) if meta is not None else None
+        if st is None or st.leader not in cache.brokers:
+            return cls(leader_id=-1, leader_epoch=-1 if st is None else st.leader_epoch)
+        for b, host, port in listener_endpoints([cache.brokers[st.leader]], self.ctx.connection.security.name):
+            self.endpoints[b.broker_id] = (host, port, b.rack)
+        return cls(leader_id=st.leader, leader_epoch=st.leader_epoch)
+
+    def node_endpoints(self, cls: Any) -> list[Any]:
+        return [cls(node_id=n, host=h, port=p, rack=r) for n, (h, p, r) in sorted(self.endpoints.items())]
+
+
 def _end_session(ctx: RequestContext, session: ShareSession) -> None:
     """The connection that opened `session` is gone: give back what the member holds in its partitions
     and drop it, unless a newer session replaced it."""
@@ -236,9 +269,10 @@ def _by_topic(results: dict[TopicPartitionId, _PartitionResult]) -> dict[bytes, 
 
 
 # ---- ShareFetch ----
-def _fetch_error(code: ErrorCode, message: str | None = None, lock_ms: int = 0) -> ShareFetchResponse:
+def _fetch_error(code: ErrorCode, message: str | None = None) -> ShareFetchResponse:
+    """A ShareFetch refused whole: no partitions, AcquisitionLockTimeoutMs 0 (Kafka's error response)."""
     return ShareFetchResponse(throttle_time_ms=0, error_code=code, error_message=message,
-                              acquisition_lock_timeout_ms=lock_ms, responses=[], node_endpoints=[])
+                              acquisition_lock_timeout_ms=0, responses=[], node_endpoints=[])
 
 
 def _coalesce(acquired: list[Acquired]) -> list[Acquired]:
@@ -310,6 +344,9 @@ class _Fetch(_Request):
         # capped by fetch.max.bytes as a Fetch is (a first batch is still whole, KIP-74)
         self.max_bytes = min(max(request.max_bytes, 0), ctx.broker.config.get("fetch.max.bytes"))
         self.max_records = request.max_records if request.max_records > 0 else 500
+        # batch-optimized (v1's, and v2's mode 0) acquires whole batches, record-limit never past MaxRecords
+        self.whole_batches = ctx.version < 2 or request.share_acquire_mode == BATCH_OPTIMIZED
+        self.epoch = request.share_session_epoch
         self.parts: dict[TopicPartitionId, Partition] = {}
         self.acked: frozenset[TopicPartitionId] = frozenset()  # the partitions acknowledged in this request
 
@@ -324,18 +361,33 @@ class _Fetch(_Request):
                 if exc.code == ErrorCode.UNKNOWN_TOPIC_ID:
                     del self.session.partitions[tp]
 
+    def _rotated(self) -> list[tuple[TopicPartitionId, Partition]]:
+        """The session's partitions, rotated by the request's session epoch (Kafka's round-robin
+        PartitionRotateStrategy), so when MaxRecords or MaxBytes runs out before the last partition, the
+        next fetch starts with another one."""
+        parts = list(self.parts.items())
+        if not parts:
+            return parts
+        shift = max(self.epoch, 0) % len(parts)
+        return parts[shift:] + parts[:shift]
+
     async def read(self) -> int:
-        """Acquire what each partition offers; the bytes of the batches acquired."""
+        """Acquire what each partition offers; the bytes of the batches acquired. MaxBytes is shared out
+        evenly between the partitions (Kafka's uniform PartitionMaxBytesStrategy), the response's first
+        batch whole whatever its size (KIP-74); MaxBytes 0 fetches nothing (as Kafka: not even that
+        batch)."""
         manager = self.gc.share_partitions
         total = 0
         records_left = self.max_records
-        for tp, part in self.parts.items():
-            if records_left <= 0 or total >= self.max_bytes > 0:
+        if self.max_bytes <= 0:
+            return 0
+        share = max(self.max_bytes // max(len(self.parts), 1), 1)
+        for tp, part in self._rotated():
+            if records_left <= 0 or total >= self.max_bytes:
                 break
             res = self.result(tp)
             if res.error:
                 continue
-            res.leader_epoch = part.leader_epoch
             key = ShareKey(self.group_id, tp[0], tp[1])
             try:
                 sp = await manager.partition(key, part.log.log_start_offset, part.high_watermark, part.leader_epoch,
@@ -343,13 +395,15 @@ class _Fetch(_Request):
             except KafkaError as exc:  # its state could not be read (or initialised)
                 res.error = persist_error(exc)
                 continue
-            step = FIRST_READ_BYTES
+            step, taken = FIRST_READ_BYTES, 0
             while records_left > 0:
-                got, size, moved = await self._read_step(part, sp, key, res, records_left,
-                                                         max(min(step, self.max_bytes - total), 1), total == 0)
+                got, size, moved = await self._read_step(
+                    part, sp, key, res, records_left, max(min(step, share - taken, self.max_bytes - total), 1),
+                    total == 0)
                 records_left -= got
                 total += size
-                if not moved or total >= self.max_bytes or res.error:
+                taken += size
+                if not moved or taken >= share or total >= self.max_bytes or res.error:
                     break
                 step *= 4
         return total
@@ -381,7 +435,8 @@ class _Fetch(_Request):
         # under read_committed the records of aborted transactions are archived, never delivered
         aborted = _aborted_bases(raw, part.log.collect_aborted(offset, upper)) if committed else set()
         got = await manager.acquire(key, self.member_id,
-                                    [(b, last) for b, last, _s, _e in batches if b not in aborted], records_left)
+                                    [(b, last) for b, last, _s, _e in batches if b not in aborted], records_left,
+                                    self.whole_batches)
         if aborted:
             await manager.archive(key, [(b, last) for b, last, _s, _e in batches if b in aborted])
         if not got:
@@ -402,22 +457,28 @@ class _Fetch(_Request):
             out.append(manager.waiter(ShareKey(self.group_id, tp[0], tp[1])))
         return out
 
-    def response(self, lock_ms: int) -> ShareFetchResponse:
+    def response(self, lock_ms: int, every_partition: bool = False) -> ShareFetchResponse:
+        """The answer as Kafka's share session context writes it: every partition of a session being
+        opened (`every_partition`), else those with records, an error or an acknowledgement; records
+        empty, never null, where nothing was acquired (librdkafka drops a whole response whose records
+        are null, as Kafka 4.1 made them non-nullable, KAFKA-18889)."""
         topic_cls = ShareFetchResponse.ShareFetchableTopicResponse
-        node = self.ctx.broker.broker_id
+        leaders = _Leaders(self.ctx)
+        if every_partition:
+            for tp in self.session.partitions:
+                self.result(tp)
         responses = []
         for topic_id, entries in _by_topic(self.results).items():
             parts = []
             for partition, res in entries:
-                if res.error == 0 and res.ack_error == 0 and not res.acquired and (topic_id,
-                                                                                    partition) not in self.acked:
+                if (not every_partition and res.error == 0 and res.ack_error == 0 and not res.acquired
+                        and (topic_id, partition) not in self.acked):
                     continue
                 parts.append(_FetchPart(
                     partition_index=partition, error_code=res.error, error_message=None,
                     acknowledge_error_code=res.ack_error, acknowledge_error_message=None,
-                    current_leader=_FetchPart.LeaderIdAndEpoch(
-                        leader_id=node if res.error == 0 else -1, leader_epoch=res.leader_epoch),
-                    records=res.records if res.acquired else None,
+                    current_leader=leaders.of(_FetchPart.LeaderIdAndEpoch, topic_id, partition, res.error),
+                    records=(res.records or b"") if res.acquired else b"",
                     acquired_records=[_FetchPart.AcquiredRecords(first_offset=a.first_offset,
                                                                  last_offset=a.last_offset,
                                                                  delivery_count=a.delivery_count)
@@ -425,7 +486,8 @@ class _Fetch(_Request):
             if parts:
                 responses.append(topic_cls(topic_id=uuid.UUID(bytes=topic_id), partitions=parts))
         return ShareFetchResponse(throttle_time_ms=0, error_code=0, error_message=None,
-                                  acquisition_lock_timeout_ms=lock_ms, responses=responses, node_endpoints=[])
+                                  acquisition_lock_timeout_ms=lock_ms, responses=responses,
+                                  node_endpoints=leaders.node_endpoints(ShareFetchResponse.NodeEndpoint))
 
 
 @handles(ShareFetchRequest, ShareFetchResponse, versions=(1, 2))
@@ -438,7 +500,7 @@ async def share_fetch(ctx: RequestContext, request: Any) -> ShareFetchResponse:
         return _fetch_error(*refused)
     invalid = _fetch_refusal(ctx, request)
     if invalid is not None:
-        return _fetch_error(ErrorCode.INVALID_REQUEST, invalid, lock_ms)
+        return _fetch_error(ErrorCode.INVALID_REQUEST, invalid)
     renew = _is_renew(ctx, request)
     sessions = ctx.broker.share_sessions
     try:
@@ -446,10 +508,13 @@ async def share_fetch(ctx: RequestContext, request: Any) -> ShareFetchResponse:
             if _has_acks(request.topics):
                 raise KafkaError(ErrorCode.INVALID_REQUEST,
                                  "Acknowledgements are not allowed in a request that opens a share session.")
+            unknown = gc.share_session_refusal(group_id, member_id)
+            if unknown is not None:
+                raise KafkaError(*unknown)
             old = sessions.sessions.get((group_id, member_id))
             if old is not None:
                 _Request(ctx, group_id, member_id).release_session(old)
-            session = sessions.open(group_id, member_id)
+            session = sessions.open(group_id, member_id, gc.share.settings.max_size)
             # a session ends with the connection that opened it (Kafka's disconnect listener): its records
             # go back to the others and the session leaves the cache
             ctx.connection.on_close[("share session", group_id, member_id)] = partial(_end_session, ctx, session)
@@ -460,7 +525,7 @@ async def share_fetch(ctx: RequestContext, request: Any) -> ShareFetchResponse:
         else:
             session = sessions.current(group_id, member_id, epoch)
     except KafkaError as exc:
-        return _fetch_error(exc.code, exc.message, lock_ms)
+        return _fetch_error(exc.code, exc.message)
     fetch = _Fetch(ctx, request, session)
     await fetch.acknowledge(request.topics, renew)
     fetch.acked = frozenset(fetch.results)
@@ -498,7 +563,7 @@ async def share_fetch(ctx: RequestContext, request: Any) -> ShareFetchResponse:
             total += await fetch.read()
     ctx.broker.metrics.error_codes("ShareFetch", [r.error for r in fetch.results.values()])
     _count(ctx, fetch.results, list(session.partitions), fetch.acked)
-    return fetch.response(lock_ms)
+    return fetch.response(lock_ms, every_partition=epoch == OPEN_EPOCH)
 
 
 # ---- ShareAcknowledge ----
@@ -509,7 +574,7 @@ async def share_acknowledge(ctx: RequestContext, request: Any) -> ShareAcknowled
 
     def error(code: ErrorCode, message: str | None = None) -> ShareAcknowledgeResponse:
         return ShareAcknowledgeResponse(throttle_time_ms=0, error_code=code, error_message=message,
-                                        acquisition_lock_timeout_ms=lock_ms, responses=[], node_endpoints=[])
+                                        acquisition_lock_timeout_ms=0, responses=[], node_endpoints=[])
 
     refused = _refusal(ctx, group_id, member_id)
     if refused is not None:
@@ -530,11 +595,12 @@ async def share_acknowledge(ctx: RequestContext, request: Any) -> ShareAcknowled
         req.release_session(session)
         sessions.close(session)
     topic_cls = ShareAcknowledgeResponse.ShareAcknowledgeTopicResponse
-    node = ctx.broker.broker_id
+    leaders = _Leaders(ctx)
+    responses = [topic_cls(topic_id=uuid.UUID(bytes=topic_id), partitions=[
+        _AckPart(partition_index=partition, error_code=res.ack_error, error_message=None,
+                 current_leader=leaders.of(_AckPart.LeaderIdAndEpoch, topic_id, partition, res.ack_error))
+        for partition, res in entries])
+        for topic_id, entries in _by_topic(req.results).items()]
     return ShareAcknowledgeResponse(
-        throttle_time_ms=0, error_code=0, error_message=None, acquisition_lock_timeout_ms=lock_ms, node_endpoints=[],
-        responses=[topic_cls(topic_id=uuid.UUID(bytes=topic_id), partitions=[
-            _AckPart(partition_index=partition, error_code=res.ack_error, error_message=None,
-                     current_leader=_AckPart.LeaderIdAndEpoch(leader_id=node, leader_epoch=res.leader_epoch))
-            for partition, res in entries])
-            for topic_id, entries in _by_topic(req.results).items()])
+        throttle_time_ms=0, error_code=0, error_message=None, acquisition_lock_timeout_ms=lock_ms,
+        responses=responses, node_endpoints=leaders.node_endpoints(ShareAcknowledgeResponse.NodeEndpoint))
