@@ -202,3 +202,26 @@ def test_share_groups_tool(tools: KafkaTools, broker: BrokerProcess, apache: Apa
          "--group", t + "-sg")
     same(tools, broker, apache, "kafka-share-groups", "--bootstrap-server", "{bootstrap}", "--describe",
          "--group", t + "-sg")
+
+
+def test_acls_without_an_authorizer_and_reassignment(tools: KafkaTools, broker: BrokerProcess,
+                                                     apache: ApacheKafkaBroker) -> None:
+    t = unique_name("diff-reassign")
+    same(tools, broker, apache, "kafka-acls", "--bootstrap-server", "{bootstrap}", "--list")
+    same(tools, broker, apache, "kafka-acls", "--bootstrap-server", "{bootstrap}", "--add", "--allow-principal",
+         "User:bob", "--operation", "Read", "--topic", t)
+    same(tools, broker, apache, "kafka-topics", "--bootstrap-server", "{bootstrap}", "--create", "--topic", t,
+         "--partitions", "2")
+    topics = broker.workdir / f"{t}-topics.json"
+    topics.write_text(json.dumps({"topics": [{"topic": t}], "version": 1}))
+    paths = _masks((r'"/[^"]*/data"', '"<dir>"'))
+    same(tools, broker, apache, "kafka-reassign-partitions", "--bootstrap-server", "{bootstrap}", "--generate",
+         "--topics-to-move-json-file", str(topics), "--broker-list", "0", mask=paths)
+    plan = broker.workdir / f"{t}-plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": t, "partition": p, "replicas": [0], "log_dirs": ["any"]} for p in (0, 1)]}))
+    same(tools, broker, apache, "kafka-reassign-partitions", "--bootstrap-server", "{bootstrap}", "--execute",
+         "--reassignment-json-file", str(plan), mask=paths)
+    same(tools, broker, apache, "kafka-reassign-partitions", "--bootstrap-server", "{bootstrap}", "--verify",
+         "--reassignment-json-file", str(plan))
+    same(tools, broker, apache, "kafka-reassign-partitions", "--bootstrap-server", "{bootstrap}", "--list")
