@@ -18,7 +18,9 @@ ours and its pid is known:
 The jars come from Debian's ``zookeeper`` package (``/usr/share/java/zookeeper.jar``, whose
 manifest lists its dependencies, plus ``slf4j-simple`` for logging) or from ``$ZOOKEEPER_HOME``
 (an Apache release: ``lib/*.jar``). ``$JAVA`` / ``$JAVA_HOME`` choose the JVM, ``$ZK_SERVER_HEAP``
-its heap in MB (default 256), ``$SERVER_JVMFLAGS`` / ``$JVMFLAGS`` add flags, ``$ZOO_LOG_LEVEL``
+its heap in MB (default 256), ``$KAFKA_OPTS`` (as for Kafka's script: e.g.
+``-Djava.security.auth.login.config=zk_jaas.conf`` with a ``Server`` section for SASL), ``$SERVER_JVMFLAGS``
+and ``$JVMFLAGS`` add flags, ``$ZOO_LOG_LEVEL``
 (e.g. INFO, DEBUG) makes the log chattier than the default (warnings plus role changes).
 
 ``zookeeper-server-stop [CONFIG]`` stops the server of that config (the ``QuorumPeerMain`` process
@@ -309,7 +311,8 @@ def heap_flags() -> list[str]:
 def java_command(setup: ServerSetup, log_dir: Path) -> list[str]:
     """The full command line of the ZooKeeper server for `setup`."""
     classpath = zookeeper_classpath()
-    extra = shlex.split(os.environ.get("SERVER_JVMFLAGS", "")) + shlex.split(os.environ.get("JVMFLAGS", ""))
+    extra = [*shlex.split(os.environ.get("KAFKA_OPTS", "")), *shlex.split(os.environ.get("SERVER_JVMFLAGS", "")),
+             *shlex.split(os.environ.get("JVMFLAGS", ""))]
     return [
         find_java(),
         *heap_flags(),

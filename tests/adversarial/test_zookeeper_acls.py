@@ -1,0 +1,220 @@
+"""Observation 2 of issue #36: every znode was `world:anyone ALL`, so an unauthenticated ZooKeeper client
+wrote /kafka-acl/Topic/secret-alpha plus a change notice and alice then read the secret topic, and read the
+SCRAM keys under /config/users; `zookeeper.set.acl` was accepted and ignored.
+
+Here: a ZooKeeper with SASL DIGEST-MD5 users, a secured broker (tests/adversarial/secured.py) given the
+JAAS `Client` section through KAFKA_OPTS as Kafka is, with `zookeeper.set.acl=true`. An unauthenticated
+kazoo client may read the public znodes but write none of /kafka-acl, /config, /brokers, nor read
+/config/users; the broker works as before. Then `odradek zookeeper-security-migration` turns an existing
+open tree secure and back."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError
+from kazoo.security import ACL, Permissions
+
+from tests.adversarial.secured import SECURED, client_conf, listeners
+from tests.harness import BrokerProcess, free_port, odradek_cmd
+from tests.waiting import wait_until
+from tests.zkharness import ZooKeeperEnsemble
+
+ZK_USERS = {"kafka": "kafka-secret"}
+CHROOT = "/kafka"
+
+
+def client_jaas(path: Path, user: str = "kafka") -> Path:
+    path.write_text("Client {\n  org.apache.zookeeper.server.auth.DigestLoginModule required\n"
+                    f'  username="{user}"\n  password="{ZK_USERS[user]}";\n}};\n')
+    path.chmod(0o600)
+    return path
+
+
+@pytest.fixture(scope="module")
+def zk_sasl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperEnsemble]:
+    ensemble = ZooKeeperEnsemble(tmp_path_factory.mktemp("zksasl"), size=1, sasl_users=ZK_USERS)
+    ensemble.start()
+    try:
+        yield ensemble
+    finally:
+        ensemble.stop_all()
+
+
+@pytest.fixture(scope="module")
+def jaas(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return client_jaas(tmp_path_factory.mktemp("jaas") / "kafka_jaas.conf")
+
+
+@pytest.fixture(scope="module")
+def secured(zk_sasl: ZooKeeperEnsemble, jaas: Path, tmp_path_factory: pytest.TempPathFactory
+            ) -> Iterator[tuple[BrokerProcess, str]]:
+    """The broker and its SASL bootstrap; a topic `secret` only admin may read, alice allowed on `public`,
+    and a SCRAM credential for alice, so /kafka-acl, /config/topics and /config/users all hold znodes."""
+    sasl_port = free_port()
+    broker = BrokerProcess(tmp_path_factory.mktemp("zkacl-broker"), env={
+        "KAFKA_OPTS": f"-Djava.security.auth.login.config={jaas}"})
+    broker.overrides = {**SECURED, "listeners": listeners(broker.port, sasl_port),
+                        "zookeeper.connect": zk_sasl.connect_string + CHROOT, "zookeeper.set.acl": "true"}
+    broker.start()
+    try:
+        bootstrap = f"127.0.0.1:{sasl_port}"
+        admin = AdminClient(client_conf(bootstrap, "admin"))
+        for f in admin.create_topics([NewTopic("secret", 1, 1), NewTopic("public", 1, 1)]).values():
+            f.result(30)
+        acl = AclBinding(ResourceType.TOPIC, "public", ResourcePatternType.LITERAL, "User:alice", "*",
+                         AclOperation.ALL, AclPermissionType.ALLOW)
+        for f in admin.create_acls([acl]).values():
+            f.result(30)
+        upsert = UserScramCredentialUpsertion("alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096),
+                                              b"alice-scram")
+        for f in admin.alter_user_scram_credentials([upsert]).values():
+            f.result(30)
+        yield broker, bootstrap
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def anonymous(zk_sasl: ZooKeeperEnsemble) -> Iterator[KazooClient]:
+    client = KazooClient(hosts=zk_sasl.connect_string + CHROOT, timeout=10)
+    client.start(timeout=15)
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
+
+
+def _refused(call: Any, *args: Any, **kwargs: Any) -> None:
+    with pytest.raises(NoAuthError):
+        call(*args, **kwargs)
+
+
+def test_unauthenticated_client_writes_no_kafka_znode(secured: tuple[BrokerProcess, str],
+                                                       anonymous: KazooClient) -> None:
+    acl = b'{"version":1,"acls":[{"principal":"User:alice","permissionType":"Allow","operation":"All","host":"*"}]}'
+    _refused(anonymous.create, "/kafka-acl/Topic/secret-alpha", acl)
+    _refused(anonymous.set, "/kafka-acl/Topic/public", acl)
+    _refused(anonymous.create, "/kafka-acl-changes/acl_changes_", b"Topic:LITERAL:secret", sequence=True)
+    _refused(anonymous.create, "/config/changes/config_change_", b'{"version":2,"entity_path":"topics/secret"}',
+             sequence=True)
+    _refused(anonymous.set, "/config/topics/secret", b'{"version":1,"config":{"retention.ms":"1"}}')
+    _refused(anonymous.create, "/brokers/ids/7", b"{}")
+    _refused(anonymous.delete, "/brokers/ids/0")
+    _refused(anonymous.set, "/brokers/topics/secret", b"{}")
+    _refused(anonymous.delete, "/controller")
+
+
+def test_unauthenticated_client_reads_no_credentials(secured: tuple[BrokerProcess, str],
+                                                      anonymous: KazooClient) -> None:
+    _refused(anonymous.get, "/config/users/alice")
+    _refused(anonymous.get_children, "/config/users")
+    assert anonymous.get("/brokers/ids/0")[0]  # the public znodes stay world-readable, as in Kafka
+    acls, _stat = anonymous.get_acls("/brokers/ids/0")
+    assert sorted((a.id.scheme, a.id.id, a.perms) for a in acls) == [
+        ("sasl", "kafka", Permissions.ALL), ("world", "anyone", Permissions.READ)]
+    _refused(anonymous.get_acls, "/config/users/alice")  # ZooKeeper shows an ACL only to those who may read
+
+
+def test_the_broker_works_with_acled_znodes(secured: tuple[BrokerProcess, str]) -> None:
+    _broker, bootstrap = secured
+    producer = Producer(client_conf(bootstrap, "alice"))
+    producer.produce("public", b"hello")
+    assert producer.flush(30) == 0
+    consumer = Consumer({**client_conf(bootstrap, "admin"), "group.id": "zkacl", "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe(["public"])
+        got: list[bytes] = []
+
+        def received() -> bool:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                got.append(msg.value())
+            return bool(got)
+
+        wait_until(received, 30, "the record back")
+        assert got == [b"hello"]
+    finally:
+        consumer.close()
+
+
+# ---- the migration tool ------------------------------------------------------------------------------
+
+
+def _migrate(zk_connect: str, mode: str, jaas: Path) -> subprocess.CompletedProcess[str]:
+    env = {"KAFKA_OPTS": f"-Djava.security.auth.login.config={jaas}"}
+    return subprocess.run(odradek_cmd("zookeeper-security-migration", "--zookeeper.acl", mode,
+                                      "--zookeeper.connect", zk_connect),
+                          capture_output=True, text=True, timeout=60, env={**os.environ, **env})
+
+
+def _acl_of(client: KazooClient, path: str) -> list[tuple[str, str, int]]:
+    acls: list[ACL] = client.get_acls(path)[0]
+    return sorted((a.id.scheme, a.id.id, a.perms) for a in acls)
+
+
+def test_migration_secures_and_unsecures_an_existing_tree(zk_sasl: ZooKeeperEnsemble, jaas: Path) -> None:
+    chroot = "/migrated"
+    zk = zk_sasl.connect_string + chroot
+    setup = KazooClient(hosts=zk_sasl.connect_string, timeout=10)
+    setup.start(timeout=15)
+    try:  # an open tree, as an unsecured cluster leaves it
+        for path in ("/brokers/ids", "/brokers/topics/t/partitions/0/state", "/config/users/alice",
+                     "/config/topics/t", "/kafka-acl/Topic/t", "/consumers"):
+            setup.ensure_path(chroot + path)
+    finally:
+        setup.stop()
+        setup.close()
+    result = _migrate(zk, "secure", jaas)
+    assert result.returncode == 0, result.stderr + result.stdout
+    anonymous = KazooClient(hosts=zk, timeout=10)
+    anonymous.start(timeout=15)
+    kafka = KazooClient(hosts=zk, timeout=10, sasl_options={"mechanism": "DIGEST-MD5", "username": "kafka",
+                                                            "password": ZK_USERS["kafka"]})
+    kafka.start(timeout=15)
+    try:
+        creator_read = [("sasl", "kafka", Permissions.ALL), ("world", "anyone", Permissions.READ)]
+        for path in ("/brokers", "/brokers/topics/t/partitions/0/state", "/config/topics/t", "/kafka-acl/Topic/t"):
+            assert _acl_of(anonymous, path) == creator_read, path
+        assert _acl_of(kafka, "/config/users/alice") == [("sasl", "kafka", Permissions.ALL)]
+        assert _acl_of(anonymous, "/consumers") == [("world", "anyone", Permissions.ALL)]
+        _refused(anonymous.create, "/kafka-acl/Topic/secret-alpha", b"{}")
+        _refused(anonymous.get, "/config/users/alice")
+        result = _migrate(zk, "unsecure", jaas)
+        assert result.returncode == 0, result.stderr + result.stdout
+        for path in ("/brokers/ids", "/config/users/alice", "/kafka-acl/Topic/t"):
+            assert _acl_of(anonymous, path) == [("world", "anyone", Permissions.ALL)], path
+        anonymous.create("/kafka-acl/Topic/now-open", b"{}")
+    finally:
+        for client in (anonymous, kafka):
+            client.stop()
+            client.close()
+
+
+def test_migration_without_credentials_is_one_line(zk_sasl: ZooKeeperEnsemble, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "KAFKA_OPTS"}
+    result = subprocess.run(odradek_cmd("zookeeper-security-migration", "--zookeeper.acl", "secure",
+                                        "--zookeeper.connect", zk_sasl.connect_string),
+                            capture_output=True, text=True, timeout=60, env=env)
+    assert result.returncode != 0
+    assert "JAAS" in result.stderr and "Traceback" not in result.stderr
