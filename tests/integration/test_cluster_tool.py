@@ -147,6 +147,26 @@ def test_up_status_down(cluster_dir: Path) -> None:
     assert after.returncode == 1 and "not running" in after.stdout
 
 
+def _assert_zookeeper_refuses_the_unauthenticated(connect: str) -> None:
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import NoAuthError
+
+    anonymous = KazooClient(hosts=connect, timeout=10)
+    anonymous.start(timeout=15)
+    try:
+        assert anonymous.get("/brokers/ids/0")[0]  # world-readable, as in Kafka
+        for attempt in (lambda: anonymous.create("/kafka-acl/Topic/secret-alpha", b"{}", makepath=True),
+                        lambda: anonymous.create("/config/changes/config_change_", b"{}", sequence=True),
+                        lambda: anonymous.create("/config/brokers/0", b"{}"),
+                        lambda: anonymous.create("/brokers/ids/9", b"{}"),
+                        lambda: anonymous.set("/brokers/ids/0", b"{}")):
+            with pytest.raises(NoAuthError):
+                attempt()
+    finally:
+        anonymous.stop()
+        anonymous.close()
+
+
 def test_up_with_sasl_ssl_replicates_and_serves_the_printed_client_config(cluster_dir: Path) -> None:
     """--security sasl_ssl: generated CA and certificate, an admin user; the brokers replicate over their
     SASL_SSL listener, and the client.properties `up` prints serves the tools and a librdkafka client."""
@@ -167,6 +187,13 @@ def test_up_with_sasl_ssl_replicates_and_serves_the_printed_client_config(cluste
     # the ACL authorizer runs, the brokers and the admin (both User:admin) its only super user
     assert "super.users=User:admin" in server and "allow.everyone.if.no.acl.found=false" in server
     assert "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer" in server
+    # issue #36: every file holding a secret is its owner's alone, and ZooKeeper refuses who did not log in
+    for name in ("broker1/server.properties", "broker2/server.properties", "security/admin.password",
+                 "security/zookeeper.password", "security/zookeeper_server_jaas.conf",
+                 "security/zookeeper_client_jaas.conf", "security/broker.pem", "security/admin.pem"):
+        assert oct((cluster_dir / name).stat().st_mode & 0o777) == "0o600", name
+    assert "zookeeper.set.acl=true" in server
+    _assert_zookeeper_refuses_the_unauthenticated(f"127.0.0.1:{zk_base}")
     bootstrap = f"127.0.0.1:{base},127.0.0.1:{base + 1}"
     topics = subprocess.run(odradek_cmd("topics", "--bootstrap-server", bootstrap, "--command-config", str(props_file),
                                         "--create", "--topic", "secured", "--partitions", "1", "--replication-factor",

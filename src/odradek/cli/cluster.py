@@ -35,7 +35,7 @@ import psutil
 from odradek.admin_client.command import ArgParser, parse_int
 from odradek.admin_client.errors import CliError, UsageError
 from odradek.cli import processes
-from odradek.cli.cluster_security import PROTOCOLS, ClusterSecurity
+from odradek.cli.cluster_security import PROTOCOLS, ClusterSecurity, write_private
 from odradek.cli.common import run_subcommand
 from odradek.cli.server_stop import find_processes, running
 from odradek.cli.zk_session import ZkSession, broker_ids, controller_id
@@ -230,6 +230,7 @@ def zk_config_text(cluster: LocalCluster, node: ZkNode) -> str:
              f"clientPort={node.client_port}", f"clientPortAddress={cluster.host}"]
     if len(cluster.zookeepers) > 1:
         lines += [f"server.{z.id}={cluster.host}:{z.quorum_port}:{z.election_port}" for z in cluster.zookeepers]
+    lines += cluster.secured.zookeeper_config()
     return "\n".join(lines) + "\n"
 
 
@@ -263,7 +264,7 @@ def write_broker_config(cluster: LocalCluster, broker: BrokerNode) -> None:
     broker.home.mkdir(parents=True, exist_ok=True)
     props = broker_properties(cluster, broker)
     header = "# Written by odradek cluster up; one broker of the pseudo-cluster in this directory.\n"
-    Path(broker.config).write_text(header + "".join(f"{k}={v}\n" for k, v in props.items()))
+    write_private(Path(broker.config), header + "".join(f"{k}={v}\n" for k, v in props.items()))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -271,9 +272,10 @@ def write_broker_config(cluster: LocalCluster, broker: BrokerNode) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def run_odradek(args: list[str], log_dir: Path, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
-    """Run `odradek <args>` with LOG_DIR set; its output is captured."""
-    env = {**os.environ, "LOG_DIR": str(log_dir)}
+def run_odradek(args: list[str], log_dir: Path, timeout: float = 120.0, env: dict[str, str] | None = None
+                ) -> subprocess.CompletedProcess[str]:
+    """Run `odradek <args>` with LOG_DIR (and `env`) set; its output is captured."""
+    env = {**os.environ, **(env or {}), "LOG_DIR": str(log_dir)}
     cmd = [sys.executable, "-m", "odradek.cli.main", *args]
     try:
         return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout,
@@ -472,7 +474,7 @@ def start_zookeeper(cluster: LocalCluster, node: ZkNode, timeout: float) -> None
     write_zk_config(cluster, node)
     print(f"zookeeper {node.id}: {cluster.host}:{node.client_port} ... ", end="", flush=True)
     result = run_odradek(["zookeeper-server-start", "--daemon", "--timeout", str(int(timeout)), node.config],
-                         node.home / "logs", timeout + 30)
+                         node.home / "logs", timeout + 30, cluster.secured.zookeeper_env())
     pids = zk_pids(node)
     node.pid = pids[0] if pids else None
     cluster.save()
@@ -537,6 +539,9 @@ def print_usage(cluster: LocalCluster) -> None:
         admin, producer, consumer = (f" --command-config {props}", f" --producer.config {props}",
                                      f" --consumer.config {props}")
         secured = f"  security:          {cluster.security} (client properties: {props})\n"
+        if cluster.secured.sasl:
+            secured += (f"  zookeeper:         SASL, znodes ACLed (tools with --zookeeper: KAFKA_OPTS="
+                        f"-Djava.security.auth.login.config={cluster.secured.zk_client_jaas})\n")
     print(
         f"\nThe cluster is up ({d}, recorded in {STATE_FILE}).\n"
         f"  bootstrap servers: {b}\n"
