@@ -137,7 +137,10 @@ def test_unauthenticated_client_reads_no_credentials(secured: tuple[BrokerProces
 
 
 def test_the_broker_works_with_acled_znodes(secured: tuple[BrokerProcess, str]) -> None:
-    _broker, bootstrap = secured
+    broker, bootstrap = secured
+    # observation 3: its server.properties (written 0644 by the harness) holds a JAAS config
+    assert any("WARN" in line and "holds secrets" in line for line in broker.output().splitlines()), \
+        broker.output()[-2000:]
     producer = Producer(client_conf(bootstrap, "alice"))
     producer.produce("public", b"hello")
     assert producer.flush(30) == 0
@@ -218,3 +221,15 @@ def test_migration_without_credentials_is_one_line(zk_sasl: ZooKeeperEnsemble, t
                             capture_output=True, text=True, timeout=60, env=env)
     assert result.returncode != 0
     assert "JAAS" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_set_acl_without_credentials_refuses_to_start(zk_sasl: ZooKeeperEnsemble,
+                                                       tmp_path_factory: pytest.TempPathFactory) -> None:
+    """As Kafka's broker: zookeeper.set.acl=true with nothing to log in with is a start-up error, not open
+    znodes."""
+    broker = BrokerProcess(tmp_path_factory.mktemp("zkacl-nocreds"), env={"KAFKA_OPTS": ""})
+    broker.overrides = {"zookeeper.connect": zk_sasl.connect_string + "/nocreds", "zookeeper.set.acl": "true"}
+    with pytest.raises(RuntimeError, match="zookeeper.set.acl is true, but the ZooKeeper session would not "
+                                           "authenticate"):
+        broker.start(timeout=30)
+    broker.stop()

@@ -1,0 +1,55 @@
+"""Issue #36, observation 3: a broker warns at start when its config file holds secrets that group or others
+can read; the warning names the file, its mode and the keys, never their values."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+
+import pytest
+
+from odradek.config import BrokerConfig
+from odradek.server.secret_file import exposed_secrets_warning
+
+JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+        'password="admin-secret" user_admin="admin-secret";')
+
+
+def _config(tmp_path: Path, mode: int, **extra: str) -> tuple[str, BrokerConfig]:
+    path = tmp_path / "server.properties"
+    props = {"log.dirs": str(tmp_path / "data"), **extra}
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    path.chmod(mode)
+    return str(path), BrokerConfig.load(path)
+
+
+def test_a_readable_file_with_secrets_is_named(tmp_path: Path) -> None:
+    path, cfg = _config(tmp_path, 0o644, **{"listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+                                            "ssl.key.password": "k3y"})
+    warning = exposed_secrets_warning(path, cfg)
+    assert warning is not None
+    assert path in warning and "0644" in warning and "group and others" in warning
+    assert "listener.name.sasl_plaintext.plain.sasl.jaas.config" in warning and "ssl.key.password" in warning
+    assert "admin-secret" not in warning and "k3y" not in warning
+    path, cfg = _config(tmp_path, 0o640, **{"ssl.key.password": "k3y"})
+    assert "readable by group (mode 0640)" in (exposed_secrets_warning(path, cfg) or "")
+
+
+def test_private_files_and_files_without_secrets_pass(tmp_path: Path) -> None:
+    path, cfg = _config(tmp_path, 0o600, **{"ssl.key.password": "k3y"})
+    assert exposed_secrets_warning(path, cfg) is None
+    path, cfg = _config(tmp_path, 0o644, **{"num.partitions": "3"})
+    assert exposed_secrets_warning(path, cfg) is None
+
+
+def test_the_broker_logs_it_as_a_warning_at_start(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from odradek.server.broker import Broker, StartupError
+
+    path, cfg = _config(tmp_path, 0o644, **{"ssl.key.password": "k3y", "listeners": "PLAINTEXT://127.0.0.1:0",
+                                            "authorizer.class.name": "no.such.Authorizer"})
+    broker = Broker(cfg)
+    with caplog.at_level(logging.WARNING, logger="odradek.server"), pytest.raises(StartupError):
+        asyncio.run(broker.start())  # stops at the authorizer class, after the start-up warnings
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "holds secrets" in r.getMessage()]
+    assert len(warnings) == 1 and path in warnings[0].getMessage()
