@@ -53,3 +53,20 @@ def test_the_broker_logs_it_as_a_warning_at_start(tmp_path: Path, caplog: pytest
         asyncio.run(broker.start())  # stops at the authorizer class, after the start-up warnings
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING and "holds secrets" in r.getMessage()]
     assert len(warnings) == 1 and path in warnings[0].getMessage()
+
+
+def test_files_with_secrets_are_written_owner_only(tmp_path: Path) -> None:
+    """The ZooKeeper launcher's generated config keeps a password key (ssl.keyStore.password) private;
+    `odradek cluster up` writes its files through cluster_security.write_private (checked end to end in
+    tests/integration/test_cluster_tool.py)."""
+    from odradek.cli.cluster_security import write_private
+    from odradek.cli.zookeeper import write_properties
+
+    write_properties(tmp_path / "zk.cfg", {"dataDir": "/d", "ssl.keyStore.password": "pw"}, "generated")
+    write_properties(tmp_path / "open.cfg", {"dataDir": "/d"}, "generated")
+    existing = tmp_path / "server.properties"
+    existing.write_text("old\n")
+    existing.chmod(0o644)
+    write_private(existing, "sasl.jaas.config=x\n")
+    assert (tmp_path / "zk.cfg").stat().st_mode & 0o777 == 0o600
+    assert existing.stat().st_mode & 0o777 == 0o600 and existing.read_text() == "sasl.jaas.config=x\n"

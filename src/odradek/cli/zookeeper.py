@@ -204,9 +204,11 @@ def escape_property(text: str, *, key: bool = False) -> str:
 
 
 def write_properties(path: Path, props: Mapping[str, str], header: str) -> None:
-    """Write `props` as a .properties file, atomically."""
+    """Write `props` as a .properties file, atomically; owner-only when a key holds a password (ZooKeeper's
+    ssl.keyStore.password and the like)."""
     lines = [f"# {header}"] + [f"{escape_property(k, key=True)}={escape_property(v)}" for k, v in props.items()]
-    atomic_write(path, "\n".join(lines) + "\n")
+    secret = any("password" in k.lower() for k in props)
+    atomic_write(path, "\n".join(lines) + "\n", mode=0o600 if secret else None)
 
 
 def prepare_dirs(setup: ServerSetup) -> None:
