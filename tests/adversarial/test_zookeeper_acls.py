@@ -51,8 +51,21 @@ def client_jaas(path: Path, user: str = "kafka") -> Path:
 
 
 @pytest.fixture(scope="module")
-def zk_sasl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperEnsemble]:
-    ensemble = ZooKeeperEnsemble(tmp_path_factory.mktemp("zksasl"), size=1, sasl_users=ZK_USERS)
+def pki(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(CA, key + certificate chain of `CN=odradek-broker 127.0.0.1`), PEM: the server's and the broker's."""
+    from odradek.cli.cluster_security import issue_certificates, write_private
+
+    directory = tmp_path_factory.mktemp("zkpki")
+    ca, chain, _admin = issue_certificates("127.0.0.1")
+    write_private(directory / "ca.pem", ca, 0o644)
+    write_private(directory / "node.pem", chain)
+    return directory / "ca.pem", directory / "node.pem"
+
+
+@pytest.fixture(scope="module")
+def zk_sasl(tmp_path_factory: pytest.TempPathFactory, pki: tuple[Path, Path]) -> Iterator[ZooKeeperEnsemble]:
+    """One ZooKeeper taking SASL DIGEST-MD5 on its client port and TLS on its secure client port."""
+    ensemble = ZooKeeperEnsemble(tmp_path_factory.mktemp("zksasl"), size=1, sasl_users=ZK_USERS, tls=pki)
     ensemble.start()
     try:
         yield ensemble
@@ -233,3 +246,29 @@ def test_set_acl_without_credentials_refuses_to_start(zk_sasl: ZooKeeperEnsemble
                                            "authenticate"):
         broker.start(timeout=30)
     broker.stop()
+
+
+def test_a_broker_over_tls_acls_its_znodes_to_its_certificate(zk_sasl: ZooKeeperEnsemble, pki: tuple[Path, Path],
+                                                               tmp_path_factory: pytest.TempPathFactory) -> None:
+    """KIP-515: the broker reaches ZooKeeper over TLS with a client certificate and no SASL; the creator of its
+    znodes is that certificate's subject (x509), and the unauthenticated still write nothing."""
+    ca, node = pki
+    broker = BrokerProcess(tmp_path_factory.mktemp("zkacl-tls"), env={"KAFKA_OPTS": ""})
+    broker.overrides = {
+        "zookeeper.connect": zk_sasl.secure_connect_string + "/kafka-tls", "zookeeper.set.acl": "true",
+        "zookeeper.ssl.client.enable": "true", "zookeeper.clientCnxnSocket": "org.apache.zookeeper.ClientCnxnSocketNetty",
+        "zookeeper.ssl.keystore.location": str(node), "zookeeper.ssl.keystore.type": "PEM",
+        "zookeeper.ssl.truststore.location": str(ca), "zookeeper.ssl.truststore.type": "PEM"}
+    broker.start()
+    anonymous = KazooClient(hosts=zk_sasl.connect_string + "/kafka-tls", timeout=10)
+    try:
+        anonymous.start(timeout=15)
+        wait_until(lambda: anonymous.exists("/brokers/ids/0"), 30, "the broker to register")
+        assert _acl_of(anonymous, "/brokers/ids/0") == [("world", "anyone", Permissions.READ),
+                                                         ("x509", "CN=odradek-broker 127.0.0.1", Permissions.ALL)]
+        _refused(anonymous.create, "/brokers/ids/9", b"{}")
+        _refused(anonymous.create, "/config/changes/config_change_", b"{}", sequence=True)
+    finally:
+        anonymous.stop()
+        anonymous.close()
+        broker.stop()

@@ -67,7 +67,8 @@ FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 NOT_RUNNING = "Error contacting service. It is probably not running."
 NOT_SERVING = "This ZooKeeper instance is not currently serving requests"
 
-DEBIAN_ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
+DEBIAN_JAVA = Path("/usr/share/java")
+DEBIAN_ZOOKEEPER_JAR = DEBIAN_JAVA / "zookeeper.jar"
 DEBIAN_SLF4J_BINDING = Path("/usr/share/java/slf4j-simple.jar")
 # Loggers kept at INFO by default: start-up, bound port, role changes, elections.
 INFO_LOGGERS = (
@@ -258,6 +259,15 @@ def zookeeper_classpath() -> list[str]:
     return jars
 
 
+def netty_jars(props: Mapping[str, str]) -> list[str]:
+    """The Netty jars Debian's zookeeper.jar manifest leaves out (codec, resolver, unix common), which its
+    NettyServerCnxnFactory needs: added when the config asks for Netty (TLS on secureClientPort)."""
+    if "Netty" not in props.get("serverCnxnFactory", "") or os.environ.get("ZOOKEEPER_HOME"):
+        return []
+    names = ("netty-codec.jar", "netty-resolver.jar", "netty-transport-native-unix-common.jar")
+    return [str(DEBIAN_JAVA / n) for n in names if (DEBIAN_JAVA / n).is_file()]
+
+
 def has_slf4j_binding(jar: Path) -> bool:
     """Whether the manifest Class-Path of `jar` already names an slf4j binding."""
     try:
@@ -312,7 +322,7 @@ def heap_flags() -> list[str]:
 
 def java_command(setup: ServerSetup, log_dir: Path) -> list[str]:
     """The full command line of the ZooKeeper server for `setup`."""
-    classpath = zookeeper_classpath()
+    classpath = zookeeper_classpath() + netty_jars(setup.config.props)
     extra = [*shlex.split(os.environ.get("KAFKA_OPTS", "")), *shlex.split(os.environ.get("SERVER_JVMFLAGS", "")),
              *shlex.split(os.environ.get("JVMFLAGS", ""))]
     return [
