@@ -10,11 +10,13 @@ is required and `admin.pem` is the admin's), the brokers are super users by thei
 over SASL; their certificate's subject over TLS), the admin of client.properties too, and nobody else
 until `odradek acls` grants it.
 
-With SASL the ZooKeeper ensemble is secured as Kafka secures it: the servers take SASL DIGEST-MD5 (a JAAS
-`Server` section with the generated password of the `kafka` ZooKeeper user, handed to them through
-KAFKA_OPTS), the brokers log in with the `Client` section of `zookeeper_client_jaas.conf` and run with
-`zookeeper.set.acl=true`, so their znodes are theirs alone to change (and /config/users,
-/config/brokers theirs alone to read). A tool reaching ZooKeeper directly (`--zookeeper`) logs in with
+The ZooKeeper ensemble of a secured cluster is secured as Kafka secures it: the servers take SASL
+DIGEST-MD5 (a JAAS `Server` section with the generated password of the `kafka` ZooKeeper user, handed to
+them through KAFKA_OPTS), the brokers log in with the `Client` section of `zookeeper_client_jaas.conf` and
+run with `zookeeper.set.acl=true`, so their znodes are theirs alone to change (and /config/users,
+/config/brokers theirs alone to read). With TLS (`ssl`, `sasl_ssl`) the servers also have a TLS client port
+(KIP-515: Netty, the broker certificate, client certificates required), which the brokers use. A tool
+reaching ZooKeeper directly (`--zookeeper`, on the plain client port) logs in with
 `KAFKA_OPTS=-Djava.security.auth.login.config=<dir>/security/zookeeper_client_jaas.conf`.
 
 Every file holding a secret (keys, passwords, JAAS files, the brokers' server.properties) is written 0600."""
@@ -34,6 +36,7 @@ PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 ZK_USER = "kafka"  # the brokers' SASL identity in ZooKeeper (sasl:kafka in the znodes' ACLs)
 ZK_DIGEST_MODULE = "org.apache.zookeeper.server.auth.DigestLoginModule"
 ZK_SASL_PROVIDER = "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
+ZK_X509_PROVIDER = "org.apache.zookeeper.server.auth.X509AuthenticationProvider"
 VALID_DAYS = 365
 
 
@@ -86,13 +89,27 @@ class ClusterSecurity:
     def password(self) -> str:
         return self.password_file.read_text().strip()
 
-    def zookeeper_config(self) -> list[str]:
-        """The zoo.cfg lines: SASL for clients when the brokers use SASL."""
-        return [f"authProvider.1={ZK_SASL_PROVIDER}"] if self.sasl else []
+    @property
+    def enabled(self) -> bool:
+        return self.protocol != "PLAINTEXT"
+
+    def zookeeper_config(self, host: str, secure_port: int) -> list[str]:
+        """The zoo.cfg lines: SASL for clients, and a TLS client port when there is one."""
+        if not self.enabled:
+            return []
+        lines = [f"authProvider.1={ZK_SASL_PROVIDER}"]
+        if secure_port:
+            lines += [f"secureClientPort={secure_port}", f"secureClientPortAddress={host}",
+                      "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+                      f"ssl.keyStore.location={self.broker_pem}", "ssl.keyStore.type=PEM",
+                      f"ssl.trustStore.location={self.ca_file}", "ssl.trustStore.type=PEM",
+                      "ssl.clientAuth=need",
+                      f"authProvider.x509={ZK_X509_PROVIDER}"]
+        return lines
 
     def zookeeper_env(self) -> dict[str, str]:
         """The environment of a ZooKeeper server's launcher: the JAAS file with its users."""
-        return {"KAFKA_OPTS": f"-Djava.security.auth.login.config={self.zk_server_jaas}"} if self.sasl else {}
+        return {"KAFKA_OPTS": f"-Djava.security.auth.login.config={self.zk_server_jaas}"} if self.enabled else {}
 
     def prepare(self, host: str) -> None:
         """Write the CA, the broker's key and certificate, the admin password and client.properties, once
@@ -107,7 +124,7 @@ class ClusterSecurity:
             write_private(self.admin_pem, admin_pem)
         if self.sasl and not self.password_file.exists():
             write_private(self.password_file, secrets.token_urlsafe(18) + "\n")
-        if self.sasl:
+        if self.enabled:
             if not self.zk_password_file.exists():
                 write_private(self.zk_password_file, secrets.token_urlsafe(18) + "\n")
             zk_password = self.zk_password_file.read_text().strip()
@@ -157,9 +174,11 @@ class ClusterSecurity:
                 f"listener.name.{name}.plain.sasl.jaas.config":
                     f'{PLAIN_MODULE} required username="{ADMIN_USER}" password="{password}" '
                     f'user_{ADMIN_USER}="{password}";',
-                "zookeeper.set.acl": "true",
-                "zookeeper.sasl.jaas.file": str(self.zk_client_jaas),
             }
+        props |= {"zookeeper.set.acl": "true", "zookeeper.sasl.jaas.file": str(self.zk_client_jaas)}
+        if self.tls:
+            props |= {"zookeeper.ssl.client.enable": "true", "zookeeper.ssl.keystore.location": str(self.broker_pem), "zookeeper.ssl.keystore.type": "PEM",
+                      "zookeeper.ssl.truststore.location": str(self.ca_file), "zookeeper.ssl.truststore.type": "PEM"}
         return props
 
 
