@@ -272,3 +272,19 @@ def test_a_broker_over_tls_acls_its_znodes_to_its_certificate(zk_sasl: ZooKeeper
         anonymous.stop()
         anonymous.close()
         broker.stop()
+
+
+def test_tools_through_zookeeper_log_in_as_kafkas_do(secured: tuple[BrokerProcess, str], zk_sasl: ZooKeeperEnsemble,
+                                                     jaas: Path) -> None:
+    """`configs --zookeeper` logs in with the JAAS Client section of KAFKA_OPTS and may then write the SCRAM
+    credentials (creator-only); without it ZooKeeper refuses the write, in one line."""
+    zk = zk_sasl.connect_string + CHROOT
+    args = ("configs", "--zookeeper", zk, "--alter", "--entity-type", "users", "--entity-name", "bob",
+            "--add-config", "SCRAM-SHA-256=[password=bob-scram]")
+    anonymous = subprocess.run(odradek_cmd(*args), capture_output=True, text=True, timeout=60,
+                               env={k: v for k, v in os.environ.items() if k != "KAFKA_OPTS"})
+    assert anonymous.returncode != 0 and "NoAuth" in anonymous.stderr, anonymous.stdout + anonymous.stderr
+    assert len(anonymous.stderr.strip().splitlines()) == 1
+    logged_in = subprocess.run(odradek_cmd(*args), capture_output=True, text=True, timeout=60,
+                               env={**os.environ, "KAFKA_OPTS": f"-Djava.security.auth.login.config={jaas}"})
+    assert logged_in.returncode == 0, logged_in.stdout + logged_in.stderr

@@ -212,6 +212,10 @@ class ZooKeeperStore(MetadataStore):
         except (kz.ConnectionLoss, kz.SessionExpiredError, kz.OperationTimeoutError, kz.ZookeeperStoppedError,
                 KazooTimeoutError) as exc:
             raise st.StoreUnavailableError(f"ZooKeeper unavailable: {type(exc).__name__}") from None
+        except kz.NoAuthError:
+            raise st.StoreError(f"ZooKeeper refused access to {args[0] if args else 'a znode'} (NoAuth): the "
+                                "session is not authenticated as its ACL requires (zookeeper.set.acl, the JAAS "
+                                "Client section)") from None
         except kz.ZookeeperError as exc:
             raise st.StoreError(f"ZooKeeper error on {args[0] if args else ''}: {type(exc).__name__}") from None
 
@@ -250,9 +254,12 @@ class ZooKeeperStore(MetadataStore):
     async def create(self, path: str, data: bytes = b"", ephemeral: bool = False, makepath: bool = False,
                      sequence: bool = False) -> str:
         if makepath:
-            await self._run(make_path, self.client, path.rpartition("/")[0], self.security)
+            await self._run(self._make_parents, path)
         return await self._run(self.client.create, path, data, acl=self.security.acls(path), ephemeral=ephemeral,
                                sequence=sequence)
+
+    def _make_parents(self, path: str) -> None:
+        make_path(self.client, path.rpartition("/")[0], self.security)
 
     async def get(self, path: str, watch: Watcher | None = None) -> tuple[bytes, Stat]:
         data, stat = await self._run(self.client.get, path, self._wrap(watch, path))
