@@ -75,6 +75,11 @@ def make_path(client: KazooClient, path: str, security: ZkClientSecurity) -> Non
     """Create `path` and its missing ancestors, each with the ACL of its own path (kazoo's makepath would
     give the ancestors the leaf's)."""
     parts = [p for p in path.split("/") if p]
+    if client.chroot and client.exists("/") is None:  # the chroot itself, as kazoo's makepath would
+        try:
+            client.create("/", b"", acl=security.acls("/"))
+        except kz.NodeExistsError:
+            pass
     for i in range(1, len(parts) + 1):
         node = "/" + "/".join(parts[:i])
         if client.exists(node) is None:
