@@ -288,3 +288,30 @@ def test_tools_through_zookeeper_log_in_as_kafkas_do(secured: tuple[BrokerProces
     logged_in = subprocess.run(odradek_cmd(*args), capture_output=True, text=True, timeout=60,
                                env={**os.environ, "KAFKA_OPTS": f"-Djava.security.auth.login.config={jaas}"})
     assert logged_in.returncode == 0, logged_in.stdout + logged_in.stderr
+
+
+def test_configs_over_tls_with_a_zk_tls_config_file(zk_sasl: ZooKeeperEnsemble, pki: tuple[Path, Path],
+                                                    tmp_path: Path) -> None:
+    """`configs --zookeeper --zk-tls-config-file` (KIP-515): the tool's session is its certificate, so the
+    credential it writes is that certificate's alone."""
+    ca, node = pki
+    tls = tmp_path / "zk-tls.properties"
+    tls.write_text(f"zookeeper.ssl.client.enable=true\nzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty\n"
+                   f"zookeeper.ssl.keystore.location={node}\nzookeeper.ssl.keystore.type=PEM\n"
+                   f"zookeeper.ssl.truststore.location={ca}\nzookeeper.ssl.truststore.type=PEM\n")
+    result = subprocess.run(odradek_cmd("configs", "--zookeeper", zk_sasl.secure_connect_string + "/tls-tool",
+                                        "--zk-tls-config-file", str(tls), "--alter", "--entity-type", "users",
+                                        "--entity-name", "carol", "--add-config", "SCRAM-SHA-512=[password=c]"),
+                            capture_output=True, text=True, timeout=60,
+                            env={k: v for k, v in os.environ.items() if k != "KAFKA_OPTS"})
+    assert result.returncode == 0, result.stdout + result.stderr
+    anonymous = KazooClient(hosts=zk_sasl.connect_string + "/tls-tool", timeout=10)
+    anonymous.start(timeout=15)
+    try:
+        assert anonymous.exists("/config/users/carol") is not None
+        _refused(anonymous.get, "/config/users/carol")
+        assert _acl_of(anonymous, "/config") == [("world", "anyone", Permissions.READ),
+                                                 ("x509", "CN=odradek-broker 127.0.0.1", Permissions.ALL)]
+    finally:
+        anonymous.stop()
+        anonymous.close()

@@ -21,6 +21,7 @@ from odradek.admin_client.command import ArgParser, run_tool
 from odradek.admin_client.errors import CliError, UsageError
 from odradek.cli.zk_session import quiet_kazoo, tool_security, zk_hosts
 from odradek.cluster.zk_security import SECURE_ROOT_PATHS, ZkClientSecurity
+from odradek.config_keys import ConfigError
 from odradek.security.zk_client import JAAS_PROPERTY, load_tls_config_file
 
 if TYPE_CHECKING:
@@ -56,7 +57,10 @@ def build_parser() -> ArgParser:
 def _security(opts: argparse.Namespace) -> ZkClientSecurity:
     if opts.acl not in ("secure", "unsecure"):
         raise UsageError("Error: --zookeeper.acl must be set to secure or unsecure")
-    tls = load_tls_config_file(opts.tls_config) if opts.tls_config else {}
+    try:
+        tls = load_tls_config_file(opts.tls_config) if opts.tls_config else {}
+    except ConfigError as exc:
+        raise CliError(f"Error: {exc}") from None
     security = tool_security(tls)
     if not security.authenticates:
         raise CliError(
