@@ -70,3 +70,16 @@ def test_files_with_secrets_are_written_owner_only(tmp_path: Path) -> None:
     write_private(existing, "sasl.jaas.config=x\n")
     assert (tmp_path / "zk.cfg").stat().st_mode & 0o777 == 0o600
     assert existing.stat().st_mode & 0o777 == 0o600 and existing.read_text() == "sasl.jaas.config=x\n"
+
+
+def test_a_readable_jaas_file_is_named(tmp_path: Path) -> None:
+    from odradek.server.secret_file import exposed_file_warning
+
+    jaas = tmp_path / "kafka_jaas.conf"
+    jaas.write_text('Client { org.apache.zookeeper.server.auth.DigestLoginModule required username="k" password="p"; };')
+    jaas.chmod(0o604)
+    assert exposed_file_warning(str(jaas), "ZooKeeper credentials (JAAS)") == (
+        f"{jaas} holds ZooKeeper credentials (JAAS) and is readable by others (mode 0604); restrict it with chmod 600")
+    jaas.chmod(0o600)
+    assert exposed_file_warning(str(jaas), "ZooKeeper credentials (JAAS)") is None
+    assert exposed_file_warning(str(tmp_path / "absent"), "x") is None

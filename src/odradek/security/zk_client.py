@@ -83,6 +83,12 @@ def _tls(props: Mapping[str, str | None], sysprops: Mapping[str, str]) -> ZkTls 
                  check_hostname=(algorithm if algorithm is not None else "HTTPS").strip().upper() == "HTTPS")
 
 
+def jaas_file(props: Mapping[str, str | None], env: Mapping[str, str] | None = None) -> str | None:
+    """The JAAS file: zookeeper.sasl.jaas.file, else -Djava.security.auth.login.config in $KAFKA_OPTS."""
+    sysprops = system_properties(env)
+    return props.get(JAAS_KEY) or sysprops.get(JAAS_KEY) or sysprops.get(JAAS_PROPERTY) or None
+
+
 def zk_client_security(props: Mapping[str, str | None], *, set_acl: bool | None = None,
                        env: Mapping[str, str] | None = None) -> ZkClientSecurity:
     """The ZooKeeper client settings from config `props` (the zookeeper.* keys; None or absent: unset) and
@@ -95,7 +101,7 @@ def zk_client_security(props: Mapping[str, str | None], *, set_acl: bool | None 
         return value if value is not None else sysprops.get(key)
 
     sasl = None
-    jaas = setting(JAAS_KEY) or sysprops.get(JAAS_PROPERTY)
+    jaas = jaas_file(props, env)
     if jaas and _flag(setting("zookeeper.sasl.client"), True):
         sasl = read_client_section(jaas, (setting("zookeeper.sasl.clientconfig") or DEFAULT_SECTION).strip())
     tls = _tls(props, sysprops)

@@ -58,7 +58,7 @@ from odradek.server.log_dir_failure import LogDirFailureHandler
 from odradek.server.metrics import BrokerMetrics
 from odradek.server.network import SocketServer
 from odradek.server.quotas import QuotaManager
-from odradek.server.secret_file import exposed_secrets_warning
+from odradek.server.secret_file import exposed_file_warning, exposed_secrets_warning
 from odradek.server.security import ListenerSecurity, inter_broker_security, trust_warnings
 from odradek.server.share_sessions import ShareSessionCache
 from odradek.storage.manager import (
@@ -246,6 +246,7 @@ class Broker:
                 DEFAULT_SECTION,
                 JAAS_KEY,
                 JAAS_PROPERTY,
+                jaas_file,
                 zk_client_security,
             )
 
@@ -256,6 +257,10 @@ class Broker:
                     f"file with a {DEFAULT_SECTION} section (-D{JAAS_PROPERTY}=... in KAFKA_OPTS, or "
                     f"{JAAS_KEY}), or TLS to ZooKeeper with a client certificate (zookeeper.ssl.client.enable, "
                     "zookeeper.ssl.keystore.location)")
+            if security.sasl is not None:
+                exposed = exposed_file_warning(jaas_file(self.config.props) or "", "ZooKeeper credentials (JAAS)")
+                if exposed is not None:
+                    log.warning("JAAS file %s", exposed)
             if security.sasl is not None or security.tls is not None:
                 how = [f"SASL DIGEST-MD5 as {security.sasl.username}"] if security.sasl is not None else []
                 how += ["TLS"] if security.tls is not None else []
