@@ -317,3 +317,16 @@ def test_configs_over_tls_with_a_zk_tls_config_file(zk_sasl: ZooKeeperEnsemble, 
     finally:
         anonymous.stop()
         anonymous.close()
+
+
+def test_a_wrong_zookeeper_password_stops_start_up_in_one_line(zk_sasl: ZooKeeperEnsemble, tmp_path: Path) -> None:
+    wrong = tmp_path / "wrong_jaas.conf"
+    wrong.write_text('Client {\n  org.apache.zookeeper.server.auth.DigestLoginModule required username="kafka" '
+                     'password="not-it";\n};\n')
+    wrong.chmod(0o600)
+    broker = BrokerProcess(tmp_path / "broker", env={"KAFKA_OPTS": f"-Djava.security.auth.login.config={wrong}"})
+    broker.overrides = {"zookeeper.connect": zk_sasl.connect_string + "/wrong", "zookeeper.set.acl": "true"}
+    with pytest.raises(RuntimeError, match=r"Error: ZooKeeper authentication failed \(SASL DIGEST-MD5 as kafka\)"):
+        broker.start(timeout=30)
+    broker.stop()
+    assert "Traceback" not in broker.output()

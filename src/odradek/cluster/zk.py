@@ -217,6 +217,11 @@ class ZooKeeperStore(MetadataStore):
         except (kz.ConnectionLoss, kz.SessionExpiredError, kz.OperationTimeoutError, kz.ZookeeperStoppedError,
                 KazooTimeoutError) as exc:
             raise st.StoreUnavailableError(f"ZooKeeper unavailable: {type(exc).__name__}") from None
+        except kz.AuthFailedError:
+            who = f" as {self.security.sasl.username}" if self.security.sasl is not None else ""
+            raise st.StoreUnavailableError(
+                f"ZooKeeper authentication failed (SASL DIGEST-MD5{who}): check the JAAS Client section and "
+                "that the servers take SASL (authProvider, a JAAS Server section)") from None
         except kz.NoAuthError:
             raise st.StoreError(f"ZooKeeper refused access to {args[0] if args else 'a znode'} (NoAuth): the "
                                 "session is not authenticated as its ACL requires (zookeeper.set.acl, the JAAS "

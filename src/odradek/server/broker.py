@@ -28,6 +28,7 @@ from odradek.cluster.store import (
     MetadataStore,
     NodeExistsError,
     NoNodeError,
+    StoreError,
     StoreUnavailableError,
     to_json,
 )
@@ -159,8 +160,11 @@ class Broker:
             await self.store.start()
         except StoreUnavailableError as exc:
             raise StartupError(str(exc)) from None
-        for path in zn.PERSISTENT_PATHS:
-            await self.store.ensure_path(path)
+        try:
+            for path in zn.PERSISTENT_PATHS:
+                await self.store.ensure_path(path)
+        except StoreError as exc:  # refused (NoAuth, a failed login): nothing below could work either
+            raise StartupError(str(exc)) from None
         self.cluster_id = await self._cluster_id()
         self._write_meta_properties()
         if with_authorizer:
