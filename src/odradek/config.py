@@ -483,6 +483,10 @@ class BrokerConfig:
     _dynamic: tuple[dict[str, object], dict[str, object]] = field(default=({}, {}), init=False, repr=False)
     _dynamic_raw: tuple[dict[str, str], dict[str, str]] = field(default=({}, {}), init=False, repr=False)
 
+    def secret_keys(self) -> list[str]:
+        """The keys set whose values are secrets (passwords, JAAS configs), sorted."""
+        return sorted(name for name in self.props if _sensitive_name(name))
+
     # -- construction --------------------------------------------------------------------------
 
     @classmethod

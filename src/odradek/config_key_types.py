@@ -35,6 +35,10 @@ BoolKey: TypeAlias = Literal[
     "zookeeper.ssl.ocsp.enable",
 ]
 
+OptionalBoolKey: TypeAlias = Literal[
+    "zookeeper.sasl.client",
+]
+
 IntKey: TypeAlias = Literal[
     "add.partitions.to.txn.retry.backoff.max.ms",
     "add.partitions.to.txn.retry.backoff.ms",
@@ -371,6 +375,8 @@ OptionalStrKey: TypeAlias = Literal[
     "super.users",
     "zookeeper.clientCnxnSocket",
     "zookeeper.connect",
+    "zookeeper.sasl.clientconfig",
+    "zookeeper.sasl.jaas.file",
     "zookeeper.ssl.keystore.location",
     "zookeeper.ssl.keystore.type",
     "zookeeper.ssl.truststore.location",

@@ -896,20 +896,24 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("zookeeper.max.in.flight.requests", INT, "10", valid=Range(1)),
     _key("zookeeper.metadata.migration.enable", BOOLEAN, "false"),
     _key("zookeeper.session.timeout.ms", INT, "18000", applied=True),
-    _key("zookeeper.set.acl", BOOLEAN, "false"),
+    _key("zookeeper.sasl.client", BOOLEAN, None, applied=True),  # ZooKeeper's client property (also a -D in KAFKA_OPTS)
+    _key("zookeeper.sasl.clientconfig", STRING, None, applied=True),  # ZooKeeper's; the JAAS section, "Client"
+    # Odradek's: the JAAS file with the Client section (Kafka: -Djava.security.auth.login.config in KAFKA_OPTS)
+    _key("zookeeper.sasl.jaas.file", STRING, None, applied=True),
+    _key("zookeeper.set.acl", BOOLEAN, "false", applied=True),
     _key("zookeeper.ssl.cipher.suites", LIST, None),
-    _key("zookeeper.ssl.client.enable", BOOLEAN, "false"),
+    _key("zookeeper.ssl.client.enable", BOOLEAN, "false", applied=True),
     _key("zookeeper.ssl.crl.enable", BOOLEAN, "false"),
     _key("zookeeper.ssl.enabled.protocols", LIST, None),
-    _key("zookeeper.ssl.endpoint.identification.algorithm", STRING, "HTTPS"),
-    _key("zookeeper.ssl.keystore.location", STRING, None),
-    _key("zookeeper.ssl.keystore.password", PASSWORD, None),
-    _key("zookeeper.ssl.keystore.type", STRING, None),
+    _key("zookeeper.ssl.endpoint.identification.algorithm", STRING, "HTTPS", applied=True),
+    _key("zookeeper.ssl.keystore.location", STRING, None, applied=True),
+    _key("zookeeper.ssl.keystore.password", PASSWORD, None, applied=True),
+    _key("zookeeper.ssl.keystore.type", STRING, None, applied=True),
     _key("zookeeper.ssl.ocsp.enable", BOOLEAN, "false"),
     _key("zookeeper.ssl.protocol", STRING, "TLSv1.2"),
-    _key("zookeeper.ssl.truststore.location", STRING, None),
+    _key("zookeeper.ssl.truststore.location", STRING, None, applied=True),
     _key("zookeeper.ssl.truststore.password", PASSWORD, None),
-    _key("zookeeper.ssl.truststore.type", STRING, None),
+    _key("zookeeper.ssl.truststore.type", STRING, None, applied=True),
     _key("zookeeper.sync.time.ms", INT, "2000", deprecated="removed in Kafka 3.2; it was never used"),
 )
 

@@ -42,6 +42,8 @@ TOOLS: dict[str, Tool] = {
     "zookeeper-server-start": Tool("odradek.cli.zookeeper", "run a ZooKeeper server from zoo.cfg", "start_main"),
     "zookeeper-server-stop": Tool("odradek.cli.zookeeper", "stop ZooKeeper servers started here", "stop_main"),
     "zookeeper-server-status": Tool("odradek.cli.zookeeper", "print a ZooKeeper server's mode", "status_main"),
+    "zookeeper-security-migration": Tool("odradek.cli.zookeeper_security_migration",
+                                         "set the Kafka znodes' ACLs secure or unsecure (as zookeeper.set.acl does)"),
     "cluster": Tool("odradek.cli.cluster", "run a local ZooKeeper ensemble + brokers (up, status, down)"),
     "spark": Tool("odradek.cli.spark_cluster",
                   "run a local Spark standalone cluster for the pipelines (up, status, down)"),

@@ -28,6 +28,7 @@ from odradek.cluster.store import (
     MetadataStore,
     NodeExistsError,
     NoNodeError,
+    StoreError,
     StoreUnavailableError,
     to_json,
 )
@@ -58,6 +59,7 @@ from odradek.server.log_dir_failure import LogDirFailureHandler
 from odradek.server.metrics import BrokerMetrics
 from odradek.server.network import SocketServer
 from odradek.server.quotas import QuotaManager
+from odradek.server.secret_file import exposed_file_warning, exposed_secrets_warning
 from odradek.server.security import ListenerSecurity, inter_broker_security, trust_warnings
 from odradek.server.share_sessions import ShareSessionCache
 from odradek.storage.manager import (
@@ -128,6 +130,9 @@ class Broker:
         log.info("%s starting", self.prefix)
         for line in cfg.warnings:
             log.warning(line)
+        exposed = exposed_secrets_warning(cfg.origin, cfg)
+        if exposed is not None:
+            log.warning(exposed)
         try:
             with_authorizer = check_class(cfg.get("authorizer.class.name"))
         except ConfigError as exc:
@@ -147,13 +152,19 @@ class Broker:
         except Exception as exc:
             raise StartupError(f"log.dirs: {exc}") from None
         self.logs = logs
-        self.store = self._make_store()
+        try:
+            self.store = self._make_store()
+        except ConfigError as exc:
+            raise StartupError(str(exc)) from None
         try:
             await self.store.start()
         except StoreUnavailableError as exc:
             raise StartupError(str(exc)) from None
-        for path in zn.PERSISTENT_PATHS:
-            await self.store.ensure_path(path)
+        try:
+            for path in zn.PERSISTENT_PATHS:
+                await self.store.ensure_path(path)
+        except StoreError as exc:  # refused (NoAuth, a failed login): nothing below could work either
+            raise StartupError(str(exc)) from None
         self.cluster_id = await self._cluster_id()
         self._write_meta_properties()
         if with_authorizer:
@@ -237,9 +248,32 @@ class Broker:
         connect = self.config.zookeeper_connect
         if connect:
             from odradek.cluster.zk import ZooKeeperStore
+            from odradek.security.zk_client import (
+                DEFAULT_SECTION,
+                JAAS_KEY,
+                JAAS_PROPERTY,
+                jaas_file,
+                zk_client_security,
+            )
 
+            security = zk_client_security(self.config.props, set_acl=self.config.get("zookeeper.set.acl"))
+            if security.secure_acls and not security.authenticates:
+                raise ConfigError(
+                    "zookeeper.set.acl is true, but the ZooKeeper session would not authenticate: give a JAAS "
+                    f"file with a {DEFAULT_SECTION} section (-D{JAAS_PROPERTY}=... in KAFKA_OPTS, or "
+                    f"{JAAS_KEY}), or TLS to ZooKeeper with a client certificate (zookeeper.ssl.client.enable, "
+                    "zookeeper.ssl.keystore.location)")
+            if security.sasl is not None:
+                exposed = exposed_file_warning(jaas_file(self.config.props) or "", "ZooKeeper credentials (JAAS)")
+                if exposed is not None:
+                    log.warning("JAAS file %s", exposed)
+            if security.sasl is not None or security.tls is not None:
+                how = [f"SASL DIGEST-MD5 as {security.sasl.username}"] if security.sasl is not None else []
+                how += ["TLS"] if security.tls is not None else []
+                log.info("%s ZooKeeper client: %s; znodes created %s", self.prefix, " and ".join(how),
+                         "creator-only (zookeeper.set.acl=true)" if security.secure_acls else "open to all")
             store = ZooKeeperStore(connect, self.config.get("zookeeper.session.timeout.ms"),
-                                   self.config.zookeeper_connection_timeout_ms)
+                                   self.config.zookeeper_connection_timeout_ms, security=security)
             store.session_listeners.append(self._on_new_session)
             return store
         return EmbeddedStore(Path(self.config.log_dirs[0]) / STORE_FILE)
