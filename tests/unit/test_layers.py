@@ -41,7 +41,7 @@ LAYERS: list[Layer] = [
     Layer(("coordinator", "groups", "txn")),
     Layer(("server",)),
     Layer(("admin_client", "spark"), independent=True),
-    Layer(("pipelines",)),
+    Layer(("pipelines", "connect"), independent=True),
     Layer(("cli", "console", "pyspark_odradek"), independent=True),
 ]
 
