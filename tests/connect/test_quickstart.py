@@ -5,56 +5,16 @@ JsonConverter's envelope; then what the REST API says of them, and a restarted w
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.harness import BrokerProcess, free_port, odradek_cmd, run_cli, stop_process, wait_port
+from tests.connect_helpers import Worker
+from tests.harness import BrokerProcess, run_cli
 from tests.waiting import wait_until
 
-CONFIG = Path(__file__).resolve().parents[2] / "config"
-
-
-class Worker:
-    def __init__(self, cwd: Path, broker: BrokerProcess) -> None:
-        self.cwd = cwd
-        self.port = free_port()
-        worker = (CONFIG / "connect-standalone.properties").read_text()
-        worker = worker.replace("bootstrap.servers=localhost:9092", f"bootstrap.servers={broker.bootstrap}")
-        worker = worker.replace("offset.storage.file.filename=/tmp/connect.offsets",
-                                f"offset.storage.file.filename={cwd / 'connect.offsets'}")
-        worker += f"listeners=http://127.0.0.1:{self.port}\noffset.flush.interval.ms=500\n"
-        (cwd / "config").mkdir(exist_ok=True)
-        (cwd / "config" / "connect-standalone.properties").write_text(worker)
-        for name in ("connect-file-source.properties", "connect-file-sink.properties"):
-            shutil.copy(CONFIG / name, cwd / "config" / name)
-        self.proc: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        with open(self.cwd / "connect.out", "ab") as out:
-            self.proc = subprocess.Popen(odradek_cmd("connect-standalone", "config/connect-standalone.properties",
-                                                     "config/connect-file-source.properties",
-                                                     "config/connect-file-sink.properties"),
-                                         cwd=self.cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        wait_port(self.port, 60, self.proc)
-
-    def output(self) -> str:
-        return (self.cwd / "connect.out").read_text(errors="replace")
-
-    def get(self, path: str) -> Any:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}", timeout=30) as resp:
-            return json.loads(resp.read())
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            stop_process(self.proc)
-
+FILES = ("config/connect-file-source.properties", "config/connect-file-sink.properties")
 
 @pytest.fixture
 def worker(broker: BrokerProcess, tmp_path: Path) -> Iterator[Worker]:
@@ -70,7 +30,7 @@ def sink_lines(worker: Worker) -> list[str]:
 
 def test_the_quickstart_verbatim(worker: Worker, broker: BrokerProcess) -> None:
     (worker.cwd / "test.txt").write_text("foo\nbar\n")
-    worker.start()
+    worker.start(*FILES)
     wait_until(lambda: sink_lines(worker) == ["foo", "bar"], 60,
                lambda: f"test.sink.txt to hold foo and bar: {sink_lines(worker)}\n{worker.output()[-3000:]}")
     r = run_cli("console-consumer", "--bootstrap-server", broker.bootstrap, "--topic", "connect-test",
@@ -94,6 +54,6 @@ def test_the_quickstart_verbatim(worker: Worker, broker: BrokerProcess) -> None:
     worker.stop()
     with open(worker.cwd / "test.txt", "a") as f:
         f.write("qux\n")
-    worker.start()
+    worker.start(*FILES)
     wait_until(lambda: sink_lines(worker) == ["foo", "bar", "baz", "qux"], 60,
                lambda: f"qux, once: {sink_lines(worker)}\n{worker.output()[-3000:]}")
