@@ -18,7 +18,7 @@ CONFIG = Path(__file__).resolve().parents[1] / "config"
 
 
 class Worker:
-    def __init__(self, cwd: Path, broker: BrokerProcess) -> None:
+    def __init__(self, cwd: Path, broker: BrokerProcess, extra: dict[str, str] | None = None) -> None:
         self.cwd = cwd
         self.port = free_port()
         worker = (CONFIG / "connect-standalone.properties").read_text()
@@ -26,6 +26,7 @@ class Worker:
         worker = worker.replace("offset.storage.file.filename=/tmp/connect.offsets",
                                 f"offset.storage.file.filename={cwd / 'connect.offsets'}")
         worker += f"listeners=http://127.0.0.1:{self.port}\noffset.flush.interval.ms=500\n"
+        worker += "".join(f"{k}={v}\n" for k, v in (extra or {}).items())
         (cwd / "config").mkdir(exist_ok=True)
         (cwd / "config" / "connect-standalone.properties").write_text(worker)
         for name in ("connect-file-source.properties", "connect-file-sink.properties"):

@@ -19,6 +19,7 @@ from odradek.connect.api import Connector, SinkConnector, SourceConnector
 from odradek.connect.converters import ByteArrayConverter, Converter, StringConverter, number_converter
 from odradek.connect.file_connectors import FileStreamSinkConnector, FileStreamSourceConnector
 from odradek.connect.json_converter import JsonConverter
+from odradek.connect.sqlite_connectors import SqliteSinkConnector, SqliteSourceConnector
 
 ENTRY_POINT_GROUP = "odradek.connect"
 
@@ -49,6 +50,8 @@ CONVERTERS: dict[str, Callable[[], Converter]] = {
 BUILTIN_CONNECTORS: dict[str, type[Connector]] = {
     "org.apache.kafka.connect.file.FileStreamSourceConnector": FileStreamSourceConnector,
     "org.apache.kafka.connect.file.FileStreamSinkConnector": FileStreamSinkConnector,
+    "odradek.connect.sqlite_connectors.SqliteSourceConnector": SqliteSourceConnector,
+    "odradek.connect.sqlite_connectors.SqliteSinkConnector": SqliteSinkConnector,
 }
 
 
