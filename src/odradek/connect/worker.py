@@ -182,7 +182,7 @@ class SourceTaskRunner(TaskRunner):
               failures: list[KafkaError]) -> None:
         key = key_converter.from_connect(record.topic, record.key_schema, record.key)
         value = value_converter.from_connect(record.topic, record.value_schema, record.value)
-        headers = [(name, value_converter.from_connect(record.topic, schema, v)) for name, schema, v in record.headers]
+        headers = [(name, _header_bytes(v)) for name, _schema, v in record.headers]
 
         def delivered(err: KafkaError | None, _msg: Any) -> None:
             if err is not None:
@@ -479,6 +479,15 @@ class Worker:
         group = f"connect-{name}"
         result = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(timeout=30)
         return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions if tp.offset >= 0}
+
+
+def _header_bytes(value: Any) -> bytes | None:
+    """A header value as Kafka's SimpleHeaderConverter writes strings and bytes (others as their JSON text)."""
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    return json.dumps(value, separators=(",", ":")).encode()
 
 
 def _error_value(name: str, value: Any, error: str) -> Any:
