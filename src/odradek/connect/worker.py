@@ -24,6 +24,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from odradek.admin_client.connect import ClientErrors, client_config, create_client
+from odradek.connect import transforms
 from odradek.connect.api import (
     ConfigDef,
     ConfigException,
@@ -40,6 +41,7 @@ from odradek.connect.api import (
     non_empty_string,
 )
 from odradek.connect.converters import Converter
+from odradek.connect.data import Schema
 from odradek.connect.offset_store import ConnectorOffsetReader, FileOffsetStore
 from odradek.connect.plugins import PluginNotFound, Plugins
 from odradek.connect.worker_config import WorkerConfig
@@ -129,6 +131,14 @@ class TaskRunner:
     def label(self) -> str:
         return f"WorkerTask{{id={self.connector.name}-{self.task.id}}}"
 
+    def _tolerated(self, exc: Exception, record: object) -> None:
+        """errors.tolerance=all: the record is skipped; errors.log.enable logs why."""
+        config = self.connector.config
+        if config.get("errors.log.enable", "false") == "true":
+            detail = f" {record}" if config.get("errors.log.include.messages", "false") == "true" else ""
+            log.error("%s Error encountered in task %s-%d. Tolerating it and skipping the record.%s",
+                      self.label(), self.connector.name, self.task.id, detail, exc_info=exc)
+
     def run(self) -> None:
         raise NotImplementedError
 
@@ -145,6 +155,8 @@ class SourceTaskRunner(TaskRunner):
         task.initialize(SourceTaskContext(dict(self.props), ConnectorOffsetReader(self.worker.offsets,
                                                                                   self.connector.name)))
         key_converter, value_converter = self.converter("key.converter"), self.converter("value.converter")
+        transform = transforms.chain(self.connector.config)
+        tolerate = self.connector.config.get("errors.tolerance", "none") == "all"
         errors = ClientErrors()
         producer = create_client(Producer, client_config(
             cfg.bootstrap_servers, cfg.client_props("producer"), errors=errors,
@@ -163,7 +175,16 @@ class SourceTaskRunner(TaskRunner):
                     continue
                 records = task.poll() or []
                 for record in records:
-                    self._send(producer, record, key_converter, value_converter, failures)
+                    try:
+                        changed = transform(record)
+                        if changed is not None:
+                            assert isinstance(changed, SourceRecord)
+                            self._send(producer, changed, key_converter, value_converter, failures)
+                    except Exception as exc:
+                        if not tolerate:
+                            raise
+                        self._tolerated(exc, record)
+                    # a dropped or skipped record's offset counts too, as in Kafka
                     if record.source_partition is not None and record.source_offset is not None:
                         pending[json.dumps(record.source_partition, separators=(",", ":")).encode()] = \
                             record.source_offset
@@ -228,6 +249,9 @@ class SinkTaskRunner(TaskRunner):
         context = SinkTaskContext(dict(self.props))
         task.initialize(context)
         key_converter, value_converter = self.converter("key.converter"), self.converter("value.converter")
+        transform = transforms.chain(self.connector.config)
+        tolerate = self.connector.config.get("errors.tolerance", "none") == "all"
+        dlq = DeadLetterQueue.of(self.worker.config, self.connector.config, name, self.task.id) if tolerate else None
         errors = ClientErrors()
         consumer = create_client(Consumer, client_config(
             cfg.bootstrap_servers, cfg.client_props("consumer"), errors=errors,
@@ -273,23 +297,78 @@ class SinkTaskRunner(TaskRunner):
                             continue
                         raise KafkaException(error)
                     topic, partition, offset = str(msg.topic()), int(msg.partition() or 0), int(msg.offset() or 0)
-                    key_schema, key = key_converter.to_connect(topic, msg.key())
-                    value_schema, value = value_converter.to_connect(topic, msg.value())
-                    ts_type, ts = msg.timestamp()
-                    batch.append(SinkRecord(topic, partition, key_schema, key, value_schema, value,
-                                            ts if ts_type else None, [], kafka_offset=offset,
-                                            timestamp_type="LogAppendTime" if ts_type == 2 else "CreateTime"))
                     positions[(topic, partition)] = offset + 1
+                    try:
+                        key_schema, key = key_converter.to_connect(topic, msg.key())
+                        value_schema, value = value_converter.to_connect(topic, msg.value())
+                        ts_type, ts = msg.timestamp()
+                        headers: list[tuple[str, Schema | None, Any]] = [
+                            (str(h[0]), None, h[1]) for h in (msg.headers() or [])]
+                        record = transform(SinkRecord(topic, partition, key_schema, key, value_schema, value,
+                                                      ts if ts_type else None, headers, kafka_offset=offset,
+                                                      timestamp_type="LogAppendTime" if ts_type == 2 else "CreateTime"))
+                    except Exception as exc:
+                        if not tolerate:
+                            raise
+                        self._tolerated(exc, f"{topic}-{partition}@{offset}")
+                        if dlq is not None:
+                            dlq.send(msg, exc, self.connector.config["connector.class"])
+                        continue
+                    if record is not None:
+                        assert isinstance(record, SinkRecord)
+                        batch.append(record)
                 if batch:
                     task.put(batch)
                 if time.monotonic() >= next_flush or context.commit_requested:
                     context.commit_requested = False
+                    if dlq is not None:
+                        dlq.flush()
                     flush_and_commit()
                     next_flush = time.monotonic() + cfg.ms("offset.flush.interval.ms")
             flush_and_commit()
         finally:
             task.stop()
             consumer.close()
+            if dlq is not None:
+                dlq.flush()
+
+
+class DeadLetterQueue:
+    """A sink connector's dead letter queue (`errors.deadletterqueue.topic.name`): the original bytes of a record
+    that failed conversion or transformation, with Kafka's `__connect.errors.*` context headers when
+    `errors.deadletterqueue.context.headers.enable`."""
+
+    def __init__(self, producer: Producer, topic: str, headers: bool, connector: str, task: int) -> None:
+        self.producer, self.topic, self.headers = producer, topic, headers
+        self.connector, self.task = connector, task
+
+    @classmethod
+    def of(cls, worker: WorkerConfig, config: Mapping[str, str], connector: str, task: int) -> DeadLetterQueue | None:
+        topic = config.get("errors.deadletterqueue.topic.name", "").strip()
+        if not topic:
+            return None
+        producer = create_client(Producer, client_config(worker.bootstrap_servers, worker.client_props("producer"),
+                                                         errors=ClientErrors(), defaults={"acks": "all"}))
+        return cls(producer, topic, config.get("errors.deadletterqueue.context.headers.enable", "false") == "true",
+                   connector, task)
+
+    def send(self, msg: Any, exc: Exception, connector_class: str) -> None:
+        headers = list(msg.headers() or [])
+        if self.headers:
+            context = {
+                "__connect.errors.topic": msg.topic(), "__connect.errors.partition": str(msg.partition()),
+                "__connect.errors.offset": str(msg.offset()), "__connect.errors.connector.name": self.connector,
+                "__connect.errors.task.id": str(self.task), "__connect.errors.stage": "VALUE_CONVERTER",
+                "__connect.errors.class.name": connector_class,
+                "__connect.errors.exception.class.name": type(exc).__name__,
+                "__connect.errors.exception.message": str(exc),
+                "__connect.errors.exception.stacktrace": _trace(exc)}
+            headers += [(k, v.encode()) for k, v in context.items()]
+        self.producer.produce(self.topic, key=msg.key(), value=msg.value(), headers=headers)
+        self.producer.poll(0)
+
+    def flush(self) -> None:
+        self.producer.flush(30)
 
 
 class Worker:
@@ -330,6 +409,10 @@ class Worker:
                 values.append(_error_value("topics", config.get("topics"),
                                            "Must configure one of topics or topics.regex"))
         values += cls().validate(config)
+        try:
+            transforms.chain(config)
+        except ConfigException as exc:
+            values.append(_error_value("transforms", config.get("transforms"), str(exc)))
         return self.plugins.connector_name(config["connector.class"]), values
 
     def check(self, name: str, config: Mapping[str, str]) -> None:
