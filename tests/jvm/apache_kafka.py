@@ -108,6 +108,7 @@ class ApacheKafkaBroker:
     overrides: dict[str, str] = field(default_factory=dict)
     port: int = 0
     controller_port: int = 0
+    heap: str = "-Xmx512m"  # "default": kafka-server-start.sh's -Xmx1G -Xms1G (the benchmarks)
     proc: subprocess.Popen | None = None
 
     def __post_init__(self) -> None:
@@ -147,7 +148,8 @@ class ApacheKafkaBroker:
                                 cluster_id, "-c", str(self.config_path)),
                            check=True, capture_output=True, timeout=120)
         with open(self.stdout_path, "ab") as out:
-            self.proc = subprocess.Popen(["java", "-Xmx512m", "-cp", classpath(), "kafka.Kafka", str(self.config_path)],
+            heap = ["-Xmx1G", "-Xms1G"] if self.heap == "default" else self.heap.split()
+            self.proc = subprocess.Popen(["java", *heap, "-cp", classpath(), "kafka.Kafka", str(self.config_path)],
                                          stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         wait_port(self.port, timeout, self.proc)
         return self
