@@ -82,6 +82,20 @@ def test_request_memory_wakes_waiters_in_order_while_there_is_room() -> None:
     assert woken == ["a", "b", "c"] and memory.used == 70
 
 
+def test_request_memory_says_when_it_drains_after_holding_a_lot() -> None:
+    drained: list[int] = []
+    memory = RequestMemory(-1, on_drained=lambda: drained.append(memory.used))
+    memory.adjust(1 << 20)
+    memory.adjust(-(1 << 20))
+    assert drained == []  # little held: nothing to give back
+    memory.adjust(RequestMemory.DRAINED_BYTES)
+    memory.adjust(10)
+    memory.adjust(-RequestMemory.DRAINED_BYTES)
+    assert drained == []  # not empty yet
+    memory.adjust(-10)
+    assert drained == [0]
+
+
 def test_unlimited_memory() -> None:
     memory = RequestMemory(-1)
     memory.adjust(10**12)

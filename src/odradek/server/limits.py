@@ -94,11 +94,16 @@ class RequestMemory:
     """Bytes of requests read but not yet answered, over all connections. A connection that needs
     memory while there is no room stops reading and waits; waiters are called back in order as
     memory frees. One request may take the pool past its capacity (it is already being read), so a
-    request larger than the whole pool still gets through when the pool is otherwise empty."""
+    request larger than the whole pool still gets through when the pool is otherwise empty. When the pool
+    empties after holding at least DRAINED_BYTES, `on_drained` is called (the heap trimmer)."""
 
-    def __init__(self, capacity: int) -> None:
+    DRAINED_BYTES = 64 << 20
+
+    def __init__(self, capacity: int, on_drained: Callable[[], None] | None = None) -> None:
         self.capacity = capacity  # -1: unlimited
         self.used = 0
+        self.on_drained = on_drained
+        self._high = 0  # the most held since the pool was last empty
         self._waiters: deque[Callable[[], None]] = deque()
 
     def has_room(self) -> bool:
@@ -107,8 +112,14 @@ class RequestMemory:
     def adjust(self, delta: int) -> None:
         """Charge (positive) or release (negative) bytes; a release wakes waiters while there is room."""
         self.used += delta
+        if self.used > self._high:
+            self._high = self.used
         while delta < 0 and self._waiters and self.has_room():
             self._waiters.popleft()()
+        if self.used <= 0 and self._high >= self.DRAINED_BYTES:
+            self._high = 0
+            if self.on_drained is not None:
+                self.on_drained()
 
     def wait(self, callback: Callable[[], None]) -> None:
         """Call `callback` once there is room (the callback charges what it needs)."""

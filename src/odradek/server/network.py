@@ -193,6 +193,7 @@ class Connection(AdmittedProtocol):
             elif self._decoder.partial_frame_size is not None:
                 self._partial_charged = True
                 self._charge()
+                self._decoder.reserve()
         self._update_reading()
         if frames:
             if self._worker is None:
@@ -267,6 +268,8 @@ class Connection(AdmittedProtocol):
         if self._decoder.partial_frame_size is not None:
             self._partial_charged = True
         self._charge()
+        if self._partial_charged:
+            self._decoder.reserve()
         self._update_reading()
 
     def authenticated(self, principal: str) -> None:
@@ -334,6 +337,9 @@ class Connection(AdmittedProtocol):
                             return
                     else:
                         self.transport.writelines(response)  # type: ignore[arg-type]  # no regions
+                # the request's bytes are released from the pool here: they must be freed here too, not
+                # when the next request replaces them (a large frame would stay held uncounted meanwhile)
+                del frame
                 self._in_flight = 0
                 self._charge()
                 if self._unauthenticated:
@@ -378,6 +384,7 @@ class Connection(AdmittedProtocol):
                 released = self._released = loop.create_future()
                 task: asyncio.Task[Response] = loop.create_task(self._dispatch(self, frame))
                 self._answering.append((task, len(frame)))
+                del frame  # the task holds it until it is answered and released from the pool
                 task.add_done_callback(partial(_settle, released))
                 task.add_done_callback(self._answer_ready)
                 await released
@@ -474,6 +481,8 @@ class SocketServer:
         self.limits = limits
         self.memory = memory or RequestMemory(-1)
         self.trimmer = trimmer or HeapTrimmer()
+        if self.memory.on_drained is None:
+            self.memory.on_drained = self.trimmer.memory_freed
         self._servers: list[asyncio.base_events.Server] = []
         self._tls_acceptors: list[TlsAcceptor] = []
         self.connections: set[Connection] = set()
