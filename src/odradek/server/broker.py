@@ -109,9 +109,11 @@ class Broker:
         self.server = SocketServer(
             self.dispatcher, config.get("socket.request.max.bytes"),
             ConnectionLimits(config.get("max.connections"), config.get("max.connections.per.ip"),
-                             config.max_connections_per_ip_overrides),
+                             config.max_connections_per_ip_overrides, per_listener=config.listener_max_connections,
+                             protected=config.inter_broker_listener.name if len(config.listeners) > 1 else None),
             RequestMemory(config.get("queued.max.request.bytes")),
             max_idle_ms=config.get("connections.max.idle.ms"),
+            max_unauthenticated_ms=config.get("connections.max.unauthenticated.ms"),
         )
         self.bound_ports: dict[str, int] = {}
         self._tasks = TaskSet(log, "Background task")

@@ -1,7 +1,13 @@
 """Admission limits of the socket server, as bookkeeping the network layer consults: how many
-connections the broker and each client address may hold (``max.connections``,
-``max.connections.per.ip`` and its overrides), and how many bytes of requests may be read but not yet
-answered across all connections (``queued.max.request.bytes``). Nothing here touches a socket."""
+connections the broker, each listener and each client address may hold (``max.connections``,
+``listener.name.<listener>.max.connections``, ``max.connections.per.ip`` and its overrides), and how
+many bytes of requests may be read but not yet answered across all connections
+(``queued.max.request.bytes``). Nothing here touches a socket.
+
+As Kafka's ConnectionQuotas: the broker-wide max.connections does not apply to the inter-broker listener
+(when the broker has more than one listener), so that a flood of clients cannot keep the other brokers
+out; a connection it admits over the broker-wide limit makes the broker close one connection of another
+listener (`make_way`: the socket server picks which)."""
 
 from __future__ import annotations
 
@@ -35,16 +41,34 @@ def resolve_host(host: str) -> list[str]:
     return sorted({normal_address(str(info[4][0])) for info in infos})
 
 
+class Refusal(str):
+    """Why a connection is refused (the text), and the limit that refused it (`kind`)."""
+
+    kind: str
+
+    def __new__(cls, text: str, kind: str) -> Refusal:
+        refusal = super().__new__(cls, text)
+        refusal.kind = kind
+        return refusal
+
+
 class ConnectionLimits:
     """Counts connections in total and per client address; `admit` says why a new one is refused."""
 
     def __init__(self, max_total: int, max_per_ip: int, overrides: Mapping[str, int] | None = None,
-                 resolve: Callable[[str], Iterable[str]] = resolve_host) -> None:
+                 resolve: Callable[[str], Iterable[str]] = resolve_host, per_listener: Mapping[str, int] | None = None,
+                 protected: str | None = None) -> None:
         self.max_total = max_total
         self.max_per_ip = max_per_ip
         self.per_ip = self.resolve_overrides(overrides or {}, resolve)
+        self.per_listener = dict(per_listener or {})  # listener name -> its max.connections
+        # the inter-broker listener, exempt from max_total; None when the broker has only one listener
+        self.protected = protected
         self.total = 0
         self.by_ip: dict[str, int] = {}
+        self.by_listener: dict[str, int] = {}
+        # called with the protected listener's name when it takes the broker past max_total
+        self.make_way: Callable[[str], None] | None = None
 
     @staticmethod
     def resolve_overrides(overrides: Mapping[str, int],
@@ -67,26 +91,42 @@ class ConnectionLimits:
         connections accepted from now on; open connections are kept, as Kafka keeps them."""
         self.max_total, self.max_per_ip, self.per_ip = max_total, max_per_ip, dict(per_ip)
 
-    def admit(self, address: str) -> str | None:
-        """Count a new connection from `address`, or return why it is refused (nothing counted)."""
+    def admit(self, address: str, listener: str = "") -> Refusal | None:
+        """Count a new connection from `address` on `listener`, or return why it is refused (nothing
+        counted)."""
         address = normal_address(address)
         limit = self.per_ip.get(address, self.max_per_ip)
         count = self.by_ip.get(address, 0)
         if count >= limit:
-            return f"address {address} already has the configured maximum of {limit} connections"
-        if self.total >= self.max_total:
-            return f"the broker already has the configured maximum of {self.max_total} connections (max.connections)"
+            return Refusal(f"address {address} already has the configured maximum of {limit} connections",
+                           "max.connections.per.ip")
+        on_listener = self.by_listener.get(listener, 0)
+        listener_limit = self.per_listener.get(listener)
+        if listener_limit is not None and on_listener >= listener_limit:
+            return Refusal(f"listener {listener} already has the configured maximum of {listener_limit} connections"
+                           f" (listener.name.{listener.lower()}.max.connections)", f"{listener} max.connections")
+        if self.total >= self.max_total and listener != self.protected:
+            return Refusal(f"the broker already has the configured maximum of {self.max_total} connections"
+                           " (max.connections)", "max.connections")
         self.by_ip[address] = count + 1
+        self.by_listener[listener] = on_listener + 1
         self.total += 1
+        if self.total > self.max_total and self.make_way is not None:
+            self.make_way(listener)
         return None
 
-    def release(self, address: str) -> None:
+    def release(self, address: str, listener: str = "") -> None:
         address = normal_address(address)
         count = self.by_ip.get(address, 0) - 1
         if count > 0:
             self.by_ip[address] = count
         else:
             self.by_ip.pop(address, None)
+        on_listener = self.by_listener.get(listener, 0) - 1
+        if on_listener > 0:
+            self.by_listener[listener] = on_listener
+        else:
+            self.by_listener.pop(listener, None)
         self.total -= 1
 
 
