@@ -36,6 +36,26 @@ def test_total_limit_and_release() -> None:
     assert limits.by_ip == {"b": 1, "c": 1}
 
 
+def test_listener_limits_and_the_inter_broker_listeners_exemption() -> None:
+    made_way: list[str] = []
+    limits = ConnectionLimits(2, 100, per_listener={"EXTERNAL": 1}, protected="INTERNAL")
+    limits.make_way = made_way.append
+    assert limits.admit("a", "EXTERNAL") is None
+    refused = limits.admit("b", "EXTERNAL")
+    assert refused is not None and refused.kind == "EXTERNAL max.connections"
+    assert "listener.name.external.max.connections" in refused
+    assert limits.admit("b", "CLIENTS") is None  # the broker is full now (2)
+    refused = limits.admit("c", "CLIENTS")
+    assert refused is not None and refused.kind == "max.connections"
+    # Kafka's ConnectionQuotas: max.connections does not hold the inter-broker listener; each connection
+    # it admits past the limit asks another listener to make way
+    assert limits.admit("d", "INTERNAL") is None and limits.admit("e", "INTERNAL") is None
+    assert made_way == ["INTERNAL", "INTERNAL"] and limits.total == 4
+    assert limits.by_listener == {"EXTERNAL": 1, "CLIENTS": 1, "INTERNAL": 2}
+    limits.release("a", "EXTERNAL")
+    assert limits.by_listener == {"CLIENTS": 1, "INTERNAL": 2} and limits.total == 3
+
+
 def test_ipv4_mapped_addresses_count_as_ipv4() -> None:
     assert normal_address("::ffff:127.0.0.1") == "127.0.0.1"
     limits = ConnectionLimits(10, 10, {"127.0.0.1": 1})
