@@ -673,7 +673,7 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("log.roll.ms", LONG, None, mode=C, applied=True),
     _key("log.segment.bytes", INT, "1073741824", valid=Range(14), mode=C, applied=True),
     _key("log.segment.delete.delay.ms", LONG, "60000", valid=Range(0), mode=C),
-    _key("max.connection.creation.rate", INT, "2147483647", valid=Range(0), mode=C),
+    _key("max.connection.creation.rate", INT, "2147483647", valid=Range(0), mode=C, applied=True),
     # KIP-578's names (proposed for Kafka, not in its documentation): the most partition replicas one
     # broker may host, and the most partitions the cluster may hold. CreateTopics, CreatePartitions and
     # auto-creation that would pass them are refused before any work. 100,000 per broker leaves room

@@ -56,6 +56,23 @@ def test_listener_limits_and_the_inter_broker_listeners_exemption() -> None:
     assert limits.by_listener == {"CLIENTS": 1, "INTERNAL": 2} and limits.total == 3
 
 
+def test_the_connection_creation_rate() -> None:
+    now = [0.0]
+    limits = ConnectionLimits(100, 100, creation_rate=3, protected="INTERNAL", clock=lambda: now[0])
+    assert [limits.admit("a", "CLIENTS") is None for _ in range(4)] == [True, True, True, False]
+    refused = limits.admit("a", "CLIENTS")
+    assert refused is not None and refused.kind == "max.connection.creation.rate"
+    assert limits.admit("b", "INTERNAL") is None  # the inter-broker listener is exempt, as in Kafka
+    now[0] = 0.34  # a third of a second: one more
+    assert limits.admit("a", "CLIENTS") is None and limits.admit("a", "CLIENTS") is not None
+    now[0] = 10.0  # the bucket holds one second's worth, no more
+    assert [limits.admit("a", "CLIENTS") is None for _ in range(4)] == [True, True, True, False]
+    assert limits.total == 8
+    limits.reconfigure(100, 100, {}, creation_rate=2**31 - 1)
+    now[0] = 11.0
+    assert all(limits.admit("c", "CLIENTS") is None for _ in range(50))
+
+
 def test_ipv4_mapped_addresses_count_as_ipv4() -> None:
     assert normal_address("::ffff:127.0.0.1") == "127.0.0.1"
     limits = ConnectionLimits(10, 10, {"127.0.0.1": 1})

@@ -1,10 +1,16 @@
 """Admission limits of the socket server, as bookkeeping the network layer consults: how many
 connections the broker, each listener and each client address may hold (``max.connections``,
-``listener.name.<listener>.max.connections``, ``max.connections.per.ip`` and its overrides), and how
+``listener.name.<listener>.max.connections``, ``max.connections.per.ip`` and its overrides), how fast they
+may arrive (``max.connection.creation.rate``), and how
 many bytes of requests may be read but not yet answered across all connections
 (``queued.max.request.bytes``). Nothing here touches a socket.
 
-As Kafka's ConnectionQuotas: the broker-wide max.connections does not apply to the inter-broker listener
+``max.connection.creation.rate`` bounds how many connections per second are admitted (a bucket of one
+second's worth); Kafka's acceptor waits for the rate to allow the next accept, here a connection over it
+is closed at once like one over any other limit.
+
+As Kafka's ConnectionQuotas: the broker-wide max.connections and max.connection.creation.rate do not
+apply to the inter-broker listener
 (when the broker has more than one listener), so that a flood of clients cannot keep the other brokers
 out; a connection it admits over the broker-wide limit makes the broker close one connection of another
 listener (`make_way`: the socket server picks which)."""
@@ -14,6 +20,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import socket
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 
@@ -57,8 +64,14 @@ class ConnectionLimits:
 
     def __init__(self, max_total: int, max_per_ip: int, overrides: Mapping[str, int] | None = None,
                  resolve: Callable[[str], Iterable[str]] = resolve_host, per_listener: Mapping[str, int] | None = None,
-                 protected: str | None = None) -> None:
+                 protected: str | None = None, creation_rate: int = 2**31 - 1,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.max_total = max_total
+        # max.connection.creation.rate: new connections per second (a bucket of one second's worth)
+        self.creation_rate = creation_rate
+        self._clock = clock
+        self._tokens = float(creation_rate)
+        self._refilled = clock()
         self.max_per_ip = max_per_ip
         self.per_ip = self.resolve_overrides(overrides or {}, resolve)
         self.per_listener = dict(per_listener or {})  # listener name -> its max.connections
@@ -86,10 +99,24 @@ class ConnectionLimits:
                 per_ip[address] = limit
         return per_ip
 
-    def reconfigure(self, max_total: int, max_per_ip: int, per_ip: Mapping[str, int]) -> None:
+    def reconfigure(self, max_total: int, max_per_ip: int, per_ip: Mapping[str, int],
+                    creation_rate: int | None = None) -> None:
         """New limits (a dynamic broker config changed; `per_ip` from resolve_overrides). They apply to
         connections accepted from now on; open connections are kept, as Kafka keeps them."""
         self.max_total, self.max_per_ip, self.per_ip = max_total, max_per_ip, dict(per_ip)
+        if creation_rate is not None and creation_rate != self.creation_rate:
+            self.creation_rate = creation_rate
+            self._tokens = min(self._tokens, float(creation_rate))
+
+    def _rate_allows(self) -> bool:
+        """Take one connection from the creation-rate bucket, if there is one."""
+        now = self._clock()
+        self._tokens = min(float(self.creation_rate), self._tokens + (now - self._refilled) * self.creation_rate)
+        self._refilled = now
+        if self._tokens < 1:
+            return False
+        self._tokens -= 1
+        return True
 
     def admit(self, address: str, listener: str = "") -> Refusal | None:
         """Count a new connection from `address` on `listener`, or return why it is refused (nothing
@@ -108,6 +135,9 @@ class ConnectionLimits:
         if self.total >= self.max_total and listener != self.protected:
             return Refusal(f"the broker already has the configured maximum of {self.max_total} connections"
                            " (max.connections)", "max.connections")
+        if listener != self.protected and not self._rate_allows():
+            return Refusal(f"new connections arrive faster than {self.creation_rate} per second"
+                           " (max.connection.creation.rate)", "max.connection.creation.rate")
         self.by_ip[address] = count + 1
         self.by_listener[listener] = on_listener + 1
         self.total += 1
