@@ -178,8 +178,8 @@ class Connection(AdmittedProtocol):
         self._auth_timer = None
         if self._unauthenticated and not self.closed:
             limited.info("Closing connection from %s (listener %s): not authenticated within %d ms"
-                                     " (connections.max.unauthenticated.ms)", self.peer, self.security.name,
-                                     round(self._auth_deadline_s * 1000))
+                         " (connections.max.unauthenticated.ms)", self.peer, self.security.name,
+                         round(self._auth_deadline_s * 1000))
             self.close("not authenticated in time", quiet=True, abort=True)
 
     @property
