@@ -424,7 +424,7 @@ def _applied_listener_key(name: str) -> bool:
     rest = name[len("listener.name."):].partition(".")[2]
     key = BROKER_KEYS.get(rest)
     if key is not None:
-        return key.applied and rest.startswith(("ssl.", "sasl."))
+        return key.applied and (rest.startswith(("ssl.", "sasl.")) or rest == "max.connections")
     return rest.partition(".")[2] == "sasl.jaas.config"
 
 
@@ -954,6 +954,18 @@ class BrokerConfig:
     def zookeeper_connect(self) -> str | None:
         """The ZooKeeper connect string, or ``None`` in single-node (embedded store) mode."""
         return self._zookeeper_connect
+
+    @property
+    def listener_max_connections(self) -> dict[str, int]:
+        """``listener.name.<listener>.max.connections`` of each listener that sets it, by listener name."""
+        out: dict[str, int] = {}
+        for listener in self._listeners:
+            for name in (f"listener.name.{listener.name.lower()}.max.connections",
+                         f"listener.name.{listener.name}.max.connections"):
+                if self.is_set(name):
+                    out[listener.name] = BROKER_KEYS["max.connections"].parse(str(self.value(name)))
+                    break
+        return out
 
     @property
     def max_connections_per_ip_overrides(self) -> dict[str, int]:

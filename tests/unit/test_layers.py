@@ -29,7 +29,7 @@ class Layer(NamedTuple):
 # Lowest first: the top-level modules and packages of `odradek` (and the `pyspark_odradek` shim beside it).
 LAYERS: list[Layer] = [
     # helpers and the key catalogue: no imports of ours
-    Layer(("aio", "fsutil", "interrupts", "java_text", "config_keys")),
+    Layer(("aio", "fsutil", "interrupts", "java_text", "config_keys", "ratelog")),
     Layer(("config_key_types",)),  # generated from the catalogue
     Layer(("protocol",)),
     Layer(("config",)),

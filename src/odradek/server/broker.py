@@ -49,11 +49,12 @@ from odradek.protocol.client_security import PLAINTEXT, ClientSecurity
 from odradek.replication.manager import ReplicaManager
 from odradek.security.acl_store import AclCache
 from odradek.security.authorizer import Authorizer, check_class, parse_super_users
+from odradek.security.http_host import HostAllowlist
 from odradek.server.coordinator_partitions import BrokerPartitions
 from odradek.server.dispatcher import Dispatcher
 from odradek.server.dynamic_config import DynamicBrokerConfig
 from odradek.server.fetch_sessions import FetchSessionCache
-from odradek.server.http_endpoint import HttpEndpoint
+from odradek.server.http_endpoint import HttpAccess, HttpEndpoint
 from odradek.server.limits import ConnectionLimits, RequestMemory
 from odradek.server.log_dir_failure import LogDirFailureHandler
 from odradek.server.metrics import BrokerMetrics
@@ -111,9 +112,12 @@ class Broker:
         self.server = SocketServer(
             self.dispatcher, config.get("socket.request.max.bytes"),
             ConnectionLimits(config.get("max.connections"), config.get("max.connections.per.ip"),
-                             config.max_connections_per_ip_overrides),
+                             config.max_connections_per_ip_overrides, per_listener=config.listener_max_connections,
+                             protected=config.inter_broker_listener.name if len(config.listeners) > 1 else None,
+                             creation_rate=config.get("max.connection.creation.rate")),
             RequestMemory(config.get("queued.max.request.bytes")),
             max_idle_ms=config.get("connections.max.idle.ms"),
+            max_unauthenticated_ms=config.get("connections.max.unauthenticated.ms"),
         )
         self.bound_ports: dict[str, int] = {}
         self._tasks = TaskSet(log, "Background task")
@@ -344,11 +348,23 @@ class Broker:
         host, sep, port = str(address).rpartition(":")
         if not sep or not port.isdigit():
             raise StartupError(f"http.listener: '{address}' is not of the form HOST:PORT")
-        self.http = HttpEndpoint(host.strip("[]"), int(port), self.metrics.render, lambda: self.ready)
+        self.http = HttpEndpoint(host.strip("[]"), int(port), self.metrics.render, lambda: self.ready,
+                                 self._http_access(host.strip("[]")))
         try:
             await self.http.start()
         except OSError as exc:
             raise StartupError(f"http.listener: cannot bind {address}: {exc.strerror or exc}") from None
+
+    def _http_access(self, host: str) -> HttpAccess:
+        """Who the HTTP endpoint answers: the Host names it accepts (this machine's, the advertised
+        listeners', http.listener.allowed.hosts, and any IP address), the token /metrics needs, and its
+        connection bounds."""
+        names = [socket.gethostname(), *(a.host for a in self.config.advertised_listeners if a.host),
+                 *self.config.get("http.listener.allowed.hosts")]
+        token = self.config.get("http.listener.auth.token")
+        return HttpAccess(HostAllowlist(host, names, any_address=True), token.value if token is not None else None,
+                          self.config.get("http.listener.max.connections"),
+                          self.config.get("http.listener.request.timeout.ms") / 1000)
 
     async def _listen(self) -> None:
         securities = []

@@ -30,12 +30,14 @@ from kafka.protocol.producer import (
 
 from odradek.groups import OFFSETS_TOPIC
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.ratelog import LimitedLog
 from odradek.server import authz
 from odradek.server.registry import RequestContext, handles
 from odradek.server.safe_regex import compile_safe_pattern
 from odradek.txn.state import MAX_EPOCH, TxnState, now_ms
 
 log = logging.getLogger("odradek.txn")
+limited = LimitedLog(log)  # lines any client can repeat per request
 
 
 async def _error_of(outcome: Awaitable[object]) -> int:
@@ -216,7 +218,7 @@ async def list_transactions(ctx: RequestContext, request: Any) -> ListTransactio
         try:
             pattern = compile_safe_pattern(request.transactional_id_pattern)
         except ValueError as exc:
-            log.info("ListTransactions: invalid transactional id pattern %r: %s",
+            limited.info("ListTransactions: invalid transactional id pattern %r: %s",
                      request.transactional_id_pattern[:200], exc)
             return ListTransactionsResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REGULAR_EXPRESSION,
                                             unknown_state_filters=[], transaction_states=[])
