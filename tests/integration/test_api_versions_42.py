@@ -468,9 +468,9 @@ def test_write_txn_markers_v2_transaction_version(broker: BrokerProcess) -> None
         create_topic(broker.bootstrap, topic)
         with _conn(broker) as conn:
             # a transaction the coordinator knows (transactional batches need one), ended here by hand
-            init = _retry(lambda: conn.request(InitProducerIdRequest(  # noqa: B023 (called at once)
-                transactional_id=tid, transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1), 5),
-                busy, "InitProducerId")
+            request = InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=60_000, producer_id=-1,
+                                            producer_epoch=-1)
+            init = _retry(lambda: conn.request(request, 5), busy, "InitProducerId")  # noqa: B023 (called at once)
             pid = init.producer_id
             assert init.producer_epoch == 0
             added = conn.request(AddPartitionsToTxnRequest(

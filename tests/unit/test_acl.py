@@ -243,7 +243,7 @@ AUTHORIZATION = {
     "AlterReplicaLogDirs": "ALTER cluster (every partition refused)",
     "DescribeUserScramCredentials": "DESCRIBE cluster", "AlterUserScramCredentials": "ALTER cluster",
     "InitProducerId": "WRITE transactional id, or IDEMPOTENT_WRITE cluster / WRITE on some topic",
-    "AddPartitionsToTxn": "WRITE transactional id, WRITE topic", "AddOffsetsToTxn": "WRITE transactional id, READ group",
+    "AddPartitionsToTxn": "WRITE transactional id, WRITE topic (v4+, from brokers: CLUSTER_ACTION)", "AddOffsetsToTxn": "WRITE transactional id, READ group",
     "EndTxn": "WRITE transactional id", "WriteTxnMarkers": "CLUSTER_ACTION cluster",
     "DescribeTransactions": "DESCRIBE transactional id", "ListTransactions": "DESCRIBE transactional id (filtered)",
     "CreateAcls": "ALTER cluster", "DescribeAcls": "DESCRIBE cluster", "DeleteAcls": "ALTER cluster",

@@ -163,6 +163,11 @@ class PartitionVerifier:
                 transactional_id=tid, producer_id=ask.producer_id, producer_epoch=ask.producer_epoch,
                 verify_only=True, topics=[topic_cls(name=t, partitions=ps) for t, ps in by_topic.items()]))
         resp: Any = await conn.request(AddPartitionsToTxnRequest(transactions=transactions), VERIFY_VERSION)
+        if resp.error_code == ErrorCode.UNSUPPORTED_VERSION:
+            # a coordinator older than verification (a rolling upgrade): appended unverified, as Kafka does
+            log.warning("Broker %d cannot verify transactions (AddPartitionsToTxn v%d): appending unverified",
+                        leader, VERIFY_VERSION)
+            return {tid: {} for tid in batch}
         if resp.error_code != ErrorCode.NONE:
             # a refusal of the whole request is not the client's to see (Kafka's choice)
             code = (ErrorCode.INVALID_TXN_STATE if resp.error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
