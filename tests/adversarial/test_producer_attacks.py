@@ -30,12 +30,14 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 from kafka.protocol.admin.transactions import DescribeProducersRequest
-from kafka.protocol.consumer import ListOffsetsRequest
+from kafka.protocol.consumer import ListOffsetsRequest, OffsetFetchRequest
+from kafka.protocol.metadata import FindCoordinatorRequest
 from kafka.protocol.producer import (
     AddPartitionsToTxnRequest,
     EndTxnRequest,
     InitProducerIdRequest,
     ProduceRequest,
+    TxnOffsetCommitRequest,
 )
 
 from odradek.protocol.errors import ErrorCode
@@ -43,8 +45,9 @@ from odradek.protocol.records import build_batch
 from odradek.protocol.transport import BlockingConnection
 from tests.adversarial.secured import SECURED, client_conf, connect_as, listeners
 from tests.clients import unique_name
-from tests.harness import BrokerPool, free_port
+from tests.harness import BrokerCluster, BrokerPool, free_port
 from tests.waiting import wait_until
+from tests.zkharness import ZooKeeperChroot
 
 TOPIC = "ledger"  # alice and bob may WRITE it; nobody but admin may use a transactional id
 MADE_UP_PID = 4242
@@ -206,6 +209,38 @@ def test_partition_never_added_to_the_transaction_is_refused(target: Target) -> 
     _plain_then_read_committed(target, 0)  # the aborted transaction ends there too
 
 
+def test_offsets_of_a_transaction_that_never_added_them_are_refused(target: Target) -> None:
+    """TxnOffsetCommit is verified too: without AddOffsetsToTxn the group's offsets partition is not in the
+    transaction, so the offsets are not written (they would have opened a transaction in __consumer_offsets
+    that nothing ends, the group's offsets unstable for good); alice, without WRITE on the id, is refused
+    before anything else."""
+    tid, group = unique_name("admin-txn"), unique_name("g")
+    commit_topic = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+
+    def commit(conn: BlockingConnection, pid: int, epoch: int, version: int) -> int:
+        resp = conn.request(TxnOffsetCommitRequest(
+            transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch, generation_id=-1,
+            member_id="", group_instance_id=None, topics=[commit_topic(name=TOPIC, partitions=[
+                commit_topic.TxnOffsetCommitRequestPartition(partition_index=0, committed_offset=1,
+                                                             committed_leader_epoch=-1, committed_metadata="")])]),
+            version)
+        (code,) = [p.error_code for t in resp.topics for p in t.partitions]
+        return int(code)
+
+    with connect_as("admin", target.sasl_port) as conn:
+        pid, epoch = _init(conn, tid)
+        _retry(lambda: conn.request(FindCoordinatorRequest(key_type=0, coordinator_keys=[group]), 4).coordinators[0],
+               "FindCoordinator")  # as a client does first: the offsets topic exists from then on
+        got = wait_until(lambda: (c := commit(conn, pid, epoch, 3)) not in BUSY and c, 30, "TxnOffsetCommit")
+        assert got == ErrorCode.INVALID_TXN_STATE
+        assert commit(conn, pid, epoch, 4) == ErrorCode.TRANSACTION_ABORTABLE
+        assert commit(conn, MADE_UP_PID, 0, 3) == ErrorCode.INVALID_PRODUCER_ID_MAPPING
+        fetched = conn.request(OffsetFetchRequest(group_id=group, topics=None, require_stable=True), 7)
+        assert fetched.error_code == 0 and fetched.topics == []  # nothing pending, nothing committed
+    with connect_as("alice", target.sasl_port) as conn:
+        assert commit(conn, MADE_UP_PID, 0, 3) == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+
+
 def test_batches_of_two_producers_in_one_request_are_refused(target: Target) -> None:
     tid = unique_name("admin-txn")
     with connect_as("admin", target.sasl_port) as conn:
@@ -284,3 +319,51 @@ def test_init_producer_id_cannot_take_over_another_producer(target: Target) -> N
         victim.produce(TOPIC, b"victim-%d" % i, partition=0, on_delivery=report)
         assert victim.flush(30) == 0
     assert not errors, errors
+
+
+# ---- verification across brokers: the coordinator on one broker, the partition's leader on another -----
+
+def test_verification_over_the_inter_broker_listener(zk_standalone: ZooKeeperChroot, brokers: BrokerPool) -> None:
+    """Two secured brokers (they reach each other as admin over SASL): the leader of a partition asks the
+    coordinator on the other broker (AddPartitionsToTxn v5, CLUSTER_ACTION). A real transactional producer
+    commits across both brokers' partitions; a batch for a partition never added, sent to the leader that
+    is not the coordinator, is refused there."""
+    cluster = BrokerCluster(brokers.directory("verify"), zk_standalone.connect_string, size=2, overrides={
+        **SECURED, "auto.create.topics.enable": "false", "offsets.topic.replication.factor": "1",
+        "transaction.state.log.replication.factor": "1", "transaction.state.log.min.isr": "1",
+        "transaction.state.log.num.partitions": "1", "offsets.topic.num.partitions": "1",
+        "group.initial.rebalance.delay.ms": "0"})
+    sasl_ports = [free_port() for _ in cluster.brokers]
+    for b, port in zip(cluster.brokers, sasl_ports, strict=True):
+        b.overrides["listeners"] = listeners(b.port, port)
+    try:
+        cluster.start()
+        bootstrap = ",".join(f"127.0.0.1:{p}" for p in sasl_ports)
+        admin = AdminClient(client_conf(bootstrap, "admin"))
+        for f in admin.create_topics([NewTopic("spread", 2, replica_assignment=[[0], [1]])]).values():
+            f.result(30)  # partition i led by broker i
+        tid = unique_name("spread-txn")
+        p = Producer({**client_conf(bootstrap, "admin"), "transactional.id": tid, "linger.ms": 0})
+        p.init_transactions(30)
+        p.begin_transaction()
+        for i in range(4):
+            p.produce("spread", b"both-%d" % i, partition=i % 2)
+            p.flush(30)
+        p.commit_transaction(30)
+        with connect_as("admin", sasl_ports[0]) as conn:
+            found = _retry(lambda: conn.request(FindCoordinatorRequest(key_type=1, coordinator_keys=[tid]), 4)
+                           .coordinators[0], "FindCoordinator")
+        coordinator = found.node_id
+        other = 1 - coordinator  # leads partition `other`, and is not the coordinator
+        with connect_as("admin", sasl_ports[coordinator]) as conn:
+            pid, epoch = _init(conn, tid)
+        with connect_as("admin", sasl_ports[other]) as conn:
+            data = ProduceRequest.TopicProduceData
+            resp = conn.request(ProduceRequest(transactional_id=tid, acks=-1, timeout_ms=10_000, topic_data=[data(
+                name="spread", partition_data=[data.PartitionProduceData(
+                    index=other, records=_txn_batch(pid, epoch, b"sneaked"))])]), 9)
+            (part,) = resp.responses[0].partition_responses
+            assert (part.error_code, part.error_message) == (ErrorCode.INVALID_TXN_STATE,
+                                                            "Partition was not added to the transaction")
+    finally:
+        cluster.stop()

@@ -222,7 +222,7 @@ AUTHORIZATION = {
     "DescribeTopicPartitions": "DESCRIBE topic", "DescribeCluster": "authorized operations only",
     "FindCoordinator": "DESCRIBE group or transactional id",
     "JoinGroup": "READ group", "SyncGroup": "READ group", "Heartbeat": "READ group", "LeaveGroup": "READ group",
-    "OffsetCommit": "READ group, READ topic", "TxnOffsetCommit": "READ group, READ topic",
+    "OffsetCommit": "READ group, READ topic", "TxnOffsetCommit": "WRITE transactional id, READ group, READ topic",
     "OffsetFetch": "DESCRIBE group, DESCRIBE topic", "OffsetDelete": "DELETE group, READ topic",
     "DescribeGroups": "DESCRIBE group", "ListGroups": "DESCRIBE cluster, else DESCRIBE group (filtered)",
     "DeleteGroups": "DELETE group",
