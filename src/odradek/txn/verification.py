@@ -131,8 +131,9 @@ class PartitionVerifier:
             batch, node.waiting = node.waiting, {}
             try:
                 results = await self._request(leader, batch)
-            except (OSError, TimeoutError, ConnectionError, LookupError) as exc:
-                log.warning("Verifying transactions with broker %d failed: %s", leader, exc)
+            except Exception as exc:  # whatever went wrong, every producer waiting gets an answer
+                log.warning("Verifying transactions with broker %d failed: %s", leader, exc,
+                            exc_info=not isinstance(exc, OSError | TimeoutError | LookupError))
                 conn = self._connections.pop(leader, None)
                 if conn is not None:
                     await conn.close()
