@@ -62,14 +62,19 @@ def _topic_name(ctx: RequestContext, topic: Any) -> str:
     return topic.name if topic.topic_id is None else ctx.broker.metadata.by_id.get(topic.topic_id, "")
 
 
-def _refuse_all(ctx: RequestContext, req: ProduceRequestView, code: ErrorCode, message: str) -> list[bytes]:
+def _refuse_all(ctx: RequestContext, req: ProduceRequestView, code: ErrorCode, message: str
+                ) -> ProduceResponse | list[bytes]:
     """The whole request refused with one error (Kafka's error response to a Produce request)."""
     if req.acks == 0:
         raise CloseConnection(f"acks=0 produce request refused: {message}")
-    results = [(topic.name if topic.topic_id is None else topic.topic_id,
-                [_result(part.index, code, message=message) for part in topic.partitions]) for topic in req.topics]
-    ctx.broker.metrics.error_codes("Produce", [code] * sum(len(parts) for _, parts in results))
-    return encode_produce_response(ctx.version, ctx.header.correlation_id, results, 0)
+    results: dict[str | bytes, list[ProducePartitionResult]] = {}
+    for topic in req.topics:
+        results.setdefault(topic.name if topic.topic_id is None else topic.topic_id, []).extend(
+            _result(part.index, code, message=message) for part in topic.partitions)
+    if ctx.broker.quotas.enabled:
+        return _message(results, 0)  # the dispatcher adds the request-time throttle
+    ctx.broker.metrics.error_codes("Produce", [code] * sum(len(parts) for parts in results.values()))
+    return encode_produce_response(ctx.version, ctx.header.correlation_id, list(results.items()), 0)
 
 
 _Verified = tuple[dict[tuple[str, int], int], dict[tuple[str, int], tuple[ErrorCode, str | None]]]
