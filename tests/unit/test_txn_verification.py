@@ -4,7 +4,10 @@ marker in between voids a guard (Kafka's ABA case); how failed verifications rea
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -14,7 +17,7 @@ from odradek.storage import producer_state
 from odradek.storage.log import Log
 from odradek.storage.log_validator import AppendOrigin
 from odradek.storage.producer_state import NO_GUARD
-from odradek.txn.verification import produce_error
+from odradek.txn.verification import PartitionVerifier, produce_error
 
 
 def _txn(pid: int, seq: int, epoch: int = 0) -> bytes:
@@ -95,3 +98,63 @@ def test_transactional_batches_from_headers() -> None:
 ])
 def test_produce_errors_by_version(code: ErrorCode, version: int, expected: ErrorCode) -> None:
     assert produce_error(code, version)[0] == expected
+
+
+# ---- the leader's side: local answers, one request in flight per coordinator, batching ----------------
+
+class _Verifier(PartitionVerifier):
+    """Requests to the remote coordinator (broker 1) answered by the test, one at a time."""
+
+    def __init__(self) -> None:
+        metadata = SimpleNamespace(leader_of=lambda topic, index: 1, brokers={0: object(), 1: object()})
+        coordinator = SimpleNamespace(runtime=SimpleNamespace(partition_for=lambda tid: 0))
+        super().__init__(0, metadata, coordinator, None, 5.0)  # type: ignore[arg-type]
+        self.sent: list[dict[str, tuple[int, int]]] = []
+        self.release = asyncio.Event()
+
+    async def _request(self, leader: int, batch: dict[str, Any]) -> dict[str, Any]:
+        self.sent.append({tid: (ask.producer_id, ask.producer_epoch) for tid, ask in batch.items()})
+        await self.release.wait()
+        self.release.clear()
+        return {tid: {} for tid in batch}
+
+
+def test_verifications_wait_for_the_request_in_flight_then_go_together() -> None:
+    async def scenario() -> None:
+        v = _Verifier()
+        tp = [("t", 0)]
+        first = asyncio.create_task(v.verify("a", 1, 0, tp))
+        await asyncio.sleep(0)
+        later = [asyncio.create_task(v.verify(tid, pid, 0, tp)) for tid, pid in (("b", 2), ("c", 3))]
+        retried = asyncio.create_task(v.verify("c", 3, 0, tp))  # the same id and epoch again
+        fenced = asyncio.create_task(v.verify("b", 2, 1, tp))  # a newer epoch of b
+        await asyncio.sleep(0)  # all four waiting, in that order
+        stale = await v.verify("b", 2, 0, tp)  # older than the one waiting
+        assert stale == {("t", 0): ErrorCode.INVALID_PRODUCER_EPOCH}
+        await asyncio.sleep(0)
+        assert v.sent == [{"a": (1, 0)}]  # one request in flight to the coordinator
+        v.release.set()
+        assert await first == {}
+        assert await later[0] == {("t", 0): ErrorCode.INVALID_PRODUCER_EPOCH}  # displaced by epoch 1
+        assert await later[1] == {("t", 0): ErrorCode.NETWORK_EXCEPTION}  # displaced by its retry
+        await asyncio.sleep(0)
+        assert v.sent[1] == {"b": (2, 1), "c": (3, 0)}  # the rest in one request
+        v.release.set()
+        assert await retried == {} and await fenced == {}
+        await v.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_failed_request_answers_everyone() -> None:
+    async def scenario() -> None:
+        v = _Verifier()
+
+        async def broken(leader: int, batch: dict[str, Any]) -> dict[str, Any]:
+            raise ValueError("an answer that does not decode")
+
+        v._request = broken  # type: ignore[method-assign]
+        assert await v.verify("a", 1, 0, [("t", 0)]) == {("t", 0): ErrorCode.NETWORK_EXCEPTION}
+        await v.close()
+
+    asyncio.run(scenario())
