@@ -315,6 +315,11 @@ def test_init_producer_id_cannot_take_over_another_producer(target: Target) -> N
                                                    producer_id=pid, producer_epoch=epoch), 4)
     assert taken.error_code == 0
     assert taken.producer_id != pid and taken.producer_epoch == 0  # a fresh id, as Kafka hands out
+    with connect_as("bob", target.sasl_port) as conn:  # an id without an epoch (or the reverse) is malformed
+        for half in ({"producer_id": pid, "producer_epoch": -1}, {"producer_id": -1, "producer_epoch": epoch}):
+            malformed = conn.request(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60_000,
+                                                           **half), 4)
+            assert malformed.error_code == ErrorCode.INVALID_REQUEST
     for i in range(2, 5):
         victim.produce(TOPIC, b"victim-%d" % i, partition=0, on_delivery=report)
         assert victim.flush(30) == 0

@@ -68,10 +68,20 @@ async def init_producer_id(ctx: RequestContext, request: Any) -> InitProducerIdR
     else:
         try:
             authz.require(ctx, authz.Op.WRITE, authz.TRANSACTIONAL_ID, request.transactional_id)
+        except KafkaError as exc:
+            return InitProducerIdResponse(throttle_time_ms=0, error_code=exc.code, producer_id=-1, producer_epoch=-1)
+    if (pid == -1) != (epoch == -1):  # as Kafka: an id and an epoch, or neither
+        return InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST, producer_id=-1,
+                                      producer_epoch=-1)
+    if request.transactional_id is not None:
+        try:
             pid, epoch = await ctx.broker.transactions.init_producer_id(
                 request.transactional_id, request.transaction_timeout_ms, pid, epoch)
         except KafkaError as exc:
-            return InitProducerIdResponse(throttle_time_ms=0, error_code=exc.code, producer_id=-1, producer_epoch=-1)
+            code = exc.code
+            if code == ErrorCode.PRODUCER_FENCED and ctx.version < 4:
+                code = ErrorCode.INVALID_PRODUCER_EPOCH  # what clients before v4 understand
+            return InitProducerIdResponse(throttle_time_ms=0, error_code=code, producer_id=-1, producer_epoch=-1)
         return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=epoch)
     # as Kafka: without a transactional id always a fresh id. The id and epoch such a request names are
     # not proof of anything (any client could name another's), so bumping them would fence their owner.
