@@ -894,7 +894,7 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("telemetry.max.bytes", INT, "1048576", valid=Range(1)),
     _key("transaction.abort.timed.out.transaction.cleanup.interval.ms", INT, "10000", valid=Range(1), applied=True),
     _key("transaction.max.timeout.ms", INT, "900000", valid=Range(1), applied=True),
-    _key("transaction.partition.verification.enable", BOOLEAN, "true", mode=C),
+    _key("transaction.partition.verification.enable", BOOLEAN, "true", mode=C, applied=True),
     _key("transaction.remove.expired.transaction.cleanup.interval.ms", INT, "3600000", valid=Range(1), applied=True),
     _key("transaction.state.log.load.buffer.size", INT, "5242880", valid=Range(1), applied=True),
     _key("transaction.state.log.min.isr", INT, "2", valid=Range(1), applied=True),

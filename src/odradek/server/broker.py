@@ -72,6 +72,7 @@ from odradek.storage.manager import (
 )
 from odradek.txn.coordinator import TransactionCoordinator, TxnSettings, txn_topic_settings
 from odradek.txn.markers import MarkerSender, MarkerWriter
+from odradek.txn.verification import PartitionVerifier
 
 log = logging.getLogger("odradek.server")
 
@@ -226,6 +227,8 @@ class Broker:
                          int(cfg.get("request.timeout.ms")) / 1000),
             self.producer_ids)
         await self.transactions.start()
+        self.txn_verifier = PartitionVerifier(self.broker_id, self.metadata, self.transactions,
+                                              self.inter_broker_security, int(cfg.get("request.timeout.ms")) / 1000)
         self.controller = Controller(
             self.broker_id, self.store, self.metadata,
             delete_topic_enable=cfg.get("delete.topic.enable"),
@@ -500,6 +503,8 @@ class Broker:
             return
         self.stopping = True
         log.info("%s shutting down", self.prefix)
+        if getattr(self, "txn_verifier", None) is not None:
+            await self.txn_verifier.close()
         if getattr(self, "transactions", None) is not None:
             await self.transactions.shutdown()
         if getattr(self, "groups", None) is not None:
