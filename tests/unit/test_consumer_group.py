@@ -21,7 +21,6 @@ from odradek.groups.consumer_group import (
     ConsumerMember,
     MemberState,
     TopicInfo,
-    compile_regex,
     reconcile,
 )
 from odradek.groups.consumer_schemas import ClassicMemberValue
@@ -31,6 +30,7 @@ from odradek.groups.offsets import replay
 from odradek.groups.schemas import OffsetValue, group_records
 from odradek.groups.service import GroupCoordinatorService
 from odradek.groups.store import LoadedGroup
+from odradek.linear_regex import compile_pattern
 from odradek.protocol.errors import ErrorCode, KafkaError
 from tests.consumer_members import SETTINGS, Client, FakeTopics, tps
 from tests.group_members import InMemoryGroupStore
@@ -148,13 +148,13 @@ def test_stable_member_at_target_epoch_is_unchanged_and_unknown_state_is_fenced(
 
 
 def test_regex_is_matched_whole_and_re2_only_constructs() -> None:
-    assert compile_regex("orders-.*").fullmatch("orders-eu")
-    assert not compile_regex("orders").fullmatch("orders-eu")
+    assert compile_pattern("orders-.*").fullmatch("orders-eu")
+    assert not compile_pattern("orders").fullmatch("orders-eu")
     for bad in ("(a", "(?=x)y", r"(a)\1", "a" * 32768):  # the last: longer than its record's key may be
         with pytest.raises(KafkaError) as exc:
-            compile_regex(bad)
+            compile_pattern(bad)
         assert exc.value.code == E.INVALID_REGULAR_EXPRESSION
-    assert compile_regex("a" * 32767).fullmatch("a" * 32767)
+    assert compile_pattern("a" * 32767).fullmatch("a" * 32767)
 
     async def main() -> None:  # a heartbeat naming one is answered with the error, the group untouched
         cg, store = make()
