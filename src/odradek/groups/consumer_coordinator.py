@@ -84,6 +84,7 @@ GROUP_TYPE_CONSUMER = "consumer"
 # The member metadata cannot name a regex refresh interval; Kafka re-resolves regexes in the background
 # every few seconds. Here a heartbeat re-resolves its group's regexes when they are older than this.
 REGEX_REFRESH_MS = 1000
+AUTHORIZE_CHUNK = 128  # topics a regex matched, authorized between two turns of the event loop
 
 
 @dataclass(frozen=True, slots=True)
@@ -673,9 +674,12 @@ class ConsumerGroupCoordinator:
             except KafkaError as exc:  # validated when received; a record from elsewhere may still hold one
                 log.error("Consumer group %s: ignoring regex: %s", group.group_id, exc.message)
         resolved = await matching(patterns, list(self.topics.names())) if patterns else {}
-        matched = frozenset().union(*resolved.values())
+        matched = sorted(frozenset().union(*resolved.values()))
         if matched:
-            allowed = describable(matched)
+            allowed: set[str] = set()
+            for i in range(0, len(matched), AUTHORIZE_CHUNK):  # an authorizer call each: the loop gets turns
+                allowed |= describable(frozenset(matched[i:i + AUTHORIZE_CHUNK]))
+                await asyncio.sleep(0)
             resolved = {p: ts & allowed for p, ts in resolved.items()}
         return group.take_regex_topics(resolved)
 
