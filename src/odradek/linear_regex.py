@@ -49,9 +49,11 @@ class LinearPattern:
         return bool(self._re.Match(_ANCHOR_BOTH, text, 0, len(text))[0] != _NO_MATCH)
 
 
-def invalid(pattern: str, reason: str) -> KafkaError:
+def invalid(pattern: str, reason: str, field: str) -> KafkaError:
+    """Kafka's wording (GroupMetadataManager), the pattern cut short."""
     shown = pattern if len(pattern) <= _SHOWN_CHARS else pattern[:_SHOWN_CHARS] + "..."
-    return KafkaError(ErrorCode.INVALID_REGULAR_EXPRESSION, f"Invalid regular expression {shown}: {reason}")
+    return KafkaError(ErrorCode.INVALID_REGULAR_EXPRESSION,
+                      f"{field} `{shown}` is not a valid regular expression: {reason}.")
 
 
 def _reason(message: str) -> str:
@@ -63,11 +65,12 @@ def _reason(message: str) -> str:
 
 
 @functools.lru_cache(maxsize=256)
-def compile_pattern(pattern: str) -> LinearPattern:
-    """`pattern` compiled by RE2, or KafkaError INVALID_REGULAR_EXPRESSION saying why not."""
+def compile_pattern(pattern: str, field: str = "SubscribedTopicRegex") -> LinearPattern:
+    """`pattern` compiled by RE2, or KafkaError INVALID_REGULAR_EXPRESSION saying why not (naming the
+    request field it came in)."""
     size = len(pattern.encode("utf-8", "surrogatepass"))
     if size > MAX_PATTERN_BYTES:
-        raise invalid(pattern, f"{size} bytes, at most {MAX_PATTERN_BYTES}")
+        raise invalid(pattern, f"{size} bytes, at most {MAX_PATTERN_BYTES}", field)
     options = re2.Options()
     options.max_mem = MAX_MEMORY
     options.log_errors = False
@@ -77,7 +80,7 @@ def compile_pattern(pattern: str) -> LinearPattern:
     except re2.error as exc:
         message = exc.args[0] if exc.args else str(exc)
         text = message.decode("utf-8", "replace") if isinstance(message, bytes) else str(message)
-        raise invalid(pattern, _reason(text)) from None
+        raise invalid(pattern, _reason(text), field) from None
     return LinearPattern(pattern, compiled._regexp)
 
 

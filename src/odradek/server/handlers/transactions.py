@@ -213,7 +213,7 @@ async def list_transactions(ctx: RequestContext, request: Any) -> ListTransactio
     pattern: LinearPattern | None = None
     if ctx.version >= 2 and request.transactional_id_pattern:
         try:
-            pattern = compile_pattern(request.transactional_id_pattern)
+            pattern = compile_pattern(request.transactional_id_pattern, "TransactionalIdPattern")
         except KafkaError as exc:
             log.info("ListTransactions: invalid transactional id pattern: %s", exc.message)
             return ListTransactionsResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REGULAR_EXPRESSION,
