@@ -9,6 +9,11 @@ pattern (a pattern whose automaton needs more is refused too), at most `MAX_PATT
 subscription regex is the key of its ConsumerGroupRegularExpression record, an int16-length string).
 A pattern must match the whole name (RE2/J `matches()`).
 
+RE2's compilation holds the GIL and is not linear in the pattern's length: a Unicode class (`\\pL`) costs
+as much as a thousand literals and a counted repeat copies what it repeats (`a{0,100}` written 4,000
+times took 0.3 s, `\\pL` 10,000 times 2 s, before failing on `max_mem`). So a cheap scan first estimates
+the program RE2 would build and refuses a pattern over `MAX_COST` (a 32,767-byte literal passes), and a
+compiled program over `MAX_PROGRAM` instructions is refused too (its matching cost grows with it).
 Matching many names is linear in their total length but not free (a few microseconds a name), so
 `matching` gives the event loop a turn every `SLICE_SECONDS`.
 """
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -28,6 +34,10 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 MAX_PATTERN_BYTES = 0x7FFF
 MAX_MEMORY = 8 << 20  # RE2's max_mem: the compiled program and its DFA caches
 SLICE_SECONDS = 0.002
+MAX_COST = 65_536  # of `estimated_cost`: about 50 ms of compilation on a loaded machine
+MAX_PROGRAM = 40_000  # RE2 instructions: the longest literal pattern is ~32,800
+_UNICODE_CLASS_COST = 1_000  # \pL and the like, against 1 for a literal
+_COUNTED = re.compile(r"\{(\d{1,6})(?:,(\d{0,6}))?\}")  # our own fixed pattern: `re` is fine here
 _SHOWN_CHARS = 200  # of a refused pattern, in its error message
 # re2's public `fullmatch` decodes spans in Python (several times slower); the binding's own RE2 object
 # answers a whole-string match directly.
@@ -64,13 +74,94 @@ def _reason(message: str) -> str:
     return message
 
 
-@functools.lru_cache(maxsize=256)
+def _class_end(pattern: str, i: int) -> int:
+    """The index after the character class opening at `i` (RE2's rules: `]` first is a literal)."""
+    j = i + 1
+    if pattern.startswith("^", j):
+        j += 1
+    if pattern.startswith("]", j):
+        j += 1
+    while j < len(pattern) and pattern[j] != "]":
+        if pattern[j] == "\\":
+            j += 1
+        elif pattern.startswith("[:", j):
+            end = pattern.find(":]", j + 2)
+            j = end + 1 if end >= 0 else j
+        j += 1
+    return j + 1
+
+
+def estimated_cost(pattern: str) -> int:
+    """An upper estimate of the work RE2 does to compile `pattern`: each atom weighs 1 (a Unicode class
+    `_UNICODE_CLASS_COST`, a bracketed class its length), a counted repeat multiplies the weight of what it
+    repeats. Syntax errors are RE2's to report; this only has to be cheap and not underestimate much."""
+    stack = [0]  # the weight of each open group so far
+    last = 0  # the weight of the last atom, which a quantifier repeats
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        weight = 1
+        if c == "\\":
+            nxt = pattern[i + 1:i + 2]
+            if nxt in ("p", "P"):
+                weight = _UNICODE_CLASS_COST
+                end = pattern.find("}", i) if pattern.startswith("{", i + 2) else i + 2
+                i = (end if end >= 0 else n - 1) + 1
+            elif nxt == "Q":
+                end = pattern.find("\\E", i + 2)
+                end = n if end < 0 else end
+                weight, i = max(1, end - i - 2), end + 2
+            else:
+                i += 2
+        elif c == "[":
+            end = _class_end(pattern, i)
+            body = pattern[i:end]
+            weight = 4 + len(body) + _UNICODE_CLASS_COST * (body.count("\\p") + body.count("\\P"))
+            i = end
+        elif c == "(":
+            stack.append(0)
+            i += 1
+            continue
+        elif c == ")":
+            weight = stack.pop() + 1 if len(stack) > 1 else 1
+            i += 1
+        elif c == "{" and (m := _COUNTED.match(pattern, i)):
+            count = max(int(m.group(1)), int(m.group(2) or 0))
+            stack[-1] += last * max(count - 1, 0)
+            last *= max(count, 1)
+            i = m.end()
+            continue
+        elif c in "*+?|":
+            i += 1
+            last = 0 if c == "|" else last
+            continue
+        else:
+            weight = 4 if c == "." else 1  # `.` is a UTF-8 automaton
+            i += 1
+        stack[-1] += weight
+        last = weight
+    return sum(stack)
+
+
 def compile_pattern(pattern: str, field: str = "SubscribedTopicRegex") -> LinearPattern:
     """`pattern` compiled by RE2, or KafkaError INVALID_REGULAR_EXPRESSION saying why not (naming the
     request field it came in)."""
+    compiled = _compiled(pattern)
+    if isinstance(compiled, str):
+        raise invalid(pattern, compiled, field)
+    return compiled
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(pattern: str) -> LinearPattern | str:
+    """The compiled pattern or why it is refused; refusals are remembered too, as they cost the scan."""
     size = len(pattern.encode("utf-8", "surrogatepass"))
     if size > MAX_PATTERN_BYTES:
-        raise invalid(pattern, f"{size} bytes, at most {MAX_PATTERN_BYTES}", field)
+        return f"{size} bytes, at most {MAX_PATTERN_BYTES}"
+    cost = estimated_cost(pattern)
+    if cost > MAX_COST:
+        return (f"too big to compile (an estimated {cost} units of work, at most {MAX_COST}: fewer Unicode "
+                f"classes or smaller counted repeats)")
     options = re2.Options()
     options.max_mem = MAX_MEMORY
     options.log_errors = False
@@ -79,8 +170,10 @@ def compile_pattern(pattern: str, field: str = "SubscribedTopicRegex") -> Linear
         compiled = re2.compile(pattern, options)
     except re2.error as exc:
         message = exc.args[0] if exc.args else str(exc)
-        text = message.decode("utf-8", "replace") if isinstance(message, bytes) else str(message)
-        raise invalid(pattern, _reason(text), field) from None
+        return _reason(message.decode("utf-8", "replace") if isinstance(message, bytes) else str(message))
+    program = compiled._regexp.ProgramSize()
+    if program > MAX_PROGRAM:
+        return f"too big ({program} RE2 instructions, at most {MAX_PROGRAM})"
     return LinearPattern(pattern, compiled._regexp)
 
 
