@@ -32,6 +32,7 @@ LAYERS: list[Layer] = [
     Layer(("aio", "fsutil", "interrupts", "java_text", "config_keys", "ratelog")),
     Layer(("config_key_types",)),  # generated from the catalogue
     Layer(("protocol",)),
+    Layer(("linear_regex",)),  # the engine of client-sent patterns: groups, server, console and cli use it
     Layer(("config",)),
     Layer(("storage",)),
     Layer(("cluster",)),

@@ -5,7 +5,6 @@ TxnOffsetCommit is with the other offset APIs in `groups`."""
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Awaitable
 from typing import Any
 
@@ -29,11 +28,11 @@ from kafka.protocol.producer import (
 )
 
 from odradek.groups import OFFSETS_TOPIC
+from odradek.linear_regex import LinearPattern, compile_pattern, matching
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.ratelog import LimitedLog
 from odradek.server import authz
 from odradek.server.registry import RequestContext, handles
-from odradek.server.safe_regex import compile_safe_pattern
 from odradek.txn.state import TxnState, now_ms
 
 log = logging.getLogger("odradek.txn")
@@ -260,13 +259,12 @@ async def list_transactions(ctx: RequestContext, request: Any) -> ListTransactio
     """Filters: states, producer ids, v1's minimum duration of an ongoing transaction, v2's pattern that
     the whole transactional id must match (KIP-1152; null or empty: every id)."""
     state_cls = ListTransactionsResponse.TransactionState
-    pattern: re.Pattern[str] | None = None
+    pattern: LinearPattern | None = None
     if ctx.version >= 2 and request.transactional_id_pattern:
         try:
-            pattern = compile_safe_pattern(request.transactional_id_pattern)
-        except ValueError as exc:
-            limited.info("ListTransactions: invalid transactional id pattern %r: %s",
-                     request.transactional_id_pattern[:200], exc)
+            pattern = compile_pattern(request.transactional_id_pattern, "TransactionalIdPattern")
+        except KafkaError as exc:
+            limited.info("ListTransactions: invalid transactional id pattern: %s", exc.message)
             return ListTransactionsResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REGULAR_EXPRESSION,
                                             unknown_state_filters=[], transaction_states=[])
     unknown = [s for s in request.state_filters or () if s not in _STATES]
@@ -279,12 +277,15 @@ async def list_transactions(ctx: RequestContext, request: Any) -> ListTransactio
         return ListTransactionsResponse(throttle_time_ms=0, error_code=exc.code, unknown_state_filters=unknown,
                                         transaction_states=[])
     now = now_ms()
+    chosen = [md for md in sorted(txns, key=lambda m: m.transactional_id)
+              if (not states or md.state in states) and (not pids or md.producer_id in pids)
+              and (min_duration < 0 or (md.state is TxnState.ONGOING and now - md.start_ms >= min_duration))]
+    if pattern is not None:
+        matched = (await matching([pattern], [md.transactional_id for md in chosen]))[pattern.pattern]
+        chosen = [md for md in chosen if md.transactional_id in matched]
     out = [state_cls(transactional_id=md.transactional_id, producer_id=md.producer_id,
                      transaction_state=md.state.label)
-           for md in sorted(txns, key=lambda m: m.transactional_id)
-           if (not states or md.state in states) and (not pids or md.producer_id in pids)
-           and (min_duration < 0 or (md.state is TxnState.ONGOING and now - md.start_ms >= min_duration))
-           and (pattern is None or pattern.fullmatch(md.transactional_id) is not None)
-           and authz.allowed(ctx, authz.Op.DESCRIBE, authz.TRANSACTIONAL_ID, md.transactional_id, False)]
+           for md in chosen
+           if authz.allowed(ctx, authz.Op.DESCRIBE, authz.TRANSACTIONAL_ID, md.transactional_id, False)]
     return ListTransactionsResponse(throttle_time_ms=0, error_code=0, unknown_state_filters=unknown,
                                     transaction_states=out)
