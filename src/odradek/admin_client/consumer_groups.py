@@ -8,8 +8,10 @@ coordinator-request machinery still holds it, then use it again: the process abo
 freed memory was reused (librdkafka 2.16, confluentinc/librdkafka PR 5397, unreleased). A console serving
 pages while its cluster stalls hits that within minutes, so it asks the coordinator itself:
 FindCoordinator, then DescribeGroups v5 (a classic group) or ConsumerGroupDescribe v0 (a KIP-848 consumer
-group), OffsetFetch v7 and OffsetCommit v7, through `ShareGroupsClient`'s connections (bounded by its
-timeout, secured as the AdminClient is, retried while the coordinator is loading or moving).
+group), OffsetFetch v8 (or v7) and OffsetCommit v7, through `ShareGroupsClient`'s connections (bounded by its
+timeout, secured as the AdminClient is, retried while the coordinator is loading or moving). Each
+request goes at the highest version both sides speak (ApiVersions, asked once per broker), so brokers
+that stop at older versions are served too.
 A broker that does not answer is a `CliError`; a group-level error code is a `GroupError`.
 """
 
@@ -17,11 +19,16 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, field
+from typing import Any
 
+from odradek.admin_client.errors import CliError
 from odradek.admin_client.share_groups import TP, GroupError, Node, ShareGroupsClient
 
 GROUP_ID_NOT_FOUND = 69
 CONSUMER_PROTOCOL = "consumer"
+# The oldest version of each API whose fields the requests here fill in (by API key): FindCoordinator,
+# DescribeGroups, ConsumerGroupDescribe, OffsetFetch (v2: null topics for all), OffsetCommit.
+OLDEST = {10: 0, 15: 0, 69: 0, 9: 2, 8: 2}
 
 
 @dataclass
@@ -68,8 +75,34 @@ def assignment_partitions(data: bytes | None) -> list[TP]:
 class ConsumerGroupsClient(ShareGroupsClient):
     """Blocking protocol connections to one cluster, for its consumer groups (classic and KIP-848)."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._api_versions: dict[str, dict[int, tuple[int, int]]] = {}
+
     def __enter__(self) -> ConsumerGroupsClient:
         return self
+
+    def _request(self, conn: Any, request: Any, version: int) -> Any:
+        """`request` at `version`, or at the broker's highest when it stops earlier (CliError when it does not
+        speak a version the request can be sent at)."""
+        key = request.API_KEY
+        if key in OLDEST:
+            lowest, highest = self._versions(conn).get(key, (0, -1))
+            chosen = min(version, highest)
+            if chosen < max(lowest, OLDEST[key]):
+                raise CliError(f"Error: {conn.address} does not serve {type(request).__name__} "
+                               f"(versions {OLDEST[key]}-{version} wanted)")
+            version = chosen
+        return super()._request(conn, request, version)
+
+    def _versions(self, conn: Any) -> dict[int, tuple[int, int]]:
+        """(lowest, highest) version of each API the broker at `conn` serves, asked once."""
+        if conn.address not in self._api_versions:
+            from kafka.protocol.metadata import ApiVersionsRequest
+
+            resp = super()._request(conn, ApiVersionsRequest(), 0)
+            self._api_versions[conn.address] = {a.api_key: (a.min_version, a.max_version) for a in resp.api_keys}
+        return self._api_versions[conn.address]
 
     def describe_group(self, group_id: str) -> DescribedGroup:
         """The group as DescribeGroups sees it, or as ConsumerGroupDescribe does when it is a KIP-848 group;
@@ -91,16 +124,14 @@ class ConsumerGroupsClient(ShareGroupsClient):
         return self._describe_consumer_group(group_id, node)
 
     def _describe_consumer_group(self, group_id: str, node: Node) -> DescribedGroup:
-        from odradek.admin_client.errors import CliError
         from odradek.protocol.kip848 import ConsumerGroupDescribeRequest
 
         try:
             node, resp = self._at_coordinator(group_id, ConsumerGroupDescribeRequest(
                 group_ids=[group_id], include_authorized_operations=False), 0, lambda r: r.groups[0].error_code)
         except CliError:
-            # DescribeGroups was just answered: a connection closed on this request means a cluster
-            # without KIP-848 (no such API), where the group does not exist
-            self.close()
+            # DescribeGroups was just answered: this one fails on a cluster without KIP-848 (the coordinator
+            # does not serve ConsumerGroupDescribe), where no group is of that type
             return DescribedGroup(group_id, "Dead", node)
         g = resp.groups[0]
         if g.error_code == GROUP_ID_NOT_FOUND:
@@ -113,16 +144,25 @@ class ConsumerGroupsClient(ShareGroupsClient):
                               sorted(members, key=lambda m: m.member_id))
 
     def committed(self, group_id: str) -> dict[TP, int]:
-        """OffsetFetch v7 of every partition the group committed (none for a group that does not exist)."""
+        """OffsetFetch of every partition the group committed (none for a group that does not exist): v8's
+        form (groups) where the coordinator serves it, since some brokers answer only that one, else v7."""
         from kafka.protocol.consumer import OffsetFetchRequest
 
-        _node, resp = self._at_coordinator(group_id, OffsetFetchRequest(
-            group_id=group_id, topics=None, require_stable=False), 7, lambda r: r.error_code)
-        if resp.error_code == GROUP_ID_NOT_FOUND:
+        coordinator = self._node(self.coordinator(group_id))
+        if self._versions(coordinator).get(OffsetFetchRequest.API_KEY, (0, -1))[1] >= 8:
+            group_cls = OffsetFetchRequest.OffsetFetchRequestGroup
+            _node, resp = self._at_coordinator(group_id, OffsetFetchRequest(
+                groups=[group_cls(group_id=group_id, topics=None)], require_stable=False), 8,
+                lambda r: r.groups[0].error_code)
+            answer = resp.groups[0]
+        else:
+            _node, answer = self._at_coordinator(group_id, OffsetFetchRequest(
+                group_id=group_id, topics=None, require_stable=False), 7, lambda r: r.error_code)
+        if answer.error_code == GROUP_ID_NOT_FOUND:
             return {}
-        if resp.error_code:
-            raise GroupError(resp.error_code)
-        return {(t.name, p.partition_index): p.committed_offset for t in resp.topics for p in t.partitions
+        if answer.error_code:
+            raise GroupError(answer.error_code)
+        return {(t.name, p.partition_index): p.committed_offset for t in answer.topics for p in t.partitions
                 if p.error_code == 0 and p.committed_offset >= 0}
 
     def commit(self, group_id: str, offsets: dict[TP, int]) -> dict[TP, int]:
