@@ -9,6 +9,8 @@ import json
 import re
 from collections.abc import Callable
 
+from odradek.server.dispatcher import APIS
+from odradek.server.features import STREAMS_GROUP_HEARTBEAT_KEY
 from tests.clients import unique_name
 from tests.harness import BrokerProcess
 from tests.jvm.apache_kafka import ApacheKafkaBroker, KafkaTools, ToolResult
@@ -192,8 +194,9 @@ FEATURE_DEPARTURES: dict[str, tuple[str, str, str] | None] = {
     "metadata.version": None,  # KRaft's metadata log: Odradek has none
     "kraft.version": None,  # KRaft's quorum
     "eligible.leader.replicas.version": None,  # KIP-966's ELR: not kept
-    "streams.version": None,  # KIP-1071 streams groups: not served yet
 }
+if STREAMS_GROUP_HEARTBEAT_KEY not in APIS:  # streams.version is advertised once KIP-1071's APIs are served
+    FEATURE_DEPARTURES["streams.version"] = None
 _FEATURE_LINE = re.compile(r"^Feature: (\S+)\s+SupportedMinVersion: (\S+)\s+SupportedMaxVersion: (\S+)\s+"
                            r"FinalizedVersionLevel: (\S+)\s+Epoch: (\S+)", re.M)
 

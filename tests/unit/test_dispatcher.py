@@ -34,6 +34,7 @@ from odradek.groups.consumer_coordinator import ConsumerGroupSettings
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.kafka44 import ApiVersionsRequest, ApiVersionsResponse
 from odradek.server.dispatcher import Dispatcher
+from odradek.server.features import STREAMS_GROUP_HEARTBEAT_KEY
 from odradek.server.metrics import BrokerMetrics
 from odradek.server.network import CloseConnection, Connection
 from odradek.server.quotas import QuotaManager
@@ -213,17 +214,16 @@ def _features(version: int) -> dict[str, Any]:
     starting at 0 (KAFKA-17011), so none of Odradek's."""
     if version < 3:
         return {}
+    names = ["group.version", "share.version", "transaction.version"]
+    if STREAMS_GROUP_HEARTBEAT_KEY in APIS:  # once KIP-1071's APIs are served
+        names.append("streams.version")
     supported = ApiVersionsResponse.SupportedFeatureKey
     finalized = ApiVersionsResponse.FinalizedFeatureKey
     return {
         "supported_features": [] if version < 4 else [
-            supported(name="group.version", min_version=0, max_version=1),
-            supported(name="share.version", min_version=0, max_version=1),
-            supported(name="transaction.version", min_version=0, max_version=1)],
-        "finalized_features_epoch": 3,
-        "finalized_features": [finalized(name="group.version", max_version_level=1, min_version_level=1),
-                               finalized(name="share.version", max_version_level=1, min_version_level=1),
-                               finalized(name="transaction.version", max_version_level=1, min_version_level=1)],
+            supported(name=name, min_version=0, max_version=1) for name in names],
+        "finalized_features_epoch": len(names),
+        "finalized_features": [finalized(name=name, max_version_level=1, min_version_level=1) for name in names],
     }
 
 
@@ -267,9 +267,9 @@ def test_group_version_is_not_finalized_without_the_consumer_protocol() -> None:
         request = ApiVersionsRequest(client_software_name="t", client_software_version="1")
         response = ApiVersionsResponse.decode(split_response(await dispatcher(conn, frame(request, 4)), False),
                                               version=4)
-        assert [(f.name, f.max_version_level) for f in response.finalized_features] == [
-            ("share.version", 1), ("transaction.version", 1)]
-        assert response.finalized_features_epoch == 2
+        finalized = [(f.name, f.max_version_level) for f in response.finalized_features]
+        assert finalized[:2] == [("share.version", 1), ("transaction.version", 1)]
+        assert "group.version" not in dict(finalized) and response.finalized_features_epoch == len(finalized)
         assert "group.version" in [f.name for f in response.supported_features]  # supported, not finalized
 
     run(scenario)
