@@ -1,5 +1,6 @@
 """The API versions of Kafka 4.2 (ApiVersions' maxima), each used by a real client: kafka-python 3 (whose
-version inference must see a 4.2 broker), librdkafka through confluent_kafka, and the project's protocol
+version inference must see the newest broker it knows, 4.3: Odradek serves 4.4's versions, see
+test_api_versions_44.py), librdkafka through confluent_kafka, and the project's protocol
 client where no client sends the new version (Produce v13 by topic id, Fetch v17-18, DescribeConfigs
 documentation, ListOffsets v11's earliest-pending-upload, OffsetCommit/OffsetFetch v10 by topic id,
 WriteTxnMarkers v2's transaction version); each bumped API also answers an old version still."""
@@ -68,13 +69,14 @@ def _negotiated(a: KafkaAdminClient, request: type) -> int:
     return a._manager.broker_version_data.api_version(request)
 
 
-def test_kafka_python_infers_kafka_4_2(broker: BrokerProcess, kp_admin: KafkaAdminClient) -> None:
-    assert kp_admin._client.check_version() == (4, 2)
+def test_kafka_python_infers_kafka_4_3(broker: BrokerProcess, kp_admin: KafkaAdminClient) -> None:
+    """kafka-python 3.0.12 knows brokers up to 4.3 (DescribeLogDirs v5); a 4.4 broker is that to it."""
+    assert kp_admin._client.check_version() == (4, 3)
     producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
     consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap)
     try:
-        assert producer.config["api_version"] == (4, 2)
-        assert consumer.config["api_version"] == (4, 2)
+        assert producer.config["api_version"] == (4, 3)
+        assert consumer.config["api_version"] == (4, 3)
     finally:
         producer.close()
         consumer.close()

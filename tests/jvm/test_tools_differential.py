@@ -9,6 +9,8 @@ import json
 import re
 from collections.abc import Callable
 
+from odradek.server.dispatcher import APIS
+from odradek.server.features import STREAMS_GROUP_HEARTBEAT_KEY
 from tests.clients import unique_name
 from tests.harness import BrokerProcess
 from tests.jvm.apache_kafka import ApacheKafkaBroker, KafkaTools, ToolResult
@@ -225,3 +227,69 @@ def test_acls_without_an_authorizer_and_reassignment(tools: KafkaTools, broker: 
     same(tools, broker, apache, "kafka-reassign-partitions", "--bootstrap-server", "{bootstrap}", "--verify",
          "--reassignment-json-file", str(plan))
     same(tools, broker, apache, "kafka-reassign-partitions", "--bootstrap-server", "{bootstrap}", "--list")
+# ---- protocol levels: kafka-broker-api-versions and kafka-features ------------------------------------------
+# APIs Odradek serves at other versions than Apache Kafka 4.4 (mirrored in docs/DESIGN.md, "Protocol levels")
+API_VERSION_DEPARTURES = {
+    # transaction version 2 (KIP-890 part 2) is not served: the versions that mean it are not advertised
+    "EndTxn": ("0 to 4", "v5 is TV2's epoch bump"),
+    "TxnOffsetCommit": ("0 to 4", "v5-6 are TV2's implicit partition adding"),
+}
+# APIs Apache Kafka 4.4 serves and Odradek does not, each for a reason
+NOT_SERVED = {
+    "CreateDelegationToken": "no delegation tokens", "RenewDelegationToken": "no delegation tokens",
+    "ExpireDelegationToken": "no delegation tokens", "DescribeDelegationToken": "no delegation tokens",
+    "DescribeQuorum": "KRaft's quorum: Odradek has none", "UpdateFeatures": "the levels follow the code",
+    "UnregisterBroker": "KRaft's broker registrations", "UnregisterController": "KRaft's controllers",
+    "AddRaftVoter": "KRaft's quorum", "RemoveRaftVoter": "KRaft's quorum",
+    "StreamsGroupHeartbeat": "KIP-1071 streams groups", "StreamsGroupDescribe": "KIP-1071 streams groups",
+    "StreamsGroupTopologyDescriptionUpdate": "KIP-1071 streams groups",
+}
+_API_LINE = re.compile(r"^\t(\w+)\((\d+)\): (UNSUPPORTED|(\d+)(?: to (\d+))? \[usable: \d+\])", re.M)
+
+
+def _api_ranges(out: str) -> dict[str, str]:
+    """kafka-broker-api-versions' table of one broker: API name -> "min to max" (or "n"), unsupported left out."""
+    return {m[1]: m[3].split(" [")[0] for m in _API_LINE.finditer(out) if m[3] != "UNSUPPORTED"}
+
+
+def test_broker_api_versions(tools: KafkaTools, broker: BrokerProcess, apache: ApacheKafkaBroker) -> None:
+    """Every API Odradek serves at Apache Kafka 4.4's versions, but for the departures listed above."""
+    ours, theirs = both(tools, broker, apache, "kafka-broker-api-versions", "--bootstrap-server", "{bootstrap}")
+    assert ours.exit == theirs.exit == 0, ours.stderr + theirs.stderr
+    mine, kafka = _api_ranges(ours.stdout), _api_ranges(theirs.stdout)
+    assert len(kafka) > 60, theirs.stdout
+    assert set(mine) <= set(kafka), f"served by Odradek only: {set(mine) - set(kafka)}"
+    assert set(kafka) - set(mine) <= set(NOT_SERVED), f"not served, with no reason given: {set(kafka) - set(mine)}"
+    differing = {name: (mine[name], kafka[name]) for name in mine if mine[name] != kafka[name]}
+    assert differing == {name: (ranges, kafka[name]) for name, (ranges, _why) in API_VERSION_DEPARTURES.items()}
+    assert "Produce(0): 0 to 13 [usable: 13]" in ours.stdout  # v0-2 advertised, as Kafka 4 does (KAFKA-18659)
+
+
+# Feature levels where Odradek departs from Apache Kafka 4.4 on purpose (server/features.py, docs/DESIGN.md):
+# name -> Odradek's (supported min, supported max, finalized level), None where it advertises none
+FEATURE_DEPARTURES: dict[str, tuple[str, str, str] | None] = {
+    "share.version": ("0", "1", "1"),  # level 2 is the share groups' dead-letter queue (Kafka 4.4): not served
+    "transaction.version": ("0", "1", "1"),  # level 2 is KIP-890 part 2, not served
+    "metadata.version": None,  # KRaft's metadata log: Odradek has none
+    "kraft.version": None,  # KRaft's quorum
+    "eligible.leader.replicas.version": None,  # KIP-966's ELR: not kept
+}
+if STREAMS_GROUP_HEARTBEAT_KEY not in APIS:  # streams.version is advertised once KIP-1071's APIs are served
+    FEATURE_DEPARTURES["streams.version"] = None
+_FEATURE_LINE = re.compile(r"^Feature: (\S+)\s+SupportedMinVersion: (\S+)\s+SupportedMaxVersion: (\S+)\s+"
+                           r"FinalizedVersionLevel: (\S+)\s+Epoch: (\S+)", re.M)
+
+
+def test_kafka_features_describe(tools: KafkaTools, broker: BrokerProcess, apache: ApacheKafkaBroker) -> None:
+    """The levels both brokers have agree (the epoch aside: Kafka's is its metadata log's offset); the others
+    are the departures above."""
+    ours, theirs = both(tools, broker, apache, "kafka-features", "--bootstrap-server", "{bootstrap}", "describe")
+    assert ours.exit == theirs.exit == 0, ours.stderr + theirs.stderr
+    mine = {m[1]: (m[2], m[3], m[4]) for m in _FEATURE_LINE.finditer(ours.stdout)}
+    kafka = {m[1]: (m[2], m[3], m[4]) for m in _FEATURE_LINE.finditer(theirs.stdout)}
+    assert "group.version" in kafka, theirs.stdout
+    assert set(mine) <= set(kafka)
+    for name in kafka:
+        expected = FEATURE_DEPARTURES[name] if name in FEATURE_DEPARTURES else kafka[name]
+        assert mine.get(name) == expected, f"{name}: Odradek {mine.get(name)}, Apache Kafka {kafka[name]}"
+    assert mine["group.version"] == kafka["group.version"] == ("0", "1", "1")

@@ -8,6 +8,7 @@ import asyncio
 import struct
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ from kafka.protocol.admin import (
     DescribeQuorumRequest,
 )
 from kafka.protocol.api_message import ApiMessage
-from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
+from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer import (
     EndTxnRequest,
     InitProducerIdRequest,
@@ -29,20 +30,24 @@ from odradek.cluster import znodes as zn
 from odradek.cluster.embedded import EmbeddedStore
 from odradek.cluster.metadata import MetadataCache
 from odradek.cluster.store import to_json
+from odradek.groups.consumer_coordinator import ConsumerGroupSettings
 from odradek.protocol.errors import ErrorCode
+from odradek.protocol.kafka44 import ApiVersionsRequest, ApiVersionsResponse
 from odradek.server.dispatcher import Dispatcher
+from odradek.server.features import STREAMS_GROUP_HEARTBEAT_KEY
 from odradek.server.metrics import BrokerMetrics
 from odradek.server.network import CloseConnection, Connection
 from odradek.server.quotas import QuotaManager
 from odradek.server.registry import APIS, handles
 
 # What ApiVersions advertises: api key -> (min, max); a change here must be deliberate.
-# The maxima are Apache Kafka 4.2's (minima as 4.x), except the transaction APIs, kept below the versions
-# that mean transaction version 2 (EndTxn and TxnOffsetCommit 4: handlers/transactions.py).
+# The ranges are Apache Kafka 4.4's (Produce's minimum 0 too, though v0-2 are not served: KAFKA-18659),
+# except the transaction APIs, kept below the versions that mean transaction version 2 (EndTxn and
+# TxnOffsetCommit 4: handlers/transactions.py; AddPartitionsToTxn's 4-5 are the brokers' verification).
 EXPECTED_VERSIONS = {
-    0: (3, 13), 1: (4, 18), 2: (1, 11), 3: (0, 13), 8: (2, 10), 9: (1, 10), 10: (0, 6), 11: (0, 9), 12: (0, 4),
-    13: (0, 5), 14: (0, 5), 15: (0, 6), 16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2),
-    22: (0, 5), 23: (2, 4), 32: (1, 4), 33: (0, 2), 34: (1, 2), 35: (1, 4), 36: (0, 2), 37: (0, 3), 42: (0, 2), 43: (0, 2),
+    0: (0, 13), 1: (4, 18), 2: (1, 11), 3: (0, 13), 8: (2, 10), 9: (1, 10), 10: (0, 6), 11: (0, 9), 12: (0, 4),
+    13: (0, 5), 14: (0, 5), 15: (0, 6), 16: (0, 5), 17: (0, 1), 18: (0, 5), 19: (2, 7), 20: (1, 6), 21: (0, 2),
+    22: (0, 5), 23: (2, 4), 32: (1, 4), 33: (0, 2), 34: (1, 2), 35: (1, 5), 36: (0, 2), 37: (0, 3), 42: (0, 3), 43: (0, 2),
     24: (0, 5), 25: (0, 4), 26: (0, 4), 27: (1, 2), 28: (0, 4), 29: (1, 3), 30: (1, 3), 31: (1, 3),
     44: (0, 1), 45: (0, 1), 46: (0, 0), 47: (0, 0), 48: (0, 1), 49: (0, 1), 50: (0, 0), 51: (0, 0), 60: (0, 2), 61: (0, 0), 65: (0, 0),
     66: (0, 2), 68: (0, 1), 69: (0, 1), 74: (0, 1),
@@ -62,11 +67,14 @@ class MinimalBroker:
 
     metadata: MetadataCache
     cluster_id: str = CLUSTER_ID
+    broker_id: int = 0
     authorizer: Any = None  # None: no authorizer, every request allowed
 
     def __post_init__(self) -> None:
         self.metrics = BrokerMetrics(self)  # type: ignore[arg-type]
         self.quotas = QuotaManager(11, 1)
+        # ApiVersions' group.version follows whether the consumer protocol is enabled
+        self.groups = SimpleNamespace(consumer=SimpleNamespace(settings=ConsumerGroupSettings()))
 
 
 Scenario = Callable[[Dispatcher, Connection], Awaitable[None]]
@@ -133,7 +141,9 @@ def closes(request: memoryview, reason: str) -> Scenario:
 
 
 def test_registry_advertises_the_same_versions_as_before() -> None:
-    assert {k: (a.min_version, a.max_version) for k, a in APIS.items()} == EXPECTED_VERSIONS
+    assert {k: (a.advertised_min, a.max_version) for k, a in APIS.items()} == EXPECTED_VERSIONS
+    assert {k: a.min_version for k, a in APIS.items() if a.min_version != a.advertised_min} == {
+        ProduceRequest.API_KEY: 3}
     assert [k for k, a in APIS.items() if a.raw] == [ProduceRequest.API_KEY]
 
 
@@ -199,14 +209,68 @@ def test_api_versions_at_an_unknown_version_gets_the_v0_error_response() -> None
     run(scenario)
 
 
-@pytest.mark.parametrize("version", [0, 3, 4])
+def _features(version: int) -> dict[str, Any]:
+    """What ApiVersions says of the features (server/features.py) at `version`: before v4 no supported range
+    starting at 0 (KAFKA-17011), so none of Odradek's."""
+    if version < 3:
+        return {}
+    names = ["group.version", "share.version", "transaction.version"]
+    if STREAMS_GROUP_HEARTBEAT_KEY in APIS:  # once KIP-1071's APIs are served
+        names.append("streams.version")
+    supported = ApiVersionsResponse.SupportedFeatureKey
+    finalized = ApiVersionsResponse.FinalizedFeatureKey
+    return {
+        "supported_features": [] if version < 4 else [
+            supported(name=name, min_version=0, max_version=1) for name in names],
+        "finalized_features_epoch": len(names),
+        "finalized_features": [finalized(name=name, max_version_level=1, min_version_level=1) for name in names],
+    }
+
+
+@pytest.mark.parametrize("version", [0, 3, 4, 5])
 def test_api_versions_lists_the_registry_with_header_v0(version: int) -> None:
     async def scenario(dispatcher: Dispatcher, conn: Connection) -> None:
         request = ApiVersionsRequest(client_software_name="t", client_software_version="1")
         chunks = await dispatcher(conn, frame(request, version))
         body = split_response(chunks, flexible_header=False)  # ApiVersions: header v0 at every version
-        expected = ApiVersionsResponse(error_code=0, api_keys=api_versions_table(), throttle_time_ms=0)
+        expected = ApiVersionsResponse(error_code=0, api_keys=api_versions_table(), throttle_time_ms=0,
+                                       **_features(version))
         assert body == bytes(expected.encode(version=version))
+
+    run(scenario)
+
+
+@pytest.mark.parametrize(("cluster_id", "node_id", "error"), [
+    (CLUSTER_ID, 0, ErrorCode.NONE),
+    (CLUSTER_ID, 1, ErrorCode.REBOOTSTRAP_REQUIRED),  # another node of the cluster
+    ("another-cluster", 0, ErrorCode.REBOOTSTRAP_REQUIRED),
+    (CLUSTER_ID, -1, ErrorCode.INVALID_REQUEST),  # one of the two without the other
+    (None, 0, ErrorCode.INVALID_REQUEST),
+])
+def test_api_versions_v5_checks_the_cluster_and_node_the_client_means(cluster_id: str | None, node_id: int,
+                                                                      error: ErrorCode) -> None:
+    """KIP-1242, as Kafka 4.4 answers: an error response has no API keys, and the connection stays open."""
+    async def scenario(dispatcher: Dispatcher, conn: Connection) -> None:
+        request = ApiVersionsRequest(client_software_name="t", client_software_version="1", cluster_id=cluster_id,
+                                     node_id=node_id)
+        body = split_response(await dispatcher(conn, frame(request, 5)), flexible_header=False)
+        response = ApiVersionsResponse.decode(body, version=5)
+        assert response.error_code == error
+        assert (len(response.api_keys) > 0) == (error == ErrorCode.NONE)
+
+    run(scenario)
+
+
+def test_group_version_is_not_finalized_without_the_consumer_protocol() -> None:
+    async def scenario(dispatcher: Dispatcher, conn: Connection) -> None:
+        dispatcher.broker.groups.consumer.settings = ConsumerGroupSettings(enabled=False)
+        request = ApiVersionsRequest(client_software_name="t", client_software_version="1")
+        response = ApiVersionsResponse.decode(split_response(await dispatcher(conn, frame(request, 4)), False),
+                                              version=4)
+        finalized = [(f.name, f.max_version_level) for f in response.finalized_features]
+        assert finalized[:2] == [("share.version", 1), ("transaction.version", 1)]
+        assert "group.version" not in dict(finalized) and response.finalized_features_epoch == len(finalized)
+        assert "group.version" in [f.name for f in response.supported_features]  # supported, not finalized
 
     run(scenario)
 

@@ -21,6 +21,7 @@ from typing import Any
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.metadata import ApiVersionsRequest
 
+from odradek.protocol import json_messages
 from odradek.protocol.framing import FrameAssembler, FrameError, parse_response_header
 
 # No response is that large; a size prefix above it means the stream is garbled.
@@ -88,7 +89,7 @@ class ClientCodec:
         request.with_header(correlation_id=self.correlation_id, client_id=self.client_id)
         frame = bytes(request.encode(version=version, header=True, framed=True))
         if request.expect_response():  # a Produce with acks=0 gets none
-            response_class = request.header.get_response_class()
+            response_class = json_messages.response_class(request)
             self._expected.append(_Expected(self.correlation_id, response_class, version))
         return frame
 

@@ -51,6 +51,8 @@ class Api:
     max_version: int
     handler: Handler
     raw: bool  # the handler gets the frame instead of a decoded request
+    # the minimum ApiVersions advertises, below min_version only where Kafka's is (Produce: KAFKA-18659)
+    advertised_min: int
 
     def supports(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
@@ -73,10 +75,15 @@ APIS: dict[int, Api] = {}
 
 
 def handles(
-    request: type[ApiMessage], response: type[ApiMessage], versions: tuple[int, int], raw: bool = False
+    request: type[ApiMessage], response: type[ApiMessage], versions: tuple[int, int], raw: bool = False,
+    advertised_min: int | None = None,
 ) -> Callable[[Handler], Handler]:
-    """Register the decorated function as the handler of `request`'s API at `versions` (inclusive)."""
+    """Register the decorated function as the handler of `request`'s API at `versions` (inclusive);
+    `advertised_min` lowers the minimum ApiVersions advertises without serving the versions below `versions`."""
     lo, hi = versions
+    shown = lo if advertised_min is None else advertised_min
+    if not 0 <= shown <= lo:
+        raise ValueError(f"{request.name}: advertised minimum {shown} above the served {lo}")
     if not request.min_version <= lo <= hi <= request.max_version:
         raise ValueError(f"{request.name}: versions {lo}-{hi} outside kafka-python's "
                          f"{request.min_version}-{request.max_version}")
@@ -88,7 +95,7 @@ def handles(
             raise ValueError(f"{request.name} has two handlers: {APIS[request.API_KEY].handler.__name__} "
                              f"and {fn.__name__}")
         name = request.name.removesuffix("Request")
-        APIS[request.API_KEY] = Api(request.API_KEY, name, request, response, lo, hi, fn, raw)
+        APIS[request.API_KEY] = Api(request.API_KEY, name, request, response, lo, hi, fn, raw, shown)
         return fn
 
     return register

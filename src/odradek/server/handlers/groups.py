@@ -14,8 +14,6 @@ import uuid
 from typing import Any
 
 from kafka.protocol.admin import (
-    DeleteGroupsRequest,
-    DeleteGroupsResponse,
     DescribeGroupsRequest,
     DescribeGroupsResponse,
     ListGroupsRequest,
@@ -47,6 +45,7 @@ from odradek.groups.schemas import OffsetValue, TopicPartition
 from odradek.groups.service import GROUP_TYPE_CONSUMER, GROUP_TYPE_SHARE, GroupCoordinatorService
 from odradek.groups.share_state_coordinator import coordinator_key, parse_coordinator_key
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.protocol.kafka44 import DeleteGroupsRequest, DeleteGroupsResponse
 from odradek.server import authz
 from odradek.server.registry import RequestContext, handles
 from odradek.storage.producer_state import NO_GUARD
@@ -555,8 +554,11 @@ async def list_groups(ctx: RequestContext, request: Any) -> ListGroupsResponse:
     ])
 
 
-@handles(DeleteGroupsRequest, DeleteGroupsResponse, versions=(0, 2))
+@handles(DeleteGroupsRequest, DeleteGroupsResponse, versions=(0, 3))
 async def delete_groups(ctx: RequestContext, request: Any) -> DeleteGroupsResponse:
+    """v3's per-group ErrorMessage stays null: Kafka 4.4 sets one only where a share group's state could not
+    be deleted with a cause to tell, and answers its other errors (GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP, ...)
+    with the code alone, as here."""
     gc = coordinator(ctx)
     results = []
     for group_id in request.groups_names:

@@ -1,7 +1,9 @@
 """The log dir APIs. DescribeLogDirs: each of the broker's `log.dirs` with the size of every partition log in
 it (and of every future log: a replica being moved there, `is_future_key`, lagging the current log by its
 end offsets) and the disk's total and usable bytes, as `kafka-log-dirs.sh --describe` shows them; a dir
-that failed (offline) answers KAFKA_STORAGE_ERROR without partitions, as Kafka's does.
+that failed (offline) answers KAFKA_STORAGE_ERROR without partitions, as Kafka's does. v5's IsCordoned is
+always false: Odradek has no cordoning of log dirs (KIP-1066's `cordoned.log.dirs`), and Kafka's flag says
+only that, not that a dir is offline.
 AlterReplicaLogDirs (KIP-113): move replicas of this broker to another of its log dirs while they keep
 serving (storage/log_mover.py does the moving)."""
 
@@ -31,7 +33,7 @@ _AlterTopic = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
 _AlterPartition = _AlterTopic.AlterReplicaLogDirPartitionResult
 
 
-@handles(DescribeLogDirsRequest, DescribeLogDirsResponse, versions=(1, 4))
+@handles(DescribeLogDirsRequest, DescribeLogDirsResponse, versions=(1, 5))
 async def describe_log_dirs(ctx: RequestContext, request: Any) -> DescribeLogDirsResponse:
     authz.require(ctx, authz.Op.DESCRIBE, authz.CLUSTER)
     logs = ctx.broker.logs

@@ -104,7 +104,9 @@ async def _verify(ctx: RequestContext, tid: str, producer: tuple[int, int],
     return guards, refused
 
 
-@handles(ProduceRequest, ProduceResponse, versions=(3, 13), raw=True)
+# v0-2 are advertised but not served, as Kafka 4 does for old librdkafka (KAFKA-18659): a v0-2 request
+# closes the connection (the dispatcher: ProduceResponse has no top-level error code to refuse it with)
+@handles(ProduceRequest, ProduceResponse, versions=(3, 13), raw=True, advertised_min=0)
 async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | list[bytes] | None:
     try:
         req = parse_produce_request(frame, ctx.header.body_offset, ctx.version)
