@@ -529,7 +529,7 @@ class ConsumerGroupCoordinator:
 
     async def heartbeat(self, hb: Heartbeat) -> HeartbeatResult:
         try:
-            if not self.settings.enabled:
+            if not self.settings.enabled:  # the handler answers first; this serves callers without one
                 raise KafkaError(ErrorCode.UNSUPPORTED_VERSION,
                                  "The consumer rebalance protocol is not enabled (group.coordinator.rebalance.protocols)")
             self._validate(hb)
