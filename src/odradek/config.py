@@ -393,6 +393,24 @@ def _prefixed(name: str) -> bool:
     return name.startswith(NOT_APPLICABLE_PREFIXES)
 
 
+# listener.name.<listener>.<key> a running broker takes, at either level as Kafka (ClusterLevelListenerConfigs)
+_DYNAMIC_LISTENER_KEYS = frozenset({"max.connections"})
+
+
+def dynamic_key(name: str) -> ConfigKey | None:
+    """The catalogue key a dynamic config entry `name` is typed and checked by: the key itself, or for a
+    per-listener `listener.name.<l>.max.connections` the key it overrides; None for a name no dynamic layer
+    can hold (unknown, or a prefixed key a running broker does not take)."""
+    key = BROKER_KEYS.get(name)
+    if key is not None:
+        return key
+    if name.startswith("listener.name."):
+        base = name[len("listener.name."):].partition(".")[2]
+        if base in _DYNAMIC_LISTENER_KEYS:
+            return BROKER_KEYS[base]
+    return None
+
+
 def _suggest(name: str) -> str | None:
     """The closest known key to an unknown ``name``, if any is close."""
     topic = TOPIC_CONFIGS.get(name)
@@ -957,13 +975,15 @@ class BrokerConfig:
 
     @property
     def listener_max_connections(self) -> dict[str, int]:
-        """``listener.name.<listener>.max.connections`` of each listener that sets it, by listener name."""
+        """``listener.name.<listener>.max.connections`` of each listener that sets it (a dynamic layer over
+        the file), by listener name."""
         out: dict[str, int] = {}
         for listener in self._listeners:
             for name in (f"listener.name.{listener.name.lower()}.max.connections",
                          f"listener.name.{listener.name}.max.connections"):
-                if self.is_set(name):
-                    out[listener.name] = BROKER_KEYS["max.connections"].parse(str(self.value(name)))
+                value = self.value(name)
+                if value is not None:
+                    out[listener.name] = BROKER_KEYS["max.connections"].parse(str(value))
                     break
         return out
 
@@ -1089,14 +1109,16 @@ class BrokerConfig:
         if unknown:
             hints = [f"{n} (did you mean {s}?)" if (s := _suggest(n)) else n for n in sorted(unknown)]
             raise UnknownConfigError(f"Unknown broker config name: {', '.join(hints)}")
-        static = [name for name in props if name not in BROKER_KEYS or not BROKER_KEYS[name].dynamic]
+        keys = {name: dynamic_key(name) for name in props}
+        static = [name for name, key in keys.items() if key is None or not key.dynamic]
         if static:
             raise ConfigError(f"Cannot update these configs dynamically: {_scala_set(static)}")
-        broker_only = [name for name in props if BROKER_KEYS[name].per_broker_only]
+        known = {name: key for name, key in keys.items() if key is not None}
+        broker_only = [name for name, key in known.items() if key.per_broker_only]
         if broker_only and not per_broker:
             raise ConfigError("Cannot update these configs at default cluster level, broker id must be specified: "
                               f"{_scala_set(broker_only)}")
-        typed = {name: BROKER_KEYS[name].parse(raw) for name, raw in props.items()}
+        typed = {name: known[name].parse(raw) for name, raw in props.items()}
         raw = {name: value.strip() for name, value in props.items()}
         candidate = self._layered(typed, raw, per_broker)
         candidate._check_dynamic_rules()
@@ -1115,7 +1137,7 @@ class BrokerConfig:
             typed: dict[str, object] = {}
             raw: dict[str, str] = {}
             for name, value in props.items():
-                key = BROKER_KEYS.get(name)
+                key = dynamic_key(name)
                 if key is None or not key.dynamic:
                     warnings.append(f"Dynamic {label} config {name} cannot be updated dynamically; ignored")
                     continue
@@ -1220,8 +1242,14 @@ class BrokerConfig:
             source = synonyms[0].source if set_somewhere else int(ConfigSource.DEFAULT_CONFIG)
             rows.append(BrokerConfigEntry(name, value, not set_somewhere, key.sensitive, source,
                                           not key.dynamic, synonyms))
-        for name in sorted(self._extra):
+        layered = {n for layer in self._dynamic_raw for n in layer if n not in BROKER_KEYS}  # listener.name.*
+        for name in sorted(set(self._extra) | layered):
             sensitive = _sensitive_name(name)
+            if name in layered:  # a per-listener key set dynamically: its synonyms as any dynamic key's
+                synonyms = tuple(self.synonyms(name))
+                value = None if sensitive else synonyms[0].value
+                rows.append(BrokerConfigEntry(name, value, False, sensitive, synonyms[0].source, False, synonyms))
+                continue
             value = None if sensitive else self._extra[name].strip()
             source = int(ConfigSource.STATIC_BROKER_CONFIG)
             rows.append(BrokerConfigEntry(name, value, False, sensitive, source, True, (Synonym(name, value, source),)))

@@ -16,6 +16,16 @@ the program RE2 would build and refuses a pattern over `MAX_COST` (a 32,767-byte
 compiled program over `MAX_PROGRAM` instructions is refused too (its matching cost grows with it).
 Matching many names is linear in their total length but not free (a few microseconds a name), so
 `matching` gives the event loop a turn every `SLICE_SECONDS`.
+
+Linear is not cheap: when RE2's DFA outgrows its memory it falls back to an automaton that walks the whole
+program for each character, and a pattern of a dozen bytes such as `.*[0-7].{400}` then costs ~0.7 ms a
+224-character name (7 s of CPU over 10,000 topics, again at each refresh); a cap on the program's size
+would not stop it (813 instructions still cost 0.26 ms a name) and would refuse long alternations that
+match fast. So each pattern has a CPU budget per `matching` call (this thread's CPU time, measured a chunk
+of names at a time): `MATCH_CPU_FLOOR` plus `MATCH_CPU_PER_NAME` per name, some 20 times what a typical
+pattern takes. A pattern over it stops matching (it matched nothing) and is remembered as too costly:
+`compile_pattern` refuses it from then on with INVALID_REGULAR_EXPRESSION. Kafka (RE2/J) has no such
+budget; this is a departure, which no pattern a person writes for topic names comes near.
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ import asyncio
 import functools
 import re
 import time
+from collections import OrderedDict
 from collections.abc import Iterable
 from typing import Any
 
@@ -36,6 +47,10 @@ MAX_MEMORY = 8 << 20  # RE2's max_mem: the compiled program and its DFA caches
 SLICE_SECONDS = 0.002
 MAX_COST = 65_536  # of `estimated_cost`: about 50 ms of compilation on a loaded machine
 MAX_PROGRAM = 40_000  # RE2 instructions: the longest literal pattern is ~32,800
+MATCH_CPU_FLOOR = 0.05  # CPU seconds a pattern may take in one `matching` call, whatever the names
+MATCH_CPU_PER_NAME = 20e-6  # and this much more per name (a typical pattern takes 1-2 µs a name)
+_MATCH_CHUNK = 8  # names matched between two readings of the CPU clock (a system call, ~1 µs)
+_REMEMBERED_COSTLY = 1024  # patterns found too costly, refused without being tried again
 _UNICODE_CLASS_COST = 1_000  # \pL and the like, against 1 for a literal
 _COUNTED = re.compile(r"\{(\d{1,6})(?:,(\d{0,6}))?\}")  # our own fixed pattern: `re` is fine here
 _SHOWN_CHARS = 200  # of a refused pattern, in its error message
@@ -43,6 +58,7 @@ _SHOWN_CHARS = 200  # of a refused pattern, in its error message
 # answers a whole-string match directly.
 _ANCHOR_BOTH: Any = re2._Anchor.ANCHOR_BOTH
 _NO_MATCH = (-1, -1)
+_too_costly: OrderedDict[str, str] = OrderedDict()  # pattern -> why it is refused
 
 
 class LinearPattern:
@@ -146,6 +162,9 @@ def estimated_cost(pattern: str) -> int:
 def compile_pattern(pattern: str, field: str = "SubscribedTopicRegex") -> LinearPattern:
     """`pattern` compiled by RE2, or KafkaError INVALID_REGULAR_EXPRESSION saying why not (naming the
     request field it came in)."""
+    costly = _too_costly.get(pattern)
+    if costly is not None:
+        raise invalid(pattern, costly, field)
     compiled = _compiled(pattern)
     if isinstance(compiled, str):
         raise invalid(pattern, compiled, field)
@@ -177,16 +196,50 @@ def _compiled(pattern: str) -> LinearPattern | str:
     return LinearPattern(pattern, compiled._regexp)
 
 
+def too_costly(pattern: str) -> str | None:
+    """Why `pattern` was refused by a `matching` call over its CPU budget, or None."""
+    return _too_costly.get(pattern)
+
+
+def match_budget(names: int) -> float:
+    """The CPU seconds one pattern may take matching `names` names."""
+    return MATCH_CPU_FLOOR + MATCH_CPU_PER_NAME * names
+
+
+def _refuse_costly(pattern: str, spent: float, names: int) -> None:
+    _too_costly[pattern] = (f"too costly to match (over {spent * 1e3:.0f} ms of CPU for {names} names, at most "
+                            f"{MATCH_CPU_FLOOR * 1e3:.0f} ms and {MATCH_CPU_PER_NAME * 1e6:.0f} µs a name)")
+    while len(_too_costly) > _REMEMBERED_COSTLY:
+        _too_costly.popitem(last=False)
+
+
 async def matching(patterns: Iterable[LinearPattern], names: Iterable[str]) -> dict[str, frozenset[str]]:
-    """For each pattern, the names it matches whole; yields to the event loop every SLICE_SECONDS."""
+    """For each pattern, the names it matches whole; yields to the event loop every SLICE_SECONDS. A pattern
+    that spends more than `match_budget` CPU seconds matches nothing and is refused from then on (see
+    `too_costly`)."""
     compiled = list(patterns)
+    listed = list(names)
+    budget = match_budget(len(listed))
     found: dict[str, set[str]] = {p.pattern: set() for p in compiled}
+    spent = dict.fromkeys(found, 0.0)
+    live = list(compiled)
     deadline = time.perf_counter() + SLICE_SECONDS
-    for i, name in enumerate(names):
-        for p in compiled:
-            if p.fullmatch(name):
-                found[p.pattern].add(name)
-        if i % 32 == 31 and time.perf_counter() > deadline:
-            await asyncio.sleep(0)
-            deadline = time.perf_counter() + SLICE_SECONDS
+    for start in range(0, len(listed), _MATCH_CHUNK):
+        chunk = listed[start:start + _MATCH_CHUNK]
+        for p in list(live):
+            began = time.thread_time()
+            hits = found[p.pattern]
+            for name in chunk:
+                if p.fullmatch(name):
+                    hits.add(name)
+            spent[p.pattern] += time.thread_time() - began
+            if spent[p.pattern] > budget:
+                live.remove(p)
+                hits.clear()
+                _refuse_costly(p.pattern, spent[p.pattern], len(listed))
+            if time.perf_counter() > deadline:
+                await asyncio.sleep(0)
+                deadline = time.perf_counter() + SLICE_SECONDS
+        if not live:
+            break
     return {p: frozenset(ns) for p, ns in found.items()}

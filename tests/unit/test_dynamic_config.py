@@ -63,6 +63,19 @@ def test_per_broker_keys_are_refused_as_the_cluster_default() -> None:
     assert c.check_dynamic({"log.cleaner.threads": "2"}, per_broker=False) == {"log.cleaner.threads": "2"}
 
 
+
+def test_a_listener_max_connections_is_dynamic_at_both_levels() -> None:
+    """Kafka's ClusterLevelListenerConfigs: listener.name.<l>.max.connections is typed as max.connections and
+    taken by the cluster default too; other per-listener keys stay static here."""
+    c = cfg()
+    assert c.check_dynamic({"listener.name.plaintext.max.connections": " 5 "}, per_broker=False) == {
+        "listener.name.plaintext.max.connections": "5"}
+    with pytest.raises(ConfigError, match="Not a number of type INT"):
+        c.check_dynamic({"listener.name.plaintext.max.connections": "many"}, per_broker=True)
+    with pytest.raises(ConfigError, match="Cannot update these configs dynamically"):
+        c.check_dynamic({"listener.name.plaintext.max.connection.creation.rate": "5"}, per_broker=True)
+
+
 # ---- validation ------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("props", "error", "message"), [

@@ -71,13 +71,15 @@ from odradek.groups.group import (
 )
 from odradek.groups.schemas import OffsetValue, Records, TopicPartition, group_records, offset_records
 from odradek.groups.store import GroupStore, LoadedGroup, write_removal
-from odradek.linear_regex import compile_pattern, matching
+from odradek.linear_regex import compile_pattern, matching, too_costly
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.ratelog import LimitedLog
 
 if TYPE_CHECKING:
     from odradek.config import BrokerConfig
 
 log = logging.getLogger("odradek.groups.consumer")
+limited = LimitedLog(log)  # lines a member's regex can make every refresh
 
 Assignment = cs.Assignment
 GROUP_TYPE_CONSUMER = "consumer"
@@ -527,7 +529,7 @@ class ConsumerGroupCoordinator:
 
     async def heartbeat(self, hb: Heartbeat) -> HeartbeatResult:
         try:
-            if not self.settings.enabled:
+            if not self.settings.enabled:  # the handler answers first; this serves callers without one
                 raise KafkaError(ErrorCode.UNSUPPORTED_VERSION,
                                  "The consumer rebalance protocol is not enabled (group.coordinator.rebalance.protocols)")
             self._validate(hb)
@@ -618,6 +620,8 @@ class ConsumerGroupCoordinator:
             group, retire = g, []
         member, before = self._member_for(group, hb)
         updated = self._with_request(member, hb)
+        if updated.subscribed_topic_regex is not None:  # refused since it was taken: too costly to match
+            compile_pattern(updated.subscribed_topic_regex)
         if before is None or _subscription(updated) != _subscription(member):
             group.bump_epoch()
         if before is None or updated.metadata_value() != member.metadata_value():
@@ -671,9 +675,12 @@ class ConsumerGroupCoordinator:
         for regex in regexes:
             try:
                 patterns.append(compile_pattern(regex))
-            except KafkaError as exc:  # validated when received; a record from elsewhere may still hold one
-                log.error("Consumer group %s: ignoring regex: %s", group.group_id, exc.message)
+            except KafkaError as exc:  # validated when received; a record or a costly match may still hold one
+                limited.error("Consumer group %s: ignoring regex: %s", group.group_id, exc.message)
         resolved = await matching(patterns, list(self.topics.names())) if patterns else {}
+        for p in patterns:
+            if (why := too_costly(p.pattern)) is not None:
+                limited.warning("Consumer group %s: regex %.200s refused: %s", group.group_id, p.pattern, why)
         matched = sorted(frozenset().union(*resolved.values()))
         if matched:
             allowed: set[str] = set()

@@ -2,8 +2,9 @@
 into the BrokerConfig (per-broker over cluster default over server.properties), and what they change is
 applied at once: new topic defaults to every log whose topic does not override them, the log cleaner's
 settings, min.insync.replicas and unclean.leader.election.enable defaults, the partition limits, and the
-connection limits for connections accepted from then on. Keys Kafka accepts but that mean nothing here
-(thread pool sizes and the like) are stored, described and otherwise ignored.
+connection limits (max.connections, listener.name.<l>.max.connections, max.connections.per.ip and its
+overrides, max.connection.creation.rate) for connections accepted from then on. Keys Kafka accepts but
+that mean nothing here (thread pool sizes and the like) are stored, described and otherwise ignored.
 
 Updates arrive through the store's watches (whichever broker wrote them); a broker that serves an
 AlterConfigs also re-reads the store at once, so its answer to a DescribeConfigs right after it shows
@@ -87,4 +88,4 @@ class DynamicBrokerConfig:
             overrides = cfg.max_connections_per_ip_overrides
             per_ip = await loop.run_in_executor(None, ConnectionLimits.resolve_overrides, overrides)
             limits.reconfigure(cfg.get("max.connections"), cfg.get("max.connections.per.ip"), per_ip,
-                               cfg.get("max.connection.creation.rate"))
+                               cfg.get("max.connection.creation.rate"), cfg.listener_max_connections)

@@ -100,10 +100,12 @@ class ConnectionLimits:
         return per_ip
 
     def reconfigure(self, max_total: int, max_per_ip: int, per_ip: Mapping[str, int],
-                    creation_rate: int | None = None) -> None:
+                    creation_rate: int | None = None, per_listener: Mapping[str, int] | None = None) -> None:
         """New limits (a dynamic broker config changed; `per_ip` from resolve_overrides). They apply to
         connections accepted from now on; open connections are kept, as Kafka keeps them."""
         self.max_total, self.max_per_ip, self.per_ip = max_total, max_per_ip, dict(per_ip)
+        if per_listener is not None:
+            self.per_listener = dict(per_listener)
         if creation_rate is not None and creation_rate != self.creation_rate:
             self.creation_rate = creation_rate
             self._tokens = min(self._tokens, float(creation_rate))

@@ -25,6 +25,7 @@ from odradek.server.registry import RequestContext, handles
 
 MEMBER_TYPE_CLASSIC, MEMBER_TYPE_CONSUMER = 0, 1
 TOPIC_AUTHORIZATION_MESSAGE = "Topic authorization failed."  # Kafka's TopicAuthorizationException default
+PROTOCOL_DISABLED_MESSAGE = "The consumer rebalance protocol is not enabled (group.coordinator.rebalance.protocols)"
 HIDDEN_TOPICS_MESSAGE = "The group has described topic(s) that the client is not authorized to describe."
 
 
@@ -49,6 +50,12 @@ def _describable(ctx: RequestContext) -> Callable[[frozenset[str]], frozenset[st
 
 @handles(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, versions=(0, 1))
 async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> ConsumerGroupHeartbeatResponse:
+    cg = coordinator(ctx)
+    if not cg.consumer.settings.enabled:  # Kafka checks the protocol before any authorization
+        return ConsumerGroupHeartbeatResponse(
+            throttle_time_ms=0, error_code=authz.ErrorCode.UNSUPPORTED_VERSION, error_message=PROTOCOL_DISABLED_MESSAGE,
+            member_id=request.member_id, member_epoch=request.member_epoch, heartbeat_interval_ms=0,
+            assignment=None)
     if not authz.allowed(ctx, authz.Op.READ, authz.GROUP, request.group_id or ""):
         return ConsumerGroupHeartbeatResponse(
             throttle_time_ms=0, error_code=authz.ErrorCode.GROUP_AUTHORIZATION_FAILED, error_message=None,
@@ -62,7 +69,6 @@ async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Consume
             throttle_time_ms=0, error_code=authz.ErrorCode.TOPIC_AUTHORIZATION_FAILED,
             error_message=TOPIC_AUTHORIZATION_MESSAGE, member_id=request.member_id,
             member_epoch=request.member_epoch, heartbeat_interval_ms=0, assignment=None)
-    cg = coordinator(ctx)
     hb = Heartbeat(
         group_id=request.group_id or "",
         member_id=request.member_id or "",

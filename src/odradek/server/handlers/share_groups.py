@@ -28,7 +28,9 @@ of acquired batches.
 
 Authorization, before any side effect: GROUP READ on the group for every API here but
 ShareGroupDescribe (GROUP DESCRIBE); TOPIC READ on each topic fetched or acknowledged
-(TOPIC_AUTHORIZATION_FAILED for its partitions).
+(TOPIC_AUTHORIZATION_FAILED for its partitions). As Kafka (KAFKA-18817): a heartbeat subscribing to a topic
+the member may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED, and a group whose members are assigned such a
+topic is described by TOPIC_AUTHORIZATION_FAILED alone.
 """
 
 from __future__ import annotations
@@ -58,7 +60,11 @@ from odradek.protocol.kip932 import (
 from odradek.protocol.records import iter_batches
 from odradek.replication.partition import Partition
 from odradek.server import authz
-from odradek.server.handlers.consumer_groups import describe_each, described_member
+from odradek.server.handlers.consumer_groups import (
+    TOPIC_AUTHORIZATION_MESSAGE,
+    describe_each,
+    described_member,
+)
 from odradek.server.handlers.groups import client_host
 from odradek.server.handlers.metadata import listener_endpoints
 from odradek.server.registry import RequestContext, handles
@@ -94,13 +100,11 @@ async def share_group_heartbeat(ctx: RequestContext, request: Any) -> ShareGroup
             throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, error_message=None,
             member_id=request.member_id, member_epoch=request.member_epoch, heartbeat_interval_ms=0, assignment=None)
     names = request.subscribed_topic_names
-    if names is not None:
-        refused = authz.denied(ctx, authz.Op.DESCRIBE, authz.TOPIC, names)
-        if refused:
-            return ShareGroupHeartbeatResponse(
-                throttle_time_ms=0, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                error_message=f"Not authorized to describe topics: {sorted(refused)}", member_id=request.member_id,
-                member_epoch=request.member_epoch, heartbeat_interval_ms=0, assignment=None)
+    if names and authz.denied(ctx, authz.Op.DESCRIBE, authz.TOPIC, names):  # Kafka (KAFKA-18817)
+        return ShareGroupHeartbeatResponse(
+            throttle_time_ms=0, error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            error_message=TOPIC_AUTHORIZATION_MESSAGE, member_id=request.member_id,
+            member_epoch=request.member_epoch, heartbeat_interval_ms=0, assignment=None)
     res = await _groups(ctx).share_heartbeat(ShareHeartbeat(
         group_id=request.group_id or "", member_id=request.member_id or "", member_epoch=request.member_epoch,
         rack_id=request.rack_id, subscribed_topic_names=list(names) if names is not None else None,
@@ -120,7 +124,8 @@ async def share_group_heartbeat(ctx: RequestContext, request: Any) -> ShareGroup
 async def share_group_describe(ctx: RequestContext, request: Any) -> ShareGroupDescribeResponse:
     gc = _groups(ctx)
     member = partial(described_member, ShareGroupDescribeResponse.DescribedGroup.Member, gc.topic_name)
-    out = await describe_each(ctx, request, ShareGroupDescribeResponse.DescribedGroup, gc.share_describe, member)
+    out = await describe_each(ctx, request, ShareGroupDescribeResponse.DescribedGroup, gc.share_describe, member,
+                              gc.topic_name)  # hides a group assigned a topic the caller may not describe
     return ShareGroupDescribeResponse(throttle_time_ms=0, groups=out)
 
 

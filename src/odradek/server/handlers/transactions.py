@@ -28,7 +28,7 @@ from kafka.protocol.producer import (
 )
 
 from odradek.groups import OFFSETS_TOPIC
-from odradek.linear_regex import LinearPattern, compile_pattern, matching
+from odradek.linear_regex import LinearPattern, compile_pattern, matching, too_costly
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.ratelog import LimitedLog
 from odradek.server import authz
@@ -282,6 +282,9 @@ async def list_transactions(ctx: RequestContext, request: Any) -> ListTransactio
               and (min_duration < 0 or (md.state is TxnState.ONGOING and now - md.start_ms >= min_duration))]
     if pattern is not None:
         matched = (await matching([pattern], [md.transactional_id for md in chosen]))[pattern.pattern]
+        if too_costly(pattern.pattern) is not None:
+            return ListTransactionsResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REGULAR_EXPRESSION,
+                                            unknown_state_filters=[], transaction_states=[])
         chosen = [md for md in chosen if md.transactional_id in matched]
     out = [state_cls(transactional_id=md.transactional_id, producer_id=md.producer_id,
                      transaction_state=md.state.label)
