@@ -4,12 +4,14 @@ redelivery quick, and the waits the tests share (warm-up, draining, a marker rec
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from confluent_kafka import AcknowledgeType, ShareConsumer
 
 from tests.clients import produce
 from tests.harness import BrokerCluster, BrokerProcess, group_timers, run_cli
+from tests.rawclient import RawClient
 from tests.waiting import wait_until
 
 LOCK_MS = 1000
@@ -119,3 +121,13 @@ def share_groups_tool(broker: BrokerProcess | BrokerCluster, *args: str, code: i
     if code:
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     return [" ".join(line.split()) for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+
+
+def topic_id(raw: RawClient, topic: str) -> uuid.UUID | None:
+    from kafka.protocol.metadata import MetadataRequest
+
+    resp = raw.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(topic_id=None, name=topic)],
+                                       allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
+                                       include_topic_authorized_operations=False), version=12)
+    tid = resp.topics[0].topic_id
+    return tid if tid and tid.int else None

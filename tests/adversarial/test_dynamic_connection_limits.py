@@ -15,7 +15,10 @@ from kafka.protocol.metadata import MetadataRequest
 from odradek.protocol.transport import BlockingConnection
 from odradek.server.dispatcher import APIS
 from tests.harness import BrokerPool, BrokerProcess, free_port
-from tests.integration.test_abuse import _answers, _closed_by_peer, _connect, _kept
+from tests.sockets import answers as _answers
+from tests.sockets import closed_by_peer as _closed_by_peer
+from tests.sockets import connect_from as _connect
+from tests.sockets import kept as _kept
 
 Alter = APIS[44].request  # IncrementalAlterConfigs
 Describe = APIS[32].request  # DescribeConfigs

@@ -19,9 +19,9 @@ from odradek.protocol.errors import ErrorCode
 from odradek.protocol.kip932 import ShareFetchRequest
 from tests.clients import alter_configs, create_topic, produce, unique_name
 from tests.harness import BrokerProcess
-from tests.integration.test_share_groups import _topic_id
 from tests.rawclient import RawClient
 from tests.share_consumers import CONFIG, Share, drain, until_marker
+from tests.share_consumers import topic_id as _topic_id
 from tests.waiting import wait_until
 
 MAX_SESSIONS = 20

@@ -12,10 +12,10 @@ import struct
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient
@@ -27,7 +27,6 @@ from kafka.protocol.admin import (
     DescribeGroupsRequest,
     ListGroupsRequest,
 )
-from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.consumer import (
     FetchRequest,
     JoinGroupRequest,
@@ -42,6 +41,11 @@ from odradek.protocol.records import build_batch, iter_batches
 from tests.clients import consume_all, create_topic
 from tests.harness import BrokerProcess
 from tests.rawclient import RawClient
+from tests.sockets import answers as _answers
+from tests.sockets import closed_by_peer as _closed_by_peer
+from tests.sockets import connect_from as _connect
+from tests.sockets import framed as _framed
+from tests.sockets import kept as _kept
 from tests.waiting import wait_until
 
 INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR, POLICY_VIOLATION = 37, 38, 44
@@ -100,12 +104,6 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
 def _list_topics(bootstrap: str) -> set[str]:
     client = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
     return set(client.list_topics(timeout=10).topics)
-
-
-def _framed(request: ApiMessage, version: int, correlation_id: int = 7) -> bytes:
-    request.API_VERSION = version
-    request.with_header(correlation_id=correlation_id, client_id="abuse-test")
-    return bytes(request.encode(header=True, framed=True))
 
 
 def _wait_for_line(broker: BrokerProcess, text: str, timeout: float = 10.0) -> str:
@@ -282,49 +280,6 @@ def test_partition_limits_against_existing_partitions(small: BrokerProcess) -> N
 
 
 # ---- connection limits ----------------------------------------------------------------------------------
-
-def _connect(port: int, source: str) -> socket.socket:
-    return socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(source, 0))
-
-
-def _closed_by_peer(sock: socket.socket) -> bool:
-    sock.settimeout(5)
-    try:
-        return sock.recv(1) == b""
-    except (ConnectionResetError, BrokenPipeError):
-        return True
-    except TimeoutError:
-        return False
-
-
-def _answers(sock: socket.socket) -> bool:
-    sock.sendall(_framed(MetadataRequest(topics=[]), 1))
-    sock.settimeout(10)
-    return len(sock.recv(4)) == 4
-
-
-C = TypeVar("C", socket.socket, RawClient)
-
-
-def _kept(open_one: Callable[[], C], answers: Callable[[C], bool], count: int, what: str) -> list[C]:
-    """`count` connections that the broker keeps and answers, all open at once: opened anew until it has let
-    go of connections closed a moment ago (it counts them until it has seen them close)."""
-
-    def attempt() -> list[C] | None:
-        opened: list[C] = []
-        try:
-            for _ in range(count):
-                opened.append(open_one())
-            if all(answers(c) for c in opened):
-                return opened
-        except (OSError, ConnectionError):
-            pass  # refused or closed: the broker still counts old connections
-        for c in opened:
-            c.close()
-        return None
-
-    return wait_until(attempt, 30, f"{count} {what} kept and answered", interval=0.05)
-
 
 def _raw_answers(client: RawClient) -> bool:
     """A Metadata request answered on `client` (the whole response read, so the next frame is the next answer)."""

@@ -41,6 +41,7 @@ from tests.harness import BrokerProcess, run_cli
 from tests.rawclient import RawClient
 from tests.share_consumers import CONFIG, WARM, Share, drain, join_share_group, until_marker, warm_up
 from tests.share_consumers import share_groups_tool as _tool
+from tests.share_consumers import topic_id as _topic_id
 from tests.waiting import wait_until
 
 
@@ -270,16 +271,6 @@ def test_hostile_client(broker: BrokerProcess) -> None:
         assert raw.request(ShareGroupHeartbeatRequest(group_id=other, member_id=member, member_epoch=0,
                                                       subscribed_topic_names=[topic]),
                            version=1).error_code == ErrorCode.GROUP_ID_NOT_FOUND
-
-
-def _topic_id(raw: RawClient, topic: str) -> uuid.UUID | None:
-    from kafka.protocol.metadata import MetadataRequest
-
-    resp = raw.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(topic_id=None, name=topic)],
-                                       allow_auto_topic_creation=False, include_cluster_authorized_operations=False,
-                                       include_topic_authorized_operations=False), version=12)
-    tid = resp.topics[0].topic_id
-    return tid if tid and tid.int else None
 
 
 def test_implicit_acknowledgement(broker: BrokerProcess) -> None:

@@ -30,9 +30,9 @@ from odradek.protocol.records import iter_batches
 from odradek.server.share_sessions import next_epoch
 from tests.clients import alter_configs, create_topic, produce, unique_name
 from tests.harness import BrokerProcess
-from tests.integration.test_share_groups import _topic_id
 from tests.rawclient import RawClient
 from tests.share_consumers import CONFIG, LOCK_MS, join_share_group
+from tests.share_consumers import topic_id as _topic_id
 from tests.waiting import wait_until
 
 ACCEPT, RENEW = 1, 4
