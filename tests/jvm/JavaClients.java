@@ -2,6 +2,7 @@
 // the tests' JVM against Odradek and against Apache Kafka. Each prints a few lines of facts (counts, offsets,
 // the values seen) that the Python test compares; exit status 0 unless a scenario's expectation fails.
 //   produce BOOTSTRAP TOPIC N COMPRESSION IDEMPOTENT   N records "v<i>" keyed "k<i % 10>", acks=all
+//   produce-slowly BOOTSTRAP TOPIC N DELAY_MS          N records one by one, each acknowledged (acks=all, idempotent)
 //   consume BOOTSTRAP TOPIC GROUP N PROTOCOL ASSIGNOR  read N records (group.protocol classic|consumer), commit
 //   regex BOOTSTRAP PATTERN GROUP N PROTOCOL          subscribe by regex, read N records
 //   txn BOOTSTRAP TOPIC TXID N                         one committed and one aborted transaction of N each
@@ -42,6 +43,7 @@ public final class JavaClients {
     public static void main(String[] args) throws Exception {
         switch (args[0]) {
             case "produce" -> produce(args[1], args[2], Integer.parseInt(args[3]), args[4], Boolean.parseBoolean(args[5]));
+            case "produce-slowly" -> produceSlowly(args[1], args[2], Integer.parseInt(args[3]), Long.parseLong(args[4]));
             case "consume" -> consume(args[1], List.of(args[2]), null, args[3], Integer.parseInt(args[4]), args[5], args[6]);
             case "regex" -> consume(args[1], null, args[2], args[3], Integer.parseInt(args[4]), args[5], "range");
             case "txn" -> transactions(args[1], args[2], args[3], Integer.parseInt(args[4]));
@@ -80,6 +82,20 @@ public final class JavaClients {
             }
         }
         System.out.println("acked " + n + " last offset " + last);
+    }
+
+    private static void produceSlowly(String bootstrap, String topic, int n, long delayMs) throws Exception {
+        Properties p = base(bootstrap);
+        p.put("acks", "all");
+        p.put("enable.idempotence", "true");
+        p.put("delivery.timeout.ms", "120000");
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            for (int i = 0; i < n; i++) {
+                producer.send(new ProducerRecord<>(topic, 0, null, "v" + i)).get();
+                Thread.sleep(delayMs);
+            }
+        }
+        System.out.println("acked " + n);
     }
 
     private static void consume(String bootstrap, List<String> topics, String pattern, String group, int n,

@@ -43,6 +43,11 @@ TOOLS = {
 }
 
 
+# tools whose last output comes from a JVM shutdown hook (closing the producer or consumer): each gets a JVM of
+# its own, as its script gives it
+OWN_JVM = frozenset({"kafka-verifiable-producer", "kafka-verifiable-consumer"})
+
+
 def kafka_version() -> str:
     m = re.search(r"<kafka.version>([^<]+)</kafka.version>", POM.read_text())
     assert m is not None
@@ -170,6 +175,10 @@ class KafkaTools:
 
     def run(self, tool: str, *args: str, stdin: str = "", timeout: float = 120.0) -> ToolResult:
         """Run `tool` (a script name such as "kafka-topics") with `args`; its exit code, stdout and stderr."""
+        if tool in OWN_JVM:
+            r = subprocess.run(java("-cp", classpath(), TOOLS[tool], *args), input=stdin, capture_output=True,
+                               text=True, timeout=timeout)
+            return ToolResult(r.returncode, r.stdout, _SLF4J.sub("", r.stderr))
         return self.run_main(TOOLS[tool], *args, stdin=stdin, timeout=timeout)
 
     def run_main(self, main: str, *args: str, stdin: str = "", timeout: float = 120.0) -> ToolResult:

@@ -1,16 +1,22 @@
 """Apache Kafka's Java clients (4.4) against Odradek, each scenario run against Apache Kafka too and the facts
 compared: the idempotent producer with every codec, classic consumers with the eager and cooperative-sticky
 assignors, the KIP-848 consumer protocol with names and a regex, transactions read by a read_committed
-consumer, the share consumer (KIP-932) with implicit and explicit acknowledgement, and the admin client.
+consumer, the share consumer (KIP-932) with implicit and explicit acknowledgement, and the admin client; and
+the producer and consumer through a leader's kill -9 on a 3-broker Odradek cluster.
 The programs are tests/jvm/JavaClients.java, run in the tools' JVM."""
 
 from __future__ import annotations
 
-import pytest
+import threading
 
-from tests.clients import unique_name
-from tests.harness import BrokerProcess
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from tests.clients import admin, create_topic, unique_name
+from tests.harness import BrokerPool, BrokerProcess
 from tests.jvm.apache_kafka import ApacheKafkaBroker, KafkaTools, ToolResult
+from tests.waiting import wait_until
+from tests.zkharness import ZooKeeperChroot
 
 
 def java_clients(tools: KafkaTools, *args: str) -> ToolResult:
@@ -88,3 +94,28 @@ def test_share_consumer(tools: KafkaTools, broker: BrokerProcess, apache: Apache
 def test_admin_client(tools: KafkaTools, broker: BrokerProcess, apache: ApacheKafkaBroker) -> None:
     assert on_both(tools, broker, apache, "admin", "{bootstrap}", unique_name("java-admin")) == (
         "partitions 3 internal false\ncluster nodes 1\nlatest 5\nearliest 3\nretention.ms 86400000\ndeleted true\n")
+
+
+def test_fail_over_on_a_three_broker_cluster(tools: KafkaTools, zk_standalone: ZooKeeperChroot,
+                                             brokers: BrokerPool) -> None:
+    """The Java idempotent producer (acks=all) keeps going while its partition's leader is killed -9; a Java
+    consumer then reads every acknowledged record exactly once."""
+    cluster = brokers.start_cluster(zk_standalone.connect_string, 3, {"min.insync.replicas": "2"})
+    t = unique_name("java-failover")
+    create_topic(cluster.bootstrap, t, partitions=1, rf=3)
+    result: list[ToolResult] = []
+    producing = threading.Thread(target=lambda: result.append(java_clients(
+        tools, "produce-slowly", cluster.bootstrap, t, "300", "10")))
+    producing.start()
+    watcher = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": t + "-watch"})
+    try:
+        wait_until(lambda: watcher.get_watermark_offsets(TopicPartition(t, 0), timeout=5)[1] >= 50, 60,
+                   "50 records acknowledged")
+        leader = admin(cluster.bootstrap).list_topics(t, timeout=10).topics[t].partitions[0].leader
+    finally:
+        watcher.close()
+    next(b for b in cluster.brokers if b.broker_id == leader).kill()
+    producing.join(200)
+    assert result and result[0].exit == 0 and result[0].stdout == "acked 300\n", result
+    out = java_clients(tools, "consume", cluster.bootstrap, t, t + "-g", "300", "classic", "range")
+    assert out.exit == 0 and out.stdout.startswith("consumed 300 [300]\n"), out

@@ -143,3 +143,85 @@ def test_transactions_and_elections(tools: KafkaTools, broker: BrokerProcess,
          "--transactional-id", "no-such-txn")
     same(tools, broker, apache, "kafka-leader-election", "--bootstrap-server", "{bootstrap}", "--election-type",
          "preferred", "--topic", t, "--partition", "0")
+
+
+NUMBERS = _masks((r"[0-9]+(\.[0-9]+)?", "<n>"))
+
+
+def _json_lines(out: str) -> list[dict]:
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+def test_verifiable_producer_and_consumer(tools: KafkaTools, broker: BrokerProcess, apache: ApacheKafkaBroker) -> None:
+    t = unique_name("diff-verifiable")
+    same(tools, broker, apache, "kafka-topics", "--bootstrap-server", "{bootstrap}", "--create", "--topic", t)
+    ours, theirs = both(tools, broker, apache, "kafka-verifiable-producer", "--bootstrap-server", "{bootstrap}",
+                        "--topic", t, "--max-messages", "20", "--acks", "-1")
+    assert ours.exit == theirs.exit == 0, ours.stderr + theirs.stderr
+
+    def produced(out: str) -> list[tuple[str, object, object]]:
+        return [(e["name"], e.get("offset"), e.get("value")) for e in _json_lines(out)
+                if e["name"] in ("producer_send_success", "shutdown_complete")]
+
+    assert produced(ours.stdout) == produced(theirs.stdout)
+    assert len(produced(ours.stdout)) == 21
+    ours, theirs = both(tools, broker, apache, "kafka-verifiable-consumer", "--bootstrap-server", "{bootstrap}",
+                        "--topic", t, "--group-id", t + "-g", "--max-messages", "20", "--reset-policy", "earliest")
+    assert ours.exit == theirs.exit == 0, ours.stderr + theirs.stderr
+
+    def consumed(out: str) -> list[tuple[str, object]]:
+        events = _json_lines(out)
+        total = sum(e["count"] for e in events if e["name"] == "records_consumed")
+        committed = [p["offset"] for e in events if e["name"] == "offsets_committed" for p in e["offsets"]]
+        return [("records", total), ("last committed", max(committed) if committed else None)]
+
+    assert consumed(ours.stdout) == consumed(theirs.stdout) == [("records", 20), ("last committed", 20)]
+
+
+def test_perf_tools(tools: KafkaTools, broker: BrokerProcess, apache: ApacheKafkaBroker) -> None:
+    t = unique_name("diff-perf")
+    same(tools, broker, apache, "kafka-topics", "--bootstrap-server", "{bootstrap}", "--create", "--topic", t)
+    same(tools, broker, apache, "kafka-producer-perf-test", "--topic", t, "--num-records", "5000", "--record-size",
+         "100", "--throughput", "-1", "--producer-props", "bootstrap.servers={bootstrap}", "acks=all", mask=NUMBERS)
+    same(tools, broker, apache, "kafka-consumer-perf-test", "--bootstrap-server", "{bootstrap}", "--topic", t,
+         "--messages", "5000", mask=NUMBERS)
+
+
+def test_share_groups_tool(tools: KafkaTools, broker: BrokerProcess, apache: ApacheKafkaBroker) -> None:
+    t = unique_name("diff-share")
+    same(tools, broker, apache, "kafka-topics", "--bootstrap-server", "{bootstrap}", "--create", "--topic", t)
+    same(tools, broker, apache, "kafka-console-producer", "--bootstrap-server", "{bootstrap}", "--topic", t,
+         stdin="a\nb\nc\n")
+    same(tools, broker, apache, "kafka-share-groups", "--bootstrap-server", "{bootstrap}", "--reset-offsets",
+         "--group", t + "-sg", "--topic", t, "--to-earliest", "--execute")
+    same(tools, broker, apache, "kafka-share-groups", "--bootstrap-server", "{bootstrap}", "--describe",
+         "--group", t + "-sg", "--offsets")
+    same(tools, broker, apache, "kafka-share-groups", "--bootstrap-server", "{bootstrap}", "--describe",
+         "--group", t + "-sg", "--state")
+    same(tools, broker, apache, "kafka-share-groups", "--bootstrap-server", "{bootstrap}", "--delete",
+         "--group", t + "-sg")
+    same(tools, broker, apache, "kafka-share-groups", "--bootstrap-server", "{bootstrap}", "--describe",
+         "--group", t + "-sg")
+
+
+def test_acls_without_an_authorizer_and_reassignment(tools: KafkaTools, broker: BrokerProcess,
+                                                     apache: ApacheKafkaBroker) -> None:
+    t = unique_name("diff-reassign")
+    same(tools, broker, apache, "kafka-acls", "--bootstrap-server", "{bootstrap}", "--list")
+    same(tools, broker, apache, "kafka-acls", "--bootstrap-server", "{bootstrap}", "--add", "--allow-principal",
+         "User:bob", "--operation", "Read", "--topic", t)
+    same(tools, broker, apache, "kafka-topics", "--bootstrap-server", "{bootstrap}", "--create", "--topic", t,
+         "--partitions", "2")
+    topics = broker.workdir / f"{t}-topics.json"
+    topics.write_text(json.dumps({"topics": [{"topic": t}], "version": 1}))
+    paths = _masks((r'"/[^"]*/data"', '"<dir>"'))
+    same(tools, broker, apache, "kafka-reassign-partitions", "--bootstrap-server", "{bootstrap}", "--generate",
+         "--topics-to-move-json-file", str(topics), "--broker-list", "0", mask=paths)
+    plan = broker.workdir / f"{t}-plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [
+        {"topic": t, "partition": p, "replicas": [0], "log_dirs": ["any"]} for p in (0, 1)]}))
+    same(tools, broker, apache, "kafka-reassign-partitions", "--bootstrap-server", "{bootstrap}", "--execute",
+         "--reassignment-json-file", str(plan), mask=paths)
+    same(tools, broker, apache, "kafka-reassign-partitions", "--bootstrap-server", "{bootstrap}", "--verify",
+         "--reassignment-json-file", str(plan))
+    same(tools, broker, apache, "kafka-reassign-partitions", "--bootstrap-server", "{bootstrap}", "--list")
