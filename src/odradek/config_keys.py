@@ -583,7 +583,7 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("group.consumer.min.session.timeout.ms", INT, "45000", valid=Range(1), applied=True),
     _key("group.consumer.session.timeout.ms", INT, "45000", valid=Range(1), applied=True),
     _key("group.coordinator.append.linger.ms", INT, "10", valid=Range(0)),
-    _key("group.coordinator.rebalance.protocols", LIST, "classic,consumer", valid=ListOf("consumer", "classic", "share", "unknown"), applied=True),
+    _key("group.coordinator.rebalance.protocols", LIST, "classic,consumer,streams", valid=ListOf("consumer", "classic", "share", "streams", "unknown"), applied=True),
     _key("group.coordinator.threads", INT, "1", valid=Range(1)),
     _key("group.initial.rebalance.delay.ms", INT, "3000", applied=True),
     _key("group.max.session.timeout.ms", INT, "1800000", applied=True),

@@ -42,7 +42,12 @@ from kafka.protocol.producer import TxnOffsetCommitRequest, TxnOffsetCommitRespo
 from odradek.cluster.znodes import BrokerInfo
 from odradek.groups.group import GroupState, GroupSummary, JoinRequest, MemberProfile, now_ms
 from odradek.groups.schemas import OffsetValue, TopicPartition
-from odradek.groups.service import GROUP_TYPE_CONSUMER, GROUP_TYPE_SHARE, GROUP_TYPE_STREAMS, GroupCoordinatorService
+from odradek.groups.service import (
+    GROUP_TYPE_CONSUMER,
+    GROUP_TYPE_SHARE,
+    GROUP_TYPE_STREAMS,
+    GroupCoordinatorService,
+)
 from odradek.groups.share_state_coordinator import coordinator_key, parse_coordinator_key
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.server import authz

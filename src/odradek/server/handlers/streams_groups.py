@@ -100,8 +100,8 @@ def _described_topology(group_cls: Any, topology: Topology | None) -> Any:
         return None
     cls = group_cls.Topology
     sub_cls = cls.Subtopology
-    info_cls = StreamsGroupDescribeResponse.TopicInfo
-    kv_cls = StreamsGroupDescribeResponse.KeyValue
+    info_cls = sub_cls.TopicInfo
+    kv_cls = info_cls.KeyValue
 
     def infos(topics: tuple[InternalTopic, ...]) -> list[Any]:
         return [info_cls(name=t.name, partitions=t.partitions, replication_factor=t.replication_factor,
@@ -119,10 +119,10 @@ async def streams_group_describe(ctx: RequestContext, request: Any) -> StreamsGr
     gc = coordinator(ctx)
     group_cls = StreamsGroupDescribeResponse.DescribedGroup
     member_cls = group_cls.Member
-    assignment_cls = StreamsGroupDescribeResponse.Assignment
-    task_cls = StreamsGroupDescribeResponse.TaskIds
-    endpoint_cls = StreamsGroupDescribeResponse.Endpoint
-    kv_cls = StreamsGroupDescribeResponse.KeyValue
+    assignment_cls = member_cls.Assignment
+    task_cls = assignment_cls.TaskIds
+    endpoint_cls = member_cls.Endpoint
+    kv_cls = member_cls.KeyValue
     out = []
     for group_id in dict.fromkeys(request.group_ids or []):
         if not authz.allowed(ctx, authz.Op.DESCRIBE, authz.GROUP, group_id or ""):

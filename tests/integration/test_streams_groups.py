@@ -1,0 +1,166 @@
+"""Streams groups (KIP-1071) over the raw protocol against a real broker: StreamsGroupHeartbeat's join with
+a topology (the broker creates the changelog topic and assigns a task per source partition), the status of
+a topology whose source topic is missing, the edge cases answered with Kafka's error codes (unknown member,
+fenced epoch, invalid topology, a first heartbeat without topology, a consumer heartbeat naming a streams
+group), a second member taking over tasks only once the first has revoked them, a leave, and
+StreamsGroupDescribe and ListGroups (type streams). Kafka Streams itself runs in
+tests/jvm/test_kafka_streams_groups.py."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from kafka.protocol.admin import ListGroupsRequest
+from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
+
+from odradek.protocol.errors import ErrorCode
+from odradek.protocol.kip848 import ConsumerGroupHeartbeatRequest
+from odradek.protocol.kip1071 import (
+    StreamsGroupDescribeRequest,
+    StreamsGroupHeartbeatRequest,
+)
+from tests.clients import create_topic, unique_name
+from tests.harness import BrokerProcess
+from tests.rawclient import RawClient
+from tests.waiting import wait_until
+
+HB = StreamsGroupHeartbeatRequest
+MISSING_SOURCE_TOPICS, MISSING_INTERNAL_TOPICS = 1, 3
+
+
+def topology(source: str, app: str, epoch: int = 1, **sub: Any) -> Any:
+    changelog = HB.Topology.Subtopology.TopicInfo(name=f"{app}-store-changelog", partitions=0, replication_factor=-1, topic_configs=[])
+    fields = {"subtopology_id": "0", "source_topics": [source], "source_topic_regex": [],
+              "state_changelog_topics": [changelog], "repartition_sink_topics": [], "repartition_source_topics": [],
+              "copartition_groups": [], **sub}
+    return HB.Topology(epoch=epoch, subtopologies=[HB.Topology.Subtopology(**fields)])
+
+
+def heartbeat(raw: RawClient, group: str, member: str, epoch: int, **fields: Any) -> Any:
+    return raw.request(HB(group_id=group, member_id=member, member_epoch=epoch, endpoint_information_epoch=0,
+                          **fields), version=1)
+
+
+def join(raw: RawClient, group: str, member: str, topo: Any, process: str | None = None) -> Any:
+    return heartbeat(raw, group, member, 0, rebalance_timeout_ms=30000, topology=topo,
+                     process_id=process or uuid.uuid4().hex, active_tasks=[], standby_tasks=[], warmup_tasks=[])
+
+
+def tasks(ids: Any) -> dict[str, list[int]] | None:
+    return None if ids is None else {t.subtopology_id: sorted(t.partitions) for t in ids}
+
+
+def owned(t: dict[str, list[int]]) -> list[Any]:
+    return [HB.TaskIds(subtopology_id=s, partitions=ps) for s, ps in t.items()]
+
+
+def _coordinator(raw: RawClient, group: str) -> None:
+    wait_until(lambda: raw.request(FindCoordinatorRequest(key=group), 1).error_code == 0,
+               message="the group coordinator")
+
+
+def test_join_creates_internal_topics_and_assigns_tasks(broker: BrokerProcess) -> None:
+    source, app = unique_name("st-in"), unique_name("app")
+    create_topic(broker.bootstrap, source, partitions=3)
+    member = uuid.uuid4().hex
+    with RawClient(broker.port) as raw:
+        _coordinator(raw, app)
+        first = join(raw, app, member, topology(source, app))
+        assert first.error_code == 0 and first.member_epoch >= 1 and first.heartbeat_interval_ms > 0
+        state: dict[str, Any] = {"epoch": first.member_epoch, "active": tasks(first.active_tasks)}
+
+        def assigned() -> bool:
+            hb = heartbeat(raw, app, member, state["epoch"], active_tasks=owned(state["active"] or {}),
+                           standby_tasks=[], warmup_tasks=[])
+            assert hb.error_code == 0, hb
+            state["epoch"] = hb.member_epoch
+            if hb.active_tasks is not None:
+                state["active"] = tasks(hb.active_tasks)
+            state["status"] = [s.status_code for s in hb.status or []]
+            return state["active"] == {"0": [0, 1, 2]} and not state["status"]
+
+        wait_until(assigned, 20, lambda: f"the tasks of the group ({state})")
+        group = raw.request(StreamsGroupDescribeRequest(group_ids=[app], include_authorized_operations=False,
+                                                        include_topology_description=False), version=1).groups[0]
+        assert (group.error_code, group.group_state) == (0, "Stable")
+        assert [m.member_id for m in group.members] == [member]
+        assert tasks(group.members[0].assignment.active_tasks) == {"0": [0, 1, 2]}
+        assert group.topology.subtopologies[0].source_topics == [source]
+        listed = raw.request(ListGroupsRequest(states_filter=[], types_filter=["streams"]), version=5).groups
+        assert [(g.group_id, g.group_type, g.protocol_type) for g in listed] == [(app, "streams", "streams")]
+        # the broker made the changelog, one partition per task
+        meta = raw.request(MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=f"{app}-store-changelog")],
+                                           allow_auto_topic_creation=False), version=9)
+        assert meta.topics[0].error_code == 0 and len(meta.topics[0].partitions) == 3
+        # a consumer heartbeat cannot use the streams group's id; nor a stranger's streams heartbeat
+        cg = raw.request(ConsumerGroupHeartbeatRequest(group_id=app, member_id=uuid.uuid4().hex, member_epoch=0,
+                                                       rebalance_timeout_ms=30000, subscribed_topic_names=[source]),
+                         version=1)
+        assert cg.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+        assert heartbeat(raw, app, "stranger", 1).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+        assert heartbeat(raw, app, member, state["epoch"] + 5).error_code == ErrorCode.FENCED_MEMBER_EPOCH
+        left = heartbeat(raw, app, member, -1)
+        assert (left.error_code, left.member_epoch) == (0, -1)
+        group = raw.request(StreamsGroupDescribeRequest(group_ids=[app], include_authorized_operations=False),
+                            version=0).groups[0]
+        assert (group.group_state, group.members) == ("Empty", [])
+
+
+def test_missing_source_topic_status_and_invalid_requests(broker: BrokerProcess) -> None:
+    app = unique_name("app")
+    member = uuid.uuid4().hex
+    with RawClient(broker.port) as raw:
+        _coordinator(raw, app)
+        hb = join(raw, app, member, topology(unique_name("absent"), app))
+        assert hb.error_code == 0
+        assert [s.status_code for s in hb.status] == [MISSING_SOURCE_TOPICS]
+        assert tasks(hb.active_tasks) == {}
+        # a topology whose repartition sink no subtopology reads
+        bad = join(raw, unique_name("app"), uuid.uuid4().hex,
+                   topology("t", "x", repartition_sink_topics=["nowhere"]))
+        assert bad.error_code == ErrorCode.STREAMS_INVALID_TOPOLOGY and bad.error_message
+        dup = HB.Topology(epoch=1, subtopologies=topology("t", "x").subtopologies * 2)
+        assert join(raw, unique_name("app"), uuid.uuid4().hex, dup).error_code == ErrorCode.STREAMS_INVALID_TOPOLOGY
+        no_topology = heartbeat(raw, unique_name("app"), uuid.uuid4().hex, 0, rebalance_timeout_ms=30000,
+                                process_id="p", active_tasks=[], standby_tasks=[], warmup_tasks=[])
+        assert no_topology.error_code == ErrorCode.INVALID_REQUEST
+        assert join(raw, app, "", topology("t", "x")).error_code == ErrorCode.INVALID_REQUEST
+        unknown = raw.request(StreamsGroupDescribeRequest(group_ids=["no-such-group"],
+                                                          include_authorized_operations=False), version=0).groups[0]
+        assert unknown.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_second_member_gets_tasks_once_the_first_revokes(broker: BrokerProcess) -> None:
+    source, app = unique_name("st-in"), unique_name("app")
+    create_topic(broker.bootstrap, source, partitions=2)
+    a, b = uuid.uuid4().hex, uuid.uuid4().hex
+    with RawClient(broker.port) as raw:
+        _coordinator(raw, app)
+        topo = topology(source, app)
+        hb = join(raw, app, a, topo)
+        epoch_a = hb.member_epoch
+
+        def a_has_both() -> bool:
+            nonlocal epoch_a
+            r = heartbeat(raw, app, a, epoch_a, active_tasks=[], standby_tasks=[], warmup_tasks=[])
+            epoch_a = r.member_epoch
+            return tasks(r.active_tasks) == {"0": [0, 1]} or (r.active_tasks is None and not r.status and epoch_a > 1)
+
+        wait_until(a_has_both, 20, "the first member's tasks")
+        hb_b = join(raw, app, b, topo)
+        assert hb_b.error_code == 0 and tasks(hb_b.active_tasks) == {}, "task 0_x is still a's"
+        r = heartbeat(raw, app, a, epoch_a, active_tasks=owned({"0": [0, 1]}), standby_tasks=[], warmup_tasks=[])
+        assert r.member_epoch == epoch_a, "a keeps its epoch until it has revoked"
+        kept = tasks(r.active_tasks)
+        assert kept is not None and sum(len(v) for v in kept.values()) == 1
+        given_up = sorted({0, 1} - set(kept["0"]))
+        b_now = heartbeat(raw, app, b, hb_b.member_epoch, active_tasks=[], standby_tasks=[], warmup_tasks=[])
+        assert tasks(b_now.active_tasks) in (None, {}), "b waits for the revocation"
+        r = heartbeat(raw, app, a, epoch_a, active_tasks=owned(kept), standby_tasks=[], warmup_tasks=[])
+        assert r.member_epoch > epoch_a
+        b_now = heartbeat(raw, app, b, b_now.member_epoch, active_tasks=[], standby_tasks=[], warmup_tasks=[])
+        assert tasks(b_now.active_tasks) == {"0": given_up}
+        group = raw.request(StreamsGroupDescribeRequest(group_ids=[app], include_authorized_operations=False),
+                            version=1).groups[0]
+        assert group.group_state == "Stable", group
