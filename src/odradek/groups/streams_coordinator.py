@@ -45,7 +45,14 @@ from odradek.groups.group import GroupState
 from odradek.groups.schemas import OffsetValue, TopicPartition
 from odradek.groups.store import GroupStore
 from odradek.groups.streams_assignor import AssignorMember, Tasks, sticky_assign, task_list
-from odradek.groups.streams_topology import STALE_TOPOLOGY, Configured, Topology, configure, validate
+from odradek.groups.streams_topology import (
+    MISSING_INTERNAL_TOPICS,
+    STALE_TOPOLOGY,
+    Configured,
+    Topology,
+    configure,
+    validate,
+)
 from odradek.protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
@@ -104,6 +111,8 @@ class StreamsHeartbeat:
     user_endpoint: tuple[str, int] | None = None
     client_tags: dict[str, str] | None = None
     shutdown_application: bool = False
+    # whether the member may have the broker create an internal topic of this name (None: any)
+    may_create: Callable[[str], bool] | None = None
     client_id: str = ""
     client_host: str = ""
 
@@ -362,7 +371,7 @@ class StreamsGroupCoordinator:
         self._update_member(group, member, hb)
         if hb.shutdown_application:
             group.shutdown_requested = True
-        self._configure(group)
+        self._configure(group, hb.may_create)
         if group.group_epoch > group.assignment_epoch:
             self._assign(group)
         self._reconcile(group, member, hb)
@@ -438,7 +447,7 @@ class StreamsGroupCoordinator:
                 and member.member_epoch != JOIN_EPOCH:
             group.group_epoch += 1
 
-    def _configure(self, group: StreamsGroup) -> None:
+    def _configure(self, group: StreamsGroup, may_create: Callable[[str], bool] | None = None) -> None:
         if group.topology is None:
             group.configured = Configured()
             return
@@ -452,8 +461,16 @@ class StreamsGroupCoordinator:
         if counts != group.task_counts:
             group.task_counts = dict(counts)
             group.group_epoch += 1
+        refused = []
         for t in group.configured.to_create:
-            self._create(t.name, t.partitions, t.replication_factor, dict(t.configs))
+            if may_create is None or may_create(t.name):
+                self._create(t.name, t.partitions, t.replication_factor, dict(t.configs))
+            else:
+                refused.append(t.name)
+        if refused:  # said in the one status of missing internal topics
+            why = f"Unauthorized to CREATE on topics {', '.join(sorted(refused))}."
+            group.configured.status = [(code, f"{detail} {why}" if code == MISSING_INTERNAL_TOPICS else detail)
+                                       for code, detail in group.configured.status]
 
     def _create(self, name: str, partitions: int, replication_factor: int, configs: dict[str, str]) -> None:
         if self.create_topic is None or name in self._creating:

@@ -2,18 +2,24 @@
 
 The handlers translate between the wire messages (`odradek.protocol.kip1071`: kafka-python 3.0.12 has no
 classes for these APIs) and the group coordinator (`odradek.groups.service.GroupCoordinatorService`), which
-passes them to its streams group type (`odradek.groups.streams_coordinator`). Authorization as Kafka's:
-READ on the group for a heartbeat (and DESCRIBE_CONFIGS/CREATE on topics are not asked: the broker creates
-a group's internal topics itself), DESCRIBE on the group for a describe.
+passes them to its streams group type (`odradek.groups.streams_coordinator`).
+
+Authorization as Kafka's: a heartbeat needs READ on the group and, when it carries a topology, DESCRIBE on
+every topic the topology names (TOPIC_AUTHORIZATION_FAILED), which may not be one of Kafka's internal
+topics (STREAMS_INVALID_TOPOLOGY); the broker creates the group's missing internal topics only for a member
+allowed to CREATE them (on the cluster or the topic), as CreateTopics would. A describe needs DESCRIBE on
+the group.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from odradek.cluster.assignment import INTERNAL_TOPICS
 from odradek.groups.streams_assignor import Tasks
 from odradek.groups.streams_coordinator import StreamsHeartbeat
 from odradek.groups.streams_topology import InternalTopic, Subtopology, Topology
+from odradek.protocol.errors import ErrorCode
 from odradek.protocol.kip1071 import (
     StreamsGroupDescribeRequest,
     StreamsGroupDescribeResponse,
@@ -56,6 +62,25 @@ def _topology(t: Any) -> Topology | None:
         for s in t.subtopologies or []))
 
 
+def _refused_topology(ctx: RequestContext, topology: Topology) -> tuple[ErrorCode, str] | None:
+    named = {t for s in topology.subtopologies for t in (
+        *s.source_topics, *s.repartition_sink_topics, *(i.name for i in s.changelog_topics),
+        *(i.name for i in s.repartition_source_topics))}
+    internal = sorted(named & INTERNAL_TOPICS)
+    if internal:
+        return (ErrorCode.STREAMS_INVALID_TOPOLOGY,
+                f"Use of Kafka internal topics {', '.join(internal)} in a Kafka Streams topology is prohibited.")
+    denied = sorted(authz.denied(ctx, authz.Op.DESCRIBE, authz.TOPIC, named))
+    if denied:
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED, f"Unauthorized to DESCRIBE on topics {', '.join(denied)}."
+    return None
+
+
+def _may_create(ctx: RequestContext, name: str) -> bool:
+    return (authz.allowed(ctx, authz.Op.CREATE, authz.CLUSTER, log_denial=False)
+            or authz.allowed(ctx, authz.Op.CREATE, authz.TOPIC, name))
+
+
 def _task_ids(cls: Any, tasks: Tasks) -> list[Any]:
     return [cls(subtopology_id=s, partitions=sorted(ps)) for s, ps in sorted(tasks.items()) if ps]
 
@@ -73,11 +98,18 @@ async def streams_group_heartbeat(ctx: RequestContext, request: Any) -> StreamsG
         return _response(ctx, error_code=authz.ErrorCode.GROUP_AUTHORIZATION_FAILED, error_message=None,
                          member_id=request.member_id or "", member_epoch=request.member_epoch,
                          heartbeat_interval_ms=0)
+    topology = _topology(request.topology)
+    if topology is not None:
+        refused = _refused_topology(ctx, topology)
+        if refused is not None:
+            code, message = refused
+            return _response(ctx, error_code=code, error_message=message, member_id=request.member_id or "",
+                             member_epoch=request.member_epoch, heartbeat_interval_ms=0)
     endpoint = request.user_endpoint
     hb = StreamsHeartbeat(
         group_id=request.group_id or "", member_id=request.member_id or "", member_epoch=request.member_epoch,
         instance_id=request.instance_id, rack_id=request.rack_id, rebalance_timeout_ms=request.rebalance_timeout_ms,
-        topology=_topology(request.topology), active=_tasks(request.active_tasks),
+        topology=topology, may_create=lambda name: _may_create(ctx, name), active=_tasks(request.active_tasks),
         standby=_tasks(request.standby_tasks), warmup=_tasks(request.warmup_tasks), process_id=request.process_id,
         user_endpoint=(endpoint.host, endpoint.port) if endpoint is not None else None,
         client_tags={kv.key: kv.value for kv in request.client_tags} if request.client_tags is not None else None,
