@@ -164,3 +164,44 @@ def test_second_member_gets_tasks_once_the_first_revokes(broker: BrokerProcess) 
         group = raw.request(StreamsGroupDescribeRequest(group_ids=[app], include_authorized_operations=False),
                             version=1).groups[0]
         assert group.group_state == "Stable", group
+
+
+def test_group_survives_a_coordinator_restart(fresh_broker: BrokerProcess) -> None:
+    """The group is written to __consumer_offsets in Kafka's streams group records: after a restart the
+    member carries on at its epoch with its tasks, and the group's topology and epochs are as they were."""
+    source, app = unique_name("st-in"), unique_name("app")
+    create_topic(fresh_broker.bootstrap, source, partitions=2)
+    member = uuid.uuid4().hex
+    with RawClient(fresh_broker.port) as raw:
+        _coordinator(raw, app)
+        hb = join(raw, app, member, topology(source, app))
+        state = {"epoch": hb.member_epoch}
+
+        def assigned() -> bool:
+            r = heartbeat(raw, app, member, state["epoch"], active_tasks=[], standby_tasks=[], warmup_tasks=[])
+            state["epoch"] = r.member_epoch
+            return tasks(r.active_tasks) == {"0": [0, 1]}
+
+        wait_until(assigned, 20, "the tasks")
+        before = raw.request(StreamsGroupDescribeRequest(group_ids=[app], include_authorized_operations=False),
+                             version=1).groups[0]
+    fresh_broker.restart()
+    with RawClient(fresh_broker.port) as raw:
+        _coordinator(raw, app)
+
+        def served() -> Any:
+            r = heartbeat(raw, app, member, state["epoch"], active_tasks=owned({"0": [0, 1]}), standby_tasks=[],
+                          warmup_tasks=[])
+            return r if r.error_code == 0 else None
+
+        r = wait_until(served, 30, "the reloaded group")
+        assert r.member_epoch == state["epoch"]
+        after = raw.request(StreamsGroupDescribeRequest(group_ids=[app], include_authorized_operations=False),
+                            version=1).groups[0]
+        assert (after.group_epoch, after.assignment_epoch, after.group_state) == (
+            before.group_epoch, before.assignment_epoch, "Stable")
+        assert after.topology == before.topology
+        assert [(m.member_id, m.process_id, m.member_epoch) for m in after.members] == [
+            (m.member_id, m.process_id, m.member_epoch) for m in before.members]
+        assert tasks(after.members[0].assignment.active_tasks) == {"0": [0, 1]}
+        assert heartbeat(raw, app, member, -1).error_code == 0

@@ -113,11 +113,14 @@ class GroupCoordinatorService:
     def loaded(self, index: int, state: dict[str, LoadedGroup]) -> None:
         consumer = {gid: g for gid, g in state.items() if g.consumer is not None and g.consumer.epoch is not None}
         share = {gid: g.share for gid, g in state.items() if g.share is not None and g.share.epoch is not None}
-        self.classic.install({gid: g for gid, g in state.items() if gid not in consumer and gid not in share})
-        for gid in [*consumer, *share]:
+        streams = {gid: g for gid, g in state.items() if g.streams is not None and g.streams.epoch is not None}
+        self.classic.install({gid: g for gid, g in state.items()
+                              if gid not in consumer and gid not in share and gid not in streams})
+        for gid in [*consumer, *share, *streams]:
             self.classic.drop(gid)
         self.consumer.install(consumer)
         self.share.install(share)
+        self.streams.install(streams)
         self.offsets.loaded(state)
 
     def unloaded(self, index: int) -> None:

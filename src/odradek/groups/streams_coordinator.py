@@ -21,10 +21,16 @@ then). Heartbeats carry the member's tasks only when they changed. A member that
 Offsets: a streams group commits and fetches offsets through the one offset manager like a consumer group
 (a member at its current epoch; `GroupType`).
 
-Departure from Kafka: the group lives in memory only (no streams group records in `__consumer_offsets`
-yet): after a coordinator fail-over or restart, members get UNKNOWN_MEMBER_ID and rejoin, which Kafka
-Streams does on its own; the committed offsets are durable as for every group. The initial rebalance delay
-(`streams.initial.rebalance.delay.ms`), warm-up tasks and rack-aware standbys are not implemented.
+State: every change is written to the group's `__consumer_offsets` partition in Kafka's streams group
+records (`odradek.groups.streams_schemas`: members, targets, current assignments, topology, epochs) before
+the heartbeat is answered (a failed write answers with the store's error; memory stays ahead until the next
+write succeeds, as for consumer groups); a broker that loads the partition (restart, fail-over) serves the
+group as it was, each member's session restarted, so members carry on with their epochs.
+
+Not implemented: the initial rebalance delay (`streams.initial.rebalance.delay.ms`: the first assignment is
+made at once), warm-up tasks, rack-aware standbys, topology updates while members run the old one
+(STREAMS_INVALID_TOPOLOGY_EPOCH until they have left), the endpoint-to-partitions map of interactive
+queries (always empty), static membership beyond recording the instance id.
 """
 
 from __future__ import annotations
@@ -38,12 +44,14 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from odradek.aio import TaskSet
+from odradek.groups import consumer_schemas as cs
+from odradek.groups import streams_schemas as ss
 from odradek.groups.configs import FixedGroupConfigs, GroupConfigLookup
 from odradek.groups.consumer_coordinator import Topics
 from odradek.groups.coordinator import GROUP_TYPE_CLASSIC, GroupCoordinator
 from odradek.groups.group import GroupState
-from odradek.groups.schemas import OffsetValue, TopicPartition
-from odradek.groups.store import GroupStore
+from odradek.groups.schemas import OffsetValue, Records, TopicPartition, group_records, offset_records
+from odradek.groups.store import GroupStore, LoadedGroup
 from odradek.groups.streams_assignor import AssignorMember, Tasks, sticky_assign, task_list
 from odradek.groups.streams_topology import (
     MISSING_INTERNAL_TOPICS,
@@ -177,6 +185,9 @@ class StreamsGroup:
     offsets: dict[TopicPartition, OffsetValue] = field(default_factory=dict)
     shutdown_requested: bool = False
     dead: bool = False
+    # the group's records as last written to `__consumer_offsets` (what the next write is the difference to)
+    written: dict[cs.ConsumerKey, bytes] = field(default_factory=dict)
+    retire: Records = field(default_factory=list)  # the tombstone of the classic group it replaced
 
     @property
     def state(self) -> str:
@@ -292,8 +303,13 @@ class StreamsGroupCoordinator:
             await self.store.wait_ready(hb.group_id, create=True)
             async with self._lock(hb.group_id):
                 if hb.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
-                    return self._leave(hb)
-                return self._heartbeat(hb, other_type)
+                    result = self._leave(hb)
+                else:
+                    result = self._heartbeat(hb, other_type)
+                group = self.groups.get(hb.group_id)
+                if group is not None:
+                    await self._flush(group)
+                return result
         except KafkaError as exc:
             return StreamsResult(exc.code, exc.message if exc.message != exc.code.name else None,
                                  hb.member_id, hb.member_epoch)
@@ -342,6 +358,8 @@ class StreamsGroupCoordinator:
                 raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID,
                                  f"Member {hb.member_id} is not a member of group {hb.group_id}.")
             group = StreamsGroup(hb.group_id, offsets=self._from_empty_classic(hb.group_id, other_type))
+            if other_type is not None:
+                group.retire = group_records(hb.group_id, None)
             self.groups[hb.group_id] = group
         member = group.members.get(hb.member_id)
         status: list[tuple[int, str]] = []
@@ -398,6 +416,81 @@ class StreamsGroupCoordinator:
         classic.state = GroupState.DEAD
         log.info("Converted empty classic group %s to a streams group", group_id)
         return dict(classic.offsets)
+
+    # ---- persistence ----
+    def install(self, loaded: dict[str, LoadedGroup]) -> None:
+        """The streams groups replayed from a partition this broker now leads; their members' sessions
+        start now, as Kafka's do on a fail-over."""
+        for gid, entry in loaded.items():
+            st = entry.streams
+            if st is None or st.epoch is None:
+                continue
+            self._drop(gid)
+            group = StreamsGroup(gid, st.epoch, st.assignment_epoch, st.topology, offsets=entry.offsets)
+            group.targets = dict(st.targets)
+            # the task counts the target was computed for (not recorded): the tasks it assigns, every one
+            # of them to some member; the first heartbeat bumps the epoch only if the topics changed since
+            assigned: dict[str, set[int]] = {}
+            for active, _standby in group.targets.values():
+                for sub, ps in active.items():
+                    assigned.setdefault(sub, set()).update(ps)
+            group.task_counts = {sub: len(ps) for sub, ps in assigned.items()}
+            for mid, meta in st.members.items():
+                cur = st.current.get(mid) or ss.StreamsCurrentValue(0, -1, ss.STATE_STABLE)
+                state = {ss.STATE_UNREVOKED_TASKS: MemberState.UNREVOKED_TASKS,
+                         ss.STATE_UNRELEASED_TASKS: MemberState.UNRELEASED_TASKS}.get(cur.state, MemberState.STABLE)
+                group.members[mid] = StreamsMember(
+                    mid, meta.process_id, cur.member_epoch, cur.previous_member_epoch, meta.instance_id, meta.rack_id,
+                    meta.rebalance_timeout_ms, meta.topology_epoch, meta.user_endpoint, dict(meta.client_tags),
+                    meta.client_id, meta.client_host, state, dict(cur.active), dict(cur.standby),
+                    dict(cur.active_revoking))
+            group.written = self._image(group)
+            self.groups[gid] = group
+            for member in group.members.values():
+                self._touch(group, member)
+            log.debug("Loaded streams group %s (epoch %d, %d members)", gid, group.group_epoch, len(group.members))
+
+    @staticmethod
+    def _image(group: StreamsGroup) -> dict[cs.ConsumerKey, bytes]:
+        """The group's records as they should be now (streams groups are small: all of them)."""
+        gid, out = group.group_id, {}
+        for mid, m in sorted(group.members.items()):
+            out[cs.ConsumerKey(ss.MEMBER_METADATA, gid, mid)] = ss.encode_member_metadata(ss.StreamsMemberValue(
+                m.instance_id, m.rack_id, m.client_id, m.client_host, m.rebalance_timeout_ms, m.topology_epoch,
+                m.process_id, m.user_endpoint, dict(m.client_tags)))
+            active, standby = group.targets.get(mid, ({}, {}))
+            out[cs.ConsumerKey(ss.TARGET_ASSIGNMENT_MEMBER, gid, mid)] = ss.encode_target_member(active, standby)
+            state = {MemberState.UNREVOKED_TASKS: ss.STATE_UNREVOKED_TASKS,
+                     MemberState.UNRELEASED_TASKS: ss.STATE_UNRELEASED_TASKS}.get(m.state, ss.STATE_STABLE)
+            out[cs.ConsumerKey(ss.CURRENT_MEMBER_ASSIGNMENT, gid, mid)] = ss.encode_current_assignment(
+                ss.StreamsCurrentValue(m.member_epoch, m.previous_epoch, state, m.active, m.standby, {}, m.revoking))
+        if group.topology is not None:
+            out[cs.ConsumerKey(ss.TOPOLOGY, gid)] = ss.encode_topology(group.topology)
+        out[cs.ConsumerKey(ss.TARGET_ASSIGNMENT_METADATA, gid)] = cs.encode_epoch(group.assignment_epoch)
+        out[cs.ConsumerKey(ss.GROUP_METADATA, gid)] = ss.encode_group_metadata(group.group_epoch)
+        return out
+
+    async def _flush(self, group: StreamsGroup, image: dict[cs.ConsumerKey, bytes] | None = None,
+                     first: Records | None = None) -> None:
+        """Write what changed since the last write (or what takes the group to `image`: {} deletes it),
+        member records first, the group's last; raise the store's KafkaError if the write fails (the next
+        write carries the change again)."""
+        image = self._image(group) if image is None else image
+
+        def order(k: cs.ConsumerKey) -> tuple[bool, bool, str, int]:
+            if k.member is None:
+                return True, False, "", ss.GROUP_RECORD_TYPES.index(k.record_type)
+            types = ss.MEMBER_RECORD_TYPES if k not in image else ss.MEMBER_RECORD_TYPES[::-1]
+            return False, k in image, k.member, types.index(k.record_type)
+
+        changed = [k for k in group.written.keys() | image.keys() if group.written.get(k) != image.get(k)]
+        records: Records = list(first or []) + list(group.retire)
+        for k in sorted(changed, key=order):
+            records += cs.record(k, image.get(k))
+        if not records:
+            return
+        await self.store.write(group.group_id, records)
+        group.written, group.retire = image, []
 
     @staticmethod
     def _reports_subset(hb: StreamsHeartbeat, member: StreamsMember) -> bool:
@@ -457,7 +550,7 @@ class StreamsGroupCoordinator:
             return None if info is None else info.partitions
 
         group.configured = configure(group.topology, partitions_of, self.topics.names())
-        counts = group.configured.task_counts if group.configured.ready else {}
+        counts = {sub: n for sub, n in group.configured.task_counts.items() if n} if group.configured.ready else {}
         if counts != group.task_counts:
             group.task_counts = dict(counts)
             group.group_epoch += 1
@@ -552,6 +645,11 @@ class StreamsGroupCoordinator:
                     return
                 log.info("Member %s of streams group %s removed: %s", member_id, group.group_id, reason)
                 self._remove(group, member_id)
+                try:
+                    await self._flush(group)
+                except KafkaError as exc:
+                    log.warning("Could not write the removal of member %s of streams group %s: %s", member_id,
+                                group.group_id, exc)
 
         self._tasks.spawn(run())
 
@@ -649,6 +747,7 @@ class StreamsGroupCoordinator:
     async def delete_if_unused(self, group_id: str) -> None:
         group = self.groups.get(group_id)
         if group is not None and not group.dead and not group.members and not group.offsets:
+            await self._flush(group, {})
             self._drop(group_id)
 
     async def delete_group(self, group_id: str) -> ErrorCode:
@@ -663,10 +762,8 @@ class StreamsGroupCoordinator:
             if group.members:
                 return ErrorCode.NON_EMPTY_GROUP
             offsets = list(group.offsets)
-        if offsets:
-            from odradek.groups.schemas import offset_records
             try:
-                await self.store.write(group_id, offset_records(group_id, dict.fromkeys(offsets)))
+                await self._flush(group, {}, offset_records(group_id, dict.fromkeys(offsets)))
             except KafkaError as exc:
                 return exc.code
         self._drop(group_id)
