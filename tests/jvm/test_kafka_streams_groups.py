@@ -19,6 +19,7 @@ from kafka.protocol.admin import ListGroupsRequest
 from odradek.protocol.kip1071 import StreamsGroupDescribeRequest
 from tests.clients import create_topic
 from tests.harness import BrokerProcess, stop_process
+from tests.jvm.apache_kafka import KafkaTools
 from tests.jvm.test_kafka_streams import (  # noqa: F401
     COUNTS,
     KEYS,
@@ -43,7 +44,7 @@ def broker_config() -> dict[str, str]:
 
 
 def test_wordcount_demo_with_the_streams_protocol(broker: BrokerProcess, streams_app: list[subprocess.Popen],  # noqa: F811
-                                                  tmp_path: Path) -> None:
+                                                  tools: KafkaTools, tmp_path: Path) -> None:
     for topic in ("streams-plaintext-input", "streams-wordcount-output"):
         create_topic(broker.bootstrap, topic, partitions=2)
     p = Producer({"bootstrap.servers": broker.bootstrap})
@@ -71,6 +72,15 @@ def test_wordcount_demo_with_the_streams_protocol(broker: BrokerProcess, streams
         # one stream thread: both subtopologies' two tasks are its
         assert {t.subtopology_id: sorted(t.partitions) for t in group.members[0].assignment.active_tasks} == {
             "0": [0, 1], "1": [0, 1]}
+    # Kafka's kafka-streams-groups tool reads the group through StreamsGroupDescribe
+    command = "org.apache.kafka.tools.streams.StreamsGroupCommand"
+    listed = tools.run_main(command, "--bootstrap-server", broker.bootstrap, "--list")
+    assert listed.exit == 0 and APP in listed.stdout.split()
+    state = tools.run_main(command, "--bootstrap-server", broker.bootstrap, "--describe", "--group", APP, "--state")
+    assert state.exit == 0 and "sticky" in state.stdout and "Stable" in state.stdout, state
+    members = tools.run_main(command, "--bootstrap-server", broker.bootstrap, "--describe", "--group", APP,
+                             "--members", "--verbose")
+    assert members.exit == 0 and "ACTIVE: 0:[0,1]; 1:[0,1];" in members.stdout, members
 
 
 def _describe(port: int, group: str) -> Any:
