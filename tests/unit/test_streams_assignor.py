@@ -100,8 +100,20 @@ def test_configure_reports_missing_sources_and_copartitioning() -> None:
     Topology(1, (Subtopology("0", source_topics=("a",), copartition_groups=(((3,), (), ()),)),)),
     Topology(1, (Subtopology("0", source_topics=("a",), changelog_topics=(_topic("a"),)),)),
     Topology(1, (Subtopology("0", source_topic_regex=("(",)),)),
+    Topology(1, (Subtopology("0", source_topic_regex=("(?=in)in.*",)),)),  # RE2, as Kafka's RE2/J: no lookaround
 ])
 def test_invalid_topologies(topology: Topology) -> None:
     with pytest.raises(KafkaError) as err:
         validate(topology)
     assert err.value.code is ErrorCode.STREAMS_INVALID_TOPOLOGY
+
+
+def test_source_regexes_run_in_linear_time() -> None:
+    """A client's regex is matched against every topic name on the event loop: RE2, no backtracking."""
+    import time
+
+    regex = Topology(1, (Subtopology("0", source_topic_regex=("(a+)+b",)),))
+    names = ["a" * 249 + "c"] * 50
+    start = time.monotonic()
+    assert [c for c, _ in configure(regex, {}.get, names).status] == [MISSING_SOURCE_TOPICS]
+    assert time.monotonic() - start < 1
