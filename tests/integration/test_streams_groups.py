@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from kafka.protocol.admin import ListGroupsRequest
+from kafka.protocol.admin import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest
 from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 
 from odradek.protocol.errors import ErrorCode
@@ -105,6 +105,14 @@ def test_join_creates_internal_topics_and_assigns_tasks(broker: BrokerProcess) -
         group = raw.request(StreamsGroupDescribeRequest(group_ids=[app], include_authorized_operations=False),
                             version=0).groups[0]
         assert (group.group_state, group.members) == ("Empty", [])
+        # DescribeGroups (classic groups only) says so; DeleteGroups deletes the empty streams group
+        classic = raw.request(DescribeGroupsRequest(groups=[app], include_authorized_operations=False), 6).groups[0]
+        assert classic.error_code == ErrorCode.GROUP_ID_NOT_FOUND and "not a classic group" in classic.error_message
+        deleted = raw.request(DeleteGroupsRequest(groups_names=[app]), 2).results[0]
+        assert deleted.error_code == 0
+        gone = raw.request(StreamsGroupDescribeRequest(group_ids=[app], include_authorized_operations=False),
+                           version=0).groups[0]
+        assert gone.error_code == ErrorCode.GROUP_ID_NOT_FOUND
 
 
 def test_missing_source_topic_status_and_invalid_requests(broker: BrokerProcess) -> None:
