@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+import pytest
 from kafka.protocol.admin import DeleteGroupsRequest, DescribeGroupsRequest, ListGroupsRequest
 from kafka.protocol.metadata import FindCoordinatorRequest, MetadataRequest
 
@@ -22,11 +23,18 @@ from odradek.protocol.kip1071 import (
 )
 from tests.clients import create_topic, unique_name
 from tests.harness import BrokerProcess
-from tests.rawclient import RawClient
+from tests.rawclient import RawClient, incremental_alter_configs
 from tests.waiting import wait_until
 
 HB = StreamsGroupHeartbeatRequest
-MISSING_SOURCE_TOPICS, MISSING_INTERNAL_TOPICS = 1, 3
+MISSING_SOURCE_TOPICS, MISSING_INTERNAL_TOPICS, ASSIGNMENT_DELAYED = 1, 3, 5
+GROUP_RESOURCE = 32
+
+
+@pytest.fixture(scope="module")
+def broker_config() -> dict[str, str]:
+    # the first assignment at once; test_initial_rebalance_delay sets its group's own delay
+    return {"group.streams.initial.rebalance.delay.ms": "0"}
 
 
 def topology(source: str, app: str, epoch: int = 1, **sub: Any) -> Any:
@@ -213,3 +221,41 @@ def test_group_survives_a_coordinator_restart(fresh_broker: BrokerProcess) -> No
             (m.member_id, m.process_id, m.member_epoch) for m in before.members]
         assert tasks(after.members[0].assignment.active_tasks) == {"0": [0, 1]}
         assert heartbeat(raw, app, member, -1).error_code == 0
+
+
+def test_initial_rebalance_delay(broker: BrokerProcess) -> None:
+    """A new group's first assignment waits the group's streams.initial.rebalance.delay.ms (status
+    ASSIGNMENT_DELAYED meanwhile), so two members joining within it are balanced from the start."""
+    source, app = unique_name("st-in"), unique_name("app")
+    create_topic(broker.bootstrap, source, partitions=2)
+    a, b = uuid.uuid4().hex, uuid.uuid4().hex
+    with RawClient(broker.port) as raw:
+        _coordinator(raw, app)
+        assert incremental_alter_configs(raw, GROUP_RESOURCE, app,
+                                         [("streams.initial.rebalance.delay.ms", 0, "1500")]).error_code == 0
+        topo = topology(source, app)
+        epochs = {}
+
+        def ready(member: str) -> Any:
+            hb = join(raw, app, member, topo) if member not in epochs else heartbeat(
+                raw, app, member, epochs[member], active_tasks=[], standby_tasks=[], warmup_tasks=[])
+            epochs[member] = hb.member_epoch
+            return hb
+
+        def delayed() -> bool:
+            return [s.status_code for s in ready(a).status or []] == [ASSIGNMENT_DELAYED]
+
+        wait_until(delayed, 20, "the delayed first assignment")  # once the changelog exists
+        assert [s.status_code for s in ready(b).status or []] == [ASSIGNMENT_DELAYED]
+        got: dict[str, Any] = {}
+
+        def assigned() -> bool:
+            for m in (a, b):
+                hb = ready(m)
+                if hb.active_tasks is not None:
+                    got[m] = tasks(hb.active_tasks)
+            return len(got) == 2 and all(got.values())
+
+        wait_until(assigned, 20, lambda: f"the first assignment ({got})")
+        assert sorted(p for t in got.values() for p in t["0"]) == [0, 1]
+        assert all(len(t["0"]) == 1 for t in got.values()), "balanced at once: nothing to revoke"

@@ -31,7 +31,7 @@ from tests.jvm.test_kafka_streams import (  # noqa: F401
     start_app,
     streams_app,
 )
-from tests.rawclient import RawClient
+from tests.rawclient import RawClient, incremental_alter_configs
 from tests.waiting import wait_until
 
 APP = "wordcount-kip1071"
@@ -39,8 +39,9 @@ APP = "wordcount-kip1071"
 
 @pytest.fixture(scope="module")
 def broker_config() -> dict[str, str]:
-    return {"group.streams.num.standby.replicas": "1", "transaction.state.log.replication.factor": "1",
-            "transaction.state.log.min.isr": "1"}
+    # the first assignment at once (the two-instance test sets its group's own delay)
+    return {"group.streams.num.standby.replicas": "1", "group.streams.initial.rebalance.delay.ms": "0",
+            "transaction.state.log.replication.factor": "1", "transaction.state.log.min.isr": "1"}
 
 
 def test_wordcount_demo_with_the_streams_protocol(broker: BrokerProcess, streams_app: list[subprocess.Popen],  # noqa: F811
@@ -102,6 +103,9 @@ def test_two_instances_share_tasks_with_standbys_and_one_leaves(
     props = {"bootstrap.servers": bootstrap, "application.id": group, "group.protocol": "streams",
              "input.topic": "kip1071-in", "output.topic": "kip1071-out", "processing.guarantee": "exactly_once_v2",
              "replication.factor": "1", "commit.interval.ms": "200", "statestore.cache.max.bytes": "0"}
+    with RawClient(broker.port) as raw:  # both instances join within the first assignment's delay
+        assert incremental_alter_configs(raw, 32, group, [("streams.initial.rebalance.delay.ms", 0, "3000")]
+                                         ).error_code == 0
     instances = []
     for name in ("a", "b"):
         workdir = tmp_path / name

@@ -27,8 +27,10 @@ the heartbeat is answered (a failed write answers with the store's error; memory
 write succeeds, as for consumer groups); a broker that loads the partition (restart, fail-over) serves the
 group as it was, each member's session restarted, so members carry on with their epochs.
 
-Not implemented: the initial rebalance delay (`streams.initial.rebalance.delay.ms`: the first assignment is
-made at once), warm-up tasks, rack-aware standbys, topology updates while members run the old one
+A new group's first assignment of tasks waits `streams.initial.rebalance.delay.ms` (Kafka's initial
+rebalance delay; status ASSIGNMENT_DELAYED meanwhile), so instances started together are balanced at once.
+
+Not implemented: warm-up tasks, rack-aware standbys, topology updates while members run the old one
 (STREAMS_INVALID_TOPOLOGY_EPOCH until they have left), the endpoint-to-partitions map of interactive
 queries (always empty), static membership beyond recording the instance id.
 """
@@ -54,6 +56,7 @@ from odradek.groups.schemas import OffsetValue, Records, TopicPartition, group_r
 from odradek.groups.store import GroupStore, LoadedGroup
 from odradek.groups.streams_assignor import AssignorMember, Tasks, sticky_assign, task_list
 from odradek.groups.streams_topology import (
+    ASSIGNMENT_DELAYED,
     MISSING_INTERNAL_TOPICS,
     STALE_TOPOLOGY,
     Configured,
@@ -82,6 +85,7 @@ class StreamsGroupSettings:
     heartbeat_interval_ms: int = 5_000
     num_standby_replicas: int = 0
     max_size: int = 2**31 - 1
+    initial_rebalance_delay_ms: int = 3_000
 
     @classmethod
     def from_config(cls, config: BrokerConfig) -> StreamsGroupSettings:
@@ -98,7 +102,8 @@ class StreamsGroupSettings:
                    session_timeout_ms=session, heartbeat_interval_ms=interval,
                    num_standby_replicas=min(int(get("group.streams.num.standby.replicas")),
                                             int(get("group.streams.max.standby.replicas"))),
-                   max_size=int(get("group.streams.max.size")))
+                   max_size=int(get("group.streams.max.size")),
+                   initial_rebalance_delay_ms=int(get("group.streams.initial.rebalance.delay.ms")))
 
 
 @dataclass(slots=True)
@@ -185,6 +190,9 @@ class StreamsGroup:
     offsets: dict[TopicPartition, OffsetValue] = field(default_factory=dict)
     shutdown_requested: bool = False
     dead: bool = False
+    # tasks were ever assigned (the initial rebalance delay is over); when the delay ends (loop time)
+    assigned_tasks: bool = False
+    delay_until: float | None = None
     # the group's records as last written to `__consumer_offsets` (what the next write is the difference to)
     written: dict[cs.ConsumerKey, bytes] = field(default_factory=dict)
     retire: Records = field(default_factory=list)  # the tombstone of the classic group it replaced
@@ -256,7 +264,8 @@ class StreamsGroupCoordinator:
         self.configs = configs or FixedGroupConfigs({
             "streams.session.timeout.ms": settings.session_timeout_ms,
             "streams.heartbeat.interval.ms": settings.heartbeat_interval_ms,
-            "streams.num.standby.replicas": settings.num_standby_replicas})
+            "streams.num.standby.replicas": settings.num_standby_replicas,
+            "streams.initial.rebalance.delay.ms": settings.initial_rebalance_delay_ms})
         self.store = store
         self.topics = topics
         self.create_topic = create_topic
@@ -391,7 +400,11 @@ class StreamsGroupCoordinator:
             group.shutdown_requested = True
         self._configure(group, hb.may_create)
         if group.group_epoch > group.assignment_epoch:
-            self._assign(group)
+            if self._delayed(group):
+                status.append((ASSIGNMENT_DELAYED, "The assignment is delayed for more members to join "
+                                                   "(streams.initial.rebalance.delay.ms)."))
+            else:
+                self._assign(group)
         self._reconcile(group, member, hb)
         self._touch(group, member)
         status += group.configured.status
@@ -435,6 +448,7 @@ class StreamsGroupCoordinator:
                 for sub, ps in active.items():
                     assigned.setdefault(sub, set()).update(ps)
             group.task_counts = {sub: len(ps) for sub, ps in assigned.items()}
+            group.assigned_tasks = bool(assigned)
             for mid, meta in st.members.items():
                 cur = st.current.get(mid) or ss.StreamsCurrentValue(0, -1, ss.STATE_STABLE)
                 state = {ss.STATE_UNREVOKED_TASKS: MemberState.UNREVOKED_TASKS,
@@ -583,6 +597,18 @@ class StreamsGroupCoordinator:
 
         self._tasks.spawn(run())
 
+    def _delayed(self, group: StreamsGroup) -> bool:
+        """Kafka's initial rebalance delay: a new group's first assignment of tasks waits
+        `streams.initial.rebalance.delay.ms` from when it could first be made, for more members to join
+        (the members ask again at their next heartbeat)."""
+        if group.assigned_tasks or not group.task_counts:
+            return False
+        delay_ms = self.configs.value(group.group_id, "streams.initial.rebalance.delay.ms")
+        now = asyncio.get_running_loop().time()
+        if group.delay_until is None:
+            group.delay_until = now + delay_ms / 1000
+        return now < group.delay_until
+
     def _assign(self, group: StreamsGroup) -> None:
         members = {mid: AssignorMember(m.process_id, m.active, m.standby) for mid, m in group.members.items()}
         counts = group.task_counts if group.configured.ready and not group.shutdown_requested else {}
@@ -590,6 +616,7 @@ class StreamsGroupCoordinator:
         assigned = sticky_assign(members, counts, standbys)
         group.targets = {mid: (a.active, a.standby) for mid, a in assigned.items()}
         group.assignment_epoch = group.group_epoch
+        group.assigned_tasks = group.assigned_tasks or bool(counts and members)
 
     def _reconcile(self, group: StreamsGroup, member: StreamsMember, hb: StreamsHeartbeat) -> None:
         if member.state is MemberState.UNREVOKED_TASKS:
@@ -660,9 +687,11 @@ class StreamsGroupCoordinator:
         member.cancel_timers()
         group.targets.pop(member_id, None)
         group.group_epoch += 1
-        if not group.members:
-            group.shutdown_requested = False
-        self._assign(group)
+        if not group.members:  # the next members start a new group's first assignment (and its delay)
+            group.shutdown_requested, group.assigned_tasks, group.delay_until = False, False, None
+            self._assign(group)
+        elif not self._delayed(group):
+            self._assign(group)
 
     # ---- StreamsGroupDescribe, ListGroups ----
     async def describe(self, group_id: str, other_type: str | None) -> StreamsGroupDescription:
