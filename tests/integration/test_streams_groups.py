@@ -107,6 +107,7 @@ def test_join_creates_internal_topics_and_assigns_tasks(broker: BrokerProcess) -
                          version=1)
         assert cg.error_code == ErrorCode.GROUP_ID_NOT_FOUND
         assert heartbeat(raw, app, "stranger", 1).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+        assert heartbeat(raw, unique_name("nogroup"), member, 1).error_code == ErrorCode.GROUP_ID_NOT_FOUND
         assert heartbeat(raw, app, member, state["epoch"] + 5).error_code == ErrorCode.FENCED_MEMBER_EPOCH
         left = heartbeat(raw, app, member, -1)
         assert (left.error_code, left.member_epoch) == (0, -1)

@@ -352,8 +352,10 @@ class StreamsGroupCoordinator:
 
     def _leave(self, hb: StreamsHeartbeat) -> StreamsResult:
         group = self.groups.get(hb.group_id)
-        member = group.members.get(hb.member_id) if group is not None else None
-        if group is None or member is None:
+        if group is None:
+            raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Streams group {hb.group_id} not found.")
+        member = group.members.get(hb.member_id)
+        if member is None:
             raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID,
                              f"Member {hb.member_id} is not a member of group {hb.group_id}.")
         log.info("Member %s has left streams group %s through explicit leave", hb.member_id, hb.group_id)
@@ -363,9 +365,8 @@ class StreamsGroupCoordinator:
     def _heartbeat(self, hb: StreamsHeartbeat, other_type: str | None) -> StreamsResult:
         group = self.groups.get(hb.group_id)
         if group is None:
-            if hb.member_epoch != JOIN_EPOCH:
-                raise KafkaError(ErrorCode.UNKNOWN_MEMBER_ID,
-                                 f"Member {hb.member_id} is not a member of group {hb.group_id}.")
+            if hb.member_epoch != JOIN_EPOCH:  # Kafka: only a joining member creates the group
+                raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"Streams group {hb.group_id} not found.")
             group = StreamsGroup(hb.group_id, offsets=self._from_empty_classic(hb.group_id, other_type))
             if other_type is not None:
                 group.retire = group_records(hb.group_id, None)
