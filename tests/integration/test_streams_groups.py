@@ -143,6 +143,14 @@ def test_missing_source_topic_status_and_invalid_requests(broker: BrokerProcess)
                                 process_id="p", active_tasks=[], standby_tasks=[], warmup_tasks=[])
         assert no_topology.error_code == ErrorCode.INVALID_REQUEST
         assert join(raw, app, "", topology("t", "x")).error_code == ErrorCode.INVALID_REQUEST
+        # Kafka's request checks: a topology only when joining, no tasks claimed when joining
+        again = heartbeat(raw, app, member, hb.member_epoch, topology=topology("t", "x"))
+        assert (again.error_code, again.error_message) == (ErrorCode.INVALID_REQUEST,
+                                                           "Topology can only be provided when (re-)joining.")
+        claims = heartbeat(raw, app, uuid.uuid4().hex, 0, rebalance_timeout_ms=30000, topology=topology("t", "x"),
+                           process_id="p", active_tasks=owned({"0": [0]}), standby_tasks=[], warmup_tasks=[])
+        assert (claims.error_code, claims.error_message) == (ErrorCode.INVALID_REQUEST,
+                                                             "ActiveTasks must be empty when (re-)joining.")
         unknown = raw.request(StreamsGroupDescribeRequest(group_ids=["no-such-group"],
                                                           include_authorized_operations=False), version=0).groups[0]
         assert unknown.error_code == ErrorCode.GROUP_ID_NOT_FOUND

@@ -101,6 +101,9 @@ def test_configure_reports_missing_sources_and_copartitioning() -> None:
     Topology(1, (Subtopology("0", source_topics=("a",), changelog_topics=(_topic("a"),)),)),
     Topology(1, (Subtopology("0", source_topic_regex=("(",)),)),
     Topology(1, (Subtopology("0", source_topic_regex=("(?=in)in.*",)),)),  # RE2, as Kafka's RE2/J: no lookaround
+    Topology(1, (Subtopology("0"),)),  # no source at all
+    Topology(1, (Subtopology("0", source_topics=("a",), changelog_topics=(_topic("log", 3),)),)),  # sized changelog
+    Topology(1, (Subtopology("0", repartition_source_topics=(_topic("rep"),)),)),  # unsized, fed by no sink
 ])
 def test_invalid_topologies(topology: Topology) -> None:
     with pytest.raises(KafkaError) as err:

@@ -35,6 +35,13 @@ def _join(member: str, process: str | None = None, rebalance_ms: int = 30_000) -
                             process_id=process or f"p-{member}", active={}, standby={}, warmup={})
 
 
+def _beat(member: str, epoch: int, active: dict[str, frozenset[int]] | None = None) -> StreamsHeartbeat:
+    """A member's heartbeat, with its active tasks (and no standbys or warm-ups) when `active` is given."""
+    if active is None:
+        return StreamsHeartbeat("g", member, epoch)
+    return StreamsHeartbeat("g", member, epoch, active=active, standby={}, warmup={})
+
+
 def _n(tasks: dict[str, frozenset[int]] | None) -> int:
     return sum(len(v) for v in (tasks or {}).values())
 
@@ -65,10 +72,10 @@ def test_a_member_that_does_not_revoke_is_removed_after_its_rebalance_timeout() 
         svc = _svc()
         a = await svc.streams_heartbeat(_join("a", rebalance_ms=100))
         b = await svc.streams_heartbeat(_join("b"))
-        a2 = await svc.streams_heartbeat(StreamsHeartbeat("g", "a", a.member_epoch, active=a.tasks[0]))
+        a2 = await svc.streams_heartbeat(_beat("a", a.member_epoch, a.tasks[0]))
         assert a2.member_epoch == a.member_epoch and a2.tasks is not None and _n(a2.tasks[0]) == 2
         await asyncio.sleep(0.3)  # a never reports the two tasks gone
-        b2 = await svc.streams_heartbeat(StreamsHeartbeat("g", "b", b.member_epoch, active={}))
+        b2 = await svc.streams_heartbeat(_beat("b", b.member_epoch, {}))
         assert b2.tasks is not None and _n(b2.tasks[0]) == 4
         assert (await svc.streams_heartbeat(StreamsHeartbeat("g", "a", a.member_epoch))).error == E.UNKNOWN_MEMBER_ID
         await svc.shutdown()
@@ -82,10 +89,10 @@ def test_standbys_and_replay() -> None:
         svc = _svc(store, standbys=1)
         a = await svc.streams_heartbeat(_join("a"))
         b = await svc.streams_heartbeat(_join("b"))
-        a = await svc.streams_heartbeat(StreamsHeartbeat("g", "a", a.member_epoch, active=a.tasks[0]))
+        a = await svc.streams_heartbeat(_beat("a", a.member_epoch, a.tasks[0]))
         held = a.tasks[0] if a.tasks is not None else {}
-        a = await svc.streams_heartbeat(StreamsHeartbeat("g", "a", a.member_epoch, active=held))
-        b = await svc.streams_heartbeat(StreamsHeartbeat("g", "b", b.member_epoch, active={}))
+        a = await svc.streams_heartbeat(_beat("a", a.member_epoch, held))
+        b = await svc.streams_heartbeat(_beat("b", b.member_epoch, {}))
         d = await svc.streams_describe("g")
         assert d.state == "Stable", d
         ma, mb = (m.member for m in d.members)

@@ -325,15 +325,15 @@ class StreamsGroupCoordinator:
 
     @staticmethod
     def _validate(hb: StreamsHeartbeat) -> None:
+        """Kafka's checks of a StreamsGroupHeartbeat, in its order and words (INVALID_REQUEST), then the
+        topology's (STREAMS_INVALID_TOPOLOGY)."""
         def bad(message: str) -> KafkaError:
             return KafkaError(ErrorCode.INVALID_REQUEST, message)
 
-        if not hb.group_id:
-            raise bad("GroupId can't be empty.")
         if not hb.member_id:
             raise bad("MemberId can't be empty.")
-        if hb.member_epoch < STATIC_LEAVE_EPOCH:
-            raise bad(f"MemberEpoch is {hb.member_epoch}, but must be greater than or equal to -2.")
+        if not hb.group_id:
+            raise bad("GroupId can't be empty.")
         if hb.instance_id is not None and not hb.instance_id:
             raise bad("InstanceId can't be empty.")
         if hb.rack_id is not None and not hb.rack_id:
@@ -341,14 +341,24 @@ class StreamsGroupCoordinator:
         if hb.member_epoch == JOIN_EPOCH:
             if hb.rebalance_timeout_ms <= 0:
                 raise bad("RebalanceTimeoutMs must be provided in first request.")
+            for name, tasks in (("ActiveTasks", hb.active), ("StandbyTasks", hb.standby), ("WarmupTasks", hb.warmup)):
+                if tasks:
+                    raise bad(f"{name} must be empty when (re-)joining.")
             if hb.topology is None:
-                raise bad("Topology must be non-empty in first request.")
+                raise bad("Topology must be non-null when (re-)joining.")
+            validate(hb.topology)
             if not hb.process_id:
                 raise bad("ProcessId can't be empty.")
-            if hb.active is None or hb.standby is None or hb.warmup is None:
-                raise bad("ActiveTasks, StandbyTasks and WarmupTasks must be set in first request.")
-        if hb.topology is not None:
-            validate(hb.topology)
+        elif hb.member_epoch == STATIC_LEAVE_EPOCH:
+            if hb.instance_id is None:
+                raise bad("InstanceId can't be null.")
+        elif hb.member_epoch < STATIC_LEAVE_EPOCH:
+            raise bad(f"MemberEpoch is {hb.member_epoch}, but must be greater than or equal to -2.")
+        elif hb.member_epoch > 0:
+            if len({hb.active is None, hb.standby is None, hb.warmup is None}) > 1:
+                raise bad("If one task-type is non-null, all must be non-null.")
+            if hb.topology is not None:
+                raise bad("Topology can only be provided when (re-)joining.")
 
     def _leave(self, hb: StreamsHeartbeat) -> StreamsResult:
         group = self.groups.get(hb.group_id)

@@ -91,7 +91,18 @@ def validate(topology: Topology) -> None:
     sources = {t for s in topology.subtopologies for t in s.source_topics}
     repartition_sources = {t.name for s in topology.subtopologies for t in s.repartition_source_topics}
     changelogs = [t.name for s in topology.subtopologies for t in s.changelog_topics]
+    sinks = {t for s in topology.subtopologies for t in s.repartition_sink_topics}
     for s in topology.subtopologies:
+        if not (s.source_topics or s.source_topic_regex or s.repartition_source_topics):
+            raise bad(f"Subtopology {s.subtopology_id} does not contain any source topics.")
+        for t in s.changelog_topics:
+            if t.partitions != 0:
+                raise bad(f"Changelog topic {t.name} must have an undefined partition count, but it is set to "
+                          f"{t.partitions}.")
+        for t in s.repartition_source_topics:
+            if t.partitions == 0 and t.name not in sinks:
+                raise bad("Failed to compute number of partitions for all repartition topics, because a "
+                          "repartition source topic is never used as a sink topic.")
         for t in (*s.changelog_topics, *s.repartition_source_topics):
             try:
                 validate_topic_name(t.name)
