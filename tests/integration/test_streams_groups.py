@@ -46,8 +46,8 @@ def topology(source: str, app: str, epoch: int = 1, **sub: Any) -> Any:
 
 
 def heartbeat(raw: RawClient, group: str, member: str, epoch: int, **fields: Any) -> Any:
-    return raw.request(HB(group_id=group, member_id=member, member_epoch=epoch, endpoint_information_epoch=0,
-                          **fields), version=1)
+    fields.setdefault("endpoint_information_epoch", 0)
+    return raw.request(HB(group_id=group, member_id=member, member_epoch=epoch, **fields), version=1)
 
 
 def join(raw: RawClient, group: str, member: str, topo: Any, process: str | None = None) -> Any:
@@ -268,3 +268,39 @@ def test_initial_rebalance_delay(broker: BrokerProcess) -> None:
         wait_until(assigned, 20, lambda: f"the first assignment ({got})")
         assert sorted(p for t in got.values() for p in t["0"]) == [0, 1]
         assert all(len(t["0"]) == 1 for t in got.values()), "balanced at once: nothing to revoke"
+
+
+def test_interactive_query_endpoints(broker: BrokerProcess) -> None:
+    """Members that name an `application.server` endpoint learn which source partitions each endpoint
+    holds, whenever that map moved past the epoch they know."""
+    source, app = unique_name("st-in"), unique_name("app")
+    create_topic(broker.bootstrap, source, partitions=2)
+    with RawClient(broker.port) as raw:
+        _coordinator(raw, app)
+        epochs: dict[str, int] = {}
+        for m, port in (("a", 7001), ("b", 7002)):
+            hb = heartbeat(raw, app, m, 0, rebalance_timeout_ms=30000, topology=topology(source, app),
+                           process_id=f"p-{m}", active_tasks=[], standby_tasks=[], warmup_tasks=[],
+                           user_endpoint=HB.Endpoint(host=f"host-{m}", port=port))
+            epochs[m] = hb.member_epoch
+        held: dict[str, list[Any]] = {"a": [], "b": []}
+        seen: dict[str, Any] = {}
+
+        def settled() -> bool:
+            for m in ("a", "b"):
+                r = heartbeat(raw, app, m, epochs[m], active_tasks=held[m], standby_tasks=[], warmup_tasks=[])
+                epochs[m] = r.member_epoch
+                if r.active_tasks is not None:
+                    held[m] = owned(tasks(r.active_tasks) or {})
+                seen["epoch"], seen["map"] = r.endpoint_information_epoch, r.partitions_by_user_endpoint
+            return all(held.values()) and seen["map"] is not None and all(
+                e.active_partitions for e in seen["map"])
+
+        wait_until(settled, 20, lambda: f"the endpoint map ({seen})")
+        by_host = {e.user_endpoint.host: (e.user_endpoint.port, [(t.topic, t.partitions) for t in e.active_partitions])
+                   for e in seen["map"]}
+        assert sorted(by_host) == ["host-a", "host-b"] and by_host["host-a"][0] == 7001
+        assert sorted(p for _port, tps in by_host.values() for _t, ps in tps for p in ps) == [0, 1]
+        assert all(t == source for _port, tps in by_host.values() for t, _ps in tps)
+        known = heartbeat(raw, app, "a", epochs["a"], endpoint_information_epoch=seen["epoch"])
+        assert known.partitions_by_user_endpoint is None and known.endpoint_information_epoch == seen["epoch"]

@@ -31,8 +31,7 @@ A new group's first assignment of tasks waits `streams.initial.rebalance.delay.m
 rebalance delay; status ASSIGNMENT_DELAYED meanwhile), so instances started together are balanced at once.
 
 Not implemented: warm-up tasks, rack-aware standbys, topology updates while members run the old one
-(STREAMS_INVALID_TOPOLOGY_EPOCH until they have left), the endpoint-to-partitions map of interactive
-queries (always empty), static membership beyond recording the instance id.
+(STREAMS_INVALID_TOPOLOGY_EPOCH until they have left), static membership beyond recording the instance id.
 """
 
 from __future__ import annotations
@@ -76,6 +75,8 @@ JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH = 0, -1, -2
 ASSIGNOR = "sticky"
 
 CreateTopic = Callable[[str, int, int, dict[str, str]], Awaitable[None]]
+TopicTasks = dict[str, frozenset[int]]  # topic -> partitions
+Endpoint = tuple[tuple[str, int], TopicTasks, TopicTasks]  # (host, port), its active and standby partitions
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +123,7 @@ class StreamsHeartbeat:
     warmup: Tasks | None = None
     process_id: str | None = None
     user_endpoint: tuple[str, int] | None = None
+    endpoint_epoch: int = 0  # the endpoint map epoch the member knows
     client_tags: dict[str, str] | None = None
     shutdown_application: bool = False
     # whether the member may have the broker create an internal topic of this name (None: any)
@@ -140,6 +142,9 @@ class StreamsResult:
     status: list[tuple[int, str]] | None = None
     # the member's tasks (active, standby, warmup), None when unchanged since it was last told
     tasks: tuple[Tasks, Tasks, Tasks] | None = None
+    # interactive queries: the group's endpoint map and its epoch; the map only when the member's epoch differs
+    endpoint_epoch: int = 0
+    endpoints: list[Endpoint] | None = None
 
 
 class MemberState(Enum):
@@ -190,6 +195,9 @@ class StreamsGroup:
     offsets: dict[TopicPartition, OffsetValue] = field(default_factory=dict)
     shutdown_requested: bool = False
     dead: bool = False
+    # the endpoint map of interactive queries as last computed, and its epoch (bumped when it changes)
+    endpoints: list[Endpoint] = field(default_factory=list)
+    endpoint_epoch: int = 0
     # tasks were ever assigned (the initial rebalance delay is over); when the delay ends (loop time)
     assigned_tasks: bool = False
     delay_until: float | None = None
@@ -424,8 +432,33 @@ class StreamsGroupCoordinator:
         tasks: tuple[Tasks, Tasks, Tasks] = (dict(member.active), dict(member.standby), {})
         send = tasks if member.sent != tasks or hb.member_epoch == JOIN_EPOCH else None
         member.sent = tasks
+        self._refresh_endpoints(group)
         return StreamsResult(ErrorCode.NONE, None, member.member_id, member.member_epoch,
-                             self.configs.value(group.group_id, "streams.heartbeat.interval.ms"), status or None, send)
+                             self.configs.value(group.group_id, "streams.heartbeat.interval.ms"), status or None, send,
+                             group.endpoint_epoch,
+                             group.endpoints if hb.endpoint_epoch != group.endpoint_epoch else None)
+
+    @staticmethod
+    def _refresh_endpoints(group: StreamsGroup) -> None:
+        """Interactive queries (`application.server`): which partitions of the topology's source topics
+        each member with an endpoint holds, active and standby; its epoch moves when it changes."""
+        sources: dict[str, list[str]] = {}
+        if group.topology is not None:
+            for s in group.topology.subtopologies:
+                sources[s.subtopology_id] = [*s.source_topics, *(t.name for t in s.repartition_source_topics)]
+
+        def partitions(tasks: Tasks) -> TopicTasks:
+            out: dict[str, set[int]] = {}
+            for sub, ps in tasks.items():
+                for topic in sources.get(sub, ()):
+                    out.setdefault(topic, set()).update(ps)
+            return {t: frozenset(ps) for t, ps in sorted(out.items())}
+
+        endpoints = [(m.user_endpoint, partitions(m.active), partitions(m.standby))
+                     for _mid, m in sorted(group.members.items()) if m.user_endpoint is not None]
+        if endpoints != group.endpoints:
+            group.endpoints = endpoints
+            group.endpoint_epoch += 1
 
     def _from_empty_classic(self, group_id: str, other_type: str | None) -> dict[TopicPartition, OffsetValue]:
         """The offsets of the empty classic group of this id, which the new streams group takes over (as

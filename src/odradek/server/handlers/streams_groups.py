@@ -17,7 +17,7 @@ from typing import Any
 
 from odradek.cluster.assignment import INTERNAL_TOPICS
 from odradek.groups.streams_assignor import Tasks
-from odradek.groups.streams_coordinator import StreamsHeartbeat
+from odradek.groups.streams_coordinator import Endpoint, StreamsHeartbeat
 from odradek.groups.streams_topology import InternalTopic, Subtopology, Topology
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.kip1071 import (
@@ -88,8 +88,22 @@ def _task_ids(cls: Any, tasks: Tasks) -> list[Any]:
 def _response(ctx: RequestContext, **fields: Any) -> StreamsGroupHeartbeatResponse:
     lag = {"acceptable_recovery_lag": ACCEPTABLE_RECOVERY_LAG} if ctx.version >= 1 else {
         "acceptable_recovery_lag_legacy": ACCEPTABLE_RECOVERY_LAG}
+    fields.setdefault("endpoint_information_epoch", 0)
     return StreamsGroupHeartbeatResponse(throttle_time_ms=0, task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS,
-                                         endpoint_information_epoch=0, **lag, **fields)
+                                         **lag, **fields)
+
+
+def _endpoints(endpoints: list[Endpoint] | None) -> list[Any] | None:
+    if endpoints is None:
+        return None
+    cls = StreamsGroupHeartbeatResponse.EndpointToPartitions
+    tp_cls, ep_cls = cls.TopicPartition, cls.Endpoint
+
+    def topics(t: dict[str, frozenset[int]]) -> list[Any]:
+        return [tp_cls(topic=name, partitions=sorted(ps)) for name, ps in sorted(t.items())]
+
+    return [cls(user_endpoint=ep_cls(host=host, port=port), active_partitions=topics(active),
+                standby_partitions=topics(standby)) for (host, port), active, standby in endpoints]
 
 
 @handles(StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse, versions=(0, 1))
@@ -112,6 +126,7 @@ async def streams_group_heartbeat(ctx: RequestContext, request: Any) -> StreamsG
         topology=topology, may_create=lambda name: _may_create(ctx, name), active=_tasks(request.active_tasks),
         standby=_tasks(request.standby_tasks), warmup=_tasks(request.warmup_tasks), process_id=request.process_id,
         user_endpoint=(endpoint.host, endpoint.port) if endpoint is not None else None,
+        endpoint_epoch=request.endpoint_information_epoch,
         client_tags={kv.key: kv.value for kv in request.client_tags} if request.client_tags is not None else None,
         shutdown_application=bool(request.shutdown_application),
         client_id=ctx.header.client_id or "", client_host=client_host(ctx))
@@ -124,7 +139,8 @@ async def streams_group_heartbeat(ctx: RequestContext, request: Any) -> StreamsG
         StreamsGroupHeartbeatResponse.Status(status_code=c, status_detail=d) for c, d in res.status]
     return _response(ctx, error_code=res.error, error_message=res.message, member_id=res.member_id,
                      member_epoch=res.member_epoch, heartbeat_interval_ms=res.heartbeat_interval_ms, status=status,
-                     active_tasks=active, standby_tasks=standby, warmup_tasks=warmup)
+                     active_tasks=active, standby_tasks=standby, warmup_tasks=warmup,
+                     endpoint_information_epoch=res.endpoint_epoch, partitions_by_user_endpoint=_endpoints(res.endpoints))
 
 
 def _described_topology(group_cls: Any, topology: Topology | None) -> Any:
