@@ -57,6 +57,7 @@ from odradek.groups.streams_assignor import AssignorMember, Tasks, sticky_assign
 from odradek.groups.streams_topology import (
     ASSIGNMENT_DELAYED,
     MISSING_INTERNAL_TOPICS,
+    SHUTDOWN_APPLICATION,
     STALE_TOPOLOGY,
     Configured,
     Topology,
@@ -328,6 +329,9 @@ class StreamsGroupCoordinator:
                     await self._flush(group)
                 return result
         except KafkaError as exc:
+            group = self.groups.get(hb.group_id)
+            if group is not None and not (group.members or group.written or group.offsets):
+                self._drop(hb.group_id)  # a group the refused heartbeat would have created
             return StreamsResult(exc.code, exc.message if exc.message != exc.code.name else None,
                                  hb.member_id, hb.member_epoch)
 
@@ -428,7 +432,8 @@ class StreamsGroupCoordinator:
         self._touch(group, member)
         status += group.configured.status
         if group.shutdown_requested:
-            status.append((4, f"Streams group {group.group_id} is shutting down on request of a member."))
+            status.append((SHUTDOWN_APPLICATION,
+                           f"Streams group {group.group_id} is shutting down on request of a member."))
         tasks: tuple[Tasks, Tasks, Tasks] = (dict(member.active), dict(member.standby), {})
         send = tasks if member.sent != tasks or hb.member_epoch == JOIN_EPOCH else None
         member.sent = tasks
@@ -571,10 +576,7 @@ class StreamsGroupCoordinator:
             raise KafkaError(ErrorCode.STREAMS_INVALID_TOPOLOGY_EPOCH,
                              f"The topology epoch {topology.epoch} is newer than the group's "
                              f"({group.topology.epoch}) while other members run the older topology.")
-        if topology != group.topology:
-            raise KafkaError(ErrorCode.STREAMS_INVALID_TOPOLOGY,
-                             f"The topology differs from the group's at the same epoch {topology.epoch}.")
-        return []
+        return []  # the same epoch: the group's topology stands (instances of one application agree)
 
     @staticmethod
     def _update_member(group: StreamsGroup, member: StreamsMember, hb: StreamsHeartbeat) -> None:
