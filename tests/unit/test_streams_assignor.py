@@ -102,6 +102,8 @@ def test_configure_reports_missing_sources_and_copartitioning() -> None:
     Topology(1, (Subtopology("0", source_topic_regex=("(",)),)),
     Topology(1, (Subtopology("0", source_topic_regex=("(?=in)in.*",)),)),  # RE2, as Kafka's RE2/J: no lookaround
     Topology(1, (Subtopology("0"),)),  # no source at all
+    Topology(1, (Subtopology("0", source_topic_regex=tuple(f"r{i}.*" for i in range(17))),)),  # Odradek's bounds
+    Topology(1, (Subtopology("0", source_topics=tuple(f"t{i}" for i in range(10_001))),)),
     Topology(1, (Subtopology("0", source_topics=("a",), changelog_topics=(_topic("log", 3),)),)),  # sized changelog
     Topology(1, (Subtopology("0", repartition_source_topics=(_topic("rep"),)),)),  # unsized, fed by no sink
 ])

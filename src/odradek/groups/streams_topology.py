@@ -24,6 +24,10 @@ import re2  # type: ignore[import-untyped]
 from odradek.cluster.assignment import validate_topic_name
 from odradek.protocol.errors import ErrorCode, KafkaError
 
+# Odradek's bounds on a topology (Kafka has none): it is configured on the event loop at every heartbeat, each
+# regex matched against every topic name. Kafka Streams 4.4 sends no regex with the streams protocol.
+MAX_TOPICS, MAX_REGEXES = 10_000, 16
+
 # StreamsGroupHeartbeatResponse's status codes (Kafka's StreamsGroupHeartbeatResponse.Status)
 STALE_TOPOLOGY, MISSING_SOURCE_TOPICS, INCORRECTLY_PARTITIONED_TOPICS, MISSING_INTERNAL_TOPICS = 0, 1, 2, 3
 SHUTDOWN_APPLICATION, ASSIGNMENT_DELAYED = 4, 5
@@ -85,6 +89,12 @@ def validate(topology: Topology) -> None:
     def bad(message: str) -> KafkaError:
         return KafkaError(ErrorCode.STREAMS_INVALID_TOPOLOGY, message)
 
+    named = sum(len(s.source_topics) + len(s.changelog_topics) + len(s.repartition_sink_topics)
+                + len(s.repartition_source_topics) for s in topology.subtopologies)
+    regexes = sum(len(s.source_topic_regex) for s in topology.subtopologies)
+    if named > MAX_TOPICS or regexes > MAX_REGEXES:
+        raise bad(f"The topology names {named} topics and {regexes} source topic regexes; this broker takes at "
+                  f"most {MAX_TOPICS} and {MAX_REGEXES}.")
     ids = [s.subtopology_id for s in topology.subtopologies]
     if len(set(ids)) != len(ids):
         raise bad("Subtopology IDs must be unique.")
