@@ -131,6 +131,8 @@ def test_group_ids_are_refused_across_types() -> None:
                                                              topology=TOPOLOGY, process_id="p", active={}, standby={},
                                                              warmup={}))
         assert other.error == E.GROUP_ID_NOT_FOUND and other.message == "Group cg is not a streams group."
+        described = await svc.consumer_describe("g")
+        assert (described.error, described.message) == (E.GROUP_ID_NOT_FOUND, "Group g is not a consumer group.")
         err, listed = svc.list_groups()
         assert (err, [(gid, gtype) for gid, _p, _s, gtype in listed]) == (E.NONE, [("cg", "consumer"), ("g", "streams")])
         await svc.shutdown()

@@ -182,6 +182,8 @@ class GroupCoordinatorService:
         return await self.consumer.heartbeat(hb)
 
     async def consumer_describe(self, group_id: str) -> GroupDescription:
+        if self.streams.is_streams_group(group_id):
+            return GroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         return await self.consumer.describe(group_id)
 
     def topic_name(self, topic_id: bytes) -> str:
