@@ -77,14 +77,16 @@ kafka_jars() {  # kafka_jars : Apache Kafka's jars (tests/jvm/pom.xml; Kafka 2.x
   home2="$cache/apache-kafka-$version2"
   fetch_jars tests/jvm/pom.xml "$home"
   fetch_jars tests/jvm/kafka2/pom.xml "$home2"
-  # the tool runner and the Java test programs (tests/jvm/*.java), rebuilt when their sources change
+  # the tool runner and the Java test programs (tests/jvm/*.java), built once per version of their sources
+  # (tests/jvm/apache_kafka.py finds the build of its checkout by the same hash)
   local sum
-  sum=$(cat tests/jvm/*.java | sha256sum | cut -c1-16)
+  sum=$(printf '%s\n' tests/jvm/*.java | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)
   if [ ! -f "$home/runner-$sum/ToolRunner.class" ]; then
-    rm -rf "$home"/runner-*
+    rm -rf "$home/runner-$sum.tmp"
     mkdir -p "$home/runner-$sum.tmp"
     javac -nowarn -d "$home/runner-$sum.tmp" -cp "$home/libs/*" tests/jvm/*.java
+    rm -rf "$home/runner-$sum"
     mv "$home/runner-$sum.tmp" "$home/runner-$sum"
   fi
-  export ODRADEK_KAFKA_HOME="$home" ODRADEK_KAFKA_RUNNER="$home/runner-$sum" ODRADEK_KAFKA2_HOME="$home2"
+  export ODRADEK_KAFKA_HOME="$home" ODRADEK_KAFKA2_HOME="$home2"
 }

@@ -71,7 +71,7 @@ def _markers(item: pytest.Item) -> set[str]:
 # The order modules run in: the longest-running directories first, so that under xdist the Spark tests (one
 # unit of work, below) start at once on one worker while the others work through the rest, and the many short
 # unit and fuzz tests fill in at the end.
-DIRECTORY_ORDER = ("spark", "guides", "faults", "integration", "jvm", "adversarial", "fuzz", "unit")
+DIRECTORY_ORDER = ("spark", "guides", "faults", "integration", "jvm", "connect", "adversarial", "fuzz", "unit")
 
 
 def _directory_rank(item: pytest.Item) -> int:

@@ -119,6 +119,7 @@ class BrokerProcess:
     broker_id: int = 0
     port: int = 0
     overrides: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)  # added to the environment, e.g. KAFKA_OPTS
     proc: subprocess.Popen | None = None
 
     def __post_init__(self) -> None:
@@ -153,6 +154,7 @@ class BrokerProcess:
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                env={**os.environ, **self.env} if self.env else None,
             )
         try:
             wait_port(self.port, timeout, self.proc)

@@ -83,6 +83,7 @@ class ZooKeeperNode:
     client_port: int
     quorum_port: int
     election_port: int
+    secure_port: int = 0  # TLS client port (secureClientPort), when the ensemble has TLS
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -104,20 +105,48 @@ class ZooKeeperNode:
     def server_line(self) -> str:
         return f"server.{self.myid}={HOST}:{self.quorum_port}:{self.election_port}"
 
-    def write_config(self, server_lines: list[str], tick_ms: int) -> None:
+    @property
+    def jaas_path(self) -> Path:
+        return self.workdir / "zk_jaas.conf"
+
+    @property
+    def secure_address(self) -> str:
+        return f"{HOST}:{self.secure_port}"
+
+    def write_config(self, server_lines: list[str], tick_ms: int, sasl_users: dict[str, str] | None = None,
+                     tls: tuple[Path, Path] | None = None) -> None:
+        """zoo.cfg; with `sasl_users` (user -> password) also SASL DIGEST-MD5 for clients (a JAAS Server
+        section the launcher hands the JVM), which ZooKeeper then names in ACLs as sasl:<user>; with `tls`
+        (CA file, key + certificate chain file, PEM) a TLS client port too (Netty), whose clients'
+        certificates ZooKeeper names as x509:<subject>."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         lines = [f"tickTime={tick_ms}", "initLimit=10", "syncLimit=5", f"dataDir={self.data_dir}",
                  f"clientPort={self.client_port}", f"clientPortAddress={HOST}", *server_lines]
+        if sasl_users:
+            lines.append("authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider")
+            users = " ".join(f'user_{u}="{p}"' for u, p in sasl_users.items())
+            self.jaas_path.write_text(
+                f"Server {{\n  org.apache.zookeeper.server.auth.DigestLoginModule required {users};\n}};\n")
+            self.jaas_path.chmod(0o600)
+        if tls is not None:
+            lines += [f"secureClientPort={self.secure_port}", f"secureClientPortAddress={HOST}",
+                      "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+                      f"ssl.keyStore.location={tls[1]}", "ssl.keyStore.type=PEM",
+                      f"ssl.trustStore.location={tls[0]}", "ssl.trustStore.type=PEM",
+                      "authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider"]
         self.config_path.write_text("\n".join(lines) + "\n")
         if server_lines:
             (self.data_dir / "myid").write_text(f"{self.myid}\n")
 
     def launch(self) -> None:
         """Start the launcher in the foreground as our child (does not wait for the server)."""
+        env = {k: v for k, v in os.environ.items() if k != "KAFKA_OPTS"}
+        if self.jaas_path.exists():
+            env["KAFKA_OPTS"] = f"-Djava.security.auth.login.config={self.jaas_path}"
         with open(self.log_path, "ab") as out:
             self.proc = subprocess.Popen(
                 odradek_cmd("zookeeper-server-start", str(self.config_path)),
-                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                 process_group=0, preexec_fn=_die_with_parent,
             )
 
@@ -166,16 +195,18 @@ class ZooKeeperEnsemble:
     root: Path
     size: int = 3
     tick_ms: int = 2000
+    sasl_users: dict[str, str] = field(default_factory=dict)  # SASL DIGEST-MD5 users of the servers
+    tls: tuple[Path, Path] | None = None  # (CA, key + certificate chain), PEM: a TLS client port per node
     nodes: list[ZooKeeperNode] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        ports = free_ports(3 * self.size)
+        ports = free_ports(4 * self.size)
         self.nodes = [
-            ZooKeeperNode(i + 1, self.root / f"zk{i + 1}", *ports[3 * i : 3 * i + 3]) for i in range(self.size)
+            ZooKeeperNode(i + 1, self.root / f"zk{i + 1}", *ports[4 * i : 4 * i + 4]) for i in range(self.size)
         ]
         servers = [n.server_line() for n in self.nodes] if self.size > 1 else []
         for node in self.nodes:
-            node.write_config(servers, self.tick_ms)
+            node.write_config(servers, self.tick_ms, self.sasl_users, self.tls)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -244,6 +275,11 @@ class ZooKeeperEnsemble:
     @property
     def connect_string(self) -> str:
         return ",".join(node.address for node in self.nodes)
+
+    @property
+    def secure_connect_string(self) -> str:
+        """The TLS client ports (an ensemble started with `tls`)."""
+        return ",".join(node.secure_address for node in self.nodes)
 
     def mode(self, i: int) -> str | None:
         """'leader', 'follower' or 'standalone'; None when node `i` does not serve requests."""

@@ -424,7 +424,7 @@ def _applied_listener_key(name: str) -> bool:
     rest = name[len("listener.name."):].partition(".")[2]
     key = BROKER_KEYS.get(rest)
     if key is not None:
-        return key.applied and rest.startswith(("ssl.", "sasl."))
+        return key.applied and (rest.startswith(("ssl.", "sasl.")) or rest == "max.connections")
     return rest.partition(".")[2] == "sasl.jaas.config"
 
 
@@ -482,6 +482,10 @@ class BrokerConfig:
     # (per-broker, cluster default): typed values, and the strings as stored; replaced whole, never mutated
     _dynamic: tuple[dict[str, object], dict[str, object]] = field(default=({}, {}), init=False, repr=False)
     _dynamic_raw: tuple[dict[str, str], dict[str, str]] = field(default=({}, {}), init=False, repr=False)
+
+    def secret_keys(self) -> list[str]:
+        """The keys set whose values are secrets (passwords, JAAS configs), sorted."""
+        return sorted(name for name in self.props if _sensitive_name(name))
 
     # -- construction --------------------------------------------------------------------------
 
@@ -950,6 +954,18 @@ class BrokerConfig:
     def zookeeper_connect(self) -> str | None:
         """The ZooKeeper connect string, or ``None`` in single-node (embedded store) mode."""
         return self._zookeeper_connect
+
+    @property
+    def listener_max_connections(self) -> dict[str, int]:
+        """``listener.name.<listener>.max.connections`` of each listener that sets it, by listener name."""
+        out: dict[str, int] = {}
+        for listener in self._listeners:
+            for name in (f"listener.name.{listener.name.lower()}.max.connections",
+                         f"listener.name.{listener.name}.max.connections"):
+                if self.is_set(name):
+                    out[listener.name] = BROKER_KEYS["max.connections"].parse(str(self.value(name)))
+                    break
+        return out
 
     @property
     def max_connections_per_ip_overrides(self) -> dict[str, int]:

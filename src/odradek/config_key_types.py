@@ -35,6 +35,10 @@ BoolKey: TypeAlias = Literal[
     "zookeeper.ssl.ocsp.enable",
 ]
 
+OptionalBoolKey: TypeAlias = Literal[
+    "zookeeper.sasl.client",
+]
+
 IntKey: TypeAlias = Literal[
     "add.partitions.to.txn.retry.backoff.max.ms",
     "add.partitions.to.txn.retry.backoff.ms",
@@ -50,6 +54,7 @@ IntKey: TypeAlias = Literal[
     "connection.failed.authentication.delay.ms",
     "connections.max.idle.ms",
     "connections.max.reauth.ms",
+    "connections.max.unauthenticated.ms",
     "controlled.shutdown.max.retries",
     "controlled.shutdown.retry.backoff.ms",
     "controller.message.queue.size",
@@ -106,6 +111,8 @@ IntKey: TypeAlias = Literal[
     "group.streams.min.session.timeout.ms",
     "group.streams.num.standby.replicas",
     "group.streams.session.timeout.ms",
+    "http.listener.max.connections",
+    "http.listener.request.timeout.ms",
     "initial.broker.registration.timeout.ms",
     "kafka.metrics.polling.interval.secs",
     "leader.imbalance.check.interval.seconds",
@@ -371,6 +378,8 @@ OptionalStrKey: TypeAlias = Literal[
     "super.users",
     "zookeeper.clientCnxnSocket",
     "zookeeper.connect",
+    "zookeeper.sasl.clientconfig",
+    "zookeeper.sasl.jaas.file",
     "zookeeper.ssl.keystore.location",
     "zookeeper.ssl.keystore.type",
     "zookeeper.ssl.truststore.location",
@@ -384,6 +393,7 @@ ListKey: TypeAlias = Literal[
     "group.consumer.assignors",
     "group.coordinator.rebalance.protocols",
     "group.share.assignors",
+    "http.listener.allowed.hosts",
     "kafka.metrics.reporters",
     "log.cleanup.policy",
     "metric.reporters",
@@ -403,6 +413,7 @@ OptionalListKey: TypeAlias = Literal[
 OptionalPasswordKey: TypeAlias = Literal[
     "delegation.token.master.key",
     "delegation.token.secret.key",
+    "http.listener.auth.token",
     "password.encoder.old.secret",
     "password.encoder.secret",
     "sasl.jaas.config",

@@ -6,8 +6,8 @@ Kafka documents (3.x ZooKeeper-mode brokers, the KRaft and 4.x additions, and th
 documents it (``None`` where Kafka has none), the valid values, the dynamic update mode (which
 keys AlterConfigs may change on a running broker: ``ConfigKey.dynamic``), whether Odradek applies
 the key, and a deprecation note where Kafka deprecated or removed it.  A few keys are Odradek's own
-(two under KIP-578's names, ``max.partitions`` and ``max.broker.partitions``; ``http.listener``;
-``ssl.handshake.timeout.ms``), and one default is Odradek's (``queued.max.request.bytes``); comments at
+(two under KIP-578's names, ``max.partitions`` and ``max.broker.partitions``; ``http.listener`` and its
+``http.listener.*`` settings; ``ssl.handshake.timeout.ms``; ``connections.max.unauthenticated.ms``), and one default is Odradek's (``queued.max.request.bytes``); comments at
 those keys say why.  The topic catalogue maps each topic-level config to the broker property that
 supplies its default, and so does the group catalogue (Kafka's group configs, KIP-848/KIP-932/KIP-1071)
 for each group-level config.
@@ -543,6 +543,11 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("connection.failed.authentication.delay.ms", INT, "100", valid=Range(0), applied=True),
     _key("connections.max.idle.ms", LONG, "600000", applied=True),
     _key("connections.max.reauth.ms", LONG, "0", applied=True),
+    # Odradek's own (Kafka has no such key: its only bound is connections.max.idle.ms): how long a
+    # connection on a SASL listener may stay unauthenticated (from its TLS handshake's end, or its
+    # accept); one that has not completed SASL authentication by then is closed, its place freed.
+    # -1: no deadline.
+    _key("connections.max.unauthenticated.ms", LONG, "10000", valid=Range(1, also=(-1,)), applied=True),
     _key("control.plane.listener.name", STRING, None),
     _key("controlled.shutdown.enable", BOOLEAN, "true", applied=True),
     _key("controlled.shutdown.max.retries", INT, "3", deprecated="ZooKeeper-mode only; removed in Kafka 4.0"),
@@ -668,7 +673,7 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("log.roll.ms", LONG, None, mode=C, applied=True),
     _key("log.segment.bytes", INT, "1073741824", valid=Range(14), mode=C, applied=True),
     _key("log.segment.delete.delay.ms", LONG, "60000", valid=Range(0), mode=C),
-    _key("max.connection.creation.rate", INT, "2147483647", valid=Range(0), mode=C),
+    _key("max.connection.creation.rate", INT, "2147483647", valid=Range(0), mode=C, applied=True),
     # KIP-578's names (proposed for Kafka, not in its documentation): the most partition replicas one
     # broker may host, and the most partitions the cluster may hold. CreateTopics, CreatePartitions and
     # auto-creation that would pass them are refused before any work. 100,000 per broker leaves room
@@ -678,6 +683,15 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     # Odradek's own: HOST:PORT of the broker's HTTP endpoint (GET /metrics in Prometheus' format,
     # GET /v1/status/ready); off when unset. Kafka exposes JMX instead.
     _key("http.listener", STRING, None, applied=True),
+    # Odradek's own, for the HTTP endpoint: the Host names it answers besides loopback names, IP
+    # addresses, this machine's name and the advertised listeners' hosts (the console's DNS-rebinding
+    # defence); a secret that, when set, every request must present (Authorization: Bearer <secret>, or
+    # Basic with it as the password); and how many connections it holds at once (more are closed at
+    # accept; each has http.listener.request.timeout.ms to send its request and read the answer).
+    _key("http.listener.allowed.hosts", LIST, "", applied=True),
+    _key("http.listener.auth.token", PASSWORD, None, applied=True),
+    _key("http.listener.max.connections", INT, "64", valid=Range(1), applied=True),
+    _key("http.listener.request.timeout.ms", INT, "10000", valid=Range(1), applied=True),
     _key("max.connections", INT, "2147483647", valid=Range(0), mode=C, applied=True),
     _key("max.connections.per.ip", INT, "2147483647", valid=Range(0), mode=C, applied=True),
     _key("max.connections.per.ip.overrides", STRING, "", mode=C, applied=True),
@@ -880,7 +894,7 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("telemetry.max.bytes", INT, "1048576", valid=Range(1)),
     _key("transaction.abort.timed.out.transaction.cleanup.interval.ms", INT, "10000", valid=Range(1), applied=True),
     _key("transaction.max.timeout.ms", INT, "900000", valid=Range(1), applied=True),
-    _key("transaction.partition.verification.enable", BOOLEAN, "true", mode=C),
+    _key("transaction.partition.verification.enable", BOOLEAN, "true", mode=C, applied=True),
     _key("transaction.remove.expired.transaction.cleanup.interval.ms", INT, "3600000", valid=Range(1), applied=True),
     _key("transaction.state.log.load.buffer.size", INT, "5242880", valid=Range(1), applied=True),
     _key("transaction.state.log.min.isr", INT, "2", valid=Range(1), applied=True),
@@ -896,20 +910,24 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("zookeeper.max.in.flight.requests", INT, "10", valid=Range(1)),
     _key("zookeeper.metadata.migration.enable", BOOLEAN, "false"),
     _key("zookeeper.session.timeout.ms", INT, "18000", applied=True),
-    _key("zookeeper.set.acl", BOOLEAN, "false"),
+    _key("zookeeper.sasl.client", BOOLEAN, None, applied=True),  # ZooKeeper's client property (also a -D in KAFKA_OPTS)
+    _key("zookeeper.sasl.clientconfig", STRING, None, applied=True),  # ZooKeeper's; the JAAS section, "Client"
+    # Odradek's: the JAAS file with the Client section (Kafka: -Djava.security.auth.login.config in KAFKA_OPTS)
+    _key("zookeeper.sasl.jaas.file", STRING, None, applied=True),
+    _key("zookeeper.set.acl", BOOLEAN, "false", applied=True),
     _key("zookeeper.ssl.cipher.suites", LIST, None),
-    _key("zookeeper.ssl.client.enable", BOOLEAN, "false"),
+    _key("zookeeper.ssl.client.enable", BOOLEAN, "false", applied=True),
     _key("zookeeper.ssl.crl.enable", BOOLEAN, "false"),
     _key("zookeeper.ssl.enabled.protocols", LIST, None),
-    _key("zookeeper.ssl.endpoint.identification.algorithm", STRING, "HTTPS"),
-    _key("zookeeper.ssl.keystore.location", STRING, None),
-    _key("zookeeper.ssl.keystore.password", PASSWORD, None),
-    _key("zookeeper.ssl.keystore.type", STRING, None),
+    _key("zookeeper.ssl.endpoint.identification.algorithm", STRING, "HTTPS", applied=True),
+    _key("zookeeper.ssl.keystore.location", STRING, None, applied=True),
+    _key("zookeeper.ssl.keystore.password", PASSWORD, None, applied=True),
+    _key("zookeeper.ssl.keystore.type", STRING, None, applied=True),
     _key("zookeeper.ssl.ocsp.enable", BOOLEAN, "false"),
     _key("zookeeper.ssl.protocol", STRING, "TLSv1.2"),
-    _key("zookeeper.ssl.truststore.location", STRING, None),
+    _key("zookeeper.ssl.truststore.location", STRING, None, applied=True),
     _key("zookeeper.ssl.truststore.password", PASSWORD, None),
-    _key("zookeeper.ssl.truststore.type", STRING, None),
+    _key("zookeeper.ssl.truststore.type", STRING, None, applied=True),
     _key("zookeeper.sync.time.ms", INT, "2000", deprecated="removed in Kafka 3.2; it was never used"),
 )
 

@@ -38,10 +38,14 @@ def replacing(path: Path, durable: bool = True) -> Iterator[Path]:
         fsync_dir(path.parent)
 
 
-def atomic_write(path: Path, data: bytes | str, durable: bool = True) -> None:
+def atomic_write(path: Path, data: bytes | str, durable: bool = True, mode: int | None = None) -> None:
     """Replace the content of `path` with `data` (str is written as UTF-8), atomically and (unless not
-    `durable`, see `replacing`) durably."""
+    `durable`, see `replacing`) durably; with `mode` (e.g. 0o600 for a file holding secrets) the new file
+    has that mode from its creation on."""
     with replacing(path, durable) as tmp:
+        if mode is not None:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode))
+            os.chmod(tmp, mode)
         tmp.write_bytes(data.encode() if isinstance(data, str) else data)
 
 

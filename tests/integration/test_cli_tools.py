@@ -29,6 +29,8 @@ TOOLS = {
                      "--dry-run", "--execute"],
     "producer-perf-test": ["--topic", "--num-records", "--record-size", "--payload-file", "--throughput",
                            "--producer-props", "--producer.config"],
+    "zookeeper-security-migration": ["--zookeeper.acl", "--zookeeper.connect", "--zookeeper.session.timeout",
+                                     "--zookeeper.connection.timeout", "--enable.path.check", "--zk-tls-config-file"],
     "consumer-perf-test": ["--bootstrap-server", "--topic", "--messages", "--group", "--from-latest", "--timeout",
                            "--show-detailed-stats", "--hide-header"],
 }

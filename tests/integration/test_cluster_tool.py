@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from odradek.cli.cluster import ELECTION_OFFSET, QUORUM_OFFSET, default_http_base
+from odradek.cli.cluster import ELECTION_OFFSET, QUORUM_OFFSET, SECURE_OFFSET, default_http_base
 from odradek.cli.server_stop import find_processes
 from tests.harness import REPO_ROOT, odradek_cmd
 from tests.waiting import interrupt_at_line
@@ -56,10 +56,11 @@ def pick_bases(zookeepers: int, brokers: int) -> tuple[int, int]:
     for _ in range(200):
         zk_base = rng.randrange(20000, 40000)
         base = rng.randrange(40000, 60000)
-        zk_ports = [zk_base + off + i for off in (0, QUORUM_OFFSET, ELECTION_OFFSET) for i in range(zookeepers)]
+        zk_ports = [zk_base + off + i for off in (0, QUORUM_OFFSET, ELECTION_OFFSET, SECURE_OFFSET)
+                    for i in range(zookeepers)]
         broker_ports = [base + i for i in range(brokers)]
         http_ports = [default_http_base(base, brokers) + i for i in range(brokers)]  # the metrics endpoints
-        if len(set(zk_ports + broker_ports + http_ports)) == 3 * zookeepers + 2 * brokers and \
+        if len(set(zk_ports + broker_ports + http_ports)) == 4 * zookeepers + 2 * brokers and \
                 ports_free(zk_ports + broker_ports + http_ports):
             return zk_base, base
     raise RuntimeError("no free port ranges found")
@@ -147,6 +148,30 @@ def test_up_status_down(cluster_dir: Path) -> None:
     assert after.returncode == 1 and "not running" in after.stdout
 
 
+def _assert_zookeeper_refuses_the_unauthenticated(connect: str) -> set[tuple[str, str]]:
+    """An unauthenticated client's writes are refused; returns who may write /brokers/ids/0."""
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import NoAuthError
+    from kazoo.security import Permissions
+
+    anonymous = KazooClient(hosts=connect, timeout=10)
+    anonymous.start(timeout=15)
+    try:
+        assert anonymous.get("/brokers/ids/0")[0]  # world-readable, as in Kafka
+        acls = anonymous.get_acls("/brokers/ids/0")[0]
+        for attempt in (lambda: anonymous.create("/kafka-acl/Topic/secret-alpha", b"{}", makepath=True),
+                        lambda: anonymous.create("/config/changes/config_change_", b"{}", sequence=True),
+                        lambda: anonymous.create("/config/brokers/0", b"{}"),
+                        lambda: anonymous.create("/brokers/ids/9", b"{}"),
+                        lambda: anonymous.set("/brokers/ids/0", b"{}")):
+            with pytest.raises(NoAuthError):
+                attempt()
+    finally:
+        anonymous.stop()
+        anonymous.close()
+    return {(a.id.scheme, a.id.id) for a in acls if a.perms == Permissions.ALL}
+
+
 def test_up_with_sasl_ssl_replicates_and_serves_the_printed_client_config(cluster_dir: Path) -> None:
     """--security sasl_ssl: generated CA and certificate, an admin user; the brokers replicate over their
     SASL_SSL listener, and the client.properties `up` prints serves the tools and a librdkafka client."""
@@ -167,6 +192,16 @@ def test_up_with_sasl_ssl_replicates_and_serves_the_printed_client_config(cluste
     # the ACL authorizer runs, the brokers and the admin (both User:admin) its only super user
     assert "super.users=User:admin" in server and "allow.everyone.if.no.acl.found=false" in server
     assert "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer" in server
+    # issue #36: every file holding a secret is its owner's alone, and ZooKeeper refuses who did not log in
+    for name in ("broker1/server.properties", "broker2/server.properties", "security/admin.password",
+                 "security/zookeeper.password", "security/zookeeper_server_jaas.conf",
+                 "security/zookeeper_client_jaas.conf", "security/broker.pem", "security/admin.pem"):
+        assert oct((cluster_dir / name).stat().st_mode & 0o777) == "0o600", name
+    # the brokers reach ZooKeeper over TLS (its secure client port) and log in with SASL too
+    assert "zookeeper.set.acl=true" in server and "zookeeper.ssl.client.enable=true" in server
+    assert f"zookeeper.connect=127.0.0.1:{zk_base + SECURE_OFFSET}" in server
+    creators = _assert_zookeeper_refuses_the_unauthenticated(f"127.0.0.1:{zk_base}")
+    assert creators == {("sasl", "kafka"), ("x509", "CN=odradek-broker 127.0.0.1")}
     bootstrap = f"127.0.0.1:{base},127.0.0.1:{base + 1}"
     topics = subprocess.run(odradek_cmd("topics", "--bootstrap-server", bootstrap, "--command-config", str(props_file),
                                         "--create", "--topic", "secured", "--partitions", "1", "--replication-factor",
@@ -216,6 +251,9 @@ def test_up_with_ssl_requires_client_certificates_and_authorizes_them(cluster_di
         server = (cluster_dir / "broker1" / "server.properties").read_text()
         assert "ssl.client.auth=required" in server
         assert "super.users=User:CN=odradek-broker 127.0.0.1;User:CN=admin" in server
+        # ZooKeeper is secured whatever the listeners' protocol (issue #36)
+        assert _assert_zookeeper_refuses_the_unauthenticated(f"127.0.0.1:{zk_base}") == {
+            ("sasl", "kafka"), ("x509", "CN=odradek-broker 127.0.0.1")}
         props_file = cluster_dir / "security" / "client.properties"
         conf = {**librdkafka_config(dict(parse_properties(props_file.read_text()))),
                 "bootstrap.servers": f"127.0.0.1:{base},127.0.0.1:{base + 1}"}

@@ -179,19 +179,37 @@ def test_describe_producers_shows_the_open_transaction_start(broker: BrokerProce
     assert rows[described["ProducerId"]]["CurrentTransactionStartOffset"] == "None"
 
 
+def _verification(broker: BrokerProcess, enabled: bool) -> None:
+    change = (["--add-config", "transaction.partition.verification.enable=false"] if not enabled
+              else ["--delete-config", "transaction.partition.verification.enable"])
+    r = run_cli("configs", "--bootstrap-server", broker.bootstrap, "--entity-type", "brokers", "--entity-name",
+                str(broker.broker_id), "--alter", *change)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
 def test_find_hanging_and_abort_by_start_offset(broker: BrokerProcess) -> None:
-    """Transactional records written by a producer id no coordinator knows: nothing will ever end them."""
+    """Transactional records written by a producer id no coordinator knows: nothing will ever end them.
+    Only with transaction.partition.verification.enable=false can they be written (as in Kafka)."""
     topic = unique_name("hang")
     create_topic(broker.bootstrap, topic)
     _plain(broker.bootstrap, topic, b"before")
-    with BlockingConnection("127.0.0.1", broker.port, "hanging", 10) as conn:
-        init = conn.request(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000), 1)
-        batch = build_batch([(None, b"hanging")], producer_id=init.producer_id, producer_epoch=init.producer_epoch,
-                            base_sequence=0, is_transactional=True)
-        part = ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=batch)
-        resp = conn.request(ProduceRequest(transactional_id=None, acks=-1, timeout_ms=10000, topic_data=[
-            ProduceRequest.TopicProduceData(name=topic, partition_data=[part])]), 8)
-    assert resp.responses[0].partition_responses[0].error_code == 0
+    _verification(broker, False)
+    try:
+        with BlockingConnection("127.0.0.1", broker.port, "hanging", 10) as conn:
+            init = conn.request(InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000), 1)
+            batch = build_batch([(None, b"hanging")], producer_id=init.producer_id,
+                                producer_epoch=init.producer_epoch, base_sequence=0, is_transactional=True)
+            part = ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=batch)
+
+            def appended() -> bool:  # refused by verification until the dynamic config reaches the broker
+                resp = conn.request(ProduceRequest(transactional_id=unique_name("never-initialized"), acks=-1,
+                                                   timeout_ms=10000, topic_data=[
+                    ProduceRequest.TopicProduceData(name=topic, partition_data=[part])]), 8)
+                return resp.responses[0].partition_responses[0].error_code == 0
+
+            wait_until(appended, 30, "the transactional batch appended with verification off")
+    finally:
+        _verification(broker, True)
     _plain(broker.bootstrap, topic, b"after")
     assert _read_committed(broker.bootstrap, topic) == ([b"before"], 1)  # the LSO stops at the open transaction
 

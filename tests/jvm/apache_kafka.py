@@ -6,6 +6,7 @@ runs cost one JVM start."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -86,13 +87,15 @@ def run_kafka2(main: str, *args: str, timeout: float = 120.0) -> subprocess.Comp
 
 
 def runner_dir() -> Path:
-    runner = os.environ.get("ODRADEK_KAFKA_RUNNER")
-    if runner:
-        return Path(runner)
-    found = sorted(kafka_home().glob("runner-*[0-9a-f]/ToolRunner.class"))
-    if not found:
-        raise RuntimeError("the tool runner is not built: run `. scripts/env.sh && kafka_jars`")
-    return found[-1].parent
+    """The build of this checkout's Java programs (tests/jvm/*.java), by the hash of their sources (as
+    scripts/env.sh's kafka_jars names it)."""
+    sources = sorted(Path(__file__).parent.glob("*.java"), key=lambda p: p.name.encode())
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in sources)).hexdigest()[:16]
+    built = kafka_home() / f"runner-{digest}"
+    if not (built / "ToolRunner.class").exists():
+        raise RuntimeError(f"the Java test programs are not built for these sources ({built}): run "
+                           "`. scripts/env.sh && kafka_jars`")
+    return built
 
 
 def java(*args: str) -> list[str]:
@@ -108,6 +111,7 @@ class ApacheKafkaBroker:
     overrides: dict[str, str] = field(default_factory=dict)
     port: int = 0
     controller_port: int = 0
+    heap: str = "-Xmx512m"  # "default": kafka-server-start.sh's -Xmx1G -Xms1G (the benchmarks)
     proc: subprocess.Popen | None = None
 
     def __post_init__(self) -> None:
@@ -147,7 +151,8 @@ class ApacheKafkaBroker:
                                 cluster_id, "-c", str(self.config_path)),
                            check=True, capture_output=True, timeout=120)
         with open(self.stdout_path, "ab") as out:
-            self.proc = subprocess.Popen(["java", "-Xmx512m", "-cp", classpath(), "kafka.Kafka", str(self.config_path)],
+            heap = ["-Xmx1G", "-Xms1G"] if self.heap == "default" else self.heap.split()
+            self.proc = subprocess.Popen(["java", *heap, "-cp", classpath(), "kafka.Kafka", str(self.config_path)],
                                          stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         wait_port(self.port, timeout, self.proc)
         return self

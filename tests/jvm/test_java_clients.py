@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from tests.clients import admin, create_topic, unique_name
 from tests.harness import BrokerPool, BrokerProcess
@@ -110,7 +110,7 @@ def test_fail_over_on_a_three_broker_cluster(tools: KafkaTools, zk_standalone: Z
     watcher = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": t + "-watch"})
     try:
         wait_until(lambda: watcher.get_watermark_offsets(TopicPartition(t, 0), timeout=5)[1] >= 50, 60,
-                   "50 records acknowledged")
+                   "50 records acknowledged", ignoring=(KafkaException,))
         leader = admin(cluster.bootstrap).list_topics(t, timeout=10).topics[t].partitions[0].leader
     finally:
         watcher.close()

@@ -1,5 +1,5 @@
 """The web console's pure parts: how payloads are shown, timestamps parsed, lag history shaped, and the
-access token, session cookies, CSRF tokens and Host names checked (the checks as a running console applies
+access token, session cookies, CSRF tokens and Host names checked, a classic member's assignment read (the checks as a running console applies
 them are tested in tests/integration/test_console.py and tests/adversarial/test_console_attacks.py)."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from odradek.admin_client.consumer_groups import assignment_partitions
 from odradek.console.app import human_bytes
 from odradek.console.auth import (
     TOKEN_ENV,
@@ -143,3 +144,18 @@ def test_supervisor_words_and_backoff() -> None:
     assert [restart_delay(crashes, 100.0 + i) for i in range(7)] == [0, 0, 0, 1, 2, 4, 8]
     assert restart_delay(crashes, 100.0 + 60 * 60) == 0  # an hour later: the old crashes are forgotten
     assert max(restart_delay(crashes, 5000.0) for _ in range(20)) == 30
+
+
+def test_a_classic_members_assignment_is_read_whatever_follows_it() -> None:
+    def assignment(version: int, topics: dict[str, list[int]], tail: bytes) -> bytes:
+        out = [version.to_bytes(2, "big"), len(topics).to_bytes(4, "big")]
+        for name, parts in topics.items():
+            out += [len(name).to_bytes(2, "big"), name.encode(), len(parts).to_bytes(4, "big")]
+            out += [p.to_bytes(4, "big") for p in parts]
+        return b"".join(out) + tail
+
+    data = assignment(3, {"b": [2, 0], "a": [1]}, (-1).to_bytes(4, "big", signed=True))
+    assert assignment_partitions(data) == [("a", 1), ("b", 0), ("b", 2)]
+    assert assignment_partitions(assignment(0, {}, b"")) == []
+    assert assignment_partitions(b"") == assignment_partitions(None) == []
+    assert assignment_partitions(data[:-9]) == []  # cut short: nothing rather than a guess

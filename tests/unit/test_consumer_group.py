@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from typing import Any
 
 import pytest
@@ -21,7 +22,6 @@ from odradek.groups.consumer_group import (
     ConsumerMember,
     MemberState,
     TopicInfo,
-    compile_regex,
     reconcile,
 )
 from odradek.groups.consumer_schemas import ClassicMemberValue
@@ -31,6 +31,7 @@ from odradek.groups.offsets import replay
 from odradek.groups.schemas import OffsetValue, group_records
 from odradek.groups.service import GroupCoordinatorService
 from odradek.groups.store import LoadedGroup
+from odradek.linear_regex import compile_pattern
 from odradek.protocol.errors import ErrorCode, KafkaError
 from tests.consumer_members import SETTINGS, Client, FakeTopics, tps
 from tests.group_members import InMemoryGroupStore
@@ -148,13 +149,13 @@ def test_stable_member_at_target_epoch_is_unchanged_and_unknown_state_is_fenced(
 
 
 def test_regex_is_matched_whole_and_re2_only_constructs() -> None:
-    assert compile_regex("orders-.*").fullmatch("orders-eu")
-    assert not compile_regex("orders").fullmatch("orders-eu")
+    assert compile_pattern("orders-.*").fullmatch("orders-eu")
+    assert not compile_pattern("orders").fullmatch("orders-eu")
     for bad in ("(a", "(?=x)y", r"(a)\1", "a" * 32768):  # the last: longer than its record's key may be
         with pytest.raises(KafkaError) as exc:
-            compile_regex(bad)
+            compile_pattern(bad)
         assert exc.value.code == E.INVALID_REGULAR_EXPRESSION
-    assert compile_regex("a" * 32767).fullmatch("a" * 32767)
+    assert compile_pattern("a" * 32767).fullmatch("a" * 32767)
 
     async def main() -> None:  # a heartbeat naming one is answered with the error, the group untouched
         cg, store = make()
@@ -525,5 +526,55 @@ def test_regex_resolutions_are_written_reloaded_and_tombstoned() -> None:
         after = replay(store.records + store2.records)["g"].consumer
         assert after is not None and after.regexes == {}
         await svc2.shutdown()
+
+    run(main())
+
+
+class ManyTopics(FakeTopics):
+    """`count` one-partition topics with long names."""
+
+    def __init__(self, count: int) -> None:
+        self.by_name = {f"t{i:05d}-" + "x" * 200: TopicInfo(i.to_bytes(16, "big"), 1) for i in range(count)}
+        self.by_id = {i.topic_id: n for n, i in self.by_name.items()}
+
+    def name_of(self, topic_id: bytes) -> str | None:
+        return self.by_id.get(topic_id)
+
+
+def test_a_regex_over_10000_topics_resolves_to_what_the_member_may_describe_without_holding_the_loop() -> None:
+    """Issue #36: resolving `.*` (and a pattern exponential for a backtracking matcher) over 10,000 topics
+    never holds the event loop more than a few milliseconds, and keeps only the topics the heartbeat's
+    principal may DESCRIBE."""
+    async def main() -> None:
+        topics = ManyTopics(10_000)
+        allowed = {n for n in topics.by_name if n.startswith("t0000")}
+        cg, _ = make(topics, ConsumerGroupSettings(session_timeout_ms=30_000))
+        gaps: list[float] = []
+        stop = False
+
+        async def ticker() -> None:  # CPU time of this thread between turns: preemption does not count
+            last = time.thread_time()
+            while not stop:
+                await asyncio.sleep(0)
+                gaps.append(time.thread_time() - last)
+                last = time.thread_time()
+
+        tick = asyncio.create_task(ticker())
+        await asyncio.sleep(0)
+        for regex in (".*", "(.|.|.|.|.)*!"):
+            res = await cg.heartbeat(Heartbeat(f"g-{len(regex)}", "m", 0, rebalance_timeout_ms=1000,
+                                               subscribed_topic_regex=regex, owned={},
+                                               describable=lambda names: frozenset(names & allowed)))
+            assert res.error == E.NONE, res
+        for _ in range(200):
+            await asyncio.sleep(0.01)
+            if all(p in g.regex_topics for g in cg.groups.values() for p in g.regexes_to_refresh()):
+                break
+        stop = True
+        await tick
+        assert cg.groups["g-2"].regex_topics == {".*": frozenset(allowed)}
+        assert cg.groups["g-13"].regex_topics == {"(.|.|.|.|.)*!": frozenset()}
+        assert max(gaps) < 0.01, sorted(gaps)[-3:]  # unsliced, one group's resolution takes ~0.015 s of CPU
+        await cg.shutdown()
 
     run(main())

@@ -19,8 +19,8 @@ from kafka.protocol.admin import (
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse, MetadataRequest, MetadataResponse
 from kafka.protocol.producer import (
-    AddPartitionsToTxnRequest,
     EndTxnRequest,
+    InitProducerIdRequest,
     ProduceRequest,
     TxnOffsetCommitRequest,
 )
@@ -38,12 +38,12 @@ from odradek.server.registry import APIS, handles
 
 # What ApiVersions advertises: api key -> (min, max); a change here must be deliberate.
 # The maxima are Apache Kafka 4.2's (minima as 4.x), except the transaction APIs, kept below the versions
-# that mean transaction version 2 (AddPartitionsToTxn 3, EndTxn and TxnOffsetCommit 4: handlers/transactions.py).
+# that mean transaction version 2 (EndTxn and TxnOffsetCommit 4: handlers/transactions.py).
 EXPECTED_VERSIONS = {
     0: (3, 13), 1: (4, 18), 2: (1, 11), 3: (0, 13), 8: (2, 10), 9: (1, 10), 10: (0, 6), 11: (0, 9), 12: (0, 4),
     13: (0, 5), 14: (0, 5), 15: (0, 6), 16: (0, 5), 17: (0, 1), 18: (0, 4), 19: (2, 7), 20: (1, 6), 21: (0, 2),
     22: (0, 5), 23: (2, 4), 32: (1, 4), 33: (0, 2), 34: (1, 2), 35: (1, 4), 36: (0, 2), 37: (0, 3), 42: (0, 2), 43: (0, 2),
-    24: (0, 3), 25: (0, 4), 26: (0, 4), 27: (1, 2), 28: (0, 4), 29: (1, 3), 30: (1, 3), 31: (1, 3),
+    24: (0, 5), 25: (0, 4), 26: (0, 4), 27: (1, 2), 28: (0, 4), 29: (1, 3), 30: (1, 3), 31: (1, 3),
     44: (0, 1), 45: (0, 1), 46: (0, 0), 47: (0, 0), 48: (0, 1), 49: (0, 1), 50: (0, 0), 51: (0, 0), 60: (0, 2), 61: (0, 0), 65: (0, 0),
     66: (0, 2), 68: (0, 1), 69: (0, 1), 74: (0, 1),
     75: (0, 0),
@@ -149,7 +149,7 @@ def test_unsupported_version_closes_the_connection() -> None:
 
 @pytest.mark.parametrize(("request_cls", "version"), [
     (EndTxnRequest, 5),  # transaction version 2, not advertised
-    (AddPartitionsToTxnRequest, 4),  # the brokers' batched verification
+    (InitProducerIdRequest, 6),  # KIP-939's two-phase commit, not advertised
     (DescribeQuorumRequest, 1),  # an API Odradek does not serve (KRaft's)
 ])
 def test_an_unserved_version_gets_unsupported_version_where_the_response_can_say_so(

@@ -79,6 +79,35 @@ def test_a_large_frame_is_copied_out_of_the_buffer_once() -> None:
     assert peak < 2.5 * size  # growing the buffer by the last read may move it: one more copy
 
 
+def test_a_reserved_large_frame_is_read_into_a_buffer_of_its_size() -> None:
+    # issue #36 observation 8: the read buffer and the copy out of it held every 100 MB request twice
+    d = FrameDecoder(max_frame_size=64 << 20)
+    size = 16 << 20
+    first = framed(b"small")
+    assert d.feed(first + struct.pack(">i", size) + b"a" * 1000) == [memoryview(b"small")]
+    middle, end = b"b" * (size - 2000), b"c" * 1000 + framed(b"next")[:6]
+    tracemalloc.start()
+    try:
+        d.reserve()
+        assert d.partial_frame_size == 4 + size and d.buffered == 4 + 1000
+        assert d.feed(middle) == []
+        (frame,) = d.feed(end)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(frame) == size and frame.readonly
+    assert bytes(frame[:1000]) == b"a" * 1000 and frame[-1] == ord("c") and frame[1000] == ord("b")
+    assert peak < 1.2 * size  # one buffer of the frame's size, nothing more
+    assert d.feed(framed(b"next")[6:]) == [memoryview(b"next")]
+
+
+def test_a_small_frame_is_not_reserved() -> None:
+    d = FrameDecoder(max_frame_size=100)
+    d.feed(struct.pack(">i", 10) + b"abc")
+    d.reserve()
+    assert d.buffered == 7 and [bytes(f) for f in d.feed(b"defghij")] == [b"abcdefghij"]
+
+
 @pytest.mark.parametrize("size", [-1, -5, -(2**31)])
 def test_negative_size_is_a_frame_error(size: int) -> None:
     with pytest.raises(FrameError, match=f"negative frame size {size}"):

@@ -58,5 +58,19 @@ def test_the_trimmer_trims_on_the_loop_after_the_flood() -> None:
     asyncio.run(main())
 
 
+def test_the_trimmer_trims_once_request_memory_drained() -> None:
+    trims: list[int] = []
+
+    async def main() -> None:
+        trimmer = HeapTrimmer(TrimSchedule(batch=100, quiet_s=0.05, max_wait_s=1.0),
+                              trim=lambda: bool(trims.append(1)) or True)
+        trimmer.memory_freed()
+        await asyncio.sleep(0.2)
+        assert trims == [1]
+        trimmer.close()
+
+    asyncio.run(main())
+
+
 def test_malloc_trim_runs_or_says_it_cannot() -> None:
     assert malloc_trim() in (True, False)  # glibc: True; musl, macOS: a no-op

@@ -29,9 +29,10 @@ class Layer(NamedTuple):
 # Lowest first: the top-level modules and packages of `odradek` (and the `pyspark_odradek` shim beside it).
 LAYERS: list[Layer] = [
     # helpers and the key catalogue: no imports of ours
-    Layer(("aio", "fsutil", "interrupts", "java_text", "config_keys")),
+    Layer(("aio", "fsutil", "interrupts", "java_text", "config_keys", "ratelog")),
     Layer(("config_key_types",)),  # generated from the catalogue
     Layer(("protocol",)),
+    Layer(("linear_regex",)),  # the engine of client-sent patterns: groups, server, console and cli use it
     Layer(("config",)),
     Layer(("storage",)),
     Layer(("cluster",)),
@@ -41,7 +42,7 @@ LAYERS: list[Layer] = [
     Layer(("coordinator", "groups", "txn")),
     Layer(("server",)),
     Layer(("admin_client", "spark"), independent=True),
-    Layer(("pipelines",)),
+    Layer(("pipelines", "connect"), independent=True),
     Layer(("cli", "console", "pyspark_odradek"), independent=True),
 ]
 

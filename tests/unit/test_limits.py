@@ -36,6 +36,43 @@ def test_total_limit_and_release() -> None:
     assert limits.by_ip == {"b": 1, "c": 1}
 
 
+def test_listener_limits_and_the_inter_broker_listeners_exemption() -> None:
+    made_way: list[str] = []
+    limits = ConnectionLimits(2, 100, per_listener={"EXTERNAL": 1}, protected="INTERNAL")
+    limits.make_way = made_way.append
+    assert limits.admit("a", "EXTERNAL") is None
+    refused = limits.admit("b", "EXTERNAL")
+    assert refused is not None and refused.kind == "EXTERNAL max.connections"
+    assert "listener.name.external.max.connections" in refused
+    assert limits.admit("b", "CLIENTS") is None  # the broker is full now (2)
+    refused = limits.admit("c", "CLIENTS")
+    assert refused is not None and refused.kind == "max.connections"
+    # Kafka's ConnectionQuotas: max.connections does not hold the inter-broker listener; each connection
+    # it admits past the limit asks another listener to make way
+    assert limits.admit("d", "INTERNAL") is None and limits.admit("e", "INTERNAL") is None
+    assert made_way == ["INTERNAL", "INTERNAL"] and limits.total == 4
+    assert limits.by_listener == {"EXTERNAL": 1, "CLIENTS": 1, "INTERNAL": 2}
+    limits.release("a", "EXTERNAL")
+    assert limits.by_listener == {"CLIENTS": 1, "INTERNAL": 2} and limits.total == 3
+
+
+def test_the_connection_creation_rate() -> None:
+    now = [0.0]
+    limits = ConnectionLimits(100, 100, creation_rate=3, protected="INTERNAL", clock=lambda: now[0])
+    assert [limits.admit("a", "CLIENTS") is None for _ in range(4)] == [True, True, True, False]
+    refused = limits.admit("a", "CLIENTS")
+    assert refused is not None and refused.kind == "max.connection.creation.rate"
+    assert limits.admit("b", "INTERNAL") is None  # the inter-broker listener is exempt, as in Kafka
+    now[0] = 0.34  # a third of a second: one more
+    assert limits.admit("a", "CLIENTS") is None and limits.admit("a", "CLIENTS") is not None
+    now[0] = 10.0  # the bucket holds one second's worth, no more
+    assert [limits.admit("a", "CLIENTS") is None for _ in range(4)] == [True, True, True, False]
+    assert limits.total == 8
+    limits.reconfigure(100, 100, {}, creation_rate=2**31 - 1)
+    now[0] = 11.0
+    assert all(limits.admit("c", "CLIENTS") is None for _ in range(50))
+
+
 def test_ipv4_mapped_addresses_count_as_ipv4() -> None:
     assert normal_address("::ffff:127.0.0.1") == "127.0.0.1"
     limits = ConnectionLimits(10, 10, {"127.0.0.1": 1})
@@ -80,6 +117,20 @@ def test_request_memory_wakes_waiters_in_order_while_there_is_room() -> None:
     assert woken == ["a"]
     memory.adjust(-60)
     assert woken == ["a", "b", "c"] and memory.used == 70
+
+
+def test_request_memory_says_when_it_drains_after_holding_a_lot() -> None:
+    drained: list[int] = []
+    memory = RequestMemory(-1, on_drained=lambda: drained.append(memory.used))
+    memory.adjust(1 << 20)
+    memory.adjust(-(1 << 20))
+    assert drained == []  # little held: nothing to give back
+    memory.adjust(RequestMemory.DRAINED_BYTES)
+    memory.adjust(10)
+    memory.adjust(-RequestMemory.DRAINED_BYTES)
+    assert drained == []  # not empty yet
+    memory.adjust(-10)
+    assert drained == [0]
 
 
 def test_unlimited_memory() -> None:

@@ -227,3 +227,57 @@ def test_bind_listens_on_the_address_asked_for() -> None:
     finally:
         for s in sockets:
             s.close()
+
+
+# ---- connections.max.unauthenticated.ms and making way for the inter-broker listener -----------------------
+
+INTERNAL = ListenerSecurity("INTERNAL", "PLAINTEXT")
+CLIENTS = ListenerSecurity("CLIENTS", "SASL_PLAINTEXT", sasl=SaslSettings(("PLAIN",)))
+
+
+@pytest.mark.parametrize("loop_kind", LOOPS)
+def test_an_unauthenticated_connection_is_closed_at_its_deadline(loop_kind: str) -> None:
+    async def main() -> None:
+        limits = ConnectionLimits(100, 100)
+        server = SocketServer(echo, 1 << 20, limits, max_unauthenticated_ms=300)
+        port = await server.listen("127.0.0.1", 0, CLIENTS)
+        plain_port = await server.listen("127.0.0.1", 0, INTERNAL)
+        await server.start_serving()
+        started = time.monotonic()
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        _, other = await asyncio.open_connection("127.0.0.1", plain_port)  # no SASL: no deadline
+        await until(lambda: limits.total == 2)
+        silent = next(c for c in server.connections if c.security is CLIENTS)
+        assert await closed_by_peer(reader, 5)
+        assert 0.25 <= time.monotonic() - started < 3
+        await until(lambda: limits.total == 1)
+        assert silent.closed and [c.security for c in server.connections] == [INTERNAL]
+        writer.close()
+        other.close()
+        await server.close()
+
+    run(loop_kind, main)
+
+
+@pytest.mark.parametrize("loop_kind", LOOPS)
+def test_the_inter_broker_listener_past_max_connections_closes_an_unauthenticated_client(loop_kind: str) -> None:
+    async def main() -> None:
+        limits = ConnectionLimits(2, 100, protected="INTERNAL")
+        server = SocketServer(echo, 1 << 20, limits)
+        port = await server.listen("127.0.0.1", 0, CLIENTS)
+        internal = await server.listen("127.0.0.1", 0, INTERNAL)
+        await server.start_serving()
+        clients = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]
+        await until(lambda: len(server.connections) == 2)
+        first, second = sorted(server.connections, key=lambda c: c.last_active)
+        first.authenticated("User:alice")  # the older one has authenticated: the younger one makes way
+        refused_reader, _ = await asyncio.open_connection("127.0.0.1", port)  # CLIENTS is full
+        assert await closed_by_peer(refused_reader, 5)
+        await asyncio.open_connection("127.0.0.1", internal)
+        await until(lambda: second.closed)
+        assert not first.closed and limits.total == 2
+        for _, w in clients:
+            w.close()
+        await server.close()
+
+    run(loop_kind, main)

@@ -35,7 +35,7 @@ import psutil
 from odradek.admin_client.command import ArgParser, parse_int
 from odradek.admin_client.errors import CliError, UsageError
 from odradek.cli import processes
-from odradek.cli.cluster_security import PROTOCOLS, ClusterSecurity
+from odradek.cli.cluster_security import PROTOCOLS, ClusterSecurity, write_private
 from odradek.cli.common import run_subcommand
 from odradek.cli.server_stop import find_processes, running
 from odradek.cli.zk_session import ZkSession, broker_ids, controller_id
@@ -48,6 +48,7 @@ BROKER_OUT = "odradek-server.out"  # what server-start -daemon writes in $LOG_DI
 DEFAULT_DIR = "odradek-cluster"
 QUORUM_OFFSET = 707  # 2181 -> 2888, as in the guides
 ELECTION_OFFSET = 1707  # 2181 -> 3888
+SECURE_OFFSET = 100  # 2181 -> 2281: the TLS client port (secureClientPort) with --security ssl/sasl_ssl
 BROKER_STOP_TIMEOUT = 60.0
 ZOOKEEPER_STOP_TIMEOUT = 30.0
 R = TypeVar("R")  # what load_record builds of a record
@@ -96,6 +97,7 @@ class ZkNode(Node):
     election_port: int
     config: str
     pid: int | None = None
+    secure_port: int = 0  # the TLS client port, 0: none
 
     @property
     def data_dir(self) -> Path:
@@ -136,6 +138,13 @@ class LocalCluster:
         return ",".join(f"{self.host}:{z.client_port}" for z in self.zookeepers)
 
     @property
+    def broker_zookeeper_connect(self) -> str:
+        """What the brokers connect to: the TLS client ports when the servers have them."""
+        if all(z.secure_port for z in self.zookeepers):
+            return ",".join(f"{self.host}:{z.secure_port}" for z in self.zookeepers)
+        return self.zookeeper_connect
+
+    @property
     def bootstrap_servers(self) -> str:
         return ",".join(f"{self.host}:{b.port}" for b in self.brokers)
 
@@ -172,7 +181,9 @@ def plan(directory: Path, host: str, zookeepers: int, brokers: int, zk_base: int
     cluster = LocalCluster(str(directory), host, security=security)
     for n in range(1, zookeepers + 1):
         ports = (zk_base + n - 1, zk_base + QUORUM_OFFSET + n - 1, zk_base + ELECTION_OFFSET + n - 1)
-        cluster.zookeepers.append(ZkNode(n, *ports, config=str(directory / f"zk{n}" / "zoo.cfg")))
+        secure = zk_base + SECURE_OFFSET + n - 1 if cluster.secured.tls else 0
+        cluster.zookeepers.append(ZkNode(n, *ports, config=str(directory / f"zk{n}" / "zoo.cfg"),
+                                         secure_port=secure))
     for n in range(1, brokers + 1):
         config = str(directory / f"broker{n}" / "server.properties")
         cluster.brokers.append(BrokerNode(n - 1, base + n - 1, config,
@@ -181,7 +192,7 @@ def plan(directory: Path, host: str, zookeepers: int, brokers: int, zk_base: int
 
 
 def cluster_ports(cluster: LocalCluster) -> list[int]:
-    zk = [p for z in cluster.zookeepers for p in (z.client_port, z.quorum_port, z.election_port)]
+    zk = [p for z in cluster.zookeepers for p in (z.client_port, z.quorum_port, z.election_port, z.secure_port) if p]
     return zk + [b.port for b in cluster.brokers] + [b.http_port for b in cluster.brokers if b.http_port]
 
 
@@ -213,6 +224,8 @@ def _port_roles(cluster: LocalCluster, ports: list[int]) -> list[str]:
         roles[z.client_port] = f"ZooKeeper {z.id}'s client port (--zk-base-port)"
         roles[z.quorum_port] = f"ZooKeeper {z.id}'s quorum port (--zk-base-port)"
         roles[z.election_port] = f"ZooKeeper {z.id}'s election port (--zk-base-port)"
+        if z.secure_port:
+            roles[z.secure_port] = f"ZooKeeper {z.id}'s TLS client port (--zk-base-port)"
     for b in cluster.brokers:
         roles[b.port] = f"broker {b.id}'s port (--base-port)"
         if b.http_port:
@@ -230,6 +243,7 @@ def zk_config_text(cluster: LocalCluster, node: ZkNode) -> str:
              f"clientPort={node.client_port}", f"clientPortAddress={cluster.host}"]
     if len(cluster.zookeepers) > 1:
         lines += [f"server.{z.id}={cluster.host}:{z.quorum_port}:{z.election_port}" for z in cluster.zookeepers]
+    lines += cluster.secured.zookeeper_config(cluster.host, node.secure_port)
     return "\n".join(lines) + "\n"
 
 
@@ -246,7 +260,7 @@ def broker_properties(cluster: LocalCluster, broker: BrokerNode) -> dict[str, st
         "broker.id": str(broker.id),
         **cluster.secured.broker_properties(f"{cluster.host}:{broker.port}", cluster.host),
         "log.dirs": str(broker.home / "data"),
-        "zookeeper.connect": cluster.zookeeper_connect,
+        "zookeeper.connect": cluster.broker_zookeeper_connect,
         "offsets.topic.replication.factor": replication,
         "default.replication.factor": "1",
         "num.partitions": "1",
@@ -263,7 +277,7 @@ def write_broker_config(cluster: LocalCluster, broker: BrokerNode) -> None:
     broker.home.mkdir(parents=True, exist_ok=True)
     props = broker_properties(cluster, broker)
     header = "# Written by odradek cluster up; one broker of the pseudo-cluster in this directory.\n"
-    Path(broker.config).write_text(header + "".join(f"{k}={v}\n" for k, v in props.items()))
+    write_private(Path(broker.config), header + "".join(f"{k}={v}\n" for k, v in props.items()))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -271,9 +285,10 @@ def write_broker_config(cluster: LocalCluster, broker: BrokerNode) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def run_odradek(args: list[str], log_dir: Path, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
-    """Run `odradek <args>` with LOG_DIR set; its output is captured."""
-    env = {**os.environ, "LOG_DIR": str(log_dir)}
+def run_odradek(args: list[str], log_dir: Path, timeout: float = 120.0, env: dict[str, str] | None = None
+                ) -> subprocess.CompletedProcess[str]:
+    """Run `odradek <args>` with LOG_DIR (and `env`) set; its output is captured."""
+    env = {**os.environ, **(env or {}), "LOG_DIR": str(log_dir)}
     cmd = [sys.executable, "-m", "odradek.cli.main", *args]
     try:
         return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout,
@@ -472,7 +487,7 @@ def start_zookeeper(cluster: LocalCluster, node: ZkNode, timeout: float) -> None
     write_zk_config(cluster, node)
     print(f"zookeeper {node.id}: {cluster.host}:{node.client_port} ... ", end="", flush=True)
     result = run_odradek(["zookeeper-server-start", "--daemon", "--timeout", str(int(timeout)), node.config],
-                         node.home / "logs", timeout + 30)
+                         node.home / "logs", timeout + 30, cluster.secured.zookeeper_env())
     pids = zk_pids(node)
     node.pid = pids[0] if pids else None
     cluster.save()
@@ -537,6 +552,9 @@ def print_usage(cluster: LocalCluster) -> None:
         admin, producer, consumer = (f" --command-config {props}", f" --producer.config {props}",
                                      f" --consumer.config {props}")
         secured = f"  security:          {cluster.security} (client properties: {props})\n"
+        tls = f", brokers over TLS to {cluster.broker_zookeeper_connect}" if cluster.secured.tls else ""
+        secured += (f"  zookeeper:         SASL{tls}, znodes ACLed (tools with --zookeeper: KAFKA_OPTS="
+                    f"-Djava.security.auth.login.config={cluster.secured.zk_client_jaas})\n")
     print(
         f"\nThe cluster is up ({d}, recorded in {STATE_FILE}).\n"
         f"  bootstrap servers: {b}\n"

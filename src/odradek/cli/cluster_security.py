@@ -8,7 +8,18 @@ A secured cluster also runs the ACL authorizer with `allow.everyone.if.no.acl.fo
 trust model wants: every client authenticates (SASL, or with `ssl` a client certificate: `ssl.client.auth`
 is required and `admin.pem` is the admin's), the brokers are super users by their own principal (User:admin
 over SASL; their certificate's subject over TLS), the admin of client.properties too, and nobody else
-until `odradek acls` grants it."""
+until `odradek acls` grants it.
+
+The ZooKeeper ensemble of a secured cluster is secured as Kafka secures it: the servers take SASL
+DIGEST-MD5 (a JAAS `Server` section with the generated password of the `kafka` ZooKeeper user, handed to
+them through KAFKA_OPTS), the brokers log in with the `Client` section of `zookeeper_client_jaas.conf` and
+run with `zookeeper.set.acl=true`, so their znodes are theirs alone to change (and /config/users,
+/config/brokers theirs alone to read). With TLS (`ssl`, `sasl_ssl`) the servers also have a TLS client port
+(KIP-515: Netty, the broker certificate, client certificates required), which the brokers use. A tool
+reaching ZooKeeper directly (`--zookeeper`, on the plain client port) logs in with
+`KAFKA_OPTS=-Djava.security.auth.login.config=<dir>/security/zookeeper_client_jaas.conf`.
+
+Every file holding a secret (keys, passwords, JAAS files, the brokers' server.properties) is written 0600."""
 
 from __future__ import annotations
 
@@ -22,6 +33,10 @@ from pathlib import Path
 PROTOCOLS = {"plaintext": "PLAINTEXT", "ssl": "SSL", "sasl_plaintext": "SASL_PLAINTEXT", "sasl_ssl": "SASL_SSL"}
 ADMIN_USER = "admin"
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+ZK_USER = "kafka"  # the brokers' SASL identity in ZooKeeper (sasl:kafka in the znodes' ACLs)
+ZK_DIGEST_MODULE = "org.apache.zookeeper.server.auth.DigestLoginModule"
+ZK_SASL_PROVIDER = "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
+ZK_X509_PROVIDER = "org.apache.zookeeper.server.auth.X509AuthenticationProvider"
 VALID_DAYS = 365
 
 
@@ -59,8 +74,42 @@ class ClusterSecurity:
     def client_properties(self) -> Path:
         return self.directory / "client.properties"
 
+    @property
+    def zk_password_file(self) -> Path:
+        return self.directory / "zookeeper.password"
+
+    @property
+    def zk_server_jaas(self) -> Path:
+        return self.directory / "zookeeper_server_jaas.conf"
+
+    @property
+    def zk_client_jaas(self) -> Path:
+        return self.directory / "zookeeper_client_jaas.conf"
+
     def password(self) -> str:
         return self.password_file.read_text().strip()
+
+    @property
+    def enabled(self) -> bool:
+        return self.protocol != "PLAINTEXT"
+
+    def zookeeper_config(self, host: str, secure_port: int) -> list[str]:
+        """The zoo.cfg lines: SASL for clients, and a TLS client port when there is one."""
+        if not self.enabled:
+            return []
+        lines = [f"authProvider.1={ZK_SASL_PROVIDER}"]
+        if secure_port:
+            lines += [f"secureClientPort={secure_port}", f"secureClientPortAddress={host}",
+                      "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory",
+                      f"ssl.keyStore.location={self.broker_pem}", "ssl.keyStore.type=PEM",
+                      f"ssl.trustStore.location={self.ca_file}", "ssl.trustStore.type=PEM",
+                      "ssl.clientAuth=need",
+                      f"authProvider.x509={ZK_X509_PROVIDER}"]
+        return lines
+
+    def zookeeper_env(self) -> dict[str, str]:
+        """The environment of a ZooKeeper server's launcher: the JAAS file with its users."""
+        return {"KAFKA_OPTS": f"-Djava.security.auth.login.config={self.zk_server_jaas}"} if self.enabled else {}
 
     def prepare(self, host: str) -> None:
         """Write the CA, the broker's key and certificate, the admin password and client.properties, once
@@ -70,12 +119,20 @@ class ClusterSecurity:
         self.directory.mkdir(parents=True, exist_ok=True)
         if self.tls and not (self.ca_file.exists() and self.broker_pem.exists() and self.admin_pem.exists()):
             ca_pem, broker_pem, admin_pem = issue_certificates(host)
-            _write_private(self.ca_file, ca_pem, 0o644)
-            _write_private(self.broker_pem, broker_pem, 0o600)
-            _write_private(self.admin_pem, admin_pem, 0o600)
+            write_private(self.ca_file, ca_pem, 0o644)
+            write_private(self.broker_pem, broker_pem)
+            write_private(self.admin_pem, admin_pem)
         if self.sasl and not self.password_file.exists():
-            _write_private(self.password_file, secrets.token_urlsafe(18) + "\n", 0o600)
-        _write_private(self.client_properties, self.client_text(), 0o600)
+            write_private(self.password_file, secrets.token_urlsafe(18) + "\n")
+        if self.enabled:
+            if not self.zk_password_file.exists():
+                write_private(self.zk_password_file, secrets.token_urlsafe(18) + "\n")
+            zk_password = self.zk_password_file.read_text().strip()
+            write_private(self.zk_server_jaas,
+                          f'Server {{\n  {ZK_DIGEST_MODULE} required\n  user_{ZK_USER}="{zk_password}";\n}};\n')
+            write_private(self.zk_client_jaas, f'Client {{\n  {ZK_DIGEST_MODULE} required\n  username="{ZK_USER}"\n'
+                                               f'  password="{zk_password}";\n}};\n')
+        write_private(self.client_properties, self.client_text())
 
     def client_text(self) -> str:
         lines = [f"security.protocol={self.protocol}"]
@@ -118,10 +175,15 @@ class ClusterSecurity:
                     f'{PLAIN_MODULE} required username="{ADMIN_USER}" password="{password}" '
                     f'user_{ADMIN_USER}="{password}";',
             }
+        props |= {"zookeeper.set.acl": "true", "zookeeper.sasl.jaas.file": str(self.zk_client_jaas)}
+        if self.tls:
+            props |= {"zookeeper.ssl.client.enable": "true", "zookeeper.ssl.keystore.location": str(self.broker_pem), "zookeeper.ssl.keystore.type": "PEM",
+                      "zookeeper.ssl.truststore.location": str(self.ca_file), "zookeeper.ssl.truststore.type": "PEM"}
         return props
 
 
-def _write_private(path: Path, text: str, mode: int) -> None:
+def write_private(path: Path, text: str, mode: int = 0o600) -> None:
+    """Write `path` with `mode` (owner-only by default) from its creation on, also over an existing file."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     with os.fdopen(fd, "w") as f:
         f.write(text)

@@ -94,6 +94,9 @@ def build_parser() -> ArgParser:
     add_zookeeper_flag(p, "deprecated (Kafka 2.x): read and write topic and broker configs in ZooKeeper directly")
     p.add_argument("--command-config", metavar="FILE",
                    help="properties of the admin connection (only client.id is used)")
+    p.add_argument("--zk-tls-config-file", metavar="FILE",
+                   help="with --zookeeper: the file of ZooKeeper client TLS properties (zookeeper.ssl.*); "
+                        "SASL to ZooKeeper comes from -Djava.security.auth.login.config in KAFKA_OPTS")
     p.add_argument("--alter", action="store_true", help="alter the configuration of the entity")
     p.add_argument("--describe", action="store_true", help="list configs of the given entity")
     p.add_argument("--all", action="store_true", help="with --describe: all configs, static ones included")
@@ -131,6 +134,7 @@ class Command:
     client_id: str = "configs-tool"
     command_config: str | None = None
     zookeeper: str | None = None
+    zk_tls_config_file: str | None = None
     # users and clients: the quota entity, (type, name) with "" for the default and None for every entity
     quota_entity: tuple[tuple[str, str | None], ...] = ()
 
@@ -147,6 +151,8 @@ def parse_command(argv: list[str]) -> Command:
     if len(types) != len(set(types)):
         dupes = sorted({t for t in types if types.count(t) > 1})
         raise UsageError(f"Duplicate entity type(s) specified: {','.join(dupes)}")
+    if opts.zk_tls_config_file and not opts.zookeeper:
+        raise UsageError("Error: --zk-tls-config-file is only valid with --zookeeper")
     if opts.zookeeper and opts.bootstrap_server:
         raise UsageError("Only one of --bootstrap-server or --zookeeper must be specified")
     if not opts.bootstrap_server and not opts.zookeeper:
@@ -179,7 +185,8 @@ def parse_command(argv: list[str]) -> Command:
         if entity_type == BROKER_LOGGERS and not name:
             raise UsageError(f"An entity name must be specified with --describe of {entity_type}")
         return Command(opts.bootstrap_server or "", "describe", entity_type, name, describe_all=opts.all,
-                       client_id=_client_id(opts), command_config=opts.command_config, zookeeper=opts.zookeeper, quota_entity=quota_entity)
+                       client_id=_client_id(opts), command_config=opts.command_config, zookeeper=opts.zookeeper,
+                   zk_tls_config_file=opts.zk_tls_config_file, quota_entity=quota_entity)
     if entity_type in (BROKERS, USERS, CLIENTS):
         if name is None:
             raise UsageError("An entity-name or default entity must be specified with --alter of users, clients,"
@@ -215,7 +222,8 @@ def parse_command(argv: list[str]) -> Command:
                 except ValueError:
                     raise UsageError(f"Invalid value {value} for configuration {key}: not a number") from None
     return Command(opts.bootstrap_server or "", "alter", entity_type, name, add=tuple(add.items()), delete=delete,
-                   client_id=_client_id(opts), command_config=opts.command_config, zookeeper=opts.zookeeper, quota_entity=quota_entity)
+                   client_id=_client_id(opts), command_config=opts.command_config, zookeeper=opts.zookeeper,
+                   zk_tls_config_file=opts.zk_tls_config_file, quota_entity=quota_entity)
 
 
 def _client_id(opts: argparse.Namespace) -> str:

@@ -122,7 +122,15 @@ def _alter_scram(zk: ZkSession, user: str, add: dict[str, str], delete: list[str
 
 def run(cmd: Command) -> None:
     assert cmd.zookeeper is not None
-    with ZkSession(cmd.zookeeper, SESSION_TIMEOUT_MS, require_cluster=False) as zk:
+    zk_config: dict[str, str] = {}
+    if cmd.zk_tls_config_file:
+        from odradek.security.zk_client import load_tls_config_file
+
+        try:
+            zk_config = load_tls_config_file(cmd.zk_tls_config_file)
+        except ConfigError as exc:
+            raise CliError(f"Error: {exc}") from None
+    with ZkSession(cmd.zookeeper, SESSION_TIMEOUT_MS, require_cluster=False, zk_config=zk_config) as zk:
         if cmd.quota_entity:
             run_quotas(zk, cmd)
             return

@@ -19,12 +19,14 @@ import asyncio
 import logging
 import socket
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 from odradek.admin_client.errors import CliError, UsageError
 from odradek.cluster import znodes as zn
 from odradek.cluster.store import MetadataStore, NodeExistsError, NoNodeError, StoreError, to_json
+from odradek.cluster.zk_security import ZkClientSecurity
+from odradek.config_keys import ConfigError
 
 DEFAULT_ZK_PORT = 2181
 PROBE_TIMEOUT_S = 1.0
@@ -74,6 +76,18 @@ def quiet_kazoo() -> None:
     warnings.filterwarnings("ignore", category=UserWarning, module=r"kazoo\.")
 
 
+def tool_security(zk_config: Mapping[str, str] | None = None) -> ZkClientSecurity:
+    """How a tool's session authenticates, as Kafka's tools do: the JAAS `Client` section that
+    -Djava.security.auth.login.config in $KAFKA_OPTS names, TLS from the zookeeper.* keys given; what it
+    creates is ACLed (creator-only, world READ where not sensitive) when the session authenticates."""
+    from odradek.security.zk_client import zk_client_security
+
+    try:
+        return zk_client_security(dict(zk_config or {}))
+    except ConfigError as exc:
+        raise CliError(f"Error: {exc}") from None
+
+
 def zk_hosts(connect: str) -> list[tuple[str, int]]:
     """`h1:2181,h2/chroot` -> [('h1', 2181), ('h2', 2181)]; a UsageError when a port is not a number."""
     hosts, _, _ = connect.partition("/")
@@ -107,8 +121,10 @@ def any_answers(hosts: list[tuple[str, int]], timeout: float = PROBE_TIMEOUT_S) 
 class ZkSession:
     """A ZooKeeper session for a tool: `run` calls one coroutine on the store and returns its result."""
 
-    def __init__(self, connect: str, timeout_ms: int, *, require_cluster: bool = True) -> None:
+    def __init__(self, connect: str, timeout_ms: int, *, require_cluster: bool = True,
+                 zk_config: Mapping[str, str] | None = None) -> None:
         self.connect = connect
+        self.zk_config = dict(zk_config or {})  # zookeeper.* keys, e.g. from --zk-tls-config-file
         self.connect_timeout_ms = min(timeout_ms, MAX_CONNECT_TIMEOUT_MS)
         self.require_cluster = require_cluster
         self._runner = asyncio.Runner()
@@ -138,7 +154,8 @@ class ZkSession:
                 raise NoZooKeeperError(self.connect)
             raise ZooKeeperUnavailable(self.connect, self.connect_timeout_ms)
         store = ZooKeeperStore(self.connect, session_timeout_ms=SESSION_TIMEOUT_MS,
-                               connection_timeout_ms=self.connect_timeout_ms, create_chroot=False)
+                               connection_timeout_ms=self.connect_timeout_ms, create_chroot=False,
+                               security=tool_security(self.zk_config))
         try:
             await store.start()
         except StoreError:

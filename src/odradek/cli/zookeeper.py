@@ -18,7 +18,9 @@ ours and its pid is known:
 The jars come from Debian's ``zookeeper`` package (``/usr/share/java/zookeeper.jar``, whose
 manifest lists its dependencies, plus ``slf4j-simple`` for logging) or from ``$ZOOKEEPER_HOME``
 (an Apache release: ``lib/*.jar``). ``$JAVA`` / ``$JAVA_HOME`` choose the JVM, ``$ZK_SERVER_HEAP``
-its heap in MB (default 256), ``$SERVER_JVMFLAGS`` / ``$JVMFLAGS`` add flags, ``$ZOO_LOG_LEVEL``
+its heap in MB (default 256), ``$KAFKA_OPTS`` (as for Kafka's script: e.g.
+``-Djava.security.auth.login.config=zk_jaas.conf`` with a ``Server`` section for SASL), ``$SERVER_JVMFLAGS``
+and ``$JVMFLAGS`` add flags, ``$ZOO_LOG_LEVEL``
 (e.g. INFO, DEBUG) makes the log chattier than the default (warnings plus role changes).
 
 ``zookeeper-server-stop [CONFIG]`` stops the server of that config (the ``QuorumPeerMain`` process
@@ -65,7 +67,8 @@ FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 NOT_RUNNING = "Error contacting service. It is probably not running."
 NOT_SERVING = "This ZooKeeper instance is not currently serving requests"
 
-DEBIAN_ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
+DEBIAN_JAVA = Path("/usr/share/java")
+DEBIAN_ZOOKEEPER_JAR = DEBIAN_JAVA / "zookeeper.jar"
 DEBIAN_SLF4J_BINDING = Path("/usr/share/java/slf4j-simple.jar")
 # Loggers kept at INFO by default: start-up, bound port, role changes, elections.
 INFO_LOGGERS = (
@@ -202,9 +205,11 @@ def escape_property(text: str, *, key: bool = False) -> str:
 
 
 def write_properties(path: Path, props: Mapping[str, str], header: str) -> None:
-    """Write `props` as a .properties file, atomically."""
+    """Write `props` as a .properties file, atomically; owner-only when a key holds a password (ZooKeeper's
+    ssl.keyStore.password and the like)."""
     lines = [f"# {header}"] + [f"{escape_property(k, key=True)}={escape_property(v)}" for k, v in props.items()]
-    atomic_write(path, "\n".join(lines) + "\n")
+    secret = any("password" in k.lower() for k in props)
+    atomic_write(path, "\n".join(lines) + "\n", mode=0o600 if secret else None)
 
 
 def prepare_dirs(setup: ServerSetup) -> None:
@@ -252,6 +257,15 @@ def zookeeper_classpath() -> list[str]:
     if DEBIAN_SLF4J_BINDING.is_file() and not has_slf4j_binding(DEBIAN_ZOOKEEPER_JAR):
         jars.append(str(DEBIAN_SLF4J_BINDING))
     return jars
+
+
+def netty_jars(props: Mapping[str, str]) -> list[str]:
+    """The Netty jars Debian's zookeeper.jar manifest leaves out (codec, resolver, unix common), which its
+    NettyServerCnxnFactory needs: added when the config asks for Netty (TLS on secureClientPort)."""
+    if "Netty" not in props.get("serverCnxnFactory", "") or os.environ.get("ZOOKEEPER_HOME"):
+        return []
+    names = ("netty-codec.jar", "netty-resolver.jar", "netty-transport-native-unix-common.jar")
+    return [str(DEBIAN_JAVA / n) for n in names if (DEBIAN_JAVA / n).is_file()]
 
 
 def has_slf4j_binding(jar: Path) -> bool:
@@ -308,8 +322,9 @@ def heap_flags() -> list[str]:
 
 def java_command(setup: ServerSetup, log_dir: Path) -> list[str]:
     """The full command line of the ZooKeeper server for `setup`."""
-    classpath = zookeeper_classpath()
-    extra = shlex.split(os.environ.get("SERVER_JVMFLAGS", "")) + shlex.split(os.environ.get("JVMFLAGS", ""))
+    classpath = zookeeper_classpath() + netty_jars(setup.config.props)
+    extra = [*shlex.split(os.environ.get("KAFKA_OPTS", "")), *shlex.split(os.environ.get("SERVER_JVMFLAGS", "")),
+             *shlex.split(os.environ.get("JVMFLAGS", ""))]
     return [
         find_java(),
         *heap_flags(),

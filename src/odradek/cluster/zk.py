@@ -31,6 +31,7 @@ from odradek.cluster.store import (
     Watcher,
     WatchEvent,
 )
+from odradek.cluster.zk_security import OPEN, ZkClientSecurity
 
 log = logging.getLogger("odradek.zookeeper")
 T = TypeVar("T")
@@ -51,6 +52,11 @@ def split_connect(connect: str) -> tuple[str, str]:
     return hosts, chroot
 
 
+def new_client(hosts: str, timeout_s: float, security: ZkClientSecurity = OPEN, **kwargs: Any) -> KazooClient:
+    """A kazoo client authenticating as `security` says (SASL DIGEST-MD5, TLS); not started."""
+    return KazooClient(hosts=hosts, timeout=timeout_s, **security.kazoo_options(), **kwargs)
+
+
 def _stat(s: KzStat) -> Stat:
     return Stat(s.version, s.ephemeralOwner, s.ctime, s.mtime, s.numChildren)
 
@@ -65,10 +71,29 @@ _OP_ERRORS: dict[type[Exception], type[st.StoreError]] = {
 }
 
 
+def make_path(client: KazooClient, path: str, security: ZkClientSecurity) -> None:
+    """Create `path` and its missing ancestors, each with the ACL of its own path (kazoo's makepath would
+    give the ancestors the leaf's)."""
+    parts = [p for p in path.split("/") if p]
+    if client.chroot and client.exists("/") is None:  # the chroot itself, as kazoo's makepath would
+        try:
+            client.create("/", b"", acl=security.acls("/"))
+        except kz.NodeExistsError:
+            pass
+    for i in range(1, len(parts) + 1):
+        node = "/" + "/".join(parts[:i])
+        if client.exists(node) is None:
+            try:
+                client.create(node, b"", acl=security.acls(node))
+            except kz.NodeExistsError:
+                pass
+
+
 class ZooKeeperStore(MetadataStore):
     def __init__(self, connect: str, session_timeout_ms: int = 18000, connection_timeout_ms: int = 18000,
-                 *, create_chroot: bool = True) -> None:
+                 *, create_chroot: bool = True, security: ZkClientSecurity = OPEN) -> None:
         self.connect = connect
+        self.security = security
         self.hosts, self.chroot = split_connect(connect)
         self.session_timeout_ms = session_timeout_ms
         self.connection_timeout_ms = connection_timeout_ms
@@ -85,9 +110,10 @@ class ZooKeeperStore(MetadataStore):
         self._listener_tasks = TaskSet(log, "Session listener")
 
     def _new_client(self, hosts: str) -> KazooClient:
-        return KazooClient(
-            hosts=hosts,
-            timeout=self.session_timeout_ms / 1000,
+        return new_client(
+            hosts,
+            self.session_timeout_ms / 1000,
+            self.security,
             connection_retry=KazooRetry(max_tries=-1, delay=0.2, max_delay=2),
             command_retry=KazooRetry(max_tries=3, delay=0.1, max_delay=1, ignore_expire=False),
             logger=logging.getLogger("kazoo.client"),
@@ -126,7 +152,7 @@ class ZooKeeperStore(MetadataStore):
                 f"(zookeeper.connection.timeout.ms={self.connection_timeout_ms})"
             ) from None
         try:
-            probe.ensure_path(self.chroot)
+            make_path(probe, self.chroot, self.security)
         finally:
             probe.stop()
             probe.close()
@@ -191,6 +217,15 @@ class ZooKeeperStore(MetadataStore):
         except (kz.ConnectionLoss, kz.SessionExpiredError, kz.OperationTimeoutError, kz.ZookeeperStoppedError,
                 KazooTimeoutError) as exc:
             raise st.StoreUnavailableError(f"ZooKeeper unavailable: {type(exc).__name__}") from None
+        except kz.AuthFailedError:
+            who = f" as {self.security.sasl.username}" if self.security.sasl is not None else ""
+            raise st.StoreUnavailableError(
+                f"ZooKeeper authentication failed (SASL DIGEST-MD5{who}): check the JAAS Client section and "
+                "that the servers take SASL (authProvider, a JAAS Server section)") from None
+        except kz.NoAuthError:
+            raise st.StoreError(f"ZooKeeper refused access to {args[0] if args else 'a znode'} (NoAuth): the "
+                                "session is not authenticated as its ACL requires (zookeeper.set.acl, the JAAS "
+                                "Client section)") from None
         except kz.ZookeeperError as exc:
             raise st.StoreError(f"ZooKeeper error on {args[0] if args else ''}: {type(exc).__name__}") from None
 
@@ -228,8 +263,13 @@ class ZooKeeperStore(MetadataStore):
 
     async def create(self, path: str, data: bytes = b"", ephemeral: bool = False, makepath: bool = False,
                      sequence: bool = False) -> str:
-        return await self._run(self.client.create, path, data, ephemeral=ephemeral, sequence=sequence,
-                               makepath=makepath)
+        if makepath:
+            await self._run(self._make_parents, path)
+        return await self._run(self.client.create, path, data, acl=self.security.acls(path), ephemeral=ephemeral,
+                               sequence=sequence)
+
+    def _make_parents(self, path: str) -> None:
+        make_path(self.client, path.rpartition("/")[0], self.security)
 
     async def get(self, path: str, watch: Watcher | None = None) -> tuple[bytes, Stat]:
         data, stat = await self._run(self.client.get, path, self._wrap(watch, path))
@@ -250,7 +290,7 @@ class ZooKeeperStore(MetadataStore):
         t = self.client.transaction()
         for op in ops:
             if isinstance(op, Create):
-                t.create(op.path, op.data, ephemeral=op.ephemeral)
+                t.create(op.path, op.data, acl=self.security.acls(op.path), ephemeral=op.ephemeral)
             elif isinstance(op, SetData):
                 t.set_data(op.path, op.data, op.version)
             elif isinstance(op, Delete):

@@ -8,26 +8,27 @@ a restart of the serving process (the supervisor hands the same key down) but no
 session's CSRF token is the MAC of its id under the same key: a state-changing request must carry it
 besides the cookie. Nothing here touches HTTP; `gate` applies it to requests.
 
-The Host allowlist defends against DNS rebinding: a page of evil.example whose name now resolves to
-127.0.0.1 reaches the console from the console's own origin, so cookies, CORS and Origin checks do not
-stop it, but its requests still say `Host: evil.example`.
+The Host allowlist (security/http_host.py, shared with the broker's HTTP endpoint) defends against DNS
+rebinding.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import os
 import secrets
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+
+from odradek.security.http_host import HostAllowlist, host_name, same_secret
+
+__all__ = ["HostAllowlist", "Sessions", "TokenError", "host_name", "load_token", "new_token", "same_secret"]
 
 TOKEN_ENV = "ODRADEK_CONSOLE_TOKEN"
 MIN_TOKEN_LENGTH = 16
 SESSION_MAX_AGE_S = 24 * 3600
-LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
 
 class TokenError(Exception):
@@ -55,13 +56,6 @@ def load_token(token_file: str | None, environ: Mapping[str, str] = os.environ) 
     if len(token) < MIN_TOKEN_LENGTH or any(c.isspace() for c in token):
         raise TokenError(f"the token from {source} must be at least {MIN_TOKEN_LENGTH} characters, without spaces")
     return token, source
-
-
-def same_secret(candidate: str | None, secret: str) -> bool:
-    """Whether `candidate` equals `secret`, in time that does not depend on where they differ."""
-    if candidate is None:
-        return False
-    return hmac.compare_digest(candidate.encode("utf-8", "surrogateescape"), secret.encode("utf-8"))
 
 
 class Sessions:
@@ -103,37 +97,3 @@ class Sessions:
 
     def check_csrf(self, sid: str | None, candidate: str | None) -> bool:
         return sid is not None and same_secret(candidate, self.csrf_token(sid))
-
-
-def host_name(header: str | None) -> str | None:
-    """The name in a Host header, lower case, without port or trailing dot (IPv6 without brackets); None
-    when there is no header or it is malformed."""
-    if not header:
-        return None
-    value = header.strip().lower()
-    if value.startswith("["):
-        name, sep, rest = value[1:].partition("]")
-        if not sep or (rest and not (rest.startswith(":") and rest[1:].isdigit())):
-            return None
-        try:
-            ipaddress.IPv6Address(name)
-        except ValueError:
-            return None
-        return name
-    name, _, port = value.partition(":")
-    if port and not port.isdigit():
-        return None  # a bare IPv6 address or junk: not a valid Host
-    name = name.rstrip(".")
-    return name or None
-
-
-class HostAllowlist:
-    """The host names the console answers to: loopback names, the address it listens on, and any given
-    with --allowed-host."""
-
-    def __init__(self, listen_host: str, extra: Iterable[str] = ()) -> None:
-        bare = (x.strip().strip("[]") for x in (*LOOPBACK_NAMES, listen_host, *extra))
-        self.names = frozenset(n for n in (host_name(f"[{x}]" if ":" in x else x) for x in bare) if n)
-
-    def allows(self, header: str | None) -> bool:
-        return host_name(header) in self.names

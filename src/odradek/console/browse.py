@@ -169,7 +169,10 @@ def weblogs_metrics(cluster: ClusterAdmin, topic: str) -> list[dict[str, Any]]:
     windows: dict[str, dict[str, Any]] = {}
     with consumer(cluster) as c:
         for p in sorted(t.partitions):
-            low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=cluster.timeout)
+            try:
+                low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=cluster.timeout)
+            except KafkaException as exc:  # a stalled cluster: "unreachable", not an internal error
+                raise cluster_error(exc, f"cannot read the offsets of {topic}-{p}: {kafka_message(exc)}") from None
             start = max(low, high - WEBLOGS_MAX_RECORDS)
             if start >= high:
                 continue

@@ -1,13 +1,15 @@
 """What the console reads from and asks of a cluster, over the Kafka protocol only.
 
-Everything goes through confluent-kafka's AdminClient (DescribeCluster, Metadata, ListOffsets,
-DescribeConfigs, CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs, ListGroups,
-DescribeGroups, OffsetFetch, OffsetCommit), except DescribeLogDirs, which librdkafka's Python binding
-lacks: that one request goes to each broker over the project's protocol client (plaintext listeners
-only; a cluster that does not serve it simply shows no log dirs or sizes), and share groups (KIP-932),
-for which librdkafka has no admin calls: ListGroups, ShareGroupDescribe and DescribeShareGroupOffsets
-over the protocol client (`odradek.admin_client.share_groups`), secured as the AdminClient is. Nothing here knows Odradek's
-internals, so the console works against any Kafka-compatible cluster.
+confluent-kafka's AdminClient serves DescribeCluster, Metadata, ListOffsets, DescribeConfigs, CreateTopics,
+DeleteTopics, CreatePartitions, IncrementalAlterConfigs and ListGroups. The rest goes over the project's
+protocol client, secured as the AdminClient is: DescribeLogDirs, which librdkafka's Python binding lacks
+(plaintext listeners only; a cluster that does not serve it simply shows no log dirs or sizes); share
+groups (KIP-932), for which librdkafka has no admin calls (`odradek.admin_client.share_groups`); and
+every request to a consumer group's coordinator (FindCoordinator, DescribeGroups, ConsumerGroupDescribe,
+OffsetFetch, OffsetCommit: `odradek.admin_client.consumer_groups`), because librdkafka's coordinator
+admin calls use freed memory when a send to the coordinator fails, and a stalled cluster made the console
+abort or crash with SIGSEGV (issue #36). Nothing here knows Odradek's internals, so the console works
+against any Kafka-compatible cluster.
 
 All calls block (bounded by the request timeout); the web app runs them on worker threads. The client is
 made once and reconnects by itself (librdkafka retries the bootstrap servers), so a cluster that went away
@@ -19,15 +21,14 @@ the cluster (`connect=False`): it serves "cluster unreachable" pages until the c
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from confluent_kafka import (
-    ConsumerGroupTopicPartitions,
     ConsumerGroupType,
     KafkaError,
     KafkaException,
-    TopicPartition,
 )
 from confluent_kafka.admin import (
     AdminClient,
@@ -38,7 +39,8 @@ from confluent_kafka.admin import (
 )
 
 from odradek.admin_client.connect import ClientErrors, client_config, create_client, open_client
-from odradek.admin_client.errors import UNREACHABLE_CODES, CliError, error_text, kafka_message
+from odradek.admin_client.consumer_groups import ConsumerGroupsClient
+from odradek.admin_client.errors import UNREACHABLE_CODES, CliError, error_message, error_text, kafka_message
 from odradek.admin_client.model import (
     TP,
     Broker,
@@ -51,18 +53,17 @@ from odradek.admin_client.model import (
     Partition,
     SharePartitionRow,
     Topic,
-    state_name,
 )
 from odradek.admin_client.offsets import list_offsets
 from odradek.admin_client.share_groups import GroupError, ShareGroup, ShareGroupsClient
 from odradek.admin_client.topic_configs import topic_resource
+from odradek.protocol.client_security import ClientSecurity
 
 log = logging.getLogger("odradek.console")
 _KINDS = {ConsumerGroupType.CLASSIC: "Classic", ConsumerGroupType.CONSUMER: "Consumer"}
 
 DESCRIBE_LOG_DIRS_VERSION = 1
 PLAINTEXT = "PLAINTEXT"
-GROUP_NOT_FOUND = 69
 
 
 class ClusterError(Exception):
@@ -80,6 +81,18 @@ def cluster_error(exc: KafkaException, text: str | None = None) -> ClusterError:
     if isinstance(err, KafkaError) and err.code() in UNREACHABLE_CODES:
         return ClusterError(f"Cluster unreachable: {text or kafka_message(exc)}", unreachable=True)
     return ClusterError(text or kafka_message(exc))
+
+
+@contextmanager
+def coordinator_errors() -> Iterator[None]:
+    """A group coordinator's refusal (GroupError) or silence (CliError) from the protocol client as a
+    ClusterError."""
+    try:
+        yield
+    except GroupError as exc:
+        raise ClusterError(str(exc).removeprefix("Error: ")) from None
+    except CliError as exc:
+        raise ClusterError(f"Cluster unreachable: {str(exc).removeprefix('Error: ')}", unreachable=True) from None
 
 
 def source_name(source: Any) -> str:
@@ -251,13 +264,13 @@ class ClusterAdmin:
         out = [GroupSummary(i, "Unknown", kind=kinds[i]) for i in ids]
         if not ids:
             return out
-        futures = self.admin.describe_consumer_groups(ids, request_timeout=self.timeout)
-        for g in out:
-            try:
-                d = futures[g.id].result(timeout=self.timeout + 5)
-            except Exception:
-                continue
-            g.state, g.members = state_name(d), len(d.members)
+        with self._groups_client() as client:
+            for g in out:
+                try:
+                    d = client.describe_group(g.id)
+                except CliError:
+                    continue
+                g.state, g.members = d.state, len(d.members)
         if with_lag:
             lags = self.group_lags(ids)
             for g in out:
@@ -265,17 +278,24 @@ class ClusterAdmin:
                 g.lag = sum(per_topic.values()) if per_topic else (0 if per_topic is not None else None)
         return out
 
-    # share groups (KIP-932)
+    # share groups (KIP-932), and the coordinator of consumer groups
 
-    def _share_client(self) -> ShareGroupsClient:
+    def _security(self) -> ClientSecurity:
         from odradek.config_keys import ConfigError
         from odradek.security.client_config import client_security
 
         try:
-            security = client_security(self.properties)
+            return client_security(self.properties)
         except ConfigError as exc:
             raise ClusterError(str(exc)) from None
-        return ShareGroupsClient(self.bootstrap, self.timeout, "odradek-console", security)
+
+    def _share_client(self) -> ShareGroupsClient:
+        return ShareGroupsClient(self.bootstrap, self.timeout, "odradek-console", self._security())
+
+    def _groups_client(self) -> ConsumerGroupsClient:
+        """A consumer group's coordinator is asked over the protocol client, never through librdkafka's
+        AdminClient: see admin_client/consumer_groups.py (a use-after-free that kills the process)."""
+        return ConsumerGroupsClient(self.bootstrap, self.timeout, "odradek-console", self._security())
 
     def share_groups(self) -> list[GroupSummary]:
         """Every share group with its members and total lag (None where the coordinator did not answer)."""
@@ -311,25 +331,23 @@ class ClusterAdmin:
 
     def committed(self, group: str) -> dict[TP, int]:
         """The group's committed offsets (partitions without a commit are left out)."""
-        request = [ConsumerGroupTopicPartitions(group)]
-        future = self.admin.list_consumer_group_offsets(request, request_timeout=self.timeout)[group]
-        try:
-            answer = future.result(timeout=self.timeout + 5)
-        except KafkaException as exc:
-            err: Any = exc.args[0] if exc.args else None
-            if hasattr(err, "code") and err.code() == GROUP_NOT_FOUND:
-                return {}
-            raise cluster_error(exc, error_text(exc)) from None
-        return {(tp.topic, tp.partition): tp.offset for tp in answer.topic_partitions or [] if tp.offset >= 0}
+        with self._groups_client() as client:
+            return self._committed(client, group)
+
+    @staticmethod
+    def _committed(client: ConsumerGroupsClient, group: str) -> dict[TP, int]:
+        with coordinator_errors():
+            return client.committed(group)
 
     def group_lags(self, ids: Iterable[str]) -> dict[str, dict[str, int]]:
         """Lag per topic of each group (end offset minus committed offset, summed over partitions)."""
         committed = {}
-        for gid in ids:
-            try:
-                committed[gid] = self.committed(gid)
-            except ClusterError:
-                continue
+        with self._groups_client() as client:
+            for gid in ids:
+                try:
+                    committed[gid] = self._committed(client, gid)
+                except ClusterError:
+                    continue
         ends = self.offsets({tp for c in committed.values() for tp in c}, OffsetSpec.latest())
         lags: dict[str, dict[str, int]] = {}
         for gid, offsets in committed.items():
@@ -342,28 +360,21 @@ class ClusterAdmin:
         return lags
 
     def group(self, group_id: str) -> Group | None:
-        futures = self.admin.describe_consumer_groups([group_id], request_timeout=self.timeout)
-        try:
-            d = futures[group_id].result(timeout=self.timeout + 5)
-        except KafkaException as exc:
-            err: Any = exc.args[0] if exc.args else None
-            if hasattr(err, "code") and err.code() == GROUP_NOT_FOUND:
-                return None
-            raise cluster_error(exc, error_text(exc)) from None
-        state = state_name(d)
-        coordinator = f"{d.coordinator.host}:{d.coordinator.port} (id: {d.coordinator.id})" if d.coordinator else "-"
-        group = Group(group_id, state, coordinator, d.partition_assignor or "")
+        with self._groups_client() as client:
+            with coordinator_errors():
+                d = client.describe_group(group_id)
+            committed = self._committed(client, group_id)
+        coordinator = f"{d.coordinator.host}:{d.coordinator.port} (id: {d.coordinator.node_id})" if d.coordinator else "-"
+        group = Group(group_id, d.state, coordinator, d.assignor)
         owner: dict[TP, str] = {}
-        for m in sorted(d.members, key=lambda m: m.member_id):
-            tps = sorted((tp.topic, tp.partition) for tp in getattr(m.assignment, "topic_partitions", None) or [])
-            group.members.append(Member(m.member_id, m.client_id, m.host, tps))
-            owner.update({tp: m.client_id for tp in tps})
-        committed = self.committed(group_id)
+        for m in d.members:
+            group.members.append(Member(m.member_id, m.client_id, m.host, m.assignment))
+            owner.update({tp: m.client_id for tp in m.assignment})
         every = sorted(set(committed) | set(owner))
         ends = self.offsets(every, OffsetSpec.latest())
         group.partitions = [GroupPartition(t, p, committed.get((t, p)), ends.get((t, p)), owner.get((t, p)))
                             for t, p in every]
-        if state in ("Dead", "Unknown") and not group.members and not committed:
+        if d.state in ("Dead", "Unknown") and not group.members and not committed:
             return None
         return group
 
@@ -397,11 +408,11 @@ class ClusterAdmin:
                 target[tp] = min(max(offset, lo), hi)
             else:
                 raise ClusterError(f"unknown reset target '{to}'")
-        request = [ConsumerGroupTopicPartitions(group_id, [TopicPartition(t, p, o) for (t, p), o in sorted(target.items())])]
-        answer = self.wait(self.admin.alter_consumer_group_offsets(request, request_timeout=self.timeout)[group_id])
-        for tp in answer.topic_partitions or []:
-            if tp.error is not None:
-                raise ClusterError(f"{error_text(KafkaException(tp.error))} ({tp.topic}-{tp.partition})")
+        with self._groups_client() as client, coordinator_errors():
+            errors = client.commit(group_id, target)
+        for (t, p), code in sorted(errors.items()):
+            if code:
+                raise ClusterError(f"{error_message(code)} ({t}-{p})")
         return target
 
     def consumer_config(self) -> dict[str, Any]:

@@ -25,8 +25,11 @@ import jinja2
 from aiohttp import web
 
 from odradek.console.auth import HostAllowlist, Sessions
+from odradek.ratelog import LimitedLog
 
 log = logging.getLogger("odradek.console")
+# refusals a client can repeat at will (a wrong token, a foreign Host): a few per 10 s each, then counted
+limited = LimitedLog(log)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -79,7 +82,7 @@ def forbidden(reason: str) -> web.Response:
 async def check_host(request: web.Request, handler: Handler) -> web.StreamResponse:
     host = request.headers.get("Host")
     if not request.app[GATE].hosts.allows(host):
-        log.warning("Refused %s %s from %s for Host %s: not a name of this console (DNS rebinding?)",
+        limited.warning("Refused %s %s from %s for Host %s: not a name of this console (DNS rebinding?)",
                     request.method, request.path, peer(request), shown(host))
         return forbidden(f"Host {shown(host)} is not a name of this console (see --allowed-host)")
     return await handler(request)
@@ -125,7 +128,7 @@ async def require_login(request: web.Request, handler: Handler) -> web.StreamRes
     if "token" in request.query and request.method in ("GET", "HEAD"):
         if gate.sessions.check_token(request.query["token"]):
             raise start_session(request, str(request.rel_url.without_query_params("token")), "token in the URL")
-        log.warning("Failed login from %s: wrong token in the URL", peer(request))
+        limited.warning("Failed login from %s: wrong token in the URL", peer(request))
         return login_page(request, status=401, error="That token is not this console's.",
                           target=str(request.rel_url.without_query_params("token")))
     sid = gate.sessions.session_id(request.cookies.get(gate.cookie_name))
@@ -147,7 +150,7 @@ async def login_submit(request: web.Request) -> web.StreamResponse:
     target = safe_next(str(form.get("next", "")))
     if request.app[GATE].sessions.check_token(str(form.get("token", "")).strip()):
         raise start_session(request, target, "login form")
-    log.warning("Failed login from %s: wrong token in the login form", peer(request))
+    limited.warning("Failed login from %s: wrong token in the login form", peer(request))
     return login_page(request, status=401, error="That token is not this console's.", target=target)
 
 
@@ -171,19 +174,19 @@ async def check_request(request: web.Request, handler: Handler) -> web.StreamRes
         return await handler(request)
     gate = request.app[GATE]
     if not same_origin(request):
-        log.warning("Refused %s %s from another origin (%s)", request.method, request.path,
+        limited.warning("Refused %s %s from another origin (%s)", request.method, request.path,
                     shown(request.headers.get("Origin") or request.headers.get("Referer") or "no Origin or Referer"))
         return forbidden("cross-origin request refused")
     if request.path == LOGIN_PATH:
         return await handler(request)
     if gate.read_only:
-        log.warning("Refused %s %s: the console is read-only", request.method, request.path)
+        limited.warning("Refused %s %s: the console is read-only", request.method, request.path)
         return forbidden("the console is read-only")
     supplied = request.headers.get(CSRF_HEADER)
     if supplied is None:
         supplied = str((await request.post()).get(CSRF_FIELD, "")) or None
     if not gate.sessions.check_csrf(request.get(SESSION), supplied):
-        log.warning("Refused %s %s from %s: %s CSRF token", request.method, request.path, peer(request),
+        limited.warning("Refused %s %s from %s: %s CSRF token", request.method, request.path, peer(request),
                     "no" if supplied is None else "a wrong")
         return forbidden("missing or wrong CSRF token (reload the page and try again)")
     return await handler(request)

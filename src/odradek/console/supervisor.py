@@ -2,9 +2,11 @@
 
 Why a second process: librdkafka aborts the whole process when one of its internal assertions fails (seen
 while a broker was flooded: `rd_kafka_enq_once_del_source_return: Assertion 'eonce->refcnt > 0' failed`,
-a SIGABRT no Python code can catch), and a console that stays down is no console. So every librdkafka
-client lives in the child (`serving`), and this parent holds only what must outlive a crash and touches
-no client library:
+a SIGABRT no Python code can catch), and a console that stays down is no console. That abort (and the
+SIGSEGV of issue #36, the same use of freed memory) came from librdkafka's coordinator admin calls, which
+the console no longer makes (see admin_client/consumer_groups.py); this process stays as the backstop
+for the next such bug. So every librdkafka client lives in the child (`serving`), and this parent holds
+only what must outlive a crash and touches no client library:
 
 - the listening socket, bound once and handed down: the port never changes, and connections that arrive
   while a new child starts wait in its backlog instead of being refused;

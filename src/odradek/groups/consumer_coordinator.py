@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -51,7 +51,6 @@ from odradek.groups.consumer_group import (
     MemberState,
     TopicInfo,
     classic_assignment_bytes,
-    compile_regex,
     now_ms,
     parse_classic_assignment,
     parse_classic_subscription,
@@ -72,6 +71,7 @@ from odradek.groups.group import (
 )
 from odradek.groups.schemas import OffsetValue, Records, TopicPartition, group_records, offset_records
 from odradek.groups.store import GroupStore, LoadedGroup, write_removal
+from odradek.linear_regex import compile_pattern, matching
 from odradek.protocol.errors import ErrorCode, KafkaError
 
 if TYPE_CHECKING:
@@ -84,6 +84,7 @@ GROUP_TYPE_CONSUMER = "consumer"
 # The member metadata cannot name a regex refresh interval; Kafka re-resolves regexes in the background
 # every few seconds. Here a heartbeat re-resolves its group's regexes when they are older than this.
 REGEX_REFRESH_MS = 1000
+AUTHORIZE_CHUNK = 128  # topics a regex matched, authorized between two turns of the event loop
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +121,9 @@ class ConsumerGroupSettings:
 
     def downgrades(self) -> bool:
         return self.migration_policy in ("downgrade", "bidirectional")
+
+
+TopicFilter = Callable[[frozenset[str]], frozenset[str]]
 
 
 class Topics(Protocol):
@@ -172,6 +176,9 @@ class Heartbeat:
     client_id: str = ""
     client_host: str = ""
     version: int = 1
+    # The topics among these the member's principal may DESCRIBE (Kafka resolves a regex for the member
+    # whose heartbeat triggers the resolution: a topic it may not describe is left out of the result).
+    describable: TopicFilter = field(default=lambda names: names)
 
 
 @dataclass(slots=True)
@@ -516,7 +523,7 @@ class ConsumerGroupCoordinator:
                              f"ServerAssignor {hb.server_assignor} is not supported. Supported assignors: "
                              f"{', '.join(self.settings.assignors)}.")
         if hb.subscribed_topic_regex is not None:
-            compile_regex(hb.subscribed_topic_regex)
+            compile_pattern(hb.subscribed_topic_regex)
 
     async def heartbeat(self, hb: Heartbeat) -> HeartbeatResult:
         try:
@@ -616,7 +623,7 @@ class ConsumerGroupCoordinator:
         if before is None or updated.metadata_value() != member.metadata_value():
             group.dirty.add(("member", updated.member_id))
         group.put_member(updated)
-        self._refresh_regexes(group)
+        await self._refresh_regexes(group, hb.describable)
         group.refresh_metadata(self.topics.info)
         if group.group_epoch > group.assignment_epoch:
             group.compute_target(self.settings.assignors[0])
@@ -636,30 +643,53 @@ class ConsumerGroupCoordinator:
                                self.configs.value(hb.group_id, "consumer.heartbeat.interval.ms"),
                                dict(reconciled.assigned) if full or changed else None)
 
-    def _refresh_regexes(self, group: ConsumerGroup) -> None:
+    async def _refresh_regexes(self, group: ConsumerGroup, describable: TopicFilter | None) -> None:
         """Regexes as Kafka resolves them: a regex new to the group is resolved in the background (the
         heartbeat that brings it is answered with the literal topics alone; the resolution bumps the group
         epoch and a later heartbeat brings the matched topics); resolved ones are re-matched at most every
         REGEX_REFRESH_MS. Right after a load nothing is resolved yet and everything is resolved at once, so
-        that members keep the partitions their target gave them."""
+        that members keep the partitions their target gave them. Each resolution keeps only the topics
+        `describable` (the principal of the heartbeat at hand) may DESCRIBE; without one (a classic
+        member's join) nothing is resolved."""
+        if describable is None:
+            return
         now = now_ms()
         if group.subscribed is None:
-            group.refresh_regexes(self.topics.names())
+            await self._resolve(group, group.regexes_to_refresh(), describable)
             self._regex_refreshed[group.group_id] = now
         elif now - self._regex_refreshed.get(group.group_id, 0) >= REGEX_REFRESH_MS:
-            group.refresh_regexes(self.topics.names(), only_resolved=True)
+            await self._resolve(group, group.regexes_to_refresh(only_resolved=True), describable)
             self._regex_refreshed[group.group_id] = now
         if group.unresolved_regexes() and group.group_id not in self._resolving:
             self._resolving.add(group.group_id)
-            self._tasks.spawn(self._resolve_regexes(group))
+            self._tasks.spawn(self._resolve_regexes(group, describable))
 
-    async def _resolve_regexes(self, group: ConsumerGroup) -> None:
+    async def _resolve(self, group: ConsumerGroup, regexes: set[str], describable: TopicFilter) -> bool:
+        """Match `regexes` against the topics (the loop gets turns meanwhile) and keep what `describable`
+        allows; True if a result changed."""
+        patterns = []
+        for regex in regexes:
+            try:
+                patterns.append(compile_pattern(regex))
+            except KafkaError as exc:  # validated when received; a record from elsewhere may still hold one
+                log.error("Consumer group %s: ignoring regex: %s", group.group_id, exc.message)
+        resolved = await matching(patterns, list(self.topics.names())) if patterns else {}
+        matched = sorted(frozenset().union(*resolved.values()))
+        if matched:
+            allowed: set[str] = set()
+            for i in range(0, len(matched), AUTHORIZE_CHUNK):  # an authorizer call each: the loop gets turns
+                allowed |= describable(frozenset(matched[i:i + AUTHORIZE_CHUNK]))
+                await asyncio.sleep(0)
+            resolved = {p: ts & allowed for p, ts in resolved.items()}
+        return group.take_regex_topics(resolved)
+
+    async def _resolve_regexes(self, group: ConsumerGroup, describable: TopicFilter) -> None:
         try:
             async with self._lock(group.group_id):
                 self._resolving.discard(group.group_id)
                 if self.groups.get(group.group_id) is not group or not group.unresolved_regexes():
                     return
-                group.refresh_regexes(self.topics.names())
+                await self._resolve(group, group.regexes_to_refresh(), describable)
                 self._regex_refreshed[group.group_id] = now_ms()
                 if group.refresh_metadata(self.topics.info):
                     log.info("Consumer group %s: regex subscriptions resolved, group epoch %d", group.group_id,
@@ -872,7 +902,7 @@ class ConsumerGroupCoordinator:
         if existing is None or updated.metadata_value() != existing.metadata_value():
             group.dirty.add(("member", member_id))
         group.put_member(updated)
-        self._refresh_regexes(group)
+        await self._refresh_regexes(group, None)
         group.refresh_metadata(self.topics.info)
         if group.group_epoch > group.assignment_epoch:
             group.compute_target(self.settings.assignors[0])

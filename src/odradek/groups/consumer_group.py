@@ -26,7 +26,6 @@ set of keys whose records must be written after a change (`dirty`); the coordina
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -302,27 +301,6 @@ def subscription_version(metadata: bytes) -> int:
     return int.from_bytes(metadata[:2], "big", signed=True) if len(metadata) >= 2 else 0
 
 
-# ---- regular expressions ----------------------------------------------------------------------------
-
-
-def compile_regex(pattern: str) -> re.Pattern[str]:
-    """A subscription regex. Kafka evaluates RE2/J (linear time, no backreferences or lookaround);
-    Odradek uses Python's `re` and refuses the constructs RE2 lacks, so a pattern accepted here means
-    the same in both. Differences left: Python's `\\Z`/`$` and Unicode classes follow Python's rules.
-    The whole topic name must match (RE2/J `matches()`). At most 32767 bytes: a regex is the key of its
-    ConsumerGroupRegularExpression record, an int16-length string."""
-    if len(pattern.encode("utf-8")) > 0x7FFF:
-        raise KafkaError(ErrorCode.INVALID_REGULAR_EXPRESSION,
-                         f"Invalid regular expression: {len(pattern.encode('utf-8'))} bytes, at most 32767")
-    if re.search(r"\(\?[=!<]|\\[1-9]|\(\?P=", pattern):
-        raise KafkaError(ErrorCode.INVALID_REGULAR_EXPRESSION,
-                         f"Invalid regular expression {pattern}: lookaround and backreferences are not supported")
-    try:
-        return re.compile(pattern)
-    except re.error as exc:
-        raise KafkaError(ErrorCode.INVALID_REGULAR_EXPRESSION, f"Invalid regular expression {pattern}: {exc}") from None
-
-
 # ---- the group ------------------------------------------------------------------------------------
 
 
@@ -486,17 +464,17 @@ class ConsumerGroup:
         return {m.subscribed_topic_regex for m in self.members.values()
                 if m.subscribed_topic_regex is not None and m.subscribed_topic_regex not in self.regex_topics}
 
-    def refresh_regexes(self, topics: Iterable[str], only_resolved: bool = False) -> bool:
-        """Re-match the members' regexes against the topic names (only those resolved before if
-        `only_resolved`); regexes no member uses any more are dropped. True if any result changed."""
-        names = sorted(topics)
+    def regexes_to_refresh(self, only_resolved: bool = False) -> set[str]:
+        """The members' regexes (only those resolved before if `only_resolved`)."""
         wanted = {m.subscribed_topic_regex for m in self.members.values() if m.subscribed_topic_regex is not None}
-        if only_resolved:
-            wanted &= set(self.regex_topics)
-        fresh = {}
-        for pattern in wanted:
-            compiled = compile_regex(pattern)
-            fresh[pattern] = frozenset(n for n in names if compiled.fullmatch(n))
+        return wanted & set(self.regex_topics) if only_resolved else wanted
+
+    def take_regex_topics(self, resolved: Mapping[str, frozenset[str]]) -> bool:
+        """Take fresh resolutions (`regexes_to_refresh` matched against the topic names); regexes no member
+        uses any more are dropped. True if any result changed."""
+        used = {m.subscribed_topic_regex for m in self.members.values() if m.subscribed_topic_regex is not None}
+        fresh = {p: ts for p, ts in self.regex_topics.items() if p in used}
+        fresh.update((p, ts) for p, ts in resolved.items() if p in used)
         return self._set_regex_topics(fresh)
 
     def refresh_metadata(self, lookup: Callable[[str], TopicInfo | None]) -> bool:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-import re2  # type: ignore[import-untyped]
+import re2
 
 from odradek.cluster.assignment import validate_topic_name
 from odradek.protocol.errors import ErrorCode, KafkaError

@@ -135,6 +135,24 @@ def read_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeade
     return header
 
 
+_PRODUCER_FIELDS = struct.Struct(">qhi")  # producer id, producer epoch, base sequence (at offset 43)
+
+
+def transactional_batches(buf: bytes | bytearray | memoryview) -> Iterator[tuple[int, int, int]]:
+    """(producer id, producer epoch, base sequence) of each transactional batch, from the headers alone
+    and before any validation (a produce request deciding whether it needs a transactional id); stops at
+    the first batch that does not fit, which validation refuses later."""
+    pos, end = 0, len(buf)
+    while end - pos >= BATCH_OVERHEAD:
+        (length,) = _INT32.unpack_from(buf, pos + 8)
+        (attributes,) = _INT16.unpack_from(buf, pos + ATTRIBUTES_OFFSET)
+        if attributes & TRANSACTIONAL_MASK:
+            yield _PRODUCER_FIELDS.unpack_from(buf, pos + 43)
+        if length < MIN_BATCH_LENGTH:
+            return
+        pos += length + LOG_OVERHEAD
+
+
 def validate_batches(
     buf: bytes | bytearray | memoryview, max_batch_size: int | None, *, producer: bool = True
 ) -> list[tuple[int, BatchHeader]]:

@@ -125,9 +125,11 @@ class Partition:
 
     # ---- leader side ---------------------------------------------------------------------------
     def append_as_leader(self, records: memoryview, required_acks: int,
-                         origin: AppendOrigin = AppendOrigin.CLIENT, transaction_version: int = 0) -> AppendInfo:
+                         origin: AppendOrigin = AppendOrigin.CLIENT, transaction_version: int = 0,
+                         verification_guard: int | None = None) -> AppendInfo:
         """Append as leader; a coordinator (transaction markers, transactional offset commits) may write
-        control batches, which clients may not; a marker comes with its transaction's version."""
+        control batches, which clients may not; a marker comes with its transaction's version, a client's
+        transactional batch with the guard of its verification when verification is on."""
         if not self.is_leader:
             raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"This broker is not the leader of {self.name}")
         if required_acks == -1 and len(self.isr) < self.min_insync_replicas:
@@ -137,10 +139,17 @@ class Partition:
                 f"of {self.min_insync_replicas} for partition {self.name}",
             )
         info = self.log.append_as_leader(records, self.leader_epoch, origin=origin,
-                                         transaction_version=transaction_version)
+                                         transaction_version=transaction_version,
+                                         verification_guard=verification_guard)
         self._maybe_advance_hw()
         self._wake_data()
         return info
+
+    def start_transaction_verification(self, producer_id: int, sequence: int, epoch: int) -> int:
+        """As leader: the guard of a verification of the producer's transaction here (`Log`'s)."""
+        if not self.is_leader:
+            raise KafkaError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"This broker is not the leader of {self.name}")
+        return self.log.start_transaction_verification(producer_id, sequence, epoch)
 
     def update_follower(self, replica_id: int, fetch_offset: int) -> None:
         """A follower fetched from `fetch_offset`: that is its log end offset."""

@@ -28,6 +28,7 @@ from odradek.cluster.store import (
     MetadataStore,
     NodeExistsError,
     NoNodeError,
+    StoreError,
     StoreUnavailableError,
     to_json,
 )
@@ -49,16 +50,18 @@ from odradek.protocol.client_security import PLAINTEXT, ClientSecurity
 from odradek.replication.manager import ReplicaManager
 from odradek.security.acl_store import AclCache
 from odradek.security.authorizer import Authorizer, check_class, parse_super_users
+from odradek.security.http_host import HostAllowlist
 from odradek.server.coordinator_partitions import BrokerPartitions
 from odradek.server.dispatcher import Dispatcher
 from odradek.server.dynamic_config import DynamicBrokerConfig
 from odradek.server.fetch_sessions import FetchSessionCache
-from odradek.server.http_endpoint import HttpEndpoint
+from odradek.server.http_endpoint import HttpAccess, HttpEndpoint
 from odradek.server.limits import ConnectionLimits, RequestMemory
 from odradek.server.log_dir_failure import LogDirFailureHandler
 from odradek.server.metrics import BrokerMetrics
 from odradek.server.network import SocketServer
 from odradek.server.quotas import QuotaManager
+from odradek.server.secret_file import exposed_file_warning, exposed_secrets_warning
 from odradek.server.security import ListenerSecurity, inter_broker_security, trust_warnings
 from odradek.server.share_sessions import ShareSessionCache
 from odradek.storage.manager import (
@@ -70,6 +73,7 @@ from odradek.storage.manager import (
 )
 from odradek.txn.coordinator import TransactionCoordinator, TxnSettings, txn_topic_settings
 from odradek.txn.markers import MarkerSender, MarkerWriter
+from odradek.txn.verification import PartitionVerifier
 
 log = logging.getLogger("odradek.server")
 
@@ -110,9 +114,12 @@ class Broker:
         self.server = SocketServer(
             self.dispatcher, config.get("socket.request.max.bytes"),
             ConnectionLimits(config.get("max.connections"), config.get("max.connections.per.ip"),
-                             config.max_connections_per_ip_overrides),
+                             config.max_connections_per_ip_overrides, per_listener=config.listener_max_connections,
+                             protected=config.inter_broker_listener.name if len(config.listeners) > 1 else None,
+                             creation_rate=config.get("max.connection.creation.rate")),
             RequestMemory(config.get("queued.max.request.bytes")),
             max_idle_ms=config.get("connections.max.idle.ms"),
+            max_unauthenticated_ms=config.get("connections.max.unauthenticated.ms"),
         )
         self.bound_ports: dict[str, int] = {}
         self._tasks = TaskSet(log, "Background task")
@@ -129,6 +136,9 @@ class Broker:
         log.info("%s starting", self.prefix)
         for line in cfg.warnings:
             log.warning(line)
+        exposed = exposed_secrets_warning(cfg.origin, cfg)
+        if exposed is not None:
+            log.warning(exposed)
         try:
             with_authorizer = check_class(cfg.get("authorizer.class.name"))
         except ConfigError as exc:
@@ -148,13 +158,19 @@ class Broker:
         except Exception as exc:
             raise StartupError(f"log.dirs: {exc}") from None
         self.logs = logs
-        self.store = self._make_store()
+        try:
+            self.store = self._make_store()
+        except ConfigError as exc:
+            raise StartupError(str(exc)) from None
         try:
             await self.store.start()
         except StoreUnavailableError as exc:
             raise StartupError(str(exc)) from None
-        for path in zn.PERSISTENT_PATHS:
-            await self.store.ensure_path(path)
+        try:
+            for path in zn.PERSISTENT_PATHS:
+                await self.store.ensure_path(path)
+        except StoreError as exc:  # refused (NoAuth, a failed login): nothing below could work either
+            raise StartupError(str(exc)) from None
         self.cluster_id = await self._cluster_id()
         self._write_meta_properties()
         if with_authorizer:
@@ -212,6 +228,8 @@ class Broker:
                          int(cfg.get("request.timeout.ms")) / 1000),
             self.producer_ids)
         await self.transactions.start()
+        self.txn_verifier = PartitionVerifier(self.broker_id, self.metadata, self.transactions,
+                                              self.inter_broker_security, int(cfg.get("request.timeout.ms")) / 1000)
         self.controller = Controller(
             self.broker_id, self.store, self.metadata,
             delete_topic_enable=cfg.get("delete.topic.enable"),
@@ -238,9 +256,32 @@ class Broker:
         connect = self.config.zookeeper_connect
         if connect:
             from odradek.cluster.zk import ZooKeeperStore
+            from odradek.security.zk_client import (
+                DEFAULT_SECTION,
+                JAAS_KEY,
+                JAAS_PROPERTY,
+                jaas_file,
+                zk_client_security,
+            )
 
+            security = zk_client_security(self.config.props, set_acl=self.config.get("zookeeper.set.acl"))
+            if security.secure_acls and not security.authenticates:
+                raise ConfigError(
+                    "zookeeper.set.acl is true, but the ZooKeeper session would not authenticate: give a JAAS "
+                    f"file with a {DEFAULT_SECTION} section (-D{JAAS_PROPERTY}=... in KAFKA_OPTS, or "
+                    f"{JAAS_KEY}), or TLS to ZooKeeper with a client certificate (zookeeper.ssl.client.enable, "
+                    "zookeeper.ssl.keystore.location)")
+            if security.sasl is not None:
+                exposed = exposed_file_warning(jaas_file(self.config.props) or "", "ZooKeeper credentials (JAAS)")
+                if exposed is not None:
+                    log.warning("JAAS file %s", exposed)
+            if security.sasl is not None or security.tls is not None:
+                how = [f"SASL DIGEST-MD5 as {security.sasl.username}"] if security.sasl is not None else []
+                how += ["TLS"] if security.tls is not None else []
+                log.info("%s ZooKeeper client: %s; znodes created %s", self.prefix, " and ".join(how),
+                         "creator-only (zookeeper.set.acl=true)" if security.secure_acls else "open to all")
             store = ZooKeeperStore(connect, self.config.get("zookeeper.session.timeout.ms"),
-                                   self.config.zookeeper_connection_timeout_ms)
+                                   self.config.zookeeper_connection_timeout_ms, security=security)
             store.session_listeners.append(self._on_new_session)
             return store
         return EmbeddedStore(Path(self.config.log_dirs[0]) / STORE_FILE)
@@ -311,7 +352,8 @@ class Broker:
         host, sep, port = str(address).rpartition(":")
         if not sep or not port.isdigit():
             raise StartupError(f"http.listener: '{address}' is not of the form HOST:PORT")
-        self.http = HttpEndpoint(host.strip("[]"), int(port), self.metrics.render, lambda: self.ready)
+        self.http = HttpEndpoint(host.strip("[]"), int(port), self.metrics.render, lambda: self.ready,
+                                 self._http_access(host.strip("[]")))
         try:
             await self.http.start()
         except OSError as exc:
@@ -323,6 +365,17 @@ class Broker:
         factor -1 is the broker's default.replication.factor."""
         rf = replication_factor if replication_factor > 0 else int(self.config.get("default.replication.factor"))
         await self.topic_admin.create_topic(name, partitions, rf, configs, wait_s=10.0)
+
+    def _http_access(self, host: str) -> HttpAccess:
+        """Who the HTTP endpoint answers: the Host names it accepts (this machine's, the advertised
+        listeners', http.listener.allowed.hosts, and any IP address), the token /metrics needs, and its
+        connection bounds."""
+        names = [socket.gethostname(), *(a.host for a in self.config.advertised_listeners if a.host),
+                 *self.config.get("http.listener.allowed.hosts")]
+        token = self.config.get("http.listener.auth.token")
+        return HttpAccess(HostAllowlist(host, names, any_address=True), token.value if token is not None else None,
+                          self.config.get("http.listener.max.connections"),
+                          self.config.get("http.listener.request.timeout.ms") / 1000)
 
     async def _listen(self) -> None:
         securities = []
@@ -458,6 +511,8 @@ class Broker:
             return
         self.stopping = True
         log.info("%s shutting down", self.prefix)
+        if getattr(self, "txn_verifier", None) is not None:
+            await self.txn_verifier.close()
         if getattr(self, "transactions", None) is not None:
             await self.transactions.shutdown()
         if getattr(self, "groups", None) is not None:

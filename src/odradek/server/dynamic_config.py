@@ -86,4 +86,5 @@ class DynamicBrokerConfig:
         if limits is not None:
             overrides = cfg.max_connections_per_ip_overrides
             per_ip = await loop.run_in_executor(None, ConnectionLimits.resolve_overrides, overrides)
-            limits.reconfigure(cfg.get("max.connections"), cfg.get("max.connections.per.ip"), per_ip)
+            limits.reconfigure(cfg.get("max.connections"), cfg.get("max.connections.per.ip"), per_ip,
+                               cfg.get("max.connection.creation.rate"))

@@ -2,7 +2,8 @@
 buffers (a TLS connection's protocol alone takes 256 KiB) that glibc's malloc keeps in its arenas once
 they are freed: after thousands of connections come and go the process stays as large as at the peak.
 `malloc_trim(0)` hands the free pages back. It walks every arena, so it runs once a flood is over, not
-on every close: `TrimSchedule` decides when (pure), `HeapTrimmer` runs it on the event loop. Where the
+on every close: `TrimSchedule` decides when (pure), `HeapTrimmer` runs it on the event loop. The same
+happens once the request memory pool drains after holding many megabytes (large requests answered). Where the
 C library has no malloc_trim (musl, macOS) all this is a no-op."""
 
 from __future__ import annotations
@@ -66,6 +67,13 @@ class TrimSchedule:
         due = min(self._last_close + self.quiet_s, self._batch_reached + self.max_wait_s)
         return max(0.0, due - now)
 
+    def note_flood(self, now: float) -> None:
+        """Something other than closing connections freed a lot at once (large requests answered): trim
+        as if a batch of connections had closed now."""
+        self._last_close = now
+        if self._batch_reached is None:
+            self._batch_reached = now
+
     def due(self, now: float) -> bool:
         wait = self.next_check(now)
         return wait is not None and wait <= 0
@@ -89,6 +97,13 @@ class HeapTrimmer:
     def connection_closed(self) -> None:
         now = time.monotonic()
         self.schedule.note_close(now)
+        if self._timer is None:
+            self._arm(now)
+
+    def memory_freed(self) -> None:
+        """Request memory that held a lot drained (see RequestMemory.on_drained)."""
+        now = time.monotonic()
+        self.schedule.note_flood(now)
         if self._timer is None:
             self._arm(now)
 

@@ -23,6 +23,7 @@ from functools import partial
 from typing import Any
 
 from odradek.protocol.framing import PRODUCE_KEY, FrameDecoder, FrameError, Piece, peek_api_key
+from odradek.ratelog import LimitedLog
 from odradek.security import tls
 from odradek.security.principal_mapping import NoMatchingRule
 from odradek.security.sasl import SaslServer
@@ -33,6 +34,8 @@ from odradek.server.splice import SpliceCounts, Splicer, has_regions
 from odradek.server.tls_accept import AdmittedProtocol, TlsAcceptor, bind
 
 log = logging.getLogger("odradek.network")
+# lines a client can make us repeat, once per connection: at most a few per 10 s each, then counted
+limited = LimitedLog(log)
 _PLAINTEXT = ListenerSecurity.plaintext()
 
 # What a dispatcher returns: chunks to send (already size-framed), or None for no response.
@@ -62,7 +65,7 @@ class Connection(AdmittedProtocol):
     def __init__(self, dispatch: Dispatcher, max_frame_size: int, registry: set[Connection],
                  limits: ConnectionLimits | None = None, memory: RequestMemory | None = None,
                  security: ListenerSecurity | None = None, splice_counts: SpliceCounts | None = None,
-                 trimmer: HeapTrimmer | None = None) -> None:
+                 trimmer: HeapTrimmer | None = None, auth_deadline_s: float = -1.0) -> None:
         # what handlers hold for this connection and release when it ends, by key (a new entry replaces
         # an old one, so a client cannot grow it by repeating a request): e.g. a share session
         self.on_close: dict[object, Callable[[], None]] = {}
@@ -81,6 +84,9 @@ class Connection(AdmittedProtocol):
         # one at a time (as Kafka's authenticator reads them), so that a client nobody knows yet holds at
         # most one small frame.
         self._unauthenticated = self.sasl is not None
+        # connections.max.unauthenticated.ms: a SASL connection that has not authenticated by then is closed
+        self._auth_deadline_s = auth_deadline_s
+        self._auth_timer: asyncio.TimerHandle | None = None
         if self.security.sasl is not None:
             self._decoder.set_limit(self.security.sasl.max_receive_size, "sasl.server.max.receive.size")
         self._registry = registry
@@ -137,10 +143,10 @@ class Connection(AdmittedProtocol):
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self._address = str(peer[0]) if peer else "?"
         if self._limits is not None and not self._admitted:
-            refused = self._limits.admit(self._address)
+            refused = self._limits.admit(self._address, self.security.name)
             if refused is not None:
                 # As Kafka: the new connection is closed at once; established ones are untouched.
-                log.info("Rejected connection from %s: %s", self.peer, refused)
+                limited.info("Rejected connection from %s: %s", self.peer, refused, kind=refused.kind)
                 self.closed = True
                 transport.close()
                 return
@@ -150,7 +156,7 @@ class Connection(AdmittedProtocol):
                 self.principal = tls.peer_principal(transport.get_extra_info("ssl_object"),
                                                     self.security.principal_rules)
             except NoMatchingRule as exc:
-                log.info("Failed authentication with %s (listener %s): %s", self.peer, self.security.name, exc)
+                limited.info("Failed authentication with %s (listener %s): %s", self.peer, self.security.name, exc)
                 self.closed = True
                 transport.close()
                 return
@@ -165,6 +171,22 @@ class Connection(AdmittedProtocol):
         self.splicer = Splicer(transport, sock_fd, self._writable,  # type: ignore[arg-type]
                                lambda: self.closed, self._splice_counts)
         self._registry.add(self)
+        if self._unauthenticated and self._auth_deadline_s >= 0:
+            self._auth_timer = asyncio.get_running_loop().call_later(self._auth_deadline_s, self._auth_expired)
+
+    def _auth_expired(self) -> None:
+        self._auth_timer = None
+        if self._unauthenticated and not self.closed:
+            limited.info("Closing connection from %s (listener %s): not authenticated within %d ms"
+                         " (connections.max.unauthenticated.ms)", self.peer, self.security.name,
+                         round(self._auth_deadline_s * 1000))
+            self.close("not authenticated in time", quiet=True, abort=True)
+
+    @property
+    def unauthenticated(self) -> bool:
+        """A SASL connection that has not authenticated yet (the first to make way for the inter-broker
+        listener)."""
+        return self._unauthenticated
 
     def admitted(self, address: str) -> None:
         """TLS listeners: the connection was counted under the limits when its socket was accepted, before
@@ -193,6 +215,7 @@ class Connection(AdmittedProtocol):
             elif self._decoder.partial_frame_size is not None:
                 self._partial_charged = True
                 self._charge()
+                self._decoder.reserve()
         self._update_reading()
         if frames:
             if self._worker is None:
@@ -223,8 +246,11 @@ class Connection(AdmittedProtocol):
         self._memory.adjust(-self._charged)
         self._charged = 0
         self._lost = True
+        if self._auth_timer is not None:
+            self._auth_timer.cancel()
+            self._auth_timer = None
         if self._admitted and self._limits is not None:
-            self._limits.release(self._address)
+            self._limits.release(self._address, self.security.name)
         self._admitted = False
         if self._trimmer is not None:
             self._trimmer.connection_closed()
@@ -267,12 +293,17 @@ class Connection(AdmittedProtocol):
         if self._decoder.partial_frame_size is not None:
             self._partial_charged = True
         self._charge()
+        if self._partial_charged:
+            self._decoder.reserve()
         self._update_reading()
 
     def authenticated(self, principal: str) -> None:
         """SASL authentication completed: requests of up to socket.request.max.bytes, read as fast as
         memory allows, from now on (re-authentication keeps them)."""
         self.principal = principal
+        if self._auth_timer is not None:
+            self._auth_timer.cancel()
+            self._auth_timer = None
         if self._unauthenticated:
             self._unauthenticated = False
             self._decoder.set_limit(self._max_frame_size, "socket.request.max.bytes")
@@ -334,6 +365,9 @@ class Connection(AdmittedProtocol):
                             return
                     else:
                         self.transport.writelines(response)  # type: ignore[arg-type]  # no regions
+                # the request's bytes are released from the pool here: they must be freed here too, not
+                # when the next request replaces them (a large frame would stay held uncounted meanwhile)
+                del frame
                 self._in_flight = 0
                 self._charge()
                 if self._unauthenticated:
@@ -378,6 +412,7 @@ class Connection(AdmittedProtocol):
                 released = self._released = loop.create_future()
                 task: asyncio.Task[Response] = loop.create_task(self._dispatch(self, frame))
                 self._answering.append((task, len(frame)))
+                del frame  # the task holds it until it is answered and released from the pool
                 task.add_done_callback(partial(_settle, released))
                 task.add_done_callback(self._answer_ready)
                 await released
@@ -441,7 +476,7 @@ class Connection(AdmittedProtocol):
         if self.closed:
             return
         if not quiet:
-            log.warning("Closing connection from %s: %s", self.peer, reason)
+            limited.warning("Closing connection from %s: %s", self.peer, reason)
         self.closed = True
         if self.transport is not None:
             if abort:
@@ -466,22 +501,40 @@ class SocketServer:
 
     def __init__(self, dispatch: Dispatcher, max_frame_size: int, limits: ConnectionLimits | None = None,
                  memory: RequestMemory | None = None, trimmer: HeapTrimmer | None = None,
-                 max_idle_ms: int = -1) -> None:
+                 max_idle_ms: int = -1, max_unauthenticated_ms: int = -1) -> None:
         self._dispatch = dispatch
         self.max_idle_ms = max_idle_ms  # connections.max.idle.ms; negative: never closed for silence
+        self.max_unauthenticated_ms = max_unauthenticated_ms  # negative: no deadline
         self._idle_sweeper: asyncio.Task[None] | None = None
         self._max_frame_size = max_frame_size
         self.limits = limits
         self.memory = memory or RequestMemory(-1)
         self.trimmer = trimmer or HeapTrimmer()
+        if self.memory.on_drained is None:
+            self.memory.on_drained = self.trimmer.memory_freed
         self._servers: list[asyncio.base_events.Server] = []
         self._tls_acceptors: list[TlsAcceptor] = []
         self.connections: set[Connection] = set()
         self.splice_counts = SpliceCounts()
+        if limits is not None:
+            limits.make_way = self._make_way
 
     def _connection(self, security: ListenerSecurity | None) -> Connection:
         return Connection(self._dispatch, self._max_frame_size, self.connections, self.limits, self.memory,
-                          security, self.splice_counts, self.trimmer)
+                          security, self.splice_counts, self.trimmer, self.max_unauthenticated_ms / 1000)
+
+    def _make_way(self, protected: str) -> None:
+        """The inter-broker listener admitted a connection past max.connections: close one connection of
+        another listener, as Kafka's processors do, choosing one still unauthenticated if there is one,
+        else the one silent the longest."""
+        others = [c for c in self.connections if c.security.name != protected and not c.closed]
+        if not others:
+            return
+        victim = min(others, key=lambda c: (not c.unauthenticated, c.last_active))
+        limited.info("Closing connection from %s (listener %s): the inter-broker listener %s needs its place"
+                 " (max.connections=%d)", victim.peer, victim.security.name, protected,
+                 self.limits.max_total if self.limits is not None else -1)
+        victim.close("max.connections reached", quiet=True, abort=True)
 
     def _accepted(self, security: ListenerSecurity | None) -> asyncio.Protocol:
         try:

@@ -17,10 +17,12 @@ import logging
 import socket
 from collections.abc import Callable
 
+from odradek.ratelog import LimitedLog
 from odradek.server.limits import ConnectionLimits
 from odradek.server.security import ListenerSecurity
 
 log = logging.getLogger("odradek.network")
+limited = LimitedLog(log)  # a line per connection refused or failed: a flood must not flood the log
 
 # After an accept that failed for want of resources (descriptors, memory): wait this long before the next.
 ACCEPT_RETRY_S = 0.5
@@ -116,10 +118,10 @@ class TlsAcceptor:
     def _admit(self, sock: socket.socket, address: tuple[object, ...]) -> None:
         host, peer = str(address[0]), f"{address[0]}:{address[1]}"
         if self._limits is not None:
-            refused = self._limits.admit(host)
+            refused = self._limits.admit(host, self.security.name)
             if refused is not None:
                 # As Kafka: the new connection is closed at once; established ones are untouched.
-                log.info("Rejected connection from %s: %s", peer, refused)
+                limited.info("Rejected connection from %s: %s", peer, refused, kind=refused.kind)
                 sock.close()
                 return
         try:
@@ -127,7 +129,7 @@ class TlsAcceptor:
         except Exception as exc:  # MemoryError: this connection only
             log.warning("Closing connection from %s: setting it up failed: %r", peer, exc)
             if self._limits is not None:
-                self._limits.release(host)
+                self._limits.release(host, self.security.name)
             sock.close()
             return
         connection.admitted(host)  # from here the connection holds the count and releases it when lost
@@ -153,7 +155,7 @@ class TlsAcceptor:
             raise
         except Exception as exc:
             # Kafka's wording for a failed TLS handshake (a timed-out one included).
-            log.info("Failed authentication with %s (listener %s): SSL handshake failed: %s", peer,
+            limited.info("Failed authentication with %s (listener %s): SSL handshake failed: %s", peer,
                      self.security.name, str(exc) or type(exc).__name__)
             if not isinstance(exc, OSError):
                 # Set-up failed (e.g. MemoryError creating the TLS state): the socket may belong to no

@@ -332,15 +332,18 @@ class Log:
     # --- append ------------------------------------------------------------------------------
 
     def append_as_leader(self, records: bytes | bytearray | memoryview, leader_epoch: int,
-                         origin: AppendOrigin = AppendOrigin.CLIENT, transaction_version: int = 0) -> AppendInfo:
+                         origin: AppendOrigin = AppendOrigin.CLIENT, transaction_version: int = 0,
+                         verification_guard: int | None = None) -> AppendInfo:
         """Validate, assign offsets from the log end offset, stamp the leader epoch, write;
-        `transaction_version` is that of a marker's transaction (WriteTxnMarkers v2, KIP-1228)."""
+        `transaction_version` is that of a marker's transaction (WriteTxnMarkers v2, KIP-1228);
+        `verification_guard`, when transaction verification applies, the guard of the producer's
+        verification (`start_transaction_verification`; NO_GUARD if none was needed)."""
         data, batches = validate_as_leader(records, self.config, origin, self._name)
         with self._io("appending records to"), self.lock:
             self._check_open()
             now = self._time()
             check_timestamps(data, batches, self.config, now)
-            duplicate = self._check_producers(batches, data, transaction_version)
+            duplicate = self._check_producers(batches, data, transaction_version, verification_guard)
             if duplicate is not None:
                 return duplicate
             log_append = self.config.message_timestamp_type == "LogAppendTime"
@@ -434,8 +437,14 @@ class Log:
                 durable,
             )
 
+    def start_transaction_verification(self, producer_id: int, sequence: int, epoch: int) -> int:
+        """The guard a transactional append of the producer must present (NO_GUARD: it has a transaction
+        ongoing here, nothing to verify); see `ProducerStateManager.start_verification`."""
+        with self.lock:
+            return self.producer_state.start_verification(producer_id, sequence, epoch)
+
     def _check_producers(self, batches: list[tuple[int, BatchHeader]], data: bytearray,
-                         transaction_version: int = 0) -> AppendInfo | None:
+                         transaction_version: int = 0, verification_guard: int | None = None) -> AppendInfo | None:
         """Reject out-of-order or fenced idempotent batches, and markers of a fenced producer epoch or
         coordinator epoch; a retried batch already in the log is answered with its original offsets instead
         of being written twice."""
@@ -447,7 +456,7 @@ class Log:
         for pos, h in batches:
             if h.producer_id >= 0:
                 coordinator_epoch = read_marker(memoryview(data)[pos : pos + h.size])[1] if h.is_control else -1
-                self.producer_state.check(h, pending, coordinator_epoch, transaction_version)
+                self.producer_state.check(h, pending, coordinator_epoch, transaction_version, verification_guard)
                 pending[h.producer_id] = last_sequence(h)
         return None
 

@@ -8,10 +8,18 @@ offset is the first offset of the oldest transaction that is ongoing, or ended b
 watermark has not yet passed; the last stable offset (what read_committed consumers may read up to) is
 the smaller of it and the high watermark. Rebuilt from batch headers (and markers' control records),
 or read from a snapshot (`<offset>.snapshot`, Kafka's format) and the batches after it.
+
+Transaction verification (KIP-890 part 1): before the first transactional batch of a producer's
+transaction is appended, the leader asks the transaction coordinator whether the partition is in that
+transaction. `start_verification` gives the producer a fresh guard (a `VerificationEntry`) the append must
+present; the first transactional batch or marker appended for the producer drops it, so an answer that
+arrives after the transaction ended (a marker in between) no longer matches. Later batches of the same
+transaction need no guard: the producer's ongoing transaction is proof that it was verified.
 """
 
 from __future__ import annotations
 
+import itertools
 import struct
 from collections import deque
 from dataclasses import dataclass, field
@@ -28,6 +36,11 @@ INT32_MAX = 2**31 - 1
 SNAPSHOT_SUFFIX = ".snapshot"
 SNAPSHOT_VERSION = 1
 _SNAP_HEAD = struct.Struct(">hI")  # version, crc32c of the rest
+# per partition: verifications under way at once; past it the oldest entry goes (its producer's append then
+# fails with INVALID_TXN_STATE), so producer ids that verify and never append cannot grow memory
+MAX_VERIFICATIONS = 1_000
+NO_GUARD = 0  # Kafka's sentinel guard: never verifies anything
+_guards = itertools.count(1)
 _SNAP_ENTRY = struct.Struct(">qhiqiqiq")  # pid, epoch, last seq, last offset, offset delta, timestamp,
 #                                           coordinator epoch, current txn first offset
 
@@ -52,6 +65,23 @@ class ProducerEntry:
     @property
     def last_seq(self) -> int:
         return self.batches[-1].last_seq if self.batches else -1
+
+
+@dataclass(slots=True)
+class VerificationEntry:
+    """A verification under way for a producer with no ongoing transaction here: the guard its append must
+    present, and the lowest sequence (of its newest epoch) seen meanwhile, so a later batch cannot be
+    appended before an earlier one whose verification failed with a retriable error."""
+
+    guard: int
+    lowest_seq: int
+    epoch: int
+
+    def saw(self, seq: int, epoch: int) -> None:
+        if epoch == self.epoch and seq < self.lowest_seq:
+            self.lowest_seq = seq
+        elif epoch > self.epoch:
+            self.epoch, self.lowest_seq = epoch, seq
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +116,31 @@ class ProducerStateManager:
         self.open_txns: dict[int, int] = {}
         # transactions ended by a marker at or above the high watermark (still unstable), oldest first
         self.unreplicated: deque[CompletedTxn] = deque()
+        self.verifications: dict[int, VerificationEntry] = {}  # producer id -> verification under way
+
+    # ---- transaction verification (KIP-890 part 1) ----
+    def start_verification(self, producer_id: int, sequence: int, epoch: int) -> int:
+        """The guard a transactional append of the producer must present, or NO_GUARD when it has an
+        ongoing transaction here (nothing to verify). Repeated calls before the append share one guard."""
+        if producer_id in self.open_txns:
+            return NO_GUARD
+        entry = self.verifications.get(producer_id)
+        if entry is None:
+            if len(self.verifications) >= MAX_VERIFICATIONS:
+                del self.verifications[next(iter(self.verifications))]  # the oldest
+            entry = self.verifications[producer_id] = VerificationEntry(next(_guards), sequence, epoch)
+        else:
+            entry.saw(sequence, epoch)
+        return entry.guard
+
+    def _check_verified(self, h: BatchHeader, guard: int) -> None:
+        entry = self.verifications.get(h.producer_id)
+        if h.producer_id not in self.open_txns and (guard == NO_GUARD or entry is None or entry.guard != guard):
+            raise KafkaError(ErrorCode.INVALID_TXN_STATE, "Record was not part of an ongoing transaction")
+        if entry is not None and h.base_sequence > entry.lowest_seq:
+            raise KafkaError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                             f"Out of order sequence number for producer {h.producer_id}: {h.base_sequence} "
+                             f"(incoming seq. number), {entry.lowest_seq} (earliest seen sequence)")
 
     def find_duplicate(self, h: BatchHeader) -> BatchMeta | None:
         """The cached batch this one repeats (a producer retry), if any."""
@@ -99,14 +154,18 @@ class ProducerStateManager:
         return None
 
     def check(self, h: BatchHeader, pending: dict[int, int] | None = None, coordinator_epoch: int = -1,
-              transaction_version: int = 0) -> None:
+              transaction_version: int = 0, verification_guard: int | None = None) -> None:
         """Raise the Kafka error for a batch that may not be appended (as leader); `pending` holds last
         sequences of batches earlier in the same request (pid -> last seq); `coordinator_epoch` and
         `transaction_version` are a marker's: from transaction version 2 the coordinator bumps the epoch
         before it writes the markers, so a marker's epoch must be above the producer's (KIP-1228), where
-        older versions accept the same epoch."""
+        older versions accept the same epoch. With `verification_guard` (a client's append while
+        transaction verification is on) a transactional batch must continue an ongoing transaction of
+        its producer or present the guard of its verification (`start_verification`)."""
         if h.producer_id < 0:
             return
+        if verification_guard is not None and h.is_transactional and not h.is_control:
+            self._check_verified(h, verification_guard)
         entry = self.producers.get(h.producer_id)
         last_seq = pending.get(h.producer_id) if pending and h.producer_id in pending else None
         if entry is None:
@@ -164,6 +223,8 @@ class ProducerStateManager:
             self.producers[h.producer_id] = entry
         last_offset = first_offset + h.last_offset_delta
         entry.last_timestamp = max(entry.last_timestamp, h.max_timestamp)
+        if h.is_transactional:  # a first offset or a marker: a verification under way no longer applies
+            self.verifications.pop(h.producer_id, None)
         if h.is_control:
             if marker not in (COMMIT_MARKER, ABORT_MARKER):
                 return None
@@ -200,6 +261,7 @@ class ProducerStateManager:
         self.producers.clear()
         self.open_txns.clear()
         self.unreplicated.clear()
+        self.verifications.clear()
 
     # ---- snapshots (Kafka's producer snapshot file) ----
     def write_snapshot(self, path: Path) -> None:

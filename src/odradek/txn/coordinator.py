@@ -228,6 +228,31 @@ class TransactionCoordinator:
         nxt = md.prepare_add_partitions(partitions, now_ms())
         await self._persist(md, nxt)
 
+    # ---- verification (KIP-890 part 1: AddPartitionsToTxn v4+ with VerifyOnly, from partition leaders) ----
+    def verify_partitions(self, tid: str, producer_id: int, producer_epoch: int,
+                          partitions: Iterable[TopicPartition]) -> dict[TopicPartition, ErrorCode]:
+        """Whether each partition is in the id's ongoing transaction, as Kafka's coordinator answers a
+        leader that is about to append the transaction's first batch there: NONE, or TRANSACTION_ABORTABLE
+        for a partition the producer never added; an error for all when the producer is not the id's
+        current one or the transaction is completing. Never waits: a leader asks before an append."""
+        wanted = list(partitions)
+        if not tid:
+            return dict.fromkeys(wanted, ErrorCode.INVALID_REQUEST)
+        try:
+            self.runtime.check(tid)
+        except KafkaError as exc:
+            return dict.fromkeys(wanted, ErrorCode(exc.code))
+        md = self.txns.get(tid)
+        if md is None or md.producer_id != producer_id:
+            return dict.fromkeys(wanted, ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+        if md.producer_epoch != producer_epoch:
+            return dict.fromkeys(wanted, ErrorCode.PRODUCER_FENCED)
+        if md.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT, TxnState.PREPARE_EPOCH_FENCE):
+            return dict.fromkeys(wanted, ErrorCode.CONCURRENT_TRANSACTIONS)
+        ongoing = md.state is TxnState.ONGOING
+        return {tp: ErrorCode.NONE if ongoing and tp in md.partitions else ErrorCode.TRANSACTION_ABORTABLE
+                for tp in wanted}
+
     # ---- EndTxn ----
     async def end_txn(self, tid: str, producer_id: int, producer_epoch: int, commit: bool) -> None:
         await self._ready(tid)

@@ -24,6 +24,8 @@ from odradek.server.handlers.groups import client_host, coordinator
 from odradek.server.registry import RequestContext, handles
 
 MEMBER_TYPE_CLASSIC, MEMBER_TYPE_CONSUMER = 0, 1
+TOPIC_AUTHORIZATION_MESSAGE = "Topic authorization failed."  # Kafka's TopicAuthorizationException default
+HIDDEN_TOPICS_MESSAGE = "The group has described topic(s) that the client is not authorized to describe."
 
 
 def _owned(topics: Any) -> dict[bytes, frozenset[int]] | None:
@@ -35,6 +37,16 @@ def _owned(topics: Any) -> dict[bytes, frozenset[int]] | None:
     return out
 
 
+def _describable(ctx: RequestContext) -> Callable[[frozenset[str]], frozenset[str]]:
+    """The filter a regex resolution triggered by this request applies: the topics the request's
+    principal may DESCRIBE (denials not logged: a regex matching a forbidden topic is no attempt on it)."""
+    def describable(names: frozenset[str]) -> frozenset[str]:
+        if not authz.enabled(ctx):
+            return names
+        return frozenset(n for n in names if authz.allowed(ctx, authz.Op.DESCRIBE, authz.TOPIC, n, False))
+    return describable
+
+
 @handles(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, versions=(0, 1))
 async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> ConsumerGroupHeartbeatResponse:
     if not authz.allowed(ctx, authz.Op.READ, authz.GROUP, request.group_id or ""):
@@ -42,6 +54,14 @@ async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Consume
             throttle_time_ms=0, error_code=authz.ErrorCode.GROUP_AUTHORIZATION_FAILED, error_message=None,
             member_id=request.member_id, member_epoch=request.member_epoch, heartbeat_interval_ms=0,
             assignment=None)
+    names = request.subscribed_topic_names
+    if names and authz.denied(ctx, authz.Op.DESCRIBE, authz.TOPIC, names):
+        # Kafka (KAFKA-18813): a subscription naming a topic the member may not describe is refused whole;
+        # the member stays as it was and may retry (its client reports the error and keeps heartbeating).
+        return ConsumerGroupHeartbeatResponse(
+            throttle_time_ms=0, error_code=authz.ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            error_message=TOPIC_AUTHORIZATION_MESSAGE, member_id=request.member_id,
+            member_epoch=request.member_epoch, heartbeat_interval_ms=0, assignment=None)
     cg = coordinator(ctx)
     hb = Heartbeat(
         group_id=request.group_id or "",
@@ -58,6 +78,7 @@ async def consumer_group_heartbeat(ctx: RequestContext, request: Any) -> Consume
         client_id=ctx.header.client_id or "",
         client_host=client_host(ctx),
         version=ctx.version,
+        describable=_describable(ctx),
     )
     res = await cg.consumer_heartbeat(hb)
     assignment = None
@@ -91,10 +112,12 @@ def described_member(member_cls: Any, topic_name: Callable[[bytes], str], m: Any
 
 
 async def describe_each(ctx: RequestContext, request: Any, group_cls: Any,
-                        describe: Callable[[str], Awaitable[Any]], member: Callable[[Any], Any]) -> list[Any]:
+                        describe: Callable[[str], Awaitable[Any]], member: Callable[[Any], Any],
+                        topic_name: Callable[[bytes], str] | None = None) -> list[Any]:
     """The DescribedGroups of a ConsumerGroupDescribe or ShareGroupDescribe: each id once (as
-    DescribeGroups), GROUP_AUTHORIZATION_FAILED without DESCRIBE on it, else its description by `describe`
-    with each member made by `member`."""
+    DescribeGroups), GROUP_AUTHORIZATION_FAILED without DESCRIBE on it, TOPIC_AUTHORIZATION_FAILED when a
+    member's assignment (or target) holds a topic the caller may not DESCRIBE (given `topic_name`), else its description by
+    `describe` with each member made by `member`."""
     out = []
     for group_id in dict.fromkeys(request.group_ids or []):
         if not authz.allowed(ctx, authz.Op.DESCRIBE, authz.GROUP, group_id or ""):
@@ -103,6 +126,15 @@ async def describe_each(ctx: RequestContext, request: Any, group_cls: Any,
                                  assignor_name="", members=[], authorized_operations=bits(None)))
             continue
         d = await describe(group_id or "")
+        held = {topic_name(t) for m in d.members for a in (m.assignment, m.target) for t in a} if topic_name else set()
+        held.discard("")  # a topic deleted meanwhile
+        if d.error == 0 and authz.denied(ctx, authz.Op.DESCRIBE, authz.TOPIC, held):
+            # Kafka: a group holding a topic the caller may not describe is described by this error alone
+            out.append(group_cls(error_code=authz.ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                                 error_message=HIDDEN_TOPICS_MESSAGE, group_id=group_id, group_state="",
+                                 group_epoch=-1, assignment_epoch=-1, assignor_name="", members=[],
+                                 authorized_operations=bits(None)))
+            continue
         operations = authz.operations(ctx, authz.GROUP, group_id or "", requested=request.include_authorized_operations)
         out.append(group_cls(
             error_code=d.error, error_message=d.message, group_id=group_id, group_state=d.state,
@@ -124,6 +156,6 @@ async def consumer_group_describe(ctx: RequestContext, request: Any) -> Consumer
             member_type=MEMBER_TYPE_CLASSIC if m.classic else MEMBER_TYPE_CONSUMER)
 
     out = await describe_each(ctx, request, ConsumerGroupDescribeResponse.DescribedGroup, cg.consumer_describe,
-                              member)
+                              member, cg.topic_name)
     return ConsumerGroupDescribeResponse(throttle_time_ms=0, groups=out)
 

@@ -40,6 +40,8 @@ from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorRespo
 from kafka.protocol.producer import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
 from odradek.cluster.znodes import BrokerInfo
+from odradek.coordinator.runtime import WRITE_ERRORS
+from odradek.groups import OFFSETS_TOPIC
 from odradek.groups.group import GroupState, GroupSummary, JoinRequest, MemberProfile, now_ms
 from odradek.groups.schemas import OffsetValue, TopicPartition
 from odradek.groups.service import (
@@ -52,6 +54,7 @@ from odradek.groups.share_state_coordinator import coordinator_key, parse_coordi
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.server import authz
 from odradek.server.registry import RequestContext, handles
+from odradek.storage.producer_state import NO_GUARD
 
 KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KEY_TYPE_SHARE = 0, 1, 2
 # kafka-python encodes authorized operations as a set of bit numbers; None is Kafka's "not requested"
@@ -306,19 +309,52 @@ async def offset_commit(ctx: RequestContext, request: Any) -> OffsetCommitRespon
 # transaction version 2 (the offsets partition joins the transaction implicitly), not advertised here.
 @handles(TxnOffsetCommitRequest, TxnOffsetCommitResponse, versions=(0, 4))
 async def txn_offset_commit(ctx: RequestContext, request: Any) -> TxnOffsetCommitResponse:
+    """WRITE on the transactional id first (as Kafka: every partition refused otherwise), then READ on the
+    group and topics; the group's offsets partition must be in the producer's transaction (verified with
+    its coordinator, as a produce is) before the offsets are written into it."""
     gc = coordinator(ctx)
     v = ctx.version
     now = now_ms()
     names = [t.name for t in request.topics]
+    if not authz.allowed(ctx, authz.Op.WRITE, authz.TRANSACTIONAL_ID, request.transactional_id or ""):
+        refused = {(t.name, p.partition_index): ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+                   for t in request.topics for p in t.partitions}
+        return TxnOffsetCommitResponse(throttle_time_ms=0, topics=_commit_topics(
+            request.topics, names, refused, _TxnTopic, _TxnTopic.TxnOffsetCommitResponsePartition))
     errors, valid = _valid_offsets(ctx, gc, request.group_id or "", request.topics, names, lambda p: OffsetValue(
         p.committed_offset, p.committed_metadata or "", now, -1, p.committed_leader_epoch if v >= 2 else -1))
     if valid:
-        err = await gc.txn_commit(request.group_id or "", request.producer_id, request.producer_epoch,
-                                  request.generation_id if v >= 3 else -1, request.member_id if v >= 3 else "",
-                                  request.group_instance_id if v >= 3 else None, valid)
+        err = await _verify_offsets_partition(ctx, gc, request)
+        if err == ErrorCode.NONE:
+            err = await gc.txn_commit(request.group_id or "", request.producer_id, request.producer_epoch,
+                                      request.generation_id if v >= 3 else -1, request.member_id if v >= 3 else "",
+                                      request.group_instance_id if v >= 3 else None, valid)
         errors.update(dict.fromkeys(valid, err))
     return TxnOffsetCommitResponse(throttle_time_ms=0, topics=_commit_topics(
         request.topics, names, errors, _TxnTopic, _TxnTopic.TxnOffsetCommitResponsePartition))
+
+
+async def _verify_offsets_partition(ctx: RequestContext, gc: GroupCoordinatorService, request: Any) -> ErrorCode:
+    """KIP-890 part 1 for TxnOffsetCommit: the group's `__consumer_offsets` partition must be in the
+    transaction (AddOffsetsToTxn put it there) unless the producer already has a transaction open in it.
+    Errors as Kafka's group coordinator answers them (TRANSACTION_ABORTABLE from v4, INVALID_TXN_STATE
+    before)."""
+    if not ctx.broker.config.get("transaction.partition.verification.enable"):
+        return ErrorCode.NONE
+    tp = (OFFSETS_TOPIC, gc.partition_for(request.group_id or ""))
+    try:
+        partition = ctx.broker.replicas.leader_partition(*tp)
+        guard = partition.start_transaction_verification(request.producer_id, -1, request.producer_epoch)
+    except KafkaError as exc:  # not the group's coordinator here (or no offsets topic yet)
+        return WRITE_ERRORS.get(ErrorCode(exc.code), ErrorCode(exc.code))
+    if guard == NO_GUARD:
+        return ErrorCode.NONE
+    verdicts = await ctx.broker.txn_verifier.verify(request.transactional_id or "", request.producer_id,
+                                                    request.producer_epoch, [tp])
+    code = verdicts.get(tp, ErrorCode.NONE)
+    if code == ErrorCode.TRANSACTION_ABORTABLE and ctx.version < 4:
+        code = ErrorCode.INVALID_TXN_STATE
+    return WRITE_ERRORS.get(code, code)
 
 
 def _requested(topics: Any) -> list[TopicPartition] | None:

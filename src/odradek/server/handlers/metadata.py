@@ -18,11 +18,13 @@ from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from odradek.cluster.assignment import INTERNAL_TOPICS, validate_topic_name
 from odradek.cluster.znodes import BrokerInfo
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.ratelog import LimitedLog
 from odradek.server import authz
 from odradek.server.authorized_operations import bits
 from odradek.server.registry import RequestContext, handles
 
 log = logging.getLogger("odradek.request")
+limited = LimitedLog(log)  # lines any client can repeat per request
 ZERO_UUID = b"\x00" * 16
 
 
@@ -95,7 +97,7 @@ async def _auto_create(ctx: RequestContext, name: str) -> Any:
                                   broker.config.get("default.replication.factor"), {}, wait_s=2.0)
     except KafkaError as exc:
         if exc.code != ErrorCode.TOPIC_ALREADY_EXISTS:
-            log.info("Auto-creation of topic %s failed: %s", name, exc)
+            limited.info("Auto-creation of topic %s failed: %s", name, exc)
             return MetadataResponse.MetadataResponseTopic(
                 error_code=exc.code, name=name, topic_id=_uuid_str(ZERO_UUID), is_internal=False, partitions=[],
             )

@@ -1,7 +1,12 @@
 """Produce: append each partition's record batches to its log as leader; answer at once for acks=0/1,
 and for acks=all once the high watermark has passed the batches (or the request times out). Where the
 topic's flush.messages / flush.ms made the append ask for a flush, the answer also waits for it (it runs
-on the storage's disk worker, not here)."""
+on the storage's disk worker, not here).
+
+Transactional batches (Kafka's rules): the request must name a transactional id its principal may WRITE,
+else the whole request is TRANSACTIONAL_ID_AUTHORIZATION_FAILED; they must all be of one producer; and,
+with `transaction.partition.verification.enable`, the first batch of a transaction on a partition is
+appended only once the transaction coordinator confirmed the partition is in it (`txn.verification`)."""
 
 from __future__ import annotations
 
@@ -12,11 +17,19 @@ from typing import Any
 from kafka.protocol.producer import ProduceRequest, ProduceResponse
 
 from odradek.protocol.errors import ErrorCode, KafkaError, RecordValidationError
-from odradek.protocol.produce import ProducePartitionResult, encode_produce_response, parse_produce_request
+from odradek.protocol.produce import (
+    ProducePartitionResult,
+    ProduceRequestView,
+    encode_produce_response,
+    parse_produce_request,
+)
+from odradek.protocol.records import transactional_batches
 from odradek.replication.partition import Partition
 from odradek.server import authz
 from odradek.server.network import CloseConnection
 from odradek.server.registry import RequestContext, handles
+from odradek.storage.producer_state import NO_GUARD
+from odradek.txn.verification import produce_error
 
 _TopicResp = ProduceResponse.TopicProduceResponse
 _PartResp = _TopicResp.PartitionProduceResponse
@@ -45,6 +58,52 @@ def _message(results: dict[str | bytes, list[ProducePartitionResult]], throttle:
     )
 
 
+def _topic_name(ctx: RequestContext, topic: Any) -> str:
+    return topic.name if topic.topic_id is None else ctx.broker.metadata.by_id.get(topic.topic_id, "")
+
+
+def _refuse_all(ctx: RequestContext, req: ProduceRequestView, code: ErrorCode, message: str
+                ) -> ProduceResponse | list[bytes]:
+    """The whole request refused with one error (Kafka's error response to a Produce request)."""
+    if req.acks == 0:
+        raise CloseConnection(f"acks=0 produce request refused: {message}")
+    results: dict[str | bytes, list[ProducePartitionResult]] = {}
+    for topic in req.topics:
+        results.setdefault(topic.name if topic.topic_id is None else topic.topic_id, []).extend(
+            _result(part.index, code, message=message) for part in topic.partitions)
+    if ctx.broker.quotas.enabled:
+        return _message(results, 0)  # the dispatcher adds the request-time throttle
+    ctx.broker.metrics.error_codes("Produce", [code] * sum(len(parts) for parts in results.values()))
+    return encode_produce_response(ctx.version, ctx.header.correlation_id, list(results.items()), 0)
+
+
+_Verified = tuple[dict[tuple[str, int], int], dict[tuple[str, int], tuple[ErrorCode, str | None]]]
+
+
+async def _verify(ctx: RequestContext, tid: str, producer: tuple[int, int],
+                  first_sequences: dict[tuple[str, int], int]) -> _Verified:
+    """Start the transaction verification of each partition the producer has no transaction on yet and
+    ask the coordinator about them: the guards the appends present, and the partitions refused."""
+    guards: dict[tuple[str, int], int] = {}
+    unverified: list[tuple[str, int]] = []
+    for tp, seq in first_sequences.items():
+        if not authz.allowed(ctx, authz.Op.WRITE, authz.TOPIC, tp[0], log_denial=False):
+            continue  # answered TOPIC_AUTHORIZATION_FAILED by the append loop
+        try:
+            guard = ctx.broker.replicas.leader_partition(*tp).start_transaction_verification(
+                producer[0], seq, producer[1])
+        except KafkaError:
+            continue  # the append meets the same error
+        guards[tp] = guard
+        if guard != NO_GUARD:
+            unverified.append(tp)
+    refused: dict[tuple[str, int], tuple[ErrorCode, str | None]] = {}
+    if unverified:
+        verdicts = await ctx.broker.txn_verifier.verify(tid, producer[0], producer[1], unverified)
+        refused = {tp: produce_error(code, ctx.version) for tp, code in verdicts.items()}
+    return guards, refused
+
+
 @handles(ProduceRequest, ProduceResponse, versions=(3, 13), raw=True)
 async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | list[bytes] | None:
     try:
@@ -53,8 +112,27 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | l
         raise CloseConnection(str(exc)) from None
     replicas = ctx.broker.replicas
     metrics = ctx.broker.metrics
-    by_id = ctx.broker.metadata.by_id
     acks = req.acks
+    # transactional batches: which producer, and each partition's first sequence of them
+    producers: set[tuple[int, int]] = set()
+    first_sequences: dict[tuple[str, int], int] = {}
+    for topic in req.topics:
+        for part in topic.partitions:
+            for pid, epoch, seq in transactional_batches(part.records or b""):
+                producers.add((pid, epoch))
+                first_sequences.setdefault((_topic_name(ctx, topic), part.index), seq)
+    guards: dict[tuple[str, int], int] | None = None  # None: the appends are not verified
+    refused: dict[tuple[str, int], tuple[ErrorCode, str | None]] = {}
+    if producers:
+        tid = req.transactional_id
+        if tid is None or not authz.allowed(ctx, authz.Op.WRITE, authz.TRANSACTIONAL_ID, tid):
+            return _refuse_all(ctx, req, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                               "Transactional records need the request's transactional id, and WRITE on it")
+        if len(producers) > 1:
+            return _refuse_all(ctx, req, ErrorCode.INVALID_PRODUCER_ID_MAPPING,
+                               "Transactional records contained more than one producer ID")
+        if ctx.broker.config.get("transaction.partition.verification.enable"):
+            guards, refused = await _verify(ctx, tid, next(iter(producers)), first_sequences)
     # answered per topic as the request named it: by name, or from v13 by topic id (KIP-516)
     results: dict[str | bytes, list[ProducePartitionResult]] = {}
     waits: list[tuple[Partition, asyncio.Future[None], ProducePartitionResult]] = []
@@ -62,7 +140,7 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | l
     any_error = False
     authorized = False  # some partition passed authorization: only then is the request charged to quotas
     for topic in req.topics:
-        name = topic.name if topic.topic_id is None else by_id.get(topic.topic_id, "")
+        name = _topic_name(ctx, topic)
         out = results.setdefault(topic.name if topic.topic_id is None else topic.topic_id, [])
         for part in topic.partitions:
             if acks not in (0, 1, -1):
@@ -76,8 +154,12 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | l
                 authorized = True
                 if part.records is None or len(part.records) == 0:
                     raise KafkaError(ErrorCode.INVALID_RECORD, "Produce request has no records")
+                rejected = refused.get((name, part.index))
+                if rejected is not None:
+                    raise KafkaError(rejected[0], rejected[1] or "")
                 p = replicas.leader_partition(name, part.index)
-                info = p.append_as_leader(part.records, acks)
+                info = p.append_as_leader(part.records, acks, verification_guard=None if guards is None
+                                          else guards.get((name, part.index), NO_GUARD))
             except RecordValidationError as exc:
                 out.append(_result(part.index, exc.code, message=exc.message, record_errors=exc.record_errors))
                 any_error = True

@@ -21,7 +21,7 @@ from kafka.protocol.sasl import (
 from odradek.protocol.errors import ErrorCode
 from odradek.security.sasl import AuthenticationFailed, IllegalState, NeedCredential, SaslServer
 from odradek.security.scram_store import read_credential
-from odradek.server.network import Connection, Response
+from odradek.server.network import Connection, Response, limited
 from odradek.server.registry import RequestContext, handles
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ log = logging.getLogger("odradek.network")
 
 def _failed(conn: Connection, sasl: SaslServer, exc: AuthenticationFailed) -> None:
     mechanism = sasl.mechanism.name if sasl.mechanism is not None else "?"
-    log.info("Failed authentication with %s (principal %s, mechanism %s, listener %s): %s", conn.peer,
+    limited.info("Failed authentication with %s (principal %s, mechanism %s, listener %s): %s", conn.peer,
              sasl.attempted_principal(), mechanism, conn.security.name, exc)
     delay_s = sasl.settings.failed_delay_ms / 1000
     asyncio.get_running_loop().call_later(delay_s, conn.close, "failed authentication", True)
@@ -56,7 +56,7 @@ async def sasl_handshake(ctx: RequestContext, request: Any) -> SaslHandshakeResp
     except IllegalState:
         return SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=mechanisms)
     if not enabled:
-        log.info("Closing connection from %s: SASL mechanism %s is not enabled on listener %s (enabled: %s)",
+        limited.info("Closing connection from %s: SASL mechanism %s is not enabled on listener %s (enabled: %s)",
                  conn.peer, request.mechanism, conn.security.name, ",".join(mechanisms))
         asyncio.get_running_loop().call_soon(conn.close, "unsupported SASL mechanism", True)
         return SaslHandshakeResponse(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=mechanisms)

