@@ -317,6 +317,14 @@ ATTACKS: dict[int, Attack] = {
     87: Attack(1, lambda t: R.ReadShareGroupStateSummaryRequest(group_id=GROUP, topics=[
         R.ReadShareGroupStateSummaryRequest.ReadStateSummaryData(topic_id=t.topic_id, partitions=[
             R.ReadShareGroupStateSummaryRequest.ReadStateSummaryData.PartitionData(partition=0, leader_epoch=0)])])),
+    88: Attack(1, lambda t: R.StreamsGroupHeartbeatRequest(
+        group_id=GROUP, member_id=str(uuid.uuid4()), member_epoch=0, endpoint_information_epoch=0,
+        rebalance_timeout_ms=10000, process_id="p", active_tasks=[], standby_tasks=[], warmup_tasks=[],
+        topology=R.StreamsGroupHeartbeatRequest.Topology(epoch=1, subtopologies=[
+            R.StreamsGroupHeartbeatRequest.Topology.Subtopology(
+                subtopology_id="0", source_topics=[TOPIC], source_topic_regex=[], state_changelog_topics=[],
+                repartition_sink_topics=[], repartition_source_topics=[], copartition_groups=[])]))),
+    89: Attack(1, lambda t: R.StreamsGroupDescribeRequest(group_ids=[GROUP], include_authorized_operations=True)),
     90: Attack(1, lambda t: R.DescribeShareGroupOffsetsRequest(groups=[
         R.DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(group_id=GROUP, topics=None)])),
     91: Attack(0, lambda t: R.AlterShareGroupOffsetsRequest(group_id=GROUP, topics=[

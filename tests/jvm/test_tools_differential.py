@@ -241,8 +241,7 @@ NOT_SERVED = {
     "DescribeQuorum": "KRaft's quorum: Odradek has none", "UpdateFeatures": "the levels follow the code",
     "UnregisterBroker": "KRaft's broker registrations", "UnregisterController": "KRaft's controllers",
     "AddRaftVoter": "KRaft's quorum", "RemoveRaftVoter": "KRaft's quorum",
-    "StreamsGroupHeartbeat": "KIP-1071 streams groups", "StreamsGroupDescribe": "KIP-1071 streams groups",
-    "StreamsGroupTopologyDescriptionUpdate": "KIP-1071 streams groups",
+    "StreamsGroupTopologyDescriptionUpdate": "KIP-1071's topology descriptions: never asked for by Odradek",
 }
 _API_LINE = re.compile(r"^\t(\w+)\((\d+)\): (UNSUPPORTED|(\d+)(?: to (\d+))? \[usable: \d+\])", re.M)
 

@@ -45,9 +45,10 @@ CURRENT_MEMBER_ASSIGNMENT = 8
 REGULAR_EXPRESSION = 16  # ConsumerGroupRegularExpression: key (group, regex), value what it resolved to
 RECORD_TYPES = frozenset(range(3, 9)) | {REGULAR_EXPRESSION}
 # the record types whose key holds a second string after the group (a member id, or a regex): these and
-# the share groups' member records (types 10, 13 and 14, `odradek.groups.share_schemas`)
+# the share groups' member records (types 10, 13 and 14, `odradek.groups.share_schemas`) and the streams
+# groups' (types 19, 21 and 22, `odradek.groups.streams_schemas`)
 _WITH_MEMBER = frozenset({MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT, 10, 13, 14,
-                          REGULAR_EXPRESSION})
+                          19, 21, 22, REGULAR_EXPRESSION})
 
 Assignment = dict[bytes, frozenset[int]]  # topic id -> partitions
 

@@ -15,7 +15,7 @@ from odradek.coordinator.loader import read_partition
 from odradek.coordinator.partitions import Replayed
 from odradek.coordinator.placement import java_string_hash, kafka_abs, partition_for
 from odradek.coordinator.runtime import TopicSettings
-from odradek.groups import OFFSETS_TOPIC, consumer_schemas, schemas, share_schemas
+from odradek.groups import OFFSETS_TOPIC, consumer_schemas, schemas, share_schemas, streams_schemas
 from odradek.groups.store import LoadedGroup
 
 if TYPE_CHECKING:
@@ -37,7 +37,8 @@ def replay(records: Iterable[tuple[bytes | None, bytes | None]]) -> dict[str, Lo
             log.warning("Skipping malformed record in %s: %s", OFFSETS_TOPIC, exc)
     return {gid: g for gid, g in groups.items()
             if g.metadata is not None or g.offsets or (g.consumer is not None and g.consumer.epoch is not None)
-            or (g.share is not None and g.share.epoch is not None)}
+            or (g.share is not None and g.share.epoch is not None)
+            or (g.streams is not None and g.streams.epoch is not None)}
 
 
 def _apply(groups: dict[str, LoadedGroup], raw_key: bytes | None, raw_value: bytes | None) -> None:
@@ -64,6 +65,15 @@ def _apply(groups: dict[str, LoadedGroup], raw_key: bytes | None, raw_value: byt
             entry.share = share_schemas.LoadedShareGroup()
         entry.share.apply(skey, None if raw_value is None else bytes(raw_value))
         return
+    if record_type in streams_schemas.RECORD_TYPES:
+        tkey = consumer_schemas.decode_key(record_type, bytes(raw_key))
+        entry = groups.setdefault(tkey.group, LoadedGroup())
+        if entry.streams is None:
+            entry.streams = streams_schemas.LoadedStreamsGroup()
+        entry.streams.apply(tkey, None if raw_value is None else bytes(raw_value))
+        if tkey.record_type == streams_schemas.GROUP_METADATA and raw_value is not None:
+            entry.metadata = None  # a streams group replaced the (empty) classic group of this id
+        return
     key = schemas.decode_key(raw_key)
     if isinstance(key, schemas.OffsetKey):
         entry = groups.setdefault(key.group, LoadedGroup())
@@ -77,6 +87,8 @@ def _apply(groups: dict[str, LoadedGroup], raw_key: bytes | None, raw_value: byt
         entry.metadata = schemas.decode_group_value(raw_value)
         if entry.metadata is not None and entry.consumer is not None:
             entry.consumer = None  # a classic group replaced the consumer group of this id
+        if entry.metadata is not None and entry.streams is not None:
+            entry.streams = None  # likewise a streams group
 
 
 def offsets_topic_settings(cfg: BrokerConfig) -> TopicSettings:

@@ -7,6 +7,8 @@ group type concerned, so the handlers never ask what type a group is:
   group: then `ConsumerGroupCoordinator` serves its classic members (online migration; a JoinGroup turns an
   empty consumer group into a classic group first); ConsumerGroupHeartbeat/Describe go to
   `ConsumerGroupCoordinator`, which may turn a classic group into a consumer group;
+  StreamsGroupHeartbeat/Describe go to `StreamsGroupCoordinator` (KIP-1071, Kafka Streams'
+  `group.protocol=streams`), which takes over an empty classic group of its id;
   ShareGroupHeartbeat/Describe go to `ShareGroupCoordinator` (KIP-932; its groups written as share-group records),
   whose share partitions (`SharePartitionManager`, their state kept by the broker's `ShareStatePersister`)
   ShareFetch and ShareAcknowledge use, and the share-group offsets APIs
@@ -53,9 +55,19 @@ from odradek.groups.share_state import (
     ShareStateSummary,
 )
 from odradek.groups.store import GroupStore, LoadedGroup
+from odradek.groups.streams_coordinator import (
+    GROUP_TYPE_STREAMS,
+    CreateTopic,
+    StreamsGroupCoordinator,
+    StreamsGroupDescription,
+    StreamsGroupSettings,
+    StreamsHeartbeat,
+    StreamsResult,
+)
 from odradek.protocol.errors import ErrorCode, KafkaError
 
-__all__ = ["GROUP_TYPE_CLASSIC", "GROUP_TYPE_CONSUMER", "GROUP_TYPE_SHARE", "GroupCoordinatorService"]
+__all__ = ["GROUP_TYPE_CLASSIC", "GROUP_TYPE_CONSUMER", "GROUP_TYPE_SHARE", "GROUP_TYPE_STREAMS",
+           "GroupCoordinatorService"]
 
 
 class GroupCoordinatorService:
@@ -64,13 +76,17 @@ class GroupCoordinatorService:
     def __init__(self, settings: GroupSettings, consumer_settings: ConsumerGroupSettings, store: GroupStore,
                  topics: Topics, share_settings: ShareGroupSettings | None = None,
                  share_partition_settings: SharePartitionSettings | None = None,
-                 share_persister: ShareStatePersister | None = None, configs: GroupConfigLookup | None = None) -> None:
+                 share_persister: ShareStatePersister | None = None, configs: GroupConfigLookup | None = None,
+                 streams_settings: StreamsGroupSettings | None = None, create_topic: CreateTopic | None = None,
+                 ) -> None:
         """`configs`: the groups' own configs (GROUP config resources) over the broker's; None: the
-        settings for every group."""
+        settings for every group. `create_topic`: how streams groups create their internal topics."""
         self.store = store
         self.classic = GroupCoordinator(settings, store)
         self.consumer = ConsumerGroupCoordinator(consumer_settings, store, topics, self.classic, configs)
-        self.offsets = OffsetManager(settings.offsets(), store, (self.consumer, self.classic))
+        self.streams = StreamsGroupCoordinator(streams_settings or StreamsGroupSettings(), store, topics, self.classic,
+                                               create_topic, configs)
+        self.offsets = OffsetManager(settings.offsets(), store, (self.consumer, self.streams, self.classic))
         self.share_partitions = SharePartitionManager(share_partition_settings or SharePartitionSettings(),
                                                       share_persister or InMemoryShareStatePersister(), configs)
         self.share = ShareGroupCoordinator(share_settings or ShareGroupSettings(), store, topics,
@@ -84,6 +100,7 @@ class GroupCoordinatorService:
     async def shutdown(self) -> None:
         self.offsets.shutdown()
         await self.share.shutdown()
+        await self.streams.shutdown()
         self.share_partitions.shutdown()
         await self.consumer.shutdown()
         await self.classic.shutdown()
@@ -96,17 +113,21 @@ class GroupCoordinatorService:
     def loaded(self, index: int, state: dict[str, LoadedGroup]) -> None:
         consumer = {gid: g for gid, g in state.items() if g.consumer is not None and g.consumer.epoch is not None}
         share = {gid: g.share for gid, g in state.items() if g.share is not None and g.share.epoch is not None}
-        self.classic.install({gid: g for gid, g in state.items() if gid not in consumer and gid not in share})
-        for gid in [*consumer, *share]:
+        streams = {gid: g for gid, g in state.items() if g.streams is not None and g.streams.epoch is not None}
+        self.classic.install({gid: g for gid, g in state.items()
+                              if gid not in consumer and gid not in share and gid not in streams})
+        for gid in [*consumer, *share, *streams]:
             self.classic.drop(gid)
         self.consumer.install(consumer)
         self.share.install(share)
+        self.streams.install(streams)
         self.offsets.loaded(state)
 
     def unloaded(self, index: int) -> None:
         self.classic.unload_partition(index)
         self.consumer.unload_partition(index)
         self.share.unload_partition(index)
+        self.streams.unload_partition(index)
         self.offsets.unloaded(index)
 
     # ---- FindCoordinator, AddOffsetsToTxn ----
@@ -118,7 +139,7 @@ class GroupCoordinatorService:
         return self.store.partition_for(group_id)
 
     def group_type(self, group_id: str) -> str | None:
-        """"classic", "consumer" or "share" for a group this broker serves now, else None."""
+        """"classic", "consumer", "streams" or "share" for a group this broker serves now, else None."""
         if self.share.is_share_group(group_id):
             return GROUP_TYPE_SHARE
         return self.offsets.group_type(group_id)
@@ -126,7 +147,7 @@ class GroupCoordinatorService:
     # ---- the classic protocol ----
     # (a consumer group answers its classic members itself; any other group id goes to the classic type)
     async def join(self, req: JoinRequest) -> JoinResult:
-        if self.share.is_share_group(req.group_id):
+        if self.share.is_share_group(req.group_id) or self.streams.is_streams_group(req.group_id):
             return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id)
         joined = await self.consumer.classic_join(req)
         return joined if joined is not None else await self.classic.join(req)
@@ -155,16 +176,27 @@ class GroupCoordinatorService:
 
     # ---- the consumer protocol (KIP-848) ----
     async def consumer_heartbeat(self, hb: Heartbeat) -> HeartbeatResult:
-        if self.share.is_share_group(hb.group_id):
+        if self.share.is_share_group(hb.group_id) or self.streams.is_streams_group(hb.group_id):
             return HeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {hb.group_id} is not a consumer group.",
                                    hb.member_id or None, hb.member_epoch)
         return await self.consumer.heartbeat(hb)
 
     async def consumer_describe(self, group_id: str) -> GroupDescription:
+        if self.streams.is_streams_group(group_id):
+            return GroupDescription(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
         return await self.consumer.describe(group_id)
 
     def topic_name(self, topic_id: bytes) -> str:
         return self.consumer.topic_name(topic_id)
+
+    # ---- streams groups (KIP-1071) ----
+    async def streams_heartbeat(self, hb: StreamsHeartbeat) -> StreamsResult:
+        other = GROUP_TYPE_SHARE if self.share.is_share_group(hb.group_id) else self.offsets.group_type(hb.group_id)
+        return await self.streams.heartbeat(hb, None if other == GROUP_TYPE_STREAMS else other)
+
+    async def streams_describe(self, group_id: str) -> StreamsGroupDescription:
+        other = self.group_type(group_id)
+        return await self.streams.describe(group_id, None if other == GROUP_TYPE_STREAMS else other)
 
     # ---- share groups (KIP-932) ----
     async def share_heartbeat(self, hb: ShareHeartbeat) -> HeartbeatResult:
@@ -206,6 +238,7 @@ class GroupCoordinatorService:
         listed = [(gid, ptype, state, GROUP_TYPE_CLASSIC) for gid, ptype, state in classic]
         listed += [(gid, ptype, state, GROUP_TYPE_CONSUMER) for gid, ptype, state in self.consumer.list_groups()]
         listed += [(gid, ptype, state, GROUP_TYPE_SHARE) for gid, ptype, state in self.share.list_groups()]
+        listed += [(gid, ptype, state, GROUP_TYPE_STREAMS) for gid, ptype, state in self.streams.list_groups()]
         return err, sorted(listed)
 
     async def delete_group(self, group_id: str) -> ErrorCode:
@@ -213,6 +246,8 @@ class GroupCoordinatorService:
             return await self.share.delete_group(group_id)
         if self.offsets.type_of(group_id) is self.consumer:
             return await self.consumer.delete_group(group_id)
+        if self.streams.is_streams_group(group_id):
+            return await self.streams.delete_group(group_id)
         return await self.classic.delete_group(group_id)
 
     # ---- offsets (OffsetManager) ----

@@ -18,6 +18,7 @@ from odradek.coordinator.runtime import CoordinatorShard
 from odradek.groups.consumer_schemas import LoadedConsumerGroup
 from odradek.groups.schemas import GroupValue, OffsetValue, Records, TopicPartition
 from odradek.groups.share_schemas import LoadedShareGroup
+from odradek.groups.streams_schemas import LoadedStreamsGroup
 from odradek.protocol.errors import ErrorCode, KafkaError
 
 
@@ -33,6 +34,8 @@ class LoadedGroup:
     consumer: LoadedConsumerGroup | None = None
     # the records of a KIP-932 share group (`odradek.groups.share_schemas`), if any
     share: LoadedShareGroup | None = None
+    # the records of a KIP-1071 streams group (`odradek.groups.streams_schemas`), if any
+    streams: LoadedStreamsGroup | None = None
 
 
 GroupShard = CoordinatorShard[dict[str, LoadedGroup]]

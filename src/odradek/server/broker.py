@@ -45,6 +45,7 @@ from odradek.groups.share_coordinator import ShareGroupSettings
 from odradek.groups.share_persister import CoordinatorShareStatePersister
 from odradek.groups.share_state import SharePartitionSettings
 from odradek.groups.share_state_coordinator import ShareCoordinator, share_state_topic_settings
+from odradek.groups.streams_coordinator import StreamsGroupSettings
 from odradek.protocol.client_security import PLAINTEXT, ClientSecurity
 from odradek.replication.manager import ReplicaManager
 from odradek.security.acl_store import AclCache
@@ -215,7 +216,7 @@ class Broker:
                                kind="group"),
             MetadataTopics(self.metadata, INTERNAL_TOPICS),
             ShareGroupSettings.from_config(cfg), SharePartitionSettings.from_config(cfg), self.share_persister,
-            self.group_configs)
+            self.group_configs, StreamsGroupSettings.from_config(cfg), self._create_internal_topic)
         await self.groups.start()
         self.metadata.topic_removed_listeners.append(lambda name, meta: self.groups.topic_deleted(name, meta.topic_id))
         self.txn_markers = MarkerWriter(self.replicas, self.groups.complete_transaction)
@@ -357,6 +358,13 @@ class Broker:
             await self.http.start()
         except OSError as exc:
             raise StartupError(f"http.listener: cannot bind {address}: {exc.strerror or exc}") from None
+
+    async def _create_internal_topic(self, name: str, partitions: int, replication_factor: int,
+                                     configs: dict[str, str]) -> None:
+        """A streams group's internal topic (KIP-1071: the group coordinator creates them); replication
+        factor -1 is the broker's default.replication.factor."""
+        rf = replication_factor if replication_factor > 0 else int(self.config.get("default.replication.factor"))
+        await self.topic_admin.create_topic(name, partitions, rf, configs, wait_s=10.0)
 
     def _http_access(self, host: str) -> HttpAccess:
         """Who the HTTP endpoint answers: the Host names it accepts (this machine's, the advertised

@@ -37,6 +37,7 @@ from odradek.server.handlers import (  # noqa: F401
     share_group_offsets,
     share_groups,
     share_state,
+    streams_groups,
     transactions,
 )
 from odradek.server.handlers import sasl as sasl_handlers

@@ -42,7 +42,12 @@ from odradek.coordinator.runtime import WRITE_ERRORS
 from odradek.groups import OFFSETS_TOPIC
 from odradek.groups.group import GroupState, GroupSummary, JoinRequest, MemberProfile, now_ms
 from odradek.groups.schemas import OffsetValue, TopicPartition
-from odradek.groups.service import GROUP_TYPE_CONSUMER, GROUP_TYPE_SHARE, GroupCoordinatorService
+from odradek.groups.service import (
+    GROUP_TYPE_CONSUMER,
+    GROUP_TYPE_SHARE,
+    GROUP_TYPE_STREAMS,
+    GroupCoordinatorService,
+)
 from odradek.groups.share_state_coordinator import coordinator_key, parse_coordinator_key
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.kafka44 import DeleteGroupsRequest, DeleteGroupsResponse
@@ -520,8 +525,8 @@ async def describe_groups(ctx: RequestContext, request: Any) -> DescribeGroupsRe
     # Each group once: a group's description can be large (its members' metadata and assignments), and
     # naming it many times in one small request must not multiply the response.
     for group_id in dict.fromkeys(request.groups):
-        if gc.group_type(group_id) in (GROUP_TYPE_CONSUMER, GROUP_TYPE_SHARE):
-            # as Kafka: a consumer or share group is not described here (ConsumerGroupDescribe does); v0-5 see it
+        if gc.group_type(group_id) in (GROUP_TYPE_CONSUMER, GROUP_TYPE_SHARE, GROUP_TYPE_STREAMS):
+            # as Kafka: a consumer, share or streams group is not described here (ConsumerGroupDescribe does); v0-5 see it
             # Dead, v6 GROUP_ID_NOT_FOUND with the reason
             described = _described(ctx, request, group_id, GroupSummary(group_id, "Dead", "", "", []), ErrorCode.NONE)
             if ctx.version >= 6:
