@@ -25,6 +25,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from odradek.admin_client.connect import ClientErrors, client_config, create_client
 from odradek.connect import transforms
+from odradek.connect.active_topics import ActiveTopics
 from odradek.connect.api import (
     ConfigDef,
     ConfigException,
@@ -208,6 +209,8 @@ class SourceTaskRunner(TaskRunner):
         def delivered(err: KafkaError | None, _msg: Any) -> None:
             if err is not None:
                 failures.append(err)
+            else:
+                self.worker.active_topics.record(self.connector.name, record.topic)
 
         kwargs: dict[str, Any] = {"key": key, "value": value, "on_delivery": delivered}
         if record.kafka_partition is not None:
@@ -298,6 +301,7 @@ class SinkTaskRunner(TaskRunner):
                         raise KafkaException(error)
                     topic, partition, offset = str(msg.topic()), int(msg.partition() or 0), int(msg.offset() or 0)
                     positions[(topic, partition)] = offset + 1
+                    self.worker.active_topics.record(name, topic)
                     try:
                         key_schema, key = key_converter.to_connect(topic, msg.key())
                         value_schema, value = value_converter.to_connect(topic, msg.value())
@@ -381,6 +385,7 @@ class Worker:
         self.worker_id = worker_id
         self.connectors: dict[str, ConnectorState] = {}
         self._lock = threading.RLock()
+        self.active_topics = ActiveTopics(config.get("topic.tracking.enable", "true") == "true")
 
     # ---- configuration ----------------------------------------------------------------------------------
 
@@ -500,6 +505,7 @@ class Worker:
         with self._lock:
             state = self.connectors.pop(name)
             self._stop_connector(state)
+            self.active_topics.reset(name)
             return state
 
     def set_target(self, name: str, target: str) -> None:
