@@ -1,6 +1,7 @@
 """The REST routes of KIP-875's offset changes and KIP-558's active topics, beside `rest.py`'s:
 `PATCH`/`DELETE /connectors/{name}/offsets` (200 with `{"message": ...}`), `GET /connectors/{name}/topics`
-(`{"<name>": {"topics": [...]}}`) and `PUT /connectors/{name}/topics/reset` (202), with Kafka's errors."""
+(`{"<name>": {"topics": [...]}}`) and `PUT /connectors/{name}/topics/reset` (202), with Kafka's errors; and
+`GET /metrics`, the worker's Prometheus metrics (`metrics.py`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from odradek.connect import offsets_admin
 from odradek.connect.api import ConfigException, ConnectException
@@ -59,7 +61,12 @@ def add_routes(app: web.Application, rest: ConnectRest) -> None:
         tracker.reset(request.match_info["name"])
         return web.Response(status=202)
 
+    async def metrics(request: web.Request) -> web.Response:
+        body = await asyncio.to_thread(rest.worker.metrics.render)
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
     r = app.router
+    r.add_get("/metrics", metrics)
     r.add_patch("/connectors/{name}/offsets", alter_offsets)
     r.add_delete("/connectors/{name}/offsets", reset_offsets)
     r.add_get("/connectors/{name}/topics", topics)
