@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka_connect import kafka_connect
 
 from tests.clients import create_topic, unique_name
 from tests.connect_helpers import Worker
 from tests.harness import BrokerProcess
 from tests.waiting import wait_until
 
-kafka_connect = pytest.importorskip("kafka_connect.kafka_connect")
 KC = [sys.executable, "-c", "from kafka_connect.cli import cli; cli()"]
 
 

@@ -54,8 +54,9 @@ def _source_entries(body: list[Any]) -> dict[bytes, Any]:
     for entry in body:
         partition, offset = entry.get("partition"), entry.get("offset")
         if not isinstance(partition, dict):
-            raise OffsetsError(400, "Partitions must be specified as a Map" if partition is not None else
-                               "Source partitions may not be null")
+            raise OffsetsError(400, "The partition for a source connector offset must be a JSON object"
+                               if partition is not None else
+                               "The partition for a source connector offset cannot be null or missing")
         for part in (partition, offset):
             if part is None:
                 continue
