@@ -130,6 +130,8 @@ def test_timestamp_converter_between_unix_strings_and_logical_types() -> None:
     out = run(to_date, SinkRecord("e", 0, None, None, stamp, Struct(stamp, {"id": 1, "at": 1_700_000_000_123}), 0, []))
     assert out.value_schema.field("at").schema == Schema("int32", False, DATE, 1)
     assert out.value.get("at") == dt.date(2023, 11, 14) and out.value.get("id") == 1
+    tombstone = run(to_date, SinkRecord("e", 0, None, None, stamp, None, 0, []))
+    assert tombstone.value is None and tombstone.value_schema.field("at").schema.name == DATE
     whole = {"transforms": "t", "transforms.t.type": "org.apache.kafka.connect.transforms.TimestampConverter$Key",
              "transforms.t.target.type": "Timestamp", "transforms.t.unix.precision": "microseconds"}
     out = run(whole, SourceRecord("t", None, Schema("int64"), 1_700_000_000_123_456, None, None))

@@ -477,12 +477,11 @@ def timestamp_converter(config: Mapping[str, str], side: Side) -> Transform:
             return side.put(record, None, {**fields, field: convert(fields.get(field), None)})
         if not field:
             return side.put(record, target_schema(schema.optional), convert(value, kind_of_schema(schema)))
-        if value is None:
-            return record
-        fields = _fields_of(schema, value, "converting timestamp formats")
-        out = [(f.name, target_schema(f.schema.optional), convert(fields[f.name], kind_of_schema(f.schema)))
-               if f.name == field else (f.name, f.schema, fields[f.name]) for f in schema.fields]
-        return side.put(record, *_struct(None, out, like=schema))
+        fields = {} if value is None else _fields_of(schema, value, "converting timestamp formats")
+        out = [(f.name, target_schema(f.schema.optional), convert(fields.get(f.name), kind_of_schema(f.schema)))
+               if f.name == field else (f.name, f.schema, fields.get(f.name)) for f in schema.fields]
+        new_schema, struct = _struct(None, out, like=schema)
+        return side.put(record, new_schema, None if value is None else struct)  # a null value keeps the new schema
 
     return apply
 
