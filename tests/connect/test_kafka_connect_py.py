@@ -53,21 +53,22 @@ def test_kc_manages_connectors(worker: Worker, broker: BrokerProcess, tmp_path: 
         {"id": 0, "state": "RUNNING", "worker_id": client.get_connector_status(name)["connector"]["worker_id"]}],
                30, "the task running")
     assert name in client.list_connectors(expand="status", state="RUNNING")
-    assert {p["class"] for p in kc(worker, "list-plugins")} >= {
+    assert {p["class"] for p in client.list_connector_plugins()} >= {
         "org.apache.kafka.connect.file.FileStreamSourceConnector"}
 
     kc(worker, "pause", name)
-    wait_until(lambda: kc(worker, "status", name)["connector"]["state"] == "PAUSED", 30, "paused")
+    wait_until(lambda: client.get_connector_status(name)["connector"]["state"] == "PAUSED", 30, "paused")
     assert name in client.list_connectors(expand="info", state="PAUSED")
     kc(worker, "resume", name)
-    wait_until(lambda: kc(worker, "status", name)["connector"]["state"] == "RUNNING", 30, "resumed")
+    wait_until(lambda: client.get_connector_status(name)["connector"]["state"] == "RUNNING", 30, "resumed")
     assert kc(worker, "restart", name, "--include-tasks")["name"] == name  # kc prints the status after
-    wait_until(lambda: kc(worker, "task-status", name, "0")["state"] == "RUNNING", 30, "the task restarted")
+    wait_until(lambda: client.get_connector_task_status(name, 0)["state"] == "RUNNING", 30, "the task restarted")
     planned = client.restart_connector(name, include_tasks=True)
     assert planned["connector"]["state"] == "RESTARTING" and planned["tasks"][0]["state"] == "RESTARTING"
-    wait_until(lambda: kc(worker, "task-status", name, "0")["state"] == "RUNNING", 30, "the task restarted")
-    wait_until(lambda: kc(worker, "list-topics", name) == {name: {"topics": [topic]}}, 30, "the active topic")
-    assert kc(worker, "config", name)["topic"] == topic
+    wait_until(lambda: client.get_connector_task_status(name, 0)["state"] == "RUNNING", 30, "the task restarted")
+    wait_until(lambda: client.list_connector_topics(name) == {name: {"topics": [topic]}}, 30, "the active topic")
+    assert kc(worker, "task-status", name, "0")["state"] == "RUNNING"
+    assert kc(worker, "list-topics", name) == {name: {"topics": [topic]}}
 
     kc(worker, "delete", name)
     assert name not in kc(worker, "list")
