@@ -107,3 +107,78 @@ def test_configuration_errors() -> None:
     with pytest.raises(DataException, match="Only Map objects supported"):
         run({"transforms": "r", "transforms.r.type": "org.apache.kafka.connect.transforms.ReplaceField$Value",
              "transforms.r.exclude": "a"}, map_record("text"))
+
+
+TC = "org.apache.kafka.connect.transforms.TimestampConverter$Value"
+
+
+def test_timestamp_converter_between_unix_strings_and_logical_types() -> None:
+    import datetime as dt
+
+    from odradek.connect.data import DATE, TIMESTAMP
+    to_string = {"transforms": "t", "transforms.t.type": TC, "transforms.t.field": "at",
+                 "transforms.t.target.type": "string", "transforms.t.format": "yyyy-MM-dd'T'HH:mm:ss.SSSXXX"}
+    assert run(to_string, map_record({"at": 1_700_000_000_123, "x": 1})).value == {
+        "at": "2023-11-14T22:13:20.123Z", "x": 1}
+    to_unix = {"transforms": "t", "transforms.t.type": TC, "transforms.t.field": "at",
+               "transforms.t.target.type": "unix", "transforms.t.format": "dd/MMM/yyyy HH:mm:ss Z",
+               "transforms.t.unix.precision": "seconds"}
+    assert run(to_unix, map_record({"at": "14/Nov/2023 23:13:20 +0100"})).value == {"at": 1_700_000_000}
+    stamp = struct_schema("event", [("id", INT32_SCHEMA), ("at", Schema("int64"))])
+    to_date = {"transforms": "t", "transforms.t.type": TC, "transforms.t.field": "at",
+               "transforms.t.target.type": "Date"}
+    out = run(to_date, SinkRecord("e", 0, None, None, stamp, Struct(stamp, {"id": 1, "at": 1_700_000_000_123}), 0, []))
+    assert out.value_schema.field("at").schema == Schema("int32", False, DATE, 1)
+    assert out.value.get("at") == dt.date(2023, 11, 14) and out.value.get("id") == 1
+    tombstone = run(to_date, SinkRecord("e", 0, None, None, stamp, None, 0, []))
+    assert tombstone.value is None and tombstone.value_schema.field("at").schema.name == DATE
+    whole = {"transforms": "t", "transforms.t.type": "org.apache.kafka.connect.transforms.TimestampConverter$Key",
+             "transforms.t.target.type": "Timestamp", "transforms.t.unix.precision": "microseconds"}
+    out = run(whole, SourceRecord("t", None, Schema("int64"), 1_700_000_000_123_456, None, None))
+    assert out.key_schema == Schema("int64", False, TIMESTAMP, 1)
+    assert out.key == dt.datetime(2023, 11, 14, 22, 13, 20, 123000, tzinfo=dt.UTC)
+    with pytest.raises(DataException, match=r"Could not parse timestamp: value \(nope\)"):
+        run(to_unix, map_record({"at": "nope"}))
+    with pytest.raises(ConfigException, match="requires format option"):
+        chain({"transforms": "t", "transforms.t.type": TC, "transforms.t.target.type": "string"})
+    with pytest.raises(ConfigException, match="String must be one of"):
+        chain({"transforms": "t", "transforms.t.type": TC, "transforms.t.target.type": "epoch"})
+    with pytest.raises(ConfigException, match="SimpleDateFormat-compatible pattern"):
+        chain({"transforms": "t", "transforms.t.type": TC, "transforms.t.target.type": "string",
+               "transforms.t.format": "yyyy-bb"})
+
+
+def test_date_format_round_trips_common_patterns() -> None:
+    from odradek.connect.date_format import DateFormat
+    millis = 1_700_000_000_123
+    for pattern in ("yyyyMMdd", "yyyy-MM-dd HH:mm:ss.SSS", "EEE, d MMM yyyy hh:mm:ss a z", "yyyy-DDD'T'HHmmssSSSZ",
+                    "yy-M-d k:m:s.S X"):
+        fmt = DateFormat(pattern)
+        text = fmt.format(millis)
+        expect = millis if "S" in pattern else millis - millis % (1000 if "s" in pattern else 86_400_000)
+        assert fmt.parse(text) == expect, (pattern, text)
+    assert DateFormat("EEE, d MMM yyyy hh:mm:ss a").format(millis) == "Tue, 14 Nov 2023 10:13:20 PM"
+    assert DateFormat("'at' HH 'o''clock'").format(millis) == "at 22 o'clock"
+
+
+def test_timestamp_router_and_header_from() -> None:
+    router = {"transforms": "r", "transforms.r.type": "org.apache.kafka.connect.transforms.TimestampRouter",
+              "transforms.r.topic.format": "${topic}_${timestamp}", "transforms.r.timestamp.format": "yyyy-MM"}
+    record = SourceRecord("logs", None, None, None, None, {"a": 1}, timestamp=1_700_000_000_000)
+    assert run(router, record).topic == "logs_2023-11"
+    default = {"transforms": "r", "transforms.r.type": "org.apache.kafka.connect.transforms.TimestampRouter"}
+    assert run(default, record).topic == "logs-20231114"
+    with pytest.raises(DataException, match="Timestamp missing on record"):
+        run(default, map_record({"a": 1}))
+    move = {"transforms": "h", "transforms.h.type": "org.apache.kafka.connect.transforms.HeaderFrom$Value",
+            "transforms.h.fields": "id,name", "transforms.h.headers": "h_id,h_name", "transforms.h.operation": "move"}
+    out = run(move, user_record())
+    assert [f.name for f in out.value_schema.fields] == ["address"]
+    assert out.headers == [("h_id", INT32_SCHEMA, 7), ("h_name", STRING_SCHEMA, "ada")]
+    copy = {**move, "transforms.h.operation": "copy"}
+    out = run(copy, map_record({"id": 3, "name": "x", "z": 0}))
+    assert out.value == {"id": 3, "name": "x", "z": 0} and out.headers == [("h_id", None, 3), ("h_name", None, "x")]
+    with pytest.raises(ConfigException, match="same number of elements"):
+        chain({**move, "transforms.h.headers": "only_one"})
+    with pytest.raises(ConfigException, match="String must be one of: move, copy"):
+        chain({**move, "transforms.h.operation": "swap"})

@@ -296,6 +296,13 @@ class Connector(abc.ABC):
     def validate(self, props: Mapping[str, str]) -> list[ConfigValue]:
         return self.config().validate(props)
 
+    def alter_offsets(self, config: Mapping[str, str], offsets: Mapping[Any, Any]) -> bool:
+        """KIP-875: offsets are about to be altered (or reset: every offset None) through the REST API. A
+        source connector gets {partition JSON bytes: offset dict or None}, a sink {(topic, partition): offset or
+        None}. Raise to refuse them; return True if the connector manages no offsets outside the framework's
+        (Kafka's `alterOffsets`, whose default answers False)."""
+        return False
+
 
 class SourceConnector(Connector):
     pass

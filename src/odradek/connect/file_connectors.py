@@ -5,6 +5,7 @@ FileStreamSink writes each record's value as a line to a file (standard output w
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
@@ -67,6 +68,24 @@ class FileStreamSourceConnector(SourceConnector):
 
     def stop(self) -> None:
         pass
+
+    def alter_offsets(self, config: Mapping[str, str], offsets: Mapping[Any, Any]) -> bool:
+        if not config.get(FILE):
+            raise ConnectException(f"Offsets cannot be modified if the '{FILE}' configuration is unspecified. This "
+                                   "is because stdin is used for input and offsets are not tracked.")
+        for partition_json, offset in offsets.items():
+            if offset is None:
+                continue
+            if "position" not in offset:
+                raise ConnectException("Offset objects should either be null or contain the key 'position'")
+            position = offset["position"]
+            if isinstance(position, bool) or not isinstance(position, int):
+                raise ConnectException("The value for the 'position' key in the offset is expected to be a Long value")
+            if position < 0:
+                raise ConnectException("The value for the 'position' key in the offset should be a non-negative value")
+            if "filename" not in json.loads(partition_json):
+                raise ConnectException("Partition objects should contain the key 'filename'")
+        return True
 
     def config(self) -> ConfigDef:
         return SOURCE_CONFIG
@@ -166,6 +185,9 @@ class FileStreamSinkConnector(SinkConnector):
 
     def config(self) -> ConfigDef:
         return SINK_CONFIG
+
+    def alter_offsets(self, config: Mapping[str, str], offsets: Mapping[Any, Any]) -> bool:
+        return True  # no offsets of its own, nothing to check
 
 
 class FileStreamSinkTask(SinkTask):

@@ -50,6 +50,19 @@ class FileOffsetStore:
             text = "".join(json.dumps({"key": k.decode(), "value": v.decode()}) + "\n" for k, v in self._data.items())
             atomic_write(self.path, text)
 
+    def write(self, connector: str, entries: Mapping[bytes, Any]) -> None:
+        """KIP-875's alter and reset: set these offsets (keyed by the JSON of their partition); a None offset
+        erases its partition's entry, as Kafka's tombstone does."""
+        with self._lock:
+            for partition_json, offset in entries.items():
+                key = offset_key(connector, json.loads(partition_json))
+                if offset is None:
+                    self._data.pop(key, None)
+                else:
+                    self._data[key] = _compact(offset)
+            text = "".join(json.dumps({"key": k.decode(), "value": v.decode()}) + "\n" for k, v in self._data.items())
+            atomic_write(self.path, text)
+
     def connector_offsets(self, connector: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         """Every (partition, offset) stored for `connector` (KIP-875's GET offsets)."""
         with self._lock:

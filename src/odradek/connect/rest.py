@@ -78,6 +78,9 @@ class ConnectRest:
         r.add_get("/connector-plugins", self.plugins)
         r.add_put("/connector-plugins/{plugin}/config/validate", self.validate)
         r.add_get("/admin/loggers", self.loggers)
+        from odradek.connect import rest_ops
+
+        rest_ops.add_routes(app, self)
         return app
 
     # ---- helpers -------------------------------------------------------------------------------------

@@ -7,12 +7,14 @@ act on the key or the value; each works on schemaless values (maps) and on struc
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from odradek.connect.api import ConfigException, ConnectRecord, SinkRecord
-from odradek.connect.data import DataException, Schema, Struct, struct_schema
+from odradek.connect.data import DATE, TIME, TIMESTAMP, DataException, Schema, Struct, struct_schema
+from odradek.connect.date_format import DateFormat, PatternError
 
 PKG = "org.apache.kafka.connect.transforms."
 
@@ -353,14 +355,196 @@ def cast(config: Mapping[str, str], side: Side) -> Transform:
     return apply
 
 
+# ---- timestamps -------------------------------------------------------------------------------------------
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+_TARGETS = ("string", "unix", "Date", "Time", "Timestamp")
+# unix.precision: (units per millisecond, milliseconds per unit)
+_PRECISIONS = {"nanoseconds": (1_000_000, 1), "microseconds": (1000, 1), "milliseconds": (1, 1), "seconds": (1, 1000)}
+
+
+def _truncate(a: int, b: int) -> int:
+    """Java's integer division (toward zero), as TimeUnit conversions do."""
+    q = abs(a) // b
+    return q if a >= 0 else -q
+_LOGICAL = {"Date": ("int32", DATE), "Time": ("int32", TIME), "Timestamp": ("int64", TIMESTAMP)}
+
+
+def _one_of(config: Mapping[str, str], key: str, choices: tuple[str, ...], default: str | None = None) -> str:
+    value = config.get(key, default)
+    if value is None:
+        raise ConfigException(f'Missing required configuration "{key}" which has no default value.')
+    if value not in choices:
+        raise ConfigException(f"Invalid value {value} for configuration {key}: String must be one of: "
+                              f"{', '.join(choices)}")
+    return value
+
+
+def _date_format(pattern: str, what: str) -> DateFormat:
+    try:
+        return DateFormat(pattern)
+    except PatternError:
+        raise ConfigException(f"{what}{pattern}") from None
+
+
+def timestamp_converter(config: Mapping[str, str], side: Side) -> Transform:
+    field = config.get("field", "")
+    target = _one_of(config, "target.type", _TARGETS)
+    precision = _one_of(config, "unix.precision", tuple(_PRECISIONS), "milliseconds")
+    pattern = config.get("format", "")
+    if target == "string" and not pattern.strip():
+        raise ConfigException("TimestampConverter requires format option to be specified when using string "
+                              "timestamps")
+    fmt = _date_format(pattern, "TimestampConverter requires a SimpleDateFormat-compatible pattern for string "
+                                "timestamps: ") if pattern.strip() else None
+    per_milli, milli_per = _PRECISIONS[precision]
+
+    def to_millis(value: Any, kind: str) -> int:
+        if kind == "string":
+            if not isinstance(value, str):
+                raise DataException(f"Expected string timestamp to be a String, but found {type(value).__name__}")
+            if fmt is None:
+                raise DataException("TimestampConverter requires format option to parse string timestamps")
+            try:
+                return fmt.parse(value)
+            except ValueError:
+                raise DataException(f"Could not parse timestamp: value ({value}) does not match pattern "
+                                    f"({fmt.pattern})") from None
+        if kind == "unix":
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise DataException(f"Expected Unix timestamp to be a Long, but found {type(value).__name__}")
+            return _truncate(value, per_milli) * milli_per
+        if isinstance(value, dt.datetime):
+            moment = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+            return (moment - _EPOCH) // dt.timedelta(milliseconds=1)
+        if isinstance(value, dt.date):
+            return (value - _EPOCH.date()).days * 86_400_000
+        if isinstance(value, dt.time):
+            return ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
+        raise DataException(f"Expected {kind} to be a datetime, but found {type(value).__name__}")
+
+    def from_millis(millis: int) -> Any:
+        if target == "string":
+            assert fmt is not None
+            return fmt.format(millis)
+        if target == "unix":
+            return _truncate(millis, milli_per) * per_milli
+        moment = _EPOCH + dt.timedelta(milliseconds=millis)
+        if target == "Date":
+            return moment.date()
+        if target == "Time":
+            return moment.time()
+        return moment
+
+    def target_schema(optional: bool) -> Schema:
+        if target in _LOGICAL:
+            kind, name = _LOGICAL[target]
+            return Schema(kind, optional, name, 1)
+        return Schema("string" if target == "string" else "int64", optional)
+
+    def kind_of_schema(schema: Schema) -> str:
+        for kind, (_t, name) in _LOGICAL.items():
+            if schema.name == name:
+                return kind
+        if schema.type in ("string", "int64"):
+            return "string" if schema.type == "string" else "unix"
+        raise DataException(f"Schema {schema.type} does not correspond to a known timestamp type format")
+
+    def infer(value: Any) -> str:
+        if isinstance(value, dt.datetime):
+            return "Timestamp"
+        if isinstance(value, dt.date):
+            return "Date"
+        if isinstance(value, dt.time):
+            return "Time"
+        if isinstance(value, int) and not isinstance(value, bool):
+            return "unix"
+        if isinstance(value, str):
+            return "string"
+        raise DataException(f"TimestampConverter does not support {type(value).__name__} objects as timestamps")
+
+    def convert(value: Any, kind: str | None) -> Any:
+        if value is None:
+            return None
+        return from_millis(to_millis(value, kind or infer(value)))
+
+    def apply(record: ConnectRecord) -> ConnectRecord | None:
+        schema, value = side.get(record)
+        if schema is None:
+            if value is None or not field:
+                return side.put(record, None, convert(value, None))
+            fields = _fields_of(None, value, "converting timestamp formats")
+            return side.put(record, None, {**fields, field: convert(fields.get(field), None)})
+        if not field:
+            return side.put(record, target_schema(schema.optional), convert(value, kind_of_schema(schema)))
+        fields = {} if value is None else _fields_of(schema, value, "converting timestamp formats")
+        out = [(f.name, target_schema(f.schema.optional), convert(fields.get(f.name), kind_of_schema(f.schema)))
+               if f.name == field else (f.name, f.schema, fields.get(f.name)) for f in schema.fields]
+        new_schema, struct = _struct(None, out, like=schema)
+        return side.put(record, new_schema, None if value is None else struct)  # a null value keeps the new schema
+
+    return apply
+
+
+def timestamp_router(config: Mapping[str, str], _side: Side) -> Transform:
+    topic_format = config.get("topic.format", "${topic}-${timestamp}")
+    pattern = config.get("timestamp.format", "yyyyMMdd")
+    fmt = _date_format(pattern, "Invalid value for configuration timestamp.format: ")
+
+    def apply(record: ConnectRecord) -> ConnectRecord | None:
+        if record.timestamp is None:
+            raise DataException(f"Timestamp missing on record: {record}")
+        stamp = fmt.format(record.timestamp)
+        return dataclasses.replace(record, topic=topic_format.replace("${topic}", record.topic)
+                                   .replace("${timestamp}", stamp))
+
+    return apply
+
+
+def header_from(config: Mapping[str, str], side: Side) -> Transform:
+    fields, headers = _list(config, "fields"), _list(config, "headers")
+    for key, items in (("fields", fields), ("headers", headers)):
+        if key not in config:
+            raise ConfigException(f'Missing required configuration "{key}" which has no default value.')
+        if not items:
+            raise ConfigException(f"Invalid value [] for configuration {key}: Empty list")
+    if len(fields) != len(headers):
+        raise ConfigException("'fields' config must have the same number of elements as 'headers' config.")
+    move = _one_of(config, "operation", ("move", "copy")) == "move"
+
+    def apply(record: ConnectRecord) -> ConnectRecord | None:
+        schema, value = side.get(record)
+        purpose = f"header {'move' if move else 'copy'}"
+        values = _fields_of(schema, value, purpose)
+        added: list[tuple[str, Schema | None, Any]] = []
+        for name, header in zip(fields, headers, strict=True):
+            field_schema = None
+            if schema is not None:
+                f = schema.field(name)
+                if f is None:
+                    raise DataException(f"{name} is not a valid field name")
+                field_schema = f.schema
+            added.append((header, field_schema, values.get(name)))
+        record = dataclasses.replace(record, headers=[*record.headers, *added])
+        if not move:
+            return record
+        if schema is None:
+            return side.put(record, None, {k: v for k, v in values.items() if k not in fields})
+        kept = [(f.name, f.schema, values[f.name]) for f in schema.fields if f.name not in fields]
+        return side.put(record, *_struct(None, kept, like=schema))
+
+    return apply
+
+
 TRANSFORMS: dict[str, Callable[[Mapping[str, str], Side], Transform]] = {
     "InsertField": insert_field, "ReplaceField": replace_field, "MaskField": mask_field, "ValueToKey": value_to_key,
     "ExtractField": extract_field, "HoistField": hoist_field, "SetSchemaMetadata": set_schema_metadata,
     "RegexRouter": regex_router, "DropHeaders": drop_headers, "InsertHeader": insert_header, "Filter": filter_all,
-    "Flatten": flatten, "Cast": cast,
+    "Flatten": flatten, "Cast": cast, "TimestampConverter": timestamp_converter, "TimestampRouter": timestamp_router,
+    "HeaderFrom": header_from,
 }
 # transforms without $Key/$Value variants
-_WHOLE_RECORD = {"ValueToKey", "RegexRouter", "DropHeaders", "InsertHeader", "Filter"}
+_WHOLE_RECORD = {"ValueToKey", "RegexRouter", "DropHeaders", "InsertHeader", "Filter", "TimestampRouter"}
 
 
 # ---- predicates -------------------------------------------------------------------------------------------

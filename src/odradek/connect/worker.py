@@ -25,6 +25,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from odradek.admin_client.connect import ClientErrors, client_config, create_client
 from odradek.connect import transforms
+from odradek.connect.active_topics import ActiveTopics
 from odradek.connect.api import (
     ConfigDef,
     ConfigException,
@@ -42,6 +43,7 @@ from odradek.connect.api import (
 )
 from odradek.connect.converters import Converter
 from odradek.connect.data import Schema
+from odradek.connect.metrics import TaskMetrics, WorkerMetrics
 from odradek.connect.offset_store import ConnectorOffsetReader, FileOffsetStore
 from odradek.connect.plugins import PluginNotFound, Plugins
 from odradek.connect.worker_config import WorkerConfig
@@ -111,6 +113,7 @@ class TaskRunner:
         self.props = props
         self.stopping = threading.Event()
         self.paused = threading.Event()
+        self.metrics = TaskMetrics()
         self.thread = threading.Thread(target=self._run, name=f"task-thread-{connector.name}-{task.id}", daemon=True)
 
     def start(self) -> None:
@@ -124,6 +127,8 @@ class TaskRunner:
         try:
             self.run()
         except Exception as exc:  # the task failed: its status says why, the other tasks go on
+            if self.task.state not in (RUNNING, PAUSED):
+                self.worker.metrics.startup("task", False)
             log.error("%s Task threw an uncaught and unrecoverable exception. Task is being killed and will not "
                       "recover until manually restarted", self.label(), exc_info=exc)
             self.task.state, self.task.trace = FAILED, _trace(exc)
@@ -164,16 +169,20 @@ class SourceTaskRunner(TaskRunner):
                       "enable.idempotence": False, "linger.ms": 5}))
         task.start(dict(self.props))
         self.task.state = RUNNING
+        self.worker.metrics.startup("task", True)
         log.info("%s Source task finished initialization and start", self.label())
         pending: dict[bytes, Any] = {}  # the offsets of records sent since the last commit, by source partition
         failures: list[KafkaError] = []
         next_flush = time.monotonic() + cfg.ms("offset.flush.interval.ms")
         try:
             while not self.stopping.is_set():
+                self.metrics.tick(not self.paused.is_set())
                 if self.paused.is_set():
                     self.stopping.wait(0.1)
                     continue
                 records = task.poll() or []
+                if records:
+                    self.metrics.polled(len(records))
                 for record in records:
                     try:
                         changed = transform(record)
@@ -208,6 +217,9 @@ class SourceTaskRunner(TaskRunner):
         def delivered(err: KafkaError | None, _msg: Any) -> None:
             if err is not None:
                 failures.append(err)
+            else:
+                self.worker.active_topics.record(self.connector.name, record.topic)
+                self.metrics.written()
 
         kwargs: dict[str, Any] = {"key": key, "value": value, "on_delivery": delivered}
         if record.kafka_partition is not None:
@@ -226,9 +238,12 @@ class SourceTaskRunner(TaskRunner):
     def _commit(self, producer: Producer, task: SourceTask, pending: dict[bytes, Any],
                 failures: list[KafkaError]) -> None:
         """Deliver what was sent, then commit the offsets it reached (Kafka's offset flush)."""
+        started = time.perf_counter()
         left = producer.flush(self.worker.config.ms("offset.flush.timeout.ms"))
         if failures:
             raise KafkaException(failures[0])
+        if pending:
+            self.metrics.committed(started, not left)
         if left:
             log.warning("%s Failed to flush, timed out while waiting for producer to flush outstanding %d messages",
                         self.label(), left)
@@ -262,12 +277,20 @@ class SinkTaskRunner(TaskRunner):
         def flush_and_commit() -> None:
             if not positions:
                 return
+            started = time.perf_counter()
             task.flush(dict(positions))
-            consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in positions.items()], asynchronous=False)
+            try:
+                consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in positions.items()],
+                                asynchronous=False)
+            except KafkaException:
+                self.metrics.committed(started, False)
+                raise
+            self.metrics.committed(started, True)
             positions.clear()
 
         def on_assign(_c: Any, partitions: list[TopicPartition]) -> None:
             context.assignment |= {(tp.topic, tp.partition) for tp in partitions}
+            self.metrics.partitions = len(context.assignment)
             task.open([(tp.topic, tp.partition) for tp in partitions])
 
         def on_revoke(_c: Any, partitions: list[TopicPartition]) -> None:
@@ -275,6 +298,7 @@ class SinkTaskRunner(TaskRunner):
             gone = [(tp.topic, tp.partition) for tp in partitions]
             task.close(gone)
             context.assignment -= set(gone)
+            self.metrics.partitions = len(context.assignment)
 
         task.start(dict(self.props))
         topics = self.connector.config.get("topics", "")
@@ -282,15 +306,20 @@ class SinkTaskRunner(TaskRunner):
         subscription = [t.strip() for t in topics.split(",") if t.strip()] if topics else [f"^{regex}"]
         consumer.subscribe(subscription, on_assign=on_assign, on_revoke=on_revoke)
         self.task.state = RUNNING
+        self.worker.metrics.startup("task", True)
         log.info("%s Sink task finished initialization and start", self.label())
         next_flush = time.monotonic() + cfg.ms("offset.flush.interval.ms")
         try:
             while not self.stopping.is_set():
+                self.metrics.tick(not self.paused.is_set())
                 if self.paused.is_set():
                     self.stopping.wait(0.1)
                     continue
                 batch: list[SinkRecord] = []
-                for msg in consumer.consume(500, 0.5):
+                messages = consumer.consume(500, 0.5)
+                if messages:
+                    self.metrics.read(len(messages))
+                for msg in messages:
                     error = msg.error()
                     if error is not None:
                         if error.code() == KafkaError._PARTITION_EOF:
@@ -298,6 +327,7 @@ class SinkTaskRunner(TaskRunner):
                         raise KafkaException(error)
                     topic, partition, offset = str(msg.topic()), int(msg.partition() or 0), int(msg.offset() or 0)
                     positions[(topic, partition)] = offset + 1
+                    self.worker.active_topics.record(name, topic)
                     try:
                         key_schema, key = key_converter.to_connect(topic, msg.key())
                         value_schema, value = value_converter.to_connect(topic, msg.value())
@@ -319,6 +349,7 @@ class SinkTaskRunner(TaskRunner):
                         batch.append(record)
                 if batch:
                     task.put(batch)
+                    self.metrics.sent(len(batch))
                 if time.monotonic() >= next_flush or context.commit_requested:
                     context.commit_requested = False
                     if dlq is not None:
@@ -381,6 +412,8 @@ class Worker:
         self.worker_id = worker_id
         self.connectors: dict[str, ConnectorState] = {}
         self._lock = threading.RLock()
+        self.active_topics = ActiveTopics(config.get("topic.tracking.enable", "true") == "true")
+        self.metrics = WorkerMetrics(self)
 
     # ---- configuration ----------------------------------------------------------------------------------
 
@@ -445,6 +478,7 @@ class Worker:
         if state.target == STOPPED:
             state.state, state.tasks = STOPPED, []
             return
+        self.metrics.startup("connector", None)
         try:
             connector = self.plugins.connector_class(state.config["connector.class"])()
             connector.initialize(ConnectorContext(lambda: self._reconfigure(state.name),
@@ -456,8 +490,10 @@ class Worker:
             state.state, state.trace = (PAUSED if state.target == PAUSED else RUNNING), None
             log.info("[Worker clientId=connect-%s] Finished creating connector %s", self.worker_id, state.name)
         except Exception as exc:
+            self.metrics.startup("connector", False)
             self._fail(state, exc)
             return
+        self.metrics.startup("connector", True)
         state.tasks = [TaskState(i) for i in range(len(state.task_configs))]
         for task in state.tasks:
             self._start_task(state, task)
@@ -468,6 +504,7 @@ class Worker:
         if state.kind == "sink":
             props.update({k: state.config[k] for k in SINK_KEYS if k in state.config})
         runner = runner_cls(self, state, task, props)
+        self.metrics.startup("task", None)
         task.runner, task.trace = runner, None
         task.state = UNASSIGNED
         if state.target == PAUSED:
@@ -500,6 +537,7 @@ class Worker:
         with self._lock:
             state = self.connectors.pop(name)
             self._stop_connector(state)
+            self.active_topics.reset(name)
             return state
 
     def set_target(self, name: str, target: str) -> None:

@@ -30,6 +30,8 @@ WORKER_DEFAULTS = {
     "session.timeout.ms": "10000",
     "heartbeat.interval.ms": "3000",
     "rebalance.timeout.ms": "60000",
+    "topic.tracking.enable": "true",
+    "topic.tracking.allow.reset": "true",
 }
 REQUIRED = ("key.converter", "value.converter")
 STANDALONE_REQUIRED = ("offset.storage.file.filename",)

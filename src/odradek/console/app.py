@@ -27,7 +27,7 @@ from urllib.parse import quote, urlencode
 import jinja2
 from aiohttp import web
 
-from odradek.console import browse, gate
+from odradek.console import browse, connectors, gate
 from odradek.console.cluster import ClusterAdmin, ClusterError
 from odradek.console.sampler import LagHistory
 from odradek.pipelines.weblogs import METRICS_TOPIC
@@ -48,6 +48,7 @@ class Settings:
     refresh_ms: int = 5000
     metrics_url_template: str | None = None
     weblogs_topic: str = METRICS_TOPIC
+    connect_url: str | None = None  # a Kafka Connect worker's REST API, for the Connectors page
 
 
 class UserError(Exception):
@@ -428,5 +429,6 @@ def create_app(cluster: ClusterAdmin, history: LagHistory, settings: Settings, a
     r.add_get("/api/groups/{group}/lag", group_lag_api)
     r.add_get("/weblogs", weblogs_page)
     r.add_get("/api/weblogs", weblogs_api)
+    connectors.install(app, settings.connect_url, cluster.timeout)
     r.add_static("/static", HERE / "static")
     return app

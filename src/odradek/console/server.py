@@ -2,7 +2,7 @@
 protocol to any Kafka-compatible cluster (Odradek or not) and serves pages about it over HTTP.
 
     odradek console --bootstrap-server 127.0.0.1:9092 [--command-config FILE] [--port 8080] [--host 127.0.0.1]
-                    [--token-file FILE] [--allowed-host NAME ...] [--read-only]
+                    [--token-file FILE] [--allowed-host NAME ...] [--read-only] [--connect-url URL]
 
 Only its operator may use it. Once it serves it prints `Console at http://127.0.0.1:8080/?token=<token>`:
 that URL logs a browser in (or paste the token into the login page). The token is random for each run,
@@ -55,6 +55,8 @@ def build_parser() -> ArgParser:
     p.add_argument("--metrics-url-template", metavar="URL",
                    help="link each broker to its metrics, e.g. 'http://{host}:9404/metrics' "
                         "({id}, {host} and {port} are the broker's)")
+    p.add_argument("--connect-url", metavar="URL",
+                   help="a Kafka Connect worker's REST API (e.g. http://127.0.0.1:8083): adds the Connectors page")
     p.add_argument("--refresh-ms", default="5000", help="how often pages refresh their values (default 5000)")
     p.add_argument("--lag-sample-ms", default="10000",
                    help="how often consumer-group lag is sampled for the lag charts (default 10000)")

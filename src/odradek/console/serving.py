@@ -59,7 +59,8 @@ async def serve(opts: argparse.Namespace, bootstrap: str) -> int:
     properties = read_properties_file(opts.command_config)
     cluster = await asyncio.to_thread(ClusterAdmin, bootstrap, properties, timeout_ms, starts == 0)
     history = LagHistory()
-    settings = Settings(refresh_ms=refresh_ms, metrics_url_template=opts.metrics_url_template)
+    settings = Settings(refresh_ms=refresh_ms, metrics_url_template=opts.metrics_url_template,
+                        connect_url=opts.connect_url)
     port = listener.getsockname()[1]
     access = Gate(Sessions(token, key), HostAllowlist(opts.host, opts.allowed_host), f"odradek_console_{port}",
                   read_only=opts.read_only)
