@@ -105,7 +105,9 @@ def test_exactly_once_counter_through_a_broker_and_an_instance_kill(
     produce_round(bootstrap, "eos-input", 0)
     props = {"bootstrap.servers": bootstrap, "application.id": "eos-counter", "input.topic": "eos-input",
              "output.topic": "eos-output", "processing.guarantee": "exactly_once_v2", "replication.factor": "3",
-             "num.standby.replicas": "1", "commit.interval.ms": "200", "statestore.cache.max.bytes": "0"}
+             "num.standby.replicas": "1", "commit.interval.ms": "200", "statestore.cache.max.bytes": "0",
+             # the killed instance's tasks move after its session times out: the broker's minimum, not 45 s
+             "session.timeout.ms": "6000", "heartbeat.interval.ms": "1000"}
     instances = []
     for name in ("a", "b"):
         workdir = tmp_path / name
