@@ -1,0 +1,79 @@
+"""librdkafka's own share-consumer tests (KIP-932), 0170-0185 of librdkafka 2.15.0's tests/ directory,
+unmodified, run by its test program against one Odradek broker as librdkafka's CI runs them against
+Kafka 4.2.0 (TEST_KAFKA_VERSION=4.2.0; the broker settings of its single-broker test cluster).
+
+scripts/test.sh builds the test program once into ~/.cache/odradek (`librdkafka_tests` in scripts/env.sh,
+from the librdkafka release source that npm's @confluentinc/kafka-javascript ships). Each librdkafka test
+is one pytest test; its whole log is kept in the test's temp dir and its failing lines are the assertion's
+message. The cheap ones run by default, the rest (minutes each: they wait out heartbeats, lock expiry and
+session timeouts) with --run-slow. 0182 and 0183 run on librdkafka's mock cluster, not on Odradek.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.harness import BrokerProcess
+
+VERSION = "2.15.0"
+KAFKA_VERSION = "4.2.0"
+# the librdkafka tests and whether each runs by default (cheap) or only with --run-slow
+TESTS = {
+    "0170": False, "0171": False, "0172": False, "0173": False, "0174": False, "0175": True,
+    "0176": False, "0177": False, "0178": False, "0179": False, "0180": False, "0181": True,
+    "0182": False, "0183": False, "0184": False, "0185": False,
+}
+_ANSI = re.compile(r"\x1b\[[0-9;]*m|\x1b\(B")
+
+
+@pytest.fixture(scope="module")
+def broker_config() -> dict[str, str]:
+    """What librdkafka's test cluster sets on a single Kafka 4.2 broker (tests/cluster_testing.py)."""
+    return {
+        "group.share.min.record.lock.duration.ms": "1000",
+        "share.coordinator.state.topic.replication.factor": "1",
+        "share.coordinator.state.topic.min.isr": "1",
+        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.min.isr": "1",
+    }
+
+
+def librdkafka_home() -> Path:
+    """Where the test command built librdkafka and its test program."""
+    home = os.environ.get("ODRADEK_LIBRDKAFKA_HOME")
+    path = Path(home) if home else (Path(os.environ.get("ODRADEK_CACHE", Path.home() / ".cache" / "odradek"))
+                                    / f"librdkafka-{VERSION}")
+    if not (path / ".complete").exists():
+        raise RuntimeError(f"librdkafka {VERSION}'s test program is not in {path}: run `bash scripts/test.sh` once "
+                           "(it builds it), or `. scripts/env.sh && librdkafka_tests`")
+    return path
+
+
+def failure_lines(log: str) -> str:
+    """The lines of a test-runner log that say what failed (ANSI colours dropped)."""
+    lines = [_ANSI.sub("", line) for line in log.splitlines()]
+    picked = [line for line in lines if re.search(r"FAIL|[Aa]ssert|Test .* failed", line)]
+    return "\n".join((picked or lines)[-40:])
+
+
+@pytest.mark.parametrize(
+    "number", [pytest.param(n, marks=() if cheap else pytest.mark.slow) for n, cheap in TESTS.items()])
+def test_librdkafka_share_consumer(broker: BrokerProcess, tmp_path: Path, number: str) -> None:
+    home = librdkafka_home()
+    conf = tmp_path / "test.conf"
+    conf.write_text(f"bootstrap.servers={broker.bootstrap}\n")
+    env = {**os.environ, "TESTS": number, "TEST_KAFKA_VERSION": KAFKA_VERSION, "RDKAFKA_TEST_CONF": str(conf),
+           "LD_LIBRARY_PATH": f"{home / 'src'}:{home / 'src-cpp'}"}
+    log_path = tmp_path / f"{number}.log"
+    with open(log_path, "wb") as log:
+        # the test program keeps its own per-test timeouts; this one only stops a hung run
+        rc = subprocess.run([str(home / "tests" / "test-runner")], cwd=tmp_path, env=env, stdout=log,
+                            stderr=subprocess.STDOUT, timeout=1200, check=False).returncode
+    out = log_path.read_text(errors="replace")
+    assert rc == 0 and "ALL TESTS PASSED" in out, f"librdkafka test {number} failed (rc {rc}, log {log_path}):\n" \
+        + failure_lines(out)
