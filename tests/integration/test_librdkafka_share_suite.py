@@ -6,7 +6,8 @@ scripts/test.sh builds the test program once into ~/.cache/odradek (`librdkafka_
 from the librdkafka release source that npm's @confluentinc/kafka-javascript ships). Each librdkafka test
 is one pytest test; its whole log is kept in the test's temp dir and its failing lines are the assertion's
 message. The cheap ones run by default, the rest (minutes each: they wait out heartbeats, lock expiry and
-session timeouts) with --run-slow. 0182 and 0183 run on librdkafka's mock cluster, not on Odradek.
+session timeouts) with --run-slow. 0182 and 0183 are not run: they test librdkafka against its own mock
+cluster, never a broker. 0172 and 0179 fail on known departures (DEPARTURES below): they run as xfail.
 """
 
 from __future__ import annotations
@@ -28,15 +29,26 @@ TESTS = {
     "0170": "do_test_auto_offset_reset_earliest", "0171": "single_consumer_single_topic_multiple_partitions",
     "0172": "do_test_release_redelivery", "0173": "do_test_commit_async_callback", "0174": None,
     "0175": "do_test_two_groups_same_topic", "0176": None, "0177": None, "0178": None, "0179": None,
-    "0180": None, "0181": None, "0182": None, "0183": None, "0184": None, "0185": None,
+    "0180": None, "0181": None, "0184": None, "0185": None,
+}  # 0182 and 0183 are left out: they run on librdkafka's mock cluster, not on a broker
+# whole tests that fail on a known departure (docs/DESIGN.md, Share groups): the sub-test and why
+DEPARTURES = {
+    "0172": "do_test_mixed_ack_mode_same_group: a new group's first member is assigned every partition at "
+            "once (Kafka assigns only share partitions the share coordinator has initialised)",
+    "0179": "do_test_destroy_with_explicit_ack/implicit_ack expect a new group's first ShareFetch of 2 partitions "
+            "to return one partition's records (Kafka initialises share partitions asynchronously)",
 }
 _ANSI = re.compile(r"\x1b\[[0-9;]*m|\x1b\(B")
 
 
 @pytest.fixture(scope="module")
 def broker_config() -> dict[str, str]:
-    """What librdkafka's test cluster sets on a single Kafka 4.2 broker (tests/cluster_testing.py)."""
+    """What librdkafka's test cluster sets on a single Kafka 4.2 broker (tests/cluster_testing.py, and its
+    default scenario's topic auto-creation with 4 partitions: 0184 produces through a topic's deletion, so the
+    topic a metadata request auto-creates must keep the deleted one's partitions)."""
     return {
+        "auto.create.topics.enable": "true",
+        "num.partitions": "4",
         "group.share.min.record.lock.duration.ms": "1000",
         "share.coordinator.state.topic.replication.factor": "1",
         "share.coordinator.state.topic.min.isr": "1",
@@ -90,6 +102,8 @@ def test_librdkafka_share_consumer_quick(broker: BrokerProcess, tmp_path: Path, 
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("number", list(TESTS))
+@pytest.mark.parametrize("number", [
+    pytest.param(n, marks=pytest.mark.xfail(reason=DEPARTURES[n], strict=False)) if n in DEPARTURES else n
+    for n in TESTS])
 def test_librdkafka_share_consumer(broker: BrokerProcess, tmp_path: Path, number: str) -> None:
     run_test_runner(broker, tmp_path, number)
