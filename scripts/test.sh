@@ -18,7 +18,9 @@ command -v ip >/dev/null 2>&1 || need+=(iproute2)  # the fault tests' network na
 apt_install "${need[@]}"
 ensure_venv dev,spark
 kafka_jars
-librdkafka_tests  # librdkafka's share-consumer tests (tests/integration/test_librdkafka_share_suite.py)
+# librdkafka's share-consumer tests (tests/integration/test_librdkafka_share_suite.py); a failed build fails those
+# tests alone, not the whole run
+librdkafka_tests || echo "odradek: librdkafka's test program could not be built: test_librdkafka_share_suite will fail" >&2
 tools_hint
 ruff check src tests bench
 mypy src/odradek
