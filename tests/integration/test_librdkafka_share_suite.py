@@ -102,7 +102,7 @@ def test_librdkafka_share_consumer_quick(broker: BrokerProcess, tmp_path: Path, 
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1800)  # 0174 takes ~12 minutes here, others 1-4; the suite's default is 300 s per test
+@pytest.mark.timeout(1800)  # 0174 takes 7-12 minutes here, others 1-4; the suite's default is 300 s per test
 @pytest.mark.parametrize("number", [
     pytest.param(n, marks=pytest.mark.xfail(reason=DEPARTURES[n], strict=False)) if n in DEPARTURES else n
     for n in TESTS])
