@@ -90,3 +90,39 @@ kafka_jars() {  # kafka_jars : Apache Kafka's jars (tests/jvm/pom.xml; Kafka 2.x
   fi
   export ODRADEK_KAFKA_HOME="$home" ODRADEK_KAFKA2_HOME="$home2"
 }
+
+librdkafka_tests() {  # librdkafka_tests : librdkafka's own test program (tests/test-runner), built once into
+  # $ODRADEK_CACHE/librdkafka-VERSION from the librdkafka release source that npm's @confluentinc/kafka-javascript
+  # ships (deps/librdkafka, with its tests/ directory); tests/integration/test_librdkafka_share_suite.py runs its
+  # share-consumer tests against Odradek and finds it through ODRADEK_LIBRDKAFKA_HOME.
+  local version=2.15.0 npm_package=@confluentinc/kafka-javascript@1.10.0 cache home tmp need=() pkg
+  cache="${ODRADEK_CACHE:-$HOME/.cache/odradek}"
+  home="$cache/librdkafka-$version"
+  export ODRADEK_LIBRDKAFKA_HOME="$home"
+  [ -f "$home/.complete" ] && return 0
+  command -v npm >/dev/null 2>&1 || need+=(npm)
+  for pkg in build-essential pkg-config libssl-dev zlib1g-dev libzstd-dev python3; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+  done
+  apt_install "${need[@]}"
+  echo "odradek: building librdkafka $version and its test program from $npm_package (npm) into $home (once, a few minutes)" >&2
+  tmp=$(mktemp -d)
+  (cd "$tmp" && npm pack --silent "$npm_package" >/dev/null && tar xzf ./*.tgz package/deps/librdkafka)
+  if ! grep -q "^#define RD_KAFKA_VERSION 0x$(printf '%02x%02x%02x' ${version//./ })ff" \
+      "$tmp/package/deps/librdkafka/src/rdkafka.h"; then
+    echo "odradek: $npm_package does not ship librdkafka $version" >&2
+    rm -rf "$tmp"
+    return 1
+  fi
+  rm -rf "$home"
+  mkdir -p "$cache"
+  mv "$tmp/package/deps/librdkafka" "$home"
+  rm -rf "$tmp"
+  # what the share-consumer tests need (all compression codecs, lz4 the bundled one); no Kerberos, no HTTP client (OIDC)
+  (cd "$home" && ./configure --disable-gssapi --disable-curl --disable-lz4-ext >odradek-configure.log 2>&1 &&
+     make -j"$(nproc)" libs >odradek-make.log 2>&1 && make -j"$(nproc)" -C tests build >>odradek-make.log 2>&1) || {
+    echo "odradek: building librdkafka failed, see $home/odradek-configure.log and $home/odradek-make.log" >&2
+    return 1
+  }
+  touch "$home/.complete"
+}

