@@ -92,13 +92,17 @@ def produce_round(bootstrap: str, topic: str, start: int) -> None:
     assert p.flush(120) == 0
 
 
+@pytest.mark.parametrize("protocol", ["classic", "streams"])
 def test_exactly_once_counter_through_a_broker_and_an_instance_kill(
         zk_standalone: ZooKeeperChroot, brokers: BrokerPool, streams_app: list[subprocess.Popen],
-        tmp_path: Path) -> None:
+        tmp_path: Path, protocol: str) -> None:
     """Two instances of a stateful exactly_once_v2 application (repartition and changelog topics, a standby
-    replica) on a 3-broker cluster; a broker is killed -9, then an instance, which restarts and restores its
-    state: every key's committed counts are 1, 2, ... once each, and the totals are exact."""
-    cluster = brokers.start_cluster(zk_standalone.connect_string, 3, {"min.insync.replicas": "2"})
+    replica) on a 3-broker cluster, with the classic rebalance protocol and with streams groups (KIP-1071); a
+    broker is killed -9, then an instance, which restarts and restores its state: every key's committed counts
+    are 1, 2, ... once each, and the totals are exact."""
+    # a killed member's tasks move when its session times out: 6 s for both protocols, not 45 s
+    streams_sessions = {"group.streams.min.session.timeout.ms": "6000", "group.streams.session.timeout.ms": "6000"}
+    cluster = brokers.start_cluster(zk_standalone.connect_string, 3, {"min.insync.replicas": "2", **streams_sessions})
     bootstrap = cluster.bootstrap
     create_topic(bootstrap, "eos-input", partitions=3, rf=3)
     create_topic(bootstrap, "eos-output", partitions=3, rf=3)
@@ -106,8 +110,9 @@ def test_exactly_once_counter_through_a_broker_and_an_instance_kill(
     props = {"bootstrap.servers": bootstrap, "application.id": "eos-counter", "input.topic": "eos-input",
              "output.topic": "eos-output", "processing.guarantee": "exactly_once_v2", "replication.factor": "3",
              "num.standby.replicas": "1", "commit.interval.ms": "200", "statestore.cache.max.bytes": "0",
-             # the killed instance's tasks move after its session times out: the broker's minimum, not 45 s
-             "session.timeout.ms": "6000", "heartbeat.interval.ms": "1000"}
+             "group.protocol": protocol}
+    if protocol == "classic":
+        props.update({"session.timeout.ms": "6000", "heartbeat.interval.ms": "1000"})
     instances = []
     for name in ("a", "b"):
         workdir = tmp_path / name
