@@ -6,7 +6,6 @@ on threads: starting and stopping tasks waits for them."""
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -15,22 +14,12 @@ from aiohttp import web
 
 from odradek import __version__
 from odradek.connect.api import ConfigException, ConfigValue
+from odradek.connect.rest_common import RestError, _json
 from odradek.connect.worker import FAILED, PAUSED, RUNNING, STOPPED, ConnectorState, Worker
 
 log = logging.getLogger("odradek.connect.rest")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-class RestError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-def _json(body: Any, status: int = 200) -> web.Response:
-    return web.Response(status=status, text=json.dumps(body, separators=(",", ":")), content_type="application/json")
 
 
 @web.middleware

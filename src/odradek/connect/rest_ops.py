@@ -6,21 +6,28 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from odradek.connect import offsets_admin
 from odradek.connect.api import ConfigException, ConnectException
+from odradek.connect.rest_common import RestError, _json
+from odradek.connect.worker import ConnectorState, Worker
 
-if TYPE_CHECKING:
-    from odradek.connect.rest import ConnectRest
+
+class RestRoutes(Protocol):
+    """What these routes use of `rest.ConnectRest` (not imported: it imports this module)."""
+
+    worker: Worker
+
+    def _connector(self, request: web.Request) -> ConnectorState: ...
+
+    async def _body(self, request: web.Request) -> Any: ...
 
 
-def add_routes(app: web.Application, rest: ConnectRest) -> None:
-    from odradek.connect.rest import RestError, _json
-
+def add_routes(app: web.Application, rest: RestRoutes) -> None:
     def forbidden_unless(allowed: bool, message: str) -> None:
         if not allowed:
             raise RestError(403, message)

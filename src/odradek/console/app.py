@@ -110,6 +110,36 @@ async def call(fn: Callable[..., Any], *args: Any) -> Any:
     return await asyncio.to_thread(fn, *args)
 
 
+# --- the Connectors page (a Connect worker's REST API, `connectors.py`) ---------------------------------
+
+
+async def connectors_page(request: web.Request) -> web.StreamResponse:
+    client = request.app.get(connectors.CONNECT)
+    if client is None:
+        return render(request, "error.html", status=404, title="No Connect worker",
+                      error="No Connect worker: start the console with --connect-url URL")
+    try:
+        rows, error = await call(client.connectors), None
+    except connectors.ConnectError as exc:
+        rows, error = [], str(exc)
+    return render(request, "connectors.html", title="Connectors", connectors=rows, connect_url=client.url,
+                  error=error)
+
+
+async def connector_action(request: web.Request) -> web.StreamResponse:
+    client = request.app.get(connectors.CONNECT)
+    name, action = request.match_info["name"], request.match_info["action"]
+    if client is None or action not in connectors.ACTIONS:
+        raise web.HTTPNotFound()
+    try:
+        await call(client.act, name, action)
+    except connectors.ConnectError as exc:
+        raise back("/connectors", error=f"Could not {action} {name}: {exc}") from None
+    log.info("Asked the Connect worker to %s connector %s", action, name)
+    raise back("/connectors", ok=f"Asked the worker to {action} {name}")
+
+
+
 # --- middlewares -------------------------------------------------------------------------------
 
 
@@ -430,5 +460,7 @@ def create_app(cluster: ClusterAdmin, history: LagHistory, settings: Settings, a
     r.add_get("/weblogs", weblogs_page)
     r.add_get("/api/weblogs", weblogs_api)
     connectors.install(app, settings.connect_url, cluster.timeout)
+    r.add_get("/connectors", connectors_page)
+    r.add_post("/connectors/{name}/{action}", connector_action)
     r.add_static("/static", HERE / "static")
     return app

@@ -8,7 +8,6 @@ the worker's REST API, whose answer (or error message) comes back as the page's 
 from __future__ import annotations
 
 import json
-import logging
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -16,8 +15,6 @@ from typing import Any
 from urllib.parse import quote
 
 from aiohttp import web
-
-log = logging.getLogger("odradek.console")
 
 ACTIONS = {"pause": ("PUT", "pause"), "resume": ("PUT", "resume"),
            "restart": ("POST", "restart?includeTasks=true&onlyFailed=false")}
@@ -100,38 +97,7 @@ class ConnectClient:
 CONNECT = web.AppKey("connect", ConnectClient)
 
 
-async def connectors_page(request: web.Request) -> web.StreamResponse:
-    from odradek.console.app import call, render
-
-    client = request.app.get(CONNECT)
-    if client is None:
-        return render(request, "error.html", status=404, title="No Connect worker",
-                      error="No Connect worker: start the console with --connect-url URL")
-    try:
-        rows, error = await call(client.connectors), None
-    except ConnectError as exc:
-        rows, error = [], str(exc)
-    return render(request, "connectors.html", title="Connectors", connectors=rows, connect_url=client.url,
-                  error=error)
-
-
-async def connector_action(request: web.Request) -> web.StreamResponse:
-    from odradek.console.app import back, call
-
-    client = request.app.get(CONNECT)
-    name, action = request.match_info["name"], request.match_info["action"]
-    if client is None or action not in ACTIONS:
-        raise web.HTTPNotFound()
-    try:
-        await call(client.act, name, action)
-    except ConnectError as exc:
-        raise back("/connectors", error=f"Could not {action} {name}: {exc}") from None
-    log.info("Asked the Connect worker to %s connector %s", action, name)
-    raise back("/connectors", ok=f"Asked the worker to {action} {name}")
-
-
 def install(app: web.Application, connect_url: str | None, timeout_s: float) -> None:
+    """The client of the operator's Connect worker, if one was given (the pages are `app.py`'s)."""
     if connect_url:
         app[CONNECT] = ConnectClient(connect_url, timeout_s)
-    app.router.add_get("/connectors", connectors_page)
-    app.router.add_post("/connectors/{name}/{action}", connector_action)
