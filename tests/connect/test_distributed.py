@@ -1,0 +1,155 @@
+"""`odradek connect-distributed`: three worker processes in one Connect group on one broker. A file source and a
+file sink created through one worker's REST API run somewhere in the cluster (every worker's REST API shows
+them, a follower forwards writes to the leader); the worker running tasks is killed with SIGKILL, its tasks move
+to the others after the session timeout and the sink file ends with every source line."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from odradek.connect.connect_protocol import (
+    Assignment,
+    WorkerState,
+    decode_assignment,
+    decode_metadata,
+    encode_assignment,
+    encode_metadata,
+)
+from odradek.connect.distributed import eager_assign
+from odradek.connect.group_member import Member
+from tests.connect_helpers import Worker
+from tests.harness import BrokerProcess, free_port, odradek_cmd, wait_port
+from tests.waiting import wait_until
+
+PROPS = ("group.id={group}\nkey.converter=org.apache.kafka.connect.storage.StringConverter\n"
+         "value.converter=org.apache.kafka.connect.storage.StringConverter\n"
+         "config.storage.topic={group}-configs\noffset.storage.topic={group}-offsets\n"
+         "status.storage.topic={group}-status\nconfig.storage.replication.factor=1\n"
+         "offset.storage.replication.factor=1\nstatus.storage.replication.factor=1\noffset.storage.partitions=2\n"
+         "status.storage.partitions=2\nsession.timeout.ms=3000\nheartbeat.interval.ms=500\n"
+         "rebalance.timeout.ms=10000\noffset.flush.interval.ms=300\n")
+
+
+class DistributedWorker(Worker):
+    def __init__(self, cwd: Path, broker: BrokerProcess, group: str) -> None:  # noqa: super() writes standalone files
+        cwd.mkdir(parents=True, exist_ok=True)
+        self.cwd = cwd
+        self.port = free_port()
+        (cwd / "worker.properties").write_text(f"bootstrap.servers={broker.bootstrap}\n"
+                                               f"listeners=http://127.0.0.1:{self.port}\n" + PROPS.format(group=group))
+        self.proc = None
+
+    def start(self, *_files: str) -> None:
+        with open(self.cwd / "connect.out", "ab") as out:
+            self.proc = subprocess.Popen(odradek_cmd("connect-distributed", "worker.properties"), cwd=self.cwd,
+                                         stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        wait_port(self.port, 60, self.proc)
+
+    @property
+    def worker_id(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+def test_protocol_bytes_round_trip() -> None:
+    state = WorkerState("http://w1:8083/", 42)
+    raw = encode_metadata(state)
+    assert raw == b"\x00\x00" + b"\x00\x0fhttp://w1:8083/" + (42).to_bytes(8, "big")
+    assert decode_metadata(raw) == state
+    a = Assignment(0, "leader-1", "http://w1:8083/", 7, ["c1"], [("c1", 0), ("c2", 1)])
+    assert decode_assignment(encode_assignment(a)) == a
+    v1 = Assignment(0, "l", "u", 3, ["c"], [("c", 0)], ["d"], [("d", 2)], 5000, version=1)
+    assert decode_assignment(encode_assignment(v1)) == v1
+    meta1 = WorkerState("u", 3, 1, v1)
+    assert decode_metadata(encode_metadata(meta1)) == meta1
+
+
+def test_eager_assignment_is_round_robin() -> None:
+    members = [Member(m, WorkerState("u", 0)) for m in ("b", "a", "c")]
+    plan = eager_assign(members, ["sink", "source"], {"sink": 2, "source": 1}, "a", "u", 9)
+    assert (plan["a"].connectors, plan["b"].connectors, plan["c"].connectors) == (["sink"], ["source"], [])
+    assert (plan["c"].tasks, plan["a"].tasks, plan["b"].tasks) == ([("sink", 0)], [("sink", 1)], [("source", 0)])
+
+
+@pytest.fixture(scope="module")
+def broker_config() -> dict[str, str]:
+    return {"group.min.session.timeout.ms": "1000", "group.initial.rebalance.delay.ms": "0"}
+
+
+@pytest.fixture
+def cluster(broker: BrokerProcess, tmp_path: Path) -> Iterator[list[DistributedWorker]]:
+    group = f"dist-{os.getpid()}-{tmp_path.name[-20:]}"
+    workers = [DistributedWorker(tmp_path / f"w{i}", broker, group) for i in range(3)]
+    try:
+        for w in workers:
+            w.start()
+        yield workers
+    finally:
+        for w in workers:
+            w.stop()
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def _status(w: DistributedWorker, name: str) -> dict[str, Any]:
+    code, body = w.call("GET", f"/connectors/{name}/status")
+    return body if code == 200 else {}
+
+
+def _running(w: DistributedWorker, name: str, tasks: int) -> bool:
+    s = _status(w, name)
+    return (s.get("connector", {}).get("state") == "RUNNING" and len(s.get("tasks", [])) == tasks
+            and all(t["state"] == "RUNNING" for t in s["tasks"]))
+
+
+def test_three_workers_share_connectors_and_survive_a_kill(cluster: list[DistributedWorker], tmp_path: Path) -> None:
+    source, sink = tmp_path / "in.txt", tmp_path / "out.txt"
+    topic = f"dist-{tmp_path.name[-20:]}"
+    source.write_text("".join(f"line-{i}\n" for i in range(20)))
+    w0, w1, w2 = cluster
+
+    def create(w: DistributedWorker, name: str, config: dict[str, str]) -> None:
+        def attempt() -> bool:  # 409 while the group is still forming
+            code, body = w.call("POST", "/connectors", {"name": name, "config": config})
+            assert code in (201, 409), (code, body)
+            return code == 201
+        wait_until(attempt, 60, lambda: f"{name} created\n{w.output()[-3000:]}")
+
+    create(w1, "src", {"connector.class": "FileStreamSource", "file": str(source), "topic": topic})
+    create(w2, "snk", {"connector.class": "FileStreamSink", "file": str(sink), "topics": topic})
+    wait_until(lambda: all(_running(w, n, 1) for w in cluster for n in ("src", "snk")), 90,
+               lambda: f"both running as every worker sees it: {_status(w0, 'src')} {_status(w0, 'snk')}\n"
+                       + "\n".join(w.output()[-2000:] for w in cluster))
+    assert w0.get("/connectors") == ["snk", "src"]
+    assert w2.get("/connectors/src/config")["file"] == str(source)
+    wait_until(lambda: set(_lines(sink)) >= {f"line-{i}" for i in range(20)}, 60,
+               lambda: f"sink has the first lines: {_lines(sink)}")
+
+    # kill -9 the worker running the sink task: it moves after the session timeout
+    victim_id = _status(w0, "snk")["tasks"][0]["worker_id"]
+    victim = next(w for w in cluster if w.worker_id == victim_id)
+    assert victim.proc is not None
+    victim.proc.send_signal(signal.SIGKILL)
+    victim.proc.wait()
+    with source.open("a") as f:
+        f.writelines(f"line-{i}\n" for i in range(20, 40))
+    survivor = next(w for w in cluster if w is not victim)
+    wait_until(lambda: _running(survivor, "snk", 1) and _status(survivor, "snk")["tasks"][0]["worker_id"] != victim_id
+               and _running(survivor, "src", 1) and _status(survivor, "src")["tasks"][0]["worker_id"] != victim_id,
+               90, lambda: f"tasks moved off {victim_id}: {_status(survivor, 'snk')} {_status(survivor, 'src')}\n"
+                           + survivor.output()[-3000:])
+    wait_until(lambda: set(_lines(sink)) >= {f"line-{i}" for i in range(40)}, 60,
+               lambda: f"sink has every line: {sorted(set(_lines(sink)))}\n{survivor.output()[-3000:]}")
+    # the internal topics hold Kafka's records
+    code, offsets = survivor.call("GET", "/connectors/src/offsets")
+    assert code == 200 and offsets["offsets"][0]["partition"] == {"filename": str(source)}, offsets
+    assert json.loads(json.dumps(survivor.get("/connectors/snk")))["type"] == "sink"
