@@ -35,11 +35,15 @@ PROPS = ("group.id={group}\nkey.converter=org.apache.kafka.connect.storage.Strin
          "status.storage.topic={group}-status\nconfig.storage.replication.factor=1\n"
          "offset.storage.replication.factor=1\nstatus.storage.replication.factor=1\noffset.storage.partitions=2\n"
          "status.storage.partitions=2\nsession.timeout.ms=3000\nheartbeat.interval.ms=500\n"
-         "rebalance.timeout.ms=10000\noffset.flush.interval.ms=300\n")
+         "rebalance.timeout.ms=10000\noffset.flush.interval.ms=300\n"
+         # the sink task's consumer: its dead predecessor leaves the group `connect-snk` soon too
+         "consumer.session.timeout.ms=3000\nconsumer.heartbeat.interval.ms=500\n")
 
 
 class DistributedWorker(Worker):
-    def __init__(self, cwd: Path, broker: BrokerProcess, group: str) -> None:  # noqa: super() writes standalone files
+    """A worker process of the group `group` (Worker's REST client; its own properties, no connector files)."""
+
+    def __init__(self, cwd: Path, broker: BrokerProcess, group: str) -> None:
         cwd.mkdir(parents=True, exist_ok=True)
         self.cwd = cwd
         self.port = free_port()
@@ -48,10 +52,10 @@ class DistributedWorker(Worker):
         self.proc = None
 
     def start(self, *_files: str) -> None:
+        """Start the process (without waiting for its REST port: `wait_port` does)."""
         with open(self.cwd / "connect.out", "ab") as out:
             self.proc = subprocess.Popen(odradek_cmd("connect-distributed", "worker.properties"), cwd=self.cwd,
                                          stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-        wait_port(self.port, 60, self.proc)
 
     @property
     def worker_id(self) -> str:
@@ -88,10 +92,15 @@ def cluster(broker: BrokerProcess, tmp_path: Path) -> Iterator[list[DistributedW
     group = f"dist-{os.getpid()}-{tmp_path.name[-20:]}"
     workers = [DistributedWorker(tmp_path / f"w{i}", broker, group) for i in range(3)]
     try:
-        for w in workers:
+        for w in workers:  # started side by side: the setup costs one start-up, not three
             w.start()
+        for w in workers:
+            wait_port(w.port, 60, w.proc)
         yield workers
     finally:
+        for w in workers:
+            if w.proc is not None and w.proc.poll() is None:
+                w.proc.terminate()
         for w in workers:
             w.stop()
 

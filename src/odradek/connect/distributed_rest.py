@@ -6,7 +6,6 @@ rebalance leaves it without one."""
 from __future__ import annotations
 
 import asyncio
-
 from typing import Any
 
 from aiohttp import ClientSession, ClientTimeout, web

@@ -71,14 +71,15 @@ class KafkaLog:
             except RuntimeError:  # closed
                 return
             for msg in messages:
-                if msg.error() is not None:
-                    if msg.error().code() == KafkaError._PARTITION_EOF:  # its offset is the end offset
+                error = msg.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:  # its offset is the end offset
                         with self._cond:
                             partition, end = int(msg.partition() or 0), int(msg.offset() or 0)
                             self._positions[partition] = max(self._positions.get(partition, 0), end)
                             self._cond.notify_all()
                     else:
-                        log.warning("Error reading %s: %s", self.topic, msg.error())
+                        log.warning("Error reading %s: %s", self.topic, error)
                     continue
                 try:
                     self.apply(msg.key(), msg.value(), int(msg.offset() or 0))
@@ -112,10 +113,10 @@ class KafkaLog:
             if err is not None:
                 errors.append(err)
 
-        kwargs: dict[str, object] = {"key": key, "value": value, "on_delivery": delivered}
-        if partition is not None:
-            kwargs["partition"] = partition
-        self.producer.produce(self.topic, **kwargs)
+        if partition is None:
+            self.producer.produce(self.topic, value, key, on_delivery=delivered)
+        else:
+            self.producer.produce(self.topic, value, key, partition, on_delivery=delivered)
         if sync:
             self.producer.flush(30)
             if errors:
