@@ -200,7 +200,8 @@ class DistributedHerder:
         except Exception as exc:
             self._fail(state, exc)
             return
-        configs = [{str(k): str(v) for k, v in c.items()} for c in configs]
+        task_class = _task_class_name(self.plugins.connector_name(state.config["connector.class"]))
+        configs = [{**{str(k): str(v) for k, v in c.items()}, "task.class": task_class} for c in configs]
         if configs != state.task_configs:
             self._write_task_configs(state.name, configs)
 
@@ -242,6 +243,12 @@ class DistributedHerder:
         except Exception as exc:  # retried at the next change
             log.warning("Could not write status %s: %s", key, exc)
             self._written.pop(key, None)
+
+
+def _task_class_name(connector: str) -> str:
+    """The `task.class` of a task config, which a Java worker needs to run it: the task class named as Kafka's
+    connectors name theirs (org.apache.kafka.connect.file.FileStreamSinkConnector runs FileStreamSinkTask)."""
+    return connector[:-len("Connector")] + "Task" if connector.endswith("Connector") else connector + "Task"
 
 
 def forward(leader_url: str, method: str, path: str, body: Any) -> tuple[int, Any]:

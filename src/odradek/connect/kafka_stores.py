@@ -39,7 +39,7 @@ class ConfigStore:
         self.connectors: dict[str, dict[str, str]] = {}
         self.task_configs: dict[str, list[dict[str, str]]] = {}
         self.targets: dict[str, str] = {}
-        self.offset = -1  # of the last record applied
+        self.offset = -1  # the next offset to read (Kafka's config offset: -1 before any record)
         self._pending: dict[str, dict[int, dict[str, str]]] = {}  # task configs awaiting their commit
         self.on_change = on_change
         self.log = KafkaLog(config, str(config.get("config.storage.topic")), self._apply, f"{client_id}-configs")
@@ -49,7 +49,7 @@ class ConfigStore:
         doc = _json(value)
         change: tuple[str, str] | None = None
         with self.lock:
-            self.offset = offset
+            self.offset = offset + 1
             if k.startswith(CONNECTOR_PREFIX):
                 name = k[len(CONNECTOR_PREFIX):]
                 if doc is None:
