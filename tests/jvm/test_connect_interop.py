@@ -109,3 +109,23 @@ def test_a_kafka_worker_and_an_odradek_worker_share_connectors(pair: tuple[Distr
         assert mine["connector"]["worker_id"] == kafkas["connector"]["worker_id"]
         assert [(t["id"], t["state"], t["worker_id"]) for t in mine["tasks"]] == \
             [(t["id"], t["state"], t["worker_id"]) for t in kafkas["tasks"]]
+
+    # our worker leaves and comes back: the Java worker leads now; a connector created through our REST API is
+    # forwarded to it, and task configs our worker computes are written by it
+    assert ours.proc is not None
+    stop_process(ours.proc)
+    wait_until(lambda: all(_running(theirs, n) and {_status(theirs, n)["connector"]["worker_id"]} == {theirs.worker_id}
+                           for n in ("src", "snk")), 60, lambda: f"the Java worker runs both: {_status(theirs, 'src')}")
+    ours.start()
+    wait_port(ours.port, 60, ours.proc)
+    sink2 = tmp_path / "out2.txt"
+    for i in range(3):
+        create(ours, f"snk{i}", {"connector.class": "FileStreamSink", "file": str(sink2), "topics": topic})
+    wait_until(lambda: all(_running(w, f"snk{i}") for w in both for i in range(3)), 120,
+               lambda: f"the new sinks running: {[_status(theirs, f'snk{i}') for i in range(3)]}\n"
+                       f"{ours.output()[-3000:]}")
+    workers = {s["worker_id"] for i in range(3) for s in [_status(theirs, f"snk{i}")["connector"],
+                                                         *_status(theirs, f"snk{i}")["tasks"]]}
+    assert ours.worker_id in workers, workers
+    wait_until(lambda: sink2.exists() and len(sink2.read_text().splitlines()) >= 30, 60,
+               lambda: f"the three sinks wrote every line: {sink2.read_text() if sink2.exists() else None}")
