@@ -23,6 +23,7 @@ from odradek.connect.connect_protocol import (
     encode_assignment,
     encode_metadata,
 )
+from odradek.connect.cooperative import LeaderMemory, cooperative_assign
 from odradek.connect.distributed import eager_assign
 from odradek.connect.group_member import Member
 from tests.connect_helpers import Worker
@@ -35,7 +36,7 @@ PROPS = ("group.id={group}\nkey.converter=org.apache.kafka.connect.storage.Strin
          "status.storage.topic={group}-status\nconfig.storage.replication.factor=1\n"
          "offset.storage.replication.factor=1\nstatus.storage.replication.factor=1\noffset.storage.partitions=2\n"
          "status.storage.partitions=2\nsession.timeout.ms=3000\nheartbeat.interval.ms=500\n"
-         "rebalance.timeout.ms=10000\noffset.flush.interval.ms=300\n"
+         "rebalance.timeout.ms=10000\noffset.flush.interval.ms=300\nscheduled.rebalance.max.delay.ms=1000\n"
          # the sink task's consumer: its dead predecessor leaves the group `connect-snk` soon too
          "consumer.session.timeout.ms=3000\nconsumer.heartbeat.interval.ms=500\n")
 
@@ -43,12 +44,13 @@ PROPS = ("group.id={group}\nkey.converter=org.apache.kafka.connect.storage.Strin
 class DistributedWorker(Worker):
     """A worker process of the group `group` (Worker's REST client; its own properties, no connector files)."""
 
-    def __init__(self, cwd: Path, broker: BrokerProcess, group: str) -> None:
+    def __init__(self, cwd: Path, broker: BrokerProcess, group: str, protocol: str = "sessioned") -> None:
         cwd.mkdir(parents=True, exist_ok=True)
         self.cwd = cwd
         self.port = free_port()
         (cwd / "worker.properties").write_text(f"bootstrap.servers={broker.bootstrap}\n"
-                                               f"listeners=http://127.0.0.1:{self.port}\n" + PROPS.format(group=group))
+                                               f"listeners=http://127.0.0.1:{self.port}\nconnect.protocol={protocol}\n"
+                                               + PROPS.format(group=group))
         self.proc = None
 
     def start(self, *_files: str) -> None:
@@ -87,10 +89,11 @@ def broker_config() -> dict[str, str]:
     return {"group.min.session.timeout.ms": "1000", "group.initial.rebalance.delay.ms": "0"}
 
 
-@pytest.fixture
-def cluster(broker: BrokerProcess, tmp_path: Path) -> Iterator[list[DistributedWorker]]:
+@pytest.fixture(params=["sessioned", "default"])
+def cluster(request: pytest.FixtureRequest, broker: BrokerProcess, tmp_path: Path) -> Iterator[list[DistributedWorker]]:
+    """Three workers, incremental cooperative (`sessioned` configured: `compatible` offered) or eager."""
     group = f"dist-{os.getpid()}-{tmp_path.name[-20:]}"
-    workers = [DistributedWorker(tmp_path / f"w{i}", broker, group) for i in range(3)]
+    workers = [DistributedWorker(tmp_path / f"w{i}", broker, group, request.param) for i in range(3)]
     try:
         for w in workers:  # started side by side: the setup costs one start-up, not three
             w.start()
@@ -162,3 +165,29 @@ def test_three_workers_share_connectors_and_survive_a_kill(cluster: list[Distrib
     code, offsets = survivor.call("GET", "/connectors/src/offsets")
     assert code == 200 and offsets["offsets"][0]["partition"] == {"filename": str(source)}, offsets
     assert json.loads(json.dumps(survivor.get("/connectors/snk")))["type"] == "sink"
+
+
+def _member(mid: str, connectors: list[str], tasks: list[tuple[str, int]]) -> Member:
+    return Member(mid, WorkerState("u", 0, 1, Assignment(connectors=connectors, tasks=tasks, version=1)))
+
+
+def test_cooperative_assignment_keeps_work_holds_lost_work_back_and_balances() -> None:
+    memory = LeaderMemory()
+    counts = {"a": 2, "b": 1}
+    plan = cooperative_assign([_member("m1", [], []), _member("m2", [], [])], ["a", "b"], counts, "m1", "u", 5,
+                              memory, 1000, now=0.0)
+    held = {mid: (a.connectors, a.tasks) for mid, a in plan.items()}
+    assert sorted(c for cs, _ in held.values() for c in cs) == ["a", "b"]
+    assert sorted(t for _, ts in held.values() for t in ts) == [("a", 0), ("a", 1), ("b", 0)]
+    assert all(a.version == 1 and not a.revoked_tasks and a.delay_ms == 0 for a in plan.values())
+    # m2 vanishes: its work is held back for the delay, then given to m1
+    plan = cooperative_assign([_member("m1", *held["m1"])], ["a", "b"], counts, "m1", "u", 5, memory, 1000, now=1.0)
+    assert plan["m1"].connectors == [] and plan["m1"].tasks == [] and 0 < plan["m1"].delay_ms <= 1000
+    plan = cooperative_assign([_member("m1", *held["m1"])], ["a", "b"], counts, "m1", "u", 5, memory, 1000, now=2.5)
+    assert sorted(plan["m1"].connectors + held["m1"][0]) == ["a", "b"] and plan["m1"].delay_ms == 0
+    everything = (["a", "b"], [("a", 0), ("a", 1), ("b", 0)])
+    # a new member: the loaded one gives up its excess, dealt out next round; a deleted connector is revoked
+    plan = cooperative_assign([_member("m1", *everything), _member("m3", [], [])], ["a"], {"a": 2}, "m1", "u", 5,
+                              memory, 1000, now=3.0)
+    assert "b" in plan["m1"].revoked_connectors and ("b", 0) in plan["m1"].revoked_tasks
+    assert len(plan["m1"].revoked_tasks) + len(plan["m1"].revoked_connectors) == 3  # b, b-0 and one to balance

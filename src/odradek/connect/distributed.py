@@ -1,9 +1,11 @@
 """The distributed herder: workers sharing a `group.id` divide the connectors and tasks of the config topic
-among themselves through the Connect group (eager `default` protocol). The leader reads the config topic to its
-end and deals connectors, then tasks, round robin over the members sorted by id; every worker then reads the
-config topic up to the assignment's offset and starts what it was given. A connector's owner computes its task
-configs and has the leader write them when they changed. Any change of the config topic (a connector added,
-changed or deleted, new task configs, a target state) makes the worker rejoin, so the cluster converges on it.
+among themselves through the Connect group. The leader reads the config topic to its end and assigns: with the
+eager `default` protocol it deals connectors, then tasks, round robin over the members sorted by id (each member
+having stopped everything before joining); with `compatible` it assigns incrementally (`cooperative`). Every
+worker then reads the config topic up to the assignment's offset and starts what it gained. A connector's owner
+computes its task configs and has the leader write them when they changed. Any change of the config topic makes
+the worker rejoin, so the cluster converges on it; under `compatible` a worker also restarts what it runs of a
+connector whose config, task configs or target state changed (eager rebalancing restarts everything anyway).
 Local connector and task states are written to the status topic with the group generation."""
 
 from __future__ import annotations
@@ -11,11 +13,13 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 import urllib.request
 from typing import Any
 
 from odradek.connect.api import Connector, ConnectorContext, SinkConnector
-from odradek.connect.connect_protocol import NO_ERROR, Assignment, WorkerState
+from odradek.connect.connect_protocol import EAGER, NO_ERROR, Assignment, WorkerState
+from odradek.connect.cooperative import LeaderMemory, cooperative_assign
 from odradek.connect.group_member import GroupMember, Member
 from odradek.connect.kafka_log import ensure_topic
 from odradek.connect.kafka_stores import (
@@ -70,6 +74,9 @@ class DistributedHerder:
         self.is_leader = False
         self.generation = -1
         self.assignment = Assignment()
+        self.held_connectors: list[str] = []  # what this worker was assigned, all in all
+        self.held_tasks: list[tuple[str, int]] = []
+        self.memory = LeaderMemory()
         self.local: dict[str, ConnectorState] = {}  # the connectors this worker runs or runs tasks of
         self._lock = threading.RLock()
         self._written: dict[str, tuple[str, str | None]] = {}
@@ -108,20 +115,31 @@ class DistributedHerder:
 
     # ---- group callbacks --------------------------------------------------------------------------------
 
-    def _metadata(self) -> WorkerState:
-        return WorkerState(self.url, self.configs.offset)
+    def _metadata(self, version: int) -> WorkerState:
+        previous = None
+        if version >= 1:
+            previous = Assignment(NO_ERROR, self.assignment.leader, self.assignment.leader_url,
+                                  self.assignment.config_offset, list(self.held_connectors), list(self.held_tasks),
+                                  version=version)
+        return WorkerState(self.url, self.configs.offset, version, previous)
 
-    def _config_changed(self, _kind: str, _name: str) -> None:
+    def _config_changed(self, kind: str, name: str) -> None:
         member = getattr(self, "member", None)
-        if member is not None:
-            member.request_rejoin()
+        if member is None:
+            return
+        if member.protocol != EAGER and name in self.local:
+            threading.Thread(target=self._restart_local, args=(name, kind != "tasks"), daemon=True).start()
+        member.request_rejoin()
 
-    def _assign(self, members: list[Member], leader_id: str) -> dict[str, Assignment]:
+    def _assign(self, members: list[Member], leader_id: str, protocol: str) -> dict[str, Assignment]:
         self.configs.log.read_to_end()
         offset, connectors, task_configs, _targets = self.configs.snapshot()
         leader_url = next((m.state.url for m in members if m.member_id == leader_id), self.url)
-        return eager_assign(members, list(connectors), {n: len(t) for n, t in task_configs.items()},
-                            leader_id, leader_url, offset)
+        counts = {n: len(t) for n, t in task_configs.items()}
+        if protocol == EAGER:
+            return eager_assign(members, list(connectors), counts, leader_id, leader_url, offset)
+        return cooperative_assign(members, list(connectors), counts, leader_id, leader_url, offset, self.memory,
+                                  int(self.config.props["scheduled.rebalance.max.delay.ms"]), time.monotonic())
 
     def _revoke(self) -> None:
         """Eager rebalancing: everything this worker runs stops before it joins again."""
@@ -136,31 +154,100 @@ class DistributedHerder:
                 state.state = UNASSIGNED
             self._write_statuses()
             self.local.clear()
+            self.held_connectors, self.held_tasks = [], []
 
-    def _assigned(self, assignment: Assignment, generation: int) -> None:
-        self.assignment, self.generation = assignment, generation
+    def _stop_items(self, connectors: list[str], tasks: list[tuple[str, int]]) -> None:
+        """Stop these connectors and tasks (revoked, or to restart), writing UNASSIGNED for them."""
+        timeout = self.config.ms("task.shutdown.graceful.timeout.ms")
+        with self._lock:
+            for name, task_id in tasks:
+                state = self.local.get(name)
+                if state is None or task_id >= len(state.tasks):
+                    continue
+                task = state.tasks[task_id]
+                if task.runner is not None:
+                    task.runner.stop(timeout)
+                task.state, task.runner = UNASSIGNED, None
+                self._put_status(f"{STATUS_TASK_PREFIX}{name}-{task_id}", UNASSIGNED, None)
+            for name in connectors:
+                state = self.local.get(name)
+                if state is None:
+                    continue
+                if state.connector is not None:
+                    try:
+                        state.connector.stop()
+                    except Exception as exc:  # logged, not fatal
+                        log.error("Error while stopping connector %s", name, exc_info=exc)
+                    state.connector = None
+                state.state = UNASSIGNED
+                self._put_status(f"{STATUS_CONNECTOR_PREFIX}{name}", UNASSIGNED, None)
+            for name in {n for n in connectors} | {n for n, _ in tasks}:
+                state = self.local.get(name)
+                if state is not None and state.connector is None and all(t.runner is None for t in state.tasks):
+                    del self.local[name]
+
+    def _restart_local(self, name: str, with_connector: bool) -> None:
+        """Under `compatible`: restart what this worker runs of `name` with its new config."""
+        with self._lock:
+            connectors = [name] if with_connector and name in self.held_connectors else []
+            tasks = [t for t in self.held_tasks if t[0] == name]
+            self._stop_items(connectors, tasks)
+            state = self.local.get(name)
+            if state is not None and (with_connector or state.connector is None):
+                del self.local[name]
+            elif state is not None:  # the connector runs on: only its tasks take the new configs
+                state.task_configs = list(self.configs.snapshot()[2].get(name, []))
+                state.tasks = [TaskState(i) for i in range(len(state.task_configs))]
+        self._start_items(connectors, tasks)
+
+    def _assigned(self, assignment: Assignment, generation: int, protocol: str) -> None:
+        if self._apply_thread is not None:
+            self._apply_thread.join()
+        self.generation = generation
         self.leader_url = assignment.leader_url
         self.is_leader = assignment.leader == self.member.member_id
-        self._apply_thread = threading.Thread(target=self._apply, args=(assignment,), name="herder-apply",
-                                              daemon=True)
+        if protocol == EAGER:
+            self.assignment = assignment
+            self.held_connectors, self.held_tasks = list(assignment.connectors), list(assignment.tasks)
+        else:
+            revoked_c, revoked_t = set(assignment.revoked_connectors), set(assignment.revoked_tasks)
+            if revoked_c or revoked_t:
+                self._stop_items(sorted(revoked_c), sorted(revoked_t))
+            with self._lock:
+                self.held_connectors = [c for c in self.held_connectors if c not in revoked_c]
+                self.held_connectors += [c for c in assignment.connectors if c not in self.held_connectors]
+                self.held_tasks = [t for t in self.held_tasks if t not in revoked_t]
+                self.held_tasks += [t for t in assignment.tasks if t not in self.held_tasks]
+                self.assignment = assignment
+            if revoked_c or revoked_t:
+                self.member.request_rejoin()  # the revoked work is dealt out in the next round
+            if assignment.delay_ms > 0:
+                timer = threading.Timer(assignment.delay_ms / 1000, self.member.request_rejoin)
+                timer.daemon = True
+                timer.start()
+        self._apply_thread = threading.Thread(target=self._start_items, name="herder-apply", daemon=True,
+                                              args=(list(assignment.connectors), list(assignment.tasks)))
         self._apply_thread.start()
 
-    def _apply(self, assignment: Assignment) -> None:
+    def _start_items(self, assigned_connectors: list[str], assigned_tasks: list[tuple[str, int]]) -> None:
         try:
             self.configs.log.read_to_end()
         except TimeoutError:
-            log.error("Could not read the config topic to offset %d", assignment.config_offset)
+            log.error("Could not read the config topic to offset %d", self.assignment.config_offset)
             self.member.request_rejoin()
             return
         _offset, connectors, task_configs, targets = self.configs.snapshot()
         with self._lock:
-            for name in assignment.connectors:
+            for name in assigned_connectors:
                 if name in connectors:
                     self._start_connector(self._state(name, connectors[name], task_configs, targets))
-            for name, task_id in assignment.tasks:
+            for name, task_id in assigned_tasks:
                 configs = task_configs.get(name, [])
                 if name in connectors and task_id < len(configs):
                     state = self._state(name, connectors[name], task_configs, targets)
+                    if task_id >= len(state.tasks):  # more tasks than when this worker took the connector
+                        state.task_configs = list(configs)
+                        state.tasks += [TaskState(i) for i in range(len(state.tasks), len(configs))]
                     if state.target != STOPPED:
                         self.worker._start_task(state, state.tasks[task_id])
             self._write_statuses()
@@ -228,10 +315,10 @@ class DistributedHerder:
 
     def _write_statuses(self) -> None:
         for state in self.local.values():
-            if state.name in self.assignment.connectors:
+            if state.name in self.held_connectors:
                 self._put_status(f"{STATUS_CONNECTOR_PREFIX}{state.name}", state.state, state.trace)
             for task in state.tasks:
-                if (state.name, task.id) in self.assignment.tasks:
+                if (state.name, task.id) in self.held_tasks:
                     self._put_status(f"{STATUS_TASK_PREFIX}{state.name}-{task.id}", task.state, task.trace)
 
     def _put_status(self, key: str, state: str, trace: str | None) -> None:

@@ -1,8 +1,9 @@
 """A distributed worker's membership of the Connect group: FindCoordinator, JoinGroup with protocol type `connect`
-and the eager `default` protocol's metadata, SyncGroup (the leader sends every member's assignment), Heartbeat
-every `heartbeat.interval.ms` and LeaveGroup on a clean stop, sent over Odradek's blocking protocol connection
-from a thread of its own (librdkafka joins consumer groups only). Before each join the worker gives up everything
-it ran (eager rebalancing); after each SyncGroup it is handed its new assignment."""
+and the protocols `connect.protocol` allows (`compatible`, the incremental cooperative one, before the eager
+`default`; `default` alone), SyncGroup (the leader sends every member's assignment), Heartbeat every
+`heartbeat.interval.ms` and LeaveGroup on a clean stop, sent over Odradek's blocking protocol connection from a
+thread of its own (librdkafka joins consumer groups only). While the group's protocol is eager the worker gives up
+everything it ran before each join; after each SyncGroup it is handed its new assignment."""
 
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from kafka.protocol.metadata import FindCoordinatorRequest
 
 from odradek.cli.broker_connection import split_servers
 from odradek.connect.connect_protocol import (
+    COMPATIBLE,
     EAGER,
+    PROTOCOL_VERSION,
     Assignment,
     WorkerState,
     decode_assignment,
@@ -42,13 +45,13 @@ class Member:
 
 
 class GroupMember:
-    """`on_revoke()` runs before every join; `assign(members, leader_id)` runs on the leader to compute every
-    member's Assignment; `on_assigned(assignment, generation)` runs after every SyncGroup. `current_state()` is
-    the metadata sent with each join."""
+    """`on_revoke()` runs before every join of an eager group; `assign(members, leader_id, protocol)` runs on the
+    leader to compute every member's Assignment; `on_assigned(assignment, generation, protocol)` runs after every
+    SyncGroup. `current_state(version)` is the metadata sent with each join."""
 
-    def __init__(self, config: WorkerConfig, current_state: Callable[[], WorkerState],
-                 on_revoke: Callable[[], None], assign: Callable[[list[Member], str], dict[str, Assignment]],
-                 on_assigned: Callable[[Assignment, int], None]) -> None:
+    def __init__(self, config: WorkerConfig, current_state: Callable[[int], WorkerState],
+                 on_revoke: Callable[[], None], assign: Callable[[list[Member], str, str], dict[str, Assignment]],
+                 on_assigned: Callable[[Assignment, int, str], None]) -> None:
         self.config = config
         self.group = str(config.get("group.id"))
         self.session_ms = int(config.props["session.timeout.ms"])
@@ -58,6 +61,10 @@ class GroupMember:
             on_assigned
         self.member_id = ""
         self.generation = -1
+        # `sessioned` needs the session key and signed internal requests, not built: such a worker offers
+        # `compatible` (and a Java worker configured `sessioned` settles on it too)
+        self.protocols = [EAGER] if config.props["connect.protocol"] == EAGER else [COMPATIBLE, EAGER]
+        self.protocol = self.protocols[0]  # the group's, as of the last join
         self.rejoin = threading.Event()
         self._stop = threading.Event()
         self._conn: BlockingConnection | None = None
@@ -114,7 +121,6 @@ class GroupMember:
         while not self._stop.is_set():
             if not self._join(conn):
                 continue
-            self.rejoin.clear()
             next_beat = 0.0
             while not self._stop.is_set() and not self.rejoin.is_set():
                 now = time.monotonic()
@@ -133,13 +139,14 @@ class GroupMember:
 
     def _join(self, conn: BlockingConnection) -> bool:
         """One JoinGroup + SyncGroup round; False when it must be tried again."""
-        self.on_revoke()
-        metadata = encode_metadata(self.current_state())
+        if self.protocol == EAGER:
+            self.on_revoke()
         request = JoinGroupRequest(group_id=self.group, session_timeout_ms=self.session_ms,
                                    rebalance_timeout_ms=self.rebalance_ms, member_id=self.member_id,
                                    group_instance_id=None, protocol_type="connect",
-                                   protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name=EAGER,
-                                                                                       metadata=metadata)])
+                                   protocols=[JoinGroupRequest.JoinGroupRequestProtocol(
+                                       name=name, metadata=encode_metadata(self.current_state(PROTOCOL_VERSION[name])))
+                                       for name in self.protocols])
         resp = conn.request(request, 5)
         if resp.error_code == MEMBER_ID_REQUIRED:
             self.member_id = resp.member_id
@@ -154,10 +161,14 @@ class GroupMember:
             self._stop.wait(0.5)
             return False
         self.member_id, self.generation = resp.member_id, resp.generation_id
+        protocol = resp.protocol_name if resp.protocol_name in PROTOCOL_VERSION else EAGER
+        if protocol == EAGER and self.protocol != EAGER:
+            self.on_revoke()  # the group fell back to eager: nothing carries over
+        self.protocol = protocol
         assignments: list[Any] = []
         if resp.leader == resp.member_id:
             members = [Member(m.member_id, decode_metadata(m.metadata)) for m in resp.members]
-            plan = self.assign(members, resp.member_id)
+            plan = self.assign(members, resp.member_id, protocol)
             assignments = [SyncGroupRequest.SyncGroupRequestAssignment(member_id=mid, assignment=encode_assignment(a))
                            for mid, a in plan.items()]
         sync = conn.request(SyncGroupRequest(group_id=self.group, generation_id=self.generation,
@@ -170,8 +181,10 @@ class GroupMember:
                 raise ConnectionError(f"SyncGroup error {sync.error_code}")
             return False
         assignment = decode_assignment(sync.assignment)
-        log.info("Joined group at generation %d as %s with leader %s (%s); assignment: connectors %s, tasks %s",
-                 self.generation, self.member_id, assignment.leader, assignment.leader_url, assignment.connectors,
-                 assignment.tasks)
-        self.on_assigned(assignment, self.generation)
+        log.info("Joined group at generation %d as %s with protocol %s and leader %s (%s); assignment: connectors "
+                 "%s, tasks %s, revoked connectors %s, revoked tasks %s, delay %d ms", self.generation,
+                 self.member_id, protocol, assignment.leader, assignment.leader_url, assignment.connectors,
+                 assignment.tasks, assignment.revoked_connectors, assignment.revoked_tasks, assignment.delay_ms)
+        self.rejoin.clear()  # what on_assigned asks for is a new request
+        self.on_assigned(assignment, self.generation, protocol)
         return True
