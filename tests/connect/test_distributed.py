@@ -191,3 +191,25 @@ def test_cooperative_assignment_keeps_work_holds_lost_work_back_and_balances() -
                               memory, 1000, now=3.0)
     assert "b" in plan["m1"].revoked_connectors and ("b", 0) in plan["m1"].revoked_tasks
     assert len(plan["m1"].revoked_tasks) + len(plan["m1"].revoked_connectors) == 3  # b, b-0 and one to balance
+
+
+@pytest.mark.parametrize("cluster", ["sessioned"], indirect=True)
+def test_restarts_through_any_worker(cluster: list[DistributedWorker], tmp_path: Path) -> None:
+    """A connector restart is a config-topic record its holders act on; a task restart goes to the task's worker."""
+    source = tmp_path / "in.txt"
+    source.write_text("x\n")
+    w0, w1, _w2 = cluster
+    config = {"connector.class": "FileStreamSource", "file": str(source), "topic": f"r-{tmp_path.name[-20:]}",
+              "tasks.max": "1"}
+    wait_until(lambda: w0.call("PUT", "/connectors/r/config", config)[0] in (200, 201), 60, "r created")
+    wait_until(lambda: all(_running(w, "r", 1) for w in cluster), 60, lambda: f"r running: {_status(w0, 'r')}")
+    code, body = w1.call("POST", "/connectors/r/restart?includeTasks=true")
+    assert code == 202 and body["connector"]["state"] == "RESTARTING" and body["tasks"][0]["state"] == "RESTARTING"
+    for w in cluster:
+        assert w.call("POST", "/connectors/r/tasks/0/restart")[0] == 204
+    assert w0.call("POST", "/connectors/r/restart")[0] == 204
+    assert w0.call("POST", "/connectors/nope/restart")[0] == 404
+    assert w0.call("POST", "/connectors/r/tasks/7/restart")[0] == 404
+    wait_until(lambda: all(_running(w, "r", 1) for w in cluster), 60, lambda: f"r running again: {_status(w0, 'r')}")
+    started = sum(w.output().count("WorkerTask{id=r-0} Source task finished initialization") for w in cluster)
+    assert started >= 1 + len(cluster), started  # the first start, then one per task restart at least

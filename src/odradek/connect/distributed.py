@@ -127,6 +127,10 @@ class DistributedHerder:
         member = getattr(self, "member", None)
         if member is None:
             return
+        if kind == "restart":
+            if name in self.local:
+                threading.Thread(target=self._restart_requested, args=(name,), daemon=True).start()
+            return
         if member.protocol != EAGER and name in self.local:
             threading.Thread(target=self._restart_local, args=(name, kind != "tasks"), daemon=True).start()
         member.request_rejoin()
@@ -199,6 +203,34 @@ class DistributedHerder:
                 state.task_configs = list(self.configs.snapshot()[2].get(name, []))
                 state.tasks = [TaskState(i) for i in range(len(state.task_configs))]
         self._start_items(connectors, tasks)
+
+    def _restart_requested(self, name: str) -> None:
+        """A restart request of the config topic: restart what this worker holds of it that the request names."""
+        include_tasks, only_failed = self.configs.restarts.get(name, (False, False))
+        with self._lock:
+            state = self.local.get(name)
+            if state is None:
+                return
+            connectors = [name] if name in self.held_connectors and (
+                not only_failed or state.state == FAILED) else []
+            tasks = [(n, i) for n, i in self.held_tasks if n == name and include_tasks and i < len(state.tasks)
+                     and (not only_failed or state.tasks[i].state == FAILED)]
+            if not connectors and not tasks:
+                return
+            self._stop_items(connectors, tasks)
+            if connectors and name in self.local and self.local[name].connector is None and \
+                    all(t.runner is None for t in self.local[name].tasks):
+                del self.local[name]
+        self._start_items(connectors, tasks)
+
+    def restart_task(self, name: str, task_id: int) -> bool:
+        """Restart a task this worker runs (False when it does not run it)."""
+        with self._lock:
+            if (name, task_id) not in self.held_tasks or name not in self.local:
+                return False
+            self._stop_items([], [(name, task_id)])
+        self._start_items([], [(name, task_id)])
+        return True
 
     def _assigned(self, assignment: Assignment, generation: int, protocol: str) -> None:
         if self._apply_thread is not None:

@@ -13,7 +13,7 @@ from aiohttp import ClientSession, ClientTimeout, web
 from odradek.connect.distributed import DistributedHerder
 from odradek.connect.kafka_stores import STATUS_CONNECTOR_PREFIX, STATUS_TASK_PREFIX
 from odradek.connect.rest import ConnectRest, RestError, _json
-from odradek.connect.worker import PAUSED, RUNNING, STOPPED, UNASSIGNED, ConnectorState, TaskState
+from odradek.connect.worker import FAILED, PAUSED, RUNNING, STOPPED, UNASSIGNED, ConnectorState, TaskState
 
 REBALANCING = "Cannot complete request because of a conflicting operation (e.g. worker rebalance)"
 TARGET_NAMES = {RUNNING: "STARTED", PAUSED: "PAUSED", STOPPED: "STOPPED"}
@@ -184,6 +184,38 @@ class DistributedRest(ConnectRest):
         state = self._connector(request)
         await asyncio.to_thread(self.herder.configs.put_target, state.name, TARGET_NAMES[target])
         return web.Response(status=202)
+
+    async def restart(self, request: web.Request) -> web.Response:
+        """Kafka writes the request to the config topic (through the leader); the holders restart."""
+        forwarded = await self._forwarded(request)
+        if forwarded is not None:
+            return forwarded
+        state = self._connector(request)
+        include_tasks = request.query.get("includeTasks", "false").lower() == "true"
+        only_failed = request.query.get("onlyFailed", "false").lower() == "true"
+        await asyncio.to_thread(self.herder.configs.put_restart, state.name, include_tasks, only_failed)
+        if not include_tasks and not only_failed:
+            return web.Response(status=204)
+        planned = self._status(state)
+        if not only_failed or state.state == FAILED:
+            planned["connector"]["state"] = "RESTARTING"
+        for task in planned["tasks"]:
+            if include_tasks and (not only_failed or task["state"] == FAILED):
+                task["state"] = "RESTARTING"
+        return _json(planned, 202)
+
+    async def restart_task(self, request: web.Request) -> web.Response:
+        """Done by the worker that runs the task (as its status names it), forwarded there otherwise."""
+        state = self._connector(request)
+        task_id = self._task_id(request, state)
+        if await asyncio.to_thread(self.herder.restart_task, state.name, task_id):
+            return web.Response(status=204)
+        owner = (self.herder.statuses.get(f"{STATUS_TASK_PREFIX}{state.name}-{task_id}") or {}).get("worker_id")
+        if not owner or owner == self.herder.worker_id or request.headers.get("X-Odradek-Forwarded"):
+            raise RestError(409, REBALANCING)
+        async with ClientSession(timeout=ClientTimeout(total=60)) as session, \
+                session.post(f"http://{owner}{request.path}", headers={"X-Odradek-Forwarded": "1"}) as resp:
+            return web.Response(status=resp.status, text=await resp.text(), content_type="application/json")
 
     async def put_task_configs(self, request: web.Request) -> web.Response:
         """The internal endpoint by which a connector's owner has the leader write its task configs."""

@@ -2,7 +2,9 @@
 the config topic (`connector-NAME` {"properties": {...}}, `task-NAME-N` {"properties": {...}}, `commit-NAME`
 {"tasks": N}, `target-state-NAME` {"state": ..., "state.v2": ...}; task configs take effect only with their
 commit record, as in Kafka), the offsets topic (`["NAME",{partition}]` -> {offset}) and the status topic
-(`status-connector-NAME`, `status-task-NAME-N` -> {"state","trace","worker_id","generation"})."""
+(`status-connector-NAME`, `status-task-NAME-N` -> {"state","trace","worker_id","generation"}). A restart request
+is the config topic's `restart-connector-NAME` {"include-tasks": bool, "only-failed": bool}, done by whichever
+workers hold what it names."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from odradek.connect.worker_config import WorkerConfig
 log = logging.getLogger("odradek.connect.distributed")
 
 CONNECTOR_PREFIX, TASK_PREFIX, COMMIT_PREFIX, TARGET_PREFIX = "connector-", "task-", "commit-", "target-state-"
+RESTART_PREFIX = "restart-connector-"
 STATUS_CONNECTOR_PREFIX, STATUS_TASK_PREFIX = "status-connector-", "status-task-"
 
 
@@ -41,6 +44,7 @@ class ConfigStore:
         self.targets: dict[str, str] = {}
         self.offset = -1  # the next offset to read (Kafka's config offset: -1 before any record)
         self._pending: dict[str, dict[int, dict[str, str]]] = {}  # task configs awaiting their commit
+        self.restarts: dict[str, tuple[bool, bool]] = {}  # the last restart request: (include tasks, only failed)
         self.on_change = on_change
         self.log = KafkaLog(config, str(config.get("config.storage.topic")), self._apply, f"{client_id}-configs")
 
@@ -71,6 +75,11 @@ class ConfigStore:
                 old = self.task_configs.get(name, [])
                 self.task_configs[name] = [pending.get(i, old[i] if i < len(old) else {}) for i in range(count)]
                 change = ("tasks", name)
+            elif k.startswith(RESTART_PREFIX):
+                name = k[len(RESTART_PREFIX):]
+                if isinstance(doc, dict):
+                    self.restarts[name] = (bool(doc.get("include-tasks", False)), bool(doc.get("only-failed", False)))
+                    change = ("restart", name)
             elif k.startswith(TARGET_PREFIX):
                 name = k[len(TARGET_PREFIX):]
                 if doc is not None:
@@ -98,6 +107,10 @@ class ConfigStore:
         """STARTED, PAUSED or STOPPED (written as Kafka does: `state` PAUSED for STOPPED for old readers)."""
         self.log.send(f"{TARGET_PREFIX}{name}".encode(),
                       _compact({"state": "PAUSED" if target == "STOPPED" else target, "state.v2": target}))
+
+    def put_restart(self, name: str, include_tasks: bool, only_failed: bool) -> None:
+        self.log.send(f"{RESTART_PREFIX}{name}".encode(),
+                      _compact({"include-tasks": include_tasks, "only-failed": only_failed}))
 
     def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
         for i, task in enumerate(configs):
