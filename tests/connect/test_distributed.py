@@ -9,6 +9,8 @@ import json
 import os
 import signal
 import subprocess
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -213,3 +215,15 @@ def test_restarts_through_any_worker(cluster: list[DistributedWorker], tmp_path:
     wait_until(lambda: all(_running(w, "r", 1) for w in cluster), 60, lambda: f"r running again: {_status(w0, 'r')}")
     started = sum(w.output().count("WorkerTask{id=r-0} Source task finished initialization") for w in cluster)
     assert started >= 1 + len(cluster), started  # the first start, then one per task restart at least
+    # a write already forwarded once is not sent on again by a worker that is not the leader: 409, the client
+    # retries (the leader takes it)
+    codes = []
+    for w in cluster:
+        req = urllib.request.Request(f"http://127.0.0.1:{w.port}/connectors/r/resume", method="PUT",
+                                     headers={"X-Odradek-Forwarded": "1"})
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                codes.append(resp.status)
+        except urllib.error.HTTPError as err:
+            codes.append(err.code)
+    assert sorted(codes) == [202, 409, 409], codes

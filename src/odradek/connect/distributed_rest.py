@@ -15,6 +15,7 @@ from odradek.connect.kafka_stores import STATUS_CONNECTOR_PREFIX, STATUS_TASK_PR
 from odradek.connect.rest import ConnectRest, RestError, _json
 from odradek.connect.worker import FAILED, PAUSED, RUNNING, STOPPED, UNASSIGNED, ConnectorState, TaskState
 
+FORWARDED = "X-Odradek-Forwarded"  # on a request sent on by another worker
 REBALANCING = "Cannot complete request because of a conflicting operation (e.g. worker rebalance)"
 TARGET_NAMES = {RUNNING: "STARTED", PAUSED: "PAUSED", STOPPED: "STOPPED"}
 
@@ -93,12 +94,13 @@ class DistributedRest(ConnectRest):
         if self.herder.is_leader and self.herder.leader_url:
             return None
         leader = self.herder.leader_url
-        if not leader:
+        # a request forwarded once that finds no leader here either: the leadership moved, try again later
+        if not leader or request.headers.get(FORWARDED):
             raise RestError(409, REBALANCING)
         body = await request.read()
         async with ClientSession(timeout=ClientTimeout(total=60)) as session, \
                 session.request(request.method, leader.rstrip("/") + request.path_qs, data=body,
-                                headers={"Content-Type": "application/json"}) as resp:
+                                headers={"Content-Type": "application/json", FORWARDED: "1"}) as resp:
             text = await resp.text()
             return web.Response(status=resp.status, text=text, content_type="application/json")
 
@@ -211,10 +213,10 @@ class DistributedRest(ConnectRest):
         if await asyncio.to_thread(self.herder.restart_task, state.name, task_id):
             return web.Response(status=204)
         owner = (self.herder.statuses.get(f"{STATUS_TASK_PREFIX}{state.name}-{task_id}") or {}).get("worker_id")
-        if not owner or owner == self.herder.worker_id or request.headers.get("X-Odradek-Forwarded"):
+        if not owner or owner == self.herder.worker_id or request.headers.get(FORWARDED):
             raise RestError(409, REBALANCING)
         async with ClientSession(timeout=ClientTimeout(total=60)) as session, \
-                session.post(f"http://{owner}{request.path}", headers={"X-Odradek-Forwarded": "1"}) as resp:
+                session.post(f"http://{owner}{request.path}", headers={FORWARDED: "1"}) as resp:
             return web.Response(status=resp.status, text=await resp.text(), content_type="application/json")
 
     async def put_task_configs(self, request: web.Request) -> web.Response:
