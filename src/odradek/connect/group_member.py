@@ -17,7 +17,6 @@ from typing import Any
 from kafka.protocol.consumer import HeartbeatRequest, JoinGroupRequest, LeaveGroupRequest, SyncGroupRequest
 from kafka.protocol.metadata import FindCoordinatorRequest
 
-from odradek.cli.broker_connection import split_servers
 from odradek.connect.connect_protocol import (
     COMPATIBLE,
     EAGER,
@@ -31,6 +30,7 @@ from odradek.connect.connect_protocol import (
 )
 from odradek.connect.worker_config import WorkerConfig
 from odradek.protocol.transport import BlockingConnection
+from odradek.security.client_config import client_security
 
 log = logging.getLogger("odradek.connect.distributed")
 
@@ -68,6 +68,7 @@ class GroupMember:
         self.rejoin = threading.Event()
         self._stop = threading.Event()
         self._conn: BlockingConnection | None = None
+        self.security = client_security(config.client_props("admin"))  # the worker's TLS/SASL keys
         self._thread = threading.Thread(target=self._run, name="DistributedHerder-group", daemon=True)
 
     def start(self) -> None:
@@ -106,13 +107,14 @@ class GroupMember:
     def _coordinator(self) -> BlockingConnection:
         timeout = self.rebalance_ms / 1000 + 10
         last: Exception | None = None
-        for host, port in split_servers(self.config.bootstrap_servers):
+        for host, port in _servers(self.config.bootstrap_servers):
             try:
-                with BlockingConnection(host, port, "connect-group", 10) as bootstrap:
+                with BlockingConnection(host, port, "connect-group", 10, security=self.security) as bootstrap:
                     resp = bootstrap.request(FindCoordinatorRequest(key=self.group, key_type=0), 1)
                 if resp.error_code:
                     raise ConnectionError(f"FindCoordinator error {resp.error_code}")
-                return BlockingConnection(resp.host, resp.port, f"connect-{self.member_id or 'worker'}", timeout)
+                return BlockingConnection(resp.host, resp.port, f"connect-{self.member_id or 'worker'}", timeout,
+                                          security=self.security)
             except (OSError, ConnectionError) as exc:
                 last = exc
         raise ConnectionError(f"no coordinator for {self.group}: {last}")
@@ -188,3 +190,13 @@ class GroupMember:
         self.rejoin.clear()  # what on_assigned asks for is a new request
         self.on_assigned(assignment, self.generation, protocol)
         return True
+
+
+def _servers(bootstrap: str) -> list[tuple[str, int]]:
+    """`bootstrap.servers` as (host, port) pairs (entries without a port skipped)."""
+    out = []
+    for item in bootstrap.split(","):
+        host, sep, port = item.strip().rpartition(":")
+        if sep and port.isdigit():
+            out.append((host.strip("[]") or "localhost", int(port)))
+    return out
