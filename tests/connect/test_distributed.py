@@ -29,7 +29,7 @@ from odradek.connect.cooperative import LeaderMemory, cooperative_assign
 from odradek.connect.distributed import eager_assign
 from odradek.connect.group_member import Member
 from tests.connect_helpers import Worker
-from tests.harness import BrokerProcess, free_port, odradek_cmd, wait_port
+from tests.harness import BrokerProcess, free_port, odradek_cmd, run_cli, wait_port
 from tests.waiting import wait_until
 
 PROPS = ("group.id={group}\nkey.converter=org.apache.kafka.connect.storage.StringConverter\n"
@@ -227,3 +227,12 @@ def test_restarts_through_any_worker(cluster: list[DistributedWorker], tmp_path:
         except urllib.error.HTTPError as err:
             codes.append(err.code)
     assert sorted(codes) == [202, 409, 409], codes
+
+
+def test_a_worker_without_its_distributed_keys_is_refused(tmp_path: Path) -> None:
+    props = tmp_path / "worker.properties"
+    props.write_text("bootstrap.servers=127.0.0.1:1\nkey.converter=org.apache.kafka.connect.json.JsonConverter\n"
+                     "value.converter=org.apache.kafka.connect.json.JsonConverter\n")
+    r = run_cli("connect-distributed", str(props), timeout=60)
+    assert r.returncode == 1
+    assert r.stderr.strip() == 'Error: Missing required configuration "group.id" which has no default value.'
