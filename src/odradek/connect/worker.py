@@ -322,7 +322,8 @@ class SinkTaskRunner(TaskRunner):
                 for msg in messages:
                     error = msg.error()
                     if error is not None:
-                        if error.code() == KafkaError._PARTITION_EOF:
+                        # a topic not created yet: Kafka's sink task waits for it too
+                        if error.code() in (KafkaError._PARTITION_EOF, KafkaError.UNKNOWN_TOPIC_OR_PART):
                             continue
                         raise KafkaException(error)
                     topic, partition, offset = str(msg.topic()), int(msg.partition() or 0), int(msg.offset() or 0)

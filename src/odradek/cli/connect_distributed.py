@@ -1,0 +1,89 @@
+"""`odradek connect-distributed WORKER.properties`: Kafka's `connect-distributed.sh`. The worker joins the
+Connect group `group.id`, creates its internal topics (`config.storage.topic`, `offset.storage.topic`,
+`status.storage.topic`, compacted), runs the connectors and tasks the group's leader gives it and serves the
+REST API on `listeners`. It runs until SIGINT or SIGTERM, then stops its tasks, leaves the group and exits 0."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+import sys
+
+from odradek.cli.connect_standalone import _cluster_id
+from odradek.cli.server_start import LOG_FORMAT
+from odradek.config import read_properties_file
+from odradek.config_keys import ConfigError
+
+log = logging.getLogger("odradek.connect")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="odradek connect-distributed", allow_abbrev=False,
+                                description="Run a distributed Kafka Connect worker (Kafka's "
+                                            "connect-distributed.sh).")
+    p.add_argument("worker", metavar="worker.properties", help="the worker's properties file")
+    return p
+
+
+async def run(args: argparse.Namespace) -> int:
+    from aiohttp import web
+
+    from odradek.connect.api import ConfigException
+    from odradek.connect.distributed import DistributedHerder
+    from odradek.connect.distributed_rest import DistributedRest
+    from odradek.connect.plugins import Plugins
+    from odradek.connect.worker_config import WorkerConfig
+
+    try:
+        config = WorkerConfig.of(read_properties_file(args.worker), distributed=True)
+        host, port = config.rest_listener()
+        plugins = Plugins(config.plugin_path)
+    except (ConfigError, ConfigException) as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+    advertised = config.get("rest.advertised.host.name") or (host if host not in ("0.0.0.0", "::", "") else
+                                                              socket.gethostname())
+    worker_id = f"{advertised}:{config.get('rest.advertised.port') or port}"
+    herder = DistributedHerder(config, plugins, worker_id, f"http://{worker_id}/")
+    try:
+        await asyncio.to_thread(herder.start)
+    except Exception as exc:
+        print(f"Error: cannot start the worker: {exc}", file=sys.stderr)
+        return 1
+    cluster_id = await asyncio.to_thread(_cluster_id, config)
+    runner = web.AppRunner(DistributedRest(herder, cluster_id).app(), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host if host != "0.0.0.0" else None, port)
+    try:
+        await site.start()
+    except OSError as exc:
+        print(f"Error: cannot listen on {config.props['listeners']}: {exc.strerror or exc}", file=sys.stderr)
+        await runner.cleanup()
+        await asyncio.to_thread(herder.stop)
+        return 1
+    log.info("REST server listening at http://%s:%d/, advertising URL http://%s/", host, port, worker_id)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        log.info("Kafka Connect started")
+        await stop.wait()
+        log.info("Kafka Connect stopping")
+    finally:
+        await asyncio.to_thread(herder.stop)
+        with contextlib.suppress(Exception):
+            await runner.cleanup()
+        log.info("Kafka Connect stopped")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stdout, force=True)
+    logging.getLogger("aiohttp").setLevel(logging.WARNING)
+    return asyncio.run(run(args))

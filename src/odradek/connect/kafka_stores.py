@@ -1,0 +1,189 @@
+"""The distributed worker's three stores over its internal topics, with Kafka's keys and schemaless JSON values:
+the config topic (`connector-NAME` {"properties": {...}}, `task-NAME-N` {"properties": {...}}, `commit-NAME`
+{"tasks": N}, `target-state-NAME` {"state": ..., "state.v2": ...}; task configs take effect only with their
+commit record, as in Kafka), the offsets topic (`["NAME",{partition}]` -> {offset}) and the status topic
+(`status-connector-NAME`, `status-task-NAME-N` -> {"state","trace","worker_id","generation"}). A restart request
+is the config topic's `restart-connector-NAME` {"include-tasks": bool, "only-failed": bool}, done by whichever
+workers hold what it names."""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from odradek.connect.kafka_log import KafkaLog
+from odradek.connect.offset_store import _compact, offset_key
+from odradek.connect.worker_config import WorkerConfig
+
+log = logging.getLogger("odradek.connect.distributed")
+
+CONNECTOR_PREFIX, TASK_PREFIX, COMMIT_PREFIX, TARGET_PREFIX = "connector-", "task-", "commit-", "target-state-"
+RESTART_PREFIX = "restart-connector-"
+STATUS_CONNECTOR_PREFIX, STATUS_TASK_PREFIX = "status-connector-", "status-task-"
+
+
+def _json(raw: bytes | None) -> Any:
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+class ConfigStore:
+    """What the config topic says; `on_change(kind, name)` is told of each applied change."""
+
+    def __init__(self, config: WorkerConfig, client_id: str, on_change: Callable[[str, str], None]) -> None:
+        self.lock = threading.RLock()
+        self.connectors: dict[str, dict[str, str]] = {}
+        self.task_configs: dict[str, list[dict[str, str]]] = {}
+        self.targets: dict[str, str] = {}
+        self.offset = -1  # the next offset to read (Kafka's config offset: -1 before any record)
+        self._pending: dict[str, dict[int, dict[str, str]]] = {}  # task configs awaiting their commit
+        self.restarts: dict[str, tuple[bool, bool]] = {}  # the last restart request: (include tasks, only failed)
+        self.on_change = on_change
+        self.log = KafkaLog(config, str(config.get("config.storage.topic")), self._apply, f"{client_id}-configs")
+
+    def _apply(self, key: bytes | None, value: bytes | None, offset: int) -> None:
+        k = (key or b"").decode(errors="replace")
+        doc = _json(value)
+        change: tuple[str, str] | None = None
+        with self.lock:
+            self.offset = offset + 1
+            if k.startswith(CONNECTOR_PREFIX):
+                name = k[len(CONNECTOR_PREFIX):]
+                if doc is None:
+                    self.connectors.pop(name, None)
+                    self.task_configs.pop(name, None)
+                    self.targets.pop(name, None)
+                else:
+                    self.connectors[name] = {str(a): str(b) for a, b in (doc.get("properties") or {}).items()}
+                change = ("connector", name)
+            elif k.startswith(TASK_PREFIX):
+                name, _, task = k[len(TASK_PREFIX):].rpartition("-")
+                if doc is not None and task.isdigit():
+                    self._pending.setdefault(name, {})[int(task)] = {
+                        str(a): str(b) for a, b in (doc.get("properties") or {}).items()}
+            elif k.startswith(COMMIT_PREFIX):
+                name = k[len(COMMIT_PREFIX):]
+                count = int((doc or {}).get("tasks", 0))
+                pending = self._pending.pop(name, {})
+                old = self.task_configs.get(name, [])
+                self.task_configs[name] = [pending.get(i, old[i] if i < len(old) else {}) for i in range(count)]
+                change = ("tasks", name)
+            elif k.startswith(RESTART_PREFIX):
+                name = k[len(RESTART_PREFIX):]
+                if isinstance(doc, dict):
+                    self.restarts[name] = (bool(doc.get("include-tasks", False)), bool(doc.get("only-failed", False)))
+                    change = ("restart", name)
+            elif k.startswith(TARGET_PREFIX):
+                name = k[len(TARGET_PREFIX):]
+                if doc is not None:
+                    self.targets[name] = str(doc.get("state.v2") or doc.get("state") or "STARTED")
+                    change = ("target", name)
+        if change is not None:
+            self.on_change(*change)
+
+    def snapshot(self) -> tuple[int, dict[str, dict[str, str]], dict[str, list[dict[str, str]]], dict[str, str]]:
+        with self.lock:
+            return (self.offset, {k: dict(v) for k, v in self.connectors.items()},
+                    {k: list(v) for k, v in self.task_configs.items()}, dict(self.targets))
+
+    # writes (the leader's)
+    def put_connector(self, name: str, config: Mapping[str, str], target: str | None) -> None:
+        if target is not None:
+            self.put_target(name, target)
+        self.log.send(f"{CONNECTOR_PREFIX}{name}".encode(), _compact({"properties": dict(config)}))
+
+    def delete_connector(self, name: str) -> None:
+        self.log.send(f"{CONNECTOR_PREFIX}{name}".encode(), None)
+        self.log.send(f"{TARGET_PREFIX}{name}".encode(), None)
+
+    def put_target(self, name: str, target: str) -> None:
+        """STARTED, PAUSED or STOPPED (written as Kafka does: `state` PAUSED for STOPPED for old readers)."""
+        self.log.send(f"{TARGET_PREFIX}{name}".encode(),
+                      _compact({"state": "PAUSED" if target == "STOPPED" else target, "state.v2": target}))
+
+    def put_restart(self, name: str, include_tasks: bool, only_failed: bool) -> None:
+        self.log.send(f"{RESTART_PREFIX}{name}".encode(),
+                      _compact({"include-tasks": include_tasks, "only-failed": only_failed}))
+
+    def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
+        for i, task in enumerate(configs):
+            self.log.send(f"{TASK_PREFIX}{name}-{i}".encode(), _compact({"properties": task}), sync=False)
+        self.log.send(f"{COMMIT_PREFIX}{name}".encode(), _compact({"tasks": len(configs)}))
+
+
+class KafkaOffsetStore:
+    """Source offsets in the offsets topic (the same interface as FileOffsetStore)."""
+
+    def __init__(self, config: WorkerConfig, client_id: str) -> None:
+        self._lock = threading.Lock()
+        self._data: dict[bytes, bytes] = {}
+        self.log = KafkaLog(config, str(config.get("offset.storage.topic")), self._apply, f"{client_id}-offsets")
+
+    def _apply(self, key: bytes | None, value: bytes | None, _offset: int) -> None:
+        if key is None:
+            return
+        with self._lock:
+            if value is None:
+                self._data.pop(key, None)
+            else:
+                self._data[key] = value
+
+    def get(self, connector: str, partition: Mapping[str, Any]) -> dict[str, Any] | None:
+        with self._lock:
+            raw = self._data.get(offset_key(connector, partition))
+        return None if raw is None else json.loads(raw)
+
+    def commit(self, connector: str, offsets: Mapping[bytes, Any]) -> None:
+        items = [(offset_key(connector, json.loads(p)), _compact(o)) for p, o in offsets.items()]
+        for key, value in items[:-1]:
+            self.log.send(key, value, sync=False)
+        if items:
+            self.log.send(*items[-1])
+        with self._lock:
+            self._data.update(items)
+
+    def connector_offsets(self, connector: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        with self._lock:
+            items = list(self._data.items())
+        out = []
+        for key, value in items:
+            parsed = _json(key)
+            if isinstance(parsed, list) and len(parsed) == 2 and parsed[0] == connector:
+                out.append((parsed[1], json.loads(value)))
+        return out
+
+
+class StatusStore:
+    """Every worker's connector and task states as the status topic has them."""
+
+    def __init__(self, config: WorkerConfig, client_id: str) -> None:
+        self._lock = threading.Lock()
+        self.states: dict[str, dict[str, Any]] = {}
+        self.log = KafkaLog(config, str(config.get("status.storage.topic")), self._apply, f"{client_id}-statuses")
+
+    def _apply(self, key: bytes | None, value: bytes | None, _offset: int) -> None:
+        k = (key or b"").decode(errors="replace")
+        doc = _json(value)
+        with self._lock:
+            if not isinstance(doc, dict):
+                self.states.pop(k, None)
+                return
+            old = self.states.get(k)
+            # a record of an older generation does not replace a newer one (a stale worker's late write)
+            if old is None or int(doc.get("generation", 0)) >= int(old.get("generation", 0)):
+                self.states[k] = doc
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        with self._lock:
+            return self.states.get(key)
+
+    def put(self, key: str, state: str, trace: str | None, worker_id: str, generation: int) -> None:
+        self.log.send(key.encode(), _compact({"state": state, "trace": trace, "worker_id": worker_id,
+                                              "generation": generation}), sync=False)

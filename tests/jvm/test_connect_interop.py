@@ -1,0 +1,131 @@
+"""Apache Kafka's Connect worker (connect-runtime 4.4.0, `ConnectDistributed`) and an Odradek worker in one
+Connect group on an Odradek broker: the group forms with the eager protocol (the Java worker, configured
+`sessioned`, downgrades as it does for an older Kafka worker), a connector created through either REST API runs on
+the worker the leader gives it, and each worker reads the other's config and status records. The Java side's
+FileStream connectors are tests/jvm/FileStream*.java (Maven Central has no connect-file 4.4.0)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.connect.test_distributed import DistributedWorker
+from tests.harness import BrokerProcess, stop_process, wait_port
+from tests.jvm.apache_kafka import classpath, java, runner_dir
+from tests.waiting import wait_until
+
+
+@pytest.fixture(scope="module")
+def broker_config() -> dict[str, str]:
+    return {"group.min.session.timeout.ms": "1000", "group.initial.rebalance.delay.ms": "0"}
+
+
+class JavaWorker(DistributedWorker):
+    """Kafka's own distributed worker with the same properties."""
+
+    def start(self, *_files: str) -> None:
+        props = (self.cwd / "worker.properties").read_text() + "rest.advertised.host.name=127.0.0.1\n"
+        (self.cwd / "worker.properties").write_text(props)
+        with open(self.cwd / "connect.out", "ab") as out:
+            self.proc = subprocess.Popen(java("-Xmx256m", "-cp", f"{runner_dir()}{os.pathsep}{classpath()}",
+                                              "org.apache.kafka.connect.cli.ConnectDistributed", "worker.properties"),
+                                         cwd=self.cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+@pytest.fixture
+def pair(broker: BrokerProcess, tmp_path: Path) -> Iterator[tuple[DistributedWorker, JavaWorker]]:
+    group = f"interop-{tmp_path.name[-20:]}"
+    ours, theirs = DistributedWorker(tmp_path / "odradek", broker, group), JavaWorker(tmp_path / "kafka", broker, group)
+    try:
+        ours.start()
+        theirs.start()
+        wait_port(ours.port, 60, ours.proc)
+        wait_port(theirs.port, 90, theirs.proc)
+        # Jetty answers before the herder's resources are there
+        def ready() -> bool:
+            return ready_of(theirs)
+        wait_until(ready, 90, "the Java worker's REST API")
+        yield ours, theirs
+    finally:
+        for w in (ours, theirs):
+            if w.proc is not None:
+                stop_process(w.proc)
+
+
+def ready_of(w: DistributedWorker) -> bool:
+    try:
+        return w.call("GET", "/connectors")[0] == 200
+    except ValueError:  # Jetty's HTML 404 page
+        return False
+
+
+def _status(w: DistributedWorker, name: str) -> dict[str, Any]:
+    code, body = w.call("GET", f"/connectors/{name}/status")
+    return body if code == 200 else {}
+
+
+def _running(w: DistributedWorker, name: str) -> bool:
+    s = _status(w, name)
+    return s.get("connector", {}).get("state") == "RUNNING" and bool(s.get("tasks")) and \
+        all(t["state"] == "RUNNING" for t in s["tasks"])
+
+
+def test_a_kafka_worker_and_an_odradek_worker_share_connectors(pair: tuple[DistributedWorker, JavaWorker],
+                                                               tmp_path: Path) -> None:
+    ours, theirs = pair
+    source, sink = tmp_path / "in.txt", tmp_path / "out.txt"
+    topic = f"interop-{tmp_path.name[-20:]}"
+    source.write_text("".join(f"line-{i}\n" for i in range(10)))
+
+    def create(w: DistributedWorker, name: str, config: dict[str, str]) -> None:
+        def attempt() -> bool:  # 409 while the group rebalances
+            code, body = w.call("POST", "/connectors", {"name": name, "config": config})
+            assert code in (201, 409), (code, body)
+            return code == 201
+        wait_until(attempt, 90, lambda: f"{name} created\n{w.output()[-3000:]}")
+
+    create(theirs, "src", {"connector.class": "FileStreamSource", "file": str(source), "topic": topic})
+    create(ours, "snk", {"connector.class": "FileStreamSink", "file": str(sink), "topics": topic})
+    both = (ours, theirs)
+    wait_until(lambda: all(_running(w, n) for w in both for n in ("src", "snk")), 120,
+               lambda: f"both connectors running as both workers see them: {_status(ours, 'src')} "
+                       f"{_status(theirs, 'snk')}\n{ours.output()[-3000:]}")
+    wait_until(lambda: sink.exists() and set(sink.read_text().splitlines()) >= {f"line-{i}" for i in range(10)}, 60,
+               lambda: f"the sink file to hold every line: {sink.read_text() if sink.exists() else None}")
+    for w in both:  # each reads the configs the other's side wrote, and the statuses of both
+        assert sorted(w.get("/connectors")) == ["snk", "src"]
+        assert w.get("/connectors/src/config")["file"] == str(source)
+        assert w.get("/connectors/snk/config")["topics"] == topic
+    workers = {s["worker_id"] for n in ("src", "snk") for s in [_status(ours, n)["connector"],
+                                                                *_status(ours, n)["tasks"]]}
+    assert workers == {ours.worker_id, theirs.worker_id}, workers
+    for name in ("src", "snk"):  # the same states and workers through either API
+        mine, kafkas = _status(ours, name), _status(theirs, name)
+        assert mine["connector"]["worker_id"] == kafkas["connector"]["worker_id"]
+        assert [(t["id"], t["state"], t["worker_id"]) for t in mine["tasks"]] == \
+            [(t["id"], t["state"], t["worker_id"]) for t in kafkas["tasks"]]
+
+    # our worker leaves and comes back: the Java worker leads now; a connector created through our REST API is
+    # forwarded to it, and task configs our worker computes are written by it
+    assert ours.proc is not None
+    stop_process(ours.proc)
+    wait_until(lambda: all(_running(theirs, n) and {_status(theirs, n)["connector"]["worker_id"]} == {theirs.worker_id}
+                           for n in ("src", "snk")), 60, lambda: f"the Java worker runs both: {_status(theirs, 'src')}")
+    ours.start()
+    wait_port(ours.port, 60, ours.proc)
+    sink2 = tmp_path / "out2.txt"
+    for i in range(3):
+        create(ours, f"snk{i}", {"connector.class": "FileStreamSink", "file": str(sink2), "topics": topic})
+    wait_until(lambda: all(_running(w, f"snk{i}") for w in both for i in range(3)), 120,
+               lambda: f"the new sinks running: {[_status(theirs, f'snk{i}') for i in range(3)]}\n"
+                       f"{ours.output()[-3000:]}")
+    workers = {s["worker_id"] for i in range(3) for s in [_status(theirs, f"snk{i}")["connector"],
+                                                         *_status(theirs, f"snk{i}")["tasks"]]}
+    assert ours.worker_id in workers, workers
+    wait_until(lambda: sink2.exists() and len(sink2.read_text().splitlines()) >= 30, 60,
+               lambda: f"the three sinks wrote every line: {sink2.read_text() if sink2.exists() else None}")
