@@ -66,9 +66,9 @@ def test_kafka_pythons_response_registry_keeps_its_own_classes() -> None:
     """kafka-python's clients find their responses' classes there and check for their own ApiVersionsResponse
     (its header is v0 at every version): ours must not replace them."""
     registry = ResponseClassRegistry._response_class_registry
-    assert registry[ApiVersionsRequest.API_KEY].__name__ == "ApiVersionsResponse"
-    assert registry[ApiVersionsRequest.API_KEY].max_version == 4  # kafka-python's
-    assert registry[DeleteGroupsRequest.API_KEY].max_version == 2
+    # kafka-python's own (its legacy modules, kafka.protocol.old, may have put their ApiVersionsResponse_v4 there)
+    for key in (ApiVersionsRequest.API_KEY, DeleteGroupsRequest.API_KEY):
+        assert registry[key].__module__.startswith("kafka.protocol"), registry[key]
 
 
 def test_the_protocol_client_decodes_with_the_class_beside_the_request() -> None:
