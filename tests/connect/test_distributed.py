@@ -144,6 +144,9 @@ def test_three_workers_share_connectors_and_survive_a_kill(cluster: list[Distrib
                lambda: f"both running as every worker sees it: {_status(w0, 'src')} {_status(w0, 'snk')}\n"
                        + "\n".join(w.output()[-2000:] for w in cluster))
     assert w0.get("/connectors") == ["snk", "src"]
+    # as Kafka's workers write them: the task class, and a sink's topics (a Java worker validates them there)
+    sink_task = w1.get("/connectors/snk/tasks")[0]["config"]
+    assert sink_task["topics"] == topic and sink_task["task.class"].endswith("FileStreamSinkTask")
     assert w2.get("/connectors/src/config")["file"] == str(source)
     wait_until(lambda: set(_lines(sink)) >= {f"line-{i}" for i in range(20)}, 60,
                lambda: f"sink has the first lines: {_lines(sink)}")

@@ -34,6 +34,7 @@ from odradek.connect.worker import (
     FAILED,
     PAUSED,
     RUNNING,
+    SINK_KEYS,
     STOPPED,
     UNASSIGNED,
     ConnectorState,
@@ -320,7 +321,10 @@ class DistributedHerder:
             self._fail(state, exc)
             return
         task_class = _task_class_name(self.plugins.connector_name(state.config["connector.class"]))
-        configs = [{**{str(k): str(v) for k, v in c.items()}, "task.class": task_class} for c in configs]
+        # as Kafka's Worker: each task config names the task class and, for a sink, the connector's topics or
+        # regex (a Java worker running the task validates them from the task config alone)
+        sink = {k: state.config[k] for k in SINK_KEYS if state.kind == "sink" and k in state.config}
+        configs = [{**{str(k): str(v) for k, v in c.items()}, "task.class": task_class, **sink} for c in configs]
         if configs != state.task_configs:
             self._write_task_configs(state.name, configs)
 
