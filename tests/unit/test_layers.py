@@ -42,7 +42,7 @@ LAYERS: list[Layer] = [
     Layer(("coordinator", "groups", "txn")),
     Layer(("server",)),
     Layer(("admin_client", "spark"), independent=True),
-    Layer(("pipelines", "connect"), independent=True),
+    Layer(("pipelines", "connect", "schema_registry"), independent=True),
     Layer(("cli", "console", "pyspark_odradek"), independent=True),
 ]
 
