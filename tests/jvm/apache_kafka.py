@@ -71,6 +71,14 @@ def classpath() -> str:
     return str(kafka_home() / "libs" / "*")
 
 
+def logging_classpath() -> str:
+    """SLF4J's simple logger (tests/jvm/logging/pom.xml), for JVMs whose logs a failing test shows."""
+    path = kafka_home() / "logging" / ".complete"
+    if not path.exists():
+        raise RuntimeError(f"the JVM logging binding is not in {path.parent}: run `. scripts/env.sh && kafka_jars`")
+    return str(path.parent / "libs" / "*")
+
+
 def run_kafka2(main: str, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
     """A Kafka 2.x tool (tests/jvm/kafka2/pom.xml) by main class, in a JVM of its own: the guides' versions,
     whose --zookeeper commands write ZooKeeper directly."""
