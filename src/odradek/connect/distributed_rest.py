@@ -13,6 +13,7 @@ from aiohttp import ClientSession, ClientTimeout, web
 from odradek.connect.distributed import DistributedHerder
 from odradek.connect.kafka_stores import STATUS_CONNECTOR_PREFIX, STATUS_TASK_PREFIX
 from odradek.connect.rest import ConnectRest, RestError, _json
+from odradek.connect.rest_common import config_body, create_body, patched
 from odradek.connect.worker import FAILED, PAUSED, RUNNING, STOPPED, UNASSIGNED, ConnectorState, TaskState
 
 FORWARDED = "X-Odradek-Forwarded"  # on a request sent on by another worker
@@ -115,22 +116,9 @@ class DistributedRest(ConnectRest):
         forwarded = await self._forwarded(request)
         if forwarded is not None:
             return forwarded
-        body = await self._body(request)
-        if not isinstance(body, dict) or not isinstance(body.get("config"), dict):
-            raise RestError(400, "Connector config is required")
-        config = {str(k): str(v) for k, v in body["config"].items()}
-        name = str(body.get("name") or config.get("name") or "")
-        if not name.strip():
-            raise RestError(400, "Connector name is required")
-        if "name" in config and config["name"] != name:
-            raise RestError(400, f"Connector name configuration ({config['name']}) doesn't match connector name in "
-                            f"the URL ({name})")
-        initial = str(body.get("initial_state") or RUNNING).upper()
-        if initial not in (RUNNING, PAUSED, STOPPED):
-            raise RestError(400, f"Invalid initial state: {body.get('initial_state')}")
+        name, config, initial = create_body(await self._body(request))
         if self._view(name) is not None:
             raise RestError(409, f"Connector {name} already exists")
-        config["name"] = name
         await asyncio.to_thread(self.worker.check, name, config)
         await asyncio.to_thread(self.herder.configs.put_connector, name, config, TARGET_NAMES[initial])
         return _json(self._info(await self._settled(name)), 201)
@@ -140,14 +128,7 @@ class DistributedRest(ConnectRest):
         if forwarded is not None:
             return forwarded
         name = request.match_info["name"]
-        body = await self._body(request)
-        if not isinstance(body, dict):
-            raise RestError(400, "Connector config is required")
-        config = {str(k): str(v) for k, v in body.items()}
-        if "name" in config and config["name"] != name:
-            raise RestError(400, f"Connector name configuration ({config['name']}) doesn't match connector name in "
-                            f"the URL ({name})")
-        config["name"] = name
+        config = config_body(name, await self._body(request))
         created = self._view(name) is None
         await asyncio.to_thread(self.worker.check, name, config)
         await asyncio.to_thread(self.herder.configs.put_connector, name, config, "STARTED" if created else None)
@@ -158,15 +139,7 @@ class DistributedRest(ConnectRest):
         if forwarded is not None:
             return forwarded
         state = self._connector(request)
-        body = await self._body(request)
-        if not isinstance(body, dict):
-            raise RestError(400, "Connector config is required")
-        config = dict(state.config)
-        for key, value in body.items():
-            if value is None:
-                config.pop(str(key), None)
-            else:
-                config[str(key)] = str(value)
+        config = patched(state.config, await self._body(request))
         await asyncio.to_thread(self.worker.check, state.name, config)
         await asyncio.to_thread(self.herder.configs.put_connector, state.name, config, None)
         return _json(self._info(await self._settled(state.name)))
