@@ -34,13 +34,13 @@ from odradek.connect.worker import (
     FAILED,
     PAUSED,
     RUNNING,
-    SINK_KEYS,
     STOPPED,
     UNASSIGNED,
     ConnectorState,
     TaskState,
     Worker,
     _trace,
+    connector_task_configs,
 )
 from odradek.connect.worker_config import WorkerConfig
 
@@ -101,7 +101,7 @@ class DistributedHerder:
         self.offsets.log.start()
         self.statuses.log.start()
         self.configs.log.start()
-        self.worker = Worker(cfg, self.plugins, self.offsets, self.worker_id)  # type: ignore[arg-type]
+        self.worker = Worker(cfg, self.plugins, self.offsets, self.worker_id)
         self.member = GroupMember(cfg, self._metadata, self._revoke, self._assign, self._assigned)
         self.member.start()
         threading.Thread(target=self._status_loop, name="status-writer", daemon=True).start()
@@ -153,7 +153,7 @@ class DistributedHerder:
         with self._lock:
             self.leader_url = None
             for state in self.local.values():
-                self.worker._stop_connector(state)
+                self.worker.stop_connector(state)
                 for task in state.tasks:
                     task.state, task.runner = UNASSIGNED, None
                 state.state = UNASSIGNED
@@ -282,7 +282,7 @@ class DistributedHerder:
                         state.task_configs = list(configs)
                         state.tasks += [TaskState(i) for i in range(len(state.tasks), len(configs))]
                     if state.target != STOPPED:
-                        self.worker._start_task(state, state.tasks[task_id])
+                        self.worker.start_task(state, state.tasks[task_id])
             self._write_statuses()
         self.ready.set()
 
@@ -320,11 +320,7 @@ class DistributedHerder:
         except Exception as exc:
             self._fail(state, exc)
             return
-        task_class = _task_class_name(self.plugins.connector_name(state.config["connector.class"]))
-        # as Kafka's Worker: each task config names the task class and, for a sink, the connector's topics or
-        # regex (a Java worker running the task validates them from the task config alone)
-        sink = {k: state.config[k] for k in SINK_KEYS if state.kind == "sink" and k in state.config}
-        configs = [{**{str(k): str(v) for k, v in c.items()}, "task.class": task_class, **sink} for c in configs]
+        configs = connector_task_configs(self.plugins, state, configs)
         if configs != state.task_configs:
             self._write_task_configs(state.name, configs)
 
@@ -366,12 +362,6 @@ class DistributedHerder:
         except Exception as exc:  # retried at the next change
             log.warning("Could not write status %s: %s", key, exc)
             self._written.pop(key, None)
-
-
-def _task_class_name(connector: str) -> str:
-    """The `task.class` of a task config, which a Java worker needs to run it: the task class named as Kafka's
-    connectors name theirs (org.apache.kafka.connect.file.FileStreamSinkConnector runs FileStreamSinkTask)."""
-    return connector[:-len("Connector")] + "Task" if connector.endswith("Connector") else connector + "Task"
 
 
 def forward(leader_url: str, method: str, path: str, body: Any) -> tuple[int, Any]:

@@ -119,7 +119,7 @@ class ConfigStore:
 
 
 class KafkaOffsetStore:
-    """Source offsets in the offsets topic (the same interface as FileOffsetStore)."""
+    """Source offsets in the offsets topic (an OffsetStore, as FileOffsetStore is)."""
 
     def __init__(self, config: WorkerConfig, client_id: str) -> None:
         self._lock = threading.Lock()
@@ -141,13 +141,20 @@ class KafkaOffsetStore:
         return None if raw is None else json.loads(raw)
 
     def commit(self, connector: str, offsets: Mapping[bytes, Any]) -> None:
-        items = [(offset_key(connector, json.loads(p)), _compact(o)) for p, o in offsets.items()]
+        self.write(connector, offsets)  # a None offset is a tombstone in the topic, as Kafka's writer sends it
+
+    def write(self, connector: str, entries: Mapping[bytes, Any]) -> None:
+        items = [(offset_key(connector, json.loads(p)), None if o is None else _compact(o)) for p, o in entries.items()]
         for key, value in items[:-1]:
             self.log.send(key, value, sync=False)
         if items:
             self.log.send(*items[-1])
         with self._lock:
-            self._data.update(items)
+            for key, value in items:
+                if value is None:
+                    self._data.pop(key, None)
+                else:
+                    self._data[key] = value
 
     def connector_offsets(self, connector: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         with self._lock:
