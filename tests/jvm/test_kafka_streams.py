@@ -94,9 +94,7 @@ def produce_round(bootstrap: str, topic: str, start: int) -> None:
     assert p.flush(120) == 0
 
 
-# The classic variant stalled twice in loaded runs (the restarted instance stayed REBALANCING, 398 of 1,200 counts):
-# a defect under investigation (issue #38), so it runs with --run-slow until fixed.
-@pytest.mark.parametrize("protocol", [pytest.param("classic", marks=pytest.mark.slow), "streams"])
+@pytest.mark.parametrize("protocol", ["classic", "streams"])
 def test_exactly_once_counter_through_a_broker_and_an_instance_kill(
         zk_standalone: ZooKeeperChroot, brokers: BrokerPool, streams_app: list[subprocess.Popen],
         tmp_path: Path, protocol: str) -> None:
