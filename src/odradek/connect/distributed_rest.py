@@ -12,6 +12,7 @@ from aiohttp import ClientSession, ClientTimeout, web
 
 from odradek.connect.distributed import DistributedHerder
 from odradek.connect.kafka_stores import STATUS_CONNECTOR_PREFIX, STATUS_TASK_PREFIX
+from odradek.connect.request_signing import ALGORITHM_HEADER, SIGNATURE_HEADER, refusal
 from odradek.connect.rest import ConnectRest, RestError, _json
 from odradek.connect.rest_common import config_body, create_body, patched
 from odradek.connect.worker import FAILED, PAUSED, RUNNING, STOPPED, UNASSIGNED, ConnectorState, TaskState
@@ -99,9 +100,10 @@ class DistributedRest(ConnectRest):
         if not leader or request.headers.get(FORWARDED):
             raise RestError(409, REBALANCING)
         body = await request.read()
+        signed = {h: request.headers[h] for h in (SIGNATURE_HEADER, ALGORITHM_HEADER) if h in request.headers}
         async with ClientSession(timeout=ClientTimeout(total=60)) as session, \
                 session.request(request.method, leader.rstrip("/") + request.path_qs, data=body,
-                                headers={"Content-Type": "application/json", FORWARDED: "1"}) as resp:
+                                headers={"Content-Type": "application/json", FORWARDED: "1", **signed}) as resp:
             text = await resp.text()
             return web.Response(status=resp.status, text=text, content_type="application/json")
 
@@ -193,7 +195,14 @@ class DistributedRest(ConnectRest):
             return web.Response(status=resp.status, text=await resp.text(), content_type="application/json")
 
     async def put_task_configs(self, request: web.Request) -> web.Response:
-        """The internal endpoint by which a connector's owner has the leader write its task configs."""
+        """The internal endpoint by which a connector's owner has the leader write its task configs; under the
+        `sessioned` protocol every worker checks its signature first (KIP-507), as Kafka's do."""
+        if self.herder.signs_requests:
+            algorithms = [a.strip() for a in
+                          str(self.herder.config.props["inter.worker.verification.algorithms"]).split(",")]
+            problem = refusal(request.headers, await request.read(), self.herder.configs.session_key, algorithms)
+            if problem is not None:
+                raise RestError(*problem)
         forwarded = await self._forwarded(request)
         if forwarded is not None:
             return forwarded

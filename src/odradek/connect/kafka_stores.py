@@ -16,6 +16,7 @@ from typing import Any
 
 from odradek.connect.kafka_log import KafkaLog
 from odradek.connect.offset_store import _compact, offset_key
+from odradek.connect.request_signing import SESSION_KEY_KEY, SessionKey
 from odradek.connect.worker_config import WorkerConfig
 
 log = logging.getLogger("odradek.connect.distributed")
@@ -45,6 +46,7 @@ class ConfigStore:
         self.offset = -1  # the next offset to read (Kafka's config offset: -1 before any record)
         self._pending: dict[str, dict[int, dict[str, str]]] = {}  # task configs awaiting their commit
         self.restarts: dict[str, tuple[bool, bool]] = {}  # the last restart request: (include tasks, only failed)
+        self.session_key: SessionKey | None = None  # the leader's last (KIP-507)
         self.on_change = on_change
         self.log = KafkaLog(config, str(config.get("config.storage.topic")), self._apply, f"{client_id}-configs")
 
@@ -80,6 +82,12 @@ class ConfigStore:
                 if isinstance(doc, dict):
                     self.restarts[name] = (bool(doc.get("include-tasks", False)), bool(doc.get("only-failed", False)))
                     change = ("restart", name)
+            elif k == SESSION_KEY_KEY:
+                session_key = SessionKey.from_record(doc)
+                if session_key is None:
+                    log.error("Ignoring session key because it is not in the expected format")
+                else:
+                    self.session_key = session_key
             elif k.startswith(TARGET_PREFIX):
                 name = k[len(TARGET_PREFIX):]
                 if doc is not None:
@@ -111,6 +119,9 @@ class ConfigStore:
     def put_restart(self, name: str, include_tasks: bool, only_failed: bool) -> None:
         self.log.send(f"{RESTART_PREFIX}{name}".encode(),
                       _compact({"include-tasks": include_tasks, "only-failed": only_failed}))
+
+    def put_session_key(self, key: SessionKey) -> None:
+        self.log.send(SESSION_KEY_KEY.encode(), _compact(key.record()))
 
     def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
         for i, task in enumerate(configs):
