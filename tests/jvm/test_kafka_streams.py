@@ -41,7 +41,8 @@ def start_app(started: list[subprocess.Popen], workdir: Path, main: str, props: 
     # Kafka's INFO log with times, so that a stalled application says what it waits for
     logging = ["-Dorg.slf4j.simpleLogger.showDateTime=true", "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS"]
     with open(workdir / "streams.out", "ab") as out:
-        proc = subprocess.Popen(["java", "-Xmx256m", "-XX:+UseSerialGC", *logging, "-cp", cp, main, str(config)],
+        proc = subprocess.Popen(["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", *logging, "-cp", cp,
+                                 main, str(config)],
                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     started.append(proc)
     return proc
