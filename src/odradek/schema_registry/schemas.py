@@ -75,7 +75,7 @@ def _parse(schema_type: str, text: str, references: Mapping[str, str] | None) ->
         from odradek.schema_registry import json_format
         return json_format.parse(text, references)
     from odradek.schema_registry import protobuf_format
-    return protobuf_format.parse(text, references)  # type: ignore[return-value]
+    return protobuf_format.parse(text, references)
 
 
 def check_compatibility(level: str, new: ParsedSchema, previous: Sequence[ParsedSchema]) -> list[str]:
