@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import base64
 import binascii
+import functools
 import os
 import re
 import tempfile
@@ -91,17 +92,31 @@ class ProtobufSchema:
 
 
 def parse(text: str, references: Mapping[str, str] | None = None) -> ProtobufSchema:
-    sources = {_MAIN: _as_proto_text(check_text(text), "schema")}
+    sources = {_MAIN: _as_proto_text(check_text(text), "schema"), **_builtins()}
     for name, ref_text in check_references(references).items():
         if not _IMPORT_PATH.match(name) or ".." in name.split("/") or not name.endswith(".proto"):
             raise SchemaError(f"reference name {name[:200]!r} is not a relative .proto import path")
-        if name.startswith("google/protobuf/"):
+        if name.startswith("google/protobuf/") or name == _MAIN:
             continue  # the well-known types come with the compiler
         sources[name] = _as_proto_text(ref_text, f"referenced schema {name!r}")
     files = _compile(sources)
     main = files[_MAIN]
     _check_depth(main)
     return ProtobufSchema(main, files)
+
+
+@functools.cache
+def _builtins() -> dict[str, str]:
+    """Confluent's own types (confluent/meta.proto, confluent/type/decimal.proto), which its clients import
+    without registering them, as confluent-kafka ships them."""
+    from confluent_kafka.schema_registry.confluent import meta_pb2
+    from confluent_kafka.schema_registry.confluent.type import decimal_pb2
+
+    out = {}
+    for module in (meta_pb2, decimal_pb2):
+        descriptor = FDP.FromString(module.DESCRIPTOR.serialized_pb)
+        out[descriptor.name] = render(descriptor)
+    return out
 
 
 def _as_proto_text(text: str, what: str) -> str:

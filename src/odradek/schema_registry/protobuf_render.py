@@ -69,7 +69,7 @@ class _Writer:
         out = []
         for fd, value in options.ListFields():
             name = f"({fd.full_name})" if fd.is_extension else fd.name
-            values = value if fd.label == fd.LABEL_REPEATED else [value]
+            values = value if _repeated(fd) else [value]
             out += [f"{name} = {_value(fd, v)}" for v in values]
         return sorted(out) if self.normalize else out
 
@@ -178,6 +178,13 @@ class _Writer:
             else:
                 self.out(1, f"rpc {m.name}({request}) returns ({response});")
         self.out(0, "}")
+
+
+def _repeated(fd: Any) -> bool:
+    """protobuf 7 has FieldDescriptor.is_repeated and no label; older ones the other way round."""
+    if hasattr(fd, "is_repeated"):
+        return bool(fd.is_repeated)
+    return bool(fd.label == fd.LABEL_REPEATED)
 
 
 def _map_entries(file: descriptor_pb2.FileDescriptorProto) -> dict[str, Any]:

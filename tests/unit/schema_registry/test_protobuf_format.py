@@ -164,3 +164,33 @@ def test_hostile_inputs_refused_fast() -> None:
     with pytest.raises(SchemaError):
         parse("PROTOBUF", proto("message A {" * 100 + "}" * 100))
     assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("module", ["google.protobuf.descriptor_pb2", "google.protobuf.struct_pb2",
+                                    "google.protobuf.type_pb2",
+                                    "confluent_kafka.schema_registry.confluent.meta_pb2"])
+def test_rendered_text_compiles_to_the_same_descriptor(module: str) -> None:
+    """Real descriptors (proto2 defaults, extension ranges, reserved names, options, maps, oneofs) rendered
+    to .proto text and compiled again give the descriptor they came from."""
+    import importlib
+
+    original = descriptor_pb2.FileDescriptorProto.FromString(importlib.import_module(module).DESCRIPTOR.serialized_pb)
+    original.name = "renamed.proto"  # not to clash with the bundled file of the same name
+    schema = parse("PROTOBUF", base64.b64encode(original.SerializeToString()).decode())
+    compiled = descriptor_pb2.FileDescriptorProto()
+    compiled.CopyFrom(schema.descriptor)  # type: ignore[attr-defined]
+    original.name = compiled.name
+    for d in (original, compiled):
+        stack = list(d.message_type)
+        while stack:
+            message = stack.pop()
+            stack.extend(message.nested_type)
+            for field in message.field:
+                field.ClearField("json_name")
+    assert compiled == original
+
+
+def test_confluent_builtin_imports() -> None:
+    schema = parse("PROTOBUF", proto('import "confluent/meta.proto";\nimport "confluent/type/decimal.proto";\n'
+                                     "message M { confluent.type.Decimal amount = 1 [(confluent.field_meta).doc = \"x\"]; }"))
+    assert "confluent.type.Decimal" in schema.canonical()
