@@ -47,6 +47,12 @@ class AvroSchema:
     def normalized(self) -> str:
         return _compact(_normal(self.root))
 
+    def resolved(self) -> str:
+        """The normalized form with every referenced named type written inline where first used (Confluent's
+        `format=resolved`): one self-contained schema."""
+        own = set(self.defined_names)
+        return _compact(_normal(self.root, {n: v for n, v in self.names.items() if n not in own}))
+
     def reader_errors(self, writer: object, reader_label: str, writer_label: str) -> list[str]:
         assert isinstance(writer, AvroSchema)
         return _Resolver(self, writer, reader_label, writer_label).check(self.root, writer.root, "/")
@@ -269,23 +275,26 @@ def _ordered(value: Any, order: tuple[str, ...] = _CANONICAL_ORDER) -> Any:
     return out
 
 
-def _normal(node: Any) -> Any:
+def _normal(node: Any, inline: dict[str, Any] | None = None) -> Any:
     """The resolution form: Avro's parsing canonical form (full names, no namespaces or docs) plus what
-    resolution reads: defaults, aliases (full names, sorted), non-default field order, logical types."""
+    resolution reads: defaults, aliases (full names, sorted), non-default field order, logical types.
+    Named types in `inline` are written in full where first used (and removed from it)."""
     if isinstance(node, str):
+        if inline and node in inline:
+            return _normal(inline.pop(node), inline)
         return node
     if isinstance(node, list):
-        return [_normal(b) for b in node]
+        return [_normal(b, inline) for b in node]
     kind = node["type"]
     if kind == "array":
-        return {"type": "array", "items": _normal(node["items"])}
+        return {"type": "array", "items": _normal(node["items"], inline)}
     if kind == "map":
-        return {"type": "map", "values": _normal(node["values"])}
+        return {"type": "map", "values": _normal(node["values"], inline)}
     if kind in PRIMITIVES:
         return {"type": kind, **{k: node[k] for k in _LOGICAL if k in node}}
     out: dict[str, Any] = {"name": node["name"], "type": kind}
     if kind == "record":
-        out["fields"] = [_normal_field(f) for f in node["fields"]]
+        out["fields"] = [_normal_field(f, inline) for f in node["fields"]]
     elif kind == "enum":
         out["symbols"] = node["symbols"]
     else:
@@ -298,8 +307,8 @@ def _normal(node: Any) -> Any:
     return out
 
 
-def _normal_field(field: dict[str, Any]) -> dict[str, Any]:
-    out = {"name": field["name"], "type": _normal(field["type"])}
+def _normal_field(field: dict[str, Any], inline: dict[str, Any] | None) -> dict[str, Any]:
+    out = {"name": field["name"], "type": _normal(field["type"], inline)}
     if "default" in field:
         out["default"] = field["default"]
     if field["aliases"]:

@@ -19,7 +19,7 @@ DEFAULT_LEVEL = "BACKWARD"
 
 
 __all__ = ["DEFAULT_LEVEL", "LEVELS", "SCHEMA_TYPES", "ParsedSchema", "Reference", "SchemaError",
-           "check_compatibility", "parse"]
+           "check_compatibility", "formatted", "parse"]
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,19 @@ def _parse(schema_type: str, text: str, references: Mapping[str, str] | None) ->
         return json_format.parse(text, references)
     from odradek.schema_registry import protobuf_format
     return protobuf_format.parse(text, references)
+
+
+def formatted(schema: ParsedSchema, fmt: str) -> str | None:
+    """The schema's text under the REST API's `format` parameter: "serialized" for Protobuf (the base64
+    FileDescriptorProto Confluent's Python deserializer asks for), "resolved" for Avro (referenced types
+    inlined); None when the format does not apply to the schema's type (the server then gives the stored
+    text, as Confluent does)."""
+    fmt = fmt.lower()
+    if fmt == "serialized" and schema.schema_type == "PROTOBUF":
+        return str(schema.serialized())  # type: ignore[attr-defined]
+    if fmt == "resolved" and schema.schema_type == "AVRO":
+        return str(schema.resolved())  # type: ignore[attr-defined]
+    return None
 
 
 def check_compatibility(level: str, new: ParsedSchema, previous: Sequence[ParsedSchema]) -> list[str]:

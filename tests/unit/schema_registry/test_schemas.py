@@ -56,3 +56,23 @@ def test_parse_raises_only_schema_error(schema_type: str, text: str) -> None:
         parse(schema_type, text)
     except SchemaError:
         pass
+
+
+def test_formatted() -> None:
+    import base64
+
+    from google.protobuf import descriptor_pb2
+
+    from odradek.schema_registry.schemas import formatted
+
+    proto = parse("PROTOBUF", 'syntax = "proto3";\nmessage M { int32 a = 1; }')
+    serialized = formatted(proto, "serialized")
+    assert serialized is not None
+    assert descriptor_pb2.FileDescriptorProto.FromString(base64.b64decode(serialized)).message_type[0].name == "M"
+    country = '{"type": "enum", "name": "Country", "namespace": "acme", "symbols": ["FR"]}'
+    avro = parse("AVRO", '{"type": "record", "name": "R", "fields": [{"name": "a", "type": "acme.Country"},'
+                         ' {"name": "b", "type": "acme.Country"}]}', {"acme.Country": country})
+    resolved = formatted(avro, "resolved")
+    assert resolved is not None and resolved.count('"symbols"') == 1
+    assert json.loads(parse("AVRO", resolved).normalized()) == json.loads(resolved)
+    assert formatted(avro, "serialized") is None and formatted(proto, "resolved") is None
