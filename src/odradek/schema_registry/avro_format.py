@@ -91,6 +91,7 @@ def _parse_one(text: str, names: dict[str, dict[str, Any]], fastavro_names: dict
     raw = load_json(text, what)
     walker = _Walker(names, what)
     root = walker.node(raw, "")
+    walker.check_defaults()
     try:
         _fastavro_parse(raw, named_schemas=fastavro_names, _write_hint=False)
     except RecursionError:
@@ -108,6 +109,7 @@ class _Walker:
         self.names = names
         self.what = what
         self.defined: list[str] = []
+        self.defaults: list[tuple[str, Any, Any]] = []  # (where, type node, default) checked at the end
 
     def fail(self, message: str) -> SchemaError:
         return SchemaError(f"invalid Avro {self.what}: {message}")
@@ -207,6 +209,14 @@ class _Walker:
             node.update({k: js[k] for k in _LOGICAL if k in js})
         return node
 
+    def check_defaults(self) -> None:
+        """Every field default is a value of the field's type (Avro's Java parser's rule, a union's default
+        fitting any of its branches, as Java accepts)."""
+        for where, type_node, value in self.defaults:
+            if not _fits(type_node, value, self.names):
+                raise self.fail(f"the default of {where} is not a {_describe(type_node).lower()}: "
+                                f"{json.dumps(value)[:80]}")
+
     def aliases(self, js: dict[str, Any], space: str) -> list[str]:
         aliases = js.get("aliases", [])
         if not isinstance(aliases, list):
@@ -232,6 +242,7 @@ class _Walker:
             node: dict[str, Any] = {"name": name, "type": self.node(field["type"], space)}
             if "default" in field:
                 node["default"] = field["default"]
+                self.defaults.append((f"field {name!r} of {record!r}", node["type"], field["default"]))
             aliases = field.get("aliases", [])
             if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
                 raise self.fail(f"the aliases of field {name!r} of {record!r} are not a list of names")
@@ -242,6 +253,38 @@ class _Walker:
             node["order"] = order
             out.append(node)
         return out
+
+
+_INT_RANGE = {"int": (-(1 << 31), (1 << 31) - 1), "long": (-(1 << 63), (1 << 63) - 1)}
+
+
+def _fits(node: Any, value: Any, names: dict[str, dict[str, Any]]) -> bool:
+    if isinstance(node, str) and node not in PRIMITIVES:
+        node = names[node]
+    if isinstance(node, list):
+        return any(_fits(branch, value, names) for branch in node)
+    kind = _kind(node)
+    if kind == "null":
+        return value is None
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind in _INT_RANGE:
+        low, high = _INT_RANGE[kind]
+        return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+    if kind in ("float", "double"):
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind in ("string", "bytes", "fixed"):
+        return isinstance(value, str)
+    if kind == "enum":
+        return isinstance(value, str) and value in node["symbols"]
+    if kind == "array":
+        return isinstance(value, list) and all(_fits(node["items"], v, names) for v in value)
+    if kind == "map":
+        return isinstance(value, dict) and all(_fits(node["values"], v, names) for v in value.values())
+    if not isinstance(value, dict):
+        return False
+    return all(_fits(f["type"], value[f["name"]], names) if f["name"] in value else "default" in f
+               for f in node["fields"])
 
 
 def _full(name: str, space: str) -> str:
