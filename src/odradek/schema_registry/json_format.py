@@ -23,7 +23,7 @@ from odradek.schema_registry.limits import check_references, load_json
 
 # Comparisons one compatibility check may make (pairs of subschemas): a bound on hostile schemas whose
 # oneOf/anyOf nests make the matching grow fast. Past it the check reports the schemas as incompatible.
-MAX_COMPARISONS = 10_000
+MAX_COMPARISONS = 50_000
 
 # The differences Confluent's STRICT policy accepts: the reader accepts all the writer did.
 COMPATIBLE = frozenset("""ID_CHANGED DESCRIPTION_CHANGED TITLE_CHANGED DEFAULT_CHANGED SCHEMA_REMOVED TYPE_EXTENDED
@@ -81,8 +81,8 @@ class JsonSchema:
                     f"({reader_label} schema reading data of the {writer_label})"
                     for path, kind in found if kind not in COMPATIBLE]
         if diff.exhausted:
-            messages.append(f"The schemas are too complex to compare (more than {MAX_COMPARISONS} comparisons "
-                            f"of subschemas): treated as incompatible")
+            return [f"The schemas are too complex to compare (more than {MAX_COMPARISONS} comparisons "
+                    f"of subschemas): treated as incompatible"]
         return list(dict.fromkeys(messages))
 
 

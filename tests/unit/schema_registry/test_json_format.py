@@ -169,3 +169,8 @@ def test_hostile_inputs_refused_fast(monkeypatch: pytest.MonkeyPatch) -> None:
     messages = check_compatibility("BACKWARD", wide, [wide])  # too complex to compare: refused, not hung
     assert any("too complex" in m for m in messages)
     assert time.monotonic() - started < 5
+
+
+def test_large_legitimate_schema_is_compared() -> None:
+    big = parse("JSON", obj({f"p{i}": {"type": "string", "maxLength": 10} for i in range(4000)}, **CLOSED))
+    assert check_compatibility("FULL", big, [big]) == []
