@@ -3,7 +3,9 @@
 schema's compatibility with earlier versions at one of Confluent's seven levels.
 
 The server (REST API, storage, ids) knows schemas only through this module; the formats live beside it
-(`avro_format`, `json_format`, `protobuf_format`, `compatibility`)."""
+(`avro_format`, `json_format`, `protobuf_format` with `protobuf_render`), their bounds in `limits`. Each
+format's schema class offers more than the protocol: AvroSchema.defined_names and resolved(),
+JsonSchema.draft, ProtobufSchema.serialized() and message_names()."""
 
 from __future__ import annotations
 
@@ -38,13 +40,16 @@ class ParsedSchema(Protocol):
     def schema_type(self) -> str: ...
 
     def canonical(self) -> str:
-        """The text the registry stores and compares: the same schema written twice with different whitespace
-        (or, for Avro, attribute order and doc-free parsing form as Confluent keeps it) gives the same text."""
+        """The text the registry compares (and may store): the same schema written with other whitespace gives
+        the same text. Avro: compact JSON in Avro's Java attribute order, docs kept; JSON Schema: compact JSON
+        in the order given; Protobuf: .proto text rendered from the compiled descriptor (so the base64
+        descriptor Confluent's Python serializer sends and the .proto text it came from give the same)."""
 
     def normalized(self) -> str:
-        """The text under `normalize=true` (Confluent's normalization: for Avro the canonical form with
-        defaults kept, for Protobuf options and field order normalised, for JSON sorted keys); identical
-        schemas normalise to identical text, so they keep one id."""
+        """The text under `normalize=true`: Avro's parsing canonical form with what resolution reads kept
+        (defaults, aliases, order, logical types; full names, no docs); JSON Schema with sorted keys; Protobuf
+        with imports, options and declarations sorted and fields by number. Identical schemas normalise to
+        identical text, so they keep one id."""
 
     def reader_errors(self, writer: ParsedSchema, reader_label: str, writer_label: str) -> list[str]:
         """Every reason this schema (the reader) cannot read what `writer` (a schema of the same type) allows:
