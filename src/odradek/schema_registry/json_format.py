@@ -238,15 +238,18 @@ class _Diff:
         self.memo: dict[tuple[int, int], list[tuple[str, str]]] = {}
         self.budget = MAX_COMPARISONS
         self.exhausted = False
-        self.texts: dict[int, str] = {}
+        # keyed by id(): the values are kept alive with their entries, so no id is reused for another value
+        # (a "type" list's members are dicts made on the fly)
+        self.texts: dict[int, tuple[Any, str]] = {}
+        self.alive: list[tuple[Any, Any]] = []
 
     def distinct(self, members: list[Any]) -> list[Any]:
         """The members less repeats (Confluent compares them as a set)."""
         out: dict[str, Any] = {}
         for member in members:
             if id(member) not in self.texts:
-                self.texts[id(member)] = json.dumps(member, sort_keys=True)
-            out.setdefault(self.texts[id(member)], member)
+                self.texts[id(member)] = (member, json.dumps(member, sort_keys=True))
+            out.setdefault(self.texts[id(member)][1], member)
         return list(out.values())
 
     def compatible(self, diffs: list[tuple[str, str]]) -> bool:
@@ -262,6 +265,7 @@ class _Diff:
             self.exhausted = True
             return [("", "TOO_COMPLEX_TO_COMPARE")]
         self.memo[key] = []
+        self.alive.append((original.value, update.value))
         self.memo[key] = self.types(original, update)
         return self.memo[key]
 
