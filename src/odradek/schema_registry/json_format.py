@@ -137,7 +137,7 @@ def _check_refs(schema: JsonSchema) -> None:
         seen.add(id(node.value))
         if isinstance(node.value, dict):
             if isinstance(node.value.get("$ref"), str):
-                stack.append(node.follow())
+                stack.append(node.resolved())  # refuses a circular chain of bare $refs here, not mid-check
             stack.extend(node.child(v) for k, v in node.value.items()
                          if k not in ("const", "enum", "default", "examples") and isinstance(v, dict | list))
         elif isinstance(node.value, list):
@@ -160,6 +160,8 @@ class _Node:
         ref = self.value["$ref"]
         try:
             resolved = self.resolver.lookup(ref)
+        except RecursionError:
+            raise
         except Unresolvable:
             raise SchemaError(f"$ref {ref[:200]!r} does not resolve (a local definition or a reference's name)")\
                 from None

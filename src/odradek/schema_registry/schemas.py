@@ -113,8 +113,12 @@ def check_compatibility(level: str, new: ParsedSchema, previous: Sequence[Parsed
             messages.append(f"Incompatible schema type: the new schema is {new.schema_type}, "
                             f"an earlier version is {old.schema_type}")
             continue
-        if rule in ("BACKWARD", "FULL"):
-            messages += new.reader_errors(old, "new", "old")
-        if rule in ("FORWARD", "FULL"):
-            messages += old.reader_errors(new, "old", "new")
+        try:
+            if rule in ("BACKWARD", "FULL"):
+                messages += new.reader_errors(old, "new", "old")
+            if rule in ("FORWARD", "FULL"):
+                messages += old.reader_errors(new, "old", "new")
+        except RecursionError:  # a chain of thousands of named types, each using the next
+            messages.append("The schemas' types refer to one another too deeply to compare: treated as "
+                            "incompatible")
     return list(dict.fromkeys(messages))

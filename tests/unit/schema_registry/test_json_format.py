@@ -104,6 +104,8 @@ INVALID = [
     ("minimum not a number", '{"minimum": "0"}'),
     ("bad $ref", '{"$ref": "#/definitions/missing"}'),
     ("unknown reference", '{"$ref": "other.json"}'),
+    ("circular $ref chain", '{"$ref": "#/definitions/a", "definitions": {"a": {"$ref": "#/definitions/b"}, '
+                            '"b": {"$ref": "#/definitions/a"}}}'),
     ("unknown $schema", '{"$schema": "http://example.com/not-a-draft", "type": "string"}'),
     ("draft 2020-12 rule", '{"$schema": "https://json-schema.org/draft/2020-12/schema", "prefixItems": 3}'),
 ]
