@@ -92,7 +92,10 @@ def formatted(schema: ParsedSchema, fmt: str) -> str | None:
     if fmt == "serialized" and schema.schema_type == "PROTOBUF":
         return str(schema.serialized())  # type: ignore[attr-defined]
     if fmt == "resolved" and schema.schema_type == "AVRO":
-        return str(schema.resolved())  # type: ignore[attr-defined]
+        try:
+            return str(schema.resolved())  # type: ignore[attr-defined]
+        except RecursionError:  # references inlined within references, hundreds deep: the stored text then
+            return None
     return None
 
 
