@@ -312,3 +312,35 @@ def test_sessioned_workers_sign_their_internal_requests(cluster: list[Distribute
     assert _post_tasks(cluster[2], "s0", genuine, signature_headers(key, "HmacSHA256", genuine))[0] == 204
     wait_until(lambda: cluster[0].call("GET", "/connectors/s0/tasks")[1][0]["config"].get("topic") == "elsewhere",
                30, "the signed task configs written")
+
+
+@pytest.mark.parametrize("cluster", ["sessioned"], indirect=True)
+def test_offsets_of_a_stopped_source_change_through_any_worker(cluster: list[DistributedWorker],
+                                                               tmp_path: Path) -> None:
+    """KIP-875 on a Connect cluster: a running connector's offsets are refused; once STOPPED (the target state in
+    the config topic), a follower alters them in the offsets topic, every worker shows them, and a reset through
+    another worker erases them."""
+    infile, topic = tmp_path / "in.txt", f"o-{tmp_path.name[-20:]}"
+    infile.write_text("a\nb\n")
+    w0, w1, w2 = cluster
+    config = {"connector.class": "FileStreamSource", "file": str(infile), "topic": topic, "tasks.max": "1"}
+    wait_until(lambda: w0.call("PUT", "/connectors/o/config", config)[0] in (200, 201), 60, "o created")
+    position = {"partition": {"filename": str(infile)}, "offset": {"position": 4}}
+    wait_until(lambda: w1.call("GET", "/connectors/o/offsets")[1] == {"offsets": [position]}, 60,
+               lambda: f"o's offsets committed: {w1.call('GET', '/connectors/o/offsets')}")
+    code, body = w1.call("PATCH", "/connectors/o/offsets", {"offsets": [position]})
+    assert code == 400 and body["message"].startswith("Connectors must be in the STOPPED state"), body
+    wait_until(lambda: w2.call("PUT", "/connectors/o/stop")[0] == 202, 60, "o stopped")
+    wait_until(lambda: _status(w0, "o").get("connector", {}).get("state") == "STOPPED"
+               and w0.call("GET", "/connectors/o/tasks")[1] == [], 60, "o stopped, without tasks")
+    back = {"partition": {"filename": str(infile)}, "offset": {"position": 2}}
+    assert w1.call("PATCH", "/connectors/o/offsets", {"offsets": [back]}) == (
+        200, {"message": "The offsets for this connector have been altered successfully"})
+    for w in cluster:
+        wait_until(lambda w=w: w.call("GET", "/connectors/o/offsets")[1] == {"offsets": [back]}, 30,
+                   "the altered offsets on every worker")
+    assert w2.call("DELETE", "/connectors/o/offsets") == (
+        200, {"message": "The offsets for this connector have been reset successfully"})
+    for w in cluster:
+        wait_until(lambda w=w: w.call("GET", "/connectors/o/offsets")[1] == {"offsets": []}, 30,
+                   "the offsets erased on every worker")

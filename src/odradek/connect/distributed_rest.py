@@ -42,6 +42,7 @@ class DistributedRest(ConnectRest):
         local = self.herder.local.get(name)
         kind = local.kind if local is not None else _kind(self.herder, config)
         state = ConnectorState(name, config, kind)
+        state.target = {v: k for k, v in TARGET_NAMES.items()}.get(targets.get(name, "STARTED"), RUNNING)
         status = self.herder.statuses.get(f"{STATUS_CONNECTOR_PREFIX}{name}") or {}
         state.state, state.trace = str(status.get("state", UNASSIGNED)), status.get("trace")
         state.task_configs = task_configs.get(name, [])
