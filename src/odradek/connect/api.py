@@ -305,7 +305,15 @@ class Connector(abc.ABC):
 
 
 class SourceConnector(Connector):
-    pass
+    def exactly_once_support(self, config: Mapping[str, str]) -> str | None:
+        """KIP-618: "SUPPORTED" or "UNSUPPORTED" if the connector can (not) give exactly-once delivery with this
+        config; None if it does not say (Kafka's `exactlyOnceSupport`)."""
+        return None
+
+    def can_define_transaction_boundaries(self, config: Mapping[str, str]) -> str:
+        """KIP-618: "SUPPORTED" if the connector's tasks define their own transaction boundaries with this config
+        (`transaction.boundary=connector`), else "UNSUPPORTED"."""
+        return "UNSUPPORTED"
 
 
 class SinkConnector(Connector):

@@ -17,6 +17,7 @@ import time
 import urllib.request
 from typing import Any
 
+from odradek.connect import exactly_once
 from odradek.connect.api import Connector, ConnectorContext, SinkConnector
 from odradek.connect.connect_protocol import (
     EAGER,
@@ -342,7 +343,7 @@ class DistributedHerder:
         signed request under `sessioned`), retried with backoff while this worker still owns the connector
         and they are not written (Kafka's reconfigureConnectorTasksWithRetry)."""
         if self.is_leader:
-            self.configs.put_task_configs(name, configs)
+            self.store_task_configs(name, configs)
             return
         body = json.dumps(configs).encode()
         key = self.configs.session_key
@@ -371,6 +372,22 @@ class DistributedHerder:
         timer = threading.Timer(delay, retry)
         timer.daemon = True
         timer.start()
+
+    def store_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
+        """The leader's write of a connector's task configs; for an exactly-once source connector the tasks the
+        new generation drops are fenced first and the task count record follows (KIP-618)."""
+        _offset, connectors, previous, _targets = self.configs.snapshot()
+        config = connectors.get(name, {})
+        source = bool(config) and not issubclass(self.plugins.connector_class(config["connector.class"]),
+                                                 SinkConnector)
+        eos = self.worker.exactly_once and source
+        if eos:
+            dropped = range(len(configs), len(previous.get(name, [])))
+            exactly_once.fence(self.config, [exactly_once.transactional_id(str(self.config.get("group.id")), name, i)
+                                             for i in dropped])
+        self.configs.put_task_configs(name, configs)
+        if eos:
+            self.configs.put_task_count(name, len(configs))
 
     # ---- statuses ---------------------------------------------------------------------------------------
 

@@ -214,7 +214,7 @@ class DistributedRest(ConnectRest):
         if self._view(name) is None:
             raise RestError(404, f"Connector {name} not found")
         configs = [{str(k): str(v) for k, v in c.items()} for c in body]
-        await asyncio.to_thread(self.herder.configs.put_task_configs, name, configs)
+        await asyncio.to_thread(self.herder.store_task_configs, name, configs)
         return web.Response(status=204)
 
 

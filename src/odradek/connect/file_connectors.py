@@ -64,6 +64,10 @@ class FileStreamSourceConnector(ConfiguredConnector, SourceConnector):
     def task_class(self) -> type[Task]:
         return FileStreamSourceTask
 
+    def exactly_once_support(self, config: Mapping[str, str]) -> str | None:
+        # a file's positions are offsets that can be committed with the records; stdin's cannot (Kafka's rule)
+        return "SUPPORTED" if config.get(FILE) else "UNSUPPORTED"
+
     def alter_offsets(self, config: Mapping[str, str], offsets: Mapping[Any, Any]) -> bool:
         if not config.get(FILE):
             raise ConnectException(f"Offsets cannot be modified if the '{FILE}' configuration is unspecified. This "

@@ -123,6 +123,10 @@ class ConfigStore:
     def put_session_key(self, key: SessionKey) -> None:
         self.log.send(SESSION_KEY_KEY.encode(), _compact(key.record()))
 
+    def put_task_count(self, name: str, count: int) -> None:
+        """KIP-618's task count record (`tasks-fencing-NAME`), written once a generation's zombies are fenced."""
+        self.log.send(f"tasks-fencing-{name}".encode(), _compact({"task-count": count}))
+
     def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
         for i, task in enumerate(configs):
             self.log.send(f"{TASK_PREFIX}{name}-{i}".encode(), _compact({"properties": task}), sync=False)
@@ -136,6 +140,13 @@ class KafkaOffsetStore:
         self._lock = threading.Lock()
         self._data: dict[bytes, bytes] = {}
         self.log = KafkaLog(config, str(config.get("offset.storage.topic")), self._apply, f"{client_id}-offsets")
+
+    @property
+    def topic(self) -> str | None:
+        return self.log.topic
+
+    def read_to_end(self) -> None:
+        self.log.read_to_end()
 
     def _apply(self, key: bytes | None, value: bytes | None, _offset: int) -> None:
         if key is None:

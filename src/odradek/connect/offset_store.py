@@ -27,6 +27,13 @@ def offset_key(connector: str, partition: Mapping[str, Any]) -> bytes:
 class OffsetStore(Protocol):
     """Where a worker keeps its source connectors' offsets: a file (standalone) or the offsets topic."""
 
+    @property
+    def topic(self) -> str | None:
+        """The offsets topic (None: not a topic), which exactly-once tasks write to in their transactions."""
+
+    def read_to_end(self) -> None:
+        """Take in everything committed to the store so far (a restarted exactly-once task resumes from it)."""
+
     def get(self, connector: str, partition: Mapping[str, Any]) -> dict[str, Any] | None:
         """The offset stored for one source partition of `connector`."""
 
@@ -43,6 +50,8 @@ class OffsetStore(Protocol):
 class FileOffsetStore:
     """Committed source offsets in a file (standalone mode)."""
 
+    topic = None
+
     def __init__(self, path: str) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
@@ -52,6 +61,9 @@ class FileOffsetStore:
                 if line.strip():
                     entry = json.loads(line)
                     self._data[entry["key"].encode()] = entry["value"].encode()
+
+    def read_to_end(self) -> None:
+        pass  # this process writes the file: it holds all of it
 
     def get(self, connector: str, partition: Mapping[str, Any]) -> dict[str, Any] | None:
         with self._lock:

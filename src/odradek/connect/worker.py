@@ -12,6 +12,7 @@ States and traces are Kafka's (`RUNNING`, `PAUSED`, `STOPPED`, `FAILED` with the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -24,7 +25,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from odradek.admin_client.connect import ClientErrors, client_config, create_client
-from odradek.connect import transforms
+from odradek.connect import exactly_once, transforms
 from odradek.connect.active_topics import ActiveTopics
 from odradek.connect.api import (
     ConfigDef,
@@ -35,6 +36,7 @@ from odradek.connect.api import (
     SinkRecord,
     SinkTask,
     SinkTaskContext,
+    SourceConnector,
     SourceRecord,
     SourceTask,
     SourceTaskContext,
@@ -44,7 +46,7 @@ from odradek.connect.api import (
 from odradek.connect.converters import Converter
 from odradek.connect.data import Schema
 from odradek.connect.metrics import TaskMetrics, WorkerMetrics
-from odradek.connect.offset_store import ConnectorOffsetReader, OffsetStore
+from odradek.connect.offset_store import ConnectorOffsetReader, OffsetStore, _compact, offset_key
 from odradek.connect.plugins import PluginNotFound, Plugins
 from odradek.connect.worker_config import WorkerConfig
 
@@ -168,23 +170,34 @@ class SourceTaskRunner(TaskRunner):
         task_cls = self.worker.plugins.connector_class(self.connector.config["connector.class"])().task_class()
         task = task_cls()
         assert isinstance(task, SourceTask)
+        eos = self.worker.exactly_once
+        if eos:  # a restarted task resumes from everything committed before it, by whichever instance
+            self.worker.offsets.read_to_end()
         task.initialize(SourceTaskContext(dict(self.props), ConnectorOffsetReader(self.worker.offsets,
                                                                                   self.connector.name)))
         key_converter, value_converter = self.converter("key.converter"), self.converter("value.converter")
         transform = transforms.chain(self.connector.config)
         tolerate = self.connector.config.get("errors.tolerance", "none") == "all"
         errors = ClientErrors()
-        producer = create_client(Producer, client_config(
-            cfg.bootstrap_servers, cfg.client_props("producer"), errors=errors,
-            defaults={"client.id": f"connector-producer-{self.connector.name}-{self.task.id}", "acks": "all",
-                      "enable.idempotence": False, "linger.ms": 5}))
+        defaults: dict[str, Any] = {"client.id": f"connector-producer-{self.connector.name}-{self.task.id}",
+                                    "acks": "all", "enable.idempotence": False, "linger.ms": 5}
+        if eos:
+            defaults.update({"enable.idempotence": True, "transactional.id": exactly_once.transactional_id(
+                str(cfg.props["group.id"]), self.connector.name, self.task.id)})
+        producer = create_client(Producer, client_config(cfg.bootstrap_servers, cfg.client_props("producer"),
+                                                         errors=errors, defaults=defaults))
+        if eos:
+            producer.init_transactions(60)  # fences this task's earlier instance, aborting what it left open
         task.start(dict(self.props))
         self.task.state = RUNNING
         self.worker.metrics.startup("task", True)
         log.info("%s Source task finished initialization and start", self.label())
         pending: dict[bytes, Any] = {}  # the offsets of records sent since the last commit, by source partition
         failures: list[KafkaError] = []
-        next_flush = time.monotonic() + cfg.ms("offset.flush.interval.ms")
+        interval = (exactly_once.boundary_interval_s(self.connector.config, cfg.props["offset.flush.interval.ms"])
+                    if eos and exactly_once.boundary(self.connector.config) == "interval" else None)
+        next_flush = time.monotonic() + (interval if interval is not None else cfg.ms("offset.flush.interval.ms"))
+        in_transaction = False
         try:
             while not self.stopping.is_set():
                 self.metrics.tick(not self.paused.is_set())
@@ -194,6 +207,9 @@ class SourceTaskRunner(TaskRunner):
                 records = task.poll() or []
                 if records:
                     self.metrics.polled(len(records))
+                    if eos and not in_transaction:
+                        producer.begin_transaction()
+                        in_transaction = True
                 for record in records:
                     try:
                         changed = transform(record)
@@ -211,13 +227,43 @@ class SourceTaskRunner(TaskRunner):
                 producer.poll(0)
                 if failures:
                     raise KafkaException(failures[0])
-                if time.monotonic() >= next_flush:
+                if eos:
+                    # transaction.boundary=poll: every batch polled is a transaction; interval: every interval
+                    if in_transaction and (interval is None or time.monotonic() >= next_flush):
+                        self._commit_transaction(producer, task, pending, failures)
+                        in_transaction = False
+                        next_flush = time.monotonic() + (interval or 0)
+                elif time.monotonic() >= next_flush:
                     self._commit(producer, task, pending, failures)
                     next_flush = time.monotonic() + cfg.ms("offset.flush.interval.ms")
-            self._commit(producer, task, pending, failures)
+            if in_transaction:
+                self._commit_transaction(producer, task, pending, failures)
+                in_transaction = False
+            elif not eos:
+                self._commit(producer, task, pending, failures)
         finally:
             task.stop()
+            if in_transaction:
+                with contextlib.suppress(Exception):  # what it sent is aborted, its offsets with it
+                    producer.abort_transaction(cfg.ms("offset.flush.timeout.ms"))
             producer.flush(cfg.ms("offset.flush.timeout.ms"))
+
+    def _commit_transaction(self, producer: Producer, task: SourceTask, pending: dict[bytes, Any],
+                            failures: list[KafkaError]) -> None:
+        """KIP-618: the batch's source offsets join its records in the offsets topic, in the same transaction,
+        which is then committed: both are seen, or neither."""
+        started = time.perf_counter()
+        topic = self.worker.offsets.topic
+        assert topic is not None
+        for partition_json, offset in pending.items():
+            producer.produce(topic, key=offset_key(self.connector.name, json.loads(partition_json)),
+                             value=None if offset is None else _compact(offset))
+        producer.commit_transaction(self.worker.config.ms("offset.flush.timeout.ms") * 6)
+        if failures:
+            raise KafkaException(failures[0])
+        self.metrics.committed(started, True)
+        pending.clear()
+        task.commit()
 
     def _send(self, producer: Producer, record: SourceRecord, key_converter: Converter, value_converter: Converter,
               failures: list[KafkaError]) -> None:
@@ -419,6 +465,8 @@ class Worker:
 
     def __init__(self, config: WorkerConfig, plugins: Plugins, offsets: OffsetStore, worker_id: str) -> None:
         self.config = config
+        # KIP-618: source tasks write in transactions (distributed workers only, as in Kafka)
+        self.exactly_once = config.distributed and config.props.get("exactly.once.source.support") == "enabled"
         self.plugins = plugins
         self.offsets = offsets
         self.worker_id = worker_id
@@ -453,7 +501,10 @@ class Worker:
             if has_topics == has_regex:
                 values.append(_error_value("topics", config.get("topics"),
                                            "Must configure one of topics or topics.regex"))
-        values += cls().validate(config)
+        connector = cls()
+        values += connector.validate(config)
+        if self.config.distributed and isinstance(connector, SourceConnector):
+            values += exactly_once.validate(config, connector, self.exactly_once)
         try:
             transforms.chain(config)
         except ConfigException as exc:

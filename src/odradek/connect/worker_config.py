@@ -63,6 +63,12 @@ class WorkerConfig:
             except ValueError:
                 raise ConfigException(f"Invalid value {merged[key]} for configuration {key}: Not a number of type "
                                       "LONG") from None
+        support = merged["exactly.once.source.support"].lower()
+        if support not in ("disabled", "preparing", "enabled"):
+            raise ConfigException(f"Invalid value {merged['exactly.once.source.support']} for configuration "
+                                  "exactly.once.source.support: String must be one of (case insensitive): DISABLED, "
+                                  "PREPARING, ENABLED")
+        merged["exactly.once.source.support"] = support
         if distributed:
             from odradek.connect.request_signing import check_config
 
