@@ -66,6 +66,11 @@ def _committed_lines(broker: BrokerProcess, topic: str) -> list[str]:
     return out
 
 
+def _leader_known(w: DistributedWorker) -> bool:
+    """Whether a write reaches a leader (a probe that is refused with 404, not a rebalance's 409)."""
+    return w.call("PUT", "/connectors/probe/pause")[0] == 404
+
+
 def test_a_worker_kill_loses_and_duplicates_nothing(workers: list[DistributedWorker], broker: BrokerProcess,
                                                      tmp_path: Path) -> None:
     source, topic = tmp_path / "in.txt", f"eos-{tmp_path.name[-20:]}"
@@ -111,6 +116,7 @@ def _kill_and_finish(workers: list[DistributedWorker], broker: BrokerProcess, to
 
 def test_the_connector_keys_are_checked(workers: list[DistributedWorker], tmp_path: Path) -> None:
     w0, _w1 = workers
+    wait_until(lambda: w0.call("GET", "/connectors")[0] == 200 and _leader_known(w0), 60, "the cluster's leader")
     base = {"connector.class": "FileStreamSource", "topic": "t", "tasks.max": "1"}
     code, body = w0.call("PUT", "/connectors/stdin/config", {**base, "exactly.once.support": "required"})
     assert code == 400 and "The connector does not support exactly-once semantics with the provided configuration." \

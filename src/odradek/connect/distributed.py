@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 import logging
+import queue
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 from odradek.connect import exactly_once
@@ -92,6 +94,8 @@ class DistributedHerder:
         self._written: dict[str, tuple[str, str | None]] = {}
         self._stop = threading.Event()
         self._apply_thread: threading.Thread | None = None
+        self._changes: queue.SimpleQueue[tuple[Callable[..., None], tuple[Any, ...]]] = queue.SimpleQueue()
+        threading.Thread(target=self._change_loop, name="herder-changes", daemon=True).start()
         self.ready = threading.Event()
 
     # ---- lifecycle --------------------------------------------------------------------------------------
@@ -137,13 +141,25 @@ class DistributedHerder:
         member = getattr(self, "member", None)
         if member is None:
             return
+        # applied one at a time, in the config topic's order, by one thread (Kafka's herder applies them in its
+        # tick): restarts run in parallel would start a task twice, or undo a pause with an older view
         if kind == "restart":
             if name in self.local:
-                threading.Thread(target=self._restart_requested, args=(name,), daemon=True).start()
+                self._changes.put((self._restart_requested, (name,)))
             return
-        if member.protocol != EAGER and name in self.local:
-            threading.Thread(target=self._restart_local, args=(name, kind != "tasks"), daemon=True).start()
+        # what this worker holds of the connector, running or not (a STOPPED connector has no local state)
+        held = name in self.local or name in self.held_connectors or any(t[0] == name for t in self.held_tasks)
+        if member.protocol != EAGER and held:
+            self._changes.put((self._restart_local, (name, kind != "tasks")))
         member.request_rejoin()
+
+    def _change_loop(self) -> None:
+        while True:
+            action, args = self._changes.get()
+            try:
+                action(*args)
+            except Exception:  # logged; the next change or rebalance tries again
+                log.exception("Applying a config change failed")
 
     def _assign(self, members: list[Member], leader_id: str, protocol: str) -> dict[str, Assignment]:
         self.configs.log.read_to_end()
@@ -279,11 +295,13 @@ class DistributedHerder:
             log.error("Could not read the config topic to offset %d", self.assignment.config_offset)
             self.member.request_rejoin()
             return
-        _offset, connectors, task_configs, targets = self.configs.snapshot()
-        with self._lock:
+        with self._lock:  # the snapshot too: a config change applied meanwhile is not undone by an older view
+            _offset, connectors, task_configs, targets = self.configs.snapshot()
             for name in assigned_connectors:
                 if name in connectors:
-                    self._start_connector(self._state(name, connectors[name], task_configs, targets))
+                    state = self._state(name, connectors[name], task_configs, targets)
+                    if state.connector is None:  # not started already (by a config change's restart)
+                        self._start_connector(state)
             for name, task_id in assigned_tasks:
                 configs = task_configs.get(name, [])
                 if name in connectors and task_id < len(configs):
@@ -291,7 +309,7 @@ class DistributedHerder:
                     if task_id >= len(state.tasks):  # more tasks than when this worker took the connector
                         state.task_configs = list(configs)
                         state.tasks += [TaskState(i) for i in range(len(state.tasks), len(configs))]
-                    if state.target != STOPPED:
+                    if state.target != STOPPED and state.tasks[task_id].runner is None:
                         self.worker.start_task(state, state.tasks[task_id])
             self._write_statuses()
         self.ready.set()

@@ -106,7 +106,10 @@ class DistributedRest(ConnectRest):
                 session.request(request.method, leader.rstrip("/") + request.path_qs, data=body,
                                 headers={"Content-Type": "application/json", FORWARDED: "1", **signed}) as resp:
             text = await resp.text()
-            return web.Response(status=resp.status, text=text, content_type="application/json")
+            status = resp.status
+        if status < 300:  # what the leader wrote is seen here too before the client hears of it
+            await asyncio.to_thread(self.herder.configs.log.read_to_end)
+        return web.Response(status=status, text=text, content_type="application/json")
 
     async def _settled(self, name: str) -> ConnectorState:
         await asyncio.to_thread(self.herder.configs.log.read_to_end)
@@ -153,6 +156,7 @@ class DistributedRest(ConnectRest):
             return forwarded
         state = self._connector(request)
         await asyncio.to_thread(self.herder.configs.delete_connector, state.name)
+        await asyncio.to_thread(self.herder.configs.log.read_to_end)  # a GET after the answer finds it gone
         return web.Response(status=204)
 
     async def _target(self, request: web.Request, target: str) -> web.Response:

@@ -171,8 +171,9 @@ class SourceTaskRunner(TaskRunner):
         task = task_cls()
         assert isinstance(task, SourceTask)
         eos = self.worker.exactly_once
-        if eos:  # a restarted task resumes from everything committed before it, by whichever instance
-            self.worker.offsets.read_to_end()
+        # a task resumes from everything committed before it, by whichever instance on whichever worker (Kafka's
+        # offset reader reads its store to the end too)
+        self.worker.offsets.read_to_end()
         task.initialize(SourceTaskContext(dict(self.props), ConnectorOffsetReader(self.worker.offsets,
                                                                                   self.connector.name)))
         key_converter, value_converter = self.converter("key.converter"), self.converter("value.converter")
@@ -189,7 +190,7 @@ class SourceTaskRunner(TaskRunner):
         if eos:
             producer.init_transactions(60)  # fences this task's earlier instance, aborting what it left open
         task.start(dict(self.props))
-        self.task.state = RUNNING
+        self.task.state = PAUSED if self.paused.is_set() else RUNNING  # started paused: stays so
         self.worker.metrics.startup("task", True)
         log.info("%s Source task finished initialization and start", self.label())
         pending: dict[bytes, Any] = {}  # the offsets of records sent since the last commit, by source partition
@@ -362,7 +363,7 @@ class SinkTaskRunner(TaskRunner):
         regex = self.connector.config.get("topics.regex", "")
         subscription = [t.strip() for t in topics.split(",") if t.strip()] if topics else [f"^{regex}"]
         consumer.subscribe(subscription, on_assign=on_assign, on_revoke=on_revoke)
-        self.task.state = RUNNING
+        self.task.state = PAUSED if self.paused.is_set() else RUNNING  # started paused: stays so
         self.worker.metrics.startup("task", True)
         log.info("%s Sink task finished initialization and start", self.label())
         next_flush = time.monotonic() + cfg.ms("offset.flush.interval.ms")
