@@ -264,6 +264,7 @@ IntKey: TypeAlias = Literal[
     "transaction.state.log.num.partitions",
     "transaction.state.log.replication.factor",
     "transaction.state.log.segment.bytes",
+    "transaction.version",
     "transactional.id.expiration.ms",
     "zookeeper.max.in.flight.requests",
     "zookeeper.session.timeout.ms",

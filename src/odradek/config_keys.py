@@ -902,6 +902,11 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("transaction.state.log.replication.factor", SHORT, "3", valid=Range(1), applied=True),
     _key("transaction.state.log.segment.bytes", INT, "104857600", valid=Range(1), applied=True),
     _key("transaction.two.phase.commit.enable", BOOLEAN, "false"),
+    # Odradek's own (Kafka sets the level with `kafka-storage format --feature transaction.version=N` or
+    # `kafka-features upgrade`, both KRaft's): the level of the transaction.version feature this broker
+    # finalizes in ApiVersions; 2 (Kafka 4's default on a new cluster) has Java clients from 4.0 run
+    # KIP-890 part 2's transactions, 0 or 1 the older protocol.
+    _key("transaction.version", SHORT, "2", valid=Range(0, 2), applied=True),
     _key("transactional.id.expiration.ms", INT, "604800000", valid=Range(1), applied=True),
     _key("unclean.leader.election.enable", BOOLEAN, "false", mode=C, applied=True),
     _key("zookeeper.clientCnxnSocket", STRING, None),
