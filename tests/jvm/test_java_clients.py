@@ -75,11 +75,17 @@ def test_regex_subscription_with_the_consumer_protocol(tools: KafkaTools, broker
 
 
 def test_transactions_and_read_committed(tools: KafkaTools, broker: BrokerProcess, apache: ApacheKafkaBroker) -> None:
+    """At transaction version 2 (both brokers finalize it): the producer sends no AddPartitionsToTxn or
+    AddOffsetsToTxn (its Produce v12+ and TxnOffsetCommit v5 add the partitions), and each EndTxn v5 bumps
+    the epoch: 0 after InitProducerId, 2 after the commit and the abort, at the coordinator and in the
+    partition's producer state (the abort marker's epoch)."""
     t = unique_name("java-txn")
     create(tools, broker, apache, t)
     on_both(tools, broker, apache, "txn", "{bootstrap}", t, t + "-tx", "10")
     assert on_both(tools, broker, apache, "read-committed", "{bootstrap}", t, t + "-g", "10") == (
         "read 10 end 22\naborted seen 0\n")
+    assert on_both(tools, broker, apache, "txn-state", "{bootstrap}", t, t + "-tx") == (
+        "transaction CompleteAbort epoch 2\nproducer epoch 2 open false\ngroup offset 10\n")
 
 
 @pytest.mark.parametrize("mode", ["implicit", "explicit"])
