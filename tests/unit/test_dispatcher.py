@@ -20,7 +20,6 @@ from kafka.protocol.admin import (
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer import (
-    EndTxnRequest,
     InitProducerIdRequest,
     ProduceRequest,
     TxnOffsetCommitRequest,
@@ -29,8 +28,8 @@ from kafka.protocol.producer import (
 from odradek.cluster import znodes as zn
 from odradek.cluster.embedded import EmbeddedStore
 from odradek.cluster.metadata import MetadataCache
-from odradek.config import BrokerConfig
 from odradek.cluster.store import to_json
+from odradek.config import BrokerConfig
 from odradek.groups.consumer_coordinator import ConsumerGroupSettings
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.kafka44 import ApiVersionsRequest, ApiVersionsResponse

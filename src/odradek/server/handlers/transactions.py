@@ -195,7 +195,10 @@ async def end_txn(ctx: RequestContext, request: Any) -> EndTxnResponse:
             request.transactional_id, request.producer_id, request.producer_epoch, request.committed,
             TV2 if ctx.version >= 5 else 0)
     except KafkaError as exc:
-        return EndTxnResponse(throttle_time_ms=0, error_code=exc.code, producer_id=-1, producer_epoch=-1)
+        code = exc.code
+        if code == ErrorCode.PRODUCER_FENCED and ctx.version < 2:
+            code = ErrorCode.INVALID_PRODUCER_EPOCH  # what clients before v2 understand (as Kafka answers)
+        return EndTxnResponse(throttle_time_ms=0, error_code=code, producer_id=-1, producer_epoch=-1)
     return EndTxnResponse(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=epoch)
 
 
