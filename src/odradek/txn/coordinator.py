@@ -7,7 +7,10 @@ of each transaction.
   on CONCURRENT_TRANSACTIONS meanwhile, as Kafka's clients do).
 - AddPartitionsToTxn / AddOffsetsToTxn move the id to Ongoing and record its partitions.
 - EndTxn writes PrepareCommit/PrepareAbort (the decision, durable once written), answers, then has the
-  markers written to every partition and writes CompleteCommit/CompleteAbort.
+  markers written to every partition and writes CompleteCommit/CompleteAbort. At transaction version 2
+  (EndTxn v5, KIP-890 part 2) the prepare bumps the epoch (the markers carry the bumped one), moving to a
+  new producer id once the epochs run out; leaders add partitions for TV2 producers (`add_partitions`
+  with `txn_version` 2), which send no AddPartitionsToTxn/AddOffsetsToTxn.
 - Transactions open past their timeout are aborted with a bumped epoch; ids idle past
   `transactional.id.expiration.ms` are removed (a tombstone in the log).
 - A broker that becomes leader of a `__transaction_state` partition loads it and finishes what the old
