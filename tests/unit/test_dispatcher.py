@@ -279,6 +279,19 @@ def test_group_version_is_not_finalized_without_the_consumer_protocol() -> None:
     run(scenario)
 
 
+def test_transaction_version_follows_the_config() -> None:
+    """`transaction.version=1` (Odradek's own key): Java clients run transactions without KIP-890 part 2."""
+    async def scenario(dispatcher: Dispatcher, conn: Connection) -> None:
+        dispatcher.broker.config = BrokerConfig.from_props({"transaction.version": "1"})
+        request = ApiVersionsRequest(client_software_name="t", client_software_version="1")
+        response = ApiVersionsResponse.decode(split_response(await dispatcher(conn, frame(request, 4)), False),
+                                              version=4)
+        assert ("transaction.version", 1) in [(f.name, f.max_version_level) for f in response.finalized_features]
+        assert ("transaction.version", 2) in [(f.name, f.max_version) for f in response.supported_features]
+
+    run(scenario)
+
+
 @pytest.mark.parametrize(("version", "flexible_header"), [(1, False), (8, False), (9, True), (12, True), (13, True)])
 def test_metadata_response_header_follows_the_version(version: int, flexible_header: bool) -> None:
     async def scenario(dispatcher: Dispatcher, conn: Connection) -> None:
