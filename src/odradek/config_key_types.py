@@ -344,6 +344,7 @@ OptionalStrKey: TypeAlias = Literal[
     "controller.listener.names",
     "create.topic.policy.class.name",
     "early.start.listeners",
+    "group.streams.topology.description.plugin.class",
     "http.listener",
     "inter.broker.listener.name",
     "log.dirs",

@@ -620,6 +620,7 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("group.streams.min.session.timeout.ms", INT, "45000", valid=Range(1), applied=True),
     _key("group.streams.num.standby.replicas", INT, "0", valid=Range(0), applied=True),
     _key("group.streams.session.timeout.ms", INT, "45000", valid=Range(1), applied=True),
+    _key("group.streams.topology.description.plugin.class", CLASS, None),
     _key("host.name", STRING, "", deprecated="removed in Kafka 3.0; use listeners"),
     _key("initial.broker.registration.timeout.ms", INT, "60000"),
     _key("inter.broker.listener.name", STRING, None, applied=True),

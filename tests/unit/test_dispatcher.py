@@ -54,7 +54,7 @@ EXPECTED_VERSIONS = {
     75: (0, 0),
     76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2),  # share groups (KIP-932): Kafka 4.2 (librdkafka 2.16 sends v1)
     83: (0, 0), 84: (0, 0), 85: (0, 1), 86: (0, 0), 87: (0, 1),  # share-group state (brokers only)
-    88: (0, 1), 89: (0, 1),  # streams groups (KIP-1071), Kafka 4.4's versions
+    88: (0, 1), 89: (0, 1), 93: (0, 0),  # streams groups (KIP-1071, KIP-1331), Kafka 4.4's versions
     90: (0, 1), 91: (0, 0), 92: (0, 0),  # share-group offsets (KIP-932, KIP-1226), Kafka 4.2's versions
 }
 CORRELATION_ID = 4242
