@@ -7,6 +7,8 @@
 //   regex BOOTSTRAP PATTERN GROUP N PROTOCOL          subscribe by regex, read N records
 //   txn BOOTSTRAP TOPIC TXID N                         one committed and one aborted transaction of N each,
 //                                                      the first also committing offset N of group TXID-offsets
+//   txn-slowly BOOTSTRAP TOPIC TXID TXNS PER          TXNS committed transactions of PER records "t-i", an
+//                                                      aborted one tried again (through a broker's kill)
 //   txn-state BOOTSTRAP TOPIC TXID                     the transaction's end state and epoch, the producers of
 //                                                      partition 0 and group TXID-offsets' committed offset
 //   read-committed BOOTSTRAP TOPIC GROUP N             read_committed consumer: the values it sees
@@ -39,8 +41,13 @@ import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.errors.AuthorizationException;
+import org.apache.kafka.common.errors.OutOfOrderSequenceException;
+import org.apache.kafka.common.errors.ProducerFencedException;
+import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
@@ -55,6 +62,8 @@ public final class JavaClients {
             case "consume" -> consume(args[1], List.of(args[2]), null, args[3], Integer.parseInt(args[4]), args[5], args[6]);
             case "regex" -> consume(args[1], null, args[2], args[3], Integer.parseInt(args[4]), args[5], "range");
             case "txn" -> transactions(args[1], args[2], args[3], Integer.parseInt(args[4]));
+            case "txn-slowly" -> transactionsSlowly(args[1], args[2], args[3], Integer.parseInt(args[4]),
+                    Integer.parseInt(args[5]));
             case "txn-state" -> transactionState(args[1], args[2], args[3]);
             case "read-committed" -> readCommitted(args[1], args[2], args[3], Integer.parseInt(args[4]));
             case "share" -> share(args[1], args[2], args[3], Integer.parseInt(args[4]), args[5]);
@@ -173,6 +182,46 @@ public final class JavaClients {
             producer.abortTransaction();
         }
         System.out.println("transactions done");
+    }
+
+    // What an exactly-once application does through failures: an abortable error aborts the transaction and
+    // the same records are sent again in the next one; a commit that timed out is retried (the client's rule).
+    private static void transactionsSlowly(String bootstrap, String topic, String txid, int txns, int per)
+            throws Exception {
+        Properties p = base(bootstrap);
+        p.put("transactional.id", txid);
+        p.put("delivery.timeout.ms", "120000");
+        p.put("request.timeout.ms", "10000");
+        p.put("max.block.ms", "120000");
+        int committed = 0;
+        int aborted = 0;
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            producer.initTransactions();
+            while (committed < txns) {
+                producer.beginTransaction();
+                try {
+                    for (int i = 0; i < per; i++) {
+                        producer.send(new ProducerRecord<>(topic, 0, null, committed + "-" + i));
+                    }
+                    while (true) {
+                        try {
+                            producer.commitTransaction();
+                            break;
+                        } catch (TimeoutException e) {
+                            Thread.sleep(100);
+                        }
+                    }
+                    committed++;
+                } catch (ProducerFencedException | OutOfOrderSequenceException | AuthorizationException e) {
+                    throw e;
+                } catch (KafkaException e) {
+                    producer.abortTransaction();
+                    aborted++;
+                }
+                Thread.sleep(20);
+            }
+        }
+        System.out.println("committed " + committed + (aborted > 0 ? " after an abort" : ""));
     }
 
     // With transaction version 2 every transaction's end bumps the producer epoch (KIP-890 part 2): after
