@@ -620,6 +620,7 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("group.streams.min.session.timeout.ms", INT, "45000", valid=Range(1), applied=True),
     _key("group.streams.num.standby.replicas", INT, "0", valid=Range(0), applied=True),
     _key("group.streams.session.timeout.ms", INT, "45000", valid=Range(1), applied=True),
+    _key("group.streams.topology.description.plugin.class", CLASS, None),
     _key("host.name", STRING, "", deprecated="removed in Kafka 3.0; use listeners"),
     _key("initial.broker.registration.timeout.ms", INT, "60000"),
     _key("inter.broker.listener.name", STRING, None, applied=True),
@@ -902,6 +903,11 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("transaction.state.log.replication.factor", SHORT, "3", valid=Range(1), applied=True),
     _key("transaction.state.log.segment.bytes", INT, "104857600", valid=Range(1), applied=True),
     _key("transaction.two.phase.commit.enable", BOOLEAN, "false"),
+    # Odradek's own (Kafka sets the level with `kafka-storage format --feature transaction.version=N` or
+    # `kafka-features upgrade`, both KRaft's): the level of the transaction.version feature this broker
+    # finalizes in ApiVersions; 2 (Kafka 4's default on a new cluster) has Java clients from 4.0 run
+    # KIP-890 part 2's transactions, 0 or 1 the older protocol.
+    _key("transaction.version", SHORT, "2", valid=Range(0, 2), applied=True),
     _key("transactional.id.expiration.ms", INT, "604800000", valid=Range(1), applied=True),
     _key("unclean.leader.election.enable", BOOLEAN, "false", mode=C, applied=True),
     _key("zookeeper.clientCnxnSocket", STRING, None),

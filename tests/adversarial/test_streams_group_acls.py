@@ -78,3 +78,16 @@ def test_topology_topics_need_describe_and_internal_topics_need_create(secured: 
     assert f"{APP}-store-changelog" not in _topics(admin)
     internal = _join(port, [SOURCE, "__consumer_offsets"])
     assert internal.error_code == ErrorCode.STREAMS_INVALID_TOPOLOGY
+
+
+def test_topology_description_push_needs_read_on_the_group(secured: tuple[int, AdminClient]) -> None:
+    """KIP-1331's push (API 93) answers a principal without READ on the group GROUP_AUTHORIZATION_FAILED,
+    before anything else (it says nothing of the broker's plugin to a stranger)."""
+    from odradek.protocol.kip1071 import StreamsGroupTopologyDescriptionUpdateRequest as Push
+
+    port, _admin = secured
+    desc = Push.TopologyDescription(subtopologies=[], global_stores=[])
+    with connect_as("alice", port) as conn:
+        refused = conn.request(Push(group_id="someone-elses-app", member_id="m", topology_epoch=1,
+                                    topology_description=desc), 0)
+    assert (refused.error_code, refused.error_message) == (ErrorCode.GROUP_AUTHORIZATION_FAILED, None)

@@ -326,7 +326,7 @@ def test_what_is_not_served_fails_at_once(broker: BrokerProcess, kp_admin: Kafka
     UNSUPPORTED_VERSION (not retriable) where its response can carry it, and the connection stays up."""
     from kafka.errors import IncompatibleBrokerVersion
     from kafka.protocol.admin import DescribeQuorumRequest
-    from kafka.protocol.producer import EndTxnRequest
+    from kafka.protocol.producer import InitProducerIdRequest
 
     started = time.monotonic()
     with pytest.raises(IncompatibleBrokerVersion):  # DescribeQuorum: KRaft's, never served here
@@ -335,8 +335,9 @@ def test_what_is_not_served_fails_at_once(broker: BrokerProcess, kp_admin: Kafka
     with _conn(broker) as conn:
         quorum = conn.request(DescribeQuorumRequest(topics=[]), 2)
         assert quorum.error_code == ErrorCode.UNSUPPORTED_VERSION
-        end = conn.request(EndTxnRequest(transactional_id="t", producer_id=1, producer_epoch=0, committed=True), 5)
-        assert end.error_code == ErrorCode.UNSUPPORTED_VERSION
+        two_phase = conn.request(InitProducerIdRequest(  # v6: KIP-939's two-phase commit
+            transactional_id="t", transaction_timeout_ms=60_000, producer_id=-1, producer_epoch=-1), 6)
+        assert two_phase.error_code == ErrorCode.UNSUPPORTED_VERSION
         assert conn.request(MetadataRequest(topics=[], allow_auto_topic_creation=False), 13).error_code == 0
 
 

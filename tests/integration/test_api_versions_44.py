@@ -57,14 +57,15 @@ def test_api_versions_v5_reaches_only_the_node_it_names(broker: BrokerProcess) -
 
 
 def test_features_through_the_admin_api(kp_admin: KafkaAdminClient) -> None:
-    """The levels of server/features.py (streams.version too once KIP-1071's APIs are served)."""
+    """The levels of server/features.py (streams.version too once KIP-1071's APIs are served);
+    transaction.version 2 (KIP-890 part 2) as on Kafka 4's new clusters."""
     features = kp_admin.describe_features()
     features.pop("streams.version", None)
-    epoch = 3 if STREAMS_GROUP_HEARTBEAT_KEY not in APIS else 4
+    epoch = 4 if STREAMS_GROUP_HEARTBEAT_KEY not in APIS else 5
     assert features == {
         "group.version": {"supported": (0, 1), "finalized": (1, 1), "finalized_epoch": epoch},
         "share.version": {"supported": (0, 1), "finalized": (1, 1), "finalized_epoch": epoch},
-        "transaction.version": {"supported": (0, 1), "finalized": (1, 1), "finalized_epoch": epoch},
+        "transaction.version": {"supported": (0, 2), "finalized": (2, 2), "finalized_epoch": epoch},
     }
 
 

@@ -20,6 +20,7 @@ from odradek.protocol.kip848 import ConsumerGroupHeartbeatRequest
 from odradek.protocol.kip1071 import (
     StreamsGroupDescribeRequest,
     StreamsGroupHeartbeatRequest,
+    StreamsGroupTopologyDescriptionUpdateRequest,
 )
 from tests.clients import create_topic, unique_name
 from tests.harness import BrokerProcess
@@ -154,6 +155,25 @@ def test_missing_source_topic_status_and_invalid_requests(broker: BrokerProcess)
         unknown = raw.request(StreamsGroupDescribeRequest(group_ids=["no-such-group"],
                                                           include_authorized_operations=False), version=0).groups[0]
         assert unknown.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_topology_description_update_without_a_plugin(broker: BrokerProcess) -> None:
+    """KIP-1331's push (API 93): no heartbeat answer asks for it (no description plugin, as a Kafka 4.4
+    broker by default), and a member that pushes anyway gets Kafka's answer for a broker without one."""
+    app, member = unique_name("app"), uuid.uuid4().hex
+    desc = StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescription
+    node = desc.TopologyDescriptionSubtopology.TopologyDescriptionNode
+    with RawClient(broker.port) as raw:
+        _coordinator(raw, app)
+        hb = join(raw, app, member, topology(unique_name("absent"), app))
+        assert hb.error_code == 0 and not hb.topology_description_required
+        push = raw.request(StreamsGroupTopologyDescriptionUpdateRequest(
+            group_id=app, member_id=member, topology_epoch=1, topology_description=desc(
+                subtopologies=[desc.TopologyDescriptionSubtopology(subtopology_id="0", nodes=[node(
+                    name="KSTREAM-SOURCE-0000000000", node_type=1, source_topics=["in"], sink_topic=None,
+                    stores=[], successors=[])])], global_stores=[])), version=0)
+        assert (push.error_code, push.error_message) == (
+            ErrorCode.UNSUPPORTED_VERSION, "The broker has no streams group topology description plugin configured.")
 
 
 def test_second_member_gets_tasks_once_the_first_revokes(broker: BrokerProcess) -> None:

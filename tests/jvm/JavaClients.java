@@ -5,7 +5,12 @@
 //   produce-slowly BOOTSTRAP TOPIC N DELAY_MS          N records one by one, each acknowledged (acks=all, idempotent)
 //   consume BOOTSTRAP TOPIC GROUP N PROTOCOL ASSIGNOR  read N records (group.protocol classic|consumer), commit
 //   regex BOOTSTRAP PATTERN GROUP N PROTOCOL          subscribe by regex, read N records
-//   txn BOOTSTRAP TOPIC TXID N                         one committed and one aborted transaction of N each
+//   txn BOOTSTRAP TOPIC TXID N                         one committed and one aborted transaction of N each,
+//                                                      the first also committing offset N of group TXID-offsets
+//   txn-slowly BOOTSTRAP TOPIC TXID TXNS PER          TXNS committed transactions of PER records "t-i", an
+//                                                      aborted one tried again (through a broker's kill)
+//   txn-state BOOTSTRAP TOPIC TXID                     the transaction's end state and epoch, the producers of
+//                                                      partition 0 and group TXID-offsets' committed offset
 //   read-committed BOOTSTRAP TOPIC GROUP N             read_committed consumer: the values it sees
 //   share BOOTSTRAP TOPIC GROUP N MODE                 a KafkaShareConsumer (implicit|explicit acknowledgement)
 //   admin BOOTSTRAP TOPIC                              create, describe, list offsets, delete records, delete
@@ -23,16 +28,26 @@ import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.RecordsToDelete;
+import org.apache.kafka.clients.admin.ProducerState;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.admin.TransactionDescription;
+import org.apache.kafka.clients.admin.TransactionState;
 import org.apache.kafka.clients.consumer.AcknowledgeType;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.KafkaShareConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.errors.AuthorizationException;
+import org.apache.kafka.common.errors.OutOfOrderSequenceException;
+import org.apache.kafka.common.errors.ProducerFencedException;
+import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
@@ -47,6 +62,9 @@ public final class JavaClients {
             case "consume" -> consume(args[1], List.of(args[2]), null, args[3], Integer.parseInt(args[4]), args[5], args[6]);
             case "regex" -> consume(args[1], null, args[2], args[3], Integer.parseInt(args[4]), args[5], "range");
             case "txn" -> transactions(args[1], args[2], args[3], Integer.parseInt(args[4]));
+            case "txn-slowly" -> transactionsSlowly(args[1], args[2], args[3], Integer.parseInt(args[4]),
+                    Integer.parseInt(args[5]));
+            case "txn-state" -> transactionState(args[1], args[2], args[3]);
             case "read-committed" -> readCommitted(args[1], args[2], args[3], Integer.parseInt(args[4]));
             case "share" -> share(args[1], args[2], args[3], Integer.parseInt(args[4]), args[5]);
             case "admin" -> admin(args[1], args[2]);
@@ -153,6 +171,8 @@ public final class JavaClients {
             for (int i = 0; i < n; i++) {
                 producer.send(new ProducerRecord<>(topic, 0, null, "committed-" + i));
             }
+            producer.sendOffsetsToTransaction(Map.of(new TopicPartition(topic, 0), new OffsetAndMetadata(n)),
+                    new ConsumerGroupMetadata(txid + "-offsets"));
             producer.commitTransaction();
             producer.beginTransaction();
             for (int i = 0; i < n; i++) {
@@ -162,6 +182,67 @@ public final class JavaClients {
             producer.abortTransaction();
         }
         System.out.println("transactions done");
+    }
+
+    // What an exactly-once application does through failures: an abortable error aborts the transaction and
+    // the same records are sent again in the next one; a commit that timed out is retried (the client's rule).
+    private static void transactionsSlowly(String bootstrap, String topic, String txid, int txns, int per)
+            throws Exception {
+        Properties p = base(bootstrap);
+        p.put("transactional.id", txid);
+        p.put("delivery.timeout.ms", "120000");
+        p.put("request.timeout.ms", "10000");
+        p.put("max.block.ms", "120000");
+        int committed = 0;
+        int aborted = 0;
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
+            producer.initTransactions();
+            while (committed < txns) {
+                producer.beginTransaction();
+                try {
+                    for (int i = 0; i < per; i++) {
+                        producer.send(new ProducerRecord<>(topic, 0, null, committed + "-" + i));
+                    }
+                    while (true) {
+                        try {
+                            producer.commitTransaction();
+                            break;
+                        } catch (TimeoutException e) {
+                            Thread.sleep(100);
+                        }
+                    }
+                    committed++;
+                } catch (ProducerFencedException | OutOfOrderSequenceException | AuthorizationException e) {
+                    throw e;
+                } catch (KafkaException e) {
+                    producer.abortTransaction();
+                    aborted++;
+                }
+                Thread.sleep(20);
+            }
+        }
+        System.out.println("committed " + committed + (aborted > 0 ? " after an abort" : ""));
+    }
+
+    // With transaction version 2 every transaction's end bumps the producer epoch (KIP-890 part 2): after
+    // InitProducerId (epoch 0), a commit and an abort the coordinator and the partition's last marker are at 2.
+    private static void transactionState(String bootstrap, String topic, String txid) throws Exception {
+        try (Admin admin = Admin.create(base(bootstrap))) {
+            long deadline = System.currentTimeMillis() + DEADLINE_MS;
+            TransactionDescription d = admin.describeTransactions(List.of(txid)).description(txid).get();
+            while (d.state() != TransactionState.COMPLETE_ABORT && System.currentTimeMillis() < deadline) {
+                Thread.sleep(100);  // the abort's markers are written after EndTxn's answer
+                d = admin.describeTransactions(List.of(txid)).description(txid).get();
+            }
+            System.out.println("transaction " + d.state() + " epoch " + d.producerEpoch());
+            TopicPartition tp = new TopicPartition(topic, 0);
+            for (ProducerState ps : admin.describeProducers(List.of(tp)).partitionResult(tp).get().activeProducers()) {
+                System.out.println("producer epoch " + ps.producerEpoch() + " open " + ps.currentTransactionStartOffset().isPresent());
+            }
+            OffsetAndMetadata om = admin.listConsumerGroupOffsets(txid + "-offsets").partitionsToOffsetAndMetadata()
+                    .get().get(tp);
+            System.out.println("group offset " + (om == null ? "none" : om.offset()));
+        }
     }
 
     private static void readCommitted(String bootstrap, String topic, String group, int n) {

@@ -75,11 +75,17 @@ def test_regex_subscription_with_the_consumer_protocol(tools: KafkaTools, broker
 
 
 def test_transactions_and_read_committed(tools: KafkaTools, broker: BrokerProcess, apache: ApacheKafkaBroker) -> None:
+    """At transaction version 2 (both brokers finalize it): the producer sends no AddPartitionsToTxn or
+    AddOffsetsToTxn (its Produce v12+ and TxnOffsetCommit v5 add the partitions), and each EndTxn v5 bumps
+    the epoch: 0 after InitProducerId, 2 after the commit and the abort, at the coordinator and in the
+    partition's producer state (the abort marker's epoch)."""
     t = unique_name("java-txn")
     create(tools, broker, apache, t)
     on_both(tools, broker, apache, "txn", "{bootstrap}", t, t + "-tx", "10")
     assert on_both(tools, broker, apache, "read-committed", "{bootstrap}", t, t + "-g", "10") == (
         "read 10 end 22\naborted seen 0\n")
+    assert on_both(tools, broker, apache, "txn-state", "{bootstrap}", t, t + "-tx") == (
+        "transaction CompleteAbort epoch 2\nproducer epoch 2 open false\ngroup offset 10\n")
 
 
 @pytest.mark.parametrize("mode", ["implicit", "explicit"])
@@ -119,3 +125,41 @@ def test_fail_over_on_a_three_broker_cluster(tools: KafkaTools, zk_standalone: Z
     assert result and result[0].exit == 0 and result[0].stdout == "acked 300\n", result
     out = java_clients(tools, "consume", cluster.bootstrap, t, t + "-g", "300", "classic", "range")
     assert out.exit == 0 and out.stdout.startswith("consumed 300 [300]\n"), out
+
+
+def test_transactions_through_a_coordinators_kill(tools: KafkaTools, zk_standalone: ZooKeeperChroot,
+                                                  brokers: BrokerPool) -> None:
+    """Exactly once at transaction version 2 through a kill -9 of the transactional id's coordinator (its
+    `__transaction_state` partition moves, loaded from Kafka's v1 values; the partition's leader too when
+    it is the same broker): every committed transaction's records are read once by a read_committed
+    consumer, in order, and nothing of an aborted one."""
+    from kafka.protocol.metadata import FindCoordinatorRequest
+
+    from odradek.protocol.transport import BlockingConnection
+    from tests.clients import consume_all
+
+    cluster = brokers.start_cluster(zk_standalone.connect_string, 3, {"min.insync.replicas": "2"})
+    t, tid = unique_name("java-txn-kill"), unique_name("java-txn-kill-tid")
+    create_topic(cluster.bootstrap, t, partitions=1, rf=3)
+    result: list[ToolResult] = []
+    producing = threading.Thread(target=lambda: result.append(java_clients(
+        tools, "txn-slowly", cluster.bootstrap, t, tid, "40", "5")))
+    producing.start()
+    watcher = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": t + "-watch"})
+    try:
+        wait_until(lambda: watcher.get_watermark_offsets(TopicPartition(t, 0), timeout=5)[1] >= 60, 90,
+                   "10 transactions written", ignoring=(KafkaException,))
+    finally:
+        watcher.close()
+    port = cluster.brokers[0].port
+    conn = BlockingConnection("127.0.0.1", port, "kill-drill", 10.0)
+    try:
+        coordinator = conn.request(FindCoordinatorRequest(key=tid, key_type=1), 1).node_id
+    finally:
+        conn.close()
+    next(b for b in cluster.brokers if b.broker_id == coordinator).kill()
+    producing.join(240)
+    assert result and result[0].exit == 0 and result[0].stdout.startswith("committed 40"), result
+    values = [m.value().decode() for m in consume_all(
+        cluster.bootstrap, t, 200, timeout=60, **{"isolation.level": "read_committed"})]
+    assert values == [f"{k}-{i}" for k in range(40) for i in range(5)]

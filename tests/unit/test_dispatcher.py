@@ -20,7 +20,6 @@ from kafka.protocol.admin import (
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.producer import (
-    EndTxnRequest,
     InitProducerIdRequest,
     ProduceRequest,
     TxnOffsetCommitRequest,
@@ -30,6 +29,7 @@ from odradek.cluster import znodes as zn
 from odradek.cluster.embedded import EmbeddedStore
 from odradek.cluster.metadata import MetadataCache
 from odradek.cluster.store import to_json
+from odradek.config import BrokerConfig
 from odradek.groups.consumer_coordinator import ConsumerGroupSettings
 from odradek.protocol.errors import ErrorCode
 from odradek.protocol.kafka44 import ApiVersionsRequest, ApiVersionsResponse
@@ -42,19 +42,19 @@ from odradek.server.registry import APIS, handles
 
 # What ApiVersions advertises: api key -> (min, max); a change here must be deliberate.
 # The ranges are Apache Kafka 4.4's (Produce's minimum 0 too, though v0-2 are not served: KAFKA-18659),
-# except the transaction APIs, kept below the versions that mean transaction version 2 (EndTxn and
-# TxnOffsetCommit 4: handlers/transactions.py; AddPartitionsToTxn's 4-5 are the brokers' verification).
+# except InitProducerId (5: v6 is KIP-939's two-phase commit) and TxnOffsetCommit (5: v6 is KIP-1319's
+# topic ids); EndTxn 5 and TxnOffsetCommit 5 are transaction version 2's (handlers/transactions.py).
 EXPECTED_VERSIONS = {
     0: (0, 13), 1: (4, 18), 2: (1, 11), 3: (0, 13), 8: (2, 10), 9: (1, 10), 10: (0, 6), 11: (0, 9), 12: (0, 4),
     13: (0, 5), 14: (0, 5), 15: (0, 6), 16: (0, 5), 17: (0, 1), 18: (0, 5), 19: (2, 7), 20: (1, 6), 21: (0, 2),
     22: (0, 5), 23: (2, 4), 32: (1, 4), 33: (0, 2), 34: (1, 2), 35: (1, 5), 36: (0, 2), 37: (0, 3), 42: (0, 3), 43: (0, 2),
-    24: (0, 5), 25: (0, 4), 26: (0, 4), 27: (1, 2), 28: (0, 4), 29: (1, 3), 30: (1, 3), 31: (1, 3),
+    24: (0, 5), 25: (0, 4), 26: (0, 5), 27: (1, 2), 28: (0, 5), 29: (1, 3), 30: (1, 3), 31: (1, 3),
     44: (0, 1), 45: (0, 1), 46: (0, 0), 47: (0, 0), 48: (0, 1), 49: (0, 1), 50: (0, 0), 51: (0, 0), 60: (0, 2), 61: (0, 0), 65: (0, 0),
     66: (0, 2), 68: (0, 1), 69: (0, 1), 74: (0, 1),
     75: (0, 0),
     76: (1, 1), 77: (1, 1), 78: (1, 2), 79: (1, 2),  # share groups (KIP-932): Kafka 4.2 (librdkafka 2.16 sends v1)
     83: (0, 0), 84: (0, 0), 85: (0, 1), 86: (0, 0), 87: (0, 1),  # share-group state (brokers only)
-    88: (0, 1), 89: (0, 1),  # streams groups (KIP-1071), Kafka 4.4's versions
+    88: (0, 1), 89: (0, 1), 93: (0, 0),  # streams groups (KIP-1071, KIP-1331), Kafka 4.4's versions
     90: (0, 1), 91: (0, 0), 92: (0, 0),  # share-group offsets (KIP-932, KIP-1226), Kafka 4.2's versions
 }
 CORRELATION_ID = 4242
@@ -76,6 +76,7 @@ class MinimalBroker:
         self.quotas = QuotaManager(11, 1)
         # ApiVersions' group.version follows whether the consumer protocol is enabled
         self.groups = SimpleNamespace(consumer=SimpleNamespace(settings=ConsumerGroupSettings()))
+        self.config = BrokerConfig.from_props({})  # ApiVersions' transaction.version is the config's
 
 
 Scenario = Callable[[Dispatcher, Connection], Awaitable[None]]
@@ -158,7 +159,6 @@ def test_unsupported_version_closes_the_connection() -> None:
 
 
 @pytest.mark.parametrize(("request_cls", "version"), [
-    (EndTxnRequest, 5),  # transaction version 2, not advertised
     (InitProducerIdRequest, 6),  # KIP-939's two-phase commit, not advertised
     (DescribeQuorumRequest, 1),  # an API Odradek does not serve (KRaft's)
 ])
@@ -184,7 +184,7 @@ def _response_of(request_cls: type[ApiMessage]) -> type[ApiMessage]:
 
 def test_an_unserved_api_whose_response_has_no_top_level_error_closes_the_connection() -> None:
     run(closes(raw_frame(VOTE_API_KEY, 0), "unknown API key 52"))  # KRaft's Vote: no schema to answer with
-    run(closes(raw_frame(TxnOffsetCommitRequest.API_KEY, 5), "unsupported version 5 of TxnOffsetCommit"))
+    run(closes(raw_frame(TxnOffsetCommitRequest.API_KEY, 6), "unsupported version 6 of TxnOffsetCommit"))
 
 
 def test_malformed_body_closes_the_connection() -> None:
@@ -220,11 +220,13 @@ def _features(version: int) -> dict[str, Any]:
         names.append("streams.version")
     supported = ApiVersionsResponse.SupportedFeatureKey
     finalized = ApiVersionsResponse.FinalizedFeatureKey
+    levels = {"transaction.version": 2}  # KIP-890 part 2, finalized as on Kafka 4's new clusters
     return {
         "supported_features": [] if version < 4 else [
-            supported(name=name, min_version=0, max_version=1) for name in names],
-        "finalized_features_epoch": len(names),
-        "finalized_features": [finalized(name=name, max_version_level=1, min_version_level=1) for name in names],
+            supported(name=name, min_version=0, max_version=levels.get(name, 1)) for name in names],
+        "finalized_features_epoch": sum(levels.get(name, 1) for name in names),
+        "finalized_features": [finalized(name=name, max_version_level=levels.get(name, 1),
+                                         min_version_level=levels.get(name, 1)) for name in names],
     }
 
 
@@ -269,9 +271,23 @@ def test_group_version_is_not_finalized_without_the_consumer_protocol() -> None:
         response = ApiVersionsResponse.decode(split_response(await dispatcher(conn, frame(request, 4)), False),
                                               version=4)
         finalized = [(f.name, f.max_version_level) for f in response.finalized_features]
-        assert finalized[:2] == [("share.version", 1), ("transaction.version", 1)]
-        assert "group.version" not in dict(finalized) and response.finalized_features_epoch == len(finalized)
+        assert finalized[:2] == [("share.version", 1), ("transaction.version", 2)]
+        assert "group.version" not in dict(finalized)
+        assert response.finalized_features_epoch == sum(level for _, level in finalized)
         assert "group.version" in [f.name for f in response.supported_features]  # supported, not finalized
+
+    run(scenario)
+
+
+def test_transaction_version_follows_the_config() -> None:
+    """`transaction.version=1` (Odradek's own key): Java clients run transactions without KIP-890 part 2."""
+    async def scenario(dispatcher: Dispatcher, conn: Connection) -> None:
+        dispatcher.broker.config = BrokerConfig.from_props({"transaction.version": "1"})
+        request = ApiVersionsRequest(client_software_name="t", client_software_version="1")
+        response = ApiVersionsResponse.decode(split_response(await dispatcher(conn, frame(request, 4)), False),
+                                              version=4)
+        assert ("transaction.version", 1) in [(f.name, f.max_version_level) for f in response.finalized_features]
+        assert ("transaction.version", 2) in [(f.name, f.max_version) for f in response.supported_features]
 
     run(scenario)
 

@@ -98,3 +98,49 @@ def test_metadata_survives_its_log_value() -> None:
     md.start_ms, md.update_ms = 5, 6
     back = TxnMetadata.from_value("tx", schemas.decode_value(schemas.encode_value(md.to_value())))  # type: ignore[arg-type]
     assert (back.state, back.partitions, back.start_ms, back.update_ms) == (TxnState.ONGOING, md.partitions, 5, 6)
+
+
+def test_a_v1_value_carries_the_tagged_fields() -> None:
+    """Kafka 4's flexible TransactionLogValue v1: written when a tagged field is not its default."""
+    value = schemas.TxnLogValue(42, 32767, 60000, int(TxnState.PREPARE_COMMIT), {"t": [1, 0]}, 1000, 900,
+                                previous_producer_id=-1, next_producer_id=43, client_txn_version=2)
+    raw = schemas.encode_value(value)
+    assert raw[:2] == struct.pack(">h", 1)
+    back = schemas.decode_value(raw)
+    assert back == schemas.TxnLogValue(42, 32767, 60000, int(TxnState.PREPARE_COMMIT), {"t": [0, 1]}, 1000, 900,
+                                       -1, 43, 2)
+    plain = schemas.TxnLogValue(42, 3, 60000, int(TxnState.EMPTY))
+    assert schemas.encode_value(plain)[:2] == struct.pack(">h", 0)  # v0 while nothing needs more
+
+
+def test_transaction_version_2_bumps_the_epoch_at_each_end() -> None:
+    md = _md(TxnState.ONGOING)
+    md.apply(md.prepare_end(True, now=1, txn_version=2))
+    assert (md.state, md.producer_epoch, md.last_producer_epoch) == (TxnState.PREPARE_COMMIT, 3, 2)
+    md.apply(md.prepare_complete(now=2))
+    assert (md.state, md.producer_id, md.producer_epoch) == (TxnState.COMPLETE_COMMIT, 5, 3)
+    # nothing open: TV2's abort still bumps (the producer cannot know whether its produce added a partition)
+    md.apply(md.prepare_end(False, now=3, txn_version=2))
+    assert (md.state, md.partitions, md.producer_epoch) == (TxnState.PREPARE_ABORT, set(), 4)
+    with pytest.raises(KafkaError) as err:  # TV1: an end needs an open transaction
+        _md(TxnState.COMPLETE_COMMIT).prepare_end(False, now=4)
+    assert err.value.code == ErrorCode.INVALID_TXN_STATE
+
+
+def test_transaction_version_2_moves_to_the_next_producer_id_when_the_epochs_run_out() -> None:
+    md = TxnMetadata("tx", 5, 32766, 60000, TxnState.ONGOING, {("t", 0)})
+    md.apply(md.prepare_end(True, now=1, txn_version=2, next_producer_id=6))
+    assert (md.producer_id, md.producer_epoch, md.next_producer_id) == (5, 32767, 6)  # the markers' epoch
+    back = TxnMetadata.from_value("tx", schemas.decode_value(schemas.encode_value(md.to_value())))  # type: ignore[arg-type]
+    assert (back.next_producer_id, back.client_txn_version) == (6, 2)  # a new coordinator completes it alike
+    md.apply(md.prepare_complete(now=2))
+    assert (md.producer_id, md.producer_epoch, md.previous_producer_id, md.next_producer_id) == (6, 0, 5, -1)
+
+
+def test_a_timed_out_transaction_version_2_transaction_is_fenced_past_a_retry() -> None:
+    """The fence's bump and the end's: the fenced producer's epoch is not the one a retried EndTxn names."""
+    md = _md(TxnState.ONGOING)
+    md.client_txn_version = 2
+    assert md.prepare_fence_abort(now=1).producer_epoch == 4
+    md.client_txn_version = 0
+    assert md.prepare_fence_abort(now=1).producer_epoch == 3

@@ -54,6 +54,21 @@ def test_a_marker_between_verification_and_append_voids_the_guard(tmp_path: Path
     assert log.producer_state.ongoing() == {}  # nothing left open
 
 
+def test_a_next_epoch_batch_is_the_next_transactions_and_needs_its_guard(tmp_path: Path) -> None:
+    """Transaction version 2: a batch of the bumped epoch arriving before the old transaction's marker is
+    not part of that transaction; it needs the coordinator's add (a guard), which survives the marker
+    (the marker carries the bumped epoch, the guard is the next transaction's)."""
+    log = Log(tmp_path / "t-0")
+    log.append_as_leader(_txn(7, 0), 0, verification_guard=log.start_transaction_verification(7, 0, 0))
+    guard = log.start_transaction_verification(7, 0, 1)
+    assert guard != NO_GUARD
+    assert _refused(log, _txn(7, 0, epoch=1), NO_GUARD) == ErrorCode.INVALID_TXN_STATE
+    log.append_as_leader(build_marker(7, 1, True, 0), 0, origin=AppendOrigin.COORDINATOR, transaction_version=2)
+    assert log.producer_state.ongoing() == {}
+    log.append_as_leader(_txn(7, 0, epoch=1), 0, verification_guard=guard)
+    assert log.producer_state.ongoing() == {7: 2}
+
+
 def test_no_guard_means_no_check(tmp_path: Path) -> None:
     """Verification off (None): the append is not checked, as before KIP-890; plain batches never are."""
     log = Log(tmp_path / "t-0")

@@ -4,8 +4,8 @@ Clients read ApiVersions first and never send such a request; one that does (a c
 version, a tool that skips the negotiation) should fail at once. Kafka closes the connection, which
 clients take for a network error and retry until they time out. Where the response schema (kafka-python's)
 has a top-level error code at the request's version, Odradek answers instead, with UNSUPPORTED_VERSION,
-which no client retries: e.g. quorum and feature requests (KRaft's), and e.g. EndTxn v5 or
-AddPartitionsToTxn v4-5. A response with error codes only per entity (Produce, OffsetCommit)
+which no client retries: e.g. quorum and feature requests (KRaft's), and e.g. InitProducerId v6
+(KIP-939's two-phase commit). A response with error codes only per entity (Produce, OffsetCommit)
 cannot carry the error without echoing the request, and an API or version kafka-python has no schema
 for cannot be answered at all: those still close the connection.
 """

@@ -122,7 +122,7 @@ class ProducerStateManager:
     def start_verification(self, producer_id: int, sequence: int, epoch: int) -> int:
         """The guard a transactional append of the producer must present, or NO_GUARD when it has an
         ongoing transaction here (nothing to verify). Repeated calls before the append share one guard."""
-        if producer_id in self.open_txns:
+        if self._in_open_txn(producer_id, epoch):
             return NO_GUARD
         entry = self.verifications.get(producer_id)
         if entry is None:
@@ -133,9 +133,17 @@ class ProducerStateManager:
             entry.saw(sequence, epoch)
         return entry.guard
 
+    def _in_open_txn(self, producer_id: int, epoch: int) -> bool:
+        """Whether a batch of this producer at `epoch` continues its transaction open here. With transaction
+        version 2 a batch of the next epoch belongs to the next transaction, whatever is still open (its
+        marker not written yet): that one must be added, and so verified, too."""
+        entry = self.producers.get(producer_id)
+        return producer_id in self.open_txns and entry is not None and entry.epoch == epoch
+
     def _check_verified(self, h: BatchHeader, guard: int) -> None:
         entry = self.verifications.get(h.producer_id)
-        if h.producer_id not in self.open_txns and (guard == NO_GUARD or entry is None or entry.guard != guard):
+        if (not self._in_open_txn(h.producer_id, h.producer_epoch)
+                and (guard == NO_GUARD or entry is None or entry.guard != guard)):
             raise KafkaError(ErrorCode.INVALID_TXN_STATE, "Record was not part of an ongoing transaction")
         if entry is not None and h.base_sequence > entry.lowest_seq:
             raise KafkaError(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
@@ -217,14 +225,20 @@ class ProducerStateManager:
         if h.producer_id < 0:
             return None
         entry = self.producers.get(h.producer_id)
+        if h.is_transactional:
+            # a first offset or a marker: a verification under way no longer applies, except one of an
+            # epoch above the producer's before this marker (transaction version 2: the marker carries the
+            # bumped epoch, and that verification is the next transaction's, which the coordinator adds
+            # only once this one is complete)
+            verifying = self.verifications.get(h.producer_id)
+            if verifying is not None and not (h.is_control and entry is not None and verifying.epoch > entry.epoch):
+                del self.verifications[h.producer_id]
         if entry is None or h.producer_epoch != entry.epoch:
             txn_first = entry.txn_first_offset if entry is not None else -1
             entry = ProducerEntry(h.producer_epoch, txn_first_offset=txn_first)
             self.producers[h.producer_id] = entry
         last_offset = first_offset + h.last_offset_delta
         entry.last_timestamp = max(entry.last_timestamp, h.max_timestamp)
-        if h.is_transactional:  # a first offset or a marker: a verification under way no longer applies
-            self.verifications.pop(h.producer_id, None)
         if h.is_control:
             if marker not in (COMMIT_MARKER, ABORT_MARKER):
                 return None

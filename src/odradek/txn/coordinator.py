@@ -7,7 +7,10 @@ of each transaction.
   on CONCURRENT_TRANSACTIONS meanwhile, as Kafka's clients do).
 - AddPartitionsToTxn / AddOffsetsToTxn move the id to Ongoing and record its partitions.
 - EndTxn writes PrepareCommit/PrepareAbort (the decision, durable once written), answers, then has the
-  markers written to every partition and writes CompleteCommit/CompleteAbort.
+  markers written to every partition and writes CompleteCommit/CompleteAbort. At transaction version 2
+  (EndTxn v5, KIP-890 part 2) the prepare bumps the epoch (the markers carry the bumped one), moving to a
+  new producer id once the epochs run out; leaders add partitions for TV2 producers (`add_partitions`
+  with `txn_version` 2), which send no AddPartitionsToTxn/AddOffsetsToTxn.
 - Transactions open past their timeout are aborted with a bumped epoch; ids idle past
   `transactional.id.expiration.ms` are removed (a tombstone in the log).
 - A broker that becomes leader of a `__transaction_state` partition loads it and finishes what the old
@@ -33,7 +36,7 @@ from odradek.coordinator.runtime import CoordinatorRuntime, TopicSettings
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.txn import TRANSACTION_STATE_TOPIC, schemas
 from odradek.txn.markers import MarkerSender
-from odradek.txn.state import MAX_EPOCH, TopicPartition, TxnMetadata, TxnState, now_ms
+from odradek.txn.state import MAX_EPOCH, TV2, TopicPartition, TxnMetadata, TxnState, now_ms
 
 if TYPE_CHECKING:
     from odradek.config import BrokerConfig
@@ -219,13 +222,14 @@ class TransactionCoordinator:
 
     # ---- AddPartitionsToTxn / AddOffsetsToTxn ----
     async def add_partitions(self, tid: str, producer_id: int, producer_epoch: int,
-                             partitions: set[TopicPartition]) -> None:
+                             partitions: set[TopicPartition], txn_version: int = 0) -> None:
+        """`txn_version` 2: a leader adding the partitions of a TV2 producer's batches (KIP-890 part 2)."""
         await self._ready(tid)
         md = self._get(tid)
         md.check_producer(producer_id, producer_epoch)
         if md.state is TxnState.ONGOING and partitions <= md.partitions:
             return
-        nxt = md.prepare_add_partitions(partitions, now_ms())
+        nxt = md.prepare_add_partitions(partitions, now_ms(), txn_version)
         await self._persist(md, nxt)
 
     # ---- verification (KIP-890 part 1: AddPartitionsToTxn v4+ with VerifyOnly, from partition leaders) ----
@@ -254,28 +258,52 @@ class TransactionCoordinator:
                 for tp in wanted}
 
     # ---- EndTxn ----
-    async def end_txn(self, tid: str, producer_id: int, producer_epoch: int, commit: bool) -> None:
+    async def end_txn(self, tid: str, producer_id: int, producer_epoch: int, commit: bool,
+                      txn_version: int = 0) -> tuple[int, int]:
+        """Commit or abort the id's transaction; the producer id and epoch it goes on with (EndTxn v5's
+        answer). `txn_version` 2 (EndTxn v5, KIP-890 part 2) bumps the epoch (a new producer id once the
+        epochs are used up); a retry then names the epoch before the bump, or the id before the move."""
         await self._ready(tid)
         md = self._get(tid)
-        if producer_id != md.producer_id:
+        bumped = md.bumps_at_end
+        retry_on_bump = bumped and md.producer_epoch == producer_epoch + 1
+        retry_on_overflow = (bumped and md.previous_producer_id == producer_id and md.producer_epoch == 0
+                             and producer_epoch == MAX_EPOCH - 1)
+        if not bumped or md.state in (TxnState.ONGOING, TxnState.EMPTY, TxnState.DEAD):
+            valid = producer_epoch == md.producer_epoch
+        elif md.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
+            valid = retry_on_bump
+        else:  # completed: a retry, or the end of a transaction nothing was added to (TV2's empty abort)
+            valid = retry_on_bump or retry_on_overflow or producer_epoch == md.producer_epoch
+        if producer_id != md.producer_id and not retry_on_overflow:
             raise KafkaError(ErrorCode.INVALID_PRODUCER_ID_MAPPING, f"Producer id {producer_id} is not {tid}'s")
-        if producer_epoch != md.producer_epoch:
+        if not valid:
             raise KafkaError(ErrorCode.PRODUCER_FENCED, f"Producer epoch {producer_epoch} of {tid} is fenced")
         if md.pending:
             raise KafkaError(ErrorCode.CONCURRENT_TRANSACTIONS, f"A state change of {tid} is in progress")
         wanted = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
-        if md.state is wanted:
-            return  # a retry of an EndTxn that completed
+        retry = retry_on_bump or retry_on_overflow
         if md.state in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
             if (md.state is TxnState.PREPARE_COMMIT) == commit:
                 raise KafkaError(ErrorCode.CONCURRENT_TRANSACTIONS, f"The transaction of {tid} is completing")
             raise KafkaError(ErrorCode.INVALID_TXN_STATE, f"The transaction of {tid} is being "
                              f"{'committed' if md.state is TxnState.PREPARE_COMMIT else 'aborted'}")
-        if md.state is TxnState.EMPTY and not commit:
-            return  # nothing was added: nothing to abort (what librdkafka may send after a failed add)
-        nxt = md.prepare_end(commit, now_ms())
+        if md.state.completed and (retry or txn_version < TV2 or commit):
+            if md.state is wanted or (md.state is TxnState.EMPTY and not commit and not retry):
+                # a retry of an EndTxn that completed; or an abort with nothing added (librdkafka sends
+                # one after a failed add)
+                return md.producer_id, md.producer_epoch
+            raise KafkaError(ErrorCode.INVALID_TXN_STATE, f"EndTxn ({'commit' if commit else 'abort'}) of "
+                                 f"transactional id {tid} in state {md.state.label}")
+        next_pid = -1
+        if txn_version >= TV2 and md.producer_epoch >= MAX_EPOCH - 1:
+            next_pid = await self.producer_ids.next_id()
+        nxt = md.prepare_end(commit, now_ms(), txn_version, next_pid)
         await self._persist(md, nxt)
         self._complete_later(md)
+        if md.next_producer_id >= 0:
+            return md.next_producer_id, 0
+        return md.producer_id, md.producer_epoch
 
     async def _abort_fencing(self, md: TxnMetadata) -> None:
         nxt = md.prepare_fence_abort(now_ms())

@@ -11,6 +11,11 @@ partition, and otherwise over the inter-broker listener: at most one request in 
 the verifications that arrive meanwhile batched into the next one (one entry per transactional id; a
 newer epoch displaces an older one, as in Kafka). `produce_error` turns a coordinator's answer into what
 the Produce response carries at the request's version.
+
+Transaction version 2 (KIP-890 part 2): a producer that runs it sends no AddPartitionsToTxn; its Produce
+v12+ (and TxnOffsetCommit v5+) asks the leader to add the partition instead, so `verify(..., add=True)`
+sends the same request with VerifyOnly false, and the coordinator adds the partition (opening the
+transaction) or refuses it with the same errors.
 """
 
 from __future__ import annotations
@@ -24,17 +29,18 @@ from kafka.protocol.producer import AddPartitionsToTxnRequest
 
 from odradek.cluster.metadata import MetadataCache
 from odradek.protocol.client_security import ClientSecurity
-from odradek.protocol.errors import ErrorCode
+from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.transport import AsyncConnection
 from odradek.txn import TRANSACTION_STATE_TOPIC
 from odradek.txn.coordinator import TransactionCoordinator
-from odradek.txn.state import TopicPartition
+from odradek.txn.state import TV2, TopicPartition
 
 log = logging.getLogger("odradek.txn.verification")
 
 VERIFY_VERSION = 5  # AddPartitionsToTxn v5: the coordinator may answer TRANSACTION_ABORTABLE
 LAST_DEFAULT_ERROR_PRODUCE_VERSION = 10  # up to Produce v10 a client knows INVALID_TXN_STATE, not TRANSACTION_ABORTABLE
 LAST_VERIFY_ONLY_PRODUCE_VERSION = 11  # Produce v12+ come from transaction version 2 producers
+FIRST_ADDING_TXN_OFFSET_COMMIT_VERSION = 5  # TxnOffsetCommit v5+ too: the offsets partition is added
 # what a leader cannot tell apart from a coordinator that is busy: the client should retry its produce
 _RETRY_LATER = frozenset({ErrorCode.NETWORK_EXCEPTION, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
                           ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
@@ -70,6 +76,7 @@ class _Ask:
     producer_epoch: int
     partitions: list[TopicPartition]
     answer: asyncio.Future[Verdicts]
+    add: bool = False
 
 
 @dataclass(slots=True)
@@ -103,12 +110,19 @@ class PartitionVerifier:
             await c.close()
 
     async def verify(self, tid: str, producer_id: int, producer_epoch: int,
-                     partitions: list[TopicPartition]) -> Verdicts:
-        """The partitions that are NOT verified, each with the coordinator's reason (empty: all are)."""
+                     partitions: list[TopicPartition], add: bool = False) -> Verdicts:
+        """The partitions that are NOT verified (with `add`: not added), each with the coordinator's
+        reason (empty: all are)."""
         index = self.coordinator.runtime.partition_for(tid)
         leader = self.metadata.leader_of(TRANSACTION_STATE_TOPIC, index)
         if leader < 0 or leader not in self.metadata.brokers:
             return dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        if leader == self.broker_id and add:
+            try:
+                await self.coordinator.add_partitions(tid, producer_id, producer_epoch, set(partitions), TV2)
+            except KafkaError as exc:
+                return dict.fromkeys(partitions, _coordinator_code(exc.code))
+            return {}
         if leader == self.broker_id:
             verdicts = self.coordinator.verify_partitions(tid, producer_id, producer_epoch, partitions)
             return {tp: _coordinator_code(c) for tp, c in verdicts.items() if c != ErrorCode.NONE}
@@ -121,7 +135,7 @@ class PartitionVerifier:
             _answer(earlier, ErrorCode.NETWORK_EXCEPTION if earlier.producer_epoch == producer_epoch
                     else ErrorCode.INVALID_PRODUCER_EPOCH)
         answer: asyncio.Future[Verdicts] = asyncio.get_running_loop().create_future()
-        node.waiting[tid] = _Ask(producer_id, producer_epoch, list(partitions), answer)
+        node.waiting[tid] = _Ask(producer_id, producer_epoch, list(partitions), answer, add)
         if node.sender is None or node.sender.done():
             node.sender = asyncio.get_running_loop().create_task(self._send_waiting(leader, node))
         return await answer
@@ -162,7 +176,7 @@ class PartitionVerifier:
                 by_topic.setdefault(t, []).append(p)
             transactions.append(txn_cls(
                 transactional_id=tid, producer_id=ask.producer_id, producer_epoch=ask.producer_epoch,
-                verify_only=True, topics=[topic_cls(name=t, partitions=ps) for t, ps in by_topic.items()]))
+                verify_only=not ask.add, topics=[topic_cls(name=t, partitions=ps) for t, ps in by_topic.items()]))
         resp: Any = await conn.request(AddPartitionsToTxnRequest(transactions=transactions), VERIFY_VERSION)
         if resp.error_code == ErrorCode.UNSUPPORTED_VERSION:
             # a coordinator older than verification (a rolling upgrade): appended unverified, as Kafka does

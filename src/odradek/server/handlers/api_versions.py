@@ -42,7 +42,7 @@ async def api_versions(ctx: RequestContext, request: Any) -> ApiVersionsResponse
     error = _misrouted(ctx, request)
     if error is not None:
         return ApiVersionsResponse(error_code=error, api_keys=[], throttle_time_ms=0)
-    feats = features(APIS, ctx.broker.groups.consumer.settings.enabled)
+    feats = features(APIS, ctx.broker.groups.consumer.settings.enabled, ctx.broker.config.get("transaction.version"))
     # before v4 a client refuses a supported range starting at 0 (KAFKA-17011): Kafka leaves those out
     supported = [ApiVersionsResponse.SupportedFeatureKey(name=f.name, min_version=f.min_version,
                                                          max_version=f.max_version)

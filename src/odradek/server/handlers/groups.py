@@ -54,6 +54,7 @@ from odradek.protocol.kafka44 import DeleteGroupsRequest, DeleteGroupsResponse
 from odradek.server import authz
 from odradek.server.registry import RequestContext, handles
 from odradek.storage.producer_state import NO_GUARD
+from odradek.txn.verification import FIRST_ADDING_TXN_OFFSET_COMMIT_VERSION
 
 KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION, KEY_TYPE_SHARE = 0, 1, 2
 # kafka-python encodes authorized operations as a set of bit numbers; None is Kafka's "not requested"
@@ -304,9 +305,9 @@ async def offset_commit(ctx: RequestContext, request: Any) -> OffsetCommitRespon
         request.topics, names, errors, _CommitTopic, _CommitTopic.OffsetCommitResponsePartition, by_id=v >= 10))
 
 
-# v4 only lets the broker answer TRANSACTION_ABORTABLE (KIP-890), which it never needs to; v5 is for
-# transaction version 2 (the offsets partition joins the transaction implicitly), not advertised here.
-@handles(TxnOffsetCommitRequest, TxnOffsetCommitResponse, versions=(0, 4))
+# v4 lets the broker answer TRANSACTION_ABORTABLE (KIP-890); v5 is transaction version 2's (the offsets
+# partition joins the transaction here, no AddOffsetsToTxn); v6 (KIP-1319's topic ids) is not served.
+@handles(TxnOffsetCommitRequest, TxnOffsetCommitResponse, versions=(0, 5))
 async def txn_offset_commit(ctx: RequestContext, request: Any) -> TxnOffsetCommitResponse:
     """WRITE on the transactional id first (as Kafka: every partition refused otherwise), then READ on the
     group and topics; the group's offsets partition must be in the producer's transaction (verified with
@@ -336,9 +337,11 @@ async def txn_offset_commit(ctx: RequestContext, request: Any) -> TxnOffsetCommi
 async def _verify_offsets_partition(ctx: RequestContext, gc: GroupCoordinatorService, request: Any) -> ErrorCode:
     """KIP-890 part 1 for TxnOffsetCommit: the group's `__consumer_offsets` partition must be in the
     transaction (AddOffsetsToTxn put it there) unless the producer already has a transaction open in it.
-    Errors as Kafka's group coordinator answers them (TRANSACTION_ABORTABLE from v4, INVALID_TXN_STATE
-    before)."""
-    if not ctx.broker.config.get("transaction.partition.verification.enable"):
+    From v5 (transaction version 2) the coordinator adds it instead, whatever
+    `transaction.partition.verification.enable` says. Errors as Kafka's group coordinator answers them
+    (TRANSACTION_ABORTABLE from v4, INVALID_TXN_STATE before)."""
+    add = ctx.version >= FIRST_ADDING_TXN_OFFSET_COMMIT_VERSION
+    if not add and not ctx.broker.config.get("transaction.partition.verification.enable"):
         return ErrorCode.NONE
     tp = (OFFSETS_TOPIC, gc.partition_for(request.group_id or ""))
     try:
@@ -349,7 +352,7 @@ async def _verify_offsets_partition(ctx: RequestContext, gc: GroupCoordinatorSer
     if guard == NO_GUARD:
         return ErrorCode.NONE
     verdicts = await ctx.broker.txn_verifier.verify(request.transactional_id or "", request.producer_id,
-                                                    request.producer_epoch, [tp])
+                                                    request.producer_epoch, [tp], add=add)
     code = verdicts.get(tp, ErrorCode.NONE)
     if code == ErrorCode.TRANSACTION_ABORTABLE and ctx.version < 4:
         code = ErrorCode.INVALID_TXN_STATE

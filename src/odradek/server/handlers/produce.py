@@ -6,7 +6,10 @@ on the storage's disk worker, not here).
 Transactional batches (Kafka's rules): the request must name a transactional id its principal may WRITE,
 else the whole request is TRANSACTIONAL_ID_AUTHORIZATION_FAILED; they must all be of one producer; and,
 with `transaction.partition.verification.enable`, the first batch of a transaction on a partition is
-appended only once the transaction coordinator confirmed the partition is in it (`txn.verification`)."""
+appended only once the transaction coordinator confirmed the partition is in it (`txn.verification`).
+From Produce v12 (a transaction version 2 producer, which sends no AddPartitionsToTxn) the coordinator is
+asked to add the partition instead, whatever that setting says: without it the transaction would never
+reach the partition's markers."""
 
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ from odradek.server import authz
 from odradek.server.network import CloseConnection
 from odradek.server.registry import RequestContext, handles
 from odradek.storage.producer_state import NO_GUARD
-from odradek.txn.verification import produce_error
+from odradek.txn.verification import LAST_VERIFY_ONLY_PRODUCE_VERSION, produce_error
 
 _TopicResp = ProduceResponse.TopicProduceResponse
 _PartResp = _TopicResp.PartitionProduceResponse
@@ -99,7 +102,8 @@ async def _verify(ctx: RequestContext, tid: str, producer: tuple[int, int],
             unverified.append(tp)
     refused: dict[tuple[str, int], tuple[ErrorCode, str | None]] = {}
     if unverified:
-        verdicts = await ctx.broker.txn_verifier.verify(tid, producer[0], producer[1], unverified)
+        verdicts = await ctx.broker.txn_verifier.verify(tid, producer[0], producer[1], unverified,
+                                                        add=ctx.version > LAST_VERIFY_ONLY_PRODUCE_VERSION)
         refused = {tp: produce_error(code, ctx.version) for tp, code in verdicts.items()}
     return guards, refused
 
@@ -133,7 +137,8 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | l
         if len(producers) > 1:
             return _refuse_all(ctx, req, ErrorCode.INVALID_PRODUCER_ID_MAPPING,
                                "Transactional records contained more than one producer ID")
-        if ctx.broker.config.get("transaction.partition.verification.enable"):
+        if (ctx.version > LAST_VERIFY_ONLY_PRODUCE_VERSION
+                or ctx.broker.config.get("transaction.partition.verification.enable")):
             guards, refused = await _verify(ctx, tid, next(iter(producers)), first_sequences)
     # answered per topic as the request named it: by name, or from v13 by topic id (KIP-516)
     results: dict[str | bytes, list[ProducePartitionResult]] = {}

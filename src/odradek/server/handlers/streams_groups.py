@@ -1,4 +1,5 @@
-"""KIP-1071 streams group APIs: StreamsGroupHeartbeat (88) and StreamsGroupDescribe (89), v0-1.
+"""KIP-1071 streams group APIs: StreamsGroupHeartbeat (88) and StreamsGroupDescribe (89), v0-1, and
+KIP-1331's StreamsGroupTopologyDescriptionUpdate (93, v0).
 
 The handlers translate between the wire messages (`odradek.protocol.kip1071`: kafka-python 3.0.12 has no
 classes for these APIs) and the group coordinator (`odradek.groups.service.GroupCoordinatorService`), which
@@ -25,6 +26,8 @@ from odradek.protocol.kip1071 import (
     StreamsGroupDescribeResponse,
     StreamsGroupHeartbeatRequest,
     StreamsGroupHeartbeatResponse,
+    StreamsGroupTopologyDescriptionUpdateRequest,
+    StreamsGroupTopologyDescriptionUpdateResponse,
 )
 from odradek.server import authz
 from odradek.server.authorized_operations import bits
@@ -202,3 +205,22 @@ async def streams_group_describe(ctx: RequestContext, request: Any) -> StreamsGr
             authorized_operations=bits(operations) if d.error == 0 else bits(None),
             assignor_name="sticky" if d.error == 0 else None))
     return StreamsGroupDescribeResponse(throttle_time_ms=0, groups=out)
+
+
+# KIP-1331: a member pushes its topology's description when a heartbeat answer asks for it, which Kafka
+# 4.4 does only with a `group.streams.topology.description.plugin.class` to store it in. Odradek has no
+# such plugin (nor does a Kafka broker by default), so no answer asks, and a push gets Kafka's answer
+# for a broker without one.
+NO_DESCRIPTION_PLUGIN = "The broker has no streams group topology description plugin configured."
+
+
+@handles(StreamsGroupTopologyDescriptionUpdateRequest, StreamsGroupTopologyDescriptionUpdateResponse,
+         versions=(0, 0))
+async def streams_group_topology_description_update(
+        ctx: RequestContext, request: Any) -> StreamsGroupTopologyDescriptionUpdateResponse:
+    """READ on the group (GROUP_AUTHORIZATION_FAILED), then UNSUPPORTED_VERSION: no description plugin."""
+    if not authz.allowed(ctx, authz.Op.READ, authz.GROUP, request.group_id or ""):
+        return StreamsGroupTopologyDescriptionUpdateResponse(
+            throttle_time_ms=0, error_code=ErrorCode.GROUP_AUTHORIZATION_FAILED, error_message=None)
+    return StreamsGroupTopologyDescriptionUpdateResponse(
+        throttle_time_ms=0, error_code=ErrorCode.UNSUPPORTED_VERSION, error_message=NO_DESCRIPTION_PLUGIN)

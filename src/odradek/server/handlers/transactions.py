@@ -33,7 +33,7 @@ from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.ratelog import LimitedLog
 from odradek.server import authz
 from odradek.server.registry import RequestContext, handles
-from odradek.txn.state import TxnState, now_ms
+from odradek.txn.state import TV2, TxnState, now_ms
 
 log = logging.getLogger("odradek.txn")
 limited = LimitedLog(log)  # lines any client can repeat per request
@@ -50,12 +50,13 @@ async def _error_of(outcome: Awaitable[object]) -> int:
 
 # ---- InitProducerId -----------------------------------------------------------------------------
 
-# Versions and transaction version 2 (KIP-890 part 2). ApiVersions finalizes no `transaction.version`
-# feature, so clients run transactions at version 0/1, and each API is served up to its last version that
-# does not imply version 2: InitProducerId 5, AddOffsetsToTxn 4, EndTxn 4 and TxnOffsetCommit 4 (those
-# versions only let the broker answer TRANSACTION_ABORTABLE, which Odradek never needs; EndTxn and
-# TxnOffsetCommit v5 mean version 2, InitProducerId v6 is KIP-939's two-phase commit, unstable in Kafka
-# 4.1). AddPartitionsToTxn v4+ are the brokers' batched requests (KIP-890 part 1's verification).
+# Versions and transaction version 2 (KIP-890 part 2). ApiVersions finalizes `transaction.version` at the
+# broker's `transaction.version` (2 by default, as Kafka 4's new clusters); Java clients from 4.0 then run
+# "TV2": no AddPartitionsToTxn (a Produce v12+ of a transactional batch has the leader add the partition),
+# no AddOffsetsToTxn (TxnOffsetCommit v5 adds the offsets partition), and EndTxn v5, which bumps the epoch
+# at every transaction's end. Other clients keep sending the older versions, served as before.
+# InitProducerId v6 is KIP-939's two-phase commit (unstable in Kafka 4.4): not served. AddPartitionsToTxn
+# v4+ are the brokers' batched requests (KIP-890's verification, and TV2's implicit add).
 
 
 @handles(InitProducerIdRequest, InitProducerIdResponse, versions=(0, 5))
@@ -160,8 +161,10 @@ async def _broker_add_partitions(ctx: RequestContext, txn: Any) -> dict[tuple[st
     coordinator = ctx.broker.transactions
     if txn.verify_only:
         return dict(coordinator.verify_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch, wanted))
+    # a leader adding the partitions of a TV2 producer's first batches there (Kafka's coordinator takes a
+    # broker's add as transaction version 2)
     code = await _error_of(coordinator.add_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch,
-                                                      set(wanted)))
+                                                      set(wanted), TV2))
     return dict.fromkeys(wanted, code)
 
 
@@ -182,15 +185,21 @@ async def add_offsets_to_txn(ctx: RequestContext, request: Any) -> AddOffsetsToT
 # ---- EndTxn ---------------------------------------------------------------------------------------
 
 
-@handles(EndTxnRequest, EndTxnResponse, versions=(0, 4))
+@handles(EndTxnRequest, EndTxnResponse, versions=(0, 5))
 async def end_txn(ctx: RequestContext, request: Any) -> EndTxnResponse:
-    async def end() -> None:
+    """v5 is transaction version 2's: the coordinator bumps the epoch and answers the producer id and
+    epoch the producer goes on with (-1 with an error)."""
+    try:
         authz.require(ctx, authz.Op.WRITE, authz.TRANSACTIONAL_ID, request.transactional_id)
-        await ctx.broker.transactions.end_txn(request.transactional_id, request.producer_id, request.producer_epoch,
-                                              request.committed)
-
-    code = await _error_of(end())
-    return EndTxnResponse(throttle_time_ms=0, error_code=code)
+        pid, epoch = await ctx.broker.transactions.end_txn(
+            request.transactional_id, request.producer_id, request.producer_epoch, request.committed,
+            TV2 if ctx.version >= 5 else 0)
+    except KafkaError as exc:
+        code = exc.code
+        if code == ErrorCode.PRODUCER_FENCED and ctx.version < 2:
+            code = ErrorCode.INVALID_PRODUCER_EPOCH  # what clients before v2 understand (as Kafka answers)
+        return EndTxnResponse(throttle_time_ms=0, error_code=code, producer_id=-1, producer_epoch=-1)
+    return EndTxnResponse(throttle_time_ms=0, error_code=0, producer_id=pid, producer_epoch=epoch)
 
 
 # ---- WriteTxnMarkers (from a transaction coordinator) ---------------------------------------------
