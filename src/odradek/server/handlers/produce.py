@@ -190,8 +190,8 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | l
             raise CloseConnection("error while handling an acks=0 produce request")
         return None
     # A single-replica ISR has moved the high watermark during the append: when nothing is left to wait
-    # for, the answer goes without asyncio.wait's suspension, timer and callbacks (a third of the handler's
-    # cost per small acks=all request, bench/small_requests.py).
+    # for, the answer goes without asyncio.wait's suspension, timer and callbacks (~10% of the broker's CPU
+    # per small acks=all request, bench/results/small_requests.md).
     flush_futures = [f for f, _ in flushes]
     hw_futures = [w[1] for w in waits]
     flushes_pending = any(not f.done() for f in flush_futures)
