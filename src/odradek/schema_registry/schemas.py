@@ -11,13 +11,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from odradek.schema_registry.errors import SchemaError
+
 SCHEMA_TYPES = ("AVRO", "JSON", "PROTOBUF")
 LEVELS = ("BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL", "FULL_TRANSITIVE", "NONE")
 DEFAULT_LEVEL = "BACKWARD"
 
 
-class SchemaError(ValueError):
-    """The schema is not valid for its type (the registry's 42201, "Invalid schema"); the message says why."""
+__all__ = ["DEFAULT_LEVEL", "LEVELS", "SCHEMA_TYPES", "ParsedSchema", "Reference", "SchemaError",
+           "check_compatibility", "parse"]
 
 
 @dataclass(frozen=True)
@@ -44,16 +46,46 @@ class ParsedSchema(Protocol):
         defaults kept, for Protobuf options and field order normalised, for JSON sorted keys); identical
         schemas normalise to identical text, so they keep one id."""
 
+    def reader_errors(self, writer: ParsedSchema, reader_label: str, writer_label: str) -> list[str]:
+        """Every reason this schema (the reader) cannot read what `writer` (a schema of the same type) allows:
+        [] when it can. The labels ("new", "old") name the two schemas in the messages."""
+
 
 def parse(schema_type: str, text: str, references: Mapping[str, str] | None = None) -> ParsedSchema:
     """Parse `text` as a schema of `schema_type` ("AVRO" when the request names none); `references` maps each
-    referenced name (transitively) to the referenced schema's text. Raises SchemaError naming the problem."""
-    raise NotImplementedError
+    referenced name (transitively) to the referenced schema's text. Raises SchemaError naming the problem, and
+    nothing else, whatever the text; the cost is bounded (see `limits`)."""
+    if schema_type == "AVRO":
+        from odradek.schema_registry import avro_format
+        return avro_format.parse(text, references)
+    if schema_type == "JSON":
+        from odradek.schema_registry import json_format
+        return json_format.parse(text, references)  # type: ignore[return-value]
+    if schema_type == "PROTOBUF":
+        from odradek.schema_registry import protobuf_format
+        return protobuf_format.parse(text, references)  # type: ignore[return-value]
+    raise SchemaError(f"unknown schema type {schema_type!r}: one of {', '.join(SCHEMA_TYPES)}")
 
 
 def check_compatibility(level: str, new: ParsedSchema, previous: Sequence[ParsedSchema]) -> list[str]:
     """Whether `new` may follow `previous` (oldest first, the latest last) at `level`: [] when it may, else one
     message per incompatibility in Confluent's verbose style (what changed, where, and which rule it breaks).
     Non-transitive levels compare with the latest only; NONE accepts anything; schemas of another type than
-    `new`'s are incompatible."""
-    raise NotImplementedError
+    `new`'s are incompatible. A message found against several versions is given once."""
+    if level not in LEVELS:
+        raise ValueError(f"unknown compatibility level {level!r}")
+    if level == "NONE":
+        return []
+    against = previous if level.endswith("_TRANSITIVE") else previous[-1:]
+    rule = level.removesuffix("_TRANSITIVE")
+    messages: list[str] = []
+    for old in reversed(against):
+        if old.schema_type != new.schema_type:
+            messages.append(f"Incompatible schema type: the new schema is {new.schema_type}, "
+                            f"an earlier version is {old.schema_type}")
+            continue
+        if rule in ("BACKWARD", "FULL"):
+            messages += new.reader_errors(old, "new", "old")
+        if rule in ("FORWARD", "FULL"):
+            messages += old.reader_errors(new, "old", "new")
+    return list(dict.fromkeys(messages))
