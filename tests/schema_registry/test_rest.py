@@ -160,8 +160,8 @@ def test_invalid_and_incompatible_schemas(registry: Registry) -> None:
 def test_soft_and_permanent_deletes(registry: Registry) -> None:
     s = subject()
     register(registry, s, record("D", ("a", "int")))
-    register(registry, s, record("D", ("a", "int"), ("b", "int")) if False else record("D2", ("a", "int")))
     registry.call("PUT", f"/config/{s}", {"compatibility": "NONE"})
+    assert register(registry, s, record("D2", ("a", "int")))[0] == 200
     assert registry.call("DELETE", f"/subjects/{s}/versions/1?permanent=true")[1]["error_code"] == 40407
     assert registry.call("DELETE", f"/subjects/{s}/versions/1") == (200, 1)
     assert registry.call("DELETE", f"/subjects/{s}/versions/1")[1]["error_code"] == 40406
@@ -237,7 +237,7 @@ def test_written_records_have_confluents_format(registry: Registry, broker: Brok
         while found is None:
             msg = consumer.poll(10)
             assert msg is not None, "the subject's record is not in the topic"
-            if msg.error() is None and json.loads(msg.key()).get("subject") == s:
+            if msg.error() is None and msg.key().startswith(b"{") and json.loads(msg.key()).get("subject") == s:
                 found = msg
     finally:
         consumer.close()
