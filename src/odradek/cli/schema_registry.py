@@ -50,6 +50,50 @@ async def start_registry(props: Mapping[str, str]) -> object:
     return node
 
 
+def broker_registry_props(config: object) -> dict[str, str]:
+    """The registry's properties inside a broker: `schema_registry_api` as its listeners, the broker's first
+    PLAINTEXT listener as the store's bootstrap server, Confluent's defaults for the rest."""
+    plaintext = [lst for lst in config.listeners if lst.security_protocol == "PLAINTEXT"]  # type: ignore[attr-defined]
+    if not plaintext:
+        raise ValueError("schema_registry_api needs a PLAINTEXT listener of the broker to keep its schemas through")
+    host = plaintext[0].host if plaintext[0].host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+    listeners = str(config.get("schema_registry_api"))  # type: ignore[attr-defined]
+    props = {"listeners": listeners, "kafkastore.bootstrap.servers": f"{host}:{plaintext[0].port}"}
+    first_host = listeners.split(",")[0].split("//")[-1].rsplit(":", 1)[0]
+    if first_host in ("", "0.0.0.0", "::", "[::]"):
+        advertised = config.advertised_listeners  # type: ignore[attr-defined]
+        if advertised and advertised[0].host:
+            props["host.name"] = advertised[0].host
+    return props
+
+
+async def run_in_broker(config: object) -> None:
+    """Run the registry beside the broker of `config` until cancelled; the broker goes on if it cannot start
+    (one error line), and a start that finds the cluster not ready yet is retried."""
+    from odradek.schema_registry.config import RegistryConfigError
+
+    try:
+        props = broker_registry_props(config)
+    except ValueError as exc:
+        log.error("Schema registry not started: %s", exc)
+        return
+    node = None
+    try:
+        while node is None:
+            try:
+                node = await start_registry(props)
+            except (RegistryConfigError, OSError) as exc:
+                log.error("Schema registry not started: %s", exc)
+                return
+            except Exception as exc:  # the cluster not ready yet (topic creation, reading it): try again
+                log.warning("Schema registry start failed (%s); retrying", exc)
+                await asyncio.sleep(2)
+        await asyncio.Event().wait()
+    finally:
+        if node is not None:
+            await node.stop()  # type: ignore[attr-defined]
+
+
 async def run(args: argparse.Namespace) -> int:
     from confluent_kafka import KafkaException
 
