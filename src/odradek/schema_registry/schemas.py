@@ -55,16 +55,27 @@ def parse(schema_type: str, text: str, references: Mapping[str, str] | None = No
     """Parse `text` as a schema of `schema_type` ("AVRO" when the request names none); `references` maps each
     referenced name (transitively) to the referenced schema's text. Raises SchemaError naming the problem, and
     nothing else, whatever the text; the cost is bounded (see `limits`)."""
+    if schema_type not in SCHEMA_TYPES:
+        raise SchemaError(f"unknown schema type {schema_type!r}: one of {', '.join(SCHEMA_TYPES)}")
+    try:
+        return _parse(schema_type, text, references)
+    except SchemaError:
+        raise
+    except RecursionError:
+        raise SchemaError("the schema nests too deeply") from None
+    except Exception as e:  # a library's own error on input it refuses: still the client's invalid schema
+        raise SchemaError(f"invalid {schema_type} schema: {type(e).__name__}: {str(e)[:300]}") from None
+
+
+def _parse(schema_type: str, text: str, references: Mapping[str, str] | None) -> ParsedSchema:
     if schema_type == "AVRO":
         from odradek.schema_registry import avro_format
         return avro_format.parse(text, references)
     if schema_type == "JSON":
         from odradek.schema_registry import json_format
-        return json_format.parse(text, references)  # type: ignore[return-value]
-    if schema_type == "PROTOBUF":
-        from odradek.schema_registry import protobuf_format
-        return protobuf_format.parse(text, references)  # type: ignore[return-value]
-    raise SchemaError(f"unknown schema type {schema_type!r}: one of {', '.join(SCHEMA_TYPES)}")
+        return json_format.parse(text, references)
+    from odradek.schema_registry import protobuf_format
+    return protobuf_format.parse(text, references)
 
 
 def check_compatibility(level: str, new: ParsedSchema, previous: Sequence[ParsedSchema]) -> list[str]:
