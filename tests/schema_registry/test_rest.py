@@ -251,3 +251,24 @@ def test_written_records_have_confluents_format(registry: Registry, broker: Brok
 def test_not_found_shapes(registry: Registry, path: str) -> None:
     status, body = registry.call("GET", path)
     assert status == 404 and body["error_code"] in (40401, 40403)
+
+
+def test_json_and_protobuf_schemas(registry: Registry) -> None:
+    s, p = subject(), subject()
+    js = json.dumps({"type": "object", "properties": {"a": {"type": "string"}}})
+    status, body = register(registry, s, js, schemaType="JSON")
+    assert status == 200, body
+    status, body = registry.call("GET", f"/schemas/ids/{body['id']}")
+    assert body["schemaType"] == "JSON"
+    proto = 'syntax = "proto3";\npackage ex;\nmessage M { string a = 1; }\n'
+    status, body = register(registry, p, proto, schemaType="PROTOBUF")
+    assert status == 200, body
+    pid = body["id"]
+    status, body = registry.call("GET", f"/schemas/ids/{pid}?format=serialized")
+    assert status == 200 and body["schemaType"] == "PROTOBUF" and "message" not in body["schema"]
+    status, body = registry.call("GET", f"/subjects/{p}/versions/1")
+    assert "message M" in body["schema"]
+    status, body = register(registry, p, 'syntax = "proto3";\npackage ex;\nmessage M { int32 a = 1; }\n',
+                            schemaType="PROTOBUF")
+    assert (status, body["error_code"]) == (409, 409)
+    assert register(registry, p, "message {", schemaType="PROTOBUF")[1]["error_code"] == 42201

@@ -189,7 +189,7 @@ class RegistryRest:
     async def version(self, request: web.Request) -> web.Response:
         rec = self.registry.version(request.match_info["subject"], request.match_info["version"],
                                     _flag(request, "deleted"))
-        return _json(describe(rec))
+        return _json(await self._formatted(request, describe(rec)))
 
     async def version_schema(self, request: web.Request) -> web.Response:
         rec = self.registry.version(request.match_info["subject"], request.match_info["version"],
@@ -232,6 +232,17 @@ class RegistryRest:
         except ValueError:
             raise schema_not_found(request.match_info["id"]) from None
 
+    async def _formatted(self, request: web.Request, doc: dict[str, Any]) -> dict[str, Any]:
+        """`?format=serialized` gives a Protobuf schema as its base64 FileDescriptorProto (what Confluent's
+        Python deserializer asks for); other formats and types keep the stored text."""
+        if request.query.get("format") == "serialized" and doc.get("schemaType") == "PROTOBUF":
+            parsed = await asyncio.to_thread(self.registry.parse, "PROTOBUF", doc["schema"], doc.get("references")
+                                             or [])
+            serialized = getattr(parsed, "serialized", None)
+            if serialized is not None:
+                doc["schema"] = serialized()
+        return doc
+
     async def by_id(self, request: web.Request) -> web.Response:
         schema_id = self._schema_id(request)
         rec = self.state.schema(schema_id)
@@ -239,7 +250,7 @@ class RegistryRest:
             raise schema_not_found(schema_id)
         doc = describe(rec, with_subject=False)
         doc.pop("id")
-        return _json(doc)
+        return _json(await self._formatted(request, doc))
 
     async def by_id_schema(self, request: web.Request) -> web.Response:
         schema_id = self._schema_id(request)
