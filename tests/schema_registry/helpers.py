@@ -7,6 +7,7 @@ import base64
 import json
 import os
 import signal
+import ssl
 import subprocess
 import urllib.error
 import urllib.request
@@ -34,6 +35,7 @@ class Registry:
         (cwd / "schema-registry.properties").write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
         self.proc: subprocess.Popen[bytes] | None = None
         self.auth: tuple[str, str] | None = None
+        self.ssl_context: ssl.SSLContext | None = None
 
     def start(self, timeout: float = 60.0) -> Registry:
         with open(self.cwd / "registry.out", "ab") as out:
@@ -68,7 +70,7 @@ class Registry:
             token = base64.b64encode(f"{self.auth[0]}:{self.auth[1]}".encode()).decode()
             request.add_header("Authorization", f"Basic {token}")
         try:
-            with urllib.request.urlopen(request, timeout=30) as resp:
+            with urllib.request.urlopen(request, timeout=30, context=self.ssl_context) as resp:
                 status, text = resp.status, resp.read().decode()
         except urllib.error.HTTPError as exc:
             status, text = exc.code, exc.read().decode()

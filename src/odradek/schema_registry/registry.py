@@ -187,6 +187,8 @@ class Registry:
     # ---- writes ---------------------------------------------------------------------------------------
 
     def register(self, subject: str, body: dict[str, Any], normalize: bool, write: Write) -> int:
+        if not subject or len(subject) > 4096 or any(ord(c) < 32 for c in subject):
+            raise RegistryError(422, 42208, f"The specified subject '{subject[:200]}' is not a valid.")
         schema_type, text, refs = _schema_fields(body)
         explicit_id, explicit_version = body.get("id"), body.get("version")
         with self.write_lock:
