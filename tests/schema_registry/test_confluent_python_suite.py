@@ -50,5 +50,6 @@ def run_suite(file: str, broker: BrokerProcess, registry: Registry, tmp_path: Pa
 def test_confluent_kafka_python_schema_registry_suite(file: str, broker: BrokerProcess, registry: Registry,
                                                       tmp_path: Path) -> None:
     counts, output = run_suite(file, broker, registry, tmp_path)
+    print(f"{file}: {counts}")  # what the README quotes
     assert counts.get("passed", 0) > 0 and not counts.get("failed") and not counts.get("error") \
         and not counts.get("errors"), output
