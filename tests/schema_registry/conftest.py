@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.harness import NO_REBALANCE_DELAY, BrokerProcess
-from tests.schema_registry.helpers import Registry
+from tests.schema_registry.helpers import Registry, RestClient
 from tests.waiting import wait_until
 
 
@@ -17,7 +17,7 @@ def broker_config() -> dict[str, str]:
     return dict(NO_REBALANCE_DELAY)
 
 
-def wait_primary(registry: Registry) -> None:
+def wait_primary(registry: RestClient) -> None:
     """Until the registry accepts writes (its group has elected a primary)."""
     def writable() -> bool:
         status, _ = registry.call("PUT", "/config/__probe", {"compatibility": "BACKWARD"})

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness import BrokerProcess
-from tests.schema_registry.helpers import Registry
+from tests.schema_registry.helpers import Registry, RestClient
 
 VERSION = "2.15.0"
 SUITE = "tests/integration/schema_registry/_sync"
@@ -33,7 +33,7 @@ def suite_home() -> Path:
     return home
 
 
-def run_suite(file: str, broker: BrokerProcess, registry: Registry, tmp_path: Path) -> tuple[dict[str, int], str]:
+def run_suite(file: str, broker: BrokerProcess, registry: RestClient, tmp_path: Path) -> tuple[dict[str, int], str]:
     home = suite_home()
     env = {**os.environ, "BROKERS": broker.bootstrap, "SR_URL": registry.url, "PYTHONPATH": str(home)}
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfEs", "--timeout=120",

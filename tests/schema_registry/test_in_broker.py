@@ -11,20 +11,10 @@ import pytest
 
 from tests.harness import NO_REBALANCE_DELAY, BrokerProcess, free_port, wait_port
 from tests.schema_registry.conftest import wait_primary
+from tests.schema_registry.helpers import RestClient
 from tests.schema_registry.test_confluent_python_suite import run_suite
 
 PORT = free_port()
-
-
-class InBroker:
-    """The broker's registry, with the helpers' REST client."""
-
-    def __init__(self, port: int) -> None:
-        from tests.schema_registry.helpers import Registry
-
-        self.url = f"http://127.0.0.1:{port}"
-        self.call = Registry.call.__get__(self)  # type: ignore[attr-defined]
-        self.auth = None
 
 
 @pytest.fixture(scope="module")
@@ -33,16 +23,16 @@ def broker_config() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def in_broker(broker: BrokerProcess) -> InBroker:
+def in_broker(broker: BrokerProcess) -> RestClient:
     wait_port(PORT, 60)
-    node = InBroker(PORT)
-    wait_primary(node)  # type: ignore[arg-type]
+    node = RestClient(f"http://127.0.0.1:{PORT}")
+    wait_primary(node)
     return node
 
 
-def test_the_broker_serves_the_registry(in_broker: InBroker, broker: BrokerProcess) -> None:
+def test_the_broker_serves_the_registry(in_broker: RestClient, broker: BrokerProcess) -> None:
     assert in_broker.call("GET", "/") == (200, {})
-    schema = json.dumps({"type": "record", "name": "InBroker", "fields": [{"name": "a", "type": "int"}]})
+    schema = json.dumps({"type": "record", "name": "RestClient", "fields": [{"name": "a", "type": "int"}]})
     status, body = in_broker.call("POST", "/subjects/in-broker/versions", {"schema": schema})
     assert status == 200 and body["id"] >= 1
     assert "Schema registry listening on" in broker.output()
@@ -50,7 +40,7 @@ def test_the_broker_serves_the_registry(in_broker: InBroker, broker: BrokerProce
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("file", ["test_api_client.py", "test_avro_serializers.py"])
-def test_confluent_suite_against_the_broker(file: str, in_broker: InBroker, broker: BrokerProcess,
+def test_confluent_suite_against_the_broker(file: str, in_broker: RestClient, broker: BrokerProcess,
                                             tmp_path: Path) -> None:
-    counts, output = run_suite(file, broker, in_broker, tmp_path)  # type: ignore[arg-type]
+    counts, output = run_suite(file, broker, in_broker, tmp_path)
     assert counts.get("passed", 0) > 0 and not counts.get("failed") and not counts.get("error"), output

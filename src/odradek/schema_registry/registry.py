@@ -297,18 +297,19 @@ class Registry:
                 if live:
                     raise RegistryError(404, 40405, f"Subject '{subject}' was not deleted first before being "
                                                     "permanently deleted")
+                # the highest first, as Confluent deletes (a version may reference an earlier one)
                 items: list[tuple[bytes, bytes | None]] = [(records.schema_key(subject, r.version), None)
-                                                           for r in every]
-                items += [(records.delete_subject_key(subject), None), (records.config_key(subject), None),
-                          (records.mode_key(subject), None)]
+                                                           for r in reversed(every)]
+                if self.state.mode(subject) is not None:
+                    items.append((records.mode_key(subject), None))
+                if self.state.config(subject) is not None:
+                    items.append((records.config_key(subject), None))
                 write(items)
                 return [r.version for r in every]
             if not live:
                 raise RegistryError(404, 40404, f"Subject '{subject}' was soft deleted.Set permanent=true to "
                                                 "delete permanently")
-            write([(records.delete_subject_key(subject),
-                    records.delete_subject_value(subject, live[-1].version)),
-                   (records.config_key(subject), None), (records.mode_key(subject), None)])
+            write([(records.delete_subject_key(subject), records.delete_subject_value(subject, live[-1].version))])
             return [r.version for r in live]
 
     def delete_version(self, subject: str, version_text: str, permanent: bool, write: Write) -> int:
