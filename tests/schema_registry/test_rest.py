@@ -272,3 +272,16 @@ def test_json_and_protobuf_schemas(registry: Registry) -> None:
                             schemaType="PROTOBUF")
     assert (status, body["error_code"]) == (409, 409)
     assert register(registry, p, "message {", schemaType="PROTOBUF")[1]["error_code"] == 42201
+
+
+def test_lists_page_and_filter(registry: Registry) -> None:
+    names = sorted(registry.call("GET", "/subjects")[1])
+    assert len(names) >= 3
+    assert registry.call("GET", "/subjects?offset=1&limit=2") == (200, names[1:3])
+    assert registry.call("GET", "/subjects?limit=abc")[0] == 400
+    s = subject()
+    register(registry, s, record("L", ("a", "int")))
+    status, body = registry.call("GET", f"/schemas?subjectPrefix={s}&latestOnly=true")
+    assert status == 200 and [(d["subject"], d["version"]) for d in body] == [(s, 1)]
+    assert registry.call("POST", f"/compatibility/subjects/{s}/versions?verbose=true",
+                         {"schema": record("L", ("a", "int"))}) == (200, {"is_compatible": True, "messages": []})

@@ -38,16 +38,17 @@ def choose_primary(members: list[tuple[str, Identity]]) -> tuple[str, Identity] 
 
 
 class Election:
-    """`on_primary(identity or None, is_self)` runs on the election's thread after every SyncGroup."""
+    """`on_primary(identity or None, is_self)` runs on the election's thread after every SyncGroup; `on_revoke()`
+    when a rebalance starts (the primary stops writing until the group has chosen again)."""
 
     def __init__(self, bootstrap: str, client_props: Mapping[str, str], group: str, identity: Identity,
                  session_ms: int, heartbeat_ms: int, rebalance_ms: int,
-                 on_primary: Callable[[Identity | None, bool], None]) -> None:
+                 on_primary: Callable[[Identity | None, bool], None], on_revoke: Callable[[], None]) -> None:
         self.servers = _servers(bootstrap)
         self.security = client_security(client_props)
         self.group, self.identity = group, identity
         self.session_ms, self.heartbeat_s, self.rebalance_ms = session_ms, heartbeat_ms / 1000, rebalance_ms
-        self.on_primary = on_primary
+        self.on_primary, self.on_revoke = on_primary, on_revoke
         self.member_id = ""
         self.generation = -1
         self._stop = threading.Event()
@@ -108,10 +109,11 @@ class Election:
                 if now >= next_beat:
                     resp = conn.request(HeartbeatRequest(group_id=self.group, generation_id=self.generation,
                                                          member_id=self.member_id), 1)
-                    if resp.error_code in (REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION):
-                        break
-                    if resp.error_code == UNKNOWN_MEMBER_ID:
-                        self.member_id = ""
+                    if resp.error_code in (REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID):
+                        # the group may choose another primary: stop writing until it has said who
+                        self.on_revoke()
+                        if resp.error_code == UNKNOWN_MEMBER_ID:
+                            self.member_id = ""
                         break
                     if resp.error_code in COORDINATOR_ERRORS:
                         raise ConnectionError(f"Heartbeat error {resp.error_code}")

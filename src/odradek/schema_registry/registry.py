@@ -218,12 +218,8 @@ class Registry:
     def _id_for(self, parsed: schemas.ParsedSchema, text: str, refs: list[dict[str, Any]]) -> int:
         """The id of an identical schema under any subject, else the next id."""
         with self.state.lock:
-            candidates = list(self.state.by_id.values())
-            next_id = self.state.max_id + 1
-        for rec in candidates:
-            if rec.schema_type == parsed.schema_type and rec.schema == text and rec.references == refs:
-                return rec.schema_id
-        return next_id
+            found = self.state.id_of(parsed.schema_type, text, refs)
+            return found if found is not None else self.state.max_id + 1
 
     def _import(self, subject: str, parsed: schemas.ParsedSchema, text: str, refs: list[dict[str, Any]],
                 explicit_id: Any, explicit_version: Any, every: list[SchemaRecord], write: Write) -> int:

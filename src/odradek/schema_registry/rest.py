@@ -174,7 +174,7 @@ class RegistryRest:
             names = [n for n in names if n not in live]
         if prefix and prefix != ":*:":
             names = [n for n in names if n.startswith(prefix)]
-        return _json(names)
+        return _json(_page(request, names))
 
     async def versions(self, request: web.Request) -> web.Response:
         subject = request.match_info["subject"]
@@ -328,4 +328,14 @@ class RegistryRest:
     async def contexts(self, request: web.Request) -> web.Response:
         with self.state.lock:
             live = {context_of(s) for s, vs in self.state.subjects.items() if vs}
-        return _json(sorted(live | {DEFAULT_CONTEXT}))
+        return _json(_page(request, sorted(live | {DEFAULT_CONTEXT})))
+
+
+def _page(request: web.Request, items: list[Any]) -> list[Any]:
+    """Confluent's `offset` and `limit` (-1: all) of a list answer."""
+    try:
+        offset, limit = int(request.query.get("offset", "0")), int(request.query.get("limit", "-1"))
+    except ValueError:
+        raise RegistryError(400, 400, "offset and limit must be integers") from None
+    items = items[max(offset, 0):]
+    return items if limit < 0 else items[:limit]

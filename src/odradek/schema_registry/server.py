@@ -55,6 +55,14 @@ class RegistryNode(Node):
         except StoreError as exc:
             raise RegistryError(500, 50001, f"Error in the backend data store: {exc}") from None
 
+    def _on_revoke(self) -> None:
+        """A rebalance began: writes wait for the group's choice (forwarded to the last primary meanwhile)."""
+        with self._lock:
+            if self._is_primary:
+                self._is_primary = False
+                self._primary = None
+                log.info("Rebalance of the registry group: this node stops writing until a primary is chosen")
+
     def _on_primary(self, primary: Identity | None, is_self: bool) -> None:
         with self._lock:
             self._is_primary = False
@@ -83,7 +91,7 @@ class RegistryNode(Node):
         self.election = Election(config.bootstrap, client, config.props["schema.registry.group.id"], self.identity,
                                  config.ms("kafkagroup.session.timeout.ms"),
                                  config.ms("kafkagroup.heartbeat.interval.ms"),
-                                 config.ms("kafkagroup.rebalance.timeout.ms"), self._on_primary)
+                                 config.ms("kafkagroup.rebalance.timeout.ms"), self._on_primary, self._on_revoke)
         self.election.start()
 
     async def start(self) -> list[str]:

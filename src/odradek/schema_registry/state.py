@@ -32,11 +32,16 @@ def context_of(subject: str) -> str:
     return DEFAULT_CONTEXT
 
 
+def content_key(schema_type: str, text: str, references: list[dict[str, Any]]) -> tuple[str, str, str]:
+    return schema_type, text, json.dumps(references, sort_keys=True)
+
+
 class RegistryState:
     def __init__(self) -> None:
         self.lock = threading.RLock()
         self.subjects: dict[str, dict[int, SchemaRecord]] = {}
         self.by_id: dict[int, SchemaRecord] = {}  # the first record that carried each id
+        self.by_content: dict[tuple[str, str, str], int] = {}  # (type, text, references) -> id
         self.configs: dict[str | None, SubjectConfig] = {}
         self.modes: dict[str | None, str] = {}
         self.max_id = 0
@@ -75,6 +80,7 @@ class RegistryState:
             rec = records.schema_value(doc)
             self.subjects.setdefault(rec.subject, {})[rec.version] = rec
             self.by_id.setdefault(rec.schema_id, rec)
+            self.by_content.setdefault(content_key(rec.schema_type, rec.schema, rec.references), rec.schema_id)
             self.max_id = max(self.max_id, rec.schema_id)
             self.contexts.add(context_of(rec.subject))
         elif keytype == records.CONFIG:
@@ -105,6 +111,10 @@ class RegistryState:
         with self.lock:
             return sorted(s for s, vs in self.subjects.items() if vs and (deleted or any(not r.deleted
                                                                                       for r in vs.values())))
+
+    def id_of(self, schema_type: str, text: str, references: list[dict[str, Any]]) -> int | None:
+        with self.lock:
+            return self.by_content.get(content_key(schema_type, text, references))
 
     def schema(self, schema_id: int) -> SchemaRecord | None:
         with self.lock:
