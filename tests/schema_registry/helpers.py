@@ -47,15 +47,16 @@ class RestClient:
 
 
 class Registry(RestClient):
-    """One registry process on 127.0.0.1 with a free port; `props` are added to its properties file."""
+    """One registry process on 127.0.0.1 with a free port, its store at `broker` (a process or a bootstrap
+    string); `props` are added to its properties file."""
 
-    def __init__(self, cwd: Path, broker: BrokerProcess, props: Mapping[str, str] | None = None,
+    def __init__(self, cwd: Path, broker: BrokerProcess | str, props: Mapping[str, str] | None = None,
                  scheme: str = "http") -> None:
         cwd.mkdir(parents=True, exist_ok=True)
         self.cwd = cwd
         self.port = free_port()
         super().__init__(f"{scheme}://127.0.0.1:{self.port}")
-        lines = {"listeners": self.url, "kafkastore.bootstrap.servers": broker.bootstrap,
+        lines = {"listeners": self.url, "kafkastore.bootstrap.servers": broker if isinstance(broker, str) else broker.bootstrap,
                  "host.name": "127.0.0.1", "kafkagroup.session.timeout.ms": "6000",
                  "kafkagroup.heartbeat.interval.ms": "500", **(props or {})}
         (cwd / "schema-registry.properties").write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
