@@ -29,8 +29,8 @@ class RestClient:
         self.ssl_context: ssl.SSLContext | None = None
 
     def call(self, method: str, path: str, body: Any = None, raw: bool = False,
-             headers: Mapping[str, str] | None = None) -> tuple[int, Any]:
-        data = None if body is None else json.dumps(body).encode()
+             headers: Mapping[str, str] | None = None, raw_body: bytes | None = None) -> tuple[int, Any]:
+        data = raw_body if raw_body is not None else None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(self.url + path, data=data, method=method,
                                          headers={"Content-Type": CONTENT_TYPE, **(headers or {})})
         if self.auth is not None:

@@ -53,6 +53,11 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         return _error(405, 405, "HTTP 405 Method Not Allowed")
     except web.HTTPRequestEntityTooLarge:
         return _error(413, 413, "Request entity too large")
+    except web.HTTPException:
+        raise
+    except Exception as exc:  # a bug of ours: Confluent's 500 shape and one log line, the node goes on
+        log.exception("Error serving %s %s", request.method, request.path)
+        return _error(500, 500, f"Internal server error: {type(exc).__name__}")
 
 
 def _flag(request: web.Request, name: str) -> bool:
@@ -128,7 +133,9 @@ class RegistryRest:
         try:
             body = await request.json()
         except (ValueError, UnicodeDecodeError) as exc:
-            raise RegistryError(400, 400, f"Unrecognized request body: {exc}") from None
+            raise RegistryError(400, 400, f"Unrecognized request body: {str(exc)[:200]}") from None
+        except RecursionError:  # json's parser on a body nested thousands deep
+            raise RegistryError(400, 400, "Unrecognized request body: nested too deep") from None
         if not isinstance(body, dict):
             raise RegistryError(422, 422, "The request body must be a JSON object")
         return body
