@@ -64,7 +64,7 @@ class RegistryState:
         with self.lock:
             try:
                 self._apply(keytype, k, doc)
-            except (KeyError, TypeError, ValueError) as exc:
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
                 log.warning("Skipping a malformed %s record of the schemas topic: %s", keytype, exc)
 
     def _apply(self, keytype: str, key: dict[str, Any], doc: Any) -> None:
