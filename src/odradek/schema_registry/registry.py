@@ -8,6 +8,7 @@ Its methods block (parsing, the topic): the REST layer runs them on threads."""
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,7 @@ Write = Callable[[list[tuple[bytes, bytes | None]]], None]
 
 MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
 MAX_VERSION = 2**31 - 1
+PARSED_CACHE_SIZE = 1000
 
 
 class RegistryError(Exception):
@@ -86,6 +88,10 @@ class Registry:
         self.state = state
         self.default_level = default_level
         self.write_lock = threading.Lock()
+        # parsing costs milliseconds (Protobuf compiles): the versions compared on each registration are kept
+        self._parsed_cache: OrderedDict[tuple[str, str, tuple[tuple[str, str], ...]], schemas.ParsedSchema] = \
+            OrderedDict()
+        self._cache_lock = threading.Lock()
 
     # ---- parsing --------------------------------------------------------------------------------------
 
@@ -108,13 +114,24 @@ class Registry:
             raise RegistryError(422, 42201, f"Invalid schema: unknown schema type {schema_type}")
         texts: dict[str, str] = {}
         self._ref_texts(refs, texts)
+        key = (schema_type, text, tuple(sorted(texts.items())))
+        with self._cache_lock:
+            cached = self._parsed_cache.get(key)
+            if cached is not None:
+                self._parsed_cache.move_to_end(key)
+                return cached
         try:
-            return schemas.parse(schema_type, text, texts)
+            parsed = schemas.parse(schema_type, text, texts)
         except schemas.SchemaError as exc:
             raise RegistryError(422, 42201, f"Invalid schema {text[:200]} with refs {refs} of type {schema_type}, "
                                             f"details: {exc}") from None
         except NotImplementedError:
             raise RegistryError(422, 42201, f"Invalid schema: the {schema_type} format is not available") from None
+        with self._cache_lock:
+            self._parsed_cache[key] = parsed
+            while len(self._parsed_cache) > PARSED_CACHE_SIZE:
+                self._parsed_cache.popitem(last=False)
+        return parsed
 
     def _parsed(self, rec: SchemaRecord) -> schemas.ParsedSchema:
         return self.parse(rec.schema_type, rec.schema, rec.references)
