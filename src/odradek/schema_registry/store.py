@@ -66,7 +66,10 @@ class KafkaStore:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                messages = self.consumer.consume(500, 0.2)
+                # poll() returns at the first record (consume() waits out its whole timeout for a full batch,
+                # which would cost every write 0.2 s), then what else is there without waiting
+                first = self.consumer.poll(0.2)
+                messages = [] if first is None else [first, *self.consumer.consume(500, 0)]
             except RuntimeError:  # closed
                 return
             for msg in messages:
