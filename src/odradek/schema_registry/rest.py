@@ -6,8 +6,10 @@ primary over HTTP (50004 when none is known)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
+import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -79,10 +81,15 @@ class Node:
     def write(self, items: list[tuple[bytes, bytes | None]]) -> None:
         raise NotImplementedError
 
+    def catch_up(self) -> None:
+        """Block until this node has read what the topic held when called (after a forwarded write)."""
+        raise NotImplementedError
+
 
 class RegistryRest:
-    def __init__(self, node: Node) -> None:
+    def __init__(self, node: Node, forward_ssl: ssl.SSLContext | None = None) -> None:
         self.node = node
+        self.forward_ssl = forward_ssl  # trusts an https primary (`ssl.truststore.location`)
         self.registry = node.registry
         self.state = node.registry.state
         self._session: aiohttp.ClientSession | None = None
@@ -154,7 +161,8 @@ class RegistryRest:
 
     async def _forward(self, request: web.Request, url: str) -> web.StreamResponse:
         if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60),
+                                                  connector=aiohttp.TCPConnector(ssl=self.forward_ssl or True))
         headers = {"Content-Type": CONTENT_TYPE, FORWARDED: "true"}
         if "Authorization" in request.headers:
             headers["Authorization"] = request.headers["Authorization"]
@@ -163,10 +171,14 @@ class RegistryRest:
             async with self._session.request(request.method, url.rstrip("/") + request.rel_url.path_qs,
                                              data=body, headers=headers) as resp:
                 text = await resp.text()
-                return web.Response(status=resp.status, text=text, content_type=CONTENT_TYPE)
         except (TimeoutError, aiohttp.ClientError) as exc:
             raise RegistryError(500, 50003, f"Error while forwarding the request to the primary at {url}: "
                                             f"{exc}") from None
+        if resp.status == 200:
+            # read our own write: what the client does next through this node sees it
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(self.node.catch_up)
+        return web.Response(status=resp.status, text=text, content_type=CONTENT_TYPE)
 
     # ---- routes -----------------------------------------------------------------------------------------
 

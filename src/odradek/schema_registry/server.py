@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import threading
 import uuid
 
@@ -55,6 +56,10 @@ class RegistryNode(Node):
         except StoreError as exc:
             raise RegistryError(500, 50001, f"Error in the backend data store: {exc}") from None
 
+    def catch_up(self) -> None:
+        if self.store is not None:
+            self.store.read_to_end(10)
+
     def _on_revoke(self) -> None:
         """A rebalance began: writes wait for the group's choice (forwarded to the last primary meanwhile)."""
         with self._lock:
@@ -82,7 +87,8 @@ class RegistryNode(Node):
         """Blocking: the topic, the reader (read to its end) and the group membership."""
         config = self.config
         client = config.client_props()
-        ensure_topic(config.bootstrap, client, config.topic)
+        wanted = config.props.get("kafkastore.topic.replication.factor")
+        ensure_topic(config.bootstrap, client, config.topic, int(wanted) if wanted and wanted.isdigit() else None)
         self.store = KafkaStore(config.bootstrap, client, config.topic, self.state.apply,
                                 f"schema-registry-{uuid.uuid4().hex[:8]}")
         self.store.start(config.ms("kafkastore.init.timeout.ms") / 1000)
@@ -100,7 +106,9 @@ class RegistryNode(Node):
         middlewares = []
         if self.config.props["authentication.method"].upper() == "BASIC":
             middlewares.append(basic_auth_middleware(self.config))
-        self.runner = web.AppRunner(RegistryRest(self).app(middlewares), access_log=None)
+        trust = self.config.props.get("ssl.truststore.location")
+        forward_ssl = ssl.create_default_context(cafile=trust) if trust else None
+        self.runner = web.AppRunner(RegistryRest(self, forward_ssl).app(middlewares), access_log=None)
         await self.runner.setup()
         urls = []
         for listener in self.config.listeners:

@@ -24,12 +24,13 @@ class StoreError(Exception):
     """The topic could not be read or written in time (the registry's 50001/50002)."""
 
 
-def ensure_topic(bootstrap: str, props: Mapping[str, str], topic: str) -> None:
+def ensure_topic(bootstrap: str, props: Mapping[str, str], topic: str, replication: int | None = None) -> None:
+    """Create `topic` compacted with one partition and `replication` replicas (min(3, brokers) when None)."""
     admin = create_client(AdminClient, client_config(bootstrap, props, errors=ClientErrors()))
     metadata = admin.list_topics(timeout=30)
     if topic in metadata.topics and not metadata.topics[topic].error:
         return
-    replication = min(3, len(metadata.brokers))
+    replication = replication or min(3, len(metadata.brokers))
     futures = admin.create_topics([NewTopic(topic, 1, replication, config={"cleanup.policy": "compact"})],
                                   request_timeout=30)
     try:
