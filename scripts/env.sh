@@ -58,8 +58,7 @@ tools_hint() {
 fetch_jars() {  # fetch_jars POM DIR : the runtime jars of POM's dependencies, copied into DIR/libs once
   local pom="$1" dir="$2"
   [ -f "$dir/.complete" ] && return 0
-  echo "odradek: fetching $(sed -n 's:.*<artifactId>\(kafka[^<]*\)</artifactId>.*:\1:p' "$pom" | head -1) $(
-    sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$pom") and its dependencies from Maven Central into $dir (once)" >&2
+  echo "odradek: fetching the jars of $pom from Maven Central into $dir (once)" >&2
   rm -rf "$dir"
   mkdir -p "$dir/libs"
   mvn -q -B -f "$pom" dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory="$dir/libs" >&2
@@ -77,6 +76,7 @@ kafka_jars() {  # kafka_jars : Apache Kafka's jars (tests/jvm/pom.xml; Kafka 2.x
   home2="$cache/apache-kafka-$version2"
   fetch_jars tests/jvm/pom.xml "$home"
   fetch_jars tests/jvm/kafka2/pom.xml "$home2"
+  fetch_jars tests/jvm/logging/pom.xml "$home/logging"  # a log binding for the Streams applications' JVMs
   # the tool runner and the Java test programs (tests/jvm/*.java), built once per version of their sources
   # (tests/jvm/apache_kafka.py finds the build of its checkout by the same hash)
   local sum

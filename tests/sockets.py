@@ -1,5 +1,6 @@
 """Raw sockets against a broker, for the tests of connection limits: a framed request, a connection from a given
-loopback source address, whether the broker closed one or answers on it, and a set of connections it keeps."""
+loopback source address, whether the broker closed one or answers on it, a set of connections it keeps, and the
+broker's memory (RSS) coming back after a flood."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ import socket
 from collections.abc import Callable
 from typing import TypeVar
 
+import psutil
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.metadata import MetadataRequest
 
 from tests.rawclient import RawClient
 from tests.waiting import wait_until
+
+MB = 1_000_000
 
 
 def framed(request: ApiMessage, version: int, correlation_id: int = 7) -> bytes:
@@ -61,3 +65,16 @@ def kept(open_one: Callable[[], C], answers: Callable[[C], bool], count: int, wh
         return None
 
     return wait_until(attempt, 30, f"{count} {what} kept and answered", interval=0.05)
+
+
+def rss(pid: int | None) -> int:
+    """The resident memory of process `pid` (a broker's), in bytes."""
+    assert pid is not None
+    return int(psutil.Process(pid).memory_info().rss)
+
+
+def rss_back(pid: int | None, start: int, what: str, timeout: float = 60.0, slack: int = 50 * MB) -> None:
+    """Wait until process `pid`'s RSS is back within `slack` of `start`, after `what`."""
+    wait_until(lambda: rss(pid) <= start + slack, timeout,
+               lambda: f"the broker's RSS back within {slack / MB:.0f} MB of {start / MB:.0f} MB after {what} "
+                       f"(now {rss(pid) / MB:.0f} MB)")

@@ -20,17 +20,16 @@ import threading
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 from kafka.protocol.metadata import MetadataRequest
 
 from odradek.protocol.client_security import ClientSecurity
 from odradek.protocol.transport import BlockingConnection
 from tests.adversarial.secured import JAAS, PASSWORDS
-from tests.harness import BrokerPool, BrokerProcess, free_port
+from tests.harness import BrokerPool, free_port
+from tests.sockets import rss, rss_back
 from tests.waiting import wait_until
 
-MB = 1_000_000
 DEADLINE_MS = 3000
 
 
@@ -50,11 +49,6 @@ def _config(ports: Ports, pem: Path, max_connections: int, **props: str) -> dict
         "connections.max.unauthenticated.ms": str(DEADLINE_MS),
         **props,
     }
-
-
-def _rss(broker: BrokerProcess) -> int:
-    assert broker.pid is not None
-    return int(psutil.Process(broker.pid).memory_info().rss)
 
 
 def _security(protocol: str, user: str, ca: Path) -> ClientSecurity:
@@ -143,7 +137,7 @@ def test_silent_tls_connections_give_way_and_time_out(brokers: BrokerPool, pem_p
     timed = RoundTrips(ports.sasl_ssl, ca)
     timed.start()
     wait_until(lambda: len(timed.latencies) >= 5, 30, "the first round trips")
-    start = _rss(broker)
+    start = rss(broker.pid)
     first = time.monotonic()
     flood = SilentTls(ports.sasl_ssl, ca, "127.0.0.3", max_connections)
     try:
@@ -168,8 +162,7 @@ def test_silent_tls_connections_give_way_and_time_out(brokers: BrokerPool, pem_p
                "an authenticated connection after the flood")
     latencies = timed.stop()
     assert statistics.median(latencies) < 0.1, f"median {statistics.median(latencies) * 1000:.0f} ms"
-    wait_until(lambda: _rss(broker) <= start + 50 * MB, 60,
-               lambda: f"the broker's RSS back within 50 MB of {start / MB:.0f} MB (now {_rss(broker) / MB:.0f} MB)")
+    rss_back(broker.pid, start, "the silent TLS connections")
 
 
 def _serves_quietly(port: int, security: ClientSecurity) -> bool:

@@ -38,9 +38,9 @@ from odradek.protocol.transport import BlockingConnection
 from tests.adversarial.secured import JAAS  # users admin, alice and bob
 from tests.clients import produce
 from tests.harness import BrokerPool, BrokerProcess, free_port
+from tests.sockets import MB, rss, rss_back
 from tests.waiting import wait_until
 
-MB = 1_000_000
 SASL_LIMIT = 524288  # sasl.server.max.receive.size's default
 HUGE = 104_857_600  # the frame: socket.request.max.bytes itself
 SASL_AUTHENTICATION_FAILED = 58
@@ -83,11 +83,6 @@ def _framed(request: ApiMessage, version: int, correlation_id: int = 1) -> bytes
     request.API_VERSION = version
     request.with_header(correlation_id=correlation_id, client_id="preauth-test")
     return bytes(request.encode(header=True, framed=True))
-
-
-def _rss(broker: BrokerProcess) -> int:
-    assert broker.pid is not None
-    return int(psutil.Process(broker.pid).memory_info().rss)
 
 
 def _closed_by_peer(sock: socket.socket, timeout: float = 10.0) -> bool:
@@ -271,12 +266,6 @@ class SilentFlood:
             sock.close()
 
 
-def _back_to(broker: BrokerProcess, start: int, what: str) -> None:
-    wait_until(lambda: _rss(broker) <= start + 50 * MB, 60,
-               lambda: f"the broker's RSS back within 50 MB of {start / MB:.0f} MB after {what} "
-                       f"(now {_rss(broker) / MB:.0f} MB)")
-
-
 @pytest.mark.parametrize("silent", [pytest.param(800, id="800-silent"),
                                     pytest.param(5000, id="5000-silent", marks=pytest.mark.slow)])
 def test_an_authenticated_client_is_served_through_the_floods(guarded: tuple[BrokerProcess, Ports],
@@ -286,7 +275,7 @@ def test_an_authenticated_client_is_served_through_the_floods(guarded: tuple[Bro
     timed = RoundTrips(ports.sasl_ssl, tls)  # connected before the flood, from 127.0.0.1
     timed.start()
     wait_until(lambda: len(timed.latencies) >= 5, 30, "the first round trips")
-    start = _rss(broker)
+    start = rss(broker.pid)
     with ExitStack() as cleanup:
         # Six pre-auth 100 MB frames and the silent TLS flood, at once.
         sent: list[int] = []
@@ -313,14 +302,14 @@ def test_an_authenticated_client_is_served_through_the_floods(guarded: tuple[Bro
     out = broker.output()
     assert "address 127.0.0.3 already has the configured maximum of 20 connections" in out
     assert f"frame of {HUGE} bytes is larger than sasl.server.max.receive.size" in out
-    _back_to(broker, start, f"{silent} silent TLS connections and six 100 MB frames")
+    rss_back(broker.pid, start, f"{silent} silent TLS connections and six 100 MB frames")
 
 
 def test_silent_tls_connections_over_max_connections_are_closed_at_once(guarded: tuple[BrokerProcess, Ports],
                                                                         pem_pki: tuple[Path, Path]) -> None:
     broker, ports = guarded
     wait_until(lambda: _held(broker) == 0, 20, "no connection left from the earlier tests")
-    start = _rss(broker)
+    start = rss(broker.pid)
     with ExitStack() as cleanup:
         first = SilentFlood(ports.sasl_ssl, "127.0.0.5", 20)  # all admitted: 20 per address, 20 in all
         cleanup.callback(first.close)
@@ -334,7 +323,7 @@ def test_silent_tls_connections_over_max_connections_are_closed_at_once(guarded:
     security = ClientSecurity("SASL_SSL", _client_tls(pem_pki), "PLAIN", "alice", "alice-secret")
     wait_until(lambda: _serves(ports.sasl_ssl, security), 20, "an authenticated connection after the flood",
                ignoring=(OSError, ConnectionError))
-    _back_to(broker, start, "40 silent TLS connections")
+    rss_back(broker.pid, start, "40 silent TLS connections")
 
 
 def _held(broker: BrokerProcess, source: str | None = None) -> int:
@@ -401,7 +390,7 @@ def test_memory_comes_back_after_a_flood_of_half_open_tls_connections(
     ports = Ports()
     broker = brokers.start(_sasl_listeners(ports, pem_pki[1]), name="flood-memory", port=ports.plain)
     tls = _client_tls(pem_pki)
-    start = _rss(broker)
+    start = rss(broker.pid)
     with ExitStack() as cleanup:
         flood = SilentFlood(ports.sasl_ssl, "127.0.0.8", 1500)
         cleanup.callback(flood.close)
@@ -411,6 +400,6 @@ def test_memory_comes_back_after_a_flood_of_half_open_tls_connections(
             sock.settimeout(10)
             sock.sendall(hello)
         wait_until(lambda: _held(broker, "127.0.0.8") == 1500, 30, "1,500 connections held")
-        peak = _rss(broker)
+        peak = rss(broker.pid)
         assert flood.closed() == 0
-    _back_to(broker, start, f"1,500 half-open TLS connections (peak {peak / MB:.0f} MB)")
+    rss_back(broker.pid, start, f"1,500 half-open TLS connections (peak {peak / MB:.0f} MB)")

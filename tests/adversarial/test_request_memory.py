@@ -15,16 +15,15 @@ import threading
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 from odradek.protocol.client_security import ClientSecurity
 from odradek.protocol.transport import BlockingConnection
 from tests.adversarial.secured import JAAS, PASSWORDS
 from tests.harness import BrokerPool, BrokerProcess, free_port
+from tests.sockets import MB, rss, rss_back
 from tests.waiting import wait_until
 
-MB = 1_000_000
 FRAME = 100 * MB
 QUEUED = 200 * MB  # queued.max.request.bytes of the test's broker
 TOPIC_AUTHORIZATION_FAILED = 29
@@ -38,10 +37,6 @@ def _produce_frame(size: int, correlation_id: int) -> bytes:
     body = struct.pack(">hhii", -1, 1, 30000, 1) + struct.pack(">h", len(topic)) + topic + struct.pack(">ii", 1, 0)
     records = size - 4 - len(head) - len(body) - 4
     return struct.pack(">i", size - 4) + head + body + struct.pack(">i", records) + bytes(records)
-
-
-def _rss(pid: int) -> int:
-    return int(psutil.Process(pid).memory_info().rss)
 
 
 @pytest.fixture(scope="module")
@@ -63,12 +58,12 @@ class Peak(threading.Thread):
 
     def __init__(self, pid: int) -> None:
         super().__init__(daemon=True)
-        self.pid, self.peak = pid, _rss(pid)
+        self.pid, self.peak = pid, rss(pid)
         self._done = threading.Event()
 
     def run(self) -> None:
         while not self._done.wait(0.01):
-            self.peak = max(self.peak, _rss(self.pid))
+            self.peak = max(self.peak, rss(self.pid))
 
     def stop(self) -> int:
         self._done.set()
@@ -137,7 +132,7 @@ def test_authenticated_frames_wait_for_request_memory_and_it_comes_back(
     timed = RoundTrips(port, pem_pki[0])
     timed.start()
     wait_until(lambda: len(timed.latencies) >= 5, 30, "the first round trips")
-    start = _rss(broker.pid)
+    start = rss(broker.pid)
     peak = Peak(broker.pid)
     peak.start()
     answers: list[int] = []
@@ -153,5 +148,4 @@ def test_authenticated_frames_wait_for_request_memory_and_it_comes_back(
     # the pool's bound, plus the one frame that may take it past its capacity, plus slack for the rest
     assert highest - start <= QUEUED + FRAME + 50 * MB, f"peak {(highest - start) / MB:.0f} MB over the start"
     assert statistics.median(latencies) < 0.1, f"median {statistics.median(latencies) * 1000:.0f} ms"
-    wait_until(lambda: _rss(broker.pid) <= start + 50 * MB, 30,  # type: ignore[arg-type]
-               lambda: f"the RSS back within 50 MB of {start / MB:.0f} MB (now {_rss(broker.pid) / MB:.0f} MB)")  # type: ignore[arg-type]
+    rss_back(broker.pid, start, "the greedy requests", timeout=30)

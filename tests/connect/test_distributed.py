@@ -28,6 +28,7 @@ from odradek.connect.connect_protocol import (
 from odradek.connect.cooperative import LeaderMemory, cooperative_assign
 from odradek.connect.distributed import eager_assign
 from odradek.connect.group_member import Member
+from odradek.connect.request_signing import SessionKey, signature_headers
 from tests.connect_helpers import Worker
 from tests.harness import BrokerProcess, free_port, odradek_cmd, run_cli, wait_port
 from tests.waiting import wait_until
@@ -241,3 +242,105 @@ def test_a_worker_without_its_distributed_keys_is_refused(tmp_path: Path) -> Non
     r = run_cli("connect-distributed", str(props), timeout=60)
     assert r.returncode == 1
     assert r.stderr.strip() == 'Error: Missing required configuration "group.id" which has no default value.'
+
+
+def _session_key(broker: BrokerProcess, topic: str) -> SessionKey | None:
+    """The last session key in the config topic `topic`."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"{topic}-reader", "enable.auto.commit": False})
+    try:
+        _low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        c.assign([TopicPartition(topic, 0, 0)])
+        key, read = None, 0
+        while read < high:
+            m = c.poll(5)
+            if m is None:
+                break
+            read += 1
+            if not m.error() and m.key() == b"session-key":
+                key = SessionKey.from_record(json.loads(m.value()))
+        return key
+    finally:
+        c.close()
+
+
+def _post_tasks(w: DistributedWorker, name: str, body: bytes, headers: dict[str, str]) -> tuple[int, Any]:
+    req = urllib.request.Request(f"http://127.0.0.1:{w.port}/connectors/{name}/tasks", data=body, method="POST",
+                                 headers={"Content-Type": "application/json", **headers})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, None
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read() or b"null")
+
+
+@pytest.mark.parametrize("cluster", ["sessioned"], indirect=True)
+def test_sessioned_workers_sign_their_internal_requests(cluster: list[DistributedWorker], broker: BrokerProcess,
+                                                        tmp_path: Path) -> None:
+    """KIP-507: the leader writes a session key to the config topic in Kafka's format; a connector owned by any
+    worker gets its task configs written (the owner signs them to the leader); a forged or unsigned task-config
+    write is refused by every worker in Kafka's words, and one signed with the key is taken."""
+    props = dict(line.split("=", 1) for line in (cluster[0].cwd / "worker.properties").read_text().splitlines())
+    topic = props["config.storage.topic"]
+    key = wait_until(lambda: _session_key(broker, topic), 60, "the leader's session key in the config topic")
+    assert key.algorithm == "HmacSHA256" and len(key.key) == 32
+    source = tmp_path / "in.txt"
+    source.write_text("x\n")
+    for i in range(3):  # spread over the workers: some are owned by followers, whose writes are signed
+        config = {"connector.class": "FileStreamSource", "file": str(source), "topic": f"s-{tmp_path.name[-20:]}",
+                  "tasks.max": "1"}
+        wait_until(lambda i=i, config=config: cluster[0].call("PUT", f"/connectors/s{i}/config", config)[0]
+                   in (200, 201), 60, f"s{i} created")
+    for i in range(3):
+        wait_until(lambda i=i: _running(cluster[0], f"s{i}", 1), 60, lambda i=i: f"s{i}: {_status(cluster[0], f's{i}')}")
+    assert not any("refused the task configs" in w.output() for w in cluster)
+
+    forged = json.dumps([{"task.class": "x", "file": "/etc/passwd"}]).encode()
+    for w in cluster:
+        assert _post_tasks(w, "s0", forged, {}) == (400, {"error_code": 400,
+                                                         "message": "Internal request missing required signature"})
+        bad = signature_headers(SessionKey(b"\x00" * 32, "HmacSHA256", 0), "HmacSHA256", forged)
+        assert _post_tasks(w, "s0", forged, bad) == (403, {"error_code": 403,
+                                                          "message": "Internal request contained invalid signature."})
+        code, body = _post_tasks(w, "s0", forged, signature_headers(key, "HmacSHA512", forged))
+        assert code == 400 and "does not support the 'HmacSHA512' key signing algorithm" in body["message"]
+    assert cluster[0].call("GET", "/connectors/s0/tasks")[1][0]["config"].get("file") == str(source)
+    # the key's holder may write them (the signature covers the exact bytes)
+    genuine = json.dumps([{"task.class": "org.apache.kafka.connect.file.FileStreamSourceTask",
+                           "file": str(source), "topic": "elsewhere"}]).encode()
+    assert _post_tasks(cluster[2], "s0", genuine, signature_headers(key, "HmacSHA256", genuine))[0] == 204
+    wait_until(lambda: cluster[0].call("GET", "/connectors/s0/tasks")[1][0]["config"].get("topic") == "elsewhere",
+               30, "the signed task configs written")
+
+
+@pytest.mark.parametrize("cluster", ["sessioned"], indirect=True)
+def test_offsets_of_a_stopped_source_change_through_any_worker(cluster: list[DistributedWorker],
+                                                               tmp_path: Path) -> None:
+    """KIP-875 on a Connect cluster: a running connector's offsets are refused; once STOPPED (the target state in
+    the config topic), a follower alters them in the offsets topic, every worker shows them, and a reset through
+    another worker erases them."""
+    infile, topic = tmp_path / "in.txt", f"o-{tmp_path.name[-20:]}"
+    infile.write_text("a\nb\n")
+    w0, w1, w2 = cluster
+    config = {"connector.class": "FileStreamSource", "file": str(infile), "topic": topic, "tasks.max": "1"}
+    wait_until(lambda: w0.call("PUT", "/connectors/o/config", config)[0] in (200, 201), 60, "o created")
+    position = {"partition": {"filename": str(infile)}, "offset": {"position": 4}}
+    wait_until(lambda: w1.call("GET", "/connectors/o/offsets")[1] == {"offsets": [position]}, 60,
+               lambda: f"o's offsets committed: {w1.call('GET', '/connectors/o/offsets')}")
+    code, body = w1.call("PATCH", "/connectors/o/offsets", {"offsets": [position]})
+    assert code == 400 and body["message"].startswith("Connectors must be in the STOPPED state"), body
+    wait_until(lambda: w2.call("PUT", "/connectors/o/stop")[0] == 202, 60, "o stopped")
+    wait_until(lambda: _status(w0, "o").get("connector", {}).get("state") == "STOPPED"
+               and w0.call("GET", "/connectors/o/tasks")[1] == [], 60, "o stopped, without tasks")
+    back = {"partition": {"filename": str(infile)}, "offset": {"position": 2}}
+    assert w1.call("PATCH", "/connectors/o/offsets", {"offsets": [back]}) == (
+        200, {"message": "The offsets for this connector have been altered successfully"})
+    for w in cluster:
+        wait_until(lambda w=w: w.call("GET", "/connectors/o/offsets")[1] == {"offsets": [back]}, 30,
+                   "the altered offsets on every worker")
+    assert w2.call("DELETE", "/connectors/o/offsets") == (
+        200, {"message": "The offsets for this connector have been reset successfully"})
+    for w in cluster:
+        wait_until(lambda w=w: w.call("GET", "/connectors/o/offsets")[1] == {"offsets": []}, 30,
+                   "the offsets erased on every worker")

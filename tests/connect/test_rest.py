@@ -79,8 +79,12 @@ def test_connector_lifecycle(worker: Worker, broker: BrokerProcess, tmp_path: Pa
                states(worker, sink) == ("RUNNING", ["RUNNING"]), 60, "both running")
     wait_until(lambda: (tmp_path / "out.txt").exists() and (tmp_path / "out.txt").read_text() == "a\nb\n", 60,
                "the sink file")
+    # as Kafka's connect_rest_test expects: the task config names the task class
     assert worker.get(f"/connectors/{source}/tasks") == [{"id": {"connector": source, "task": 0}, "config": {
-        "file": str(tmp_path / "in.txt"), "topic": topic, "batch.size": "2000"}}]
+        "task.class": "org.apache.kafka.connect.file.FileStreamSourceTask", "file": str(tmp_path / "in.txt"),
+        "topic": topic, "batch.size": "2000"}}]
+    sink_tasks: Any = worker.get(f"/connectors/{sink}/tasks")
+    assert sink_tasks[0]["config"]["topics"] == topic  # a sink task's config carries the connector's topics
     listed: Any = worker.get("/connectors?expand=status&expand=info")
     assert listed[source]["status"]["connector"]["state"] == "RUNNING" and listed[sink]["info"]["type"] == "sink"
 

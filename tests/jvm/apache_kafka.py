@@ -71,6 +71,14 @@ def classpath() -> str:
     return str(kafka_home() / "libs" / "*")
 
 
+def logging_classpath() -> str:
+    """SLF4J's simple logger (tests/jvm/logging/pom.xml), for JVMs whose logs a failing test shows."""
+    path = kafka_home() / "logging" / ".complete"
+    if not path.exists():
+        raise RuntimeError(f"the JVM logging binding is not in {path.parent}: run `. scripts/env.sh && kafka_jars`")
+    return str(path.parent / "libs" / "*")
+
+
 def run_kafka2(main: str, *args: str, timeout: float = 120.0) -> subprocess.CompletedProcess:
     """A Kafka 2.x tool (tests/jvm/kafka2/pom.xml) by main class, in a JVM of its own: the guides' versions,
     whose --zookeeper commands write ZooKeeper directly."""
@@ -152,8 +160,11 @@ class ApacheKafkaBroker:
                                 cluster_id, "-c", str(self.config_path)),
                            check=True, capture_output=True, timeout=120)
         with open(self.stdout_path, "ab") as out:
-            heap = ["-Xmx1G", "-Xms1G"] if self.heap == "default" else self.heap.split()
-            self.proc = subprocess.Popen(["java", *heap, "-cp", classpath(), "kafka.Kafka", str(self.config_path)],
+            # the benchmarks run kafka-server-start.sh's JVM; the tests a lighter one (C1 only: a test's broker
+            # lives a minute, and the C2 compiler's threads would take a core for much of it)
+            jvm = (["-Xmx1G", "-Xms1G"] if self.heap == "default"
+                   else [*self.heap.split(), "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"])
+            self.proc = subprocess.Popen(["java", *jvm, "-cp", classpath(), "kafka.Kafka", str(self.config_path)],
                                          stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         wait_port(self.port, timeout, self.proc)
         return self

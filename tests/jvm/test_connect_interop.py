@@ -1,7 +1,8 @@
 """Apache Kafka's Connect worker (connect-runtime 4.4.0, `ConnectDistributed`) and an Odradek worker in one
-Connect group on an Odradek broker: the group forms with the eager protocol (the Java worker, configured
-`sessioned`, downgrades as it does for an older Kafka worker), a connector created through either REST API runs on
-the worker the leader gives it, and each worker reads the other's config and status records. The Java side's
+Connect group on an Odradek broker: the group forms with the `sessioned` protocol (KIP-507: each side signs the
+task configs it has the other's leader write, with the session key either leader wrote), a connector created
+through either REST API runs on the worker the leader gives it, and each worker reads the other's config and
+status records. The Java side's
 FileStream connectors are tests/jvm/FileStream*.java (Maven Central has no connect-file 4.4.0)."""
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from confluent_kafka import Consumer, Producer
 
 from tests.clients import create_topic
 from tests.harness import BrokerPool, BrokerProcess, stop_process
-from tests.jvm.apache_kafka import classpath, runner_dir
+from tests.jvm.apache_kafka import classpath, logging_classpath, runner_dir
 from tests.waiting import wait_until
 from tests.zkharness import ZooKeeperChroot
 
@@ -37,10 +37,13 @@ def start_app(started: list[subprocess.Popen], workdir: Path, main: str, props: 
     """A Streams application's JVM (`main` of Kafka's jars, or of tests/jvm's programs if `runner`)."""
     config = workdir / "streams.properties"
     config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    cp = f"{runner_dir()}{os.pathsep}{classpath()}" if runner else classpath()
+    cp = os.pathsep.join([*([str(runner_dir())] if runner else []), classpath(), logging_classpath()])
+    # Kafka's INFO log with times, so that a stalled application says what it waits for
+    logging = ["-Dorg.slf4j.simpleLogger.showDateTime=true", "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS"]
     with open(workdir / "streams.out", "ab") as out:
-        proc = subprocess.Popen(["java", "-Xmx256m", "-XX:+UseSerialGC", "-cp", cp, main, str(config)], stdout=out,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", *logging, "-cp", cp,
+                                 main, str(config)],
+                                stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
     started.append(proc)
     return proc
 
@@ -60,7 +63,7 @@ def latest_counts(bootstrap: str, topic: str, want: dict[str, int], app_output: 
 
     try:
         wait_until(caught_up, 120, lambda: f"the word counts in {topic} (so far {latest}); the application said:\n"
-                   f"{app_output.read_text(errors='replace')[-3000:]}")
+                   + notable(app_output))
     finally:
         c.close()
     return latest
@@ -92,9 +95,7 @@ def produce_round(bootstrap: str, topic: str, start: int) -> None:
     assert p.flush(120) == 0
 
 
-# The classic variant stalled twice in loaded runs (the restarted instance stayed REBALANCING, 398 of 1,200 counts):
-# a defect under investigation (issue #38), so it runs with --run-slow until fixed.
-@pytest.mark.parametrize("protocol", [pytest.param("classic", marks=pytest.mark.slow), "streams"])
+@pytest.mark.parametrize("protocol", ["classic", "streams"])
 def test_exactly_once_counter_through_a_broker_and_an_instance_kill(
         zk_standalone: ZooKeeperChroot, brokers: BrokerPool, streams_app: list[subprocess.Popen],
         tmp_path: Path, protocol: str) -> None:
@@ -133,7 +134,8 @@ def test_exactly_once_counter_through_a_broker_and_an_instance_kill(
         return sum(len(v) for v in seen.values()) >= total
 
     try:
-        wait_until(lambda: read(PER_ROUND // 4), 180, lambda: "the first counts: " + app_output(tmp_path))
+        wait_until(lambda: read(PER_ROUND // 4), 180, lambda: "the first counts: " + app_output(tmp_path)
+                   + "".join(notable(b.stdout_path, 15) for b in cluster.brokers))
         victim = cluster.brokers[1]
         victim.kill()
         produce_round(bootstrap, "eos-input", PER_ROUND)
@@ -143,7 +145,8 @@ def test_exactly_once_counter_through_a_broker_and_an_instance_kill(
                                  {**props, "state.dir": str(tmp_path / "a" / "state")}, runner=True)
         victim.start()
         wait_until(lambda: read(ROUNDS * PER_ROUND), 240, lambda: f"every count ({sum(len(v) for v in seen.values())} "
-                   f"of {ROUNDS * PER_ROUND}): " + app_output(tmp_path))
+                   f"of {ROUNDS * PER_ROUND}): " + app_output(tmp_path)
+                   + "".join(notable(b.stdout_path, 15) for b in cluster.brokers))
         read(ROUNDS * PER_ROUND + 1)  # anything more would be a duplicate
     finally:
         reader.close()
@@ -152,5 +155,12 @@ def test_exactly_once_counter_through_a_broker_and_an_instance_kill(
     assert sorted(seen) == sorted(f"k{k}" for k in range(KEYS))
 
 
+def notable(log: Path, lines: int = 40) -> str:
+    """A Streams application's (or a broker's) state changes and its WARN and ERROR lines, the last `lines`."""
+    kept = [line[:400] for line in log.read_text(errors="replace").splitlines()
+            if line.startswith("state ") or " WARN " in line or " ERROR " in line]
+    return f"--- {log}:\n" + "\n".join(kept[-lines:]) + "\n"
+
+
 def app_output(tmp_path: Path) -> str:
-    return "".join(p.read_text(errors="replace")[-1500:] for p in sorted(tmp_path.glob("*/streams.out")))
+    return "".join(notable(p) for p in sorted(tmp_path.glob("*/streams.out")))

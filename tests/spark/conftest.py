@@ -8,10 +8,17 @@ streaming query still running when its module ends is stopped then.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+# Every Spark driver the tests start (this session's, and the pipelines they run as commands, which inherit it)
+# runs C1-compiled code only: their jobs last seconds, and C2's compiler threads cost 40% of their CPU (measured
+# on tests/spark/test_pipeline_cli.py and test_batch_read.py: 61-64 s of CPU with C2, 38 s without) on a machine
+# whose two cores the other test workers share. Spark honours SPARK_SUBMIT_OPTS for the driver's JVM.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
 
 SKIP_REASON = "pyspark is not installed (pip install -e '.[spark]')"
 _SESSIONS: list[Any] = []  # the session's SparkSession, once a test asked for it

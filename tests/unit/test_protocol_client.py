@@ -320,6 +320,34 @@ def test_async_connection_reads_a_response_in_pieces() -> None:
     asyncio.run(_with_server(script, body))
 
 
+def test_async_connection_serves_concurrent_callers_one_exchange_at_a_time() -> None:
+    """Coroutines that share a connection (the transaction coordinator's markers for two transactions to one
+    leader) each get their own response; none fails with asyncio's "read() called while another coroutine is
+    already waiting" (which once left a transaction in PREPARE_COMMIT for good)."""
+    _, response = metadata_pair()
+
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                header, _req = await _read_request(reader)
+            except asyncio.IncompleteReadError:
+                break
+            await asyncio.sleep(0.01)  # slow enough that the callers overlap
+            writer.write(broker_answer(header.correlation_id, response, header.api_version))
+            await writer.drain()
+        writer.close()
+
+    async def body(port: int) -> None:
+        conn = AsyncConnection("127.0.0.1", port, "markers", timeout_s=5)
+        try:
+            answers = await asyncio.gather(*(conn.request(metadata_pair()[0], 12) for _ in range(8)))
+            assert answers == [response] * 8
+        finally:
+            await conn.close()
+
+    asyncio.run(_with_server(script, body))
+
+
 async def _hangs_up_mid_response(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     await _read_request(reader)
     writer.write(struct.pack(">ii", 100, 1))

@@ -9,11 +9,8 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import signal
-import socket
 import sys
 
-from odradek.cli.connect_standalone import _cluster_id
 from odradek.cli.server_start import LOG_FORMAT
 from odradek.config import read_properties_file
 from odradek.config_keys import ConfigError
@@ -30,12 +27,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def run(args: argparse.Namespace) -> int:
-    from aiohttp import web
-
     from odradek.connect.api import ConfigException
     from odradek.connect.distributed import DistributedHerder
     from odradek.connect.distributed_rest import DistributedRest
     from odradek.connect.plugins import Plugins
+    from odradek.connect.rest_server import (
+        ListenError,
+        advertised_worker_id,
+        kafka_cluster_id,
+        start_rest,
+        until_signalled,
+    )
     from odradek.connect.worker_config import WorkerConfig
 
     try:
@@ -45,34 +47,23 @@ async def run(args: argparse.Namespace) -> int:
     except (ConfigError, ConfigException) as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
-    advertised = config.get("rest.advertised.host.name") or (host if host not in ("0.0.0.0", "::", "") else
-                                                              socket.gethostname())
-    worker_id = f"{advertised}:{config.get('rest.advertised.port') or port}"
+    worker_id = advertised_worker_id(config, host, port)
     herder = DistributedHerder(config, plugins, worker_id, f"http://{worker_id}/")
     try:
         await asyncio.to_thread(herder.start)
     except Exception as exc:
         print(f"Error: cannot start the worker: {exc}", file=sys.stderr)
         return 1
-    cluster_id = await asyncio.to_thread(_cluster_id, config)
-    runner = web.AppRunner(DistributedRest(herder, cluster_id).app(), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, host if host != "0.0.0.0" else None, port)
+    cluster_id = await asyncio.to_thread(kafka_cluster_id, config)
     try:
-        await site.start()
-    except OSError as exc:
-        print(f"Error: cannot listen on {config.props['listeners']}: {exc.strerror or exc}", file=sys.stderr)
-        await runner.cleanup()
+        runner = await start_rest(DistributedRest(herder, cluster_id).app(), config, host, port, worker_id)
+    except ListenError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
         await asyncio.to_thread(herder.stop)
         return 1
-    log.info("REST server listening at http://%s:%d/, advertising URL http://%s/", host, port, worker_id)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
     try:
         log.info("Kafka Connect started")
-        await stop.wait()
+        await until_signalled()
         log.info("Kafka Connect stopping")
     finally:
         await asyncio.to_thread(herder.stop)

@@ -11,8 +11,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import signal
-import socket
 import sys
 from pathlib import Path
 
@@ -55,12 +53,17 @@ def read_connector_file(path: str) -> tuple[str, dict[str, str]]:
 
 
 async def run(args: argparse.Namespace) -> int:
-    from aiohttp import web
-
     from odradek.connect.api import ConfigException
     from odradek.connect.offset_store import FileOffsetStore
     from odradek.connect.plugins import Plugins
     from odradek.connect.rest import ConnectRest
+    from odradek.connect.rest_server import (
+        ListenError,
+        advertised_worker_id,
+        kafka_cluster_id,
+        start_rest,
+        until_signalled,
+    )
     from odradek.connect.worker import Worker
     from odradek.connect.worker_config import WorkerConfig
 
@@ -72,25 +75,14 @@ async def run(args: argparse.Namespace) -> int:
     except (ConfigError, ConfigException) as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
-    advertised = config.get("rest.advertised.host.name") or (host if host not in ("0.0.0.0", "::", "") else
-                                                              socket.gethostname())
-    worker_id = f"{advertised}:{config.get('rest.advertised.port') or port}"
+    worker_id = advertised_worker_id(config, host, port)
     worker = Worker(config, plugins, FileOffsetStore(config.props["offset.storage.file.filename"]), worker_id)
-    cluster_id = await asyncio.to_thread(_cluster_id, config)
-    runner = web.AppRunner(ConnectRest(worker, cluster_id).app(), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, host if host != "0.0.0.0" else None, port)
+    cluster_id = await asyncio.to_thread(kafka_cluster_id, config)
     try:
-        await site.start()
-    except OSError as exc:
-        print(f"Error: cannot listen on {config.props['listeners']}: {exc.strerror or exc}", file=sys.stderr)
-        await runner.cleanup()
+        runner = await start_rest(ConnectRest(worker, cluster_id).app(), config, host, port, worker_id)
+    except ListenError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
         return 1
-    log.info("REST server listening at http://%s:%d/, advertising URL http://%s/", host, port, worker_id)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
     status = 0
     try:
         for name, props in connectors:
@@ -103,7 +95,7 @@ async def run(args: argparse.Namespace) -> int:
                 status = 1
                 return status
         log.info("Kafka Connect started")
-        await stop.wait()
+        await until_signalled()
         log.info("Kafka Connect stopping")
     finally:
         await asyncio.to_thread(worker.stop)
@@ -111,23 +103,6 @@ async def run(args: argparse.Namespace) -> int:
             await runner.cleanup()
         log.info("Kafka Connect stopped")
     return status
-
-
-def _cluster_id(config: object) -> str | None:
-    """The Kafka cluster's id, as the worker's root resource shows it (None if the cluster does not answer)."""
-    from confluent_kafka.admin import AdminClient
-
-    from odradek.admin_client.connect import ClientErrors, client_config, create_client
-    from odradek.connect.worker_config import WorkerConfig
-
-    assert isinstance(config, WorkerConfig)
-    client = create_client(AdminClient, client_config(config.bootstrap_servers, config.client_props("admin"),
-                                                      errors=ClientErrors()))
-    try:
-        return str(client.describe_cluster(request_timeout=15).result(timeout=20).cluster_id)
-    except Exception as exc:  # the worker starts anyway; clients retry
-        log.warning("Could not read the Kafka cluster id: %s", exc)
-        return None
 
 
 def main(argv: list[str] | None = None) -> int:

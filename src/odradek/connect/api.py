@@ -13,7 +13,7 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from odradek.connect.data import Schema
 
@@ -310,3 +310,34 @@ class SourceConnector(Connector):
 
 class SinkConnector(Connector):
     pass
+
+
+class ConfiguredConnector(Connector):
+    """The usual connector: its keys are `CONFIG`, `start` parses them (`configure` may check more), and each
+    task gets the connector's own properties, one task if `SINGLE_TASK` else `tasks.max` of them. Mixed in
+    before `SourceConnector` or `SinkConnector`; the subclass names its `task_class`."""
+
+    CONFIG: ClassVar[ConfigDef]
+    SINGLE_TASK: ClassVar[bool] = False
+    props: dict[str, str]
+
+    def version(self) -> str:
+        from odradek import __version__
+
+        return __version__
+
+    def start(self, props: dict[str, str]) -> None:
+        self.props = self.configure(self.CONFIG.parse(props), props)
+
+    def configure(self, parsed: dict[str, Any], props: dict[str, str]) -> dict[str, str]:
+        """The properties the tasks get, from the parsed and the given ones; raise ConfigException to refuse."""
+        return dict(props)
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [dict(self.props) for _ in range(1 if self.SINGLE_TASK else max_tasks)]
+
+    def stop(self) -> None:
+        pass
+
+    def config(self) -> ConfigDef:
+        return self.CONFIG

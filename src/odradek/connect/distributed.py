@@ -18,7 +18,14 @@ import urllib.request
 from typing import Any
 
 from odradek.connect.api import Connector, ConnectorContext, SinkConnector
-from odradek.connect.connect_protocol import EAGER, NO_ERROR, Assignment, WorkerState
+from odradek.connect.connect_protocol import (
+    EAGER,
+    NO_ERROR,
+    PROTOCOL_VERSION,
+    SESSIONED,
+    Assignment,
+    WorkerState,
+)
 from odradek.connect.cooperative import LeaderMemory, cooperative_assign
 from odradek.connect.group_member import GroupMember, Member
 from odradek.connect.kafka_log import ensure_topic
@@ -30,17 +37,18 @@ from odradek.connect.kafka_stores import (
     StatusStore,
 )
 from odradek.connect.plugins import Plugins
+from odradek.connect.request_signing import needs_rotation, new_session_key, signature_headers
 from odradek.connect.worker import (
     FAILED,
     PAUSED,
     RUNNING,
-    SINK_KEYS,
     STOPPED,
     UNASSIGNED,
     ConnectorState,
     TaskState,
     Worker,
     _trace,
+    connector_task_configs,
 )
 from odradek.connect.worker_config import WorkerConfig
 
@@ -101,7 +109,7 @@ class DistributedHerder:
         self.offsets.log.start()
         self.statuses.log.start()
         self.configs.log.start()
-        self.worker = Worker(cfg, self.plugins, self.offsets, self.worker_id)  # type: ignore[arg-type]
+        self.worker = Worker(cfg, self.plugins, self.offsets, self.worker_id)
         self.member = GroupMember(cfg, self._metadata, self._revoke, self._assign, self._assigned)
         self.member.start()
         threading.Thread(target=self._status_loop, name="status-writer", daemon=True).start()
@@ -144,7 +152,8 @@ class DistributedHerder:
         if protocol == EAGER:
             return eager_assign(members, list(connectors), counts, leader_id, leader_url, offset)
         return cooperative_assign(members, list(connectors), counts, leader_id, leader_url, offset, self.memory,
-                                  int(self.config.props["scheduled.rebalance.max.delay.ms"]), time.monotonic())
+                                  int(self.config.props["scheduled.rebalance.max.delay.ms"]), time.monotonic(),
+                                  version=PROTOCOL_VERSION[protocol])
 
     def _revoke(self) -> None:
         """Eager rebalancing: everything this worker runs stops before it joins again."""
@@ -153,7 +162,7 @@ class DistributedHerder:
         with self._lock:
             self.leader_url = None
             for state in self.local.values():
-                self.worker._stop_connector(state)
+                self.worker.stop_connector(state)
                 for task in state.tasks:
                     task.state, task.runner = UNASSIGNED, None
                 state.state = UNASSIGNED
@@ -282,7 +291,7 @@ class DistributedHerder:
                         state.task_configs = list(configs)
                         state.tasks += [TaskState(i) for i in range(len(state.tasks), len(configs))]
                     if state.target != STOPPED:
-                        self.worker._start_task(state, state.tasks[task_id])
+                        self.worker.start_task(state, state.tasks[task_id])
             self._write_statuses()
         self.ready.set()
 
@@ -320,11 +329,7 @@ class DistributedHerder:
         except Exception as exc:
             self._fail(state, exc)
             return
-        task_class = _task_class_name(self.plugins.connector_name(state.config["connector.class"]))
-        # as Kafka's Worker: each task config names the task class and, for a sink, the connector's topics or
-        # regex (a Java worker running the task validates them from the task config alone)
-        sink = {k: state.config[k] for k in SINK_KEYS if state.kind == "sink" and k in state.config}
-        configs = [{**{str(k): str(v) for k, v in c.items()}, "task.class": task_class, **sink} for c in configs]
+        configs = connector_task_configs(self.plugins, state, configs)
         if configs != state.task_configs:
             self._write_task_configs(state.name, configs)
 
@@ -332,15 +337,40 @@ class DistributedHerder:
         log.error("Failed to start connector %s", state.name, exc_info=exc)
         state.state, state.trace = FAILED, _trace(exc)
 
-    def _write_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
+    def _write_task_configs(self, name: str, configs: list[dict[str, str]], attempt: int = 0) -> None:
+        """Have `configs` written as `name`'s task configs: by this worker if it leads, else by the leader (a
+        signed request under `sessioned`), retried with backoff while this worker still owns the connector
+        and they are not written (Kafka's reconfigureConnectorTasksWithRetry)."""
         if self.is_leader:
             self.configs.put_task_configs(name, configs)
             return
+        body = json.dumps(configs).encode()
+        key = self.configs.session_key
+        headers = (signature_headers(key, self.config.props["inter.worker.signature.algorithm"], body)
+                   if self.signs_requests and key is not None else {})
         try:
-            forward(str(self.leader_url), "POST", f"/connectors/{name}/tasks", configs)
-        except Exception as exc:  # the next rebalance tries again
-            log.warning("Could not forward the task configs of %s to the leader: %s", name, exc)
-            self.member.request_rejoin()
+            status, answer = forward(str(self.leader_url), "POST", f"/connectors/{name}/tasks", configs, body=body,
+                                     headers=headers)
+            if status < 300:
+                return
+            why = f"{status}: {answer.get('message') if isinstance(answer, dict) else answer}"
+        except Exception as exc:
+            why = str(exc)
+        delay = min(0.25 * 2 ** attempt, 10.0)
+        log.warning("The task configs of %s were not written by the leader (%s); retrying in %.2f s", name, why,
+                    delay)
+
+        def retry() -> None:
+            with self._lock:
+                if self._stop.is_set() or name not in self.held_connectors:
+                    return
+                if self.configs.snapshot()[2].get(name) == configs:
+                    return  # written meanwhile
+                self._write_task_configs(name, configs, attempt + 1)
+
+        timer = threading.Timer(delay, retry)
+        timer.daemon = True
+        timer.start()
 
     # ---- statuses ---------------------------------------------------------------------------------------
 
@@ -348,6 +378,31 @@ class DistributedHerder:
         while not self._stop.wait(0.5):
             with self._lock:
                 self._write_statuses()
+            self._rotate_session_key()
+
+    @property
+    def signs_requests(self) -> bool:
+        """Whether the group's protocol is `sessioned`: internal requests are signed and checked."""
+        return self.member.protocol == SESSIONED
+
+    def _rotate_session_key(self) -> None:
+        """The leader writes a new session key when there is none, or it expired or no longer fits the
+        configured algorithm and size (Kafka's checkForKeyRotation)."""
+        if not (self.is_leader and self.signs_requests):
+            return
+        props = self.config.props
+        algorithm, size = props["inter.worker.key.generation.algorithm"], props.get("inter.worker.key.size")
+        now = int(time.time() * 1000)
+        if not needs_rotation(self.configs.session_key, algorithm, int(size) if size else None,
+                              int(props["inter.worker.key.ttl.ms"]), now):
+            return
+        try:
+            key = new_session_key(algorithm, int(size) if size else None, now)
+            self.configs.put_session_key(key)
+            self.configs.session_key = key
+            log.info("Distributed a new session key (%s)", algorithm)
+        except Exception as exc:  # tried again in half a second
+            log.warning("Could not write a new session key: %s", exc)
 
     def _write_statuses(self) -> None:
         for state in self.local.values():
@@ -368,17 +423,13 @@ class DistributedHerder:
             self._written.pop(key, None)
 
 
-def _task_class_name(connector: str) -> str:
-    """The `task.class` of a task config, which a Java worker needs to run it: the task class named as Kafka's
-    connectors name theirs (org.apache.kafka.connect.file.FileStreamSinkConnector runs FileStreamSinkTask)."""
-    return connector[:-len("Connector")] + "Task" if connector.endswith("Connector") else connector + "Task"
-
-
-def forward(leader_url: str, method: str, path: str, body: Any) -> tuple[int, Any]:
-    """Send a REST request on to the leader: (status, decoded body)."""
-    data = None if body is None else json.dumps(body).encode()
+def forward(leader_url: str, method: str, path: str, doc: Any, body: bytes | None = None,
+            headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    """Send a REST request on to the leader: `doc` as JSON (or `body`, its bytes as signed) with `headers`;
+    (status, decoded answer)."""
+    data = body if body is not None else None if doc is None else json.dumps(doc).encode()
     request = urllib.request.Request(leader_url.rstrip("/") + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": "application/json", **(headers or {})})
     try:
         with urllib.request.urlopen(request, timeout=30) as resp:
             raw = resp.read()

@@ -12,7 +12,9 @@ from aiohttp import ClientSession, ClientTimeout, web
 
 from odradek.connect.distributed import DistributedHerder
 from odradek.connect.kafka_stores import STATUS_CONNECTOR_PREFIX, STATUS_TASK_PREFIX
+from odradek.connect.request_signing import ALGORITHM_HEADER, SIGNATURE_HEADER, refusal
 from odradek.connect.rest import ConnectRest, RestError, _json
+from odradek.connect.rest_common import config_body, create_body, patched
 from odradek.connect.worker import FAILED, PAUSED, RUNNING, STOPPED, UNASSIGNED, ConnectorState, TaskState
 
 FORWARDED = "X-Odradek-Forwarded"  # on a request sent on by another worker
@@ -40,6 +42,7 @@ class DistributedRest(ConnectRest):
         local = self.herder.local.get(name)
         kind = local.kind if local is not None else _kind(self.herder, config)
         state = ConnectorState(name, config, kind)
+        state.target = {v: k for k, v in TARGET_NAMES.items()}.get(targets.get(name, "STARTED"), RUNNING)
         status = self.herder.statuses.get(f"{STATUS_CONNECTOR_PREFIX}{name}") or {}
         state.state, state.trace = str(status.get("state", UNASSIGNED)), status.get("trace")
         state.task_configs = task_configs.get(name, [])
@@ -98,9 +101,10 @@ class DistributedRest(ConnectRest):
         if not leader or request.headers.get(FORWARDED):
             raise RestError(409, REBALANCING)
         body = await request.read()
+        signed = {h: request.headers[h] for h in (SIGNATURE_HEADER, ALGORITHM_HEADER) if h in request.headers}
         async with ClientSession(timeout=ClientTimeout(total=60)) as session, \
                 session.request(request.method, leader.rstrip("/") + request.path_qs, data=body,
-                                headers={"Content-Type": "application/json", FORWARDED: "1"}) as resp:
+                                headers={"Content-Type": "application/json", FORWARDED: "1", **signed}) as resp:
             text = await resp.text()
             return web.Response(status=resp.status, text=text, content_type="application/json")
 
@@ -115,22 +119,9 @@ class DistributedRest(ConnectRest):
         forwarded = await self._forwarded(request)
         if forwarded is not None:
             return forwarded
-        body = await self._body(request)
-        if not isinstance(body, dict) or not isinstance(body.get("config"), dict):
-            raise RestError(400, "Connector config is required")
-        config = {str(k): str(v) for k, v in body["config"].items()}
-        name = str(body.get("name") or config.get("name") or "")
-        if not name.strip():
-            raise RestError(400, "Connector name is required")
-        if "name" in config and config["name"] != name:
-            raise RestError(400, f"Connector name configuration ({config['name']}) doesn't match connector name in "
-                            f"the URL ({name})")
-        initial = str(body.get("initial_state") or RUNNING).upper()
-        if initial not in (RUNNING, PAUSED, STOPPED):
-            raise RestError(400, f"Invalid initial state: {body.get('initial_state')}")
+        name, config, initial = create_body(await self._body(request))
         if self._view(name) is not None:
             raise RestError(409, f"Connector {name} already exists")
-        config["name"] = name
         await asyncio.to_thread(self.worker.check, name, config)
         await asyncio.to_thread(self.herder.configs.put_connector, name, config, TARGET_NAMES[initial])
         return _json(self._info(await self._settled(name)), 201)
@@ -140,14 +131,7 @@ class DistributedRest(ConnectRest):
         if forwarded is not None:
             return forwarded
         name = request.match_info["name"]
-        body = await self._body(request)
-        if not isinstance(body, dict):
-            raise RestError(400, "Connector config is required")
-        config = {str(k): str(v) for k, v in body.items()}
-        if "name" in config and config["name"] != name:
-            raise RestError(400, f"Connector name configuration ({config['name']}) doesn't match connector name in "
-                            f"the URL ({name})")
-        config["name"] = name
+        config = config_body(name, await self._body(request))
         created = self._view(name) is None
         await asyncio.to_thread(self.worker.check, name, config)
         await asyncio.to_thread(self.herder.configs.put_connector, name, config, "STARTED" if created else None)
@@ -158,15 +142,7 @@ class DistributedRest(ConnectRest):
         if forwarded is not None:
             return forwarded
         state = self._connector(request)
-        body = await self._body(request)
-        if not isinstance(body, dict):
-            raise RestError(400, "Connector config is required")
-        config = dict(state.config)
-        for key, value in body.items():
-            if value is None:
-                config.pop(str(key), None)
-            else:
-                config[str(key)] = str(value)
+        config = patched(state.config, await self._body(request))
         await asyncio.to_thread(self.worker.check, state.name, config)
         await asyncio.to_thread(self.herder.configs.put_connector, state.name, config, None)
         return _json(self._info(await self._settled(state.name)))
@@ -220,7 +196,14 @@ class DistributedRest(ConnectRest):
             return web.Response(status=resp.status, text=await resp.text(), content_type="application/json")
 
     async def put_task_configs(self, request: web.Request) -> web.Response:
-        """The internal endpoint by which a connector's owner has the leader write its task configs."""
+        """The internal endpoint by which a connector's owner has the leader write its task configs; under the
+        `sessioned` protocol every worker checks its signature first (KIP-507), as Kafka's do."""
+        if self.herder.signs_requests:
+            algorithms = [a.strip() for a in
+                          str(self.herder.config.props["inter.worker.verification.algorithms"]).split(",")]
+            problem = refusal(request.headers, await request.read(), self.herder.configs.session_key, algorithms)
+            if problem is not None:
+                raise RestError(*problem)
         forwarded = await self._forwarded(request)
         if forwarded is not None:
             return forwarded

@@ -16,6 +16,7 @@ from odradek import __version__
 from odradek.connect.api import (
     ConfigDef,
     ConfigException,
+    ConfiguredConnector,
     ConnectException,
     SinkConnector,
     SinkRecord,
@@ -50,24 +51,18 @@ SINK_CONFIG = ConfigDef().define(FILE, "STRING", None, "HIGH",
                                  "Destination filename. If not specified, the standard output will be used")
 
 
-class FileStreamSourceConnector(SourceConnector):
-    def version(self) -> str:
-        return __version__
+class FileStreamSourceConnector(ConfiguredConnector, SourceConnector):
+    CONFIG = SOURCE_CONFIG
+    SINGLE_TASK = True  # one file, one task
 
-    def start(self, props: dict[str, str]) -> None:
-        parsed = SOURCE_CONFIG.parse(props)
+    def configure(self, parsed: dict[str, Any], props: dict[str, str]) -> dict[str, str]:
         if not parsed[TOPIC]:
             raise ConfigException('Missing required configuration "topic" which has no default value.')
-        self.props = {FILE: parsed[FILE], TOPIC: parsed[TOPIC][0], BATCH_SIZE: str(parsed[BATCH_SIZE])}
+        wanted = {FILE: parsed[FILE], TOPIC: parsed[TOPIC][0], BATCH_SIZE: str(parsed[BATCH_SIZE])}
+        return {k: v for k, v in wanted.items() if v is not None}
 
     def task_class(self) -> type[Task]:
         return FileStreamSourceTask
-
-    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        return [{k: v for k, v in self.props.items() if v is not None}]  # one file, one task
-
-    def stop(self) -> None:
-        pass
 
     def alter_offsets(self, config: Mapping[str, str], offsets: Mapping[Any, Any]) -> bool:
         if not config.get(FILE):
@@ -86,10 +81,6 @@ class FileStreamSourceConnector(SourceConnector):
             if "filename" not in json.loads(partition_json):
                 raise ConnectException("Partition objects should contain the key 'filename'")
         return True
-
-    def config(self) -> ConfigDef:
-        return SOURCE_CONFIG
-
 
 class FileStreamSourceTask(SourceTask):
     def version(self) -> str:
@@ -166,25 +157,14 @@ def _line_end(data: bytes) -> tuple[int, int] | None:
     return None
 
 
-class FileStreamSinkConnector(SinkConnector):
-    def version(self) -> str:
-        return __version__
+class FileStreamSinkConnector(ConfiguredConnector, SinkConnector):
+    CONFIG = SINK_CONFIG
 
-    def start(self, props: dict[str, str]) -> None:
-        parsed = SINK_CONFIG.parse(props)
-        self.props = {FILE: parsed[FILE]} if parsed[FILE] else {}
+    def configure(self, parsed: dict[str, Any], props: dict[str, str]) -> dict[str, str]:
+        return {FILE: parsed[FILE]} if parsed[FILE] else {}
 
     def task_class(self) -> type[Task]:
         return FileStreamSinkTask
-
-    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        return [dict(self.props) for _ in range(max_tasks)]
-
-    def stop(self) -> None:
-        pass
-
-    def config(self) -> ConfigDef:
-        return SINK_CONFIG
 
     def alter_offsets(self, config: Mapping[str, str], offsets: Mapping[Any, Any]) -> bool:
         return True  # no offsets of its own, nothing to check

@@ -21,6 +21,7 @@ from odradek.connect.connect_protocol import (
     COMPATIBLE,
     EAGER,
     PROTOCOL_VERSION,
+    SESSIONED,
     Assignment,
     WorkerState,
     decode_assignment,
@@ -61,9 +62,10 @@ class GroupMember:
             on_assigned
         self.member_id = ""
         self.generation = -1
-        # `sessioned` needs the session key and signed internal requests, not built: such a worker offers
-        # `compatible` (and a Java worker configured `sessioned` settles on it too)
-        self.protocols = [EAGER] if config.props["connect.protocol"] == EAGER else [COMPATIBLE, EAGER]
+        # the protocols offered, the preferred first: `sessioned` (KIP-507: signed internal requests) falls back to
+        # `compatible` and `eager` in a group with older workers, as Kafka's do
+        self.protocols = {EAGER: [EAGER], COMPATIBLE: [COMPATIBLE, EAGER]}.get(
+            config.props["connect.protocol"], [SESSIONED, COMPATIBLE, EAGER])
         self.protocol = self.protocols[0]  # the group's, as of the last join
         self.rejoin = threading.Event()
         self._stop = threading.Event()

@@ -16,6 +16,7 @@ from typing import Any
 
 from odradek.connect.kafka_log import KafkaLog
 from odradek.connect.offset_store import _compact, offset_key
+from odradek.connect.request_signing import SESSION_KEY_KEY, SessionKey
 from odradek.connect.worker_config import WorkerConfig
 
 log = logging.getLogger("odradek.connect.distributed")
@@ -45,6 +46,7 @@ class ConfigStore:
         self.offset = -1  # the next offset to read (Kafka's config offset: -1 before any record)
         self._pending: dict[str, dict[int, dict[str, str]]] = {}  # task configs awaiting their commit
         self.restarts: dict[str, tuple[bool, bool]] = {}  # the last restart request: (include tasks, only failed)
+        self.session_key: SessionKey | None = None  # the leader's last (KIP-507)
         self.on_change = on_change
         self.log = KafkaLog(config, str(config.get("config.storage.topic")), self._apply, f"{client_id}-configs")
 
@@ -80,6 +82,12 @@ class ConfigStore:
                 if isinstance(doc, dict):
                     self.restarts[name] = (bool(doc.get("include-tasks", False)), bool(doc.get("only-failed", False)))
                     change = ("restart", name)
+            elif k == SESSION_KEY_KEY:
+                session_key = SessionKey.from_record(doc)
+                if session_key is None:
+                    log.error("Ignoring session key because it is not in the expected format")
+                else:
+                    self.session_key = session_key
             elif k.startswith(TARGET_PREFIX):
                 name = k[len(TARGET_PREFIX):]
                 if doc is not None:
@@ -112,6 +120,9 @@ class ConfigStore:
         self.log.send(f"{RESTART_PREFIX}{name}".encode(),
                       _compact({"include-tasks": include_tasks, "only-failed": only_failed}))
 
+    def put_session_key(self, key: SessionKey) -> None:
+        self.log.send(SESSION_KEY_KEY.encode(), _compact(key.record()))
+
     def put_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
         for i, task in enumerate(configs):
             self.log.send(f"{TASK_PREFIX}{name}-{i}".encode(), _compact({"properties": task}), sync=False)
@@ -119,7 +130,7 @@ class ConfigStore:
 
 
 class KafkaOffsetStore:
-    """Source offsets in the offsets topic (the same interface as FileOffsetStore)."""
+    """Source offsets in the offsets topic (an OffsetStore, as FileOffsetStore is)."""
 
     def __init__(self, config: WorkerConfig, client_id: str) -> None:
         self._lock = threading.Lock()
@@ -141,13 +152,20 @@ class KafkaOffsetStore:
         return None if raw is None else json.loads(raw)
 
     def commit(self, connector: str, offsets: Mapping[bytes, Any]) -> None:
-        items = [(offset_key(connector, json.loads(p)), _compact(o)) for p, o in offsets.items()]
+        self.write(connector, offsets)  # a None offset is a tombstone in the topic, as Kafka's writer sends it
+
+    def write(self, connector: str, entries: Mapping[bytes, Any]) -> None:
+        items = [(offset_key(connector, json.loads(p)), None if o is None else _compact(o)) for p, o in entries.items()]
         for key, value in items[:-1]:
             self.log.send(key, value, sync=False)
         if items:
             self.log.send(*items[-1])
         with self._lock:
-            self._data.update(items)
+            for key, value in items:
+                if value is None:
+                    self._data.pop(key, None)
+                else:
+                    self._data[key] = value
 
     def connector_offsets(self, connector: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         with self._lock:

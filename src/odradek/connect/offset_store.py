@@ -10,7 +10,7 @@ import json
 import threading
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from odradek.connect.api import OffsetStorageReader
 from odradek.fsutil import atomic_write
@@ -22,6 +22,22 @@ def _compact(node: Any) -> bytes:
 
 def offset_key(connector: str, partition: Mapping[str, Any]) -> bytes:
     return _compact([connector, dict(partition)])
+
+
+class OffsetStore(Protocol):
+    """Where a worker keeps its source connectors' offsets: a file (standalone) or the offsets topic."""
+
+    def get(self, connector: str, partition: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The offset stored for one source partition of `connector`."""
+
+    def commit(self, connector: str, offsets: Mapping[bytes, Any]) -> None:
+        """Store these offsets (keyed by the JSON of their partition), durably before returning."""
+
+    def write(self, connector: str, entries: Mapping[bytes, Any]) -> None:
+        """KIP-875's alter and reset: as commit, and a None offset erases its partition's entry."""
+
+    def connector_offsets(self, connector: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """Every (partition, offset) stored for `connector` (KIP-875's GET offsets)."""
 
 
 class FileOffsetStore:
@@ -78,7 +94,7 @@ class FileOffsetStore:
 class ConnectorOffsetReader(OffsetStorageReader):
     """One connector's view of the store."""
 
-    def __init__(self, store: FileOffsetStore, connector: str) -> None:
+    def __init__(self, store: OffsetStore, connector: str) -> None:
         self.store = store
         self.connector = connector
 

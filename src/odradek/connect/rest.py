@@ -14,7 +14,7 @@ from aiohttp import web
 
 from odradek import __version__
 from odradek.connect.api import ConfigException, ConfigValue
-from odradek.connect.rest_common import RestError, _json
+from odradek.connect.rest_common import RestError, _json, config_body, create_body, patched
 from odradek.connect.worker import FAILED, PAUSED, RUNNING, STOPPED, ConnectorState, Worker
 
 log = logging.getLogger("odradek.connect.rest")
@@ -133,20 +133,7 @@ class ConnectRest:
         return _json(out)
 
     async def create(self, request: web.Request) -> web.Response:
-        body = await self._body(request)
-        if not isinstance(body, dict) or not isinstance(body.get("config"), dict):
-            raise RestError(400, "Connector config is required")
-        config = {str(k): str(v) for k, v in body["config"].items()}
-        name = body.get("name") or config.get("name")
-        if not name or not str(name).strip():
-            raise RestError(400, "Connector name is required")
-        name = str(name)
-        if "name" in config and config["name"] != name:
-            raise RestError(400, "Connector name configuration (" + config["name"] + ") doesn't match connector "
-                            f"name in the URL ({name})")
-        initial = str(body.get("initial_state") or RUNNING).upper()
-        if initial not in (RUNNING, PAUSED, STOPPED):
-            raise RestError(400, f"Invalid initial state: {body.get('initial_state')}")
+        name, config, initial = create_body(await self._body(request))
         if name in self.worker.connectors:
             raise RestError(409, f"Connector {name} already exists")
         _created, state = await asyncio.to_thread(self.worker.put_connector, name, config, initial)
@@ -165,27 +152,13 @@ class ConnectRest:
 
     async def put_config(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
-        body = await self._body(request)
-        if not isinstance(body, dict):
-            raise RestError(400, "Connector config is required")
-        config = {str(k): str(v) for k, v in body.items()}
-        if "name" in config and config["name"] != name:
-            raise RestError(400, f"Connector name configuration ({config['name']}) doesn't match connector name in "
-                            f"the URL ({name})")
+        config = config_body(name, await self._body(request))
         created, state = await asyncio.to_thread(self.worker.put_connector, name, config)
         return _json(self._info(state), 201 if created else 200)
 
     async def patch_config(self, request: web.Request) -> web.Response:
         state = self._connector(request)
-        body = await self._body(request)
-        if not isinstance(body, dict):
-            raise RestError(400, "Connector config is required")
-        config = dict(state.config)
-        for key, value in body.items():
-            if value is None:
-                config.pop(str(key), None)
-            else:
-                config[str(key)] = str(value)
+        config = patched(state.config, await self._body(request))
         _created, state = await asyncio.to_thread(self.worker.put_connector, state.name, config)
         return _json(self._info(state))
 

@@ -18,6 +18,7 @@ from odradek import __version__
 from odradek.connect.api import (
     ConfigDef,
     ConfigException,
+    ConfiguredConnector,
     ConnectException,
     SinkConnector,
     SinkRecord,
@@ -73,25 +74,12 @@ def _one_of(name: str, value: Any, allowed: tuple[str, ...]) -> None:
                               f"{', '.join(allowed)}")
 
 
-class SqliteSourceConnector(SourceConnector):
-    def version(self) -> str:
-        return __version__
-
-    def start(self, props: dict[str, str]) -> None:
-        SOURCE_CONFIG.parse(props)
-        self.props = dict(props)
+class SqliteSourceConnector(ConfiguredConnector, SourceConnector):
+    CONFIG = SOURCE_CONFIG
+    SINGLE_TASK = True
 
     def task_class(self) -> type[Task]:
         return SqliteSourceTask
-
-    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        return [dict(self.props)]
-
-    def stop(self) -> None:
-        pass
-
-    def config(self) -> ConfigDef:
-        return SOURCE_CONFIG
 
 
 class SqliteSourceTask(SourceTask):
@@ -139,27 +127,16 @@ class SqliteSourceTask(SourceTask):
         self.db.close()
 
 
-class SqliteSinkConnector(SinkConnector):
-    def version(self) -> str:
-        return __version__
+class SqliteSinkConnector(ConfiguredConnector, SinkConnector):
+    CONFIG = SINK_CONFIG
 
-    def start(self, props: dict[str, str]) -> None:
-        cfg = SINK_CONFIG.parse(props)
-        if cfg["insert.mode"] == "upsert" and not cfg["pk.fields"]:
+    def configure(self, parsed: dict[str, Any], props: dict[str, str]) -> dict[str, str]:
+        if parsed["insert.mode"] == "upsert" and not parsed["pk.fields"]:
             raise ConfigException("insert.mode=upsert needs pk.fields")
-        self.props = dict(props)
+        return dict(props)
 
     def task_class(self) -> type[Task]:
         return SqliteSinkTask
-
-    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
-        return [dict(self.props) for _ in range(max_tasks)]
-
-    def stop(self) -> None:
-        pass
-
-    def config(self) -> ConfigDef:
-        return SINK_CONFIG
 
 
 class SqliteSinkTask(SinkTask):

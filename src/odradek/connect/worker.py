@@ -44,7 +44,7 @@ from odradek.connect.api import (
 from odradek.connect.converters import Converter
 from odradek.connect.data import Schema
 from odradek.connect.metrics import TaskMetrics, WorkerMetrics
-from odradek.connect.offset_store import ConnectorOffsetReader, FileOffsetStore
+from odradek.connect.offset_store import ConnectorOffsetReader, OffsetStore
 from odradek.connect.plugins import PluginNotFound, Plugins
 from odradek.connect.worker_config import WorkerConfig
 
@@ -75,6 +75,17 @@ COMMON_CONFIG = (ConfigDef()
                          "in an immediate connector task failure; 'all' changes the behavior to skip over "
                          "problematic records.", group="Error Handling"))
 SINK_KEYS = ("topics", "topics.regex")
+
+
+def connector_task_configs(plugins: Plugins, state: ConnectorState, configs: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """The task configs a connector's own give, as Kafka's Worker writes them: each names the task class (as
+    Kafka's connectors name theirs: FileStreamSinkConnector runs FileStreamSinkTask; a Java worker needs it to run
+    the task) and, for a sink, carries the connector's topics or regex (a task validates them from its own
+    config)."""
+    connector = plugins.connector_name(state.config["connector.class"])
+    task_class = connector[:-len("Connector")] + "Task" if connector.endswith("Connector") else connector + "Task"
+    sink = {k: state.config[k] for k in SINK_KEYS if state.kind == "sink" and k in state.config}
+    return [{**{str(k): str(v) for k, v in c.items()}, "task.class": task_class, **sink} for c in configs]
 
 
 @dataclass
@@ -406,7 +417,7 @@ class DeadLetterQueue:
 class Worker:
     """Connectors and their tasks on this worker (standalone: all of them)."""
 
-    def __init__(self, config: WorkerConfig, plugins: Plugins, offsets: FileOffsetStore, worker_id: str) -> None:
+    def __init__(self, config: WorkerConfig, plugins: Plugins, offsets: OffsetStore, worker_id: str) -> None:
         self.config = config
         self.plugins = plugins
         self.offsets = offsets
@@ -467,7 +478,7 @@ class Worker:
         with self._lock:
             existing = self.connectors.get(name)
             if existing is not None:
-                self._stop_connector(existing)
+                self.stop_connector(existing)
             cls = self.plugins.connector_class(config["connector.class"])
             state = ConnectorState(name, config, "sink" if issubclass(cls, SinkConnector) else "source",
                                    target=existing.target if existing else initial_state)
@@ -487,7 +498,7 @@ class Worker:
             connector.start(dict(state.config))
             state.connector = connector
             max_tasks = int(state.config.get("tasks.max", "1"))
-            state.task_configs = connector.task_configs(max_tasks)[:max_tasks]
+            state.task_configs = connector_task_configs(self.plugins, state, connector.task_configs(max_tasks)[:max_tasks])
             state.state, state.trace = (PAUSED if state.target == PAUSED else RUNNING), None
             log.info("[Worker clientId=connect-%s] Finished creating connector %s", self.worker_id, state.name)
         except Exception as exc:
@@ -497,13 +508,11 @@ class Worker:
         self.metrics.startup("connector", True)
         state.tasks = [TaskState(i) for i in range(len(state.task_configs))]
         for task in state.tasks:
-            self._start_task(state, task)
+            self.start_task(state, task)
 
-    def _start_task(self, state: ConnectorState, task: TaskState) -> None:
-        props = {**state.task_configs[task.id], "task.class": "", "name": state.name}
+    def start_task(self, state: ConnectorState, task: TaskState) -> None:
+        props = {**state.task_configs[task.id], "name": state.name}
         runner_cls: type[TaskRunner] = SinkTaskRunner if state.kind == "sink" else SourceTaskRunner
-        if state.kind == "sink":
-            props.update({k: state.config[k] for k in SINK_KEYS if k in state.config})
         runner = runner_cls(self, state, task, props)
         self.metrics.startup("task", None)
         task.runner, task.trace = runner, None
@@ -522,7 +531,7 @@ class Worker:
         """A connector asked for its tasks to be configured again: restart it with them."""
         threading.Thread(target=self.restart, args=(name, True, False), daemon=True).start()
 
-    def _stop_connector(self, state: ConnectorState) -> None:
+    def stop_connector(self, state: ConnectorState) -> None:
         timeout = self.config.ms("task.shutdown.graceful.timeout.ms")
         for task in state.tasks:
             if task.runner is not None:
@@ -537,7 +546,7 @@ class Worker:
     def delete(self, name: str) -> ConnectorState:
         with self._lock:
             state = self.connectors.pop(name)
-            self._stop_connector(state)
+            self.stop_connector(state)
             self.active_topics.reset(name)
             return state
 
@@ -547,7 +556,7 @@ class Worker:
             state = self.connectors[name]
             previous, state.target = state.target, target
             if target == STOPPED:
-                self._stop_connector(state)
+                self.stop_connector(state)
                 state.state, state.tasks = STOPPED, []
             elif previous == STOPPED:
                 self._start_connector(state)
@@ -570,7 +579,7 @@ class Worker:
             restart_connector = not only_failed or state.state == FAILED
             tasks = [t for t in state.tasks if include_tasks and (not only_failed or t.state == FAILED)]
             if restart_connector:
-                self._stop_connector(state)
+                self.stop_connector(state)
                 state.state = RESTARTING
                 self._start_connector(state)
                 return state
@@ -584,12 +593,12 @@ class Worker:
             task = state.tasks[task_id]
             if task.runner is not None:
                 task.runner.stop(self.config.ms("task.shutdown.graceful.timeout.ms"))
-            self._start_task(state, task)
+            self.start_task(state, task)
 
     def stop(self) -> None:
         with self._lock:
             for state in list(self.connectors.values()):
-                self._stop_connector(state)
+                self.stop_connector(state)
 
     def sink_offsets(self, name: str) -> dict[tuple[str, int], int]:
         """The committed offsets of a sink connector's consumer group (`connect-<name>`)."""

@@ -32,6 +32,10 @@ WORKER_DEFAULTS = {
     "rebalance.timeout.ms": "60000",
     "topic.tracking.enable": "true",
     "topic.tracking.allow.reset": "true",
+    "inter.worker.key.generation.algorithm": "HmacSHA256",
+    "inter.worker.key.ttl.ms": "3600000",
+    "inter.worker.signature.algorithm": "HmacSHA256",
+    "inter.worker.verification.algorithms": "HmacSHA256",
 }
 REQUIRED = ("key.converter", "value.converter")
 STANDALONE_REQUIRED = ("offset.storage.file.filename",)
@@ -59,6 +63,12 @@ class WorkerConfig:
             except ValueError:
                 raise ConfigException(f"Invalid value {merged[key]} for configuration {key}: Not a number of type "
                                       "LONG") from None
+        if distributed:
+            from odradek.connect.request_signing import check_config
+
+            problem = check_config(merged)
+            if problem is not None:
+                raise ConfigException(problem)
         return cls(merged, distributed)
 
     def get(self, key: str, default: str | None = None) -> str | None:

@@ -67,7 +67,8 @@ class BlockingConnection:
 
 
 class AsyncConnection:
-    """Streams to one broker, opened on first use (and again after a failure)."""
+    """Streams to one broker, opened on first use (and again after a failure). Callers may share it: their
+    requests take turns, one exchange at a time (a stream has one reader)."""
 
     def __init__(self, host: str, port: int, client_id: str | None, timeout_s: float = 30.0,
                  max_frame_size: int = DEFAULT_MAX_FRAME_SIZE, security: ClientSecurity = PLAINTEXT) -> None:
@@ -80,6 +81,7 @@ class AsyncConnection:
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._codec = ClientCodec(client_id, max_frame_size)
+        self._turn = asyncio.Lock()
 
     async def connect(self) -> None:
         tls = self.security.ssl_context if self.security.uses_tls else None
@@ -104,24 +106,27 @@ class AsyncConnection:
         return self._writer is not None and not self._writer.is_closing()
 
     async def request(self, request: ApiMessage, version: int) -> Any:
-        if not self.connected:
-            await self.connect()
-        try:
-            return await self._exchange(request, version)
-        except BaseException:
-            self._abort()
-            raise
+        async with self._turn:
+            if not self.connected:
+                await self.connect()
+            try:
+                return await self._exchange(request, version)
+            except BaseException:
+                self._abort()
+                raise
 
     async def request_raw(self, api_key: int, version: int, flexible: bool, body: bytes | bytearray) -> memoryview:
         """A request body encoded by a fast path of `protocol/`; the answer is the response body, undecoded."""
-        if not self.connected:
-            await self.connect()
-        try:
-            answer: memoryview = await self._exchange_frame(self._codec.send_raw(api_key, version, flexible, body))
-            return answer
-        except BaseException:
-            self._abort()
-            raise
+        async with self._turn:
+            if not self.connected:
+                await self.connect()
+            try:
+                answer: memoryview = await self._exchange_frame(self._codec.send_raw(api_key, version, flexible,
+                                                                                    body))
+                return answer
+            except BaseException:
+                self._abort()
+                raise
 
     async def _exchange(self, request: ApiMessage, version: int) -> Any:
         return await self._exchange_frame(self._codec.send(request, version))

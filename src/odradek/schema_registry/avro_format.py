@@ -47,6 +47,12 @@ class AvroSchema:
     def normalized(self) -> str:
         return _compact(_normal(self.root))
 
+    def resolved(self) -> str:
+        """The normalized form with every referenced named type written inline where first used (Confluent's
+        `format=resolved`): one self-contained schema."""
+        own = set(self.defined_names)
+        return _compact(_normal(self.root, {n: v for n, v in self.names.items() if n not in own}))
+
     def reader_errors(self, writer: object, reader_label: str, writer_label: str) -> list[str]:
         assert isinstance(writer, AvroSchema)
         return _Resolver(self, writer, reader_label, writer_label).check(self.root, writer.root, "/")
@@ -85,6 +91,7 @@ def _parse_one(text: str, names: dict[str, dict[str, Any]], fastavro_names: dict
     raw = load_json(text, what)
     walker = _Walker(names, what)
     root = walker.node(raw, "")
+    walker.check_defaults()
     try:
         _fastavro_parse(raw, named_schemas=fastavro_names, _write_hint=False)
     except RecursionError:
@@ -102,6 +109,7 @@ class _Walker:
         self.names = names
         self.what = what
         self.defined: list[str] = []
+        self.defaults: list[tuple[str, Any, Any]] = []  # (where, type node, default) checked at the end
 
     def fail(self, message: str) -> SchemaError:
         return SchemaError(f"invalid Avro {self.what}: {message}")
@@ -201,6 +209,14 @@ class _Walker:
             node.update({k: js[k] for k in _LOGICAL if k in js})
         return node
 
+    def check_defaults(self) -> None:
+        """Every field default is a value of the field's type (Avro's Java parser's rule, a union's default
+        fitting any of its branches, as Java accepts)."""
+        for where, type_node, value in self.defaults:
+            if not _fits(type_node, value, self.names):
+                raise self.fail(f"the default of {where} is not a {_describe(type_node).lower()}: "
+                                f"{json.dumps(value)[:80]}")
+
     def aliases(self, js: dict[str, Any], space: str) -> list[str]:
         aliases = js.get("aliases", [])
         if not isinstance(aliases, list):
@@ -226,6 +242,7 @@ class _Walker:
             node: dict[str, Any] = {"name": name, "type": self.node(field["type"], space)}
             if "default" in field:
                 node["default"] = field["default"]
+                self.defaults.append((f"field {name!r} of {record!r}", node["type"], field["default"]))
             aliases = field.get("aliases", [])
             if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
                 raise self.fail(f"the aliases of field {name!r} of {record!r} are not a list of names")
@@ -236,6 +253,38 @@ class _Walker:
             node["order"] = order
             out.append(node)
         return out
+
+
+_INT_RANGE = {"int": (-(1 << 31), (1 << 31) - 1), "long": (-(1 << 63), (1 << 63) - 1)}
+
+
+def _fits(node: Any, value: Any, names: dict[str, dict[str, Any]]) -> bool:
+    if isinstance(node, str) and node not in PRIMITIVES:
+        node = names[node]
+    if isinstance(node, list):
+        return any(_fits(branch, value, names) for branch in node)
+    kind = _kind(node)
+    if kind == "null":
+        return value is None
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind in _INT_RANGE:
+        low, high = _INT_RANGE[kind]
+        return isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+    if kind in ("float", "double"):
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if kind in ("string", "bytes", "fixed"):
+        return isinstance(value, str)
+    if kind == "enum":
+        return isinstance(value, str) and value in node["symbols"]
+    if kind == "array":
+        return isinstance(value, list) and all(_fits(node["items"], v, names) for v in value)
+    if kind == "map":
+        return isinstance(value, dict) and all(_fits(node["values"], v, names) for v in value.values())
+    if not isinstance(value, dict):
+        return False
+    return all(_fits(f["type"], value[f["name"]], names) if f["name"] in value else "default" in f
+               for f in node["fields"])
 
 
 def _full(name: str, space: str) -> str:
@@ -269,23 +318,26 @@ def _ordered(value: Any, order: tuple[str, ...] = _CANONICAL_ORDER) -> Any:
     return out
 
 
-def _normal(node: Any) -> Any:
+def _normal(node: Any, inline: dict[str, Any] | None = None) -> Any:
     """The resolution form: Avro's parsing canonical form (full names, no namespaces or docs) plus what
-    resolution reads: defaults, aliases (full names, sorted), non-default field order, logical types."""
+    resolution reads: defaults, aliases (full names, sorted), non-default field order, logical types.
+    Named types in `inline` are written in full where first used (and removed from it)."""
     if isinstance(node, str):
+        if inline and node in inline:
+            return _normal(inline.pop(node), inline)
         return node
     if isinstance(node, list):
-        return [_normal(b) for b in node]
+        return [_normal(b, inline) for b in node]
     kind = node["type"]
     if kind == "array":
-        return {"type": "array", "items": _normal(node["items"])}
+        return {"type": "array", "items": _normal(node["items"], inline)}
     if kind == "map":
-        return {"type": "map", "values": _normal(node["values"])}
+        return {"type": "map", "values": _normal(node["values"], inline)}
     if kind in PRIMITIVES:
         return {"type": kind, **{k: node[k] for k in _LOGICAL if k in node}}
     out: dict[str, Any] = {"name": node["name"], "type": kind}
     if kind == "record":
-        out["fields"] = [_normal_field(f) for f in node["fields"]]
+        out["fields"] = [_normal_field(f, inline) for f in node["fields"]]
     elif kind == "enum":
         out["symbols"] = node["symbols"]
     else:
@@ -298,8 +350,8 @@ def _normal(node: Any) -> Any:
     return out
 
 
-def _normal_field(field: dict[str, Any]) -> dict[str, Any]:
-    out = {"name": field["name"], "type": _normal(field["type"])}
+def _normal_field(field: dict[str, Any], inline: dict[str, Any] | None) -> dict[str, Any]:
+    out = {"name": field["name"], "type": _normal(field["type"], inline)}
     if "default" in field:
         out["default"] = field["default"]
     if field["aliases"]:

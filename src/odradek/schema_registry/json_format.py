@@ -23,7 +23,7 @@ from odradek.schema_registry.limits import check_references, load_json
 
 # Comparisons one compatibility check may make (pairs of subschemas): a bound on hostile schemas whose
 # oneOf/anyOf nests make the matching grow fast. Past it the check reports the schemas as incompatible.
-MAX_COMPARISONS = 10_000
+MAX_COMPARISONS = 50_000
 
 # The differences Confluent's STRICT policy accepts: the reader accepts all the writer did.
 COMPATIBLE = frozenset("""ID_CHANGED DESCRIPTION_CHANGED TITLE_CHANGED DEFAULT_CHANGED SCHEMA_REMOVED TYPE_EXTENDED
@@ -81,8 +81,8 @@ class JsonSchema:
                     f"({reader_label} schema reading data of the {writer_label})"
                     for path, kind in found if kind not in COMPATIBLE]
         if diff.exhausted:
-            messages.append(f"The schemas are too complex to compare (more than {MAX_COMPARISONS} comparisons "
-                            f"of subschemas): treated as incompatible")
+            return [f"The schemas are too complex to compare (more than {MAX_COMPARISONS} comparisons "
+                    f"of subschemas): treated as incompatible"]
         return list(dict.fromkeys(messages))
 
 
@@ -137,7 +137,7 @@ def _check_refs(schema: JsonSchema) -> None:
         seen.add(id(node.value))
         if isinstance(node.value, dict):
             if isinstance(node.value.get("$ref"), str):
-                stack.append(node.follow())
+                stack.append(node.resolved())  # refuses a circular chain of bare $refs here, not mid-check
             stack.extend(node.child(v) for k, v in node.value.items()
                          if k not in ("const", "enum", "default", "examples") and isinstance(v, dict | list))
         elif isinstance(node.value, list):
@@ -160,6 +160,8 @@ class _Node:
         ref = self.value["$ref"]
         try:
             resolved = self.resolver.lookup(ref)
+        except RecursionError:
+            raise
         except Unresolvable:
             raise SchemaError(f"$ref {ref[:200]!r} does not resolve (a local definition or a reference's name)")\
                 from None
@@ -238,15 +240,18 @@ class _Diff:
         self.memo: dict[tuple[int, int], list[tuple[str, str]]] = {}
         self.budget = MAX_COMPARISONS
         self.exhausted = False
-        self.texts: dict[int, str] = {}
+        # keyed by id(): the values are kept alive with their entries, so no id is reused for another value
+        # (a "type" list's members are dicts made on the fly)
+        self.texts: dict[int, tuple[Any, str]] = {}
+        self.alive: list[tuple[Any, Any]] = []
 
     def distinct(self, members: list[Any]) -> list[Any]:
         """The members less repeats (Confluent compares them as a set)."""
         out: dict[str, Any] = {}
         for member in members:
             if id(member) not in self.texts:
-                self.texts[id(member)] = json.dumps(member, sort_keys=True)
-            out.setdefault(self.texts[id(member)], member)
+                self.texts[id(member)] = (member, json.dumps(member, sort_keys=True))
+            out.setdefault(self.texts[id(member)][1], member)
         return list(out.values())
 
     def compatible(self, diffs: list[tuple[str, str]]) -> bool:
@@ -262,6 +267,7 @@ class _Diff:
             self.exhausted = True
             return [("", "TOO_COMPLEX_TO_COMPARE")]
         self.memo[key] = []
+        self.alive.append((original.value, update.value))
         self.memo[key] = self.types(original, update)
         return self.memo[key]
 

@@ -77,20 +77,16 @@ class _Writer:
         self.out(depth, f"message {m.name} {{")
         for option in self.options(m.options):
             self.out(depth + 1, f"option {option};")
-        real_oneofs: dict[int, list[Any]] = {}
-        plain: list[Any] = []
-        for field in m.field:
+        real_oneofs: dict[int, list[tuple[int, Any]]] = {}
+        # each plain field, and each oneof where its first field stands (by number when normalized)
+        entries: list[tuple[int, tuple[str, Any]]] = []
+        for i, field in enumerate(m.field):
+            position = field.number if self.normalize else i
             if field.HasField("oneof_index") and not field.proto3_optional:
-                real_oneofs.setdefault(field.oneof_index, []).append(field)
+                real_oneofs.setdefault(field.oneof_index, []).append((position, field))
             else:
-                plain.append(field)
-        # each oneof is written where its first field stands (by number when normalized)
-        entries: list[tuple[Any, Any]] = [(f.number if self.normalize else i, ("field", f))
-                                          for i, f in enumerate(m.field) if f in plain]
-        for index, members in real_oneofs.items():
-            position = min(f.number for f in members) if self.normalize else \
-                min(i for i, f in enumerate(m.field) if f in members)
-            entries.append((position, ("oneof", index)))
+                entries.append((position, ("field", field)))
+        entries += [(min(p for p, _ in members), ("oneof", index)) for index, members in real_oneofs.items()]
         for _, (kind, item) in sorted(entries, key=lambda e: e[0]):
             if kind == "field":
                 self.field(item, depth + 1, in_oneof=False)
@@ -99,7 +95,7 @@ class _Writer:
                 self.out(depth + 1, f"oneof {decl.name} {{")
                 for option in self.options(decl.options):
                     self.out(depth + 2, f"option {option};")
-                for f in self.order(real_oneofs[item], lambda f: f.number):
+                for _, f in sorted(real_oneofs[item], key=lambda pf: pf[0]):
                     self.field(f, depth + 2, in_oneof=True)
                 self.out(depth + 1, "}")
         for r in m.extension_range:

@@ -3,7 +3,9 @@
 schema's compatibility with earlier versions at one of Confluent's seven levels.
 
 The server (REST API, storage, ids) knows schemas only through this module; the formats live beside it
-(`avro_format`, `json_format`, `protobuf_format`, `compatibility`)."""
+(`avro_format`, `json_format`, `protobuf_format` with `protobuf_render`), their bounds in `limits`. Each
+format's schema class offers more than the protocol: AvroSchema.defined_names and resolved(),
+JsonSchema.draft, ProtobufSchema.serialized() and message_names()."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ DEFAULT_LEVEL = "BACKWARD"
 
 
 __all__ = ["DEFAULT_LEVEL", "LEVELS", "SCHEMA_TYPES", "ParsedSchema", "Reference", "SchemaError",
-           "check_compatibility", "parse"]
+           "check_compatibility", "formatted", "parse"]
 
 
 @dataclass(frozen=True)
@@ -38,13 +40,16 @@ class ParsedSchema(Protocol):
     def schema_type(self) -> str: ...
 
     def canonical(self) -> str:
-        """The text the registry stores and compares: the same schema written twice with different whitespace
-        (or, for Avro, attribute order and doc-free parsing form as Confluent keeps it) gives the same text."""
+        """The text the registry compares (and may store): the same schema written with other whitespace gives
+        the same text. Avro: compact JSON in Avro's Java attribute order, docs kept; JSON Schema: compact JSON
+        in the order given; Protobuf: .proto text rendered from the compiled descriptor (so the base64
+        descriptor Confluent's Python serializer sends and the .proto text it came from give the same)."""
 
     def normalized(self) -> str:
-        """The text under `normalize=true` (Confluent's normalization: for Avro the canonical form with
-        defaults kept, for Protobuf options and field order normalised, for JSON sorted keys); identical
-        schemas normalise to identical text, so they keep one id."""
+        """The text under `normalize=true`: Avro's parsing canonical form with what resolution reads kept
+        (defaults, aliases, order, logical types; full names, no docs); JSON Schema with sorted keys; Protobuf
+        with imports, options and declarations sorted and fields by number. Identical schemas normalise to
+        identical text, so they keep one id."""
 
     def reader_errors(self, writer: ParsedSchema, reader_label: str, writer_label: str) -> list[str]:
         """Every reason this schema (the reader) cannot read what `writer` (a schema of the same type) allows:
@@ -78,6 +83,22 @@ def _parse(schema_type: str, text: str, references: Mapping[str, str] | None) ->
     return protobuf_format.parse(text, references)
 
 
+def formatted(schema: ParsedSchema, fmt: str) -> str | None:
+    """The schema's text under the REST API's `format` parameter: "serialized" for Protobuf (the base64
+    FileDescriptorProto Confluent's Python deserializer asks for), "resolved" for Avro (referenced types
+    inlined); None when the format does not apply to the schema's type (the server then gives the stored
+    text, as Confluent does)."""
+    fmt = fmt.lower()
+    if fmt == "serialized" and schema.schema_type == "PROTOBUF":
+        return str(schema.serialized())  # type: ignore[attr-defined]
+    if fmt == "resolved" and schema.schema_type == "AVRO":
+        try:
+            return str(schema.resolved())  # type: ignore[attr-defined]
+        except RecursionError:  # references inlined within references, hundreds deep: the stored text then
+            return None
+    return None
+
+
 def check_compatibility(level: str, new: ParsedSchema, previous: Sequence[ParsedSchema]) -> list[str]:
     """Whether `new` may follow `previous` (oldest first, the latest last) at `level`: [] when it may, else one
     message per incompatibility in Confluent's verbose style (what changed, where, and which rule it breaks).
@@ -95,8 +116,12 @@ def check_compatibility(level: str, new: ParsedSchema, previous: Sequence[Parsed
             messages.append(f"Incompatible schema type: the new schema is {new.schema_type}, "
                             f"an earlier version is {old.schema_type}")
             continue
-        if rule in ("BACKWARD", "FULL"):
-            messages += new.reader_errors(old, "new", "old")
-        if rule in ("FORWARD", "FULL"):
-            messages += old.reader_errors(new, "old", "new")
+        try:
+            if rule in ("BACKWARD", "FULL"):
+                messages += new.reader_errors(old, "new", "old")
+            if rule in ("FORWARD", "FULL"):
+                messages += old.reader_errors(new, "old", "new")
+        except RecursionError:  # a chain of thousands of named types, each using the next
+            messages.append("The schemas' types refer to one another too deeply to compare: treated as "
+                            "incompatible")
     return list(dict.fromkeys(messages))

@@ -316,6 +316,10 @@ class TransactionCoordinator:
                 attempt += 1
                 log.warning("Completing the transaction of %s failed (attempt %d), retrying: %s", tid, attempt, exc)
                 await asyncio.sleep(min(0.1 * attempt, 2.0))
+            except Exception:  # a defect: still retried, since a transaction left in PREPARE_* blocks its producer
+                attempt += 1
+                log.exception("Completing the transaction of %s failed (attempt %d), retrying", tid, attempt)
+                await asyncio.sleep(min(0.1 * attempt, 2.0))
 
     # ---- housekeeping ----
     async def abort_timed_out(self) -> None:

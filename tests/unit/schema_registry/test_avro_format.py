@@ -124,6 +124,10 @@ INVALID = [
     ("duplicate field", rec(f("a", "int"), f("a", "long"))),
     ("bad field name", rec(f("a-b", "int"))),
     ("default of wrong type", rec(f("a", "int", default="x"))),
+    ("default of wrong item type", rec(f("a", {"type": "array", "items": "int"}, default=[1, "x"]))),
+    ("int default out of range", rec(f("a", "int", default=1 << 31))),
+    ("record default missing a field", rec(f("in", INNER_A, default={}))),
+    ("union default fits no branch", rec(f("a", ["null", "int"], default="x"))),
     ("enum duplicate symbol", rec(f("e", enum("A", "A")))),
     ("enum default not a symbol", rec(f("e", enum("A", default="B")))),
     ("fixed without size", rec(f("x", {"type": "fixed", "name": "F"}))),
@@ -142,6 +146,13 @@ def test_invalid_schemas(text: str) -> None:
     with pytest.raises(SchemaError) as e:
         parse("AVRO", text)
     assert str(e.value)
+
+
+def test_defaults_that_fit() -> None:
+    parse("AVRO", rec(f("a", ["null", "int"], default=1), f("b", ["null", "int"], default=None),
+                      f("in", INNER_AB, default={"a": 1}), f("m", {"type": "map", "values": "long"}, default={"x": 2}),
+                      f("d", "double", default=1), f("e", enum("A", "B"), default="B"),
+                      f("next", ["null", "R"], default=None)))
 
 
 def test_canonical_ignores_whitespace_and_attribute_order() -> None:
@@ -207,3 +218,24 @@ def test_hostile_inputs_refused_fast() -> None:
     with pytest.raises(SchemaError, match="deeper"):
         parse("AVRO", json.dumps(deep))
     assert time.monotonic() - started < 2
+
+
+@pytest.mark.parametrize(("old", "new", "backward", "forward"), [c[1:] for c in MATRIX], ids=[c[0] for c in MATRIX])
+def test_compatible_means_fastavro_resolves_the_data(old: str, new: str, backward: bool, forward: bool) -> None:
+    """An independent oracle: where we say a reader can read a writer's data, fastavro's schema resolution
+    reads records generated with the writer schema."""
+    import io
+
+    from fastavro import schemaless_reader, schemaless_writer
+    from fastavro.schema import parse_schema
+    from fastavro.utils import generate_many
+
+    for ok, writer, reader in ((backward, old, new), (forward, new, old)):
+        if not ok or ('"bytes"' in writer and '"string"' in reader):  # random bytes are seldom UTF-8
+            continue
+        w, r = parse_schema(json.loads(writer)), parse_schema(json.loads(reader))
+        for record in generate_many(w, 10):
+            buffer = io.BytesIO()
+            schemaless_writer(buffer, w, record)
+            buffer.seek(0)
+            schemaless_reader(buffer, w, r)

@@ -104,6 +104,8 @@ INVALID = [
     ("minimum not a number", '{"minimum": "0"}'),
     ("bad $ref", '{"$ref": "#/definitions/missing"}'),
     ("unknown reference", '{"$ref": "other.json"}'),
+    ("circular $ref chain", '{"$ref": "#/definitions/a", "definitions": {"a": {"$ref": "#/definitions/b"}, '
+                            '"b": {"$ref": "#/definitions/a"}}}'),
     ("unknown $schema", '{"$schema": "http://example.com/not-a-draft", "type": "string"}'),
     ("draft 2020-12 rule", '{"$schema": "https://json-schema.org/draft/2020-12/schema", "prefixItems": 3}'),
 ]
@@ -169,3 +171,8 @@ def test_hostile_inputs_refused_fast(monkeypatch: pytest.MonkeyPatch) -> None:
     messages = check_compatibility("BACKWARD", wide, [wide])  # too complex to compare: refused, not hung
     assert any("too complex" in m for m in messages)
     assert time.monotonic() - started < 5
+
+
+def test_large_legitimate_schema_is_compared() -> None:
+    big = parse("JSON", obj({f"p{i}": {"type": "string", "maxLength": 10} for i in range(4000)}, **CLOSED))
+    assert check_compatibility("FULL", big, [big]) == []

@@ -194,3 +194,11 @@ def test_confluent_builtin_imports() -> None:
     schema = parse("PROTOBUF", proto('import "confluent/meta.proto";\nimport "confluent/type/decimal.proto";\n'
                                      "message M { confluent.type.Decimal amount = 1 [(confluent.field_meta).doc = \"x\"]; }"))
     assert "confluent.type.Decimal" in schema.canonical()
+
+
+def test_large_message_renders_in_linear_time() -> None:
+    started = time.monotonic()
+    schema = parse("PROTOBUF", proto("message M {" + " ".join(f"string f{i} = {i};" for i in range(1, 5000))
+                                     + " oneof o { int32 x = 5000; int32 y = 5001; } }"))
+    assert schema.normalized().count(" = ") == 5002 and check_compatibility("FULL", schema, [schema]) == []
+    assert time.monotonic() - started < 3
