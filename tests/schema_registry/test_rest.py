@@ -285,3 +285,17 @@ def test_lists_page_and_filter(registry: Registry) -> None:
     assert status == 200 and [(d["subject"], d["version"]) for d in body] == [(s, 1)]
     assert registry.call("POST", f"/compatibility/subjects/{s}/versions?verbose=true",
                          {"schema": record("L", ("a", "int"))}) == (200, {"is_compatible": True, "messages": []})
+
+
+def test_resolved_format_inlines_avro_references(registry: Registry) -> None:
+    base, user = subject(), subject()
+    register(registry, base, json.dumps({"type": "record", "name": "Zip", "namespace": "ex",
+                                         "fields": [{"name": "code", "type": "string"}]}))
+    person = json.dumps({"type": "record", "name": "Home", "namespace": "ex",
+                         "fields": [{"name": "zip", "type": "ex.Zip"}]})
+    sid = register(registry, user, person, references=[{"name": "ex.Zip", "subject": base, "version": 1}])[1]["id"]
+    status, body = registry.call("GET", f"/schemas/ids/{sid}?format=resolved")
+    assert status == 200 and '"code"' in body["schema"]
+    assert '"code"' not in registry.call("GET", f"/schemas/ids/{sid}")[1]["schema"]
+    assert registry.call("GET", f"/subjects/{user}/versions/1?format=nonsense")[1]["schema"] == \
+        registry.call("GET", f"/subjects/{user}/versions/1")[1]["schema"]

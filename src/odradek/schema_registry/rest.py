@@ -23,7 +23,7 @@ from odradek.schema_registry.registry import (
     parse_version,
     schema_not_found,
 )
-from odradek.schema_registry.schemas import SCHEMA_TYPES
+from odradek.schema_registry.schemas import SCHEMA_TYPES, formatted
 from odradek.schema_registry.state import DEFAULT_CONTEXT, context_of
 
 log = logging.getLogger("odradek.schema_registry")
@@ -252,14 +252,16 @@ class RegistryRest:
             raise schema_not_found(request.match_info["id"]) from None
 
     async def _formatted(self, request: web.Request, doc: dict[str, Any]) -> dict[str, Any]:
-        """`?format=serialized` gives a Protobuf schema as its base64 FileDescriptorProto (what Confluent's
-        Python deserializer asks for); other formats and types keep the stored text."""
-        if request.query.get("format") == "serialized" and doc.get("schemaType") == "PROTOBUF":
-            parsed = await asyncio.to_thread(self.registry.parse, "PROTOBUF", doc["schema"], doc.get("references")
-                                             or [])
-            serialized = getattr(parsed, "serialized", None)
-            if serialized is not None:
-                doc["schema"] = serialized()
+        """`?format=`: `serialized` gives a Protobuf schema as its base64 FileDescriptorProto (what Confluent's
+        Python deserializer asks for), `resolved` an Avro schema with its references inlined; other formats
+        and types keep the stored text, as Confluent's do."""
+        fmt = request.query.get("format", "")
+        if fmt:
+            parsed = await asyncio.to_thread(self.registry.parse, doc.get("schemaType", "AVRO"), doc["schema"],
+                                             doc.get("references") or [])
+            text = await asyncio.to_thread(formatted, parsed, fmt)
+            if text is not None:
+                doc["schema"] = text
         return doc
 
     async def by_id(self, request: web.Request) -> web.Response:
