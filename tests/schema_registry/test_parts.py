@@ -70,6 +70,8 @@ def test_properties() -> None:
     secured = RegistryConfig({"kafkastore.bootstrap.servers": "h:1", "kafkastore.security.protocol": "SASL_SSL",
                               "kafkastore.sasl.mechanism": "PLAIN", "kafkastore.topic": "t"})
     assert secured.client_props() == {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN"}
+    listed = RegistryConfig({"kafkastore.bootstrap.servers": "SASL_PLAINTEXT://a:1, SASL_SSL://b:2,c:3"})
+    assert listed.bootstrap == "a:1,b:2,c:3"
     with pytest.raises(RegistryConfigError, match="kafkastore.bootstrap.servers"):
         RegistryConfig({})
     for props, words in (({"listeners": "ftp://x:1"}, "scheme"), ({"listeners": "http://x"}, "no port"),

@@ -77,8 +77,9 @@ class RegistryConfig:
 
     @property
     def bootstrap(self) -> str:
-        return self.props["kafkastore.bootstrap.servers"].replace("PLAINTEXT://", "").replace("SSL://", "") \
-            .replace("SASL_PLAINTEXT://", "").replace("SASL_SSL://", "")
+        """host:port entries, without the `PROTOCOL://` Confluent's examples put before each."""
+        return ",".join(entry.strip().split("://", 1)[-1]
+                        for entry in self.props["kafkastore.bootstrap.servers"].split(",") if entry.strip())
 
     @property
     def topic(self) -> str:
