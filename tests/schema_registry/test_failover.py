@@ -6,6 +6,7 @@ noticed, writes continue on the survivor, no schema is lost and no id is given t
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,29 @@ def test_primary_kill_keeps_every_schema_and_id(broker: BrokerProcess, tmp_path:
             assert late > ids["after"]
         finally:
             c.stop()
+    finally:
+        a.stop()
+        b.stop()
+
+
+@pytest.mark.timeout(120)
+def test_clean_stop_hands_over_without_the_session_timeout(broker: BrokerProcess, tmp_path: Path) -> None:
+    """A primary stopped with SIGTERM leaves the group, so the other node takes over in well under the
+    session timeout (60 s here)."""
+    props = {**PROPS, "schema.registry.group.id": "sr-handover", "kafkastore.topic": "_schemas_handover",
+             "kafkagroup.session.timeout.ms": "60000"}
+    a = Registry(tmp_path / "a", broker, props).start()
+    b = Registry(tmp_path / "b", broker, props).start()
+    try:
+        wait_primary(a)
+        wait_primary(b)
+        wait_until(lambda: is_primary(a) or is_primary(b), 30, "one node logging it is the primary")
+        primary, other = (a, b) if is_primary(a) else (b, a)
+        primary.stop()
+        start = time.monotonic()
+        wait_until(lambda: other.call("POST", "/subjects/handover/versions", {"schema": schema(7)})[0] == 200, 30,
+                   "a write accepted by the other node")
+        assert time.monotonic() - start < 30 and is_primary(other)
     finally:
         a.stop()
         b.stop()
