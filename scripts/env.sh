@@ -126,3 +126,21 @@ librdkafka_tests() {  # librdkafka_tests : librdkafka's own test program (tests/
   }
   touch "$home/.complete"
 }
+
+confluent_python_tests() {  # confluent_python_tests : confluent-kafka-python's tests/ directory of its v2.15.0 tag,
+  # fetched once from GitHub into $ODRADEK_CACHE/confluent-kafka-python-2.15.0; tests/schema_registry/
+  # test_confluent_python_suite.py runs its schema registry integration tests against Odradek's registry
+  local version=2.15.0 cache home tmp
+  cache="${ODRADEK_CACHE:-$HOME/.cache/odradek}"
+  home="$cache/confluent-kafka-python-$version"
+  [ -f "$home/.complete" ] && return 0
+  echo "odradek: fetching confluent-kafka-python $version's tests from GitHub into $home (once)" >&2
+  tmp=$(mktemp -d)
+  curl -fsSL "https://github.com/confluentinc/confluent-kafka-python/archive/refs/tags/v$version.tar.gz" |
+    tar xz -C "$tmp" "confluent-kafka-python-$version/tests" || { rm -rf "$tmp"; return 1; }
+  rm -rf "$home"
+  mkdir -p "$home"
+  mv "$tmp/confluent-kafka-python-$version/tests" "$home/tests"
+  rm -rf "$tmp"
+  touch "$home/.complete"
+}

@@ -21,6 +21,7 @@ kafka_jars
 # librdkafka's share-consumer tests (tests/integration/test_librdkafka_share_suite.py); a failed build fails those
 # tests alone, not the whole run
 librdkafka_tests || echo "odradek: librdkafka's test program could not be built: test_librdkafka_share_suite will fail" >&2
+confluent_python_tests || echo "odradek: confluent-kafka-python's tests could not be fetched: test_confluent_python_suite will fail" >&2
 tools_hint
 ruff check src tests bench
 mypy src/odradek

@@ -371,6 +371,7 @@ OptionalStrKey: TypeAlias = Literal[
     "sasl.oauthbearer.scope",
     "sasl.oauthbearer.token.endpoint.url",
     "sasl.server.callback.handler.class",
+    "schema_registry_api",
     "security.providers",
     "ssl.engine.factory.class",
     "ssl.keystore.location",

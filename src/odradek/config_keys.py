@@ -693,6 +693,10 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("http.listener.auth.token", PASSWORD, None, applied=True),
     _key("http.listener.max.connections", INT, "64", valid=Range(1), applied=True),
     _key("http.listener.request.timeout.ms", INT, "10000", valid=Range(1), applied=True),
+    # Odradek's own, named after Redpanda's `schema_registry_api` listener: the URLs (http://HOST:PORT, comma
+    # separated) on which `odradek server-start` also runs a schema registry with Confluent's REST API, kept
+    # in this cluster's `_schemas` topic through the broker's first PLAINTEXT listener; off when unset.
+    _key("schema_registry_api", STRING, None, applied=True),
     _key("max.connections", INT, "2147483647", valid=Range(0), mode=C, applied=True),
     _key("max.connections.per.ip", INT, "2147483647", valid=Range(0), mode=C, applied=True),
     _key("max.connections.per.ip.overrides", STRING, "", mode=C, applied=True),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import faulthandler
 import logging
 import os
@@ -85,7 +86,16 @@ async def _run(config: object) -> int:
             print(f"Error: {exc}", file=sys.stderr)
         await broker.shutdown()
         return 1
+    registry = None
+    if config.get("schema_registry_api"):  # type: ignore[attr-defined]
+        from odradek.cli.schema_registry import run_in_broker
+
+        registry = loop.create_task(run_in_broker(config))
     await broker.wait_stopped()
+    if registry is not None:
+        registry.cancel()
+        with contextlib.suppress(BaseException):
+            await registry
     return 0
 
 

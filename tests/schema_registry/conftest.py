@@ -1,0 +1,36 @@
+"""The registry tests' broker (a new group's first rebalance at once, so the primary is elected without the
+broker's initial delay) and a registry process shared by a module."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.harness import NO_REBALANCE_DELAY, BrokerProcess
+from tests.schema_registry.helpers import Registry, RestClient
+from tests.waiting import wait_until
+
+
+@pytest.fixture(scope="module")
+def broker_config() -> dict[str, str]:
+    return dict(NO_REBALANCE_DELAY)
+
+
+def wait_primary(registry: RestClient) -> None:
+    """Until the registry accepts writes (its group has elected a primary)."""
+    def writable() -> bool:
+        status, _ = registry.call("PUT", "/config/__probe", {"compatibility": "BACKWARD"})
+        return status == 200
+    wait_until(writable, 30, "an elected schema registry primary")
+    registry.call("DELETE", "/config/__probe")
+
+
+@pytest.fixture(scope="module")
+def registry(broker: BrokerProcess, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
+    node = Registry(tmp_path_factory.mktemp("registry"), broker).start()
+    try:
+        wait_primary(node)
+        yield node
+    finally:
+        node.stop()
