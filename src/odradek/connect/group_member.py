@@ -143,6 +143,9 @@ class GroupMember:
 
     def _join(self, conn: BlockingConnection) -> bool:
         """One JoinGroup + SyncGroup round; False when it must be tried again."""
+        # cleared before the round, not after it: a change read while the round is under way (a connector
+        # created between JoinGroup and SyncGroup) asks for the next round and must not be forgotten
+        self.rejoin.clear()
         if self.protocol == EAGER:
             self.on_revoke()
         request = JoinGroupRequest(group_id=self.group, session_timeout_ms=self.session_ms,
@@ -189,7 +192,6 @@ class GroupMember:
                  "%s, tasks %s, revoked connectors %s, revoked tasks %s, delay %d ms", self.generation,
                  self.member_id, protocol, assignment.leader, assignment.leader_url, assignment.connectors,
                  assignment.tasks, assignment.revoked_connectors, assignment.revoked_tasks, assignment.delay_ms)
-        self.rejoin.clear()  # what on_assigned asks for is a new request
         self.on_assigned(assignment, self.generation, protocol)
         return True
 

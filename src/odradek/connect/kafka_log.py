@@ -45,7 +45,10 @@ class KafkaLog:
         self.producer = create_client(Producer, client_config(
             config.bootstrap_servers, config.client_props("producer"), errors=ClientErrors(),
             defaults={"client.id": f"{client_id}-producer", "acks": "all", "linger.ms": 0,
-                      "enable.idempotence": False}))
+                      "enable.idempotence": False,
+                      # a key's partition as a Java worker's producer picks it (murmur2), so both kinds of worker
+                      # write a connector's status and offsets to the same partition
+                      "partitioner": "murmur2_random"}))
         self.consumer = create_client(Consumer, client_config(
             config.bootstrap_servers, config.client_props("consumer"), errors=ClientErrors(),
             defaults={"client.id": f"{client_id}-consumer", "group.id": f"{client_id}-unused",
@@ -67,7 +70,10 @@ class KafkaLog:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                messages = self.consumer.consume(500, 0.2)
+                # wait for the first record only, then take what else is there: consume(500, 0.2) waited out its
+                # timeout for a full batch, so every write took 0.2 s to be read back
+                first = self.consumer.poll(0.2)
+                messages = [] if first is None else [first, *self.consumer.consume(499, 0)]
             except RuntimeError:  # closed
                 return
             for msg in messages:

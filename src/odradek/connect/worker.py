@@ -181,7 +181,8 @@ class SourceTaskRunner(TaskRunner):
         tolerate = self.connector.config.get("errors.tolerance", "none") == "all"
         errors = ClientErrors()
         defaults: dict[str, Any] = {"client.id": f"connector-producer-{self.connector.name}-{self.task.id}",
-                                    "acks": "all", "enable.idempotence": False, "linger.ms": 5}
+                                    "acks": "all", "enable.idempotence": False, "linger.ms": 5,
+                                    "partitioner": "murmur2_random"}  # a keyed record's partition as Java's
         if eos:
             defaults.update({"enable.idempotence": True, "transactional.id": exactly_once.transactional_id(
                 str(cfg.props["group.id"]), self.connector.name, self.task.id)})
