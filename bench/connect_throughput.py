@@ -1,12 +1,13 @@
 """Kafka Connect's records/s: Odradek's standalone worker (`odradek connect-standalone`) beside Apache Kafka's
 (connect-runtime 4.4.0, `ConnectStandalone` with the JVM settings of connect-standalone.sh) in one run, against
-one Odradek broker (started as bench/yardstick.py starts it). Each worker, freshly started with the same settings
-(StringConverter for keys and values, the same offset.flush.interval.ms, tasks.max=1), gets a file sink and a
-file source through its REST API: N lines of a file go through a topic of one partition into a sink file. The
-clock runs from the creation of the connectors until the topic's end offset reaches N (source) and until the
-sink file has all N lines (end to end); the worker's CPU seconds and peak RSS (psutil, with its children) are
-taken over the same span. The workers alternate over several rounds; the table gives each round's figures, the
-medians and the ratios Odradek / Apache, and is written to bench/results/connect_throughput.md.
+one Odradek broker (started as bench/yardstick.py starts it, with group.initial.rebalance.delay.ms=0). Each
+worker, freshly started with the same settings (StringConverter for keys and values, the same
+offset.flush.interval.ms, tasks.max=1), gets a file sink and a file source through its REST API: N lines of a
+file go through a topic of one partition into a sink file. The clock runs from the creation of the connectors
+until the topic's end offset reaches N (source) and until the sink file has all N lines (end to end); the
+worker's CPU seconds and peak RSS (psutil, with its children) are taken over the same span. The workers
+alternate over several rounds; the table gives each round's figures, the medians and the ratios
+Odradek / Apache, and is written to bench/results/connect_throughput.md.
 
 Apache's worker runs the project's FileStream stand-ins (tests/jvm/FileStream*.java, as the interop test does:
 Maven Central has no connect-file 4.4.0); their source task hands over every complete line it finds in one poll,
@@ -15,6 +16,7 @@ where Kafka's own reads at most batch.size (2,000) lines per poll, as Odradek's 
     python bench/connect_throughput.py                 # 200,000 lines, 3 rounds
     python bench/connect_throughput.py --quick         # 20,000 lines, 1 round
     python bench/connect_throughput.py --records 50000 --rounds 2
+    python bench/connect_throughput.py --baseline-src /tmp/main/src   # and main's worker, before and after
 
 Needs Apache Kafka's jars and the Java test programs (`. scripts/env.sh && kafka_jars`)."""
 
@@ -42,7 +44,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.harness import BrokerProcess, free_port, odradek_cmd, stop_process, wait_port  # noqa: E402
+from tests.harness import NO_REBALANCE_DELAY, BrokerProcess, free_port, odradek_cmd, stop_process, wait_port  # noqa: E402
 from tests.jvm.apache_kafka import classpath, kafka_version, runner_dir  # noqa: E402
 from tests.waiting import wait_until  # noqa: E402
 
@@ -238,7 +240,9 @@ def main() -> int:
     procs: list[subprocess.Popen] = []
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="connect-bench-") as tmp:
-        broker = BrokerProcess(Path(tmp) / "broker").start()
+        # a sink task's consumer group forms at once rather than after the default 3 s initial rebalance delay,
+        # which would be most of a quick run's end-to-end time
+        broker = BrokerProcess(Path(tmp) / "broker", overrides=dict(NO_REBALANCE_DELAY)).start()
         try:
             source = Path(tmp) / "source.txt"
             with open(source, "w") as f:
