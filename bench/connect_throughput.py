@@ -7,7 +7,8 @@ file go through a topic of one partition into a sink file. The clock runs from t
 until the topic's end offset reaches N (source) and until the sink file has all N lines (end to end); the
 worker's CPU seconds and peak RSS (psutil, with its children) are taken over the same span. The workers
 alternate over several rounds; the table gives each round's figures, the medians and the ratios
-Odradek / Apache, and is written to bench/results/connect_throughput.md.
+Odradek / Apache, and is written to bench/results/connect_throughput.md. `--modes distributed` runs each worker
+as a Connect cluster of one (`connect-distributed`, `ConnectDistributed`) instead, or as well.
 
 Apache's worker runs the project's FileStream stand-ins (tests/jvm/FileStream*.java, as the interop test does:
 Maven Central has no connect-file 4.4.0); their source task hands over every complete line it finds in one poll,
@@ -16,6 +17,7 @@ where Kafka's own reads at most batch.size (2,000) lines per poll, as Odradek's 
     python bench/connect_throughput.py                 # 200,000 lines, 3 rounds
     python bench/connect_throughput.py --quick         # 20,000 lines, 1 round
     python bench/connect_throughput.py --records 50000 --rounds 2
+    python bench/connect_throughput.py --modes standalone,distributed
     python bench/connect_throughput.py --baseline-src /tmp/main/src   # and main's worker, before and after
 
 Needs Apache Kafka's jars and the Java test programs (`. scripts/env.sh && kafka_jars`)."""
@@ -71,12 +73,22 @@ class Sample:
     peak_rss_mb: float
 
 
-def _worker_cmd(name: str, props: Path) -> list[str]:
+def _worker_cmd(name: str, mode: str, props: Path) -> list[str]:
     if name in ("odradek", "baseline"):
-        return odradek_cmd("connect-standalone", str(props))
-    # connect-standalone.sh: KAFKA_HEAP_OPTS="-Xms256M -Xmx2G", kafka-run-class.sh's G1
+        return odradek_cmd(f"connect-{mode}", str(props))
+    # connect-standalone.sh and connect-distributed.sh: KAFKA_HEAP_OPTS="-Xms256M -Xmx2G", kafka-run-class.sh's G1
+    main = "ConnectStandalone" if mode == "standalone" else "ConnectDistributed"
     return ["java", "-Xms256M", "-Xmx2G", "-XX:+UseG1GC", "-cp", f"{runner_dir()}{os.pathsep}{classpath()}",
-            "org.apache.kafka.connect.cli.ConnectStandalone", str(props)]
+            f"org.apache.kafka.connect.cli.{main}", str(props)]
+
+
+def _mode_props(mode: str, workdir: Path) -> str:
+    if mode == "standalone":
+        return f"offset.storage.file.filename={workdir / 'offsets'}\n"
+    group = f"bench-{workdir.name}"  # a Connect cluster of one worker, its internal topics of their own
+    return (f"group.id={group}\nconfig.storage.topic={group}-configs\noffset.storage.topic={group}-offsets\n"
+            f"status.storage.topic={group}-status\nconfig.storage.replication.factor=1\n"
+            "offset.storage.replication.factor=1\nstatus.storage.replication.factor=1\n")
 
 
 def _rest(port: int, method: str, path: str, body: object = None) -> tuple[int, object]:
@@ -116,9 +128,10 @@ class LineCounter:
         return self.lines
 
 
-def run_once(name: str, bootstrap: str, source: Path, n: int, workdir: Path, procs: list[subprocess.Popen],
-             args: argparse.Namespace) -> Sample:
-    """Start worker `name` on a fresh topic and dir, create the sink and source, time them, stop the worker."""
+def run_once(name: str, mode: str, bootstrap: str, source: Path, n: int, workdir: Path,
+             procs: list[subprocess.Popen], args: argparse.Namespace) -> Sample:
+    """Start worker `name` in `mode` on a fresh topic and dir, create the sink and source, time them, stop the
+    worker."""
     workdir.mkdir(parents=True)
     topic = f"bench-{workdir.name}"
     admin = AdminClient({"bootstrap.servers": bootstrap})  # held: a collected client fails its futures
@@ -126,13 +139,12 @@ def run_once(name: str, bootstrap: str, source: Path, n: int, workdir: Path, pro
     port = free_port()
     props = workdir / "worker.properties"
     props.write_text(f"bootstrap.servers={bootstrap}\nlisteners=http://127.0.0.1:{port}\n"
-                     f"rest.advertised.host.name=127.0.0.1\noffset.storage.file.filename={workdir / 'offsets'}\n"
-                     + WORKER_PROPS)
+                     f"rest.advertised.host.name=127.0.0.1\n{_mode_props(mode, workdir)}" + WORKER_PROPS)
     with open(workdir / "connect.out", "ab") as out:
         env = dict(os.environ)
         if name == "baseline":  # the same worker, from another checkout's sources
             env["PYTHONPATH"] = args.baseline_src
-        proc = subprocess.Popen(_worker_cmd(name, props), cwd=workdir, stdout=out,
+        proc = subprocess.Popen(_worker_cmd(name, mode, props), cwd=workdir, stdout=out,
                                 stderr=subprocess.STDOUT, start_new_session=True, env=env)
     procs.append(proc)
     sink = workdir / "sink.txt"
@@ -140,6 +152,9 @@ def run_once(name: str, bootstrap: str, source: Path, n: int, workdir: Path, pro
     try:
         wait_port(port, 120, proc)
         wait_until(lambda: _ready(port), 120, lambda: f"{name}'s REST API\n{_tail(workdir)}")
+        if mode == "distributed":  # until the worker has joined its group (409 before)
+            wait_until(lambda: _rest(port, "GET", "/connectors/bench-probe")[0] == 404, 120,
+                       lambda: f"{name} leading its group\n{_tail(workdir)}")
         watch = Watch(proc.pid)
         spy = None
         if args.profile and name != "kafka":  # attached from outside: its CPU is not the worker's
@@ -154,8 +169,10 @@ def run_once(name: str, bootstrap: str, source: Path, n: int, workdir: Path, pro
             for conn, config in (("bench-sink", {"connector.class": SINK_CLASS, "file": str(sink), "topics": topic}),
                                  ("bench-source", {"connector.class": SOURCE_CLASS, "file": str(source),
                                                    "topic": topic})):
-                code, body = _rest(port, "POST", "/connectors",
-                                   {"name": conn, "config": {**config, "tasks.max": "1"}})
+                while (answer := _rest(port, "POST", "/connectors",
+                                        {"name": conn, "config": {**config, "tasks.max": "1"}}))[0] == 409:
+                    time.sleep(0.05)  # a distributed worker rebalancing
+                code, body = answer
                 if code != 201:
                     raise SystemExit(f"{name}: creating {conn} gave {code}: {body}")
             source_s = sink_s = 0.0
@@ -190,25 +207,31 @@ def _median(samples: list[Sample], key: Callable[[Sample], float]) -> float:
     return statistics.median(key(s) for s in samples)
 
 
-def table(results: dict[str, list[Sample]], n: int) -> str:
-    lines = ["| worker | round | source rec/s | end-to-end rec/s | source s | end-to-end s | worker CPU s | "
-             "peak RSS MB |", "|---|---|---:|---:|---:|---:|---:|---:|"]
-    for name, samples in results.items():
-        for i, s in enumerate(samples, 1):
-            lines.append(f"| {LABELS[name]} | {i} | {n / s.source_s:,.0f} | {n / s.sink_s:,.0f} | {s.source_s:.2f} | "
-                         f"{s.sink_s:.2f} | {s.cpu_s:.1f} | {s.peak_rss_mb:.0f} |")
-    for name, samples in results.items():
-        lines.append(f"| **{LABELS[name]}** | median | {n / _median(samples, lambda s: s.source_s):,.0f} | "
-                     f"{n / _median(samples, lambda s: s.sink_s):,.0f} | {_median(samples, lambda s: s.source_s):.2f} | "
-                     f"{_median(samples, lambda s: s.sink_s):.2f} | {_median(samples, lambda s: s.cpu_s):.1f} | "
-                     f"{_median(samples, lambda s: s.peak_rss_mb):.0f} |")
-    if all(results.get(w) for w in WORKERS):
-        ours, theirs = results["odradek"], results["kafka"]
+def table(results: dict[tuple[str, str], list[Sample]], n: int) -> str:
+    lines = ["| mode | worker | round | source rec/s | end-to-end rec/s | source s | end-to-end s | worker CPU s | "
+             "peak RSS MB |", "|---|---|---|---:|---:|---:|---:|---:|---:|"]
 
-        def ratio(key: Callable[[Sample], float], inverse: bool = False) -> str:
+    def row(mode: str, label: str, round_: str, source_s: float, sink_s: float, cpu: float, rss: float) -> str:
+        return (f"| {mode} | {label} | {round_} | {n / source_s:,.0f} | {n / sink_s:,.0f} | {source_s:.2f} | "
+                f"{sink_s:.2f} | {cpu:.1f} | {rss:.0f} |")
+
+    for (mode, name), samples in results.items():
+        lines += [row(mode, LABELS[name], str(i), s.source_s, s.sink_s, s.cpu_s, s.peak_rss_mb)
+                  for i, s in enumerate(samples, 1)]
+    for (mode, name), samples in results.items():
+        lines.append(row(mode, f"**{LABELS[name]}**", "median", _median(samples, lambda s: s.source_s),
+                         _median(samples, lambda s: s.sink_s), _median(samples, lambda s: s.cpu_s),
+                         _median(samples, lambda s: s.peak_rss_mb)))
+    for mode in dict.fromkeys(m for m, _ in results):
+        ours, theirs = results.get((mode, "odradek")), results.get((mode, "kafka"))
+        if not ours or not theirs:
+            continue
+
+        def ratio(key: Callable[[Sample], float], inverse: bool = False,
+                  ours: list[Sample] = ours, theirs: list[Sample] = theirs) -> str:
             r = _median(ours, key) / _median(theirs, key)
             return f"{1 / r if inverse else r:.2f}x"
-        lines.append(f"| **Odradek / Apache** | median | {ratio(lambda s: s.source_s, True)} | "
+        lines.append(f"| {mode} | **Odradek / Apache** | median | {ratio(lambda s: s.source_s, True)} | "
                      f"{ratio(lambda s: s.sink_s, True)} | {ratio(lambda s: s.source_s)} | {ratio(lambda s: s.sink_s)} | "
                      f"{ratio(lambda s: s.cpu_s)} | {ratio(lambda s: s.peak_rss_mb)} |")
     return "\n".join(lines)
@@ -220,6 +243,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3, help="alternating repetitions per worker (default 3)")
     ap.add_argument("--quick", action="store_true", help="20,000 lines, 1 round")
     ap.add_argument("--workers", default=",".join(WORKERS), help="which workers, comma-separated (odradek,kafka)")
+    ap.add_argument("--modes", default="standalone",
+                    help="standalone, distributed (a Connect cluster of one worker) or both, comma-separated")
     ap.add_argument("--timeout", type=float, default=600, help="seconds a worker may take for one round")
     ap.add_argument("--baseline-src", metavar="DIR",
                     help="also run Odradek's worker from the sources in DIR (another checkout's src/), as the\n"
@@ -233,10 +258,13 @@ def main() -> int:
         names.append("baseline")
     if unknown := [w for w in names if w not in (*WORKERS, "baseline")]:
         ap.error(f"unknown worker(s): {', '.join(unknown)} (known: {', '.join(WORKERS)})")
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    if not modes or any(m not in ("standalone", "distributed") for m in modes):
+        ap.error(f"--modes: standalone and/or distributed, not {args.modes!r}")
     n, rounds = (20_000, 1) if args.quick else (args.records, args.rounds)
     if n < 1 or rounds < 1:
         ap.error("--records and --rounds must be positive")
-    results: dict[str, list[Sample]] = {name: [] for name in names}
+    results: dict[tuple[str, str], list[Sample]] = {(mode, name): [] for mode in modes for name in names}
     procs: list[subprocess.Popen] = []
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="connect-bench-") as tmp:
@@ -248,19 +276,18 @@ def main() -> int:
             with open(source, "w") as f:
                 f.writelines(f"record-{i:09d} {'x' * 82}\n" for i in range(n))
             for r in range(rounds):
-                order = names if r % 2 == 0 else names[::-1]
-                for name in order:
-                    print(f"round {r + 1}/{rounds}, {LABELS[name]}: {n:,} lines ...", flush=True)
-                    s = run_once(name, broker.bootstrap, source, n, Path(tmp) / f"{name}-{r}", procs, args)
-                    results[name].append(s)
-                    if args.profile:
-                        Path(args.profile).mkdir(parents=True, exist_ok=True)
-                        stacks = Path(tmp) / f"{name}-{r}" / "profile.txt"
-                        if stacks.exists():
-                            shutil.copy(stacks, Path(args.profile) / f"{name}-{r}.txt")
-                    print(f"  source {n / s.source_s:,.0f} rec/s ({s.source_s:.2f} s), end to end "
-                          f"{n / s.sink_s:,.0f} rec/s ({s.sink_s:.2f} s), {s.cpu_s:.1f} CPU s, "
-                          f"peak RSS {s.peak_rss_mb:.0f} MB", flush=True)
+                for mode in modes:
+                    for name in names if r % 2 == 0 else names[::-1]:
+                        print(f"round {r + 1}/{rounds}, {mode}, {LABELS[name]}: {n:,} lines ...", flush=True)
+                        workdir = Path(tmp) / f"{mode}-{name}-{r}"
+                        s = run_once(name, mode, broker.bootstrap, source, n, workdir, procs, args)
+                        results[(mode, name)].append(s)
+                        if args.profile and (workdir / "profile.txt").exists():
+                            Path(args.profile).mkdir(parents=True, exist_ok=True)
+                            shutil.copy(workdir / "profile.txt", Path(args.profile) / f"{workdir.name}.txt")
+                        print(f"  source {n / s.source_s:,.0f} rec/s ({s.source_s:.2f} s), end to end "
+                              f"{n / s.sink_s:,.0f} rec/s ({s.sink_s:.2f} s), {s.cpu_s:.1f} CPU s, "
+                              f"peak RSS {s.peak_rss_mb:.0f} MB", flush=True)
         finally:
             for proc in procs:
                 stop_process(proc)
@@ -269,8 +296,8 @@ def main() -> int:
     print(out)
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(f"Measured {time.strftime('%Y-%m-%d')} on {psutil.cpu_count()} cores (load average "
-                       f"{load:.1f} at the start), {n:,} lines of 100 bytes, {rounds} round(s), standalone workers, "
-                       f"one Odradek broker:\n\n{out}\n")
+                       f"{load:.1f} at the start), {n:,} lines of 100 bytes, {rounds} round(s), "
+                       f"{' and '.join(modes)} workers, one Odradek broker:\n\n{out}\n")
     print(f"written to {RESULTS}")
     return 0
 
