@@ -296,7 +296,7 @@ def main() -> int:
     print(out)
     RESULTS.parent.mkdir(exist_ok=True)
     RESULTS.write_text(f"Measured {time.strftime('%Y-%m-%d')} on {psutil.cpu_count()} cores (load average "
-                       f"{load:.1f} at the start), {n:,} lines of 100 bytes, {rounds} round(s), "
+                       f"{load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end), {n:,} lines of 100 bytes, {rounds} round(s), "
                        f"{' and '.join(modes)} workers, one Odradek broker:\n\n{out}\n")
     print(f"written to {RESULTS}")
     return 0
