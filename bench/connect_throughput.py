@@ -303,4 +303,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # every process it started is stopped by then
+        sys.exit("interrupted")
