@@ -33,6 +33,7 @@ FILE = "file"
 TOPIC = "topic"
 BATCH_SIZE = "batch.size"
 POLL_WAIT_S = 1.0
+READ_SIZE = 65536
 
 
 def _single_topic(name: str, value: Any) -> None:
@@ -121,22 +122,28 @@ class FileStreamSourceTask(SourceTask):
             if self.stream is None:
                 self.stopping.wait(POLL_WAIT_S)
                 return None
-        chunk = self.stream.read1(65536) if hasattr(self.stream, "read1") else self.stream.read(65536)
-        if chunk:
-            self.pending += chunk
+        # what is held stays bounded when batch.size takes fewer lines per poll than a read brings
+        if len(self.pending) < READ_SIZE or _line_end(self.pending) is None:
+            chunk = self.stream.read1(READ_SIZE) if hasattr(self.stream, "read1") else self.stream.read(READ_SIZE)
+            if chunk:
+                self.pending += chunk
+        data, start = self.pending, 0
         records: list[SourceRecord] = []
         partition = {"filename": self.filename} if self.filename else None
+        now = int(time.time() * 1000)
         while len(records) < self.batch_size:
-            cut = _line_end(self.pending)
+            cut = _line_end(data, start)
             if cut is None:
                 break
             end, skip = cut
-            line, self.pending = self.pending[:end], self.pending[end + skip:]
-            self.position += end + skip
+            line = data[start:end]
+            start = end + skip
+            self.position += len(line) + skip
             records.append(SourceRecord(self.topic, None, None, None, STRING_SCHEMA,
-                                        line.decode("utf-8", errors="replace"), int(time.time() * 1000),
+                                        line.decode("utf-8", errors="replace"), now,
                                         source_partition=partition,
                                         source_offset={"position": self.position} if partition else None))
+        self.pending = data[start:]  # one copy per poll, not one per line
         if not records:
             self.stopping.wait(POLL_WAIT_S)
             return None
@@ -148,17 +155,16 @@ class FileStreamSourceTask(SourceTask):
             self.stream.close()
 
 
-def _line_end(data: bytes) -> tuple[int, int] | None:
-    """Where the first line of `data` ends and how many separator bytes follow (\\n, \\r or \\r\\n), or None
-    while no line is complete (a \\r at the very end may be the start of \\r\\n)."""
-    for i, byte in enumerate(data):
-        if byte == 0x0A:
-            return i, 1
-        if byte == 0x0D:
-            if i + 1 == len(data):
-                return None
-            return i, 2 if data[i + 1] == 0x0A else 1
-    return None
+def _line_end(data: bytes, start: int = 0) -> tuple[int, int] | None:
+    """Where the first line of `data` from `start` ends and how many separator bytes follow (\\n, \\r or \\r\\n),
+    or None while no line is complete (a \\r at the very end may be the start of \\r\\n)."""
+    newline = data.find(b"\n", start)
+    ret = data.find(b"\r", start, newline if newline >= 0 else len(data))
+    if ret < 0:
+        return None if newline < 0 else (newline, 1)
+    if ret + 1 == len(data):
+        return None
+    return ret, 2 if data[ret + 1] == 0x0A else 1
 
 
 class FileStreamSinkConnector(ConfiguredConnector, SinkConnector):
@@ -183,8 +189,10 @@ class FileStreamSinkTask(SinkTask):
         self.out: IO[str] = open(filename, "a", encoding="utf-8") if filename else sys.stdout  # noqa: SIM115
 
     def put(self, records: list[SinkRecord]) -> None:
-        for record in records:
-            self.out.write(f"{_text(record.value)}\n")
+        self.out.write("".join(f"{_text(record.value)}\n" for record in records))
+        # Kafka's task prints each line straight to the file: what was put is there to read, not held in a
+        # buffer until the next offset flush
+        self.out.flush()
 
     def flush(self, offsets: Mapping[tuple[str, int], int]) -> None:
         self.out.flush()

@@ -207,6 +207,8 @@ class SourceTaskRunner(TaskRunner):
                     self.stopping.wait(0.1)
                     continue
                 records = task.poll() or []
+                # a poll's records mostly share one partition object (alive while `records` is): one JSON each
+                keys: dict[int, bytes] = {}
                 if records:
                     self.metrics.polled(len(records))
                     if eos and not in_transaction:
@@ -224,8 +226,11 @@ class SourceTaskRunner(TaskRunner):
                         self._tolerated(exc, record)
                     # a dropped or skipped record's offset counts too, as in Kafka
                     if record.source_partition is not None and record.source_offset is not None:
-                        pending[json.dumps(record.source_partition, separators=(",", ":")).encode()] = \
-                            record.source_offset
+                        key = keys.get(id(record.source_partition))
+                        if key is None:
+                            key = keys[id(record.source_partition)] = json.dumps(
+                                record.source_partition, separators=(",", ":")).encode()
+                        pending[key] = record.source_offset
                 producer.poll(0)
                 if failures:
                     raise KafkaException(failures[0])
