@@ -8,7 +8,11 @@ There is no reconciliation (nothing is revoked before it is given elsewhere), so
 group's assignment epoch as soon as it heartbeats.
 
 Assignment: `odradek.groups.share_assignor.simple_assign` (the `simple` assignor of
-`group.share.assignors`), sticky, recomputed from each member's current target on every change.
+`group.share.assignors`), sticky, recomputed from each member's current target on every change, over the
+partitions whose share-partition state is initialized only (Kafka 4.1+): a heartbeat marks the subscribed
+partitions with no state as initializing and, once answered, initializes them through the persister
+(InitializeShareGroupState) and records them initialized, so a new group's first heartbeat gets nothing
+and the next one its share.
 
 Members: join with epoch 0 naming their own member id (Kafka 4.1+: empty → INVALID_REQUEST) and their
 subscribed topic names, leave with epoch -1, heartbeat with their current epoch or the previous one
@@ -31,8 +35,8 @@ State: a group is served while this broker leads the group's `__consumer_offsets
 `odradek.groups.share_schemas`) before a request that changed it is answered: each member's metadata
 (rack, client, subscription), target assignment and current assignment (member epoch, previous epoch, the
 partitions it was last told), then the group's assignment epoch, its share partitions
-(ShareGroupStatePartitionMetadata: the partitions the group reads or was given offsets for, written as
-initialized) and its epoch. Only what changed is written, member records before group records; a member
+(ShareGroupStatePartitionMetadata: the partitions initialized, those the group reads or was given offsets
+for, and those being initialized) and its epoch. Only what changed is written, member records before group records; a member
 that leaves or expires is tombstoned, a deleted group entirely. When a broker loads the partition (restart,
 coordinator fail-over) the groups come back with their members, epochs, subscriptions and assignments,
 each member's session timer started afresh, so a member that keeps heartbeating with its epoch carries on.

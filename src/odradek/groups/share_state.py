@@ -3,8 +3,10 @@ their state is kept (Kafka's Persister).
 
 `SharePartitionManager` holds one `odradek.groups.share_partition.SharePartition` per (group, topic id,
 partition) that a ShareFetch has touched on this broker while it leads the topic partition: the first
-ShareFetch reads the state from the persister at the partition's leader epoch (a state never written
-starts from `share.auto.offset.reset`, always `latest`: Odradek has no group configs yet), and a new
+ShareFetch reads the state from the persister at the partition's leader epoch (a state the group
+coordinator initialized without a start offset, or none at all, starts from the group's
+`share.auto.offset.reset`; `load_soon` reads it in the background for a fetch that already has records),
+and a new
 leader epoch reads it again, so a new leader continues where the old one stopped (what was acquired comes
 back available, with its delivery count). It acquires and acknowledges through it, expires acquisition
 locks on timers (`group.share.record.lock.duration.ms`), gives back what a member held when it leaves
