@@ -496,3 +496,49 @@ def test_max_bytes_is_shared_out_between_partitions(broker: BrokerProcess) -> No
         assert got == {0: [(0, 1)], 1: [(0, 1)]}, got
     finally:
         m.close()
+
+
+def test_a_new_group_is_assigned_initialized_partitions_and_fetches_them_as_they_load(broker: BrokerProcess) -> None:
+    """As Kafka (KIP-932): a new group's first heartbeat is answered with no partitions while the group
+    coordinator initializes their share-partition state; the next heartbeats get them. The first ShareFetch
+    of both partitions of a 2-partition topic returns the records of one (the one whose state was read
+    first; the other's is read in the background, as Kafka's share partitions initialise asynchronously),
+    the next fetch the other's (librdkafka's 0179 expects exactly that)."""
+    topic, group = unique_name("share"), unique_name("sg")
+    create_topic(broker.bootstrap, topic, partitions=2)
+    alter_configs(broker.bootstrap, ResourceType.GROUP, group, share__auto__offset__reset="earliest")
+    for p in (0, 1):
+        produce(broker.bootstrap, topic, [f"p{p}-{i}".encode() for i in range(3)], partition=p)
+    member_id = uuid.uuid4().hex
+    with RawClient(broker.port) as raw:
+        topic_id = wait_until(lambda: _topic_id(raw, topic), message="the topic id")
+        first = join_share_group(raw, group, member_id, [topic])
+        assert first.assignment is not None and first.assignment.topic_partitions == []
+        epoch = first.member_epoch
+
+        def assigned() -> list[int] | None:
+            nonlocal epoch
+            hb = raw.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member_id, member_epoch=epoch,
+                                                        subscribed_topic_names=None), version=1)
+            assert hb.error_code == 0, hb
+            epoch = hb.member_epoch
+            got = hb.assignment.topic_partitions if hb.assignment is not None else []
+            return sorted(p for t in got for p in t.partitions) or None
+
+        assert wait_until(assigned, message="the initialized partitions assigned") == [0, 1]
+        assert epoch > first.member_epoch
+
+        def fetch(session_epoch: int) -> dict[int, int]:
+            resp = raw.request(ShareFetchRequest(
+                group_id=group, member_id=member_id, share_session_epoch=session_epoch, max_wait_ms=5000,
+                min_bytes=1, max_bytes=1 << 20, max_records=500, batch_size=500, share_acquire_mode=0,
+                is_renew_ack=False, topics=[ShareFetchRequest.FetchTopic(topic_id=topic_id, partitions=[
+                    _FetchPartition(partition_index=p, acknowledgement_batches=[]) for p in (0, 1)])],
+                forgotten_topics_data=[]), version=2)
+            assert resp.error_code == 0, resp
+            return {p.partition_index: sum(a.last_offset - a.first_offset + 1 for a in p.acquired_records)
+                    for t in resp.responses for p in t.partitions if p.acquired_records}
+
+        got = fetch(0)
+        assert list(got.values()) == [3], got  # one partition's records
+        assert fetch(1) == {1 - next(iter(got)): 3}  # then the other's
