@@ -473,26 +473,33 @@ def test_max_bytes_is_shared_out_between_partitions(broker: BrokerProcess) -> No
     """MaxBytes (here fetch.max.bytes, 250,000) is shared out evenly between a fetch's partitions, Kafka's
     uniform PartitionMaxBytesStrategy: of two partitions holding three 60 kB batches each, a fetch asking
     for 1 GiB acquires two batches of each (125,000 bytes a partition), not three of one and one of the
-    other."""
+    other. The partitions' state is read first, by a fetch before the records are there (a fetch that has
+    acquired records reads new partitions in the background and leaves them out)."""
     topic, group = unique_name("share"), unique_name("sg")
     create_topic(broker.bootstrap, topic, partitions=2)
     alter_configs(broker.bootstrap, ResourceType.GROUP, group, share__auto__offset__reset="earliest")
-    for p in (0, 1):
-        produce(broker.bootstrap, topic, [b"u" * 60_000 + b"%d" % i for i in range(3)], partition=p,
-                **{"batch.size": 1000})
     with RawClient(broker.port) as raw:
         topic_id = wait_until(lambda: _topic_id(raw, topic), message="the topic id")
     _TOPICS[group] = topic
     m = _Member(broker, group, topic_id)
-    try:
+
+    def fetch(wait_ms: int) -> dict[int, list[tuple[int, int]]]:
         resp = m._sent(m.raw.request(ShareFetchRequest(
-            group_id=group, member_id=m.member_id, share_session_epoch=0, max_wait_ms=5000, min_bytes=1,
+            group_id=group, member_id=m.member_id, share_session_epoch=m.epoch, max_wait_ms=wait_ms, min_bytes=1,
             max_bytes=1 << 30, max_records=100, batch_size=100, share_acquire_mode=BATCH_OPTIMIZED,
             is_renew_ack=False, topics=[ShareFetchRequest.FetchTopic(topic_id=topic_id, partitions=[
                 _FetchPartition(partition_index=p, acknowledgement_batches=[]) for p in (0, 1)])],
             forgotten_topics_data=[]), version=2))
-        got = {p.partition_index: [(a.first_offset, a.last_offset) for a in p.acquired_records]
-               for t in resp.responses for p in t.partitions}
+        assert resp.error_code == 0, resp
+        return {p.partition_index: [(a.first_offset, a.last_offset) for a in p.acquired_records]
+                for t in resp.responses for p in t.partitions}
+
+    try:
+        assert fetch(0) == {0: [], 1: []}
+        for p in (0, 1):
+            produce(broker.bootstrap, topic, [b"u" * 60_000 + b"%d" % i for i in range(3)], partition=p,
+                    **{"batch.size": 1000})
+        got = fetch(5000)
         assert got == {0: [(0, 1)], 1: [(0, 1)]}, got
     finally:
         m.close()
