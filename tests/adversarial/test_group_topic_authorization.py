@@ -85,9 +85,11 @@ def test_a_share_member_may_subscribe_only_to_topics_it_may_describe(sasl_port: 
 def test_share_group_describe_hides_a_group_assigned_a_topic_the_caller_may_not_describe(sasl_port: int) -> None:
     with connect_as("admin", sasl_port) as admin, connect_as("bob", sasl_port) as bob:
         member = str(uuid.uuid4())
-        join_share_group(admin, GROUP, member, [SECRET])
+        epoch = join_share_group(admin, GROUP, member, [SECRET]).member_epoch
         try:
             def assigned() -> bool:
+                nonlocal epoch  # the partitions are assigned at a heartbeat once their share state is initialized
+                epoch = share_heartbeat(admin, member, None, epoch).member_epoch
                 d = share_describe(admin)
                 return any(m.assignment.topic_partitions for m in d.members)
 

@@ -7,7 +7,7 @@ from the librdkafka release source that npm's @confluentinc/kafka-javascript shi
 is one pytest test; its whole log is kept in the test's temp dir and its failing lines are the assertion's
 message. The cheap ones run by default, the rest (minutes each: they wait out heartbeats, lock expiry and
 session timeouts) with --run-slow. 0182 and 0183 are not run: they test librdkafka against its own mock
-cluster, never a broker. 0172 and 0179 fail on known departures (DEPARTURES below): they run as xfail.
+cluster, never a broker.
 """
 
 from __future__ import annotations
@@ -31,13 +31,6 @@ TESTS = {
     "0175": "do_test_two_groups_same_topic", "0176": None, "0177": None, "0178": None, "0179": None,
     "0180": None, "0181": None, "0184": None, "0185": None,
 }  # 0182 and 0183 are left out: they run on librdkafka's mock cluster, not on a broker
-# whole tests that fail on a known departure (docs/DESIGN.md, Share groups): the sub-test and why
-DEPARTURES = {
-    "0172": "do_test_mixed_ack_mode_same_group, in some runs: a new group's first member is assigned every "
-            "partition at once (Kafka assigns only share partitions the share coordinator has initialised)",
-    "0179": "do_test_destroy_with_explicit_ack/implicit_ack expect a new group's first ShareFetch of 2 partitions "
-            "to return one partition's records (Kafka initialises share partitions asynchronously)",
-}
 _ANSI = re.compile(r"\x1b\[[0-9;]*m|\x1b\(B")
 
 
@@ -103,8 +96,6 @@ def test_librdkafka_share_consumer_quick(broker: BrokerProcess, tmp_path: Path, 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # 0174 takes 7-12 minutes here, others 1-4; the suite's default is 300 s per test
-@pytest.mark.parametrize("number", [
-    pytest.param(n, marks=pytest.mark.xfail(reason=DEPARTURES[n], strict=False)) if n in DEPARTURES else n
-    for n in TESTS])
+@pytest.mark.parametrize("number", list(TESTS))
 def test_librdkafka_share_consumer(broker: BrokerProcess, tmp_path: Path, number: str) -> None:
     run_test_runner(broker, tmp_path, number)

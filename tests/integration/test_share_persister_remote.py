@@ -73,3 +73,24 @@ def test_read_write_summary_delete_through_another_broker(broker: BrokerProcess)
     # 12-13 acknowledged and 17 archived: three records past the start offset are done with
     assert summary == ShareStateSummary(12, 1, 4, 3)
     assert gone is None
+
+
+def test_initialize_through_another_broker(broker: BrokerProcess) -> None:
+    """The group coordinator's InitializeShareGroupState over the wire: a state at the group's epoch with
+    no start offset, read back as such (the leader then takes the start from share.auto.offset.reset) and
+    summarised as no state yet."""
+    key = ShareKey(unique_name("sg"), uuid.uuid4().bytes, 0)
+    _initialize(broker, ShareKey(key.group_id, uuid.uuid4().bytes, 0), 0)  # __share_group_state is there
+    coordinator: Any = SimpleNamespace(runtime=_ElsewhereRuntime(broker))
+    persister = CoordinatorShareStatePersister(999, coordinator, timeout_s=30)
+
+    async def run() -> tuple[Any, ...]:
+        try:
+            await persister.initialize_state(key, 3, -1)
+            return await persister.read_state(key, leader_epoch=2), await persister.read_summary(key)
+        finally:
+            await persister.close()
+
+    state, summary = asyncio.run(run())
+    assert state == ShareSnapshot(-1, (), leader_epoch=2, state_epoch=3)
+    assert summary is None

@@ -473,26 +473,79 @@ def test_max_bytes_is_shared_out_between_partitions(broker: BrokerProcess) -> No
     """MaxBytes (here fetch.max.bytes, 250,000) is shared out evenly between a fetch's partitions, Kafka's
     uniform PartitionMaxBytesStrategy: of two partitions holding three 60 kB batches each, a fetch asking
     for 1 GiB acquires two batches of each (125,000 bytes a partition), not three of one and one of the
-    other."""
+    other. The partitions' state is read first, by a fetch before the records are there (a fetch that has
+    acquired records reads new partitions in the background and leaves them out)."""
     topic, group = unique_name("share"), unique_name("sg")
     create_topic(broker.bootstrap, topic, partitions=2)
     alter_configs(broker.bootstrap, ResourceType.GROUP, group, share__auto__offset__reset="earliest")
-    for p in (0, 1):
-        produce(broker.bootstrap, topic, [b"u" * 60_000 + b"%d" % i for i in range(3)], partition=p,
-                **{"batch.size": 1000})
     with RawClient(broker.port) as raw:
         topic_id = wait_until(lambda: _topic_id(raw, topic), message="the topic id")
     _TOPICS[group] = topic
     m = _Member(broker, group, topic_id)
-    try:
+
+    def fetch(wait_ms: int) -> dict[int, list[tuple[int, int]]]:
         resp = m._sent(m.raw.request(ShareFetchRequest(
-            group_id=group, member_id=m.member_id, share_session_epoch=0, max_wait_ms=5000, min_bytes=1,
+            group_id=group, member_id=m.member_id, share_session_epoch=m.epoch, max_wait_ms=wait_ms, min_bytes=1,
             max_bytes=1 << 30, max_records=100, batch_size=100, share_acquire_mode=BATCH_OPTIMIZED,
             is_renew_ack=False, topics=[ShareFetchRequest.FetchTopic(topic_id=topic_id, partitions=[
                 _FetchPartition(partition_index=p, acknowledgement_batches=[]) for p in (0, 1)])],
             forgotten_topics_data=[]), version=2))
-        got = {p.partition_index: [(a.first_offset, a.last_offset) for a in p.acquired_records]
-               for t in resp.responses for p in t.partitions}
+        assert resp.error_code == 0, resp
+        return {p.partition_index: [(a.first_offset, a.last_offset) for a in p.acquired_records]
+                for t in resp.responses for p in t.partitions}
+
+    try:
+        assert fetch(0) == {0: [], 1: []}
+        for p in (0, 1):
+            produce(broker.bootstrap, topic, [b"u" * 60_000 + b"%d" % i for i in range(3)], partition=p,
+                    **{"batch.size": 1000})
+        got = fetch(5000)
         assert got == {0: [(0, 1)], 1: [(0, 1)]}, got
     finally:
         m.close()
+
+
+def test_a_new_group_is_assigned_initialized_partitions_and_fetches_them_as_they_load(broker: BrokerProcess) -> None:
+    """As Kafka (KIP-932): a new group's first heartbeat is answered with no partitions while the group
+    coordinator initializes their share-partition state; the next heartbeats get them. The first ShareFetch
+    of both partitions of a 2-partition topic returns the records of one (the one whose state was read
+    first; the other's is read in the background, as Kafka's share partitions initialise asynchronously),
+    the next fetch the other's (librdkafka's 0179 expects exactly that)."""
+    topic, group = unique_name("share"), unique_name("sg")
+    create_topic(broker.bootstrap, topic, partitions=2)
+    alter_configs(broker.bootstrap, ResourceType.GROUP, group, share__auto__offset__reset="earliest")
+    for p in (0, 1):
+        produce(broker.bootstrap, topic, [f"p{p}-{i}".encode() for i in range(3)], partition=p)
+    member_id = uuid.uuid4().hex
+    with RawClient(broker.port) as raw:
+        topic_id = wait_until(lambda: _topic_id(raw, topic), message="the topic id")
+        first = join_share_group(raw, group, member_id, [topic])
+        assert first.assignment is not None and first.assignment.topic_partitions == []
+        epoch = first.member_epoch
+
+        def assigned() -> list[int] | None:
+            nonlocal epoch
+            hb = raw.request(ShareGroupHeartbeatRequest(group_id=group, member_id=member_id, member_epoch=epoch,
+                                                        subscribed_topic_names=None), version=1)
+            assert hb.error_code == 0, hb
+            epoch = hb.member_epoch
+            got = hb.assignment.topic_partitions if hb.assignment is not None else []
+            return sorted(p for t in got for p in t.partitions) or None
+
+        assert wait_until(assigned, message="the initialized partitions assigned") == [0, 1]
+        assert epoch > first.member_epoch
+
+        def fetch(session_epoch: int) -> dict[int, int]:
+            resp = raw.request(ShareFetchRequest(
+                group_id=group, member_id=member_id, share_session_epoch=session_epoch, max_wait_ms=5000,
+                min_bytes=1, max_bytes=1 << 20, max_records=500, batch_size=500, share_acquire_mode=0,
+                is_renew_ack=False, topics=[ShareFetchRequest.FetchTopic(topic_id=topic_id, partitions=[
+                    _FetchPartition(partition_index=p, acknowledgement_batches=[]) for p in (0, 1)])],
+                forgotten_topics_data=[]), version=2)
+            assert resp.error_code == 0, resp
+            return {p.partition_index: sum(a.last_offset - a.first_offset + 1 for a in p.acquired_records)
+                    for t in resp.responses for p in t.partitions if p.acquired_records}
+
+        got = fetch(0)
+        assert list(got.values()) == [3], got  # one partition's records
+        assert fetch(1) == {1 - next(iter(got)): 3}  # then the other's

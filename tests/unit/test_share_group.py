@@ -13,7 +13,7 @@ from odradek.groups.consumer_coordinator import Heartbeat
 from odradek.groups.group import JoinRequest, MemberProfile
 from odradek.groups.share_assignor import simple_assign
 from odradek.groups.share_coordinator import ShareGroupSettings, ShareHeartbeat
-from odradek.groups.share_state import ShareKey
+from odradek.groups.share_state import ShareKey, ShareSnapshot
 from odradek.protocol.errors import ErrorCode as E
 from odradek.protocol.errors import KafkaError
 from odradek.server.share_sessions import ShareSessionCache
@@ -41,18 +41,60 @@ def test_simple_assign_spreads_partitions_and_shares_them_when_members_outnumber
     assert got == {"a": {b"t" * 16: frozenset({2, 3})}, "b": {b"t" * 16: frozenset({0, 1})}}
 
 
+async def _initialized(svc: Any, group_id: str) -> None:
+    """Wait until the group coordinator has initialized the share partitions it started initializing."""
+    deadline = asyncio.get_running_loop().time() + 5
+    while svc.share.groups[group_id].initializing:
+        assert asyncio.get_running_loop().time() < deadline, "the share partitions were never initialized"
+        await asyncio.sleep(0.01)
+
+
+def test_partitions_are_assigned_once_their_state_is_initialized() -> None:
+    """As Kafka (KIP-932's InitializeShareGroupState): a new group's first heartbeat is answered with no
+    partitions while the coordinator initializes their share-partition state (state epoch: the group epoch,
+    no start offset, so the leader takes it from share.auto.offset.reset); once initialized they are
+    assignable and the next heartbeat shares them out, at a new epoch."""
+    async def main() -> None:
+        svc = _svc()
+        t = bytes([1]) * 16
+        r = await svc.share_heartbeat(ShareHeartbeat("g", "a", 0, subscribed_topic_names=["t"]))
+        assert (r.error, r.member_epoch, r.assignment) == (E.NONE, 1, {})
+        assert set(svc.share.groups["g"].initializing) == {(t, 0), (t, 1)}
+        await _initialized(svc, "g")
+        assert svc.share.groups["g"].partitions == {(t, 0), (t, 1)}
+        state = await svc.share_partitions.persister.read_state(ShareKey("g", t, 0))
+        assert (state.start_offset, state.state_epoch) == (-1, 1)
+        r = await svc.share_heartbeat(ShareHeartbeat("g", "a", 1))
+        assert (r.member_epoch, r.assignment) == (2, {t: frozenset({0, 1})})
+        # a state the leader already has is kept: the partition is only recorded as initialized
+        key = ShareKey("g", bytes([2]) * 16, 0)
+        await svc.share_partitions.persister.write_state(key, ShareSnapshot(7, (), -1, 0))
+        r = await svc.share_heartbeat(ShareHeartbeat("g", "a", 2, subscribed_topic_names=["t", "u"]))
+        assert r.assignment in (None, {t: frozenset({0, 1})})  # u's partition is not assignable yet
+        await _initialized(svc, "g")
+        assert (await svc.share_partitions.persister.read_state(key)).start_offset == 7
+        r = await svc.share_heartbeat(ShareHeartbeat("g", "a", r.member_epoch))
+        assert r.assignment == {t: frozenset({0, 1}), bytes([2]) * 16: frozenset({0})}
+        await svc.shutdown()
+
+    asyncio.run(main())
+
+
 def test_the_coordinator_keeps_assignments_sticky() -> None:
     async def main() -> None:
         svc = _svc()
         t = bytes([1]) * 16
         r = await svc.share_heartbeat(ShareHeartbeat("g", "c", 0, subscribed_topic_names=["t"]))
+        assert r.assignment == {}  # nothing initialized yet
+        await _initialized(svc, "g")
+        r = await svc.share_heartbeat(ShareHeartbeat("g", "c", 1))
         assert r.assignment == {t: frozenset({0, 1})}
         r = await svc.share_heartbeat(ShareHeartbeat("g", "b", 0, subscribed_topic_names=["t"]))
         assert r.assignment == {t: frozenset({1})}  # c keeps 0 (by member id, b would have had 0)
-        r = await svc.share_heartbeat(ShareHeartbeat("g", "c", 1))
+        r = await svc.share_heartbeat(ShareHeartbeat("g", "c", 2))
         assert r.assignment == {t: frozenset({0})}
         await svc.share_heartbeat(ShareHeartbeat("g", "c", -1))
-        r = await svc.share_heartbeat(ShareHeartbeat("g", "b", 2))
+        r = await svc.share_heartbeat(ShareHeartbeat("g", "b", 3))
         assert r.assignment == {t: frozenset({0, 1})}
         await svc.shutdown()
 
@@ -64,16 +106,19 @@ def test_join_heartbeat_fence_and_leave() -> None:
         svc = _svc()
         r = await svc.share_heartbeat(ShareHeartbeat("g", "a", 0, subscribed_topic_names=["t"]))
         assert (r.error, r.member_epoch) == (E.NONE, 1)
+        await _initialized(svc, "g")
+        r = await svc.share_heartbeat(ShareHeartbeat("g", "a", 1))
+        assert (r.error, r.member_epoch) == (E.NONE, 2)
         assert r.assignment == {bytes([1]) * 16: frozenset({0, 1})}
         r2 = await svc.share_heartbeat(ShareHeartbeat("g", "b", 0, subscribed_topic_names=["t"]))
-        assert r2.member_epoch == 2 and r2.assignment == {bytes([1]) * 16: frozenset({1})}
-        again = await svc.share_heartbeat(ShareHeartbeat("g", "a", 1))
-        assert (again.member_epoch, again.assignment) == (2, {bytes([1]) * 16: frozenset({0})})
-        quiet = await svc.share_heartbeat(ShareHeartbeat("g", "a", 2))
+        assert r2.member_epoch == 3 and r2.assignment == {bytes([1]) * 16: frozenset({1})}
+        again = await svc.share_heartbeat(ShareHeartbeat("g", "a", 2))
+        assert (again.member_epoch, again.assignment) == (3, {bytes([1]) * 16: frozenset({0})})
+        quiet = await svc.share_heartbeat(ShareHeartbeat("g", "a", 3))
         assert quiet.assignment is None  # unchanged: not repeated
         # the previous epoch is accepted (the answer that bumped it may have been lost), with the whole assignment
-        lost = await svc.share_heartbeat(ShareHeartbeat("g", "a", 1))
-        assert (lost.error, lost.member_epoch, lost.assignment) == (E.NONE, 2, {bytes([1]) * 16: frozenset({0})})
+        lost = await svc.share_heartbeat(ShareHeartbeat("g", "a", 2))
+        assert (lost.error, lost.member_epoch, lost.assignment) == (E.NONE, 3, {bytes([1]) * 16: frozenset({0})})
         assert (await svc.share_heartbeat(ShareHeartbeat("g", "a", 7))).error == E.FENCED_MEMBER_EPOCH
         assert (await svc.share_heartbeat(ShareHeartbeat("g", "zz", 1))).error == E.UNKNOWN_MEMBER_ID
         assert (await svc.share_heartbeat(ShareHeartbeat("g", "", 0, subscribed_topic_names=["t"]))).error == \
@@ -83,8 +128,8 @@ def test_join_heartbeat_fence_and_leave() -> None:
         assert (d.state, [m.member_id for m in d.members]) == ("Stable", ["a", "b"])
         left = await svc.share_heartbeat(ShareHeartbeat("g", "b", -1))
         assert (left.error, left.member_epoch) == (E.NONE, -1)
-        bumped = await svc.share_heartbeat(ShareHeartbeat("g", "a", 2))
-        assert bumped.member_epoch == 3 and bumped.assignment == {bytes([1]) * 16: frozenset({0, 1})}
+        bumped = await svc.share_heartbeat(ShareHeartbeat("g", "a", 3))
+        assert bumped.member_epoch == 4 and bumped.assignment == {bytes([1]) * 16: frozenset({0, 1})}
         older = await svc.share_heartbeat(ShareHeartbeat("g", "a", 1))  # smaller, and not the previous one
         assert older.error == E.FENCED_MEMBER_EPOCH and "smaller member epoch (1)" in (older.message or "")
         assert [g for g, _p, _s, t in svc.list_groups()[1] if t == "share"] == ["g"]
@@ -281,3 +326,23 @@ def test_share_responses_name_a_moved_leader() -> None:
     assert pair(1, E.FENCED_LEADER_EPOCH) == (-1, 6)  # broker 3 is not alive
     (endpoint,) = leaders.node_endpoints(ShareFetchResponse.NodeEndpoint)
     assert (endpoint.node_id, endpoint.host, endpoint.port, endpoint.rack) == (2, "b2", 9093, "r2")
+
+
+def test_a_member_is_told_to_come_back_soon_while_partitions_initialize() -> None:
+    """Departure (see INITIALIZING_HEARTBEAT_MS): while the group's share partitions are being initialized
+    the heartbeat interval answered is at most 500 ms, so the member gets them soon after; then the
+    group's interval again."""
+    async def main() -> None:
+        from odradek.groups.coordinator import GroupSettings
+        from odradek.groups.service import GroupCoordinatorService
+
+        svc = GroupCoordinatorService(GroupSettings(), SETTINGS, InMemoryGroupStore(), FakeTopics(t=2, u=1),
+                                      ShareGroupSettings(heartbeat_interval_ms=5000))
+        r = await svc.share_heartbeat(ShareHeartbeat("g", "a", 0, subscribed_topic_names=["t"]))
+        assert (r.assignment, r.heartbeat_interval_ms) == ({}, 500)
+        await _initialized(svc, "g")
+        r = await svc.share_heartbeat(ShareHeartbeat("g", "a", r.member_epoch))
+        assert (r.assignment, r.heartbeat_interval_ms) == ({bytes([1]) * 16: frozenset({0, 1})}, 5000)
+        await svc.shutdown()
+
+    asyncio.run(main())

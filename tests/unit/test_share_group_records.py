@@ -88,6 +88,14 @@ def _svc(store: InMemoryGroupStore, session_ms: int = 45_000) -> Any:
                                    ShareGroupSettings(session_timeout_ms=session_ms, heartbeat_interval_ms=50))
 
 
+async def _initialized(svc: Any, group_id: str) -> None:
+    """Wait until the group coordinator has initialized the share partitions it started initializing."""
+    deadline = asyncio.get_running_loop().time() + 5
+    while svc.share.groups[group_id].initializing:
+        assert asyncio.get_running_loop().time() < deadline, "the share partitions were never initialized"
+        await asyncio.sleep(0.01)
+
+
 def _types(records: list[tuple[bytes, bytes | None]]) -> list[tuple[int, bool]]:
     return [(int.from_bytes(k[:2], "big"), v is not None) for k, v in records]
 
@@ -101,7 +109,9 @@ def test_membership_is_written_before_the_answer_and_reloads() -> None:
         # a join: the member's records, then the group's (assignment epoch, share partitions, epoch)
         assert _types(store.writes[-1][1]) == [(10, True), (13, True), (14, True), (12, True), (15, True), (11, True)]
         b = await svc.share_heartbeat(ShareHeartbeat("g", "b", 0, subscribed_topic_names=["t", "u"]))
+        await _initialized(svc, "g")  # the partitions are assignable once their share state is initialized
         a = await svc.share_heartbeat(ShareHeartbeat("g", "a", a.member_epoch))  # takes the new assignment
+        b = await svc.share_heartbeat(ShareHeartbeat("g", "b", b.member_epoch))
         assert a.member_epoch == b.member_epoch
         n = len(store.writes)
         quiet = await svc.share_heartbeat(ShareHeartbeat("g", "b", b.member_epoch))
@@ -182,6 +192,9 @@ def test_a_failed_write_is_answered_and_carried_by_the_next() -> None:
         assert r.error == E.NOT_COORDINATOR and not store.writes
         store.fail = None
         r = await svc.share_heartbeat(ShareHeartbeat("g", "a", 0, subscribed_topic_names=["t"]))
+        assert r.error == E.NONE and r.assignment == {}
+        await _initialized(svc, "g")
+        r = await svc.share_heartbeat(ShareHeartbeat("g", "a", r.member_epoch))
         assert r.error == E.NONE and r.assignment == {T1: frozenset({0, 1})}
         assert set(replay(store.records)["g"].share.members) == {"a"}  # type: ignore[union-attr]
         await svc.shutdown()
@@ -226,7 +239,9 @@ def test_only_changed_records_are_written_and_they_add_up_to_the_group(ops: list
             store.fail = None
         group = svc.share.groups.get("g")
         if group is not None:  # one more write carries whatever a failed one left out
-            await svc.share._flush(group)
+            await _initialized(svc, "g")  # the share partitions' initialization ends with a write of its own
+            async with svc.share._lock("g"):
+                await svc.share._flush(group)
             assert group.written == svc.share._image(group)
             loaded = replay(store.records)["g"].share
             assert loaded is not None and set(loaded.members) == set(group.members)

@@ -27,13 +27,16 @@ TP = tuple[bytes, int]  # (topic id, partition)
 
 
 def simple_assign(subscriptions: dict[str, list[str]], partitions: dict[str, tuple[bytes, int]],
-                  previous: dict[str, Assignment] | None = None) -> dict[str, Assignment]:
+                  previous: dict[str, Assignment] | None = None,
+                  assignable: set[TP] | None = None) -> dict[str, Assignment]:
     """Each member's partitions (see the module docstring). `subscriptions`: member id → topic names;
     `partitions`: topic name → (topic id, partition count) of the topics that exist; `previous`: member id →
-    the partitions the group's current target gives it (what stays where it is as long as balance allows)."""
+    the partitions the group's current target gives it (what stays where it is as long as balance allows);
+    `assignable`: if given, only these partitions are shared out (Kafka's assignable share partitions, those
+    whose share-partition state is initialized)."""
     def targets(topics: Iterable[str]) -> list[TP]:
         return [(partitions[t][0], p) for t in sorted(topics) if t in partitions
-                for p in range(partitions[t][1])]
+                for p in range(partitions[t][1]) if assignable is None or (partitions[t][0], p) in assignable]
 
     held = {m: {(t, p) for t, ps in (previous or {}).get(m, {}).items() for p in ps} for m in subscriptions}
     topic_sets = {frozenset(ts) for ts in subscriptions.values()}

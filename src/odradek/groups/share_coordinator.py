@@ -8,7 +8,11 @@ There is no reconciliation (nothing is revoked before it is given elsewhere), so
 group's assignment epoch as soon as it heartbeats.
 
 Assignment: `odradek.groups.share_assignor.simple_assign` (the `simple` assignor of
-`group.share.assignors`), sticky, recomputed from each member's current target on every change.
+`group.share.assignors`), sticky, recomputed from each member's current target on every change, over the
+partitions whose share-partition state is initialized only (Kafka 4.1+): a heartbeat marks the subscribed
+partitions with no state as initializing and, once answered, initializes them through the persister
+(InitializeShareGroupState) and records them initialized, so a new group's first heartbeat gets nothing
+and the next one its share.
 
 Members: join with epoch 0 naming their own member id (Kafka 4.1+: empty → INVALID_REQUEST) and their
 subscribed topic names, leave with epoch -1, heartbeat with their current epoch or the previous one
@@ -31,8 +35,8 @@ State: a group is served while this broker leads the group's `__consumer_offsets
 `odradek.groups.share_schemas`) before a request that changed it is answered: each member's metadata
 (rack, client, subscription), target assignment and current assignment (member epoch, previous epoch, the
 partitions it was last told), then the group's assignment epoch, its share partitions
-(ShareGroupStatePartitionMetadata: the partitions the group reads or was given offsets for, written as
-initialized) and its epoch. Only what changed is written, member records before group records; a member
+(ShareGroupStatePartitionMetadata: the partitions initialized, those the group reads or was given offsets
+for, and those being initialized) and its epoch. Only what changed is written, member records before group records; a member
 that leaves or expires is tombstoned, a deleted group entirely. When a broker loads the partition (restart,
 coordinator fail-over) the groups come back with their members, epochs, subscriptions and assignments,
 each member's session timer started afresh, so a member that keeps heartbeating with its epoch carries on.
@@ -44,6 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -72,6 +77,15 @@ log = logging.getLogger("odradek.groups.share")
 
 GROUP_TYPE_SHARE = "share"
 JOIN_EPOCH, LEAVE_EPOCH = 0, -1
+# how long a partition may stay initializing before a heartbeat initializes it again: Kafka's internal
+# `group.share.initialize.retry.interval.ms` at its default (Kafka takes offsets.commit.timeout.ms if larger)
+INITIALIZE_RETRY_MS = 30_000
+# the heartbeat interval answered while share partitions of the group are being initialized. Departure: Kafka
+# answers the group's interval (5 s by default), so a member waits that long for partitions initialized
+# milliseconds later, and records produced meanwhile are skipped by share.auto.offset.reset=latest (taken at
+# the first fetch): confluent-kafka-python's test_topic_recreate_resumes_with_fresh_delivery expects the
+# records produced 2 s after a topic's re-creation delivered
+INITIALIZING_HEARTBEAT_MS = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,9 +133,13 @@ class ShareGroup:
     group_epoch: int = 0
     assignment_epoch: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
-    # the partitions the group reads or was given offsets for (written as Kafka's
-    # ShareGroupStatePartitionMetadata): what DescribeShareGroupOffsets lists and DeleteGroups deletes
+    # the partitions whose share-partition state is initialized: those the group was assigned or given
+    # offsets for, and those the coordinator initialized (written as Kafka's ShareGroupStatePartitionMetadata's
+    # InitializedTopics): the only ones assigned; what DescribeShareGroupOffsets lists and DeleteGroups deletes
     partitions: set[tuple[bytes, int]] = field(default_factory=set)
+    # the partitions being initialized (InitializeShareGroupState sent, InitializingTopics), with the time
+    # it was sent (a partition initializing for longer than INITIALIZE_RETRY_MS is initialized again)
+    initializing: dict[tuple[bytes, int], float] = field(default_factory=dict)
     # the group's records as last written to `__consumer_offsets` (what the next write is the difference to)
     written: dict[cs.ConsumerKey, bytes] = field(default_factory=dict)
     # the members whose records may differ from `written` (joined, heartbeated, reassigned, left): a write
@@ -136,7 +154,7 @@ class ShareGroup:
         return "Stable" if self.members else "Empty"
 
     def share_keys(self, topic_ids: set[bytes] | None = None) -> list[ShareKey]:
-        return [ShareKey(self.group_id, t, p) for t, p in sorted(self.partitions)
+        return [ShareKey(self.group_id, t, p) for t, p in sorted(self.partitions | self.initializing.keys())
                 if topic_ids is None or t in topic_ids]
 
 
@@ -184,7 +202,9 @@ class ShareGroupCoordinator:
             if entry.epoch is None:
                 continue
             self._drop(gid)
-            group = ShareGroup(gid, entry.epoch, entry.assignment_epoch, partitions=entry.partitions())
+            group = ShareGroup(gid, entry.epoch, entry.assignment_epoch, partitions=entry.partitions(),
+                               # retried at the next heartbeat: the broker that sent them may be gone
+                               initializing=dict.fromkeys(entry.partitions(initializing=True), 0.0))
             for mid, meta in entry.members.items():
                 current = entry.current.get(mid) or ss.ShareCurrentValue(0, -1)
                 target = entry.targets.get(mid, current.assigned)
@@ -209,13 +229,16 @@ class ShareGroupCoordinator:
             out[cs.ConsumerKey(ss.TARGET_ASSIGNMENT_MEMBER, gid, mid)] = cs.encode_target_member(m.assignment)
             out[cs.ConsumerKey(ss.CURRENT_MEMBER_ASSIGNMENT, gid, mid)] = ss.encode_current_assignment(
                 m.current_value())
-        initialized: ss.TopicPartitions = {}
-        for t, p in group.partitions:
-            name, ps = initialized.get(t, (self.topics.name_of(t) or "", frozenset()))
-            initialized[t] = (name, ps | {p})
+        def by_topic(tps: Iterable[tuple[bytes, int]]) -> ss.TopicPartitions:
+            out: ss.TopicPartitions = {}
+            for t, p in tps:
+                name, ps = out.get(t, (self.topics.name_of(t) or "", frozenset()))
+                out[t] = (name, ps | {p})
+            return out
+
         out[cs.ConsumerKey(ss.TARGET_ASSIGNMENT_METADATA, gid)] = cs.encode_epoch(group.assignment_epoch)
         out[cs.ConsumerKey(ss.STATE_PARTITION_METADATA, gid)] = ss.encode_state_partition_metadata(
-            ss.StatePartitionValue(initialized=initialized))
+            ss.StatePartitionValue(initializing=by_topic(group.initializing), initialized=by_topic(group.partitions)))
         out[cs.ConsumerKey(ss.GROUP_METADATA, gid)] = ss.encode_group_metadata(group.group_epoch)
         return out
 
@@ -346,31 +369,80 @@ class ShareGroupCoordinator:
         changed = member.sent is None or member.sent != member.assignment
         member.sent = dict(member.assignment)
         group.dirty.add(member.member_id)
+        uninitialized = self._uninitialized(group)
+        group.initializing.update(dict.fromkeys(uninitialized, time.monotonic()))
         try:
             await self._flush(group)
         except KafkaError:
             member.sent = None  # not told after all: the next heartbeat that gets through tells it again
+            for tp in uninitialized:
+                group.initializing.pop(tp, None)
             raise
-        return HeartbeatResult(ErrorCode.NONE, None, member.member_id, member.member_epoch,
-                               self.configs.value(group.group_id, "share.heartbeat.interval.ms"),
+        if uninitialized:  # after the answer's write, as Kafka's service sends it once the heartbeat is done
+            self._tasks.spawn(self._initialize(group, uninitialized, group.group_epoch))
+        interval = self.configs.value(group.group_id, "share.heartbeat.interval.ms")
+        if group.initializing:  # come back soon for the partitions being initialized (see INITIALIZING_HEARTBEAT_MS)
+            interval = min(interval, INITIALIZING_HEARTBEAT_MS)
+        return HeartbeatResult(ErrorCode.NONE, None, member.member_id, member.member_epoch, interval,
                                dict(member.assignment) if changed else None)
 
-    def _assign(self, group: ShareGroup) -> None:
-        """Recompute the target assignment; a change (new members, subscriptions, partitions or topics)
-        moves the group epoch and the assignment epoch with it."""
+    def _subscribed_topics(self, group: ShareGroup) -> dict[str, tuple[bytes, int]]:
+        """Topic name → (topic id, partition count) of the existing topics the group's members subscribe to."""
         topics: dict[str, tuple[bytes, int]] = {}
         for name in {t for m in group.members.values() for t in m.subscribed}:
             info = self.topics.info(name)
             if info is not None:
                 topics[name] = (info.topic_id, info.partitions)
+        return topics
+
+    def _uninitialized(self, group: ShareGroup) -> list[tuple[bytes, int]]:
+        """The subscribed partitions whose share-partition state is neither initialized nor being initialized
+        (or has been for longer than INITIALIZE_RETRY_MS): what the coordinator initializes next, as
+        Kafka's GroupMetadataManager.subscribedTopicsChangeMap."""
+        stale = time.monotonic() - INITIALIZE_RETRY_MS / 1000
+        return [(t, p) for t, n in sorted(self._subscribed_topics(group).values()) for p in range(n)
+                if (t, p) not in group.partitions and group.initializing.get((t, p), stale) <= stale]
+
+    async def _initialize(self, group: ShareGroup, tps: list[tuple[bytes, int]], group_epoch: int) -> None:
+        """InitializeShareGroupState for `tps` through the persister (state epoch: the group epoch, no start
+        offset), then the partitions are recorded as initialized, and so assignable: the next heartbeat
+        shares them out (Kafka's GroupCoordinatorService.persisterInitialize). A failure takes them out of
+        initializing, so the next heartbeat tries again."""
+        gid = group.group_id
+        try:
+            await self.partitions.initialize([ShareKey(gid, t, p) for t, p in tps], group_epoch)
+            ok = True
+        except KafkaError as exc:
+            log.warning("Share group %s: initializing the state of %d partitions failed: %s", gid, len(tps), exc)
+            ok = False
+        async with self._lock(gid):
+            if self.groups.get(gid) is not group:
+                return
+            for tp in tps:
+                group.initializing.pop(tp, None)
+            if ok:
+                group.partitions.update(tps)
+            try:
+                await self._flush(group)
+            except KafkaError as exc:  # the next write carries it
+                log.warning("Share group %s: could not record initialized share partitions: %s", gid, exc)
+        if ok:
+            log.info("Share group %s: state of %d partitions initialized", gid, len(tps))
+
+    def _assign(self, group: ShareGroup) -> None:
+        """Recompute the target assignment over the initialized partitions (Kafka assigns only share
+        partitions whose state is initialized); a change (new members, subscriptions, initialized partitions
+        or topics) moves the group epoch and the assignment epoch with it."""
+        topics = self._subscribed_topics(group)
+        assignable = {(t, p) for t, p in group.partitions if any(t == tid for tid, _n in topics.values())}
         inputs = (tuple(sorted((mid, tuple(m.subscribed)) for mid, m in group.members.items())),
-                  tuple(sorted(topics.items())))
+                  tuple(sorted(topics.items())), tuple(sorted(assignable)))
         if inputs == group.assigned_from:  # nothing the assignment depends on changed (most heartbeats)
             group.assignment_epoch = group.group_epoch
             return
         group.assigned_from = inputs
         target = simple_assign({mid: m.subscribed for mid, m in group.members.items()}, topics,
-                               {mid: m.assignment for mid, m in group.members.items()})
+                               {mid: m.assignment for mid, m in group.members.items()}, assignable)
         if any(group.members[mid].assignment != a for mid, a in target.items()):
             if group.assignment_epoch >= group.group_epoch:
                 group.group_epoch += 1
@@ -486,6 +558,7 @@ class ShareGroupCoordinator:
                 for key, offset in offsets.items():
                     await self.partitions.reset(key, offset)
                     group.partitions.add((key.topic_id, key.partition))
+                    group.initializing.pop((key.topic_id, key.partition), None)
             finally:
                 await self._flush(group)
             log.info("Share group %s: start offsets of %d partitions altered", group_id, len(offsets))
@@ -497,6 +570,7 @@ class ShareGroupCoordinator:
             self._require_empty(group)
             await self.partitions.delete(group.share_keys(topic_ids))
             group.partitions = {(t, p) for t, p in group.partitions if t not in topic_ids}
+            group.initializing = {(t, p): ts for (t, p), ts in group.initializing.items() if t not in topic_ids}
             await self._flush(group)
 
     def topic_deleted(self, topic_id: bytes) -> None:
@@ -504,7 +578,7 @@ class ShareGroupCoordinator:
         is deleted from `__share_group_state` (Kafka deletes a deleted topic's share-group state too)."""
         self.partitions.forget_topic(topic_id)
         for group_id, group in list(self.groups.items()):
-            if any(t == topic_id for t, _p in group.partitions):
+            if any(t == topic_id for t, _p in [*group.partitions, *group.initializing]):
                 self._tasks.spawn(self._forget_topic(group_id, topic_id))
 
     async def _forget_topic(self, group_id: str, topic_id: bytes) -> None:
@@ -523,6 +597,7 @@ class ShareGroupCoordinator:
                 log.warning("Share group %s: could not delete the state of a deleted topic: %s", group_id, exc)
                 return
             group.partitions = {(t, p) for t, p in group.partitions if t != topic_id}
+            group.initializing = {(t, p): ts for (t, p), ts in group.initializing.items() if t != topic_id}
             await self._flush(group)
         log.info("Share group %s: state of %d partitions of a deleted topic deleted", group_id, len(keys))
 

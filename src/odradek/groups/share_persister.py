@@ -4,7 +4,7 @@
 The share coordinator of a key is the leader of the key's `__share_group_state` partition (found as
 FindCoordinator with key type "share" finds it: `runtime.coordinator_node`, creating the topic on first
 use). When that is this broker the shard (`ShareCoordinator`) is called directly; otherwise the request
-(Read/Write/DeleteShareGroupState) goes to that broker over the inter-broker listener. NOT_COORDINATOR,
+(Initialize/Read/Write/DeleteShareGroupState) goes to that broker over the inter-broker listener. NOT_COORDINATOR,
 COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS and connection failures are retried, with the
 coordinator looked up again, until the timeout; any other error is raised as a KafkaError.
 """
@@ -29,6 +29,7 @@ from odradek.protocol.client_security import PLAINTEXT, ClientSecurity
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.kip932 import (
     DeleteShareGroupStateRequest,
+    InitializeShareGroupStateRequest,
     ReadShareGroupStateRequest,
     ReadShareGroupStateSummaryRequest,
     WriteShareGroupStateRequest,
@@ -67,7 +68,9 @@ def _summary(value: ShareStateValue) -> ShareStateSummary | None:
 
 
 def _snapshot(value: ShareStateValue) -> ShareSnapshot | None:
-    if value.start_offset == UNINITIALIZED_START_OFFSET:
+    """The state read; None where there is none (a state the group coordinator initialised has a state
+    epoch and keeps start offset -1 until its leader first reads it)."""
+    if value.start_offset == UNINITIALIZED_START_OFFSET and value.state_epoch == 0 and not value.batches:
         return None
     return ShareSnapshot(value.start_offset, value.batches, value.leader_epoch, value.state_epoch)
 
@@ -122,6 +125,19 @@ class CoordinatorShareStatePersister:
                     start_offset=state.start_offset, delivery_complete_count=-1, state_batches=[part.StateBatch(
                         first_offset=b.first_offset, last_offset=b.last_offset, delivery_state=int(b.state),
                         delivery_count=b.delivery_count) for b in state.batches])])]), WRITE_VERSION)
+            return ErrorCode(_only(resp).error_code), None
+
+        await self._call(key, local, remote)
+
+    async def initialize_state(self, key: ShareKey, state_epoch: int, start_offset: int) -> None:
+        async def local() -> Outcome[None]:
+            return await self.coordinator.initialize(key, state_epoch, start_offset), None
+
+        async def remote(conn: AsyncConnection) -> Outcome[None]:
+            data = InitializeShareGroupStateRequest.InitializeStateData
+            resp = await conn.request(InitializeShareGroupStateRequest(group_id=key.group_id, topics=[data(
+                topic_id=uuid.UUID(bytes=key.topic_id), partitions=[data.PartitionData(
+                    partition=key.partition, state_epoch=state_epoch, start_offset=start_offset)])]), 0)
             return ErrorCode(_only(resp).error_code), None
 
         await self._call(key, local, remote)

@@ -177,9 +177,11 @@ class LoadedShareGroup(cs.LoadedGroupRecords[ShareMemberValue, ShareCurrentValue
         CURRENT_MEMBER_ASSIGNMENT: ("current", decode_current_assignment),
     }
 
-    def partitions(self) -> set[tuple[bytes, int]]:
-        """The (topic id, partition)s whose share-partition state was initialized or is being so."""
+    def partitions(self, initializing: bool = False) -> set[tuple[bytes, int]]:
+        """The (topic id, partition)s whose share-partition state is initialized (`initializing`: those
+        whose initialization was started and not seen to end)."""
         sp = self.state_partitions
         if sp is None:
             return set()
-        return {(t, p) for topics in (sp.initializing, sp.initialized) for t, (_n, ps) in topics.items() for p in ps}
+        topics = sp.initializing if initializing else sp.initialized
+        return {(t, p) for t, (_n, ps) in topics.items() for p in ps}

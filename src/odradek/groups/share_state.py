@@ -3,8 +3,10 @@ their state is kept (Kafka's Persister).
 
 `SharePartitionManager` holds one `odradek.groups.share_partition.SharePartition` per (group, topic id,
 partition) that a ShareFetch has touched on this broker while it leads the topic partition: the first
-ShareFetch reads the state from the persister at the partition's leader epoch (a state never written
-starts from `share.auto.offset.reset`, always `latest`: Odradek has no group configs yet), and a new
+ShareFetch reads the state from the persister at the partition's leader epoch (a state the group
+coordinator initialized without a start offset, or none at all, starts from the group's
+`share.auto.offset.reset`; `load_soon` reads it in the background for a fetch that already has records),
+and a new
 leader epoch reads it again, so a new leader continues where the old one stopped (what was acquired comes
 back available, with its delivery count). It acquires and acknowledges through it, expires acquisition
 locks on timers (`group.share.record.lock.duration.ms`), gives back what a member held when it leaves
@@ -105,6 +107,11 @@ class ShareStatePersister(Protocol):
 
     async def write_state(self, key: ShareKey, state: ShareSnapshot) -> None: ...
 
+    async def initialize_state(self, key: ShareKey, state_epoch: int, start_offset: int) -> None:
+        """InitializeShareGroupState: a fresh state at `state_epoch` (start offset -1: the leader takes it
+        from `share.auto.offset.reset` on first read); a state at that epoch or later is kept."""
+        ...
+
     async def delete_state(self, key: ShareKey) -> None: ...
 
     async def read_summary(self, key: ShareKey) -> ShareStateSummary | None:
@@ -125,12 +132,17 @@ class InMemoryShareStatePersister:
     async def write_state(self, key: ShareKey, state: ShareSnapshot) -> None:
         self._states[key] = state
 
+    async def initialize_state(self, key: ShareKey, state_epoch: int, start_offset: int) -> None:
+        current = self._states.get(key)
+        if current is None or current.state_epoch < state_epoch:
+            self._states[key] = ShareSnapshot(start_offset, (), -1, state_epoch)
+
     async def delete_state(self, key: ShareKey) -> None:
         self._states.pop(key, None)
 
     async def read_summary(self, key: ShareKey) -> ShareStateSummary | None:
         state = self._states.get(key)
-        if state is None:
+        if state is None or state.start_offset < 0:
             return None
         return ShareStateSummary(state.start_offset, state.state_epoch, state.leader_epoch,
                                  delivery_complete_count(state.start_offset, state.batches))
@@ -201,6 +213,7 @@ class SharePartitionManager:
         self._state_epochs: dict[ShareKey, int] = {}  # the state epoch each partition's state was read at
         self.counters = ShareCounters()
         self._init_locks: dict[ShareKey, asyncio.Lock] = {}
+        self._loading: set[ShareKey] = set()  # partitions being read in the background (`load_soon`)
         self._write_locks: dict[ShareKey, asyncio.Lock] = {}
         self._waiters: dict[ShareKey, list[asyncio.Future[None]]] = {}
         self._timers: dict[ShareKey, asyncio.TimerHandle] = {}
@@ -247,22 +260,57 @@ class SharePartitionManager:
                 s = self.settings
                 limits = {"lock_duration_ms": self.lock_duration_ms(key.group_id),
                           "delivery_count_limit": s.delivery_count_limit, "max_in_flight": s.max_in_flight}
-                if state is None:
-                    start = initial_start_offset(self.configs.value(key.group_id, "share.auto.offset.reset"), log_start, high_watermark,
-                                                 offset_for_time, now_ms())
+                # no state, or one the group coordinator initialised without a start offset (-1)
+                fresh = state is None or state.start_offset < 0
+                if fresh:
+                    start = initial_start_offset(self.configs.value(key.group_id, "share.auto.offset.reset"),
+                                                 log_start, high_watermark, offset_for_time, now_ms())
                     sp = SharePartition(start, **limits)
                 else:
+                    assert state is not None
                     sp = restore(state.start_offset, list(state.batches), **limits)
                 self.partitions[key] = sp
                 self._epochs[key] = leader_epoch
                 self._state_epochs[key] = state.state_epoch if state is not None else 0
-                if state is None:
+                if fresh:
                     err = await self._persist(key)
                     if err != ErrorCode.NONE:
                         raise KafkaError(err, "The share partition's state could not be written")
         self._init_locks.pop(key, None)
         sp.log_start_moved(log_start)
         return sp
+
+    def loaded(self, key: ShareKey, leader_epoch: int = -1) -> bool:
+        """Whether the share partition's state is in memory at this leader epoch (no read needed)."""
+        return key in self.partitions and self._epochs.get(key) == leader_epoch
+
+    def load_soon(self, key: ShareKey, log_start: int, high_watermark: int, leader_epoch: int = -1,
+                  offset_for_time: Callable[[int], int | None] | None = None) -> None:
+        """Read the share partition's state in the background (Kafka's SharePartition initialises
+        asynchronously); the fetches parked on it are woken when it is in memory."""
+        if key in self._loading:
+            return
+        self._loading.add(key)
+
+        async def load() -> None:
+            try:
+                await self.partition(key, log_start, high_watermark, leader_epoch, offset_for_time)
+            except KafkaError as exc:
+                log.debug("Reading the state of share partition %s-%s-%d failed: %s", key.group_id,
+                          key.topic_id.hex(), key.partition, exc)
+            finally:
+                self._loading.discard(key)
+                self._wake(key)
+
+        self._tasks.spawn(load())
+
+    async def initialize(self, keys: Iterable[ShareKey], state_epoch: int) -> None:
+        """The group coordinator's InitializeShareGroupState of share partitions newly subscribed to: each
+        gets a state at `state_epoch` with no start offset (its leader takes it from `share.auto.offset.reset`
+        on first read, as Kafka's does); one that already has a state keeps it. KafkaError if one fails."""
+        for key in keys:
+            if await self.persister.read_summary(key) is None:
+                await self.persister.initialize_state(key, state_epoch, -1)
 
     async def acquire(self, key: ShareKey, member_id: str, batches: list[tuple[int, int]],
                       max_records: int, whole_batches: bool = False) -> list[Acquired]:

@@ -24,7 +24,10 @@ ranges and their delivery counts (AcquiredRecords); the client keeps the records
 drops the rest, as with Kafka. Departure: the records are copied into
 the response (no sendfile region as in Fetch). A fetch that acquires nothing waits up to MaxWaitMs for
 new data in its partitions or for records given back (released, lock expired); MinBytes counts the bytes
-of acquired batches.
+of acquired batches. A share partition's state is read on its first fetch; once a fetch has acquired
+something, the partitions still to be read are read in the background and answered empty, as Kafka's
+asynchronously initialised share partitions are (the first fetch of a new group's partitions gets the
+records of the first one ready, librdkafka's 0179 expects one partition's records there).
 
 Authorization, before any side effect: GROUP READ on the group for every API here but
 ShareGroupDescribe (GROUP DESCRIBE); TOPIC READ on each topic fetched or acknowledged
@@ -354,6 +357,7 @@ class _Fetch(_Request):
         self.epoch = request.share_session_epoch
         self.parts: dict[TopicPartitionId, Partition] = {}
         self.acked: frozenset[TopicPartitionId] = frozenset()  # the partitions acknowledged in this request
+        self.bytes_acquired = 0  # of the batches acquired so far, over every read of this fetch
 
     def resolve(self) -> None:
         """The session's partitions this member may fetch; the others get their error now, and those of
@@ -394,9 +398,15 @@ class _Fetch(_Request):
             if res.error:
                 continue
             key = ShareKey(self.group_id, tp[0], tp[1])
+            bounds = (part.log.log_start_offset, part.high_watermark, part.leader_epoch,
+                      partial(_offset_for_time, part.log))
+            if self.bytes_acquired and not manager.loaded(key, part.leader_epoch):
+                # Kafka's share partitions initialise asynchronously and a fetch answers with the records of
+                # those ready once it has MinBytes: this one's state is read in the background, for the next
+                manager.load_soon(key, *bounds)
+                continue
             try:
-                sp = await manager.partition(key, part.log.log_start_offset, part.high_watermark, part.leader_epoch,
-                                             partial(_offset_for_time, part.log))
+                sp = await manager.partition(key, *bounds)
             except KafkaError as exc:  # its state could not be read (or initialised)
                 res.error = persist_error(exc)
                 continue
@@ -408,6 +418,7 @@ class _Fetch(_Request):
                 records_left -= got
                 total += size
                 taken += size
+                self.bytes_acquired += size
                 if not moved or taken >= share or total >= self.max_bytes or res.error:
                     break
                 step *= 4
