@@ -22,6 +22,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,7 @@ log = logging.getLogger("odradek.storage")
 TopicPartition = tuple[str, int]
 CHUNK_BYTES = 1024 * 1024  # per copy step (Kafka's replica.fetch.max.bytes default)
 SWAP_READS = 8  # at most this many chunks copied during the swap; more and the mover goes on instead
+SWAP_WAIT_S = 1.0  # how long a requested swap may take to run before the mover steps on and asks again
 IDLE_POLL_S = 0.05  # how often an idle mover looks again at the moves whose current logs are growing
 
 
@@ -51,7 +53,7 @@ class Move:
     future: Log
     lock: threading.Lock = field(default_factory=threading.Lock)  # held by a copy step and by the swap
     cancelled: bool = False
-    swap_requested: bool = False
+    swap_requested_at: float | None = None  # monotonic time of the swap asked for and not yet run
     truncated_to: int | None = None  # the lowest end offset the current log was truncated to
     truncated_fully: bool = False
 
@@ -134,6 +136,12 @@ class LogDirMover:
             busy = False
             for move in moves:
                 ready = False
+                asked = move.swap_requested_at
+                if asked is not None and time.monotonic() - asked < SWAP_WAIT_S:
+                    # not stepped while its swap waits to run on the appending thread: a copy step holds the
+                    # move's lock, and a swap that finds it held gives up, so a mover stepping on under steady
+                    # writes would starve its own swap for good
+                    continue
                 with move.lock:
                     if move.cancelled:
                         continue
@@ -144,12 +152,13 @@ class LogDirMover:
                                     move.future.dir.parent, exc)
                         progressed = False
                     busy = busy or progressed
-                if ready and not move.swap_requested:
-                    move.swap_requested = True
+                if ready and (move.swap_requested_at is None
+                              or time.monotonic() - move.swap_requested_at >= SWAP_WAIT_S):
+                    move.swap_requested_at = time.monotonic()
                     try:
                         self.run_swap(lambda m=move: self._swap(m))  # type: ignore[misc]
                     except RuntimeError:  # the event loop is closing: the move resumes at the next start
-                        move.swap_requested = False
+                        move.swap_requested_at = None
             if not busy:
                 with self._cond:
                     if not self._stopping and not self._finishing:
@@ -196,8 +205,15 @@ class LogDirMover:
 
     def _swap(self, move: Move) -> None:
         """Make the future log the partition's log, if it can be done at once: never waits for a lock a
-        worker thread may hold for long (a copy step, a cleaner's swap); the mover asks again later."""
-        move.swap_requested = False
+        worker thread may hold for long (a cleaner's swap); the mover steps on and asks again later."""
+        try:
+            self._try_swap(move)
+        finally:
+            move.swap_requested_at = None
+            with self._cond:
+                self._cond.notify_all()
+
+    def _try_swap(self, move: Move) -> None:
         if self._stopping or not move.lock.acquire(blocking=False):
             return
         try:
