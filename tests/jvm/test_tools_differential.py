@@ -230,9 +230,7 @@ def test_acls_without_an_authorizer_and_reassignment(tools: KafkaTools, broker: 
 # ---- protocol levels: kafka-broker-api-versions and kafka-features ------------------------------------------
 # APIs Odradek serves at other versions than Apache Kafka 4.4 (mirrored in docs/DESIGN.md, "Protocol levels")
 API_VERSION_DEPARTURES = {
-    # transaction version 2 (KIP-890 part 2) is not served: the versions that mean it are not advertised
-    "EndTxn": ("0 to 4", "v5 is TV2's epoch bump"),
-    "TxnOffsetCommit": ("0 to 4", "v5-6 are TV2's implicit partition adding"),
+    "TxnOffsetCommit": ("0 to 5", "v6 is KIP-1319's topic ids"),
 }
 # APIs Apache Kafka 4.4 serves and Odradek does not, each for a reason
 NOT_SERVED = {
@@ -241,7 +239,6 @@ NOT_SERVED = {
     "DescribeQuorum": "KRaft's quorum: Odradek has none", "UpdateFeatures": "the levels follow the code",
     "UnregisterBroker": "KRaft's broker registrations", "UnregisterController": "KRaft's controllers",
     "AddRaftVoter": "KRaft's quorum", "RemoveRaftVoter": "KRaft's quorum",
-    "StreamsGroupTopologyDescriptionUpdate": "KIP-1071's topology descriptions: never asked for by Odradek",
 }
 _API_LINE = re.compile(r"^\t(\w+)\((\d+)\): (UNSUPPORTED|(\d+)(?: to (\d+))? \[usable: \d+\])", re.M)
 
@@ -268,7 +265,6 @@ def test_broker_api_versions(tools: KafkaTools, broker: BrokerProcess, apache: A
 # name -> Odradek's (supported min, supported max, finalized level), None where it advertises none
 FEATURE_DEPARTURES: dict[str, tuple[str, str, str] | None] = {
     "share.version": ("0", "1", "1"),  # level 2 is the share groups' dead-letter queue (Kafka 4.4): not served
-    "transaction.version": ("0", "1", "1"),  # level 2 is KIP-890 part 2, not served
     "metadata.version": None,  # KRaft's metadata log: Odradek has none
     "kraft.version": None,  # KRaft's quorum
     "eligible.leader.replicas.version": None,  # KIP-966's ELR: not kept
