@@ -325,6 +325,10 @@ ATTACKS: dict[int, Attack] = {
                 subtopology_id="0", source_topics=[TOPIC], source_topic_regex=[], state_changelog_topics=[],
                 repartition_sink_topics=[], repartition_source_topics=[], copartition_groups=[])]))),
     89: Attack(1, lambda t: R.StreamsGroupDescribeRequest(group_ids=[GROUP], include_authorized_operations=True)),
+    93: Attack(0, lambda t: R.StreamsGroupTopologyDescriptionUpdateRequest(
+        group_id=GROUP, member_id=str(uuid.uuid4()), topology_epoch=1,
+        topology_description=R.StreamsGroupTopologyDescriptionUpdateRequest.TopologyDescription(
+            subtopologies=[], global_stores=[]))),
     90: Attack(1, lambda t: R.DescribeShareGroupOffsetsRequest(groups=[
         R.DescribeShareGroupOffsetsRequest.DescribeShareGroupOffsetsRequestGroup(group_id=GROUP, topics=None)])),
     91: Attack(0, lambda t: R.AlterShareGroupOffsetsRequest(group_id=GROUP, topics=[

@@ -230,6 +230,7 @@ AUTHORIZATION = {
     "ShareGroupHeartbeat": "READ group, DESCRIBE subscribed topics",
     "StreamsGroupHeartbeat": "READ group, DESCRIBE topology topics, CREATE internal topics",
     "StreamsGroupDescribe": "DESCRIBE group", "ShareGroupDescribe": "DESCRIBE group",
+    "StreamsGroupTopologyDescriptionUpdate": "READ group",
     "ShareFetch": "READ group, READ topic", "ShareAcknowledge": "READ group, READ topic",
     "DescribeShareGroupOffsets": "DESCRIBE group, DESCRIBE topic", "AlterShareGroupOffsets": "READ group, READ topic",
     "DeleteShareGroupOffsets": "DELETE group, READ topic",

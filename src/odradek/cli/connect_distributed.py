@@ -11,7 +11,7 @@ import contextlib
 import logging
 import sys
 
-from odradek.cli.server_start import LOG_FORMAT
+from odradek.cli.log_format import LOG_FORMAT
 from odradek.config import read_properties_file
 from odradek.config_keys import ConfigError
 

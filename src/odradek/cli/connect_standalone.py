@@ -14,7 +14,7 @@ import logging
 import sys
 from pathlib import Path
 
-from odradek.cli.server_start import LOG_FORMAT
+from odradek.cli.log_format import LOG_FORMAT
 from odradek.config import read_properties_file
 from odradek.config_keys import ConfigError
 

@@ -14,7 +14,7 @@ import signal
 import sys
 from collections.abc import Mapping
 
-from odradek.cli.server_start import LOG_FORMAT
+from odradek.cli.log_format import LOG_FORMAT
 from odradek.config import read_properties_file
 from odradek.config_keys import ConfigError
 

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-LOG_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
+from odradek.cli.log_format import LOG_FORMAT
 
 
 def build_parser() -> argparse.ArgumentParser:

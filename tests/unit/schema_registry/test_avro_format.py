@@ -203,7 +203,7 @@ def test_compatibility_through_references() -> None:
 
 
 def test_hostile_inputs_refused_fast() -> None:
-    started = time.monotonic()
+    started = time.process_time()  # CPU, not wall-clock time: the machine may be loaded
     for text in ["[" * 100_000 + "]" * 100_000, '{"type":' * 5000 + '"int"' + "}" * 5000,
                  json.dumps({"type": "array", "items": {"type": "array", "items": "int"}}).replace(
                      '"int"', json.dumps({"type": "array", "items": "int"}) * 1),
@@ -217,7 +217,7 @@ def test_hostile_inputs_refused_fast() -> None:
         deep = {"type": "array", "items": deep}
     with pytest.raises(SchemaError, match="deeper"):
         parse("AVRO", json.dumps(deep))
-    assert time.monotonic() - started < 2
+    assert time.process_time() - started < 2
 
 
 @pytest.mark.parametrize(("old", "new", "backward", "forward"), [c[1:] for c in MATRIX], ids=[c[0] for c in MATRIX])

@@ -158,7 +158,7 @@ def test_recursive_schema() -> None:
 
 
 def test_hostile_inputs_refused_fast(monkeypatch: pytest.MonkeyPatch) -> None:
-    started = time.monotonic()
+    started = time.process_time()  # CPU, not wall-clock time: the machine may be loaded
     for text in ['{"not":' * 5000 + "{}" + "}" * 5000, "[" * 100_000, " " * (2 << 20)]:
         with pytest.raises(SchemaError):
             parse("JSON", text)
@@ -170,7 +170,7 @@ def test_hostile_inputs_refused_fast(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(json_format, "MAX_COMPARISONS", 500)
     messages = check_compatibility("BACKWARD", wide, [wide])  # too complex to compare: refused, not hung
     assert any("too complex" in m for m in messages)
-    assert time.monotonic() - started < 5
+    assert time.process_time() - started < 5
 
 
 def test_large_legitimate_schema_is_compared() -> None:

@@ -154,7 +154,7 @@ def test_compatibility_through_references() -> None:
 
 
 def test_hostile_inputs_refused_fast() -> None:
-    started = time.monotonic()
+    started = time.process_time()  # CPU, not wall-clock time: the machine may be loaded
     for text in ["message A {" * 5000 + "}" * 5000, "syntax = " * 100_000, "x" * (2 << 20),
                  proto("message M {" + " ".join(f"int32 f{i} = {i};" for i in range(1, 3000)) + "}")]:
         try:
@@ -163,7 +163,7 @@ def test_hostile_inputs_refused_fast() -> None:
             pass
     with pytest.raises(SchemaError):
         parse("PROTOBUF", proto("message A {" * 100 + "}" * 100))
-    assert time.monotonic() - started < 5
+    assert time.process_time() - started < 5
 
 
 @pytest.mark.parametrize("module", ["google.protobuf.descriptor_pb2", "google.protobuf.struct_pb2",
@@ -197,8 +197,8 @@ def test_confluent_builtin_imports() -> None:
 
 
 def test_large_message_renders_in_linear_time() -> None:
-    started = time.monotonic()
+    started = time.process_time()  # CPU, not wall-clock time: the machine may be loaded
     schema = parse("PROTOBUF", proto("message M {" + " ".join(f"string f{i} = {i};" for i in range(1, 5000))
                                      + " oneof o { int32 x = 5000; int32 y = 5001; } }"))
     assert schema.normalized().count(" = ") == 5002 and check_compatibility("FULL", schema, [schema]) == []
-    assert time.monotonic() - started < 3
+    assert time.process_time() - started < 3
