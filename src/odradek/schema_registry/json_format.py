@@ -24,6 +24,10 @@ from odradek.schema_registry.limits import check_references, load_json
 # Comparisons one compatibility check may make (pairs of subschemas): a bound on hostile schemas whose
 # oneOf/anyOf nests make the matching grow fast. Past it the check reports the schemas as incompatible.
 MAX_COMPARISONS = 50_000
+# how deep comparisons may nest ($ref hops, each a few Python frames and a call into referencing's Rust maps):
+# deeper, the schemas are "too complex to compare", well before Python's recursion limit, which a RecursionError
+# raised inside a Rust extension turns into a panic
+MAX_COMPARE_DEPTH = 100
 
 # The differences Confluent's STRICT policy accepts: the reader accepts all the writer did.
 COMPATIBLE = frozenset("""ID_CHANGED DESCRIPTION_CHANGED TITLE_CHANGED DEFAULT_CHANGED SCHEMA_REMOVED TYPE_EXTENDED
@@ -82,7 +86,7 @@ class JsonSchema:
                     for path, kind in found if kind not in COMPATIBLE]
         if diff.exhausted:
             return [f"The schemas are too complex to compare (more than {MAX_COMPARISONS} comparisons "
-                    f"of subschemas): treated as incompatible"]
+                    f"of subschemas, or nested more than {MAX_COMPARE_DEPTH} deep): treated as incompatible"]
         return list(dict.fromkeys(messages))
 
 
@@ -239,6 +243,7 @@ class _Diff:
     def __init__(self) -> None:
         self.memo: dict[tuple[int, int], list[tuple[str, str]]] = {}
         self.budget = MAX_COMPARISONS
+        self.depth = 0
         self.exhausted = False
         # keyed by id(): the values are kept alive with their entries, so no id is reused for another value
         # (a "type" list's members are dicts made on the fly)
@@ -263,12 +268,16 @@ class _Diff:
         if key in self.memo:  # done, or under way (a recursive $ref): assumed compatible meanwhile
             return self.memo[key]
         self.budget -= 1
-        if self.budget < 0:
+        if self.budget < 0 or self.depth >= MAX_COMPARE_DEPTH:
             self.exhausted = True
             return [("", "TOO_COMPLEX_TO_COMPARE")]
         self.memo[key] = []
         self.alive.append((original.value, update.value))
-        self.memo[key] = self.types(original, update)
+        self.depth += 1
+        try:
+            self.memo[key] = self.types(original, update)
+        finally:
+            self.depth -= 1
         return self.memo[key]
 
     def sub(self, path: str, original: _Node, update: _Node) -> list[tuple[str, str]]:

@@ -70,6 +70,15 @@ def parse(schema_type: str, text: str, references: Mapping[str, str] | None = No
         raise SchemaError("the schema nests too deeply") from None
     except Exception as e:  # a library's own error on input it refuses: still the client's invalid schema
         raise SchemaError(f"invalid {schema_type} schema: {type(e).__name__}: {str(e)[:300]}") from None
+    except BaseException as e:
+        if not _is_panic(e):
+            raise
+        raise SchemaError(f"invalid {schema_type} schema: a library failed on it ({str(e)[:200]})") from None
+
+
+def _is_panic(exc: BaseException) -> bool:
+    """A Rust extension's panic (pyo3's PanicException, a BaseException), e.g. a RecursionError met inside one."""
+    return type(exc).__name__ == "PanicException"
 
 
 def _parse(schema_type: str, text: str, references: Mapping[str, str] | None) -> ParsedSchema:
@@ -122,6 +131,11 @@ def check_compatibility(level: str, new: ParsedSchema, previous: Sequence[Parsed
             if rule in ("FORWARD", "FULL"):
                 messages += old.reader_errors(new, "old", "new")
         except RecursionError:  # a chain of thousands of named types, each using the next
+            messages.append("The schemas' types refer to one another too deeply to compare: treated as "
+                            "incompatible")
+        except BaseException as e:
+            if not _is_panic(e):
+                raise
             messages.append("The schemas' types refer to one another too deeply to compare: treated as "
                             "incompatible")
     return list(dict.fromkeys(messages))
