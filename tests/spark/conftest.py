@@ -1,6 +1,5 @@
 """Fixtures for the Spark connector and pipeline tests: one local SparkSession for the whole session (one per
-xdist worker; the Spark tests run on two workers, its long drills on one and the rest on another), stopped at its
-end.
+xdist worker; all Spark tests run on one worker), stopped at its end.
 
 Modules that need Spark start with `pytest.importorskip("pyspark", ...)`, so without pyspark they skip with
 that reason while the pure planning tests still run. A test that changes the session's conf sets it back; a
