@@ -114,6 +114,7 @@ def test_fail_over_on_a_three_broker_cluster(tools: KafkaTools, zk_standalone: Z
         tools, "produce-slowly", cluster.bootstrap, t, "300", "10")))
     producing.start()
     watcher = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": t + "-watch"})
+    watcher.assign([TopicPartition(t, 0)])  # so that librdkafka knows the partition it is asked the offsets of
     try:
         wait_until(lambda: watcher.get_watermark_offsets(TopicPartition(t, 0), timeout=5)[1] >= 50, 60,
                    "50 records acknowledged", ignoring=(KafkaException,))
@@ -146,6 +147,7 @@ def test_transactions_through_a_coordinators_kill(tools: KafkaTools, zk_standalo
         tools, "txn-slowly", cluster.bootstrap, t, tid, "40", "5")))
     producing.start()
     watcher = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": t + "-watch"})
+    watcher.assign([TopicPartition(t, 0)])  # so that librdkafka knows the partition it is asked the offsets of
     try:
         wait_until(lambda: watcher.get_watermark_offsets(TopicPartition(t, 0), timeout=5)[1] >= 60, 90,
                    "10 transactions written", ignoring=(KafkaException,))
