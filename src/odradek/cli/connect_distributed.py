@@ -11,7 +11,7 @@ import contextlib
 import logging
 import sys
 
-from odradek.cli.log_format import LOG_FORMAT
+from odradek.cli.service import run_service, until_signalled
 from odradek.config import read_properties_file
 from odradek.config_keys import ConfigError
 
@@ -31,13 +31,7 @@ async def run(args: argparse.Namespace) -> int:
     from odradek.connect.distributed import DistributedHerder
     from odradek.connect.distributed_rest import DistributedRest
     from odradek.connect.plugins import Plugins
-    from odradek.connect.rest_server import (
-        ListenError,
-        advertised_worker_id,
-        kafka_cluster_id,
-        start_rest,
-        until_signalled,
-    )
+    from odradek.connect.rest_server import ListenError, advertised_worker_id, kafka_cluster_id, start_rest
     from odradek.connect.worker_config import WorkerConfig
 
     try:
@@ -74,7 +68,4 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stdout, force=True)
-    logging.getLogger("aiohttp").setLevel(logging.WARNING)
-    return asyncio.run(run(args))
+    return run_service(run, build_parser().parse_args(argv))

@@ -14,7 +14,7 @@ import logging
 import sys
 from pathlib import Path
 
-from odradek.cli.log_format import LOG_FORMAT
+from odradek.cli.service import run_service, until_signalled
 from odradek.config import read_properties_file
 from odradek.config_keys import ConfigError
 
@@ -57,13 +57,7 @@ async def run(args: argparse.Namespace) -> int:
     from odradek.connect.offset_store import FileOffsetStore
     from odradek.connect.plugins import Plugins
     from odradek.connect.rest import ConnectRest
-    from odradek.connect.rest_server import (
-        ListenError,
-        advertised_worker_id,
-        kafka_cluster_id,
-        start_rest,
-        until_signalled,
-    )
+    from odradek.connect.rest_server import ListenError, advertised_worker_id, kafka_cluster_id, start_rest
     from odradek.connect.worker import Worker
     from odradek.connect.worker_config import WorkerConfig
 
@@ -106,7 +100,4 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stdout, force=True)
-    logging.getLogger("aiohttp").setLevel(logging.WARNING)
-    return asyncio.run(run(args))
+    return run_service(run, build_parser().parse_args(argv))

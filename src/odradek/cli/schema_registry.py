@@ -10,11 +10,10 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import signal
 import sys
 from collections.abc import Mapping
 
-from odradek.cli.log_format import LOG_FORMAT
+from odradek.cli.service import run_service, until_signalled
 from odradek.config import read_properties_file
 from odradek.config_keys import ConfigError
 
@@ -110,13 +109,9 @@ async def run(args: argparse.Namespace) -> int:
     except (RegistryConfigError, StoreError, KafkaException, OSError) as exc:
         print(f"Error: cannot start the schema registry: {exc}", file=sys.stderr)
         return 1
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
     log.info("Schema registry started")
     try:
-        await stop.wait()
+        await until_signalled()
         log.info("Schema registry stopping")
     finally:
         with contextlib.suppress(Exception):
@@ -126,7 +121,4 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT, stream=sys.stdout, force=True)
-    logging.getLogger("aiohttp").setLevel(logging.WARNING)
-    return asyncio.run(run(args))
+    return run_service(run, build_parser().parse_args(argv))

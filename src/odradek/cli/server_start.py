@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from odradek.cli.log_format import LOG_FORMAT
+from odradek.cli.service import LOG_FORMAT
 
 
 def build_parser() -> argparse.ArgumentParser:

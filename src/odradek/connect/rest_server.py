@@ -1,12 +1,10 @@
 """What a Connect worker's process does around its REST API, standalone or distributed alike: the worker id it
-advertises, the Kafka cluster id its root resource shows, the HTTP listener's start (or a one-line reason it
-cannot listen) and the wait for SIGINT or SIGTERM."""
+advertises, the Kafka cluster id its root resource shows, and the HTTP listener's start (or a one-line reason it
+cannot listen)."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import signal
 import socket
 
 from aiohttp import web
@@ -57,12 +55,3 @@ async def start_rest(app: web.Application, config: WorkerConfig, host: str, port
         raise ListenError(f"cannot listen on {config.props['listeners']}: {exc.strerror or exc}") from None
     log.info("REST server listening at http://%s:%d/, advertising URL http://%s/", host, port, worker_id)
     return runner
-
-
-async def until_signalled() -> None:
-    """Return at SIGINT or SIGTERM."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
