@@ -61,6 +61,9 @@ class KafkaLog:
         metadata = self.consumer.list_topics(topic, timeout=30)
         self.partitions = sorted(metadata.topics[topic].partitions)
         self.consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in self.partitions])
+        # the end-offset client must know the partitions too, or librdkafka answers "Unknown partition" while its
+        # metadata lacks a topic just created (a worker starting beside two others failed so)
+        self.watermarks.assign([TopicPartition(topic, p) for p in self.partitions])
         self._thread = threading.Thread(target=self._run, name=f"KafkaBasedLog Work Thread - {topic}", daemon=True)
 
     def start(self) -> None:
