@@ -1,6 +1,8 @@
 """The weblogs pipeline end to end on a real broker and real Spark: metrics equal a plain-Python computation
 of the same seeded input, malformed lines land in the dead-letter topic, the archive job's report matches,
-and a streaming run killed with kill -9 and restarted ends with the same output."""
+and a streaming run killed with kill -9 and restarted ends with the same output (behind --run-slow: the Spark
+cluster's drill, tests/spark/test_spark_cluster.py, kills the same job's driver mid-batch by default, and checks its
+rerun against local mode, which test_streaming_metrics_equal_plain_python checks against plain Python)."""
 
 from __future__ import annotations
 
@@ -136,6 +138,7 @@ def test_archive_by_offsets_and_by_time(spark: Any, broker: Any, loaded: list, t
     assert minute["first_event"] == "2025-11-21T12:01:00Z" and minute["last_event"] == "2025-11-21T12:01:59Z"
 
 
+@pytest.mark.slow
 def test_kill_9_mid_stream_and_restart_gives_the_same_output(fresh_broker: Any, tmp_path: Path) -> None:
     bootstrap = fresh_broker.bootstrap
     ensure_topics(bootstrap)
