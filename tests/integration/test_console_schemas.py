@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import ssl
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
@@ -18,7 +19,7 @@ from playwright.sync_api import Page, expect
 
 from tests import console_helpers
 from tests.console_helpers import Console, http_login, row, running_console, send
-from tests.harness import NO_REBALANCE_DELAY, BrokerProcess, free_port, wait_port
+from tests.harness import NO_REBALANCE_DELAY, BrokerProcess, free_port, run_cli, wait_port
 from tests.schema_registry.conftest import wait_primary
 from tests.schema_registry.helpers import Registry, RestClient
 
@@ -122,6 +123,13 @@ def test_level_changes_pass_the_gate(console: Console, registry: RestClient) -> 
 
 
 def test_unreachable_registry_is_one_line(broker: BrokerProcess, tmp_path: Path) -> None:
+    config = tmp_path / "registry.properties"
+    config.write_text("basic.auth.user.info=admin:secret\n")
+    refused = run_cli("console", "--bootstrap-server", broker.bootstrap, "--schema-registry-config", str(config))
+    assert (refused.returncode, refused.stderr) == (1, "Error: --schema-registry-config needs --schema-registry-url "
+                                                       "URL (or schema.registry.url in the file)\n")
+    refused = run_cli("console", "--bootstrap-server", broker.bootstrap, "--schema-registry-url", "localhost:8081")
+    assert refused.returncode == 1 and "invalid schema registry URL 'localhost:8081'" in refused.stderr
     gone = free_port()
     with running_console(broker.bootstrap, tmp_path / "console.out", "--schema-registry-url",
                          f"http://127.0.0.1:{gone}") as c:
@@ -148,9 +156,14 @@ def test_registry_with_tls_and_basic_auth(broker: BrokerProcess, registry: RestC
                      f"schema.registry.ssl.truststore.location={ca}\n")
     try:
         with running_console(broker.bootstrap, tmp_path / "console.out", "--schema-registry-url", secured.url,
-                             "--schema-registry-config", str(props)) as c:
+                             "--schema-registry-config", str(props), "--read-only") as c:
             status, body = get(c, "/schemas")
             assert status == 200 and "No subjects" in body and 'id="global-level">BACKWARD<' in body, body
+            assert "global-level-form" not in body  # --read-only: no form, and the POST refused
+            s = http_login(c)
+            assert send(c, "POST", "/schemas/config", s.headers(c), f"csrf_token={s.csrf}&level=NONE").status == 403
+            secured.ssl_context, secured.auth = ssl.create_default_context(cafile=str(ca)), ("admin", "secret")
+            assert secured.call("GET", "/config") == (200, {"compatibilityLevel": "BACKWARD"})
         props.write_text(props.read_text().replace("admin:secret", "admin:wrong"))
         with running_console(broker.bootstrap, tmp_path / "console2.out", "--schema-registry-url", secured.url,
                              "--schema-registry-config", str(props)) as c:

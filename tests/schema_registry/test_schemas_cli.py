@@ -113,6 +113,11 @@ def test_references(registry: RestClient, tmp_path: Path, capsys: pytest.Capture
     refs.write_text(json.dumps([{"name": "shop.Address", "subject": "address-value", "version": 1}]))
     assert schemas(capsys, "check", "customer-value", "--schema-file", str(tmp_path / "c"),
                    "--references", str(refs))[0] == 0
+    # a subject name is quoted into the path whatever it holds
+    odd = "team/a b?c#d%2F-value"
+    assert schemas(capsys, "register", odd, "--schema-file", schema_file(tmp_path, address))[0] == 0
+    assert schemas(capsys, "get", odd)[1].startswith(f"Subject: {odd}\nVersion: 1\n")
+    assert f"{odd}\t1\n" in schemas(capsys, "list", "--versions", "--prefix", "team/")[1]
     code, _, err = schemas(capsys, "register", "orphan-value", "--schema-file", str(tmp_path / "c"))
     assert code == 1 and err.count("\n") == 1 and "(42201)" in err, err  # Address unknown without the reference
 

@@ -119,6 +119,9 @@ def registry_settings(opts: argparse.Namespace) -> RegistrySettings | None:
     --schema-registry-config), checked; None when neither names one."""
     props = read_properties_file(opts.schema_registry_config)
     if not opts.schema_registry_url and not any(props.get(k) for k in URL_KEYS):
+        if opts.schema_registry_config:  # its credentials would go nowhere, or to a discovered registry
+            raise UsageError("Error: --schema-registry-config needs --schema-registry-url URL (or "
+                             "schema.registry.url in the file)")
         return None
     settings = settings_from(props, opts.schema_registry_url)
     try:
