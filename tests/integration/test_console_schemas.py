@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
@@ -137,6 +138,14 @@ def test_unreachable_registry_is_one_line(broker: BrokerProcess, tmp_path: Path)
         assert status == 200 and f"Schema registry unreachable at http://127.0.0.1:{gone}: " in body
         status, body = get(c, f"/schemas/subject?name={SUBJECT}")
         assert status == 502 and "Schema registry unreachable" in body and "Traceback" not in body
+    silent = socket.create_server(("127.0.0.1", 0), backlog=8)  # connections complete, nothing answers
+    try:
+        with running_console(broker.bootstrap, tmp_path / "console2.out", "--timeout", "2000",
+                             "--schema-registry-url", f"http://127.0.0.1:{silent.getsockname()[1]}") as c:
+            status, body = get(c, "/schemas")
+            assert status == 200 and "no answer within 1600 ms" in body and "Cluster unreachable" not in body, body
+    finally:
+        silent.close()
 
 
 def test_registry_with_tls_and_basic_auth(broker: BrokerProcess, registry: RestClient, tmp_path: Path,

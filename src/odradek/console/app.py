@@ -159,6 +159,17 @@ async def _registry(request: web.Request) -> RegistryClient | None:
     return await call(request.app[schemas.REGISTRY].client)
 
 
+async def registry_call(request: web.Request, client: RegistryClient, fn: Callable[..., Any], *args: Any) -> Any:
+    """A blocking registry call within most of the request's deadline: a registry that stalls is reported as
+    the registry's silence, not as the cluster's (which the deadline's own answer would say)."""
+    budget = request.app[CLUSTER].timeout * 0.8
+    try:
+        return await asyncio.wait_for(call(fn, *args), budget)
+    except TimeoutError:
+        raise RegistryError(f"Schema registry unreachable at {client.url}: no answer within {int(budget * 1000)} ms",
+                            unreachable=True) from None
+
+
 async def schemas_page(request: web.Request) -> web.StreamResponse:
     client = await _registry(request)
     if client is None:
@@ -169,7 +180,8 @@ async def schemas_page(request: web.Request) -> web.StreamResponse:
     except ValueError:
         page = 0
     try:
-        rows, total, global_level = await call(schemas.subject_rows, client, prefix, page)
+        rows, total, global_level = await registry_call(request, client, schemas.subject_rows, client, prefix,
+                                                           page)
         error = None
     except RegistryError as exc:
         rows, total, global_level, error = [], 0, None, str(exc)
@@ -187,7 +199,7 @@ async def subject_page(request: web.Request) -> web.StreamResponse:
     version = q.get("version", "latest") or "latest"
     diff = (q["from"], q["to"]) if q.get("from") and q.get("to") else None
     try:
-        view = await call(schemas.subject_view, client, name, version, diff)
+        view = await registry_call(request, client, schemas.subject_view, client, name, version, diff)
     except RegistryError as exc:
         status = 404 if exc.code in (SUBJECT_NOT_FOUND, VERSION_NOT_FOUND) else 502
         return render(request, "error.html", status=status, title=f"Subject {name}", error=str(exc))
@@ -210,12 +222,12 @@ async def schemas_config(request: web.Request) -> web.StreamResponse:
     name = "the global level" if subject is None else f"the level of {subject}"
     try:
         if subject is not None and form.get("reset") == "1":
-            await call(client.delete_config, subject)
+            await registry_call(request, client, client.delete_config, subject)
             done = f"Removed the compatibility level of {subject}: the global level applies"
         elif level not in LEVELS:
             raise UserError(f"'{level}' is not a compatibility level ({', '.join(LEVELS)})")
         else:
-            await call(client.set_config, subject, level)
+            await registry_call(request, client, client.set_config, subject, level)
             done = f"Set {name} to {level}"
     except (UserError, RegistryError) as exc:
         raise back_to(here, error=f"Could not change {name}: {exc}") from None
