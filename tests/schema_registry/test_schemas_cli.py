@@ -151,15 +151,16 @@ def test_errors_are_one_line(registry: RestClient, tmp_path: Path, capsys: pytes
     assert code == 1 and "invalid schema registry URL" in err
 
 
-def test_the_command(registry: RestClient) -> None:
-    """The real `odradek schemas`: help for the tool and each command, and check's exit status."""
-    top = run_cli("schemas", "--help")
-    assert top.returncode == 0 and all(c in top.stdout for c in ("list", "get", "register", "check", "config", "delete"))
-    for command in ("list", "get", "register", "check", "config", "delete"):
-        assert run_cli("schemas", command, "--help").returncode == 0
-    assert "schemas" in run_cli("--help").stdout
+def test_the_command(registry: RestClient, capsys: pytest.CaptureFixture[str]) -> None:
+    """The real `odradek schemas` (its failure and exit code), and help for the tool and each command."""
     done = run_cli("schemas", "get", "nope", "--schema-registry-url", f"http://127.0.0.1:{PORT}")
-    assert (done.returncode, done.stderr) == (1, "Error: Subject 'nope' not found. (40401)\n")
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", "Error: Subject 'nope' not found. (40401)\n")
+    assert main(["--help"]) == 0
+    top = capsys.readouterr().out
+    assert all(c in top for c in ("list", "get", "register", "check", "config", "delete")), top
+    for command in ("list", "get", "register", "check", "config", "delete"):
+        assert main([command, "--help"]) == 0 and "--schema-registry-url" in capsys.readouterr().out
+    assert main([]) == 1 and capsys.readouterr().err == 'Error: Missing required argument "[COMMAND]"\n'
 
 
 @pytest.fixture(scope="module")
