@@ -31,6 +31,7 @@ HOSTILE = "<img src=x onerror=alert('subject')>\"&"
 V1 = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "long"}]}
 V2 = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "long"},
                                                     {"name": "note", "type": "string", "default": ""}]}
+CUSTOMER = {"type": "record", "name": "Customer", "fields": [{"name": "last", "type": "Order"}]}
 EVIL = {"type": "record", "name": "Evil", "doc": "</pre><script>alert('schema')</script>",
         "fields": [{"name": "a", "type": "int"}]}
 
@@ -45,8 +46,10 @@ def registry(broker: BrokerProcess) -> RestClient:
     wait_port(PORT, 60)
     node = RestClient(f"http://127.0.0.1:{PORT}")
     wait_primary(node)
-    for subject, schema in ((SUBJECT, V1), (SUBJECT, V2), (HOSTILE, EVIL)):
-        status, body = node.call("POST", f"/subjects/{quote(subject, safe='')}/versions", {"schema": json.dumps(schema)})
+    for subject, schema, refs in ((SUBJECT, V1, None), (SUBJECT, V2, None), (HOSTILE, EVIL, None),
+                                  ("customer-value", CUSTOMER, [{"name": "Order", "subject": SUBJECT, "version": 2}])):
+        status, body = node.call("POST", f"/subjects/{quote(subject, safe='')}/versions",
+                                 {"schema": json.dumps(schema), **({"references": refs} if refs else {})})
         assert status == 200, body
     return node
 
@@ -104,6 +107,11 @@ def test_subject_versions_and_diff(console: Console, registry: RestClient) -> No
     assert status == 404 and "Subject &#39;no-such-subject&#39; not found." in body
     status, body = get(console, f"/schemas/subject?name={SUBJECT}&version=9")
     assert status == 404 and "not found" in body.lower()
+    status, body = get(console, f"/schemas/subject?name={SUBJECT}&version=..%2F..%2Fconfig")
+    assert status == 400 and "42202" not in body and "version" in body.lower(), body  # the registry's 42202 message
+    status, body = get(console, "/schemas/subject?name=customer-value")
+    assert '<div class="reference">Order → <a href="/schemas/subject?name=orders-value&amp;version=2">orders-value ' \
+           'version 2</a></div>' in body, body
 
 
 def test_level_changes_pass_the_gate(console: Console, registry: RestClient) -> None:

@@ -201,7 +201,9 @@ async def subject_page(request: web.Request) -> web.StreamResponse:
     try:
         view = await registry_call(request, client, schemas.subject_view, client, name, version, diff)
     except RegistryError as exc:
-        status = 404 if exc.code in (SUBJECT_NOT_FOUND, VERSION_NOT_FOUND) else 502
+        code = exc.code or 0  # the HTTP status or Confluent's error code (42202: an invalid version)
+        refused = 400 <= code < 500 or 40000 <= code < 50000
+        status = 404 if code in (SUBJECT_NOT_FOUND, VERSION_NOT_FOUND) else 400 if refused else 502
         return render(request, "error.html", status=status, title=f"Subject {name}", error=str(exc))
     # the diff form offers the last two versions unless a diff was asked for
     shown_from, shown_to = diff or (str(view.versions[-2:][0]) if view.versions else "",
