@@ -48,7 +48,7 @@ class RegistrySettings:
     """Where the registry is and how to reach it."""
 
     url: str = DEFAULT_URL
-    user_info: str | None = None  # USER:PASSWORD for basic auth
+    user_info: str | None = field(default=None, repr=False)  # USER:PASSWORD for basic auth (never in a repr)
     ca_file: str | None = None  # PEM CAs to verify an https registry with
 
 
