@@ -408,6 +408,7 @@ ListKey: TypeAlias = Literal[
 ]
 
 OptionalListKey: TypeAlias = Literal[
+    "confluent.schema.registry.url",
     "sasl.oauthbearer.expected.audience",
     "zookeeper.ssl.cipher.suites",
     "zookeeper.ssl.enabled.protocols",

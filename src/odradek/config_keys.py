@@ -541,6 +541,10 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("compression.zstd.level", INT, "3", valid=Range(-131072, 22), mode=C, applied=True),
     _key("config.providers", LIST, ""),
     _key("connection.failed.authentication.delay.ms", INT, "100", valid=Range(0), applied=True),
+    # Confluent Server's, for Schema ID Validation (the topic configs confluent.key/value.schema.validation): the
+    # schema registry's URLs (comma separated; the first that answers is used). Unset while the broker runs the
+    # registry itself (schema_registry_api): that one is consulted in process.
+    _key("confluent.schema.registry.url", LIST, None, applied=True),
     _key("connections.max.idle.ms", LONG, "600000", applied=True),
     _key("connections.max.reauth.ms", LONG, "0", applied=True),
     # Odradek's own (Kafka has no such key: its only bound is connections.max.idle.ms): how long a
@@ -941,6 +945,10 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("zookeeper.sync.time.ms", INT, "2000", deprecated="removed in Kafka 3.2; it was never used"),
 )
 
+_SUBJECT_NAME_STRATEGY = OneOf("io.confluent.kafka.serializers.subject.TopicNameStrategy",
+                               "io.confluent.kafka.serializers.subject.RecordNameStrategy",
+                               "io.confluent.kafka.serializers.subject.TopicRecordNameStrategy")
+
 # Topic-level configs; server_default names the broker property that supplies the default.
 # file.delete.delay.ms (and log.segment.delete.delay.ms) is not applied: Kafka delays deleting a segment's
 # files for readers still holding them, but Odradek copies what it reads under the log's lock.
@@ -950,6 +958,12 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = _catalogue(
     _key("compression.lz4.level", INT, "9", valid=Range(1, 17), applied=True, server_default="compression.lz4.level"),
     _key("compression.type", STRING, "producer", valid=OneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"), applied=True, server_default="compression.type"),
     _key("compression.zstd.level", INT, "3", valid=Range(-131072, 22), applied=True, server_default="compression.zstd.level"),
+    # Confluent Server's Schema ID Validation (no broker-level default): the leader refuses batches whose keys /
+    # values do not carry a schema id registered under the subject the topic's strategy names.
+    _key("confluent.key.schema.validation", BOOLEAN, "false", applied=True),
+    _key("confluent.key.subject.name.strategy", STRING, "io.confluent.kafka.serializers.subject.TopicNameStrategy", valid=_SUBJECT_NAME_STRATEGY, applied=True),
+    _key("confluent.value.schema.validation", BOOLEAN, "false", applied=True),
+    _key("confluent.value.subject.name.strategy", STRING, "io.confluent.kafka.serializers.subject.TopicNameStrategy", valid=_SUBJECT_NAME_STRATEGY, applied=True),
     _key("delete.retention.ms", LONG, "86400000", valid=Range(0), applied=True, server_default="log.cleaner.delete.retention.ms"),
     _key("file.delete.delay.ms", LONG, "60000", valid=Range(0), server_default="log.segment.delete.delay.ms"),
     _key("flush.messages", LONG, "9223372036854775807", valid=Range(1), applied=True, server_default="log.flush.interval.messages"),

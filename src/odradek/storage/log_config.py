@@ -5,7 +5,9 @@ default for each topic config is the effective value of the server key the catal
 (`BrokerConfig.topic_defaults`: `retention.ms` <- log.retention.{ms,minutes,hours}, `segment.bytes` <-
 log.segment.bytes, ...); the LogManager merges a topic's own configs over those and builds a LogConfig.
 
-LogConfig holds the topic configs that the log and its cleaner act on. The catalogue's other applied
+LogConfig holds the topic configs that the log and its cleaner act on, and the schema validation settings
+the produce handler reads from the partition's log (Confluent's confluent.{key,value}.*: a topic's settings
+in one attribute read, updated with the log's config). The catalogue's other applied
 topic configs are read where they act: min.insync.replicas by replication, unclean.leader.election.enable
 by the controller.
 """
@@ -47,6 +49,11 @@ class LogConfig:
     compression_gzip_level: int
     compression_lz4_level: int
     compression_zstd_level: int
+    # Confluent Server's Schema ID Validation: read by the produce handler, not by the log
+    confluent_key_schema_validation: bool
+    confluent_key_subject_name_strategy: str
+    confluent_value_schema_validation: bool
+    confluent_value_subject_name_strategy: str
 
     @classmethod
     def from_props(cls, props: Mapping[str, str] | None = None) -> LogConfig:

@@ -1,0 +1,150 @@
+"""The schema ids of produced records in Confluent's wire format (magic byte 0, then the schema id as a 4-byte
+big-endian int, then the serialized data), for Schema ID Validation; sans-io.
+
+`scan_schema_ids` reads, for every record of a partition's produced data, what its key and its value carry: a
+schema id, NULL (a null key or value, which validation lets through as Confluent's does) or NOT_WIRE (bytes that
+do not start with the wire format). It walks each record's length-prefixed fields without building records,
+and decompresses compressed batches within a byte budget (`decompress_bounded`): a batch that inflates past it
+is refused, never held. Only topics that turn validation on pay for any of this."""
+
+from __future__ import annotations
+
+import struct
+
+import cramjam
+
+from odradek.protocol.errors import CorruptRecordError, ErrorCode, InvalidRecordError, KafkaError
+from odradek.protocol.records import (
+    BATCH_OVERHEAD,
+    COMPRESSION_GZIP,
+    COMPRESSION_LZ4,
+    COMPRESSION_NONE,
+    COMPRESSION_SNAPPY,
+    COMPRESSION_ZSTD,
+    BatchHeader,
+    decompress,
+)
+
+NULL = -1  # the key or value is null
+NOT_WIRE = -2  # present, but not in Confluent's wire format (no magic byte 0, or under 5 bytes)
+WIRE_MAGIC = 0
+_ID = struct.Struct(">i")
+_XERIAL_MAGIC = b"\x82SNAPPY\x00"
+_XERIAL_HEADER_SIZE = 16
+_FIRST_GUESS = 64 * 1024  # the first output buffer of a decompression; doubled up to the budget
+
+
+def decompress_bounded(codec: int, payload: memoryview, limit: int) -> bytes | memoryview:
+    """The records of a batch payload compressed with `codec`, refused (INVALID_RECORD) when they inflate past
+    `limit` bytes. Snappy declares its sizes up front; the other codecs decompress into a buffer grown by
+    doubling up to the limit, so a small compressed bomb costs at most `limit` bytes of memory."""
+    if codec == COMPRESSION_NONE:
+        if len(payload) > limit:
+            raise _too_large(limit)
+        return payload
+    if codec == COMPRESSION_SNAPPY:
+        if _snappy_size(payload) > limit:
+            raise _too_large(limit)
+        return decompress(codec, payload)
+    module = {COMPRESSION_GZIP: cramjam.gzip, COMPRESSION_LZ4: cramjam.lz4, COMPRESSION_ZSTD: cramjam.zstd}.get(codec)
+    if module is None:
+        raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Unknown compression codec {codec}")
+    size = min(limit, max(_FIRST_GUESS, 4 * len(payload)))
+    while True:
+        out = bytearray(size + 1)  # one byte more than allowed: filling it means "larger than size"
+        try:
+            written = module.decompress_into(payload, out)
+        except cramjam.DecompressionError as exc:
+            if "whole buffer" not in str(exc):
+                raise CorruptRecordError(message=f"Cannot decompress the records: {exc}") from None
+            written = size + 1
+        if written <= size:
+            return memoryview(out)[:written]
+        if size >= limit:
+            raise _too_large(limit)
+        size = min(limit, size * 2)
+
+
+def _snappy_size(payload: memoryview) -> int:
+    """The decompressed size snappy data declares (raw snappy, or Kafka's xerial framing of raw blocks)."""
+    try:
+        if bytes(payload[:8]) != _XERIAL_MAGIC:
+            return int(cramjam.snappy.decompress_raw_len(payload))
+        total, pos = 0, _XERIAL_HEADER_SIZE
+        while pos + 4 <= len(payload):
+            (length,) = _ID.unpack_from(payload, pos)
+            pos += 4
+            if length < 0 or pos + length > len(payload):
+                raise CorruptRecordError(message="Truncated xerial snappy block")
+            total += int(cramjam.snappy.decompress_raw_len(payload[pos : pos + length]))
+            pos += length
+        return total
+    except cramjam.DecompressionError as exc:
+        raise CorruptRecordError(message=f"Cannot decompress the records: {exc}") from None
+
+
+def _too_large(limit: int) -> InvalidRecordError:
+    return InvalidRecordError(message=f"The records of a batch decompress to more than {limit} bytes, the most "
+                                      "the broker decompresses to validate schema ids")
+
+
+def _varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """Zigzag varint at `pos` -> (value, next position)."""
+    b = buf[pos]
+    pos += 1
+    raw = b & 0x7F
+    shift = 7
+    while b & 0x80:
+        if shift > 63:
+            raise CorruptRecordError(message="Varint is longer than 10 bytes")
+        b = buf[pos]
+        pos += 1
+        raw |= (b & 0x7F) << shift
+        shift += 7
+    return (raw >> 1) ^ -(raw & 1), pos
+
+
+def _field_id(buf: bytes | memoryview, pos: int, length: int) -> int:
+    if length < 0:
+        return NULL
+    if length < 5 or buf[pos] != WIRE_MAGIC:
+        return NOT_WIRE
+    return int(_ID.unpack_from(buf, pos + 1)[0])
+
+
+def scan_schema_ids(records: memoryview, batches: list[tuple[int, BatchHeader]],
+                    limit: int) -> list[tuple[int, int]]:
+    """(key, value) of every record of the partition's data, in order (the index in the list is KIP-467's
+    batch_index): each a schema id, NULL or NOT_WIRE. `batches` are the structurally valid batches of
+    `records` (positions and headers); the compressed ones may decompress to `limit` bytes in all."""
+    out: list[tuple[int, int]] = []
+    budget = limit
+    for pos, header in batches:
+        payload = records[pos + BATCH_OVERHEAD : pos + header.size]
+        data = decompress_bounded(header.compression, payload, budget) if header.compression else payload
+        if header.compression:
+            budget -= len(data)
+        end = len(data)
+        p = 0
+        try:
+            for _ in range(header.records_count):
+                length, p = _varint(data, p)
+                stop = p + length
+                if length <= 0 or stop > end:
+                    raise CorruptRecordError(message=f"Record of length {length} does not fit its batch")
+                q = p + 1  # record attributes
+                _, q = _varint(data, q)  # timestamp delta
+                _, q = _varint(data, q)  # offset delta
+                key_length, q = _varint(data, q)
+                if q + max(key_length, 0) > stop:
+                    raise CorruptRecordError(message="Record key runs past the end of the record")
+                key = _field_id(data, q, key_length)
+                q += max(key_length, 0)
+                value_length, q = _varint(data, q)
+                if q + max(value_length, 0) > stop:
+                    raise CorruptRecordError(message="Record value runs past the end of the record")
+                out.append((key, _field_id(data, q, value_length)))
+                p = stop
+        except IndexError:
+            raise CorruptRecordError(message=f"Record batch at offset {header.base_offset} is malformed") from None
+    return out
