@@ -59,8 +59,9 @@ def test_scan_reads_each_records_key_and_value_under_every_codec(codec: int) -> 
 
 
 def test_scan_spans_batches_and_reads_negative_and_huge_ids() -> None:
-    data = build_batch([(None, wire(-5))]) + build_batch([(None, wire(0x7FFFFFFF))], base_offset=1)
-    assert scan(data) == [(NULL, -5), (NULL, 0x7FFFFFFF)]
+    data = build_batch([(None, wire(-1)), (wire(-2), wire(-5))]) + build_batch([(None, wire(0x7FFFFFFF))],
+                                                                                 base_offset=2)
+    assert scan(data) == [(NULL, -1), (-2, -5), (NULL, 0x7FFFFFFF)]
 
 
 def test_a_compressed_bomb_is_refused_at_the_limit_without_being_held() -> None:
@@ -161,15 +162,17 @@ def test_bad_records_are_named_and_the_batch_refused() -> None:
     lookup = Lookup({1: SchemaFacts("R", frozenset({"t-value"})), 2: SchemaFacts("R", frozenset({"other-value"}))})
     validation = SchemaValidation(lookup)
     with pytest.raises(RecordValidationError) as caught:
-        asyncio.run(check(validation, [(None, wire(1)), (None, b"raw json"), (None, wire(2)), (None, wire(99))]))
+        asyncio.run(check(validation, [(None, wire(1)), (None, b"raw json"), (None, wire(2)), (None, wire(99)),
+                                       (None, wire(-1))]))
     err = caught.value
     assert err.code == ErrorCode.INVALID_RECORD
-    assert [i for i, _ in err.record_errors] == [1, 2, 3]
+    assert [i for i, _ in err.record_errors] == [1, 2, 3, 4]
     messages = [m or "" for _, m in err.record_errors]
     assert "Record 1 of the batch to t-0" in messages[0] and "wire format" in messages[0]
     assert "schema id 2 is not registered under subject t-value (TopicNameStrategy)" in messages[1]
     assert "schema id 99 is not registered in the schema registry" in messages[2]
-    assert err.message.startswith(messages[0]) and "(3 of 4 records failed)" in err.message
+    assert "schema id -1 is not a registered schema id" in messages[3]
+    assert err.message.startswith(messages[0]) and "(4 of 5 records failed)" in err.message
 
 
 def test_record_name_strategies_and_key_validation() -> None:

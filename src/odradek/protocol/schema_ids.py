@@ -25,8 +25,9 @@ from odradek.protocol.records import (
     decompress,
 )
 
-NULL = -1  # the key or value is null
-NOT_WIRE = -2  # present, but not in Confluent's wire format (no magic byte 0, or under 5 bytes)
+# outside the int32 range of schema ids (a record may carry any id, -1 included)
+NULL = -(1 << 32)  # the key or value is null
+NOT_WIRE = NULL - 1  # present, but not in Confluent's wire format (no magic byte 0, or under 5 bytes)
 WIRE_MAGIC = 0
 _ID = struct.Struct(">i")
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
