@@ -46,7 +46,8 @@ def wire(schema_id: int, payload: bytes = b"data") -> bytes:
 
 def scan(batch: bytes, limit: int = 1 << 20) -> list[tuple[int, int]]:
     view = memoryview(batch)
-    return scan_schema_ids(view, validate_batches(view, None), limit)
+    keys, values = scan_schema_ids(view, validate_batches(view, None), limit)
+    return list(zip(keys, values, strict=True))
 
 
 # ---- the scan --------------------------------------------------------------------------------------------

@@ -106,12 +106,13 @@ def _varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
 
 
 def scan_schema_ids(records: memoryview, batches: list[tuple[int, BatchHeader]],
-                    limit: int) -> list[tuple[int, int]]:
-    """(key, value) of every record of the partition's data, in order (the index in the list is KIP-467's
-    batch_index): each a schema id, NULL or NOT_WIRE. `batches` are the batches of `records` (positions and
+                    limit: int) -> tuple[list[int], list[int]]:
+    """The keys' and the values' schema ids of every record of the partition's data, in order (the index in
+    the lists is KIP-467's batch_index): each a schema id, NULL or NOT_WIRE. `batches` are the batches of `records` (positions and
     headers, their sizes checked); the compressed ones may decompress to `limit` bytes in all. Malformed
     records are CORRUPT_MESSAGE."""
-    out: list[tuple[int, int]] = []
+    keys: list[int] = []
+    values: list[int] = []
     budget = limit
     for pos, header in batches:
         payload = records[pos + BATCH_OVERHEAD : pos + header.size]
@@ -121,18 +122,18 @@ def scan_schema_ids(records: memoryview, batches: list[tuple[int, BatchHeader]],
         else:
             data = bytes(payload)
         try:
-            _scan(data, header.records_count, out)
+            _scan(data, header.records_count, keys, values)
         except IndexError:
             raise CorruptRecordError(message=f"Record batch at offset {header.base_offset} is malformed") from None
-    return out
+    return keys, values
 
 
-def _scan(data: bytes, count: int, out: list[tuple[int, int]]) -> None:
+def _scan(data: bytes, count: int, keys: list[int], values: list[int]) -> None:
     """The hot loop: ~1 us a record. Varints of one byte (lengths under 64) are read inline; the timestamp
     and offset deltas are skipped byte by byte, not decoded."""
     end = len(data)
     unpack = _ID.unpack_from
-    append = out.append
+    add_key, add_value = keys.append, values.append
     p = 0
     for _ in range(count):
         b = data[p]
@@ -181,5 +182,6 @@ def _scan(data: bytes, count: int, out: list[tuple[int, int]]) -> None:
             value = unpack(data, q + 1)[0]
         if q + max(value_length, 0) > stop:
             raise CorruptRecordError(message="Record value runs past the end of the record")
-        append((key, value))
+        add_key(key)
+        add_value(value)
         p = stop

@@ -154,15 +154,17 @@ class SchemaValidation:
         else:
             async with self._decodes:
                 ids = await asyncio.to_thread(scan_schema_ids, records, batches, limit)
+        keys, values = ids
         key_on, value_on = config.confluent_key_schema_validation, config.confluent_value_schema_validation
         strategies = (config.confluent_key_subject_name_strategy, config.confluent_value_subject_name_strategy)
-        # the ids to resolve, in the order records carry them, with the subjects' sides (key, value) they need
+        # the distinct ids (in the order records carry them) with the sides (key, value) they are checked for;
+        # records are looked at one by one only when some id or field fails
+        distinct = (dict.fromkeys(keys) if key_on else {}, dict.fromkeys(values) if value_on else {})
         sides: dict[int, set[bool]] = {}
-        for key, value in ids:
-            if key_on and key > 0:
-                sides.setdefault(key, set()).add(True)
-            if value_on and value > 0:
-                sides.setdefault(value, set()).add(False)
+        for is_key, found in ((True, distinct[0]), (False, distinct[1])):
+            for schema_id in found:
+                if schema_id > 0:
+                    sides.setdefault(schema_id, set()).add(is_key)
 
         def fails(schema_id: int, facts: SchemaFacts | None) -> bool:
             return facts is None or any(
@@ -170,20 +172,23 @@ class SchemaValidation:
                 for is_key in sides[schema_id])
 
         facts = await self._resolve(topic, list(sides), fails)
+        bad = tuple({i for i in found if _problem(topic, is_key, i, strategies[0 if is_key else 1], facts)}
+                    for is_key, found in ((True, distinct[0]), (False, distinct[1])))
+        if not bad[0] and not bad[1]:
+            return
         errors: list[tuple[int, str | None]] = []
-        for index, (key, value) in enumerate(ids):
+        for index, (key, value) in enumerate(zip(keys, values, strict=True)):
             problem = None
-            if key_on:
+            if key in bad[0]:
                 problem = _problem(topic, True, key, strategies[0], facts)
-            if problem is None and value_on:
+            elif value in bad[1]:
                 problem = _problem(topic, False, value, strategies[1], facts)
             if problem is not None:
                 errors.append((index, f"Record {index} of the batch to {topic}-{partition} failed schema "
                                       f"validation: {problem}" if len(errors) < NAMED_RECORDS else None))
-        if errors:
-            first = errors[0][1] or ""
-            more = f" ({len(errors)} of {len(ids)} records failed)" if len(errors) > 1 else ""
-            raise RecordValidationError(ErrorCode.INVALID_RECORD, first + more, errors)
+        first = errors[0][1] or ""
+        more = f" ({len(errors)} of {len(keys)} records failed)" if len(errors) > 1 else ""
+        raise RecordValidationError(ErrorCode.INVALID_RECORD, first + more, errors)
 
     async def _resolve(self, topic: str, ids: list[int], fails: Callable[[int, SchemaFacts | None], bool]
                        ) -> dict[int, SchemaFacts | None]:
