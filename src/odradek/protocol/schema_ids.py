@@ -37,7 +37,7 @@ _FIRST_GUESS = 64 * 1024  # the first output buffer of a decompression; doubled 
 
 def decompress_bounded(codec: int, payload: memoryview, limit: int) -> bytes | memoryview:
     """The records of a batch payload compressed with `codec`, refused (INVALID_RECORD) when they inflate past
-    `limit` bytes. Snappy declares its sizes up front; the other codecs decompress into a buffer grown by
+    `limit` bytes (DecompressedTooLarge). Snappy declares its sizes up front; the other codecs decompress into a buffer grown by
     doubling up to the limit, so a small compressed bomb costs at most `limit` bytes of memory."""
     if codec == COMPRESSION_NONE:
         if len(payload) > limit:
@@ -84,8 +84,12 @@ def _snappy_size(payload: memoryview) -> int:
         raise CorruptRecordError(message=f"Cannot decompress the records: {exc}") from None
 
 
-def _too_large(limit: int) -> InvalidRecordError:
-    return InvalidRecordError(message=f"The records of a batch decompress to more than {limit} bytes, the most "
+class DecompressedTooLarge(InvalidRecordError):
+    """The records of a batch decompress past the budget given (INVALID_RECORD)."""
+
+
+def _too_large(limit: int) -> DecompressedTooLarge:
+    return DecompressedTooLarge(message=f"The records of a batch decompress to more than {limit} bytes, the most "
                                       "the broker decompresses to validate schema ids")
 
 

@@ -16,9 +16,9 @@ answer NOT_LEADER_OR_FOLLOWER (what Confluent Server's producers see then: retri
 `DOWN_PAUSE_S` afterwards ids not in the cache fail at once instead of each waiting for a timeout.
 
 Decoding records is the one thing the produce path otherwise never does: topics without validation pay
-one attribute read (their LogConfig's flags). Records are walked inline when the data is small and
-uncompressed, on a worker thread otherwise (`MAX_DECODES` at a time), their decompression bounded by
-`decompressed_limit()`."""
+one attribute read (their LogConfig's flags). A batch of up to INLINE_RECORDS records is walked on the
+event loop (decompressing to at most INLINE_DECOMPRESSED there), a larger one on a worker thread
+(`MAX_DECODES` at a time), its decompression bounded by `decompressed_limit()`."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from typing import Protocol
 
 from odradek.protocol.errors import ErrorCode, KafkaError, RecordValidationError
 from odradek.protocol.records import validate_batches
-from odradek.protocol.schema_ids import NOT_WIRE, NULL, scan_schema_ids
+from odradek.protocol.schema_ids import NOT_WIRE, NULL, DecompressedTooLarge, scan_schema_ids
 from odradek.ratelog import LimitedLog
 from odradek.storage.log_config import LogConfig
 
@@ -49,7 +49,11 @@ MAX_LOOKUPS = 8
 IDS_PER_ROUND = 16
 DOWN_PAUSE_S = 1.0
 MAX_DECODES = 2
-INLINE_BYTES = 64 * 1024
+# a batch is scanned on the loop when its records are this few (and their data this small, compressed or
+# not, and this small decompressed): ~2,000 records of 100 bytes take about a millisecond; others on a thread
+INLINE_BYTES = 512 * 1024
+INLINE_RECORDS = 4096
+INLINE_DECOMPRESSED = 1024 * 1024
 DECOMPRESSED_FLOOR = 8 * 1024 * 1024
 NAMED_RECORDS = 100  # record_errors past this many carry no message
 
@@ -149,9 +153,13 @@ class SchemaValidation:
         NOT_LEADER_OR_FOLLOWER when the registry cannot answer, CORRUPT_MESSAGE for malformed records."""
         batches = validate_batches(records, config.max_message_bytes)
         limit = decompressed_limit(config)
-        if len(records) <= INLINE_BYTES and all(h.compression == 0 for _, h in batches):
-            ids = scan_schema_ids(records, batches, limit)
-        else:
+        ids = None
+        if len(records) <= INLINE_BYTES and sum(h.records_count for _, h in batches) <= INLINE_RECORDS:
+            try:  # a millisecond or two on the loop at most: cheaper than a thread's hop and its GIL handoffs
+                ids = scan_schema_ids(records, batches, min(limit, INLINE_DECOMPRESSED))
+            except DecompressedTooLarge:
+                pass  # on a thread, within the whole budget
+        if ids is None:
             async with self._decodes:
                 ids = await asyncio.to_thread(scan_schema_ids, records, batches, limit)
         keys, values = ids
