@@ -8,7 +8,9 @@ keys AlterConfigs may change on a running broker: ``ConfigKey.dynamic``), whethe
 the key, and a deprecation note where Kafka deprecated or removed it.  A few keys are Odradek's own
 (two under KIP-578's names, ``max.partitions`` and ``max.broker.partitions``; ``http.listener`` and its
 ``http.listener.*`` settings; ``ssl.handshake.timeout.ms``; ``connections.max.unauthenticated.ms``), and one default is Odradek's (``queued.max.request.bytes``); comments at
-those keys say why.  The topic catalogue maps each topic-level config to the broker property that
+those keys say why; and a few are Confluent Server's, for Schema ID Validation (``confluent.schema.registry.url``,
+and the topic configs ``confluent.{key,value}.schema.validation`` and ``confluent.{key,value}.subject.name.strategy``).
+The topic catalogue maps each topic-level config to the broker property that
 supplies its default, and so does the group catalogue (Kafka's group configs, KIP-848/KIP-932/KIP-1071)
 for each group-level config.
 
