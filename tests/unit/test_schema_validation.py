@@ -124,6 +124,7 @@ class Lookup:
         self.asked: list[int] = []
         self.down = False
         self.generation = 0
+        self.gate: asyncio.Event | None = None  # set: answers wait for it
 
     def token(self) -> object:
         return self.generation
@@ -134,6 +135,8 @@ class Lookup:
     async def facts(self, schema_id: int) -> SchemaFacts | None:
         self.asked.append(schema_id)
         await asyncio.sleep(0)
+        if self.gate is not None:
+            await self.gate.wait()
         if self.down:
             raise RegistryUnavailable("connection refused")
         return self.known.get(schema_id)
@@ -155,6 +158,22 @@ def test_good_records_pass_and_their_ids_are_cached() -> None:
     async def run() -> None:
         await check(validation, [(None, wire(1))] * 50 + [(b"k", None)])
         await check(validation, [(None, wire(1))])
+    asyncio.run(run())
+    assert lookup.asked == [1]
+
+
+def test_batches_asking_for_one_id_share_one_lookup_and_outlive_a_cancelled_asker() -> None:
+    lookup = Lookup({1: SchemaFacts(None, frozenset({"t-value"}))})
+    validation = SchemaValidation(lookup)
+
+    async def run() -> None:
+        lookup.gate = asyncio.Event()
+        first = asyncio.create_task(check(validation, [(None, wire(1))]))
+        others = [asyncio.create_task(check(validation, [(None, wire(1))])) for _ in range(5)]
+        await asyncio.sleep(0.01)
+        first.cancel()
+        lookup.gate.set()
+        await asyncio.gather(*others)
     asyncio.run(run())
     assert lookup.asked == [1]
 

@@ -135,12 +135,11 @@ class SchemaValidation:
         self.lookup = lookup
         self._known = _Lru(CACHE_ENTRIES)
         self._unknown = _Lru(CACHE_ENTRIES)
-        self._inflight: dict[int, asyncio.Future[SchemaFacts | None]] = {}
+        self._inflight: dict[int, asyncio.Future[SchemaFacts | None]] = {}  # the task asking for each id
         self._lookups = asyncio.Semaphore(MAX_LOOKUPS)
         self._decodes = asyncio.Semaphore(MAX_DECODES)
         self._down_until = 0.0
         self._warn = LimitedLog(log)
-        self.lookups_done = 0  # how many times the lookup was asked (tests and metrics)
 
     async def close(self) -> None:
         if self.lookup is not None:
@@ -242,42 +241,36 @@ class SchemaValidation:
         return None
 
     async def _facts(self, schema_id: int) -> SchemaFacts | None:
-        """Ask the lookup (one request per id at a time, MAX_LOOKUPS at once) and cache the answer."""
-        pending = self._inflight.get(schema_id)
-        if pending is not None:
-            return await asyncio.shield(pending)
-        lookup = self.lookup
-        if lookup is None:
-            raise RegistryUnavailable("this broker has no schema registry (confluent.schema.registry.url)")
-        if time.monotonic() < self._down_until:
-            raise RegistryUnavailable("the schema registry did not answer a moment ago")
-        future: asyncio.Future[SchemaFacts | None] = asyncio.get_running_loop().create_future()
-        self._inflight[schema_id] = future
-        try:
-            async with self._lookups:
-                token = lookup.token()
-                self.lookups_done += 1
+        """The lookup's answer for an id, cached. One task asks per id, whoever waits for it (a produce request
+        that goes away does not cancel the others' answer); MAX_LOOKUPS tasks ask at once."""
+        task = self._inflight.get(schema_id)
+        if task is None:
+            lookup = self.lookup
+            if lookup is None:
+                raise RegistryUnavailable("this broker has no schema registry (confluent.schema.registry.url)")
+            if time.monotonic() < self._down_until:
+                raise RegistryUnavailable("the schema registry did not answer a moment ago")
+            task = asyncio.ensure_future(self._ask(lookup, schema_id))
+            self._inflight[schema_id] = task
+            task.add_done_callback(lambda done: self._asked(schema_id, done))
+        return await asyncio.shield(task)
+
+    def _asked(self, schema_id: int, task: asyncio.Future[SchemaFacts | None]) -> None:
+        self._inflight.pop(schema_id, None)
+        if not task.cancelled():
+            task.exception()  # retrieved: no "never retrieved" warning when every asker went away
+
+    async def _ask(self, lookup: SchemaLookup, schema_id: int) -> SchemaFacts | None:
+        async with self._lookups:
+            token = lookup.token()
+            try:
                 facts = await lookup.facts(schema_id)
-        except RegistryUnavailable as exc:
-            self._down_until = time.monotonic() + DOWN_PAUSE_S
-            self._warn.warning("Schema validation cannot reach the schema registry: %s", exc)
-            future.set_exception(exc)
-            raise
-        except asyncio.CancelledError:
-            future.cancel()
-            raise
-        except BaseException as exc:
-            future.set_exception(exc)
-            raise
-        else:
-            (self._known if facts is not None else self._unknown).put(
-                schema_id, _Entry(facts, time.monotonic(), token))
-            future.set_result(facts)
-            return facts
-        finally:
-            self._inflight.pop(schema_id, None)
-            if future.done() and not future.cancelled():
-                future.exception()  # retrieved: no "never retrieved" warning when nobody else waited
+            except RegistryUnavailable as exc:
+                self._down_until = time.monotonic() + DOWN_PAUSE_S
+                self._warn.warning("Schema validation cannot reach the schema registry: %s", exc)
+                raise
+        (self._known if facts is not None else self._unknown).put(schema_id, _Entry(facts, time.monotonic(), token))
+        return facts
 
 
 def _problem(topic: str, is_key: bool, schema_id: int, strategy: str,
