@@ -25,9 +25,10 @@ from odradek.protocol.records import (
     COMPRESSION_SNAPPY,
     COMPRESSION_ZSTD,
     build_batch,
+    decompress_bounded,
     validate_batches,
 )
-from odradek.protocol.schema_ids import NOT_WIRE, NULL, decompress_bounded, scan_schema_ids
+from odradek.protocol.schema_ids import NOT_WIRE, NULL, scan_schema_ids
 from odradek.server import schema_validation as sv
 from odradek.server.schema_names import record_name
 from odradek.server.schema_validation import (

@@ -5,92 +5,20 @@ big-endian int, then the serialized data), for Schema ID Validation; sans-io.
 schema id, NULL (a null key or value, which validation lets through as Confluent's does) or NOT_WIRE (bytes that
 do not start with the wire format). It walks each record's length-prefixed fields without building records,
 and decompresses compressed batches within a byte budget (`decompress_bounded`): a batch that inflates past it
-is refused, never held. Only topics that turn validation on pay for any of this."""
+is refused, never held (`records.decompress_bounded`). Only topics that turn validation on pay for any of this."""
 
 from __future__ import annotations
 
 import struct
 
-import cramjam
-
-from odradek.protocol.errors import CorruptRecordError, ErrorCode, InvalidRecordError, KafkaError
-from odradek.protocol.records import (
-    BATCH_OVERHEAD,
-    COMPRESSION_GZIP,
-    COMPRESSION_LZ4,
-    COMPRESSION_NONE,
-    COMPRESSION_SNAPPY,
-    COMPRESSION_ZSTD,
-    BatchHeader,
-    decompress,
-)
+from odradek.protocol.errors import CorruptRecordError
+from odradek.protocol.records import BATCH_OVERHEAD, BatchHeader, decompress_bounded
 
 # outside the int32 range of schema ids (a record may carry any id, -1 included)
 NULL = -(1 << 32)  # the key or value is null
 NOT_WIRE = NULL - 1  # present, but not in Confluent's wire format (no magic byte 0, or under 5 bytes)
 WIRE_MAGIC = 0
 _ID = struct.Struct(">i")
-_XERIAL_MAGIC = b"\x82SNAPPY\x00"
-_XERIAL_HEADER_SIZE = 16
-_FIRST_GUESS = 64 * 1024  # the first output buffer of a decompression; doubled up to the budget
-
-
-def decompress_bounded(codec: int, payload: memoryview, limit: int) -> bytes | memoryview:
-    """The records of a batch payload compressed with `codec`, refused (INVALID_RECORD) when they inflate past
-    `limit` bytes (DecompressedTooLarge). Snappy declares its sizes up front; the other codecs decompress into a buffer grown by
-    doubling up to the limit, so a small compressed bomb costs at most `limit` bytes of memory."""
-    if codec == COMPRESSION_NONE:
-        if len(payload) > limit:
-            raise _too_large(limit)
-        return payload
-    if codec == COMPRESSION_SNAPPY:
-        if _snappy_size(payload) > limit:
-            raise _too_large(limit)
-        return decompress(codec, payload)
-    module = {COMPRESSION_GZIP: cramjam.gzip, COMPRESSION_LZ4: cramjam.lz4, COMPRESSION_ZSTD: cramjam.zstd}.get(codec)
-    if module is None:
-        raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Unknown compression codec {codec}")
-    size = min(limit, max(_FIRST_GUESS, 4 * len(payload)))
-    while True:
-        out = bytearray(size + 1)  # one byte more than allowed: filling it means "larger than size"
-        try:
-            written = module.decompress_into(payload, out)
-        except cramjam.DecompressionError as exc:
-            if "whole buffer" not in str(exc):
-                raise CorruptRecordError(message=f"Cannot decompress the records: {exc}") from None
-            written = size + 1
-        if written <= size:
-            return memoryview(out)[:written]
-        if size >= limit:
-            raise _too_large(limit)
-        size = min(limit, size * 2)
-
-
-def _snappy_size(payload: memoryview) -> int:
-    """The decompressed size snappy data declares (raw snappy, or Kafka's xerial framing of raw blocks)."""
-    try:
-        if bytes(payload[:8]) != _XERIAL_MAGIC:
-            return int(cramjam.snappy.decompress_raw_len(payload))
-        total, pos = 0, _XERIAL_HEADER_SIZE
-        while pos + 4 <= len(payload):
-            (length,) = _ID.unpack_from(payload, pos)
-            pos += 4
-            if length < 0 or pos + length > len(payload):
-                raise CorruptRecordError(message="Truncated xerial snappy block")
-            total += int(cramjam.snappy.decompress_raw_len(payload[pos : pos + length]))
-            pos += length
-        return total
-    except cramjam.DecompressionError as exc:
-        raise CorruptRecordError(message=f"Cannot decompress the records: {exc}") from None
-
-
-class DecompressedTooLarge(InvalidRecordError):
-    """The records of a batch decompress past the budget given (INVALID_RECORD)."""
-
-
-def _too_large(limit: int) -> DecompressedTooLarge:
-    return DecompressedTooLarge(message=f"The records of a batch decompress to more than {limit} bytes, the most "
-                                      "the broker decompresses to validate schema ids")
 
 
 def _varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:

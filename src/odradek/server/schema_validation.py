@@ -18,7 +18,7 @@ answer NOT_LEADER_OR_FOLLOWER (what Confluent Server's producers see then: retri
 Decoding records is the one thing the produce path otherwise never does: topics without validation pay
 one attribute read (their LogConfig's flags). A batch of up to INLINE_RECORDS records is walked on the
 event loop (decompressing to at most INLINE_DECOMPRESSED there), a larger one on a worker thread
-(`MAX_DECODES` at a time), its decompression bounded by `decompressed_limit()`."""
+(`MAX_DECODES` at a time), its decompression bounded by the topic's `LogConfig.max_decompressed_bytes`."""
 
 from __future__ import annotations
 
@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from odradek.protocol.errors import ErrorCode, KafkaError, RecordValidationError
-from odradek.protocol.records import validate_batches
-from odradek.protocol.schema_ids import NOT_WIRE, NULL, DecompressedTooLarge, scan_schema_ids
+from odradek.protocol.records import DecompressedTooLarge, validate_batches
+from odradek.protocol.schema_ids import NOT_WIRE, NULL, scan_schema_ids
 from odradek.ratelog import LimitedLog
 from odradek.storage.log_config import LogConfig
 
@@ -54,7 +54,6 @@ MAX_DECODES = 2
 INLINE_BYTES = 512 * 1024
 INLINE_RECORDS = 4096
 INLINE_DECOMPRESSED = 1024 * 1024
-DECOMPRESSED_FLOOR = 8 * 1024 * 1024
 NAMED_RECORDS = 100  # record_errors past this many carry no message
 
 
@@ -110,13 +109,6 @@ class _Lru:
         self.items.pop(key, None)
 
 
-def decompressed_limit(config: LogConfig) -> int:
-    """How many bytes the compressed batches of one produced partition may inflate to for validation: four
-    times the topic's max.message.bytes, at least DECOMPRESSED_FLOOR (producers' batches are a megabyte or
-    less before compression; a compressed bomb is refused at this size instead of held)."""
-    return max(DECOMPRESSED_FLOOR, 4 * config.max_message_bytes)
-
-
 def subject_for(strategy: str, topic: str, is_key: bool, name: str | None) -> str | None:
     """The subject a strategy names for a key or value whose schema has record name `name` (None: no subject,
     the record-name strategies need a name)."""
@@ -151,7 +143,7 @@ class SchemaValidation:
         """Raise RecordValidationError (INVALID_RECORD) naming the records whose key / value fails, KafkaError
         NOT_LEADER_OR_FOLLOWER when the registry cannot answer, CORRUPT_MESSAGE for malformed records."""
         batches = validate_batches(records, config.max_message_bytes)
-        limit = decompressed_limit(config)
+        limit = config.max_decompressed_bytes
         ids = None
         if len(records) <= INLINE_BYTES and sum(h.records_count for _, h in batches) <= INLINE_RECORDS:
             try:  # a millisecond or two on the loop at most: cheaper than a thread's hop and its GIL handoffs

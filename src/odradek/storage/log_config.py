@@ -21,6 +21,8 @@ from odradek.config_keys import TOPIC_CONFIGS, ConfigError, check_topic_configs
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.records import COMPRESSION_GZIP, COMPRESSION_LZ4, COMPRESSION_ZSTD
 
+MIN_DECOMPRESSED_BYTES = 8 * 1024 * 1024
+
 
 @dataclass(frozen=True, slots=True)
 class LogConfig:
@@ -82,6 +84,14 @@ class LogConfig:
     @property
     def delete(self) -> bool:
         return "delete" in self.cleanup_policy
+
+    @property
+    def max_decompressed_bytes(self) -> int:
+        """How far the compressed batches of one produced partition may inflate when the leader decodes their
+        records (recompression, keys, timestamps, schema ids): four times max.message.bytes, at least 8 MiB.
+        Producers' batches are a megabyte or so before compression; a compressed bomb is refused here instead
+        of held in memory. Odradek's bound: Kafka streams records one by one and has none."""
+        return max(MIN_DECOMPRESSED_BYTES, 4 * self.max_message_bytes)
 
     @property
     def max_segment_ms(self) -> int:
