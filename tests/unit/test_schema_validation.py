@@ -284,3 +284,30 @@ def test_config_values_are_checked() -> None:
     assert caught.value.code == ErrorCode.INVALID_CONFIG
     with pytest.raises(KafkaError):
         LogConfig.from_props({"confluent.key.schema.validation": "yes"})
+
+
+def test_large_batches_are_scanned_on_a_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past INLINE_RECORDS records, or inflating past INLINE_DECOMPRESSED, a batch is walked on a worker
+    thread, with the same verdicts."""
+    lookup = Lookup({1: SchemaFacts(None, frozenset({"t-value"}))})
+    validation = SchemaValidation(lookup)
+    threads: list[object] = []
+    real = asyncio.to_thread
+
+    async def counted(func: object, *args: object) -> object:
+        threads.append(func)
+        return await real(func, *args)  # type: ignore[arg-type]
+    monkeypatch.setattr(sv.asyncio, "to_thread", counted)
+    many = [(None, wire(1))] * (sv.INLINE_RECORDS + 1)
+    inflating = build_batch([(None, wire(1, bytes(2 * sv.INLINE_DECOMPRESSED)))], compression=COMPRESSION_ZSTD)
+
+    async def run() -> None:
+        await check(validation, [(None, wire(1))] * 10)
+        assert threads == []
+        await check(validation, many)
+        await validation.check("t", 0, config(), memoryview(inflating))
+        assert len(threads) == 2
+        with pytest.raises(RecordValidationError) as caught:
+            await check(validation, [*many, (None, b"raw")])
+        assert caught.value.record_errors == [(len(many), caught.value.record_errors[0][1])]
+    asyncio.run(run())
