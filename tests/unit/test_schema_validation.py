@@ -109,6 +109,20 @@ def test_record_names_as_confluents_serializers_give_them() -> None:
     assert record_name("AVRO", "{not json") is None
 
 
+def test_record_names_of_the_texts_the_registry_stores() -> None:
+    """The registry stores canonical text (a .proto rendered from the compiled descriptor, compact Avro JSON):
+    the names read from it are those its parsers give."""
+    from odradek.schema_registry import schemas
+
+    proto = schemas.parse("PROTOBUF", 'syntax = "proto3";\npackage shop.v1;\noption java_package = "x.y";\n'
+                                      'import "google/protobuf/timestamp.proto";\nmessage Order { string id = 1; '
+                                      'google.protobuf.Timestamp at = 2; oneof k { string a = 3; } '
+                                      'map<string, int32> m = 4; }\nmessage Other {}\n')
+    assert record_name("PROTOBUF", proto.canonical()) == proto.message_names()[0] == "shop.v1.Order"  # type: ignore[attr-defined]
+    avro = schemas.parse("AVRO", '{"namespace": "n", "type": "record", "name": "U", "fields": []}')
+    assert record_name("AVRO", avro.canonical()) == "n.U"
+
+
 def test_record_name_of_a_hostile_proto_text_is_linear() -> None:
     import time
     start = time.monotonic()
