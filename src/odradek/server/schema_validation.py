@@ -16,7 +16,7 @@ answer NOT_LEADER_OR_FOLLOWER (what Confluent Server's producers see then: retri
 `DOWN_PAUSE_S` afterwards ids not in the cache fail at once instead of each waiting for a timeout.
 
 Decoding records is the one thing the produce path otherwise never does: topics without validation pay
-one attribute read (their LogConfig's flags). A batch of up to INLINE_RECORDS records is walked on the
+two attribute reads (their LogConfig's flags). A batch of up to INLINE_RECORDS records is walked on the
 event loop (decompressing to at most INLINE_DECOMPRESSED there), a larger one on a worker thread
 (`MAX_DECODES` at a time), its decompression bounded by the topic's `LogConfig.max_decompressed_bytes`."""
 
@@ -38,7 +38,6 @@ from odradek.storage.log_config import LogConfig
 
 log = logging.getLogger("odradek.server.schema_validation")
 
-TOPIC_NAME = "io.confluent.kafka.serializers.subject.TopicNameStrategy"
 RECORD_NAME = "io.confluent.kafka.serializers.subject.RecordNameStrategy"
 TOPIC_RECORD_NAME = "io.confluent.kafka.serializers.subject.TopicRecordNameStrategy"
 
@@ -111,7 +110,7 @@ class _Lru:
 
 def subject_for(strategy: str, topic: str, is_key: bool, name: str | None) -> str | None:
     """The subject a strategy names for a key or value whose schema has record name `name` (None: no subject,
-    the record-name strategies need a name)."""
+    the record-name strategies need a name); TopicNameStrategy, the default, is any other value."""
     if strategy == RECORD_NAME:
         return name
     if strategy == TOPIC_RECORD_NAME:
