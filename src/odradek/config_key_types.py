@@ -297,6 +297,7 @@ FloatKey: TypeAlias = Literal[
 StrKey: TypeAlias = Literal[
     "authorizer.class.name",
     "compression.type",
+    "confluent.basic.auth.credentials.source",
     "group.consumer.migration.policy",
     "group.share.persister.class.name",
     "host.name",
@@ -415,6 +416,7 @@ OptionalListKey: TypeAlias = Literal[
 ]
 
 OptionalPasswordKey: TypeAlias = Literal[
+    "confluent.basic.auth.user.info",
     "delegation.token.master.key",
     "delegation.token.secret.key",
     "http.listener.auth.token",

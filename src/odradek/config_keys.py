@@ -9,7 +9,7 @@ the key, and a deprecation note where Kafka deprecated or removed it.  A few key
 (two under KIP-578's names, ``max.partitions`` and ``max.broker.partitions``; ``http.listener`` and its
 ``http.listener.*`` settings; ``ssl.handshake.timeout.ms``; ``connections.max.unauthenticated.ms``), and one default is Odradek's (``queued.max.request.bytes``); comments at
 those keys say why; and a few are Confluent Server's, for Schema ID Validation (``confluent.schema.registry.url``,
-and the topic configs ``confluent.{key,value}.schema.validation`` and ``confluent.{key,value}.subject.name.strategy``).
+``confluent.basic.auth.*``, and the topic configs ``confluent.{key,value}.schema.validation`` and ``confluent.{key,value}.subject.name.strategy``).
 The topic catalogue maps each topic-level config to the broker property that
 supplies its default, and so does the group catalogue (Kafka's group configs, KIP-848/KIP-932/KIP-1071)
 for each group-level config.
@@ -547,6 +547,10 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     # schema registry's URLs (comma separated; the first that answers is used). Unset while the broker runs the
     # registry itself (schema_registry_api): that one is consulted in process.
     _key("confluent.schema.registry.url", LIST, None, applied=True),
+    # ... and how the broker authenticates to it (HTTP basic auth): credentials in the URLs (user:password@host),
+    # or confluent.basic.auth.user.info (user:password)
+    _key("confluent.basic.auth.credentials.source", STRING, "URL", valid=OneOf("URL", "USER_INFO"), applied=True),
+    _key("confluent.basic.auth.user.info", PASSWORD, None, applied=True),
     _key("connections.max.idle.ms", LONG, "600000", applied=True),
     _key("connections.max.reauth.ms", LONG, "0", applied=True),
     # Odradek's own (Kafka has no such key: its only bound is connections.max.idle.ms): how long a

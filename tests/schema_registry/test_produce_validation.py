@@ -4,7 +4,7 @@ without the wire format's magic byte, or with a schema registered under another 
 INVALID_RECORD, each named in record_errors, and nothing of their batch is appended (the log end offset does not
 move); both record-name strategies, key validation, every compression codec, validation turned on and off at
 runtime. One broker with its own registry (consulted in process) serves most tests; one broker asks a separate
-registry process over HTTP, which is then killed: a retriable error, not a hang."""
+registry process over HTTP with basic auth, which is then killed: a retriable error, not a hang."""
 
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ URL = f"http://127.0.0.1:{PORT}"
 VALUE_ON = {"confluent.value.schema.validation": "true"}
 USER = json.dumps({"type": "record", "name": "User", "namespace": "com.acme",
                    "fields": [{"name": "name", "type": "string"}]})
+PASSWORD = "registry-secret-7"
 ORDER = json.dumps({"title": "Order", "type": "object", "properties": {"id": {"type": "integer"}}})
 
 
@@ -206,13 +207,22 @@ def broker_admin_describe(broker: BrokerProcess, topic: str) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def http_setup(module_brokers: BrokerPool, tmp_path_factory: pytest.TempPathFactory
                ) -> Iterator[tuple[BrokerProcess, Registry]]:
-    """A broker whose validation asks a registry process over HTTP (the registry keeps its schemas in that
-    broker; the broker starts first and validates nothing until the registry answers)."""
+    """A broker whose validation asks a registry process over HTTP, with basic auth (the registry keeps its
+    schemas in that broker; the broker starts first and validates nothing until the registry answers)."""
     port = free_port()
-    node = Registry(tmp_path_factory.mktemp("http-registry"), f"127.0.0.1:{port}")
-    other = module_brokers.start({**NO_REBALANCE_DELAY, "confluent.schema.registry.url": node.url},
+    root = tmp_path_factory.mktemp("http-registry")
+    (root / "users.properties").write_text(f"admin: {PASSWORD},admin\n")
+    (root / "jaas.conf").write_text('SchemaRegistry-Props {\n  org.eclipse.jetty.jaas.spi.PropertyFileLoginModule '
+                                    f'required\n  file="{root / "users.properties"}";\n}};\n')
+    node = Registry(root / "node", f"127.0.0.1:{port}", {
+        "authentication.method": "BASIC", "authentication.realm": "SchemaRegistry-Props",
+        "authentication.roles": "admin", "authentication.jaas.file": str(root / "jaas.conf")})
+    other = module_brokers.start({**NO_REBALANCE_DELAY, "confluent.schema.registry.url": node.url,
+                                  "confluent.basic.auth.credentials.source": "USER_INFO",
+                                  "confluent.basic.auth.user.info": f"admin:{PASSWORD}"},
                                  name="http-broker", port=port)
     node.start()
+    node.auth = ("admin", PASSWORD)
     try:
         wait_primary(node)
         yield other, node
@@ -220,9 +230,9 @@ def http_setup(module_brokers: BrokerPool, tmp_path_factory: pytest.TempPathFact
         node.stop()
 
 
-def test_a_registry_over_http_and_then_down(http_setup: tuple[BrokerProcess, Registry]) -> None:
+def test_a_registry_over_http_with_basic_auth_and_then_down(http_setup: tuple[BrokerProcess, Registry]) -> None:
     other, node = http_setup
-    client = SchemaRegistryClient({"url": node.url})
+    client = SchemaRegistryClient({"url": node.url, "basic.auth.user.info": f"admin:{PASSWORD}"})
     topic = unique_name("over-http")
     create_topic(other.bootstrap, topic, config=VALUE_ON)
     good = avro(client, topic, {"name": "ann"})
@@ -233,6 +243,7 @@ def test_a_registry_over_http_and_then_down(http_setup: tuple[BrokerProcess, Reg
     part = raw_produce(other.port, topic, [(None, wire(66_666))])  # not in the broker's cache
     assert part.error_code == 6  # NOT_LEADER_OR_FOLLOWER: retriable, as Confluent Server answers
     assert "Cannot validate the schema ids of records" in part.error_message
+    assert PASSWORD not in part.error_message and PASSWORD not in other.output()
     assert time.monotonic() - start < 10
     assert raw_produce(other.port, topic, [(None, good)]).error_code == 0  # a cached id still validates
     assert end_offset(other.bootstrap, topic) == 2

@@ -115,7 +115,10 @@ class Broker:
         # Schema ID Validation of produced records (topics that turn it on): the registry at
         # confluent.schema.registry.url, or (the cli layer sets it) the broker's own registry in process
         registry_urls = config.get("confluent.schema.registry.url")
-        self.schema_validation = SchemaValidation(HttpSchemaLookup(registry_urls) if registry_urls else None)
+        user_info = config.get("confluent.basic.auth.user.info")
+        self.schema_validation = SchemaValidation(HttpSchemaLookup(
+            registry_urls, config.get("confluent.basic.auth.credentials.source"),
+            user_info.value if user_info is not None else None) if registry_urls else None)
         self.dispatcher = Dispatcher(self)
         self.server = SocketServer(
             self.dispatcher, config.get("socket.request.max.bytes"),

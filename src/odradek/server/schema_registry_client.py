@@ -2,7 +2,8 @@
 ID Validation's `SchemaLookup`): `GET /schemas/ids/{id}` for its text and type (the record name comes from
 that), `GET /schemas/ids/{id}/versions` for the subjects that hold it. The URLs are tried in turn, each request
 bounded by `TIMEOUT_S` and its answer by `MAX_ANSWER_BYTES`; when none answers the lookup is unavailable
-(never a hang). 404 is "no such id"."""
+(never a hang). 404 is "no such id"; 401 and the like are the registry unavailable. HTTP basic auth as
+Confluent Server's `confluent.basic.auth.*` keys say."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import json
 from typing import Any
 
 import aiohttp
+import yarl
 
 from odradek.server.schema_names import record_name
 from odradek.server.schema_validation import RegistryUnavailable, SchemaFacts
@@ -21,8 +23,26 @@ THREAD_FROM_BYTES = 64 * 1024  # record names of larger schemas are read on a wo
 
 
 class HttpSchemaLookup:
-    def __init__(self, urls: list[str], max_connections: int = 8) -> None:
-        self.urls = [u.rstrip("/") for u in urls if u.strip()]
+    """`credentials_source` is Confluent's confluent.basic.auth.credentials.source: URL takes the user and
+    password from each URL's user info, USER_INFO from `user_info` ("user:password"). URLs are kept and shown
+    without their credentials (log lines and produce errors never carry them)."""
+
+    def __init__(self, urls: list[str], credentials_source: str = "URL", user_info: str | None = None,
+                 max_connections: int = 8) -> None:
+        self.urls: list[str] = []
+        self._auth: list[aiohttp.BasicAuth | None] = []
+        for text in urls:
+            if not text.strip():
+                continue
+            url = yarl.URL(text.strip().rstrip("/"))
+            auth = None
+            if credentials_source == "USER_INFO" and user_info:
+                user, _, password = user_info.partition(":")
+                auth = aiohttp.BasicAuth(user, password)
+            elif credentials_source == "URL" and url.user:
+                auth = aiohttp.BasicAuth(url.user, url.password or "")
+            self.urls.append(str(url.with_user(None)))
+            self._auth.append(auth)
         self._max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
         self._next = 0  # the URL that answered last is asked first
@@ -41,7 +61,7 @@ class HttpSchemaLookup:
             i = (self._next + step) % len(self.urls)
             base = self.urls[i]
             try:
-                found = await self._ask(base, schema_id)
+                found = await self._ask(base, self._auth[i], schema_id)
             except (TimeoutError, aiohttp.ClientError, OSError, ValueError, KeyError, TypeError) as exc:
                 failures.append(f"{base}: {type(exc).__name__} {exc}".strip())
                 continue
@@ -49,13 +69,13 @@ class HttpSchemaLookup:
             return found
         raise RegistryUnavailable("; ".join(failures) or "no schema registry URL")
 
-    async def _ask(self, base: str, schema_id: int) -> SchemaFacts | None:
-        status, doc = await self._get(f"{base}/schemas/ids/{schema_id}")
+    async def _ask(self, base: str, auth: aiohttp.BasicAuth | None, schema_id: int) -> SchemaFacts | None:
+        status, doc = await self._get(f"{base}/schemas/ids/{schema_id}", auth)
         if status == 404:
             return None
         if status != 200 or not isinstance(doc, dict) or not isinstance(doc.get("schema"), str):
             raise ValueError(f"HTTP {status} for schema id {schema_id}")
-        status, versions = await self._get(f"{base}/schemas/ids/{schema_id}/versions")
+        status, versions = await self._get(f"{base}/schemas/ids/{schema_id}/versions", auth)
         if status == 404:
             return None
         if status != 200 or not isinstance(versions, list):
@@ -68,13 +88,13 @@ class HttpSchemaLookup:
             name = record_name(schema_type, text)
         return SchemaFacts(name, subjects)
 
-    async def _get(self, url: str) -> tuple[int, Any]:
+    async def _get(self, url: str, auth: aiohttp.BasicAuth | None) -> tuple[int, Any]:
         if self._session is None:
             self._session = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=TIMEOUT_S),
                 connector=aiohttp.TCPConnector(limit=self._max_connections),
                 headers={"Accept": "application/vnd.schemaregistry.v1+json, application/json"})
-        async with self._session.get(url) as resp:
+        async with self._session.get(url, auth=auth) as resp:
             body = await resp.content.read(MAX_ANSWER_BYTES + 1)
             if len(body) > MAX_ANSWER_BYTES:
                 raise ValueError(f"answer over {MAX_ANSWER_BYTES} bytes")
