@@ -1,5 +1,5 @@
 """Schema ID Validation on produce (Confluent Server's `confluent.{key,value}.schema.validation` topic configs):
-records from confluent-kafka's own Avro and JSON Schema serializers pass; records with an unregistered schema id,
+records from confluent-kafka's own Avro, JSON Schema and Protobuf serializers pass; records with an unregistered schema id,
 without the wire format's magic byte, or with a schema registered under another subject are refused with
 INVALID_RECORD, each named in record_errors, and nothing of their batch is appended (the log end offset does not
 move); both record-name strategies, key validation, every compression codec, validation turned on and off at
@@ -24,7 +24,9 @@ from confluent_kafka.schema_registry import (
 )
 from confluent_kafka.schema_registry.avro import AvroSerializer
 from confluent_kafka.schema_registry.json_schema import JSONSerializer
+from confluent_kafka.schema_registry.protobuf import ProtobufSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from kafka.protocol.producer import ProduceRequest
 
 from odradek.protocol.records import build_batch
@@ -136,6 +138,29 @@ def test_record_name_strategies(broker: BrokerProcess, registry: SchemaRegistryC
     assert send(broker.bootstrap, by_topic_record, [(None, user)]) == [""]
     assert send(broker.bootstrap, by_topic_record, [(None, order)]) == ["INVALID_RECORD"]  # Order is not here
     assert send(broker.bootstrap, by_record, [(None, user)]) == ["INVALID_RECORD"]  # com.acme.User: no subject
+
+
+def test_protobuf_records_by_their_first_message(broker: BrokerProcess, registry: SchemaRegistryClient) -> None:
+    """confluent-kafka's ProtobufSerializer under RecordNameStrategy registers the file under its message's full
+    name (`shop.Order`), which is the file's first message: the name the broker reads from the schema."""
+
+    proto = descriptor_pb2.FileDescriptorProto(name="shop_order.proto", package="shop", syntax="proto3")
+    order = proto.message_type.add(name="Order")
+    order.field.add(name="id", number=1, type=descriptor_pb2.FieldDescriptorProto.TYPE_STRING,
+                    label=descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL)
+    proto.message_type.add(name="Line")
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(proto)
+    message = message_factory.GetMessageClass(pool.FindMessageTypeByName("shop.Order"))
+    topic = unique_name("protobuf")
+    create_topic(broker.bootstrap, topic, config={
+        **VALUE_ON, "confluent.value.subject.name.strategy": "io.confluent.kafka.serializers.subject.RecordNameStrategy"})
+    serialize = ProtobufSerializer(message, registry, conf={"subject.name.strategy": record_subject_name_strategy,
+                                                            "use.deprecated.format": False})
+    value = serialize(message(id="o-1"), SerializationContext(topic, MessageField.VALUE))
+    assert send(broker.bootstrap, topic, [(None, value)]) == [""]
+    assert send(broker.bootstrap, topic, [(None, value[:5] + b"not protobuf framing")]) == [""]  # ids, not data
+    assert send(broker.bootstrap, topic, [(None, b"\x08\x01")]) == ["INVALID_RECORD"]
 
 
 @pytest.mark.parametrize("compression", ["gzip", "snappy", "lz4", "zstd"])
