@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import enum
 import re
+import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -293,6 +294,24 @@ class NonEmptyList(Validator):
         return "non-empty list"
 
 
+class HttpUrls(Validator):
+    """A list of http:// or https:// URLs, each naming a host."""
+
+    def check(self, value: Any) -> str | None:
+        for url in value or ():
+            parts = urllib.parse.urlsplit(str(url).strip())
+            try:
+                port_ok = parts.port is None or parts.port > 0
+            except ValueError:
+                port_ok = False
+            if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+                return f"Not an http:// or https:// URL: {parts.scheme}://{parts.hostname or ''}"
+        return None
+
+    def describe(self) -> str:
+        return "http:// or https:// URLs"
+
+
 class NonEmptyString(Validator):
     """A string that is not empty."""
 
@@ -546,7 +565,7 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     # Confluent Server's, for Schema ID Validation (the topic configs confluent.key/value.schema.validation): the
     # schema registry's URLs (comma separated; the first that answers is used). Unset while the broker runs the
     # registry itself (schema_registry_api): that one is consulted in process.
-    _key("confluent.schema.registry.url", LIST, None, applied=True),
+    _key("confluent.schema.registry.url", LIST, None, valid=HttpUrls(), applied=True),
     # ... and how the broker authenticates to it (HTTP basic auth): credentials in the URLs (user:password@host),
     # or confluent.basic.auth.user.info (user:password)
     _key("confluent.basic.auth.credentials.source", STRING, "URL", valid=OneOf("URL", "USER_INFO"), applied=True),

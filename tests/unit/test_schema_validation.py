@@ -298,6 +298,14 @@ def test_config_values_are_checked() -> None:
     assert caught.value.code == ErrorCode.INVALID_CONFIG
     with pytest.raises(KafkaError):
         LogConfig.from_props({"confluent.key.schema.validation": "yes"})
+    from odradek.config import BrokerConfig, ConfigError
+
+    BrokerConfig.from_props({"confluent.schema.registry.url": "http://a:8081, https://user:pw@b"})
+    for bad in ("registry:8081", "ftp://a", "http://:8081", "http://a:99999"):
+        with pytest.raises(ConfigError, match="confluent.schema.registry.url: Not an http:// or https:// URL"):
+            BrokerConfig.from_props({"confluent.schema.registry.url": bad})
+    with pytest.raises(ConfigError):
+        BrokerConfig.from_props({"confluent.basic.auth.credentials.source": "SASL_INHERIT"})
 
 
 def test_large_batches_are_scanned_on_a_thread(monkeypatch: pytest.MonkeyPatch) -> None:
