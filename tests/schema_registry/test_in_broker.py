@@ -1,6 +1,8 @@
 """The registry inside the broker: `schema_registry_api` makes `odradek server-start` serve Confluent's REST API
 too, its schemas in the broker's own `_schemas` topic; confluent-kafka-python's API-client suite passes against it
-as against the separate process (its Avro suite too, with --run-slow: 20 s more)."""
+as against the separate process (its Avro, JSON Schema and Protobuf serializer suites too, with --run-slow: a
+minute more; tests/schema_registry/test_confluent_python_suite.py runs them against the separate process by
+default)."""
 
 from __future__ import annotations
 
@@ -39,9 +41,10 @@ def test_the_broker_serves_the_registry(in_broker: RestClient, broker: BrokerPro
 
 
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("file", ["test_api_client.py",
-                                  pytest.param("test_avro_serializers.py", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("file", ["test_api_client.py", *(pytest.param(f, marks=pytest.mark.slow) for f in (
+    "test_avro_serializers.py", "test_json_serializers.py", "test_proto_serializers.py"))])
 def test_confluent_suite_against_the_broker(file: str, in_broker: RestClient, broker: BrokerProcess,
                                             tmp_path: Path) -> None:
     counts, output = run_suite(file, broker, in_broker, tmp_path)
+    print(f"{file} against the broker's registry: {counts}")
     assert counts.get("passed", 0) > 0 and not counts.get("failed") and not counts.get("error"), output
