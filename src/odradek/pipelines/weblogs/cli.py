@@ -89,7 +89,8 @@ def generate(args: argparse.Namespace) -> int:
 
     try:
         stats = produce_records(args.bootstrap_server, args.topic, records, live=live, stop=stop,
-                                duration_s=args.duration, on_progress=show)
+                                duration_s=args.duration, on_progress=show,
+                                schema_registry_url=args.schema_registry_url)
     finally:
         line.done()
     took = time.monotonic() - started
@@ -107,7 +108,8 @@ def run(args: argparse.Namespace) -> int:
     ensure_topics(args.bootstrap_server)
     cfg = JobConfig(bootstrap=args.bootstrap_server, checkpoint=Path(args.checkpoint), output=Path(args.output),
                     trigger=args.trigger, watermark=args.watermark, starting_offsets=args.starting_offsets,
-                    max_offsets_per_trigger=args.max_offsets_per_trigger)
+                    max_offsets_per_trigger=args.max_offsets_per_trigger,
+                    schema_registry_url=args.schema_registry_url)
     stop = _stop_on_signals()
     log_file = None
     if not args.verbose:  # Spark's own WARN lines go to a file: the terminal shows the job's progress
@@ -204,7 +206,8 @@ def archive(args: argparse.Namespace) -> int:
         job: Future[dict[str, Any]] | None = None
         if not stop.is_set():
             print(f"Archiving {args.topic} from {args.bootstrap_server} to {args.output} ...", flush=True)
-            job = pool.submit(archive, spark, ArchiveConfig(args.bootstrap_server, Path(args.output), args.topic, opts))
+            job = pool.submit(archive, spark, ArchiveConfig(args.bootstrap_server, Path(args.output), args.topic, opts,
+                                                            args.schema_registry_url))
         while job is not None and not wait([job], timeout=0.5).done:
             if stop.is_set():  # again and again: the archive runs several Spark jobs one after another
                 spark.sparkContext.cancelAllJobs()
