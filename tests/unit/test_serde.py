@@ -17,7 +17,14 @@ import pytest
 
 from odradek.cli.avro_formatter import AvroCodec, RecordError
 from odradek.pipelines.weblogs.schemas import LINE_SCHEMA, METRICS_SCHEMA, LineSerializer
-from odradek.serde.avro import AvroDeserializer, AvroSerializer, DecodeError, avro_json, parse_schema, schema_text
+from odradek.serde.avro import (
+    AvroDeserializer,
+    AvroSerializer,
+    DecodeError,
+    avro_json,
+    parse_schema,
+    schema_text,
+)
 from odradek.serde.registry_client import RegistryClient, RegistryError
 from odradek.serde.wire import WireFormatError, frame, unframe
 
@@ -40,11 +47,9 @@ class MemoryRegistry(RegistryClient):
                 raise RegistryError("Schema not found", 40403)
             return found
         if method == "POST" and parts[0] == "subjects":
-            for sid, s in self.schemas.items():
-                if s["schema"] == body["schema"]:
-                    break
-            else:
-                sid = len(self.schemas) + 1
+            same = [i for i, s in self.schemas.items() if s["schema"] == body["schema"]]
+            sid = same[0] if same else len(self.schemas) + 1
+            if not same:
                 self.schemas[sid] = {"schema": body["schema"], **({"schemaType": body["schemaType"]}
                                                                    if "schemaType" in body else {})}
             self.subjects.setdefault(parts[1], []).append(sid)

@@ -130,6 +130,21 @@ def _stop_process(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
+def metrics_from_avro(deserializer: Any, raw: bytes) -> dict[str, Any] | None:
+    """A WindowMetrics record in the JSON records' shape (window bounds as ISO 8601 text); None for a value
+    that does not decode (the view skips it, as it skips null values)."""
+    from odradek.pipelines.weblogs.sinks import iso_ms
+    from odradek.serde.avro import DecodeError
+
+    try:
+        value: dict[str, Any] = deserializer.decode(raw)
+    except DecodeError:
+        return None
+    for k in ("window_start", "window_end"):
+        value[k] = iso_ms(int(value[k].timestamp() * 1000))
+    return value
+
+
 class MetricsView:
     """Follows `access-metrics` (latest figures per window) and counts the dead letters."""
 
@@ -159,7 +174,7 @@ class MetricsView:
                 raw = m.value()
                 if raw is None:
                     continue
-                value = json.loads(raw) if self.avro is None else self._from_avro(raw)
+                value = json.loads(raw) if self.avro is None else metrics_from_avro(self.avro, raw)
                 if value is None:
                     continue
                 self.windows[value["window_start"]] = value
@@ -167,19 +182,6 @@ class MetricsView:
             else:
                 self.dead_letters += 1
         return changed
-
-    def _from_avro(self, raw: bytes) -> dict[str, Any] | None:
-        """A WindowMetrics record in the JSON records' shape (window bounds as ISO 8601 text)."""
-        from odradek.pipelines.weblogs.sinks import iso_ms
-        from odradek.serde.avro import DecodeError
-
-        try:
-            value: dict[str, Any] = self.avro.decode(raw)  # type: ignore[union-attr]
-        except DecodeError:
-            return None
-        for k in ("window_start", "window_end"):
-            value[k] = iso_ms(int(value[k].timestamp() * 1000))
-        return value
 
     def close(self) -> None:
         self.consumer.close()

@@ -33,7 +33,6 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql import functions as F
-from pyspark.sql.functions import ArrowUDFType
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -235,8 +234,8 @@ def _matches(v: Any, branch: Any) -> bool:
 
 
 def spark_type_of(schema: Any) -> DataType:
-    """The Spark type `from_avro` gives for an Avro schema (JSON text, or its parsed form)."""
-    parsed = parse_schema(schema_text(schema)) if not isinstance(schema, dict | list) else schema
+    """The Spark type `from_avro` gives for an Avro schema (JSON text, or the JSON as dicts and lists)."""
+    parsed = parse_schema(schema_text(schema))
     return _Types(parsed).spark_type(parsed)
 
 
@@ -303,4 +302,5 @@ def from_avro(data: Column | str, jsonFormatSchema: str | None = None,  # noqa: 
         return pa.array(out, type=arrow_type)
 
     column = F.col(data) if isinstance(data, str) else data
-    return F.arrow_udf(decode_all, spark_type, ArrowUDFType.SCALAR)(column)
+    # the scalar kind is told by decode_all's type hints (pyarrow Array -> Array), as Spark prefers
+    return F.arrow_udf(decode_all, spark_type)(column)  # type: ignore[call-overload]
