@@ -70,6 +70,8 @@ def build_parser() -> ArgParser:
     parser.add_argument("--timeout-ms", type=int, metavar="MS", help="exit when no message arrives for MS ms")
     parser.add_argument(
         "--property",
+        "--formatter-property",  # Kafka 4's name (KIP-1147)
+        dest="property",
         action="append",
         metavar="PROP=VALUE",
         help="formatter properties: print.timestamp, print.key, print.offset, print.partition, print.headers, "
