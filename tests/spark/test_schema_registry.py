@@ -49,7 +49,7 @@ def test_avro_types_map_as_sparks_schema_converters() -> None:
         spark_type_of({"type": "record", "name": "Node", "fields": [{"name": "next", "type": ["null", "Node"]}]})
 
 
-def test_the_jobs_schemas_and_its_metrics_records(broker: BrokerProcess) -> None:
+def test_the_jobs_schemas_and_its_metrics_records(broker: BrokerProcess, tmp_path: Path) -> None:
     """The streaming job's start registers its three subjects (the dead letters under access-logs' schema);
     the metrics sink's records decode to the figures it was given, and to the JSON records' shape in the demo's
     view. No Spark: the sink's encoding is the seam."""
@@ -64,6 +64,8 @@ def test_the_jobs_schemas_and_its_metrics_records(broker: BrokerProcess) -> None
     )
     from odradek.pipelines.weblogs.sinks import MetricsSink, to_json
     from odradek.serde.wire import unframe
+    from tests.clients import consume_all, unique_name
+    from tests.harness import run_cli
     from tests.waiting import wait_until
 
     url = f"http://127.0.0.1:{PORT}"
@@ -88,6 +90,19 @@ def test_the_jobs_schemas_and_its_metrics_records(broker: BrokerProcess) -> None
     assert metrics_from_avro(metrics_deserializer(url), b"not framed") is None
     assert MetricsSink(broker.bootstrap, "access-metrics", Path("unused")).encode(m) == to_json(m)
 
+    # the commands: generate writes framed records; a registry that is not there is one line, before Spark
+    topic = unique_name("cli-logs")
+    made = run_cli("pipeline", "generate", "weblogs", "--bootstrap-server", broker.bootstrap, "--topic", topic,
+                   "--partitions", "1", "--count", "20", "--start-time", "2026-01-01T00:00:00Z",
+                   "--schema-registry-url", url)
+    assert made.returncode == 0 and "Produced 20 records" in made.stdout, made.stderr
+    assert {unframe(m.value())[0] for m in consume_all(broker.bootstrap, topic, 20) if m.value()} <= {ids[LOGS_SUBJECT]}
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    for action in (["generate", "weblogs", "--count", "1"], ["archive", "weblogs", "--output", str(tmp_path)]):
+        failed = run_cli("pipeline", *action, "--bootstrap-server", broker.bootstrap, "--schema-registry-url", nowhere)
+        assert failed.returncode == 1 and "schema registry unreachable" in failed.stderr, failed.stderr
+        assert "Traceback" not in failed.stderr and "Starting Spark" not in failed.stdout
+
 
 def test_pipeline_parsing_and_from_avro_over_the_registry(spark: Any, broker: BrokerProcess) -> None:
     from pyspark.sql import functions as F
@@ -105,7 +120,8 @@ def test_pipeline_parsing_and_from_avro_over_the_registry(spark: Any, broker: Br
     url = f"http://127.0.0.1:{PORT}"
     wait_port(PORT, 60)
     ensure_topics(broker.bootstrap)
-    # event times of a few minutes ago: older ones would be past the broker's 7-day retention
+    # event times of a few minutes ago: the hostile records below carry today's time, and a year-old segment
+    # they were appended to would roll (segment.ms counts by record times) and go by 7-day retention
     start_ms = int(time.time() * 1000) // 60_000 * 60_000 - 600_000
     records = WeblogGenerator(GeneratorConfig(seed=11, rate=20.0, malformed_fraction=0.1, start_ms=start_ms)).take(400)
 

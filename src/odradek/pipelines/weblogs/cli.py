@@ -106,6 +106,10 @@ def run(args: argparse.Namespace) -> int:
 
     _check_master(args.master)
     ensure_topics(args.bootstrap_server)
+    if args.schema_registry_url:  # a registry that is down or refuses is one line before Spark starts
+        from odradek.pipelines.weblogs.schemas import register_job_schemas
+
+        register_job_schemas(args.schema_registry_url)
     cfg = JobConfig(bootstrap=args.bootstrap_server, checkpoint=Path(args.checkpoint), output=Path(args.output),
                     trigger=args.trigger, watermark=args.watermark, starting_offsets=args.starting_offsets,
                     max_offsets_per_trigger=args.max_offsets_per_trigger,
@@ -183,6 +187,11 @@ def archive(args: argparse.Namespace) -> int:
     from odradek.spark.session import stop_session
 
     _check_master(args.master)
+    if args.schema_registry_url:  # the topic's subject must be there: one line, not a failed Spark task
+        from odradek.serde.avro import subject_for
+        from odradek.serde.registry_client import RegistryClient
+
+        RegistryClient(args.schema_registry_url).latest(subject_for(args.topic))
     opts: dict[str, str] = {}
     if args.starting_offsets:
         opts["startingOffsets"] = args.starting_offsets
