@@ -22,6 +22,7 @@ from odradek.serde.avro import (
     AvroSerializer,
     DecodeError,
     avro_json,
+    has_zero_byte_arrays,
     parse_schema,
     schema_text,
 )
@@ -114,6 +115,21 @@ def test_hostile_bytes_are_decode_errors_naming_the_cause() -> None:
     registry.schemas[5] = {"schema": '{"type": "object"}', "schemaType": "JSON"}
     with pytest.raises(DecodeError, match="schema id 5 is a JSON schema, not Avro"):
         d.decode(frame(5, b"{}"))
+    # arrays of zero-byte items: 2**62 nulls claimed in 10 bytes would loop and fill memory; refused
+    registry.schemas[6] = {"schema": json.dumps({"type": "array", "items": "null"})}
+    with pytest.raises(DecodeError, match="schema id 6 has arrays of items that take no bytes"):
+        d.decode(frame(6, b"\xfe\xff\xff\xff\xff\xff\xff\xff\x7f"))
+    for schema, refused in [
+        ({"type": "record", "name": "E", "fields": []}, False),
+        ({"type": "array", "items": {"type": "record", "name": "E", "fields": [{"name": "n", "type": "null"}]}}, True),
+        ({"type": "record", "name": "R", "fields": [{"name": "f", "type": {"type": "fixed", "name": "F", "size": 0}},
+                                                    {"name": "a", "type": {"type": "array", "items": "F"}}]}, True),
+        ({"type": "map", "values": {"type": "array", "items": ["null", "int"]}}, False),
+        ({"type": "record", "name": "Node", "fields": [{"name": "next", "type": ["null", "Node"]},
+                                                       {"name": "kids", "type": {"type": "array", "items": "Node"}}]}, False),
+        (METRICS_SCHEMA, False), (LINE_SCHEMA, False),
+    ]:
+        assert has_zero_byte_arrays(schema_text(schema)) is refused, schema
     # an unknown id is asked once, then remembered for a while: bogus ids cannot become a request each
     before = len(registry.requests)
     for _ in range(5):

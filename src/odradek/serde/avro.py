@@ -31,6 +31,48 @@ def parse_schema(text: str) -> Any:
     return fastavro.parse_schema(json.loads(text))
 
 
+@lru_cache(maxsize=256)
+def has_zero_byte_arrays(text: str) -> bool:
+    """Whether the schema has an array whose items can take no bytes at all (null, an empty record, a
+    0-size fixed): a record could then claim 2**63 items in a few bytes and the decoder would loop and fill
+    memory (Avro's Java library bounds collection sizes for that reason). With every item at least a byte,
+    a claimed count runs out of payload after len(payload) items."""
+    parsed = parse_schema(text)
+    named: dict[str, Any] = parsed.get("__named_schemas", {}) if isinstance(parsed, dict) else {}
+
+    def empty(s: Any, seen: frozenset[str]) -> bool:
+        if isinstance(s, str):
+            if s == "null":
+                return True
+            return s in named and s not in seen and empty(named[s], seen | {s})
+        if isinstance(s, list):
+            return False  # a union's branch index takes a byte
+        kind = s.get("type")
+        if kind in ("record", "error"):
+            return all(empty(f["type"], seen) for f in s.get("fields", ()))
+        if kind == "fixed":
+            return int(s.get("size", 1)) == 0
+        if isinstance(kind, dict | list) or (isinstance(kind, str) and kind not in ("array", "map", "enum")):
+            return empty(kind, seen)
+        return False
+
+    def walk(s: Any, seen: frozenset[str]) -> bool:
+        if isinstance(s, str):
+            return s in named and s not in seen and walk(named[s], seen | {s})
+        if isinstance(s, list):
+            return any(walk(b, seen) for b in s)
+        kind = s.get("type")
+        if kind == "array":
+            return empty(s["items"], frozenset()) or walk(s["items"], seen)
+        if kind == "map":
+            return walk(s["values"], seen)
+        if kind in ("record", "error"):
+            return any(walk(f["type"], seen) for f in s.get("fields", ()))
+        return isinstance(kind, dict | list) and walk(kind, seen)
+
+    return walk(parsed, frozenset())
+
+
 def schema_text(schema: Any) -> str:
     """An Avro schema (JSON text or its dict/list/str) as compact JSON text."""
     if isinstance(schema, str):
@@ -104,6 +146,9 @@ class AvroDeserializer:
             parsed = parse_schema(registered.text)
         except Exception as exc:  # the registry holds a schema fastavro cannot read
             raise DecodeError(f"schema id {schema_id}: fastavro cannot read it ({exc})") from None
+        if has_zero_byte_arrays(registered.text):
+            raise DecodeError(f"schema id {schema_id} has arrays of items that take no bytes (such as null): "
+                              "refused, since a record could claim billions of them")
         return schema_id, parsed, payload
 
     def decode(self, data: bytes) -> Any:
