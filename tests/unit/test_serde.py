@@ -210,3 +210,54 @@ def test_the_pipelines_line_serializer_leaves_non_utf8_bytes_unframed() -> None:
     assert ok and framed is not None and AvroDeserializer(registry).decode(framed) == {"line": "1.2.3.4 - - line"}
     assert ser.encode(b"\xff\xfe junk") == (b"\xff\xfe junk", False)
     assert ser.encode(None) == (None, True)
+
+
+def test_client_sends_basic_auth_fails_over_and_reports_http_errors() -> None:
+    """Against a small HTTP server on 127.0.0.1: the first URL refuses connections, the second answers; the
+    credentials go in a Basic Authorization header; an error answer keeps Confluent's error_code."""
+    import base64
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    seen: list[str | None] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            seen.append(self.headers.get("Authorization"))
+            if self.path == "/schemas/ids/1":
+                body, status = {"schema": '"string"'}, 200
+            elif self.path.startswith("/schemas/ids/"):
+                body, status = {"error_code": 40403, "message": "Schema not found"}, 404
+            else:
+                body, status = {"error_code": 40401, "message": "Subject 'x' not found."}, 404
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/vnd.schemaregistry.v1+json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    try:
+        client = RegistryClient(f"http://127.0.0.1:{closed},http://127.0.0.1:{server.server_port}",
+                                user_info="alice:secret", timeout_s=5)
+        assert client.schema_by_id(1).text == '"string"'
+        with pytest.raises(RegistryError, match="schema id 2 not found in the registry") as caught:
+            client.schema_by_id(2)
+        assert caught.value.error_code == 40403
+        with pytest.raises(RegistryError, match=r"answered 404 to http://127\.0\.0\.1:\d+/subjects/x/versions/latest: "
+                                                r"Subject 'x' not found") as caught:
+            client.latest("x")
+        assert caught.value.error_code == 40401
+        assert seen == ["Basic " + base64.b64encode(b"alice:secret").decode()] * 3
+    finally:
+        server.shutdown()
+        server.server_close()
