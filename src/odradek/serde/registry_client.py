@@ -22,6 +22,7 @@ from typing import Any
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 CACHE_SIZE = 1000
 NOT_FOUND_TTL_S = 10.0
+MAX_ANSWER_BYTES = 16 << 20  # a schema and its references; a larger answer is refused, not read into memory
 SCHEMA_NOT_FOUND = 40403
 
 
@@ -89,11 +90,18 @@ class RegistryClient:
             request = urllib.request.Request(base + path, data=data, headers=headers, method=method)
             try:
                 with urllib.request.urlopen(request, timeout=self.timeout_s) as answer:
-                    return json.loads(answer.read() or b"null")
+                    text = answer.read(MAX_ANSWER_BYTES + 1)
             except urllib.error.HTTPError as exc:
                 raise _http_error(exc, base + path) from None
-            except (OSError, ValueError) as exc:  # refused, timed out, not JSON
+            except OSError as exc:  # refused, timed out
                 unreachable.append(f"{base}: {getattr(exc, 'reason', exc)}")
+                continue
+            if len(text) > MAX_ANSWER_BYTES:
+                raise RegistryError(f"schema registry at {base} answered more than {MAX_ANSWER_BYTES >> 20} MiB")
+            try:
+                return json.loads(text or b"null")
+            except ValueError:
+                raise RegistryError(f"schema registry at {base} answered something that is not JSON") from None
         raise RegistryError("schema registry unreachable (" + "; ".join(unreachable) + ")")
 
     # --- the API ---------------------------------------------------------------------------------
@@ -117,7 +125,7 @@ class RegistryClient:
                     self._missing[schema_id] = time.monotonic()
                 raise RegistryError(f"schema id {schema_id} not found in the registry", SCHEMA_NOT_FOUND) from None
             raise
-        schema = RegisteredSchema(schema_id, body.get("schemaType", "AVRO"), body["schema"])
+        schema = _registered(schema_id, body)
         with self._lock:
             self._by_id[schema_id] = schema
             if len(self._by_id) > CACHE_SIZE:
@@ -145,7 +153,14 @@ class RegistryClient:
     def latest(self, subject: str) -> RegisteredSchema:
         """GET /subjects/{subject}/versions/latest (not cached: the latest version moves)."""
         body = self._call("GET", f"/subjects/{_quote(subject)}/versions/latest")
-        return RegisteredSchema(int(body["id"]), body.get("schemaType", "AVRO"), body["schema"])
+        return _registered(body.get("id") if isinstance(body, dict) else None, body)
+
+
+def _registered(schema_id: Any, body: Any) -> RegisteredSchema:
+    """A schema answer (`{"schema": ..., "schemaType"?: ...}`), or RegistryError when it is not one."""
+    if not isinstance(body, dict) or not isinstance(body.get("schema"), str) or not isinstance(schema_id, int):
+        raise RegistryError(f"schema registry answered no schema: {str(body)[:200]}")
+    return RegisteredSchema(schema_id, str(body.get("schemaType", "AVRO")), body["schema"])
 
 
 def _quote(subject: str) -> str:
@@ -154,7 +169,7 @@ def _quote(subject: str) -> str:
 
 def _http_error(exc: urllib.error.HTTPError, url: str) -> RegistryError:
     try:
-        body = json.loads(exc.read() or b"{}")
+        body = json.loads(exc.read(1 << 16) or b"{}")
     except ValueError:
         body = {}
     code = body.get("error_code") if isinstance(body, dict) else None
