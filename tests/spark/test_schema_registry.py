@@ -45,6 +45,19 @@ def test_avro_types_map_as_sparks_schema_converters() -> None:
     assert spark_type_of(schema).simpleString() == (
         "struct<opt:string,num:bigint,any:struct<member0:string,member1:int>,kind:string,again:string,"
         "m:map<string,double>,d:decimal(9,2),day:date>")
+    # values as pyarrow takes them for those types: the union's branch found, the map as pairs
+    import datetime as dt
+    import decimal
+
+    from odradek.serde.avro import parse_schema, schema_text
+    from odradek.spark.avro import _Types
+
+    parsed = parse_schema(schema_text(schema))
+    convert = _Types(parsed).converter(parsed)
+    assert convert({"opt": None, "num": 5, "any": 7, "kind": "A", "again": "B", "m": {"x": 1.5},
+                    "d": decimal.Decimal("1.25"), "day": dt.date(2026, 1, 2)}) == {
+        "opt": None, "num": 5, "any": {"member0": None, "member1": 7}, "kind": "A", "again": "B",
+        "m": [("x", 1.5)], "d": decimal.Decimal("1.25"), "day": dt.date(2026, 1, 2)}
     with pytest.raises(ValueError, match="recursive"):
         spark_type_of({"type": "record", "name": "Node", "fields": [{"name": "next", "type": ["null", "Node"]}]})
 
@@ -113,7 +126,8 @@ def test_pipeline_parsing_and_from_avro_over_the_registry(spark: Any, broker: Br
     from odradek.pipelines.weblogs.schemas import LINE_SCHEMA, LOGS_SUBJECT
     from odradek.pipelines.weblogs.topics import ensure_topics
     from odradek.serde.wire import frame
-    from odradek.spark.avro import PERMISSIVE, from_avro
+    from odradek.spark import from_avro
+    from odradek.spark.avro import PERMISSIVE
     from tests.clients import produce
     from tests.waiting import wait_until
 
@@ -157,6 +171,16 @@ def test_pipeline_parsing_and_from_avro_over_the_registry(spark: Any, broker: Br
     assert by_reason == dict(want)
     assert sum(r.decoded for r in rows) == sum(r.value is not None and _utf8(r.value) for r in records)
     assert [r.bytes for r in rows if r.reason is None] == [sum(e.bytes for e in events)]
+    # Spark's own from_avro: plain Avro (no registry) with the schema given
+    import io
+
+    import fastavro
+
+    plain = io.BytesIO()
+    fastavro.schemaless_writer(plain, fastavro.parse_schema(LINE_SCHEMA), {"line": "x"})
+    given = spark.createDataFrame([(plain.getvalue(),), (None,)], "value binary")
+    decoded = given.select(from_avro("value", json.dumps(LINE_SCHEMA)).alias("log")).collect()
+    assert [r.log and r.log.asDict() for r in decoded] == [{"line": "x"}, None]
     failfast = raw.select(from_avro("value", json.dumps(LINE_SCHEMA), schemaRegistryAddress=url).alias("log"))
     with pytest.raises(Exception, match="Malformed Avro record: .*set the from_avro option 'mode' to 'PERMISSIVE'"):
         failfast.where("log IS NULL").count()
