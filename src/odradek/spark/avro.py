@@ -1,7 +1,7 @@
 """`from_avro`: decode an Avro binary column (Kafka's `value` or `key`) into a Spark column, in Spark's
 executors, with the interface of Spark's and Databricks' `from_avro`:
 
-    from odradek.spark.avro import from_avro
+    from odradek.spark import from_avro
     df.select(from_avro("value", options={"mode": "PERMISSIVE"}, subject="orders-value",
                         schemaRegistryAddress="http://127.0.0.1:8081").alias("order"))
 
