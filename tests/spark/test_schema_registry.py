@@ -125,6 +125,8 @@ def test_pipeline_parsing_and_from_avro_over_the_registry(spark: Any, broker: Br
     from odradek.pipelines.weblogs.parse import parse_lines
     from odradek.pipelines.weblogs.schemas import LINE_SCHEMA, LOGS_SUBJECT
     from odradek.pipelines.weblogs.topics import ensure_topics
+    from odradek.serde.avro import AvroSerializer
+    from odradek.serde.registry_client import RegistryClient
     from odradek.serde.wire import frame
     from odradek.spark import from_avro
     from odradek.spark.avro import PERMISSIVE
@@ -146,7 +148,9 @@ def test_pipeline_parsing_and_from_avro_over_the_registry(spark: Any, broker: Br
             return None
 
     stats = wait_until(produced, 60, "the generator's schema registered")
-    hostile = [b"plain text", frame(987_654, b"\x02a"), b"\x00\x00"]
+    whole = AvroSerializer(RegistryClient(url), LOGS_SUBJECT, LINE_SCHEMA).encode({"line": "GET / " * 10})
+    assert whole is not None
+    hostile = [b"plain text", frame(987_654, b"\x02a"), b"\x00\x00", whole[:-7]]  # the last one truncated
     produce(broker.bootstrap, LOGS_TOPIC, hostile, partition=0)
 
     def reason(r: Any) -> str | None:

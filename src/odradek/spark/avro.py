@@ -262,7 +262,11 @@ def from_avro(data: Column | str, jsonFormatSchema: str | None = None,  # noqa: 
             if not subject:
                 raise ValueError("from_avro: give the subject (e.g. '<topic>-value') or jsonFormatSchema "
                                  "to read with the schema registry")
-            jsonFormatSchema = client.latest(subject).text
+            latest = client.latest(subject)
+            if latest.schema_type != "AVRO":
+                raise ValueError(f"from_avro: the latest schema of subject {subject!r} (id {latest.schema_id}) is "
+                                 f"{latest.schema_type}, not Avro")
+            jsonFormatSchema = latest.text
     elif jsonFormatSchema is None:
         raise ValueError("from_avro: give jsonFormatSchema, or schemaRegistryAddress and subject")
     reader_text = schema_text(jsonFormatSchema)
