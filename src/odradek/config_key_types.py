@@ -297,6 +297,7 @@ FloatKey: TypeAlias = Literal[
 StrKey: TypeAlias = Literal[
     "authorizer.class.name",
     "compression.type",
+    "confluent.basic.auth.credentials.source",
     "group.consumer.migration.policy",
     "group.share.persister.class.name",
     "host.name",
@@ -408,12 +409,14 @@ ListKey: TypeAlias = Literal[
 ]
 
 OptionalListKey: TypeAlias = Literal[
+    "confluent.schema.registry.url",
     "sasl.oauthbearer.expected.audience",
     "zookeeper.ssl.cipher.suites",
     "zookeeper.ssl.enabled.protocols",
 ]
 
 OptionalPasswordKey: TypeAlias = Literal[
+    "confluent.basic.auth.user.info",
     "delegation.token.master.key",
     "delegation.token.secret.key",
     "http.listener.auth.token",

@@ -8,7 +8,9 @@ keys AlterConfigs may change on a running broker: ``ConfigKey.dynamic``), whethe
 the key, and a deprecation note where Kafka deprecated or removed it.  A few keys are Odradek's own
 (two under KIP-578's names, ``max.partitions`` and ``max.broker.partitions``; ``http.listener`` and its
 ``http.listener.*`` settings; ``ssl.handshake.timeout.ms``; ``connections.max.unauthenticated.ms``), and one default is Odradek's (``queued.max.request.bytes``); comments at
-those keys say why.  The topic catalogue maps each topic-level config to the broker property that
+those keys say why; and a few are Confluent Server's, for Schema ID Validation (``confluent.schema.registry.url``,
+``confluent.basic.auth.*``, and the topic configs ``confluent.{key,value}.schema.validation`` and ``confluent.{key,value}.subject.name.strategy``).
+The topic catalogue maps each topic-level config to the broker property that
 supplies its default, and so does the group catalogue (Kafka's group configs, KIP-848/KIP-932/KIP-1071)
 for each group-level config.
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import enum
 import re
+import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -291,6 +294,24 @@ class NonEmptyList(Validator):
         return "non-empty list"
 
 
+class HttpUrls(Validator):
+    """A list of http:// or https:// URLs, each naming a host."""
+
+    def check(self, value: Any) -> str | None:
+        for url in value or ():
+            parts = urllib.parse.urlsplit(str(url).strip())
+            try:
+                port_ok = parts.port is None or parts.port > 0
+            except ValueError:
+                port_ok = False
+            if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+                return f"Not an http:// or https:// URL: {parts.scheme}://{parts.hostname or ''}"
+        return None
+
+    def describe(self) -> str:
+        return "http:// or https:// URLs"
+
+
 class NonEmptyString(Validator):
     """A string that is not empty."""
 
@@ -541,6 +562,14 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("compression.zstd.level", INT, "3", valid=Range(-131072, 22), mode=C, applied=True),
     _key("config.providers", LIST, ""),
     _key("connection.failed.authentication.delay.ms", INT, "100", valid=Range(0), applied=True),
+    # Confluent Server's, for Schema ID Validation (the topic configs confluent.key/value.schema.validation): the
+    # schema registry's URLs (comma separated; the first that answers is used). Unset while the broker runs the
+    # registry itself (schema_registry_api): that one is consulted in process.
+    _key("confluent.schema.registry.url", LIST, None, valid=HttpUrls(), applied=True),
+    # ... and how the broker authenticates to it (HTTP basic auth): credentials in the URLs (user:password@host),
+    # or confluent.basic.auth.user.info (user:password)
+    _key("confluent.basic.auth.credentials.source", STRING, "URL", valid=OneOf("URL", "USER_INFO"), applied=True),
+    _key("confluent.basic.auth.user.info", PASSWORD, None, applied=True),
     _key("connections.max.idle.ms", LONG, "600000", applied=True),
     _key("connections.max.reauth.ms", LONG, "0", applied=True),
     # Odradek's own (Kafka has no such key: its only bound is connections.max.idle.ms): how long a
@@ -941,6 +970,10 @@ BROKER_KEYS: dict[str, ConfigKey] = _catalogue(
     _key("zookeeper.sync.time.ms", INT, "2000", deprecated="removed in Kafka 3.2; it was never used"),
 )
 
+_SUBJECT_NAME_STRATEGY = OneOf("io.confluent.kafka.serializers.subject.TopicNameStrategy",
+                               "io.confluent.kafka.serializers.subject.RecordNameStrategy",
+                               "io.confluent.kafka.serializers.subject.TopicRecordNameStrategy")
+
 # Topic-level configs; server_default names the broker property that supplies the default.
 # file.delete.delay.ms (and log.segment.delete.delay.ms) is not applied: Kafka delays deleting a segment's
 # files for readers still holding them, but Odradek copies what it reads under the log's lock.
@@ -950,6 +983,12 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = _catalogue(
     _key("compression.lz4.level", INT, "9", valid=Range(1, 17), applied=True, server_default="compression.lz4.level"),
     _key("compression.type", STRING, "producer", valid=OneOf("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"), applied=True, server_default="compression.type"),
     _key("compression.zstd.level", INT, "3", valid=Range(-131072, 22), applied=True, server_default="compression.zstd.level"),
+    # Confluent Server's Schema ID Validation (no broker-level default): the leader refuses batches whose keys /
+    # values do not carry a schema id registered under the subject the topic's strategy names.
+    _key("confluent.key.schema.validation", BOOLEAN, "false", applied=True),
+    _key("confluent.key.subject.name.strategy", STRING, "io.confluent.kafka.serializers.subject.TopicNameStrategy", valid=_SUBJECT_NAME_STRATEGY, applied=True),
+    _key("confluent.value.schema.validation", BOOLEAN, "false", applied=True),
+    _key("confluent.value.subject.name.strategy", STRING, "io.confluent.kafka.serializers.subject.TopicNameStrategy", valid=_SUBJECT_NAME_STRATEGY, applied=True),
     _key("delete.retention.ms", LONG, "86400000", valid=Range(0), applied=True, server_default="log.cleaner.delete.retention.ms"),
     _key("file.delete.delay.ms", LONG, "60000", valid=Range(0), server_default="log.segment.delete.delay.ms"),
     _key("flush.messages", LONG, "9223372036854775807", valid=Range(1), applied=True, server_default="log.flush.interval.messages"),

@@ -77,11 +77,12 @@ def assert_victim_untouched(broker: BrokerProcess, *absent: str) -> None:
 
 # Every kind of route: pages, message browsing, JSON, static files, and each action with its form fields.
 PAGES = ["/", "/brokers", "/topics", f"/topics/{VICTIM}", f"/topics/{VICTIM}/messages?partition=0&offset=0",
-         "/groups", "/groups/some-group", "/weblogs", "/static/console.js", "/static/uPlot.iife.min.js"]
+         "/groups", "/groups/some-group", "/weblogs", "/schemas", "/schemas/subject?name=x", "/static/console.js",
+         "/static/uPlot.iife.min.js"]
 JSON_ROUTES = [f"/api/topics/{VICTIM}/messages?partition=0&offset=0", "/api/groups/some-group/lag", "/api/weblogs"]
 ACTIONS = [("/topics", "name=intruder&partitions=1"), (f"/topics/{VICTIM}/delete", f"confirm={VICTIM}"),
            (f"/topics/{VICTIM}/config", "key=retention.ms&value=1"), (f"/topics/{VICTIM}/partitions", "total=5"),
-           ("/groups/some-group/reset", "to=latest")]
+           ("/groups/some-group/reset", "to=latest"), ("/schemas/config", "level=NONE")]
 
 
 def serving_pid(console: Console) -> int:

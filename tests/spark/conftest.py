@@ -17,8 +17,13 @@ import pytest
 # Every Spark driver the tests start (this session's, and the pipelines they run as commands, which inherit it)
 # runs C1-compiled code only: their jobs last seconds, and C2's compiler threads cost 40% of their CPU (measured
 # on tests/spark/test_pipeline_cli.py and test_batch_read.py: 61-64 s of CPU with C2, 38 s without) on a machine
-# whose two cores the other test workers share. Spark honours SPARK_SUBMIT_OPTS for the driver's JVM.
-os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1")
+# whose two cores the other test workers share. Spark honours SPARK_SUBMIT_OPTS for the driver's JVM, and reads
+# the `spark.*` system properties given there into the application's conf: the executors the Spark cluster's
+# workers launch for it run C1 only too, as do the master's and workers' own JVMs (SPARK_DAEMON_JAVA_OPTS, which
+# `odradek spark up` passes on).
+C1_ONLY = "-XX:TieredStopAtLevel=1"
+os.environ.setdefault("SPARK_SUBMIT_OPTS", f"{C1_ONLY} -Dspark.executor.extraJavaOptions={C1_ONLY}")
+os.environ.setdefault("SPARK_DAEMON_JAVA_OPTS", C1_ONLY)
 
 SKIP_REASON = "pyspark is not installed (pip install -e '.[spark]')"
 _SESSIONS: list[Any] = []  # the session's SparkSession, once a test asked for it

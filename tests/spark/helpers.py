@@ -1,5 +1,6 @@
 """Helpers of the Spark tests that run jobs as processes of their own (spark-submit, the pipeline CLI): find
-the processes of a job's session, wait for them to be gone, kill a streaming job in the middle of a batch."""
+the processes of a job's session, wait for them to be gone, kill a streaming job in the middle of a batch, read
+what a job wrote and the lag its consumer groups show."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+from tests.clients import consume_all
 from tests.waiting import wait_until
 
 
@@ -51,3 +53,26 @@ def kill_mid_batch(job: subprocess.Popen[bytes], checkpoint: Path, log: Path, ti
         with contextlib.suppress(ProcessLookupError):
             os.killpg(job.pid, signal.SIGKILL)
         job.wait(30)
+
+
+def read_whole_topic(bootstrap: str, topic: str) -> list:
+    """Every record of a one-partition topic, up to its current end."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "t-end"})
+    try:
+        _low, end = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=20)
+    finally:
+        c.close()
+    return consume_all(bootstrap, topic, end, timeout=60)
+
+
+def lag_rows(bootstrap: str, group: str) -> int | None:
+    """Records the group has committed as read (`consumer-groups --describe`), once no partition lags."""
+    from tests.harness import run_cli
+
+    r = run_cli("consumer-groups", "--bootstrap-server", bootstrap, "--describe", "--group", group)
+    rows = [line.split() for line in r.stdout.splitlines()[1:] if line.startswith(group + " ")]
+    if not rows or any(row[5] != "0" or row[3] != row[4] for row in rows):
+        return None
+    return sum(int(row[3]) for row in rows)

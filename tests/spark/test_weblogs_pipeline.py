@@ -1,13 +1,11 @@
 """The weblogs pipeline end to end on a real broker and real Spark: metrics equal a plain-Python computation
-of the same seeded input, malformed lines land in the dead-letter topic, the archive job's report matches,
-and a streaming run killed with kill -9 and restarted ends with the same output."""
+of the same seeded input, malformed lines land in the dead-letter topic, and the archive job's report matches.
+The pipeline run as a command (kill -9, Ctrl-C) is
+tests/spark/test_weblogs_commands.py."""
 
 from __future__ import annotations
 
 import json
-import re
-import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -23,7 +21,7 @@ from odradek.pipelines.weblogs import DLQ_TOPIC, LOGS_TOPIC, METRICS_TOPIC  # no
 from odradek.pipelines.weblogs.generator import produce_records  # noqa: E402
 from odradek.pipelines.weblogs.topics import ensure_topics  # noqa: E402
 from tests.clients import consume_all  # noqa: E402
-from tests.spark.helpers import batch_ids, kill_mid_batch, wait_session_gone  # noqa: E402
+from tests.spark.helpers import lag_rows  # noqa: E402
 from tests.spark.weblogs_reference import (  # noqa: E402
     START_MS,
     N,
@@ -32,7 +30,7 @@ from tests.spark.weblogs_reference import (  # noqa: E402
     parquet_metrics,
     reference_metrics,
 )
-from tests.waiting import interrupt_at_line, wait_until  # noqa: E402
+from tests.waiting import wait_until  # noqa: E402
 
 pytestmark = pytest.mark.timeout(400)
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,29 +38,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def dlq_messages(bootstrap: str, expected: int) -> list:
     return consume_all(bootstrap, DLQ_TOPIC, expected, timeout=60)
-
-
-def read_whole_topic(bootstrap: str, topic: str) -> list:
-    """Every record of a one-partition topic, up to its current end."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "t-end"})
-    try:
-        _low, end = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=20)
-    finally:
-        c.close()
-    return consume_all(bootstrap, topic, end, timeout=60)
-
-
-def lag_rows(bootstrap: str, group: str) -> int | None:
-    """Records the group has committed as read (`consumer-groups --describe`), once no partition lags."""
-    from tests.harness import run_cli
-
-    r = run_cli("consumer-groups", "--bootstrap-server", bootstrap, "--describe", "--group", group)
-    rows = [line.split() for line in r.stdout.splitlines()[1:] if line.startswith(group + " ")]
-    if not rows or any(row[5] != "0" or row[3] != row[4] for row in rows):
-        return None
-    return sum(int(row[3]) for row in rows)
 
 
 @pytest.fixture(scope="module")
@@ -134,72 +109,3 @@ def test_archive_by_offsets_and_by_time(spark: Any, broker: Any, loaded: list, t
         "startingTimestamp": str(lo), "endingTimestamp": str(hi)}))
     assert minute["records"] == sum(lo <= r.ts_ms < hi for r in loaded)
     assert minute["first_event"] == "2025-11-21T12:01:00Z" and minute["last_event"] == "2025-11-21T12:01:59Z"
-
-
-def test_kill_9_mid_stream_and_restart_gives_the_same_output(fresh_broker: Any, tmp_path: Path) -> None:
-    bootstrap = fresh_broker.bootstrap
-    ensure_topics(bootstrap)
-    records = generated()
-    produce_records(bootstrap, LOGS_TOPIC, records)
-    ck, out = tmp_path / "ck", tmp_path / "out"
-    cmd = [sys.executable, "-m", "odradek.cli.main", "pipeline", "run", "weblogs", "--bootstrap-server", bootstrap,
-           "--checkpoint", str(ck), "--output", str(out)]
-    with open(tmp_path / "run1.log", "wb") as log:
-        job = subprocess.Popen([*cmd, "--trigger", "0s", "--max-offsets-per-trigger", "2500"], cwd=ROOT, stdout=log,
-                               stderr=subprocess.STDOUT, start_new_session=True)
-        kill_mid_batch(job, ck / "metrics", tmp_path / "run1.log", timeout=180)
-    wait_session_gone(job.pid, "the killed job's processes")
-    assert len(batch_ids(ck / "metrics" / "commits")) < 5  # stopped before the end of the input
-
-    rerun = subprocess.run([*cmd, "--trigger", "available-now"], cwd=ROOT, capture_output=True, text=True,
-                           timeout=300)
-    assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-3000:]
-    # progress in one line per batch, with the lag behind the topic's end; Spark's own log in a file
-    assert re.search(r"^batch \d+: [\d,]+ rows in, [\d,]+ rows/s, watermark \S+, lag 0 records$", rerun.stdout, re.M), \
-        rerun.stdout
-    assert "WARN" not in rerun.stdout + rerun.stderr and (ck / "spark.log").stat().st_size > 0
-    assert_metrics_equal(parquet_metrics(out / "metrics"), reference_metrics(records))
-    bad = [r for r in records if r.malformed]
-    dlq = read_whole_topic(bootstrap, DLQ_TOPIC)
-    origins = {(dict(m.headers())["odradek.dlq.partition"], dict(m.headers())["odradek.dlq.offset"]) for m in dlq}
-    assert len(origins) == len(bad) <= len(dlq)  # at-least-once: each malformed line, maybe twice
-
-
-def test_ctrl_c_stops_a_running_job_with_its_closing_line(fresh_broker: Any, tmp_path: Path) -> None:
-    """SIGINT to the job's process group, as a terminal's Ctrl-C: one "stopping" line, no traceback, the
-    closing line, exit 0 (Ctrl-C is how `pipeline run` is stopped), nothing left running."""
-    bootstrap = fresh_broker.bootstrap
-    ensure_topics(bootstrap)
-    produce_records(bootstrap, LOGS_TOPIC, generated()[:2000])
-    job = subprocess.Popen([sys.executable, "-m", "odradek.cli.main", "pipeline", "run", "weblogs", "--bootstrap-server",
-                            bootstrap, "--checkpoint", str(tmp_path / "ck"), "--output", str(tmp_path / "out"),
-                            "--trigger", "1s"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                           start_new_session=True)
-    groups = "odradek-pipeline-weblogs-metrics, odradek-pipeline-weblogs-dead-letters"
-    out, err = interrupt_at_line(
-        job, lambda line: re.match(r"batch \d+: ", line) is not None,  # a batch line: the job is running
-        # while it runs, its progress is a consumer group's (the console's groups page shows it)
-        before=lambda: wait_until(lambda: lag_rows(bootstrap, "odradek-pipeline-weblogs-metrics") == 2000, 60,
-                                  "the metrics query's group at the end of the topic"))
-    assert f"progress and lag in consumer groups {groups};" in out, out
-    assert job.returncode == 0, out + err
-    assert "Traceback" not in out + err and err.count("stopping ...") == 1, err
-    assert f"weblogs: stopped; Parquet metrics in {tmp_path / 'out' / 'metrics'}" in out, out
-    wait_session_gone(job.pid, "the stopped job's processes")
-
-
-def test_ctrl_c_stops_an_archive_mid_job(fresh_broker: Any, tmp_path: Path) -> None:
-    """SIGINT while the archive's Spark jobs run: Spark's jobs are cancelled, one "stopping" line, no
-    traceback, exit 130 with a closing line, nothing left running."""
-    bootstrap = fresh_broker.bootstrap
-    ensure_topics(bootstrap)
-    produce_records(bootstrap, LOGS_TOPIC, generated())
-    job = subprocess.Popen([sys.executable, "-m", "odradek.cli.main", "pipeline", "archive", "weblogs",
-                            "--bootstrap-server", bootstrap, "--output", str(tmp_path / "arch")], cwd=ROOT,
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    out, err = interrupt_at_line(job, lambda line: line.startswith("Archiving "))  # the Spark jobs start now
-    assert job.returncode == 130, out + err
-    assert "Traceback" not in out + err and err.count("stopping the archive job ...") == 1, err
-    assert f"Stopped: archive interrupted; partial output may be in {tmp_path / 'arch'}" in out, out
-    assert not (tmp_path / "arch" / "summary.json").exists()
-    wait_session_gone(job.pid, "the stopped archive's processes")

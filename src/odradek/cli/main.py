@@ -42,6 +42,8 @@ TOOLS: dict[str, Tool] = {
                                 "run a distributed Kafka Connect worker (the Connect group of group.id)"),
     "schema-registry": Tool("odradek.cli.schema_registry",
                             "run a schema registry with Confluent's REST API from a schema-registry.properties"),
+    "schemas": Tool("odradek.cli.schemas",
+                    "list, show, register and check schemas in a schema registry; compatibility levels"),
     "dump-log": Tool("odradek.cli.dump_log", "print the batches and records of log segment files"),
     "demo": Tool("odradek.cli.demo", "broker + generator + Spark streaming job with live metrics (the main job)"),
     "pipeline": Tool("odradek.cli.pipeline", "generate input for, run and archive the Spark analytics pipelines"),

@@ -2,7 +2,7 @@
 its schemas in `kafkastore.topic` of the cluster at `kafkastore.bootstrap.servers`, joins the registry group to
 elect its primary and serves Confluent's REST API on `listeners` until SIGINT or SIGTERM; then it leaves the group
 and exits 0. `run_in_broker()` starts the same registry inside `odradek server-start` when the broker's
-`schema_registry` key names a listener."""
+`schema_registry` key names a listener (and makes it the broker's Schema ID Validation lookup)."""
 
 from __future__ import annotations
 
@@ -66,9 +66,10 @@ def broker_registry_props(config: object) -> dict[str, str]:
     return props
 
 
-async def run_in_broker(config: object) -> None:
+async def run_in_broker(config: object, broker: object = None) -> None:
     """Run the registry beside the broker of `config` until cancelled; the broker goes on if it cannot start
-    (one error line), and a start that finds the cluster not ready yet is retried."""
+    (one error line), and a start that finds the cluster not ready yet is retried. Once started, it is what
+    the broker's Schema ID Validation asks (in process) unless `confluent.schema.registry.url` names another."""
     from odradek.schema_registry.config import RegistryConfigError
 
     try:
@@ -87,6 +88,11 @@ async def run_in_broker(config: object) -> None:
             except Exception as exc:  # the cluster not ready yet (topic creation, reading it): try again
                 log.warning("Schema registry start failed (%s); retrying", exc)
                 await asyncio.sleep(2)
+        validation = getattr(broker, "schema_validation", None)
+        if validation is not None and validation.lookup is None:
+            from odradek.schema_registry.validation import StateLookup
+
+            validation.lookup = StateLookup(node.state)  # type: ignore[attr-defined]
         await asyncio.Event().wait()
     finally:
         if node is not None:

@@ -90,7 +90,7 @@ async def _run(config: object) -> int:
     if config.get("schema_registry_api"):  # type: ignore[attr-defined]
         from odradek.cli.schema_registry import run_in_broker
 
-        registry = loop.create_task(run_in_broker(config))
+        registry = loop.create_task(run_in_broker(config, broker))
     await broker.wait_stopped()
     if registry is not None:
         registry.cancel()

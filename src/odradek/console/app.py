@@ -27,7 +27,15 @@ from urllib.parse import quote, urlencode
 import jinja2
 from aiohttp import web
 
-from odradek.console import browse, connectors, gate
+from odradek.admin_client.schema_registry import (
+    LEVELS,
+    SUBJECT_NOT_FOUND,
+    VERSION_NOT_FOUND,
+    RegistryClient,
+    RegistryError,
+    RegistrySettings,
+)
+from odradek.console import browse, connectors, gate, schemas
 from odradek.console.cluster import ClusterAdmin, ClusterError
 from odradek.console.sampler import LagHistory
 from odradek.pipelines.weblogs import METRICS_TOPIC
@@ -49,6 +57,7 @@ class Settings:
     metrics_url_template: str | None = None
     weblogs_topic: str = METRICS_TOPIC
     connect_url: str | None = None  # a Kafka Connect worker's REST API, for the Connectors page
+    schema_registry: RegistrySettings | None = None  # the operator's schema registry, for the Schemas pages
 
 
 class UserError(Exception):
@@ -138,6 +147,100 @@ async def connector_action(request: web.Request) -> web.StreamResponse:
     log.info("Asked the Connect worker to %s connector %s", action, name)
     raise back("/connectors", ok=f"Asked the worker to {action} {name}")
 
+
+# --- the Schemas pages (a schema registry's REST API, `schemas.py`) ----------------------------------------
+
+
+NO_REGISTRY = ("No schema registry: start the console with --schema-registry-url URL, or point it at a cluster "
+               "whose brokers run one (schema_registry_api)")
+
+
+async def _registry(request: web.Request) -> RegistryClient | None:
+    return await call(request.app[schemas.REGISTRY].client)
+
+
+async def registry_call(request: web.Request, client: RegistryClient, fn: Callable[..., Any], *args: Any) -> Any:
+    """A blocking registry call within most of the request's deadline: a registry that stalls is reported as
+    the registry's silence, not as the cluster's (which the deadline's own answer would say)."""
+    budget = request.app[CLUSTER].timeout * 0.8
+    try:
+        return await asyncio.wait_for(call(fn, *args), budget)
+    except TimeoutError:
+        raise RegistryError(f"Schema registry unreachable at {client.url}: no answer within {int(budget * 1000)} ms",
+                            unreachable=True) from None
+
+
+async def schemas_page(request: web.Request) -> web.StreamResponse:
+    client = await _registry(request)
+    if client is None:
+        return render(request, "error.html", status=404, title="No schema registry", error=NO_REGISTRY)
+    prefix = request.query.get("prefix", "")
+    try:
+        page = max(int(request.query.get("page") or 0), 0)
+    except ValueError:
+        page = 0
+    try:
+        rows, total, global_level = await registry_call(request, client, schemas.subject_rows, client, prefix,
+                                                           page)
+        error = None
+    except RegistryError as exc:
+        rows, total, global_level, error = [], 0, None, str(exc)
+    return render(request, "schemas.html", title="Schemas", subjects=rows, total=total, page=page, prefix=prefix,
+                  page_size=schemas.PAGE_SIZE, global_level=global_level, levels=LEVELS, registry_url=client.url,
+                  error=error)
+
+
+async def subject_page(request: web.Request) -> web.StreamResponse:
+    client = await _registry(request)
+    if client is None:
+        return render(request, "error.html", status=404, title="No schema registry", error=NO_REGISTRY)
+    q = request.query
+    name = q.get("name", "")
+    version = q.get("version", "latest") or "latest"
+    diff = (q["from"], q["to"]) if q.get("from") and q.get("to") else None
+    try:
+        view = await registry_call(request, client, schemas.subject_view, client, name, version, diff)
+    except RegistryError as exc:
+        code = exc.code or 0  # the HTTP status or Confluent's error code (42202: an invalid version)
+        refused = 400 <= code < 500 or 40000 <= code < 50000
+        status = 404 if code in (SUBJECT_NOT_FOUND, VERSION_NOT_FOUND) else 400 if refused else 502
+        return render(request, "error.html", status=status, title=f"Subject {name}", error=str(exc))
+    # the diff form offers the last two versions unless a diff was asked for
+    shown_from, shown_to = diff or (str(view.versions[-2:][0]) if view.versions else "",
+                                    str(view.versions[-1]) if view.versions else "")
+    return render(request, "subject.html", title=f"Subject {name}", view=view, levels=LEVELS,
+                  registry_url=client.url, diff_from=shown_from, diff_to=shown_to)
+
+
+async def schemas_config(request: web.Request) -> web.StreamResponse:
+    """Set (or, for a subject, remove) a compatibility level; back to the page the form was on."""
+    client = await _registry(request)
+    if client is None:
+        raise web.HTTPNotFound()
+    form = await request.post()
+    subject = str(form.get("subject", "")) or None
+    level = str(form.get("level", "")).upper()
+    here = "/schemas" if subject is None else f"/schemas/subject?{urlencode({'name': subject})}"
+    name = "the global level" if subject is None else f"the level of {subject}"
+    try:
+        if subject is not None and form.get("reset") == "1":
+            await registry_call(request, client, client.delete_config, subject)
+            done = f"Removed the compatibility level of {subject}: the global level applies"
+        elif level not in LEVELS:
+            raise UserError(f"'{level}' is not a compatibility level ({', '.join(LEVELS)})")
+        else:
+            await registry_call(request, client, client.set_config, subject, level)
+            done = f"Set {name} to {level}"
+    except (UserError, RegistryError) as exc:
+        raise back_to(here, error=f"Could not change {name}: {exc}") from None
+    log.info("Schema registry %s: %s", client.url, done)
+    raise back_to(here, ok=done)
+
+
+def back_to(location: str, *, ok: str | None = None, error: str | None = None) -> web.HTTPSeeOther:
+    """`back` to a location that may have a query already."""
+    query = urlencode({k: v for k, v in (("ok", ok), ("error", error)) if v})
+    return web.HTTPSeeOther(location + ("&" if "?" in location else "?") + query if query else location)
 
 
 # --- middlewares -------------------------------------------------------------------------------
@@ -434,6 +537,21 @@ def _window_end_s(window: dict[str, Any]) -> float:
 # --- the application -----------------------------------------------------------------------------
 
 
+def discover_registry(cluster: ClusterAdmin) -> str | None:
+    """The registry a broker of the cluster runs (`schema_registry_api`), if any answers with one."""
+    try:
+        found = cluster.broker_config("schema_registry_api")
+    except ClusterError as exc:
+        log.debug("Could not ask the cluster for a schema registry: %s", exc)
+        return None
+    if found is None:
+        return None
+    url = schemas.registry_url_of(*found)
+    if url is not None:
+        log.info("Using the schema registry the cluster runs at %s", url)
+    return url
+
+
 def create_app(cluster: ClusterAdmin, history: LagHistory, settings: Settings, access: gate.Gate) -> web.Application:
     app = web.Application(middlewares=[*gate.MIDDLEWARES, guard])
     app[CLUSTER] = cluster
@@ -462,5 +580,9 @@ def create_app(cluster: ClusterAdmin, history: LagHistory, settings: Settings, a
     connectors.install(app, settings.connect_url, cluster.timeout)
     r.add_get("/connectors", connectors_page)
     r.add_post("/connectors/{name}/{action}", connector_action)
+    schemas.install(app, settings.schema_registry, cluster.timeout, lambda: discover_registry(cluster))
+    r.add_get("/schemas", schemas_page)
+    r.add_get("/schemas/subject", subject_page)
+    r.add_post("/schemas/config", schemas_config)
     r.add_static("/static", HERE / "static")
     return app

@@ -189,6 +189,22 @@ class ClusterAdmin:
                 dirs[b.id].append(LogDir(r.log_dir, error, count, total))
         return dirs, sizes
 
+    def broker_config(self, key: str) -> tuple[str | None, str] | None:
+        """`key` of the first broker that describes it (DescribeConfigs, BROKER resource) and that broker's
+        host; None when no broker has it set."""
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        for b in sorted(self.metadata().brokers.values(), key=lambda b: b.id):
+            resource = ConfigResource(ResourceType.BROKER, str(b.id))
+            try:
+                entries = self.wait(self.admin.describe_configs([resource], request_timeout=self.timeout)[resource])
+            except ClusterError:
+                continue
+            entry = entries.get(key)
+            if entry is not None and entry.value:
+                return entry.value, b.host
+        return None
+
     def _broker_list(self, metadata: Any) -> list[Broker]:
         return [Broker(b.id, b.host, b.port, None, False) for b in metadata.brokers.values()]
 

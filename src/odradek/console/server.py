@@ -3,6 +3,7 @@ protocol to any Kafka-compatible cluster (Odradek or not) and serves pages about
 
     odradek console --bootstrap-server 127.0.0.1:9092 [--command-config FILE] [--port 8080] [--host 127.0.0.1]
                     [--token-file FILE] [--allowed-host NAME ...] [--read-only] [--connect-url URL]
+                    [--schema-registry-url URL [--schema-registry-config FILE]]
 
 Only its operator may use it. Once it serves it prints `Console at http://127.0.0.1:8080/?token=<token>`:
 that URL logs a browser in (or paste the token into the login page). The token is random for each run,
@@ -30,8 +31,9 @@ import socket
 import sys
 
 from odradek.admin_client.command import ArgParser, parse_int, run_tool
-from odradek.admin_client.connect import add_bootstrap_flags, bootstrap_of
-from odradek.admin_client.errors import CliError
+from odradek.admin_client.connect import add_bootstrap_flags, bootstrap_of, read_properties_file
+from odradek.admin_client.errors import CliError, UsageError
+from odradek.admin_client.schema_registry import URL_KEYS, RegistrySettings, check_url, settings_from
 from odradek.console.auth import TOKEN_ENV, TokenError, load_token
 
 LOG_FORMAT = "[%(asctime)s] %(levelname)s %(message)s (%(name)s)"
@@ -57,6 +59,12 @@ def build_parser() -> ArgParser:
                         "({id}, {host} and {port} are the broker's)")
     p.add_argument("--connect-url", metavar="URL",
                    help="a Kafka Connect worker's REST API (e.g. http://127.0.0.1:8083): adds the Connectors page")
+    p.add_argument("--schema-registry-url", metavar="URL",
+                   help="a schema registry's REST API (e.g. http://127.0.0.1:8081) for the Schemas pages; without "
+                        "it, the registry a broker of the cluster runs (schema_registry_api) if any")
+    p.add_argument("--schema-registry-config", metavar="FILE",
+                   help="property file for the schema registry client: basic.auth.user.info=USER:PASSWORD, "
+                        "schema.registry.ssl.truststore.location (PEM CAs), schema.registry.url")
     p.add_argument("--refresh-ms", default="5000", help="how often pages refresh their values (default 5000)")
     p.add_argument("--lag-sample-ms", default="10000",
                    help="how often consumer-group lag is sampled for the lag charts (default 10000)")
@@ -106,12 +114,30 @@ def url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
+def registry_settings(opts: argparse.Namespace) -> RegistrySettings | None:
+    """The operator's schema registry (--schema-registry-url, or schema.registry.url of
+    --schema-registry-config), checked; None when neither names one."""
+    props = read_properties_file(opts.schema_registry_config)
+    if not opts.schema_registry_url and not any(props.get(k) for k in URL_KEYS):
+        if opts.schema_registry_config:  # its credentials would go nowhere, or to a discovered registry
+            raise UsageError("Error: --schema-registry-config needs --schema-registry-url URL (or "
+                             "schema.registry.url in the file)")
+        return None
+    settings = settings_from(props, opts.schema_registry_url)
+    try:
+        check_url(settings.url)
+    except ValueError as exc:
+        raise UsageError(f"Error: {exc}") from None
+    return settings
+
+
 def execute(argv: list[str]) -> int:
     from odradek.console.supervisor import SESSION_KEY_ENV, Supervisor
 
     opts = build_parser().parse_args(argv)
     bootstrap_of(opts)
     port = check_numbers(opts)
+    registry_settings(opts)
     try:
         token, source = load_token(opts.token_file)
     except TokenError as exc:

@@ -33,7 +33,7 @@ from odradek.console.auth import TOKEN_ENV, HostAllowlist, Sessions
 from odradek.console.cluster import ClusterAdmin, ClusterError
 from odradek.console.gate import Gate
 from odradek.console.sampler import LagHistory, sample_forever
-from odradek.console.server import LOG_FORMAT, build_parser, url_host
+from odradek.console.server import LOG_FORMAT, build_parser, registry_settings, url_host
 from odradek.console.supervisor import READY, SESSION_KEY_ENV, child_handles
 
 log = logging.getLogger("odradek.console")
@@ -60,7 +60,7 @@ async def serve(opts: argparse.Namespace, bootstrap: str) -> int:
     cluster = await asyncio.to_thread(ClusterAdmin, bootstrap, properties, timeout_ms, starts == 0)
     history = LagHistory()
     settings = Settings(refresh_ms=refresh_ms, metrics_url_template=opts.metrics_url_template,
-                        connect_url=opts.connect_url)
+                        connect_url=opts.connect_url, schema_registry=registry_settings(opts))
     port = listener.getsockname()[1]
     access = Gate(Sessions(token, key), HostAllowlist(opts.host, opts.allowed_host), f"odradek_console_{port}",
                   read_only=opts.read_only)

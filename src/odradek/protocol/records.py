@@ -389,6 +389,68 @@ def decompress(codec: int, data: bytes | memoryview) -> bytes:
     raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Unknown compression codec {codec}")
 
 
+_FIRST_GUESS = 64 * 1024  # the first output buffer of a bounded decompression; doubled up to the limit
+
+
+def decompress_bounded(codec: int, payload: bytes | memoryview, limit: int) -> bytes | memoryview:
+    """The records of a batch payload compressed with `codec`, refused (DecompressedTooLarge, INVALID_RECORD)
+    when they inflate past `limit` bytes: what the leader uses on a client's batches (`decompress` trusts its
+    input). Snappy declares its sizes up front; the other codecs decompress into a buffer grown by
+    doubling up to the limit, so a small compressed bomb costs at most `limit` bytes of memory."""
+    if codec == COMPRESSION_NONE:
+        if len(payload) > limit:
+            raise _too_large(limit)
+        return bytes(payload)
+    if codec == COMPRESSION_SNAPPY:
+        if _snappy_size(payload) > limit:
+            raise _too_large(limit)
+        return decompress(codec, payload)
+    module = {COMPRESSION_GZIP: cramjam.gzip, COMPRESSION_LZ4: cramjam.lz4, COMPRESSION_ZSTD: cramjam.zstd}.get(codec)
+    if module is None:
+        raise KafkaError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, f"Unknown compression codec {codec}")
+    size = min(limit, max(_FIRST_GUESS, 4 * len(payload)))
+    while True:
+        out = bytearray(size + 1)  # one byte more than allowed: filling it means "larger than size"
+        try:
+            written = module.decompress_into(payload, out)
+        except cramjam.DecompressionError as exc:
+            if "whole buffer" not in str(exc):
+                raise CorruptRecordError(message=f"Cannot decompress the records: {exc}") from None
+            written = size + 1
+        if written <= size:
+            return memoryview(out)[:written]
+        if size >= limit:
+            raise _too_large(limit)
+        size = min(limit, size * 2)
+
+
+def _snappy_size(payload: bytes | memoryview) -> int:
+    """The decompressed size snappy data declares (raw snappy, or Kafka's xerial framing of raw blocks)."""
+    try:
+        if bytes(payload[:8]) != _XERIAL_MAGIC:
+            return int(cramjam.snappy.decompress_raw_len(payload))
+        total, pos = 0, len(_XERIAL_HEADER)
+        while pos + 4 <= len(payload):
+            (length,) = _INT32.unpack_from(payload, pos)
+            pos += 4
+            if length < 0 or pos + length > len(payload):
+                raise CorruptRecordError(message="Truncated xerial snappy block")
+            total += int(cramjam.snappy.decompress_raw_len(payload[pos : pos + length]))
+            pos += length
+        return total
+    except cramjam.DecompressionError as exc:
+        raise CorruptRecordError(message=f"Cannot decompress the records: {exc}") from None
+
+
+class DecompressedTooLarge(InvalidRecordError):
+    """The records of a batch decompress past the budget given (INVALID_RECORD)."""
+
+
+def _too_large(limit: int) -> DecompressedTooLarge:
+    return DecompressedTooLarge(message=f"The records of a batch decompress to more than {limit} bytes, the most "
+                                        "the broker inflates to check a produced batch")
+
+
 # --- records ---------------------------------------------------------------------------------------
 
 
@@ -456,8 +518,23 @@ def _decode_one(buf: bytes, pos: int, header: BatchHeader) -> tuple[Record, int]
     return Record(header.base_offset + offset_delta, timestamp, key, value, headers), pos
 
 
-def decode_records(batch: bytes | bytearray | memoryview) -> list[Record]:
-    """Decode every record of the batch at the start of `batch` (not for the hot path).
+class DecompressionBudget:
+    """How many more bytes a client's batches may inflate to (`decode_records` of each, one after another)."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, limit: int) -> None:
+        self.left = limit
+
+    def take(self, codec: int, payload: bytes | memoryview) -> bytes | memoryview:
+        data = decompress_bounded(codec, payload, self.left)
+        self.left -= len(data)
+        return data
+
+
+def decode_records(batch: bytes | bytearray | memoryview, budget: DecompressionBudget | None = None) -> list[Record]:
+    """Decode every record of the batch at the start of `batch` (not for the hot path); a compressed batch
+    inflates within `budget` when one is given (a client's batch: DecompressedTooLarge past it).
 
     For LogAppendTime batches each record's timestamp is the batch's max_timestamp, as Kafka reports it.
     """
@@ -467,7 +544,10 @@ def decode_records(batch: bytes | bytearray | memoryview) -> list[Record]:
     if header.size > len(batch):
         raise CorruptRecordError(message=f"Record batch needs {header.size} bytes, only {len(batch)} given")
     payload = memoryview(batch)[BATCH_OVERHEAD : header.size]
-    data = decompress(header.compression, payload)
+    if budget is not None and header.compression:
+        data = bytes(budget.take(header.compression, payload))
+    else:
+        data = decompress(header.compression, payload)
     records: list[Record] = []
     pos = 0
     try:

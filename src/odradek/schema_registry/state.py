@@ -46,6 +46,7 @@ class RegistryState:
         self.modes: dict[str | None, str] = {}
         self.max_id = 0
         self.contexts: set[str] = {DEFAULT_CONTEXT}
+        self.generation = 0  # counts the records applied: what was read of the state before a change is stale
 
     def apply(self, key: bytes | None, value: bytes | None, _offset: int = 0) -> None:
         try:
@@ -62,6 +63,7 @@ class RegistryState:
                 log.warning("Skipping a record of the schemas topic with an unreadable value for key %r", key)
                 return
         with self.lock:
+            self.generation += 1
             try:
                 self._apply(keytype, k, doc)
             except (KeyError, TypeError, ValueError, AttributeError) as exc:

@@ -61,6 +61,8 @@ from odradek.server.log_dir_failure import LogDirFailureHandler
 from odradek.server.metrics import BrokerMetrics
 from odradek.server.network import SocketServer
 from odradek.server.quotas import QuotaManager
+from odradek.server.schema_registry_client import HttpSchemaLookup
+from odradek.server.schema_validation import SchemaValidation
 from odradek.server.secret_file import exposed_file_warning, exposed_secrets_warning
 from odradek.server.security import ListenerSecurity, inter_broker_security, trust_warnings
 from odradek.server.share_sessions import ShareSessionCache
@@ -110,6 +112,13 @@ class Broker:
                                    config.get("controller.quota.window.size.seconds"))
         self.quota_watcher: QuotaWatcher | None = None
         self.group_configs: GroupConfigs  # every group's configs (GROUP config resources), for the coordinators
+        # Schema ID Validation of produced records (topics that turn it on): the registry at
+        # confluent.schema.registry.url, or (the cli layer sets it) the broker's own registry in process
+        registry_urls = config.get("confluent.schema.registry.url")
+        user_info = config.get("confluent.basic.auth.user.info")
+        self.schema_validation = SchemaValidation(HttpSchemaLookup(
+            registry_urls, config.get("confluent.basic.auth.credentials.source"),
+            user_info.value if user_info is not None else None) if registry_urls else None)
         self.dispatcher = Dispatcher(self)
         self.server = SocketServer(
             self.dispatcher, config.get("socket.request.max.bytes"),
@@ -524,6 +533,7 @@ class Broker:
         if hasattr(self, "replicas") and self.config.zookeeper_connect and self.config.get("controlled.shutdown.enable"):
             await self._controlled_shutdown()
         await self.server.close()
+        await self.schema_validation.close()
         if self.http is not None:
             await self.http.close()
         if hasattr(self, "replicas"):

@@ -5,7 +5,9 @@ default for each topic config is the effective value of the server key the catal
 (`BrokerConfig.topic_defaults`: `retention.ms` <- log.retention.{ms,minutes,hours}, `segment.bytes` <-
 log.segment.bytes, ...); the LogManager merges a topic's own configs over those and builds a LogConfig.
 
-LogConfig holds the topic configs that the log and its cleaner act on. The catalogue's other applied
+LogConfig holds the topic configs that the log and its cleaner act on, and the schema validation settings
+the produce handler reads from the partition's log (Confluent's confluent.{key,value}.*: a topic's settings
+in one attribute read, updated with the log's config). The catalogue's other applied
 topic configs are read where they act: min.insync.replicas by replication, unclean.leader.election.enable
 by the controller.
 """
@@ -18,6 +20,8 @@ from dataclasses import dataclass, fields
 from odradek.config_keys import TOPIC_CONFIGS, ConfigError, check_topic_configs
 from odradek.protocol.errors import ErrorCode, KafkaError
 from odradek.protocol.records import COMPRESSION_GZIP, COMPRESSION_LZ4, COMPRESSION_ZSTD
+
+MIN_DECOMPRESSED_BYTES = 8 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +51,11 @@ class LogConfig:
     compression_gzip_level: int
     compression_lz4_level: int
     compression_zstd_level: int
+    # Confluent Server's Schema ID Validation: read by the produce handler, not by the log
+    confluent_key_schema_validation: bool
+    confluent_key_subject_name_strategy: str
+    confluent_value_schema_validation: bool
+    confluent_value_subject_name_strategy: str
 
     @classmethod
     def from_props(cls, props: Mapping[str, str] | None = None) -> LogConfig:
@@ -75,6 +84,14 @@ class LogConfig:
     @property
     def delete(self) -> bool:
         return "delete" in self.cleanup_policy
+
+    @property
+    def max_decompressed_bytes(self) -> int:
+        """How far the compressed batches of one produced partition may inflate when the leader decodes their
+        records (recompression, keys, timestamps, schema ids): four times max.message.bytes, at least 8 MiB.
+        Producers' batches are a megabyte or so before compression; a compressed bomb is refused here instead
+        of held in memory. Odradek's bound: Kafka streams records one by one and has none."""
+        return max(MIN_DECOMPRESSED_BYTES, 4 * self.max_message_bytes)
 
     @property
     def max_segment_ms(self) -> int:

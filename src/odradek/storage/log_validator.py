@@ -4,7 +4,8 @@ who may write control batches (`AppendOrigin`), recompression to the topic's com
 compacted topics, CreateTime bounds, and the offset order of replicated batches.
 
 Only a topic that asks for it pays for decoding records: recompression (compression.type other than
-`producer`), keys (cleanup.policy=compact), timestamps (a message.timestamp.*.max.ms bound). Every
+`producer`), keys (cleanup.policy=compact), timestamps (a message.timestamp.*.max.ms bound). Compressed
+records inflate within `LogConfig.max_decompressed_bytes` per check (a compressed bomb is INVALID_RECORD). Every
 function here is pure: it reads the buffer and the config it is given and raises the Kafka error;
 none touches the log, so the log calls the ones that need no state before taking its lock.
 """
@@ -18,6 +19,7 @@ from odradek.protocol.records import (
     COMPRESSION_CODECS,
     CONTROL_MASK,
     BatchHeader,
+    DecompressionBudget,
     build_batch,
     decode_records,
     validate_batches,
@@ -54,7 +56,7 @@ def validate_as_leader(
     if config.compression_type != "producer" and client:
         data, batches = recompress(data, batches, config)
     if config.compact:
-        check_keys(data, batches, topic_partition)
+        check_keys(data, batches, topic_partition, DecompressionBudget(config.max_decompressed_bytes))
     return data, batches
 
 
@@ -65,9 +67,9 @@ def validate_as_follower(records: bytes | bytearray | memoryview) -> tuple[bytea
     return data, validate_batches(data, None, producer=False)
 
 
-def check_keys(data: bytearray, batches: Batches, topic_partition: str) -> None:
+def check_keys(data: bytearray, batches: Batches, topic_partition: str, budget: DecompressionBudget) -> None:
     """A compacted topic keeps the latest record per key, so every record needs one (Kafka's rule).
-    This decodes the records, which only compacted topics pay for."""
+    This decodes the records (inflating within `budget`), which only compacted topics pay for."""
     view = memoryview(data)
     message = f"Compacted topic cannot accept message without key in topic partition {topic_partition}."
     keyless: list[tuple[int, str | None]] = []
@@ -76,7 +78,7 @@ def check_keys(data: bytearray, batches: Batches, topic_partition: str) -> None:
         if h.is_control:
             index += h.records_count
             continue
-        for record in decode_records(view[pos : pos + h.size]):
+        for record in decode_records(view[pos : pos + h.size], budget):
             if record.key is None:
                 keyless.append((index, message))
             index += 1
@@ -100,10 +102,11 @@ def check_timestamps(data: bytearray, batches: Batches, config: LogConfig, now: 
         return ts >= 0 and (ts < low or ts > high)
 
     view = memoryview(data)
+    budget = DecompressionBudget(config.max_decompressed_bytes)
     errors: list[tuple[int, str | None]] = []
     index = 0
     for pos, h in batches:
-        for record in decode_records(view[pos : pos + h.size]):
+        for record in decode_records(view[pos : pos + h.size], budget):
             if out_of_range(record.timestamp):
                 errors.append((index, f"Timestamp {record.timestamp} of message with offset {index} is out "
                                       f"of range. The timestamp should be within [{low}, {high}]"))
@@ -121,13 +124,14 @@ def recompress(data: bytearray, batches: Batches, config: LogConfig) -> tuple[by
         return data, batches
     out = bytearray()
     view = memoryview(data)
+    budget = DecompressionBudget(config.max_decompressed_bytes)
     for pos, h in batches:
         raw = view[pos : pos + h.size]
         if h.compression == target or h.is_control:
             out += raw
             continue
         out += build_batch(
-            decode_records(raw),
+            decode_records(raw, budget),
             base_offset=h.base_offset,
             compression=target,
             compression_level=config.compression_level(target),

@@ -9,7 +9,11 @@ with `transaction.partition.verification.enable`, the first batch of a transacti
 appended only once the transaction coordinator confirmed the partition is in it (`txn.verification`).
 From Produce v12 (a transaction version 2 producer, which sends no AddPartitionsToTxn) the coordinator is
 asked to add the partition instead, whatever that setting says: without it the transaction would never
-reach the partition's markers."""
+reach the partition's markers.
+
+A topic with Schema ID Validation on (`confluent.{key,value}.schema.validation`) has its batches checked
+by `schema_validation` before the append: the one produce path that decodes records, and the one that
+awaits between the leadership check and the append (the append checks leadership again)."""
 
 from __future__ import annotations
 
@@ -165,6 +169,9 @@ async def produce(ctx: RequestContext, frame: memoryview) -> ProduceResponse | l
                 if rejected is not None:
                     raise KafkaError(rejected[0], rejected[1] or "")
                 p = replicas.leader_partition(name, part.index)
+                cfg = p.log.config
+                if cfg.confluent_value_schema_validation or cfg.confluent_key_schema_validation:
+                    await ctx.broker.schema_validation.check(name, part.index, cfg, part.records)
                 info = p.append_as_leader(part.records, acks, verification_guard=None if guards is None
                                           else guards.get((name, part.index), NO_GUARD))
             except RecordValidationError as exc:
