@@ -1,6 +1,6 @@
 """`odradek demo [--duration S]`: the main job. Starts an embedded single-node broker in a temp dir, creates
-the weblogs topics, runs the broker's schema registry (`schema_registry_api`; the pipeline's topics then
-hold Avro in Confluent's wire format, their schemas registered; --no-schema-registry for text and JSON), starts the web console (`odradek console`) on it, runs the access-log generator and the
+the weblogs topics (with --schema-registry the broker runs its schema registry, `schema_registry_api`, and
+the pipeline's topics hold Avro in Confluent's wire format, their schemas registered), starts the web console (`odradek console`) on it, runs the access-log generator and the
 Spark streaming job (local mode, or a standalone cluster with `--spark-master`), and shows the console and
 metrics URLs and the live per-minute metrics (read back from topic `access-metrics`) as a live table with a
 legend of its columns; the run's
@@ -198,9 +198,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--output", default=None, help="directory for the Parquet output (default: a new temp dir)")
     ap.add_argument("--console-port", type=int, default=0,
                     help="port of the web console (default: a free one); -1 runs the demo without it")
-    ap.add_argument("--no-schema-registry", action="store_true",
-                    help="run without the broker's schema registry: log lines as text and metrics as JSON, as "
-                         "before (default: the registry runs in the broker and the topics hold Avro)")
+    ap.add_argument("--schema-registry", action="store_true",
+                    help="run the schema registry in the broker: the pipeline's topics then hold Avro in "
+                         "Confluent's wire format, schemas registered under <topic>-value (default: log lines as "
+                         "text, metrics as JSON)")
     ap.add_argument("--spark-master", default=None, metavar="URL",
                     help="run the streaming job on this Spark standalone master, spark://HOST:PORT (odradek spark "
                          "up starts one); default: Spark's local mode, local[2]")
@@ -244,7 +245,7 @@ def main(argv: list[str]) -> int:
     http_port = _free_port()
     metrics_url = f"http://127.0.0.1:{http_port}/metrics"
     links = {"broker metrics (Prometheus)": metrics_url}
-    registry_url = None if args.no_schema_registry else f"http://127.0.0.1:{_free_port()}"
+    registry_url = f"http://127.0.0.1:{_free_port()}" if args.schema_registry else None
     own_output = not args.output
     output = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix="odradek-demo-output-"))
     workdir = Path(tempfile.mkdtemp(prefix="odradek-demo-"))
