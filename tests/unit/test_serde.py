@@ -26,7 +26,7 @@ from odradek.serde.avro import (
     parse_schema,
     schema_text,
 )
-from odradek.serde.registry_client import RegistryClient, RegistryError
+from odradek.serde.registry_client import RegisteredSchema, RegistryClient, RegistryError
 from odradek.serde.wire import WireFormatError, frame, unframe
 
 
@@ -151,13 +151,19 @@ def test_a_registry_that_cannot_be_reached_is_no_decode_error() -> None:
 
 
 def test_client_keeps_basic_auth_out_of_its_urls_and_pickles_without_caches() -> None:
+    """Credentials leave the URLs; a pickled client travels without its caches (a Spark task's function)."""
     import pickle
 
     client = RegistryClient("http://alice:s%40cret@127.0.0.1:8081/,http://127.0.0.1:8082")
     assert client.urls == ["http://127.0.0.1:8081", "http://127.0.0.1:8082"]
     assert client.user_info == "alice:s@cret"
+    client._by_id[1] = RegisteredSchema(1, "AVRO", '"string"')
     copy = pickle.loads(pickle.dumps(client))
     assert copy.urls == client.urls and copy.user_info == "alice:s@cret" and copy._by_id == {}
+    # copies unpickled in one process (a Python worker's tasks) share their caches; other registries do not
+    again = pickle.loads(pickle.dumps(client))
+    assert again._caches is copy._caches
+    assert pickle.loads(pickle.dumps(RegistryClient("http://127.0.0.1:8082")))._caches is not copy._caches
 
 
 def test_avro_json_is_avros_json_encoding() -> None:

@@ -3,7 +3,8 @@ by id, the latest version of a subject. Answers are cached (ids are immutable), 
 the registry once per schema id, not once per record; an id the registry does not know is remembered for
 NOT_FOUND_TTL_S, so records carrying a bogus id cannot turn into a request each.
 
-Picklable (Spark ships it to executors): the caches and the lock are rebuilt on the other side.
+Picklable (Spark ships it to executors inside each task's function): an unpickled client takes the caches of
+its process for the same registry, so a Python worker that runs task after task asks for an id once.
 """
 
 from __future__ import annotations
@@ -43,6 +44,20 @@ class RegisteredSchema:
     text: str
 
 
+class _Caches:
+    """What a client remembers: schemas by id, unknown ids with the time they were asked, registrations."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.by_id: OrderedDict[int, RegisteredSchema] = OrderedDict()
+        self.missing: dict[int, float] = {}
+        self.registered: OrderedDict[tuple[str, str, str], int] = OrderedDict()
+
+
+_SHARED: dict[tuple[tuple[str, ...], str | None], _Caches] = {}  # the caches of unpickled clients, per registry
+_SHARED_LOCK = threading.Lock()
+
+
 class RegistryClient:
     """Confluent's REST API at `url` (comma-separated URLs: tried in turn when one cannot be reached).
     Basic auth from `user_info` ("user:password", Confluent's basic.auth.user.info) or the URL's userinfo."""
@@ -63,18 +78,20 @@ class RegistryClient:
         self.timeout_s = timeout_s
         self._init_caches()
 
-    def _init_caches(self) -> None:
-        self._lock = threading.Lock()
-        self._by_id: OrderedDict[int, RegisteredSchema] = OrderedDict()
-        self._missing: dict[int, float] = {}
-        self._registered: OrderedDict[tuple[str, str, str], int] = OrderedDict()
+    def _init_caches(self, caches: _Caches | None = None) -> None:
+        c = caches or _Caches()
+        self._caches = c
+        self._lock, self._by_id, self._missing, self._registered = c.lock, c.by_id, c.missing, c.registered
 
     def __getstate__(self) -> dict[str, Any]:
         return {"urls": self.urls, "user_info": self.user_info, "timeout_s": self.timeout_s}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
-        self._init_caches()
+        key = (tuple(self.urls), self.user_info)
+        with _SHARED_LOCK:
+            caches = _SHARED.setdefault(key, _Caches())
+        self._init_caches(caches)
 
     # --- requests ------------------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ executors, with the interface of Spark's and Databricks' `from_avro`:
                         schemaRegistryAddress="http://127.0.0.1:8081").alias("order"))
 
 With `schemaRegistryAddress` the bytes are in Confluent's wire format (magic byte, schema id, Avro): each
-record is decoded with its writer's schema, fetched by id (once per id and executor), resolved into the
+record is decoded with its writer's schema, fetched by id (once per id and Python worker), resolved into the
 reader schema, which is `jsonFormatSchema` or else the latest version of `subject`, read on the driver when
 the column is built (so the column's type is known before the query runs). Without it, the bytes are plain
 Avro of `jsonFormatSchema` (Spark's own from_avro).
