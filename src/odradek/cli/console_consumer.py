@@ -92,7 +92,9 @@ def build_parser() -> ArgParser:
     parser.add_argument("--skip-message-on-error", action="store_true",
                         help="a record the formatter cannot decode is reported on stderr and skipped, instead of "
                         "ending the consumer")
-    parser.add_argument("--key-deserializer", metavar="CLASS", help="accepted for compatibility; bytes are printed")
+    parser.add_argument("--key-deserializer", metavar="CLASS",
+                        help="with the Avro formatter, a class other than KafkaAvroDeserializer keeps keys as bytes "
+                        "(as --property key.deserializer=...); otherwise accepted for compatibility")
     parser.add_argument("--value-deserializer", metavar="CLASS",
                         help="io.confluent.kafka.serializers.KafkaAvroDeserializer decodes values as the Avro "
                         "formatter does; any other is accepted for compatibility and bytes are printed")
