@@ -41,6 +41,7 @@ LAYERS: list[Layer] = [
     # the coordinators, on `coordinator`, the runtime of the internal-topic-backed state
     Layer(("coordinator", "groups", "txn")),
     Layer(("server",)),
+    Layer(("serde",)),  # clients' side of a schema registry: the wire format, a REST client, Avro
     Layer(("admin_client", "spark"), independent=True),
     Layer(("pipelines", "connect", "schema_registry"), independent=True),
     Layer(("cli", "console", "pyspark_odradek"), independent=True),

@@ -7,6 +7,10 @@ timeout, SIGINT/SIGTERM or a closed stdout) `Processed a total of N messages` go
 
 `--zookeeper HOST:PORT[/chroot]`, the old (0.8-2.x) consumer's flag still found in guides, is served by
 the same consumer: its bootstrap servers are the brokers registered under /brokers/ids.
+
+`--formatter io.confluent.kafka.formatter.AvroMessageFormatter --property schema.registry.url=URL` (or
+`--value-deserializer io.confluent.kafka.serializers.KafkaAvroDeserializer` with that property) prints values
+in Confluent's wire format as Avro JSON, as Confluent's kafka-avro-console-consumer does (avro_formatter).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from confluent_kafka import (
 from odradek.admin_client.command import ArgParser, run_tool, silence_stdout
 from odradek.admin_client.connect import add_bootstrap_flags, bootstrap_of, open_client, read_properties_file
 from odradek.admin_client.errors import UsageError
+from odradek.cli.avro_formatter import AVRO_DESERIALIZERS, AVRO_FORMATTERS, AvroCodec, RecordError
 from odradek.cli.common import add_zookeeper_flag, parse_bool, parse_key_values
 
 POLL_SLICE_S = 0.2
@@ -65,10 +70,14 @@ def build_parser() -> ArgParser:
     parser.add_argument("--timeout-ms", type=int, metavar="MS", help="exit when no message arrives for MS ms")
     parser.add_argument(
         "--property",
+        "--formatter-property",  # Kafka 4's name (KIP-1147)
+        dest="property",
         action="append",
         metavar="PROP=VALUE",
         help="formatter properties: print.timestamp, print.key, print.offset, print.partition, print.headers, "
-        "print.value, key.separator, line.separator, headers.separator, headers.key.separator, null.literal",
+        "print.value, key.separator, line.separator, headers.separator, headers.key.separator, null.literal; "
+        "with the Avro formatter also schema.registry.url, print.schema.ids, schema.id.separator, "
+        "key.deserializer, basic.auth.user.info",
     )
     parser.add_argument("--consumer-property", action="append", metavar="PROP=VALUE", help="a consumer property")
     parser.add_argument("--consumer.config", dest="consumer_config", metavar="FILE", help="consumer properties file")
@@ -77,10 +86,18 @@ def build_parser() -> ArgParser:
         choices=("read_committed", "read_uncommitted"),
         help="read_committed hides aborted transactional records (default read_uncommitted)",
     )
-    parser.add_argument("--formatter", metavar="CLASS", help="only the default formatter is available")
-    parser.add_argument("--skip-message-on-error", action="store_true", help="accepted for compatibility")
-    parser.add_argument("--key-deserializer", metavar="CLASS", help="accepted for compatibility; bytes are printed")
-    parser.add_argument("--value-deserializer", metavar="CLASS", help="accepted for compatibility; bytes are printed")
+    parser.add_argument("--formatter", metavar="CLASS",
+                        help="the default formatter, or io.confluent.kafka.formatter.AvroMessageFormatter (Avro in "
+                        "Confluent's wire format printed as JSON; needs --property schema.registry.url=URL)")
+    parser.add_argument("--skip-message-on-error", action="store_true",
+                        help="a record the formatter cannot decode is reported on stderr and skipped, instead of "
+                        "ending the consumer")
+    parser.add_argument("--key-deserializer", metavar="CLASS",
+                        help="with the Avro formatter, a class other than KafkaAvroDeserializer keeps keys as bytes "
+                        "(as --property key.deserializer=...); otherwise accepted for compatibility")
+    parser.add_argument("--value-deserializer", metavar="CLASS",
+                        help="io.confluent.kafka.serializers.KafkaAvroDeserializer decodes values as the Avro "
+                        "formatter does; any other is accepted for compatibility and bytes are printed")
     return parser
 
 
@@ -188,13 +205,15 @@ class Formatter:
     headers_separator: bytes = b","
     headers_key_separator: bytes = b":"
     null_literal: bytes = b"null"
+    avro: AvroCodec | None = None  # Confluent's AvroMessageFormatter: keys and values decoded
 
     @classmethod
-    def from_properties(cls, props: dict[str, str]) -> Formatter:
+    def from_properties(cls, props: dict[str, str], avro: AvroCodec | None = None) -> Formatter:
         def text(name: str, default: str) -> bytes:
             return props.get(name, default).encode()
 
         return cls(
+            avro=avro,
             print_timestamp=parse_bool(props.get("print.timestamp")),
             print_partition=parse_bool(props.get("print.partition")),
             print_offset=parse_bool(props.get("print.offset")),
@@ -220,9 +239,13 @@ class Formatter:
         if self.print_headers:
             fields.append(self.headers(msg.headers()))
         if self.print_key:
-            fields.append(self.nullable(msg.key()))
+            key = msg.key()
+            if self.avro is not None and self.avro.decode_key:
+                key = self.avro.render(msg, key, "key")
+            fields.append(self.nullable(key))
         if self.print_value:
-            fields.append(self.nullable(msg.value()))
+            value = msg.value() if self.avro is None else self.avro.render(msg, msg.value(), "value")
+            fields.append(self.nullable(value))
         return self.key_separator.join(fields) + self.line_separator
 
     def timestamp(self, msg: Any) -> bytes:
@@ -269,13 +292,22 @@ class Limits:
 class Printer:
     """Writes formatted records to stdout; flushes per record on a terminal, else when idle."""
 
-    def __init__(self, out: BinaryIO, formatter: Formatter, interactive: bool) -> None:
+    def __init__(self, out: BinaryIO, formatter: Formatter, interactive: bool, skip_errors: bool = False) -> None:
         self.out = out
         self.formatter = formatter
         self.interactive = interactive
+        self.skip_errors = skip_errors
+        self.failed = False  # a record the formatter could not decode ended the run
 
     def write(self, msg: Any) -> None:
-        self.out.write(self.formatter.format(msg))
+        try:
+            line = self.formatter.format(msg)
+        except RecordError as exc:  # Kafka's ConsoleConsumer: report and skip, or stop
+            if not self.skip_errors:
+                raise
+            print(f"Error processing message, skipping this message: {exc}", file=sys.stderr)
+            return
+        self.out.write(line)
         if self.interactive:
             self.out.flush()
 
@@ -370,8 +402,9 @@ def check_flags(opts: argparse.Namespace) -> tuple[str, Source]:
     if opts.zookeeper and opts.bootstrap_server:
         raise UsageError("Error: Only one of --bootstrap-server or --zookeeper must be specified")
     bootstrap = opts.zookeeper if opts.zookeeper else bootstrap_of(opts)
-    if opts.formatter and opts.formatter not in DEFAULT_FORMATTERS:
-        raise UsageError(f"Error: formatter '{opts.formatter}' is not available; only the default one is")
+    if opts.formatter and opts.formatter not in DEFAULT_FORMATTERS + AVRO_FORMATTERS:
+        raise UsageError(f"Error: formatter '{opts.formatter}' is not available; the default one and "
+                         f"{', '.join(AVRO_FORMATTERS)} are")
     if opts.max_messages is not None and opts.max_messages < 0:
         raise UsageError("Error: --max-messages must not be negative")
     return bootstrap, source_of(opts)
@@ -391,6 +424,10 @@ def run_consumer(consumer: Consumer, source: Source, printer: Printer, limits: L
     try:
         consume(consumer, printer, limits, stop, store, progress)
         printer.flush()
+    except RecordError as exc:
+        printer.flush()
+        print(f"Error processing message, terminating consumer process: {exc}", file=sys.stderr)
+        printer.failed = True
     except BrokenPipeError:
         silence_stdout()
     finally:
@@ -430,11 +467,27 @@ def execute(argv: list[str]) -> int:
     if opts.zookeeper:
         bootstrap = brokers_in_zookeeper(opts.zookeeper)
     commit = parse_bool(conf.get("enable.auto.commit"), default=True)
+    formatter = formatter_of(opts)
     consumer, _ = open_client(Consumer, bootstrap, conf, on_unreachable=close_quietly)
-    formatter = Formatter.from_properties(parse_key_values(opts.property))
-    printer = Printer(sys.stdout.buffer, formatter, sys.stdout.isatty())
+    printer = Printer(sys.stdout.buffer, formatter, sys.stdout.isatty(), opts.skip_message_on_error)
     run_consumer(consumer, source, printer, Limits(opts.max_messages, opts.timeout_ms), commit)
-    return 0
+    return 1 if printer.failed else 0
+
+
+def formatter_of(opts: argparse.Namespace) -> Formatter:
+    """The formatter of --formatter, --property and --value-deserializer (Avro when either asks for it)."""
+    props = parse_key_values(opts.property)
+    avro = None
+    value_deserializer = opts.value_deserializer or props.get("value.deserializer")
+    if opts.formatter in AVRO_FORMATTERS or value_deserializer in AVRO_DESERIALIZERS:
+        # Confluent's formatter decodes keys too unless key.deserializer names another deserializer
+        key_deserializer = props.get("key.deserializer") or opts.key_deserializer
+        decode_key = opts.formatter in AVRO_FORMATTERS and key_deserializer in (None, *AVRO_DESERIALIZERS)
+        try:
+            avro = AvroCodec.from_properties(props, decode_key=decode_key)
+        except ValueError as exc:
+            raise UsageError(f"Error: {exc}") from None
+    return Formatter.from_properties(props, avro)
 
 
 def brokers_in_zookeeper(connect: str) -> str:

@@ -1,5 +1,6 @@
 """`odradek demo [--duration S]`: the main job. Starts an embedded single-node broker in a temp dir, creates
-the weblogs topics, starts the web console (`odradek console`) on it, runs the access-log generator and the
+the weblogs topics (with --schema-registry the broker runs its schema registry, `schema_registry_api`, and
+the pipeline's topics hold Avro in Confluent's wire format, their schemas registered), starts the web console (`odradek console`) on it, runs the access-log generator and the
 Spark streaming job (local mode, or a standalone cluster with `--spark-master`), and shows the console and
 metrics URLs and the live per-minute metrics (read back from topic `access-metrics`) as a live table with a
 legend of its columns; the run's
@@ -40,12 +41,13 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _start_broker(workdir: Path, port: int, http_port: int) -> subprocess.Popen:
+def _start_broker(workdir: Path, port: int, http_port: int, registry_url: str | None) -> subprocess.Popen:
     cfg = workdir / "server.properties"
     cfg.write_text(
         f"broker.id=0\nlisteners=PLAINTEXT://127.0.0.1:{port}\nlog.dirs={workdir / 'data'}\n"
         "num.partitions=3\noffsets.topic.replication.factor=1\ngroup.initial.rebalance.delay.ms=0\n"
         f"http.listener=127.0.0.1:{http_port}\n"
+        + (f"schema_registry_api={registry_url}\n" if registry_url else "")
     )
     out = open(workdir / "broker.out", "wb")  # noqa: SIM115 - handed to the child process
     return subprocess.Popen([sys.executable, "-m", "odradek.cli.main", "server-start", str(cfg)],
@@ -68,6 +70,27 @@ def _wait_ready(bootstrap: str, proc: subprocess.Popen, stop: StopRequest, timeo
         except Exception:
             time.sleep(0.2)
     raise SystemExit("Error: the broker did not become ready in time")
+
+
+def _register_schemas(registry_url: str, stop: StopRequest, timeout: float = 60) -> bool:
+    """Register the pipeline's schemas once the broker's registry takes writes (it elects its primary after
+    the broker is up); False, with a warning, when it never does: the demo then runs without it."""
+    from odradek.pipelines.weblogs.schemas import register_job_schemas
+    from odradek.serde.registry_client import RegistryError
+
+    deadline = time.monotonic() + timeout
+    while True:
+        if stop.is_set():
+            raise _Stopped
+        try:
+            register_job_schemas(registry_url)
+            return True
+        except RegistryError as exc:
+            if time.monotonic() >= deadline:
+                print(f"Warning: the broker's schema registry did not take the pipeline's schemas ({exc}); "
+                      "going on without it", file=sys.stderr)
+                return False
+            time.sleep(0.3)
 
 
 def _start_console(workdir: Path, bootstrap: str, port: int, metrics_url: str) -> tuple[subprocess.Popen, str] | None:
@@ -107,11 +130,32 @@ def _stop_process(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
+def metrics_from_avro(deserializer: Any, raw: bytes) -> dict[str, Any] | None:
+    """A WindowMetrics record in the JSON records' shape (window bounds as ISO 8601 text); None for a value
+    that does not decode (the view skips it, as it skips null values)."""
+    from odradek.pipelines.weblogs.sinks import iso_ms
+    from odradek.serde.avro import DecodeError
+
+    try:
+        value: dict[str, Any] = deserializer.decode(raw)
+    except DecodeError:
+        return None
+    for k in ("window_start", "window_end"):
+        value[k] = iso_ms(int(value[k].timestamp() * 1000))
+    return value
+
+
 class MetricsView:
     """Follows `access-metrics` (latest figures per window) and counts the dead letters."""
 
-    def __init__(self, bootstrap: str, metrics_topic: str, dlq_topic: str) -> None:
+    def __init__(self, bootstrap: str, metrics_topic: str, dlq_topic: str, registry_url: str | None = None) -> None:
         from confluent_kafka import Consumer, TopicPartition
+
+        self.avro = None
+        if registry_url:
+            from odradek.pipelines.weblogs.schemas import metrics_deserializer
+
+            self.avro = metrics_deserializer(registry_url)
 
         self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "odradek-demo-view",
                                   "enable.auto.commit": False, "log_level": 0})
@@ -130,7 +174,9 @@ class MetricsView:
                 raw = m.value()
                 if raw is None:
                     continue
-                value = json.loads(raw)
+                value = json.loads(raw) if self.avro is None else metrics_from_avro(self.avro, raw)
+                if value is None:
+                    continue
                 self.windows[value["window_start"]] = value
                 changed = True
             else:
@@ -152,6 +198,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--output", default=None, help="directory for the Parquet output (default: a new temp dir)")
     ap.add_argument("--console-port", type=int, default=0,
                     help="port of the web console (default: a free one); -1 runs the demo without it")
+    ap.add_argument("--schema-registry", action="store_true",
+                    help="run the schema registry in the broker: the pipeline's topics then hold Avro in "
+                         "Confluent's wire format, schemas registered under <topic>-value (default: log lines as "
+                         "text, metrics as JSON)")
     ap.add_argument("--spark-master", default=None, metavar="URL",
                     help="run the streaming job on this Spark standalone master, spark://HOST:PORT (odradek spark "
                          "up starts one); default: Spark's local mode, local[2]")
@@ -195,6 +245,7 @@ def main(argv: list[str]) -> int:
     http_port = _free_port()
     metrics_url = f"http://127.0.0.1:{http_port}/metrics"
     links = {"broker metrics (Prometheus)": metrics_url}
+    registry_url = f"http://127.0.0.1:{_free_port()}" if args.schema_registry else None
     own_output = not args.output
     output = Path(args.output) if args.output else Path(tempfile.mkdtemp(prefix="odradek-demo-output-"))
     workdir = Path(tempfile.mkdtemp(prefix="odradek-demo-"))
@@ -209,9 +260,16 @@ def main(argv: list[str]) -> int:
     finished = False
     try:
         with console.status("Starting the broker ..."):
-            broker = _start_broker(workdir, port, http_port)
+            broker = _start_broker(workdir, port, http_port, registry_url)
             _wait_ready(bootstrap, broker, stop)
         print(f"Broker running at {bootstrap} (data in {workdir / 'data'}); metrics at {metrics_url}", flush=True)
+        if registry_url is not None:
+            with console.status("Registering the pipeline's schemas ..."):
+                if _register_schemas(registry_url, stop):
+                    print(f"Schema registry running at {registry_url} (Avro values, subjects <topic>-value)",
+                          flush=True)
+                else:
+                    registry_url = None
         ensure_topics(bootstrap)
         print(f"Topics: {LOGS_TOPIC}, {METRICS_TOPIC}, {DLQ_TOPIC}", flush=True)
         check_stop()
@@ -228,7 +286,8 @@ def main(argv: list[str]) -> int:
         def generate() -> None:
             cfg = GeneratorConfig(seed=args.seed, rate=args.rate, malformed_fraction=args.malformed_fraction)
             produce_records(bootstrap, LOGS_TOPIC, WeblogGenerator(cfg).records(), live=True, stop=stop.event,
-                            on_progress=lambda s: setattr(stats, "produced", s.produced))
+                            on_progress=lambda s: setattr(stats, "produced", s.produced),
+                            schema_registry_url=registry_url)
 
         check_stop()
         gen_thread = threading.Thread(target=generate, name="generator", daemon=True)
@@ -236,14 +295,15 @@ def main(argv: list[str]) -> int:
         print(f"Generator: ~{args.rate:g} access events/s to {LOGS_TOPIC}", flush=True)
         with console.status(f"Starting Spark ({args.spark_master or 'local[2]'}) and the streaming job ..."):
             spark = spark_session("odradek-demo", args.spark_master, log_file=workdir / "spark.log")
-            job = JobConfig(bootstrap=bootstrap, checkpoint=workdir / "checkpoint", output=output, trigger=args.trigger)
+            job = JobConfig(bootstrap=bootstrap, checkpoint=workdir / "checkpoint", output=output, trigger=args.trigger,
+                            schema_registry_url=registry_url)
             check_stop()
             queries = start(spark, job)
         check_stop()
         print(f"Streaming job running on {args.spark_master or 'local[2]'} (trigger {args.trigger}; Spark's log: "
               f"{workdir / 'spark.log'}); "
               f"the {args.duration:g} s run starts with its first metrics", flush=True)
-        view = MetricsView(bootstrap, METRICS_TOPIC, DLQ_TOPIC)
+        view = MetricsView(bootstrap, METRICS_TOPIC, DLQ_TOPIC, registry_url)
         state = DemoState(bootstrap, f"{LOGS_TOPIC} -> {METRICS_TOPIC}, {DLQ_TOPIC}", str(output), args.duration,
                           phase="waiting", links=links)
         first_metrics_at: float | None = None

@@ -8,6 +8,8 @@
     odradek pipeline archive weblogs --bootstrap-server H:P --output DIR [--starting-offsets X] [--ending-offsets X]
                                      [--starting-timestamp T] [--ending-timestamp T] [--master spark://HOST:PORT]
 
+Each action takes --schema-registry-url URL: then the topics hold Avro in Confluent's wire format, with their
+schemas registered under <topic>-value (the same URL must be given to all three).
 run and archive need the spark extra (pip install -e '.[spark]'); they run in Spark's local mode unless
 --master names a standalone cluster (odradek spark up starts one on this host).
 """
@@ -19,6 +21,7 @@ import importlib
 import sys
 
 from odradek.pipelines import PIPELINES
+from odradek.serde.registry_client import RegistryError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -30,6 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("name", help="pipeline name (see: odradek pipeline list)")
         p.add_argument("--bootstrap-server", required=True, help="broker address, host:port")
+        p.add_argument("--schema-registry-url", default=None, metavar="URL",
+                       help="a schema registry (http://HOST:PORT): the topics' values are Avro in Confluent's "
+                            "wire format, their schemas registered under <topic>-value; without it, plain text "
+                            "and JSON")
 
     gen = sub.add_parser("generate", help="produce generated input records")
     common(gen)
@@ -89,6 +96,9 @@ def main(argv: list[str]) -> int:
     module = importlib.import_module(PIPELINES[args.name])
     try:
         return int(getattr(module, args.action)(args) or 0)
+    except RegistryError as exc:  # unreachable, or it refused a schema: one line, before anything ran
+        print(f"odradek pipeline {args.action}: {exc}", file=sys.stderr)
+        return 1
     except ImportError as exc:
         print(f"odradek pipeline {args.action}: {exc} (install the spark extra: pip install -e '.[spark]')",
               file=sys.stderr)

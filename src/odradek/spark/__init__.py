@@ -8,7 +8,8 @@ and writes, with the option names, defaults and row schema of Spark's built-in K
 
 Needs the `spark` extra (pyspark >= 4.2, pyarrow). Modules: options/offsets/resolve (what to read),
 metadata (cluster look-ups on the driver), fetcher/arrow_rows (executor reads), producer/writers (sink),
-source (the DataSource), session (a SparkSession, local or on a standalone master).
+source (the DataSource), session (a SparkSession, local or on a standalone master), avro (`from_avro`:
+Avro columns, plain or in Confluent's wire format with a schema registry, decoded in the executors).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import Column, SparkSession
 
 FORMAT = "odradek"
 
@@ -40,3 +41,10 @@ def stop_session(spark: SparkSession | None) -> None:
     from odradek.spark.session import stop_session as _stop
 
     _stop(spark)
+
+
+def from_avro(*args: Any, **kwargs: Any) -> Column:
+    """Databricks' from_avro: an Avro binary column decoded (see odradek.spark.avro.from_avro)."""
+    from odradek.spark.avro import from_avro as _from_avro
+
+    return _from_avro(*args, **kwargs)

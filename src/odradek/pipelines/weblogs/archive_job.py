@@ -27,6 +27,7 @@ class ArchiveConfig:
     output: Path
     topic: str = LOGS_TOPIC
     range_options: Mapping[str, str] = field(default_factory=dict)  # startingOffsets, endingTimestamp, ...
+    schema_registry_url: str | None = None  # values in Confluent's wire format (schemas.py)
 
 
 def archive(spark: SparkSession, cfg: ArchiveConfig) -> dict[str, Any]:
@@ -34,7 +35,7 @@ def archive(spark: SparkSession, cfg: ArchiveConfig) -> dict[str, Any]:
     reader = spark.read.format("odradek").option("kafka.bootstrap.servers", cfg.bootstrap).option("subscribe", cfg.topic)
     for key, value in cfg.range_options.items():
         reader = reader.option(key, value)
-    parsed = parse_lines(reader.load()).cache()
+    parsed = parse_lines(reader.load(), cfg.schema_registry_url).cache()
     try:
         events = parsed.where(F.col("reason").isNull()).select(*EVENT_COLUMNS)
         (events.withColumn("date", F.date_format("ts", "yyyy-MM-dd")).withColumn("hour", F.date_format("ts", "HH"))

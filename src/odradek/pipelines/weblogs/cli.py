@@ -89,7 +89,8 @@ def generate(args: argparse.Namespace) -> int:
 
     try:
         stats = produce_records(args.bootstrap_server, args.topic, records, live=live, stop=stop,
-                                duration_s=args.duration, on_progress=show)
+                                duration_s=args.duration, on_progress=show,
+                                schema_registry_url=args.schema_registry_url)
     finally:
         line.done()
     took = time.monotonic() - started
@@ -105,9 +106,14 @@ def run(args: argparse.Namespace) -> int:
 
     _check_master(args.master)
     ensure_topics(args.bootstrap_server)
+    if args.schema_registry_url:  # a registry that is down or refuses is one line before Spark starts
+        from odradek.pipelines.weblogs.schemas import register_job_schemas
+
+        register_job_schemas(args.schema_registry_url)
     cfg = JobConfig(bootstrap=args.bootstrap_server, checkpoint=Path(args.checkpoint), output=Path(args.output),
                     trigger=args.trigger, watermark=args.watermark, starting_offsets=args.starting_offsets,
-                    max_offsets_per_trigger=args.max_offsets_per_trigger)
+                    max_offsets_per_trigger=args.max_offsets_per_trigger,
+                    schema_registry_url=args.schema_registry_url)
     stop = _stop_on_signals()
     log_file = None
     if not args.verbose:  # Spark's own WARN lines go to a file: the terminal shows the job's progress
@@ -181,6 +187,11 @@ def archive(args: argparse.Namespace) -> int:
     from odradek.spark.session import stop_session
 
     _check_master(args.master)
+    if args.schema_registry_url:  # the topic's subject must be there: one line, not a failed Spark task
+        from odradek.serde.avro import subject_for
+        from odradek.serde.registry_client import RegistryClient
+
+        RegistryClient(args.schema_registry_url).latest(subject_for(args.topic))
     opts: dict[str, str] = {}
     if args.starting_offsets:
         opts["startingOffsets"] = args.starting_offsets
@@ -204,7 +215,8 @@ def archive(args: argparse.Namespace) -> int:
         job: Future[dict[str, Any]] | None = None
         if not stop.is_set():
             print(f"Archiving {args.topic} from {args.bootstrap_server} to {args.output} ...", flush=True)
-            job = pool.submit(archive, spark, ArchiveConfig(args.bootstrap_server, Path(args.output), args.topic, opts))
+            job = pool.submit(archive, spark, ArchiveConfig(args.bootstrap_server, Path(args.output), args.topic, opts,
+                                                            args.schema_registry_url))
         while job is not None and not wait([job], timeout=0.5).done:
             if stop.is_set():  # again and again: the archive runs several Spark jobs one after another
                 spark.sparkContext.cancelAllJobs()

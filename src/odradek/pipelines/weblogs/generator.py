@@ -234,10 +234,19 @@ class ProduceStats:
 
 def produce_records(bootstrap: str, topic: str, records: Iterable[LogRecord], *, live: bool = False,
                     stop: threading.Event | None = None, duration_s: float | None = None,
-                    on_progress: Callable[[ProduceStats], None] | None = None) -> ProduceStats:
+                    on_progress: Callable[[ProduceStats], None] | None = None,
+                    schema_registry_url: str | None = None) -> ProduceStats:
     """Send records (key, value, timestamp = event time). `live` paces them to the wall clock by their
-    timestamps; `stop` or `duration_s` end an endless stream."""
+    timestamps; `stop` or `duration_s` end an endless stream. With `schema_registry_url`, values are framed
+    Avro (schemas.LineSerializer; a line that is not UTF-8 goes unframed, counted as `undecodable value`)."""
     from confluent_kafka import Producer
+
+    serializer = None
+    if schema_registry_url:
+        from odradek.pipelines.weblogs.schemas import LineSerializer
+
+        serializer = LineSerializer(schema_registry_url, topic)
+        serializer.avro.register()  # a registry that is down is one error before anything is sent
 
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 10, "enable.idempotence": True,
                          "partitioner": "murmur2_random", "queue.buffering.max.messages": 500_000,
@@ -261,15 +270,20 @@ def produce_records(bootstrap: str, topic: str, records: Iterable[LogRecord], *,
                     stop.wait(delay)
                 else:
                     time.sleep(delay)
+        value, malformed = rec.value, rec.malformed
+        if serializer is not None:
+            value, framed = serializer.encode(value)
+            if not framed:
+                malformed = reasons.UNDECODABLE
         while True:
             try:
-                producer.produce(topic, rec.value, rec.key, timestamp=rec.ts_ms, on_delivery=on_delivery)
+                producer.produce(topic, value, rec.key, timestamp=rec.ts_ms, on_delivery=on_delivery)
                 break
             except BufferError:
                 producer.poll(0.05)
         stats.produced += 1
-        if rec.malformed:
-            stats.malformed[rec.malformed] += 1
+        if malformed:
+            stats.malformed[malformed] += 1
         if stats.produced % 100 == 0:
             producer.poll(0)
             now = time.monotonic()

@@ -2,9 +2,13 @@
 
 All in Spark SQL expressions (no Python UDF): one regular expression splits the line, then each field is
 converted with try_* functions so that bad input gives a reason instead of a failed query (ANSI mode).
+With a schema registry the values are framed Avro (`AccessLogLine`): the line is decoded first (in
+PERMISSIVE mode, a Python UDF), and a value that does not decode is the dead letter `undecodable value`.
 """
 
 from __future__ import annotations
+
+import json
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -21,17 +25,31 @@ def _group(line: Column, i: int) -> Column:
     return F.regexp_extract(line, LINE_RE, i)
 
 
-def parse_lines(raw: DataFrame) -> DataFrame:
+def _line_of(value: Column, schema_registry_url: str | None) -> tuple[Column, Column]:
+    """(the line, whether the value failed to decode) of a Kafka value."""
+    if not schema_registry_url:
+        return value.cast("string"), F.lit(False)
+    from odradek.pipelines.weblogs.schemas import LINE_SCHEMA
+    from odradek.spark.avro import PERMISSIVE, from_avro
+
+    decoded = from_avro(value, json.dumps(LINE_SCHEMA), {"mode": PERMISSIVE}, schemaRegistryAddress=schema_registry_url)
+    return decoded.getField("line"), value.isNotNull() & decoded.isNull()
+
+
+def parse_lines(raw: DataFrame, schema_registry_url: str | None = None) -> DataFrame:
     """Kafka rows -> the event columns, `reason` (null when the line is good) and the record's origin
-    (`raw_key`, `raw_value`, `source_partition`, `source_offset`, `source_timestamp`)."""
+    (`raw_key`, `raw_value`, `source_partition`, `source_offset`, `source_timestamp`). With a registry URL,
+    values are decoded from Confluent's wire format first."""
     line = F.col("line")
+    decoded_line, undecodable = _line_of(F.col("value"), schema_registry_url)
     with_line = raw.select(
         F.col("key").alias("raw_key"),
         F.col("value").alias("raw_value"),
         F.col("partition").alias("source_partition"),
         F.col("offset").alias("source_offset"),
         F.col("timestamp").alias("source_timestamp"),
-        F.col("value").cast("string").alias("line"),
+        decoded_line.alias("line"),
+        undecodable.alias("undecodable"),
     )
     fields = with_line.select(
         "*",
@@ -49,14 +67,15 @@ def parse_lines(raw: DataFrame) -> DataFrame:
         _group(line, 8).alias("referrer"),
     )
     reason = (
-        F.when(F.col("line").isNull() | (F.length("line") == 0), F.lit(reasons.EMPTY))
+        F.when(F.col("undecodable"), F.lit(reasons.UNDECODABLE))
+        .when(F.col("line").isNull() | (F.length("line") == 0), F.lit(reasons.EMPTY))
         .when(~F.col("matched"), F.lit(reasons.UNPARSEABLE))
         .when(F.col("ts").isNull(), F.lit(reasons.BAD_TIMESTAMP))
         .when(F.col("status").isNull() | ~F.col("status").between(100, 599), F.lit(reasons.BAD_STATUS))
         .when(F.col("bytes").isNull() | (F.col("bytes") < 0), F.lit(reasons.BAD_BYTES))
         .when(F.col("latency_ms").isNull() | (F.col("latency_ms") < 0), F.lit(reasons.BAD_LATENCY))
     )
-    return fields.withColumn("reason", reason).drop("matched", "line")
+    return fields.withColumn("reason", reason).drop("matched", "line", "undecodable")
 
 
 def _sql(pattern: str) -> str:

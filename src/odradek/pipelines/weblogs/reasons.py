@@ -8,5 +8,6 @@ BAD_TIMESTAMP = "bad timestamp"
 BAD_STATUS = "bad status"
 BAD_BYTES = "bad bytes"
 BAD_LATENCY = "bad latency"
+UNDECODABLE = "undecodable value"  # with a schema registry: not framed Avro of a known schema
 
-ALL = (EMPTY, UNPARSEABLE, BAD_TIMESTAMP, BAD_STATUS, BAD_BYTES, BAD_LATENCY)
+ALL = (EMPTY, UNPARSEABLE, BAD_TIMESTAMP, BAD_STATUS, BAD_BYTES, BAD_LATENCY, UNDECODABLE)

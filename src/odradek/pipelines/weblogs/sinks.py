@@ -4,7 +4,8 @@ Each micro-batch carries the windows whose figures changed (update mode). For ea
 - Parquet: `<output>/metrics/date=YYYY-MM-DD/hour=HH/window-HHMM.parquet`, one file per window, replaced
   atomically on every update, so the directory always holds each window's latest figures and a batch that
   is replayed after a crash rewrites the same files (idempotent);
-- Kafka: one JSON record on `access-metrics`, keyed by the window start (later records of a key supersede
+- Kafka: one JSON record on `access-metrics` (framed Avro `WindowMetrics` with a schema registry, see
+  schemas.py), keyed by the window start (later records of a key supersede
   earlier ones, so a compacted topic keeps the final figures; at-least-once).
 """
 
@@ -82,11 +83,24 @@ def to_json(m: Mapping[str, Any]) -> bytes:
 class MetricsSink:
     """foreachBatch callback: Parquet files and JSON records for the windows a micro-batch updated."""
 
-    def __init__(self, bootstrap: str, topic: str, output: Path) -> None:
+    def __init__(self, bootstrap: str, topic: str, output: Path, schema_registry_url: str | None = None) -> None:
         self.bootstrap = bootstrap
         self.topic = topic
         self.output = output
+        self.schema_registry_url = schema_registry_url
         self._producer: Any = None
+        self._avro: Any = None
+
+    def encode(self, m: Mapping[str, Any]) -> bytes:
+        """A window's record value: JSON, or framed Avro (WindowMetrics) with a schema registry."""
+        if not self.schema_registry_url:
+            return to_json(m)
+        if self._avro is None:
+            from odradek.pipelines.weblogs.schemas import metrics_serializer
+
+            self._avro = metrics_serializer(self.schema_registry_url, self.topic)
+        value: bytes = self._avro.encode(dict(m))
+        return value
 
     def producer(self) -> Any:
         if self._producer is None:
@@ -104,7 +118,7 @@ class MetricsSink:
         producer = self.producer()
         failures: list[str] = []
         for m in metrics:
-            producer.produce(self.topic, to_json(m), iso_ms(m["window_start"]).encode(),
+            producer.produce(self.topic, self.encode(m), iso_ms(m["window_start"]).encode(),
                              on_delivery=lambda err, _msg: failures.append(str(err)) if err else None)
         left = producer.flush(30)
         if failures or left:

@@ -4,6 +4,8 @@ Two queries read and parse the topic, each with its own checkpoint under CHECKPO
 - `metrics`: good events -> 1-minute windows with a watermark (update mode) -> MetricsSink;
 - `dead-letters`: malformed lines -> `access-logs-dlq` through the odradek sink, with the reason in headers.
 Parsing never fails the job: a bad line is a dead letter. Outputs are under OUTPUT/metrics.
+With `schema_registry_url` the job registers its topics' schemas before it starts, reads framed Avro and
+writes its metrics as framed Avro (schemas.py); dead letters keep their original bytes.
 Each query commits its progress to the consumer group `odradek-pipeline-<query name>` (see `group_id`), so
 `odradek consumer-groups`, the console and the lag metric show how far behind the topic it is; restarts
 read only the checkpoints.
@@ -46,6 +48,7 @@ class JobConfig:
     source_topic: str = LOGS_TOPIC
     metrics_topic: str = METRICS_TOPIC
     dlq_topic: str = DLQ_TOPIC
+    schema_registry_url: str | None = None
 
     @property
     def metrics_dir(self) -> Path:
@@ -78,14 +81,19 @@ def start(spark: SparkSession, cfg: JobConfig) -> list[StreamingQuery]:
             return writer.trigger(availableNow=True)  # type: ignore[attr-defined]
         return writer.trigger(processingTime=_interval(cfg.trigger))  # type: ignore[attr-defined]
 
-    metrics = window_metrics(good_events(parse_lines(read_logs(spark, cfg, METRICS_QUERY))), cfg.watermark)
+    url = cfg.schema_registry_url
+    if url:
+        from odradek.pipelines.weblogs.schemas import register_job_schemas
+
+        register_job_schemas(url, cfg.source_topic, cfg.dlq_topic, cfg.metrics_topic)
+    metrics = window_metrics(good_events(parse_lines(read_logs(spark, cfg, METRICS_QUERY), url)), cfg.watermark)
     mq = triggered(
         metrics.writeStream.queryName(METRICS_QUERY).outputMode("update")
-        .foreachBatch(MetricsSink(cfg.bootstrap, cfg.metrics_topic, cfg.metrics_dir))
+        .foreachBatch(MetricsSink(cfg.bootstrap, cfg.metrics_topic, cfg.metrics_dir, url))
         .option("checkpointLocation", str(cfg.checkpoint / "metrics"))
     ).start()  # type: ignore[attr-defined]
     dq = triggered(
-        dead_letters(parse_lines(read_logs(spark, cfg, DEAD_LETTERS_QUERY)), cfg.source_topic).writeStream
+        dead_letters(parse_lines(read_logs(spark, cfg, DEAD_LETTERS_QUERY), url), cfg.source_topic).writeStream
         .queryName(DEAD_LETTERS_QUERY).format("odradek")
         .option("kafka.bootstrap.servers", cfg.bootstrap).option("topic", cfg.dlq_topic)
         .option("checkpointLocation", str(cfg.checkpoint / "dead-letters"))

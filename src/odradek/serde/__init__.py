@@ -1,0 +1,7 @@
+"""Clients' side of a schema registry: Confluent's wire format (`wire`), a REST client with caches
+(`registry_client`) and Avro serializers and deserializers over them (`avro`).
+
+Below `spark` and `pipelines` in the layers (it imports nothing of ours), so that the Spark source's
+decoding, the weblogs pipeline and the console consumer share one implementation. The registry's server is
+`odradek.schema_registry`, which this package never imports: it speaks to any Confluent-compatible registry.
+"""
