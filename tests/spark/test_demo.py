@@ -1,6 +1,4 @@
-"""`odradek demo --duration 5 --schema-registry`: the main job runs short, prints a metrics table, exits 0, leaves
-nothing; its topics hold Avro through the broker's schema registry, so the streaming job's decoding and Avro
-metrics are on the path to the table.
+"""`odradek demo --duration 5`: the main job runs short, prints a metrics table, exits 0, leaves nothing.
 It runs in a pseudo-terminal of 80x24, as a person would see it: the live screen and every line it
 prints fit 80 columns (issue #30).
 The demo's clock starts with its first metrics, so the test waits on that event however long Spark
@@ -77,7 +75,7 @@ def test_demo_runs_shows_metrics_and_cleans_up(tmp_path: Path) -> None:
     out_dir = tmp_path / "out"
     pid, code, terminal, stderr = run_in_terminal(
         [sys.executable, "-m", "odradek.cli.main", "demo", "--duration", "5", "--rate", "200", "--trigger", "2s",
-         "--output", str(out_dir), "--schema-registry"], columns=80, rows=24, timeout=840)
+         "--output", str(out_dir)], columns=80, rows=24, timeout=840)
     stdout = ESCAPES.sub("", terminal).replace("\r\n", "\n")
     assert code == 0, stdout[-3000:] + stderr[-3000:]
     assert "Traceback" not in stderr
@@ -101,8 +99,6 @@ def test_demo_runs_shows_metrics_and_cleans_up(tmp_path: Path) -> None:
     started = re.search(r"Broker running at 127\.0\.0\.1:(\d+) \(data in (\S+)/data\); "
                         r"metrics at http://127\.0\.0\.1:\d+/metrics", stdout)
     assert started, stdout
-    # with --schema-registry the whole run went through the broker's registry: Avro in, Avro metrics out
-    assert re.search(r"Schema registry running at http://127\.0\.0\.1:\d+ ", stdout), stdout
     port, workdir = int(started.group(1)), started.group(2)
     ps = subprocess.run(["ps", "-e", "-o", "args="], capture_output=True, text=True).stdout
     assert workdir not in ps, "the demo's broker is still running"

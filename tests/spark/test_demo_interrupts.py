@@ -96,11 +96,15 @@ def test_ctrl_c_while_spark_starts() -> None:
 
 @pytest.mark.timeout(900)
 def test_ctrl_c_mid_run_prints_the_table_so_far(tmp_path: Path) -> None:
+    """With --schema-registry (test_demo runs the default): its topics hold Avro through the broker's registry,
+    so the generator's encoding, the streaming job's decoding and its Avro metrics are on the path to the
+    table."""
     before = _demo_dirs()
     output = tmp_path / "out"
     # not a terminal: each change of the figures is a status line; the second comes from a running job
     code, out, err = _interrupt_demo(["--duration", "600", "--console-port", "-1", "--trigger", "2s", "--output",
-                                      str(output)], "produced", after=2)
+                                      str(output), "--schema-registry"], "produced", after=2)
     _assert_stopped_cleanly(code, out, err, before)
+    assert re.search(r"Schema registry running at http://127\.0\.0\.1:\d+ ", out), out
     assert "window (UTC)" in out, out
     assert list((output / "metrics").glob("date=*/hour=*/window-*.parquet"))
