@@ -1,6 +1,7 @@
 """The registry's bound on heavy work (schema_registry/admission.py), without a server: a client's calls beyond
 its share are refused with 429 at once, other clients are not, at most `threads` run at a time, and a share is
-given back when the work ends, not when the request waiting for it is cancelled."""
+given back when the work ends, not when the request waiting for it is cancelled; a registration stalled on the
+topic does not hold the parsing threads."""
 
 from __future__ import annotations
 
@@ -79,6 +80,22 @@ def test_a_cancelled_request_holds_its_share_until_its_work_ends() -> None:
             await call
         finally:
             gate.set()
+            heavy.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_stalled_registration_does_not_hold_the_parsing_threads() -> None:
+    async def scenario() -> None:
+        heavy = HeavyWork(threads=1, per_client=4)
+        stalled = threading.Event()  # a write waiting on the `_schemas` topic
+        try:
+            write = asyncio.ensure_future(heavy.run_write("address a", stalled.wait, 10))
+            assert await asyncio.wait_for(heavy.run("address b", sum, [1, 2]), 10) == 3
+            stalled.set()
+            assert await write is True
+        finally:
+            stalled.set()
             heavy.close()
 
     asyncio.run(scenario())

@@ -154,7 +154,7 @@ class RegistryRest:
         """Run a write here when this node is the primary, else forward the request to the primary. `parses`:
         it parses a schema, so it runs as the client's heavy work."""
         if self.node.is_primary():
-            return _json(await (self.heavy.run(client_of(request), call) if parses else asyncio.to_thread(call)))
+            return _json(await (self.heavy.run_write(client_of(request), call) if parses else asyncio.to_thread(call)))
         if request.headers.get(FORWARDED):
             raise RegistryError(500, 50003, "Error while forwarding the request to the primary: the primary "
                                             "changed")
