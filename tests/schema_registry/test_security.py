@@ -83,7 +83,7 @@ def test_each_user_has_its_own_share_of_heavy_work(secured: Registry) -> None:
                 refused.set()
             i += 1
 
-    threads = [threading.Thread(target=flood, args=(n,), daemon=True) for n in range(8)]
+    threads = [threading.Thread(target=flood, args=(n,), daemon=True) for n in range(12)]
     for t in threads:
         t.start()
     try:

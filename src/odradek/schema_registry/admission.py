@@ -20,7 +20,7 @@ from aiohttp import web
 from odradek.schema_registry.registry import RegistryError
 
 HEAVY_THREADS = 2
-PER_CLIENT = 4
+PER_CLIENT = 8
 USER_KEY = "schema_registry_user"  # where the basic-auth middleware leaves the request's user
 
 T = TypeVar("T")
