@@ -85,3 +85,13 @@ class Registry(RestClient):
     def stop(self) -> None:
         if self.proc is not None:
             stop_process(self.proc)
+
+
+def big_schema(tag: str, fields: int = 600) -> str:
+    """A record `Flood` of `fields` union fields, about 90 KB, each `tag` a new text: a tenth of a second to parse;
+    incompatible (BACKWARD) with a first version `Flood` of other fields, so a registration is refused with 409
+    after its check."""
+    return json.dumps({"type": "record", "name": "Flood", "fields": [
+        {"name": f"f{i}_{tag}", "type": ["string", {"type": "record", "name": f"R{i}_{tag}",
+                                                   "fields": [{"name": "a", "type": "int"}]}]}
+        for i in range(fields)]})

@@ -1,19 +1,22 @@
 """The registry's TLS listener (a PEM key store, `ssl.keystore.location`) and HTTP basic authentication as
 Confluent's registry configures them (`authentication.method=BASIC`, `authentication.realm`, a JAAS file whose
 realm section names a Jetty property file of users, `authentication.roles`): no or wrong credentials get 401,
-a user without an allowed role 403, a good one the API; bad subject names get 42208."""
+a user without an allowed role 403, a good one the API; bad subject names get 42208. Each user has its own share
+of the registry's heavy work (parsing, compatibility checks)."""
 
 from __future__ import annotations
 
 import json
 import ssl
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.harness import BrokerProcess
-from tests.schema_registry.helpers import Registry
+from tests.schema_registry.helpers import Registry, RestClient, big_schema
+from tests.waiting import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +48,6 @@ def test_credentials_roles_and_tls(secured: Registry) -> None:
     assert secured.call("GET", "/subjects") == (200, [])
     secured.auth = ("admin", "secret")
     schema = json.dumps({"type": "record", "name": "S", "fields": [{"name": "a", "type": "int"}]})
-    from tests.waiting import wait_until
     wait_until(lambda: secured.call("POST", "/subjects/secure/versions", {"schema": schema})[0] == 200, 30,
                "a registration over TLS with credentials")
     assert secured.call("GET", "/subjects") == (200, ["secure"])
@@ -61,3 +63,35 @@ def test_invalid_subject_names(secured: Registry) -> None:
     schema = json.dumps({"type": "string"})
     status, body = secured.call("POST", "/subjects/bad%01name/versions", {"schema": schema})
     assert (status, body["error_code"]) == (422, 42208)
+
+
+def test_each_user_has_its_own_share_of_heavy_work(secured: Registry) -> None:
+    def client(user: str, password: str) -> RestClient:
+        out = RestClient(secured.url)
+        out.auth, out.ssl_context = (user, password), secured.ssl_context
+        return out
+
+    alice, admin = client("alice", "alice"), client("admin", "secret")
+    first = {"schema": json.dumps({"type": "record", "name": "Flood", "fields": [{"name": "a", "type": "int"}]})}
+    wait_until(lambda: admin.call("POST", "/subjects/shares/versions", first)[0] == 200, 30, "the first version")
+    refused, stop = threading.Event(), threading.Event()
+
+    def flood(n: int) -> None:
+        i = 0
+        while not stop.is_set():
+            if alice.call("POST", "/subjects/shares", {"schema": big_schema(f"{n}_{i}")})[0] == 429:
+                refused.set()
+            i += 1
+
+    threads = [threading.Thread(target=flood, args=(n,), daemon=True) for n in range(12)]
+    for t in threads:
+        t.start()
+    try:
+        wait_until(refused.is_set, 60, "alice's flood refused beyond her share")
+        # alice is still flooding: admin's heavy lookups take admin's share, not hers
+        answers = [admin.call("POST", "/subjects/shares", {"schema": big_schema(f"admin_{i}", 50)}) for i in range(5)]
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(60)
+    assert [(status, body["error_code"]) for status, body in answers] == [(404, 40403)] * 5

@@ -30,7 +30,7 @@ from odradek.connect.connect_protocol import (
     WorkerState,
 )
 from odradek.connect.cooperative import LeaderMemory, cooperative_assign
-from odradek.connect.group_member import GroupMember, Member
+from odradek.connect.group_member import Member, WorkerMember
 from odradek.connect.kafka_log import ensure_topic
 from odradek.connect.kafka_stores import (
     STATUS_CONNECTOR_PREFIX,
@@ -115,7 +115,7 @@ class DistributedHerder:
         self.statuses.log.start()
         self.configs.log.start()
         self.worker = Worker(cfg, self.plugins, self.offsets, self.worker_id)
-        self.member = GroupMember(cfg, self._metadata, self._revoke, self._assign, self._assigned)
+        self.member = WorkerMember(cfg, self._metadata, self._revoke, self._assign, self._assigned)
         self.member.start()
         threading.Thread(target=self._status_loop, name="status-writer", daemon=True).start()
 

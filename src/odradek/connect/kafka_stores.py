@@ -14,7 +14,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from odradek.connect.kafka_log import KafkaLog
+from odradek.connect.kafka_log import kafka_log
 from odradek.connect.offset_store import _compact, offset_key
 from odradek.connect.request_signing import SESSION_KEY_KEY, SessionKey
 from odradek.connect.worker_config import WorkerConfig
@@ -48,7 +48,7 @@ class ConfigStore:
         self.restarts: dict[str, tuple[bool, bool]] = {}  # the last restart request: (include tasks, only failed)
         self.session_key: SessionKey | None = None  # the leader's last (KIP-507)
         self.on_change = on_change
-        self.log = KafkaLog(config, str(config.get("config.storage.topic")), self._apply, f"{client_id}-configs")
+        self.log = kafka_log(config, str(config.get("config.storage.topic")), self._apply, f"{client_id}-configs")
 
     def _apply(self, key: bytes | None, value: bytes | None, offset: int) -> None:
         k = (key or b"").decode(errors="replace")
@@ -139,7 +139,7 @@ class KafkaOffsetStore:
     def __init__(self, config: WorkerConfig, client_id: str) -> None:
         self._lock = threading.Lock()
         self._data: dict[bytes, bytes] = {}
-        self.log = KafkaLog(config, str(config.get("offset.storage.topic")), self._apply, f"{client_id}-offsets")
+        self.log = kafka_log(config, str(config.get("offset.storage.topic")), self._apply, f"{client_id}-offsets")
 
     @property
     def topic(self) -> str | None:
@@ -195,7 +195,7 @@ class StatusStore:
     def __init__(self, config: WorkerConfig, client_id: str) -> None:
         self._lock = threading.Lock()
         self.states: dict[str, dict[str, Any]] = {}
-        self.log = KafkaLog(config, str(config.get("status.storage.topic")), self._apply, f"{client_id}-statuses")
+        self.log = kafka_log(config, str(config.get("status.storage.topic")), self._apply, f"{client_id}-statuses")
 
     def _apply(self, key: bytes | None, value: bytes | None, _offset: int) -> None:
         k = (key or b"").decode(errors="replace")

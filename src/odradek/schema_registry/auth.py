@@ -19,6 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from odradek.config_keys import ConfigError
+from odradek.schema_registry.admission import USER_KEY
 from odradek.schema_registry.config import RegistryConfig, RegistryConfigError
 from odradek.security.http_host import same_secret
 from odradek.security.tls import server_context
@@ -115,6 +116,7 @@ def basic_auth_middleware(config: RegistryConfig) -> Any:
         if "*" not in allowed and not (entry[1] & allowed):
             return web.Response(status=403, text='{"error_code":403,"message":"Forbidden"}',
                                 content_type="application/vnd.schemaregistry.v1+json")
+        request[USER_KEY] = user  # whose share of the heavy work the request takes (admission.py)
         return await handler(request)
 
     return check

@@ -16,6 +16,7 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from odradek.schema_registry.admission import HeavyWork, client_of
 from odradek.schema_registry.registry import (
     Registry,
     RegistryError,
@@ -93,6 +94,7 @@ class RegistryRest:
         self.registry = node.registry
         self.state = node.registry.state
         self._session: aiohttp.ClientSession | None = None
+        self.heavy = HeavyWork()  # parsing and compatibility checks: their threads and each client's share
 
     def app(self, middlewares: list[Any] | None = None) -> web.Application:
         app = web.Application(middlewares=[*(middlewares or []), _errors], client_max_size=MAX_BODY)
@@ -131,6 +133,7 @@ class RegistryRest:
         return app
 
     async def _close(self, _app: web.Application) -> None:
+        self.heavy.close()
         if self._session is not None:
             await self._session.close()
 
@@ -147,10 +150,11 @@ class RegistryRest:
             raise RegistryError(422, 422, "The request body must be a JSON object")
         return body
 
-    async def _write(self, request: web.Request, call: Callable[[], Any]) -> web.StreamResponse:
-        """Run a write here when this node is the primary, else forward the request to the primary."""
+    async def _write(self, request: web.Request, call: Callable[[], Any], parses: bool = False) -> web.StreamResponse:
+        """Run a write here when this node is the primary, else forward the request to the primary. `parses`:
+        it parses a schema, so it runs as the client's heavy work."""
         if self.node.is_primary():
-            return _json(await asyncio.to_thread(call))
+            return _json(await (self.heavy.run_write(client_of(request), call) if parses else asyncio.to_thread(call)))
         if request.headers.get(FORWARDED):
             raise RegistryError(500, 50003, "Error while forwarding the request to the primary: the primary "
                                             "changed")
@@ -222,8 +226,8 @@ class RegistryRest:
     async def lookup(self, request: web.Request) -> web.Response:
         subject = request.match_info["subject"]
         body = await self._body(request)
-        rec = await asyncio.to_thread(self.registry.lookup, subject, body, _flag(request, "normalize"),
-                                      _flag(request, "deleted"))
+        rec = await self.heavy.run(client_of(request), self.registry.lookup, subject, body,
+                                   _flag(request, "normalize"), _flag(request, "deleted"))
         return _json(describe(rec))
 
     async def register(self, request: web.Request) -> web.StreamResponse:
@@ -231,7 +235,7 @@ class RegistryRest:
         body = await self._body(request)
         normalize = _flag(request, "normalize")
         return await self._write(request, lambda: {"id": self.registry.register(subject, body, normalize,
-                                                                                self.node.write)})
+                                                                                self.node.write)}, parses=True)
 
     async def delete_subject(self, request: web.Request) -> web.StreamResponse:
         subject = request.match_info["subject"]
@@ -257,12 +261,14 @@ class RegistryRest:
         and types keep the stored text, as Confluent's do."""
         fmt = request.query.get("format", "")
         if fmt:
-            parsed = await asyncio.to_thread(self.registry.parse, doc.get("schemaType", "AVRO"), doc["schema"],
-                                             doc.get("references") or [])
-            text = await asyncio.to_thread(formatted, parsed, fmt)
+            text = await self.heavy.run(client_of(request), self._format, doc, fmt)
             if text is not None:
                 doc["schema"] = text
         return doc
+
+    def _format(self, doc: dict[str, Any], fmt: str) -> str | None:
+        parsed = self.registry.parse(doc.get("schemaType", "AVRO"), doc["schema"], doc.get("references") or [])
+        return formatted(parsed, fmt)
 
     async def by_id(self, request: web.Request) -> web.Response:
         schema_id = self._schema_id(request)
@@ -339,8 +345,8 @@ class RegistryRest:
         subject = request.match_info["subject"]
         version = request.match_info.get("version")
         body = await self._body(request)
-        problems = await asyncio.to_thread(self.registry.compatibility, subject, version, body,
-                                           _flag(request, "normalize"))
+        problems = await self.heavy.run(client_of(request), self.registry.compatibility, subject, version, body,
+                                        _flag(request, "normalize"))
         answer: dict[str, Any] = {"is_compatible": not problems}
         if _flag(request, "verbose"):
             answer["messages"] = problems
