@@ -20,6 +20,9 @@ from tests.harness import BrokerProcess, wait_port
 from tests.waiting import wait_until
 
 LINES = 12_000
+# lines written before the kill (the rest after it), so that the task's worker always dies mid-file
+# (the writer finished the whole file before the first 500 lines were committed on a loaded machine)
+BEFORE_KILL = 4_000
 
 
 @pytest.fixture(scope="module")
@@ -75,10 +78,12 @@ def test_a_worker_kill_loses_and_duplicates_nothing(workers: list[DistributedWor
                                                      tmp_path: Path) -> None:
     source, topic = tmp_path / "in.txt", f"eos-{tmp_path.name[-20:]}"
     source.write_text("")
-    done = threading.Event()
+    done, killed = threading.Event(), threading.Event()
 
     def append() -> None:  # the file grows while the task reads it, through the kill
         for start in range(0, LINES, 40):
+            if start >= BEFORE_KILL:  # the rest once the task's worker is dead: the kill is always mid-file
+                killed.wait()
             with source.open("a") as f:
                 f.writelines(f"line-{i}\n" for i in range(start, min(start + 40, LINES)))
             if done.wait(0.02):
@@ -91,14 +96,16 @@ def test_a_worker_kill_loses_and_duplicates_nothing(workers: list[DistributedWor
     wait_until(lambda: w0.call("PUT", "/connectors/eos/config", config)[0] in (200, 201), 60, "eos created")
     writer.start()
     try:
-        _kill_and_finish(workers, broker, topic)
+        _kill_and_finish(workers, broker, topic, killed)
     finally:
         done.set()
+        killed.set()
         writer.join()
     assert _committed_lines(broker, topic) == [f"line-{i}" for i in range(LINES)]
 
 
-def _kill_and_finish(workers: list[DistributedWorker], broker: BrokerProcess, topic: str) -> None:
+def _kill_and_finish(workers: list[DistributedWorker], broker: BrokerProcess, topic: str,
+                     killed: threading.Event) -> None:
     w0, w1 = workers
     wait_until(lambda: len(_committed_lines(broker, topic)) >= 500, 90, "the first committed batches")
     victim_id = _status(w0, "eos")["tasks"][0]["worker_id"]
@@ -107,6 +114,7 @@ def _kill_and_finish(workers: list[DistributedWorker], broker: BrokerProcess, to
     assert victim.proc is not None
     victim.proc.send_signal(signal.SIGKILL)
     victim.proc.wait()
+    killed.set()
     written = len(_committed_lines(broker, topic))
     assert written < LINES, "the task had read the whole file before the kill: nothing was tested"
     wait_until(lambda: len(_committed_lines(broker, topic)) >= LINES, 180,
