@@ -23,6 +23,7 @@ from odradek.serde.avro import (
     DecodeError,
     avro_json,
     has_zero_byte_arrays,
+    is_recursive,
     parse_schema,
     schema_text,
 )
@@ -136,6 +137,47 @@ def test_hostile_bytes_are_decode_errors_naming_the_cause() -> None:
         with pytest.raises(DecodeError):
             d.decode(frame(99, b"\x02a"))
     assert len(registry.requests) == before
+
+
+NODE = {"type": "record", "name": "Node", "fields": [{"name": "v", "type": "int"}, {"name": "next", "type": ["null", "Node"]}]}
+
+
+def test_recursive_schemas_nest_within_pythons_recursion_limit() -> None:
+    """fastavro's compiled reader recurses on the C stack once a level: a Node list nested a million deep
+    (two bytes a level) killed the process with SIGSEGV (tests/adversarial/test_framed_records.py shows it
+    through the console and console-consumer). Recursive schemas are read by the pure-Python reader: deep
+    records are a DecodeError, shallow ones decode; schemas that do not recurse keep the compiled reader."""
+    for schema, recursive in [
+        (NODE, True), (METRICS_SCHEMA, False), (LINE_SCHEMA, False), ({"type": "array", "items": "int"}, False),
+        ({"type": "record", "name": "A", "fields": [{"name": "b", "type": {
+            "type": "record", "name": "B", "fields": [{"name": "a", "type": {"type": "array", "items": "A"}}]}}]}, True),
+        ({"type": "map", "values": {"type": "record", "name": "M", "fields": [
+            {"name": "m", "type": {"type": "map", "values": "M"}}]}}, True),
+        ({"type": "record", "name": "A", "fields": [{"name": "b", "type": {"type": "record", "name": "B", "fields": []}},
+                                                   {"name": "c", "type": "B"}]}, False),
+    ]:
+        assert is_recursive(schema_text(schema)) is recursive, schema
+    registry = MemoryRegistry()
+    ser = AvroSerializer(registry, "n-value", NODE)
+    d = AvroDeserializer(registry)
+    shallow: dict[str, Any] = {"v": 0, "next": None}
+    for i in range(1, 50):
+        shallow = {"v": i, "next": shallow}
+    assert d.decode(ser.encode(shallow)) == shallow
+    assert d.to_json(ser.encode({"v": 1, "next": {"v": 0, "next": None}}))[0] == '{"v":1,"next":{"Node":{"v":0,"next":null}}}'
+    with pytest.raises(DecodeError, match="fastavro cannot write this record as JSON"):  # its JSON writer's bug
+        d.to_json(ser.encode(shallow))
+    deep = frame(ser.register(), b"\x02\x02" * 1_000_000 + b"\x02\x00")
+    with pytest.raises(DecodeError, match="RecursionError"):
+        d.decode(deep)
+    with pytest.raises(DecodeError, match="RecursionError"):
+        d.to_json(deep)
+    # a named type referred to by name under a top-level array was not seen by the zero-byte guard
+    registry.schemas[7] = {"schema": json.dumps({"type": "array", "items": {"type": "record", "name": "X", "fields": [
+        {"name": "a", "type": {"type": "record", "name": "E", "fields": []}},
+        {"name": "b", "type": {"type": "array", "items": "E"}}]}})}
+    with pytest.raises(DecodeError, match="schema id 7 has arrays of items that take no bytes"):
+        d.decode(frame(7, b"\x02\x00\xfe\xff\xff\xff\xff\xff\xff\xff\x7f"))
 
 
 def test_a_registry_that_cannot_be_reached_is_no_decode_error() -> None:
