@@ -12,7 +12,6 @@ import html
 import json
 import re
 import socket
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -102,10 +101,8 @@ def test_the_browser_decodes_registry_framed_records(console: Console, broker: B
         (b"k", b"\x00" + proto_id.to_bytes(4, "big") + b"\x00\x08\x01"),  # 5: Protobuf
         (b"plain", b"just text"),  # 6: untouched
     ])
-    started = time.monotonic()
     status, body = get(console, f"/topics/{topic}/messages?partition=0&limit=10")
     assert status == 200, body
-    assert time.monotonic() - started < 10
 
     value = cell(body, 0, "value")
     assert f'<span class="schema-id">schema id {value_id}</span>' in value, value
@@ -143,7 +140,8 @@ def test_the_browser_decodes_registry_framed_records(console: Console, broker: B
 def test_a_stalled_registry_costs_one_short_wait(broker: BrokerProcess, registry: RestClient,
                                                  tmp_path_factory: pytest.TempPathFactory) -> None:
     """A registry that takes connections and never answers: the first page waits the lookup's timeout once
-    (2 s), shows the records as hex saying so, and the next pages do not ask it again for a while."""
+    (2 s; five waits would pass the console's 10 s request timeout, a 504), shows the records as hex saying
+    so, and the next pages do not ask it again for a while."""
     topic = unique_name("stalled")
     create_topic(broker.bootstrap, topic)
     produce(broker.bootstrap, topic, [(None, b"\x00\x00\x00\x00\x01\x02a")] * 5)
@@ -153,16 +151,13 @@ def test_a_stalled_registry_costs_one_short_wait(broker: BrokerProcess, registry
         url = f"http://127.0.0.1:{silent.getsockname()[1]}"
         with running_console(broker.bootstrap, tmp_path_factory.mktemp("stalled") / "console.out",
                              "--schema-registry-url", url) as c:
-            started = time.monotonic()
             status, body = get(c, f"/topics/{topic}/messages?partition=0&limit=5")
-            took = time.monotonic() - started
-            assert status == 200 and took < 8, (took, body)
+            assert status == 200, body
             notes = re.findall(r'<div class="note">(.*?)</div>', body)
             assert len(notes) == 5 and "Schema registry unreachable" in notes[0] and "timed out" in notes[0], notes
             assert all("asked again in" in n for n in notes[1:]), notes
-            started = time.monotonic()
             status, body = get(c, f"/topics/{topic}/messages?partition=0&limit=5")
-            assert status == 200 and time.monotonic() - started < 2 and "asked again in" in body
+            assert status == 200 and body.count("asked again in") == 5, body
 
 
 def test_weblogs_page_charts_avro_metrics(console: Console, broker: BrokerProcess, registry: RestClient) -> None:
