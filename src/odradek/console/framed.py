@@ -17,7 +17,6 @@ than MAX_DECODE_BYTES are not decoded.
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import threading
@@ -28,7 +27,7 @@ from typing import Any
 from odradek.admin_client.schema_registry import RegistryClient as ConsoleRegistryClient
 from odradek.admin_client.schema_registry import RegistryError as ConsoleRegistryError
 from odradek.console.schemas import RegistryLink
-from odradek.serde.avro import AvroDeserializer, DecodeError, avro_json, datum_reader, subject_for
+from odradek.serde.avro import AvroDeserializer, DecodeError, subject_for
 from odradek.serde.registry_client import SCHEMA_NOT_FOUND, RegistryClient, RegistryError
 from odradek.serde.wire import HEADER, MAGIC
 
@@ -160,21 +159,16 @@ class FramedDecoder:
 def _avro(registry: _Registry, data: bytes) -> tuple[str | None, str]:
     """(pretty Avro JSON, "") or (None, why not)."""
     try:
-        schema_id, writer, payload, text = AvroDeserializer(registry).writer(data)
+        value, schema_id, left = AvroDeserializer(registry).json_value(data)
     except (DecodeError, RegistryError) as exc:
         return None, str(exc)
-    buf = io.BytesIO(payload)
+    if left:  # Confluent's serializers write the datum and nothing after it
+        return None, f"schema id {schema_id} reads only {len(data) - HEADER.size - left} of the payload's " \
+                     f"{len(data) - HEADER.size} bytes"
     try:
-        datum = datum_reader(text)(buf, writer, None)
-    except Exception as exc:  # truncated or damaged: EOFError, UnicodeDecodeError, RecursionError, ...
-        return None, (f"payload of {len(payload)} bytes does not decode with schema id {schema_id}: "
-                      f"{type(exc).__name__}: {exc}")
-    if buf.tell() != len(payload):  # Confluent's serializers write the datum and nothing after it
-        return None, f"schema id {schema_id} reads only {buf.tell()} of the payload's {len(payload)} bytes"
-    try:
-        return json.dumps(json.loads(avro_json(writer, datum)), indent=2, ensure_ascii=False), ""
-    except Exception as exc:  # fastavro's JSON writer fails on recursive records nested 3 deep
-        return None, f"schema id {schema_id}: fastavro cannot write this record as JSON ({type(exc).__name__})"
+        return json.dumps(value, indent=2, ensure_ascii=False), ""
+    except (ValueError, RecursionError) as exc:  # nested within the reader's limit, but not the encoder's
+        return None, f"schema id {schema_id}: the record cannot be shown as JSON ({type(exc).__name__})"
 
 
 def _json(payload: bytes) -> tuple[str | None, str]:

@@ -19,6 +19,7 @@ from typing import Any
 import fastavro
 from fastavro import _read_py
 
+from odradek.serde.avro_json import read_json
 from odradek.serde.registry_client import SCHEMA_NOT_FOUND, RegistryClient, RegistryError
 from odradek.serde.wire import WireFormatError, frame, unframe
 
@@ -147,8 +148,9 @@ def schema_text(schema: Any) -> str:
 
 
 def avro_json(parsed: Any, datum: Any) -> str:
-    """Avro's JSON encoding of a datum (unions as {"type": value}, bytes as \\u00XX text), compact, as
-    Confluent's console consumer prints it."""
+    """Avro's JSON encoding of a decoded datum by fastavro's JSON writer (unions as {"type": value}, bytes as
+    \\u00XX text), compact; it guesses union branches from the values: `AvroDeserializer.to_json` reads the
+    encoding from the binary instead."""
     out = io.StringIO()
     fastavro.json_writer(out, parsed, [datum])
     return json.dumps(json.loads(out.getvalue()), separators=(",", ":"), ensure_ascii=False)
@@ -236,14 +238,16 @@ class AvroDeserializer:
 
     def to_json(self, data: bytes) -> tuple[str, int]:
         """(Avro JSON text, schema id) of framed bytes, as Confluent's AvroMessageFormatter prints them."""
+        value, schema_id, _ = self.json_value(data)
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False), schema_id
+
+    def json_value(self, data: bytes) -> tuple[Any, int, int]:
+        """(the JSON value of Avro's JSON encoding, schema id, payload bytes left unread) of framed bytes,
+        read straight from the binary (`avro_json.py`: fastavro's JSON writer guesses union branches)."""
         schema_id, writer, payload, text = self.writer(data)
         try:
-            datum = datum_reader(text)(io.BytesIO(payload), writer, None)
-        except Exception as exc:
+            value, taken = read_json(payload, writer, named_types(text))
+            return value, schema_id, len(payload) - taken
+        except Exception as exc:  # truncated or damaged: EOFError, UnicodeDecodeError, RecursionError, ...
             raise DecodeError(f"payload of {len(payload)} bytes does not decode with schema id {schema_id}: "
-                              f"{type(exc).__name__}: {exc}") from None
-        try:
-            return avro_json(writer, datum), schema_id
-        except Exception as exc:  # fastavro's JSON writer fails on records of a recursive type nested 3 deep
-            raise DecodeError(f"schema id {schema_id}: fastavro cannot write this record as JSON: "
                               f"{type(exc).__name__}: {exc}") from None
