@@ -137,6 +137,27 @@ def test_the_browser_decodes_registry_framed_records(console: Console, broker: B
     assert "unknown to the registry" in rows[2]["value"]["note"]
 
 
+def test_a_page_decodes_a_bounded_number_of_bytes(console: Console, broker: BrokerProcess,
+                                                 registry: RestClient) -> None:
+    """Avro JSON is read in pure Python: a page decodes its first MiB of records, the rest stay hex saying why;
+    a record over 256 KiB is never decoded."""
+    from odradek.serde.avro import AvroSerializer
+    from odradek.serde.registry_client import RegistryClient
+
+    topic = unique_name("big")
+    create_topic(broker.bootstrap, topic)
+    ser = AvroSerializer(RegistryClient(registry.url), f"{topic}-value", "string")
+    produce(broker.bootstrap, topic, [(None, ser.encode("x" * 200_000))] * 6 + [(None, ser.encode("y" * 300_000))])
+    status, body = get(console, f"/topics/{topic}/messages?partition=0&limit=7")
+    assert status == 200, body
+    assert [bool(re.search(r'<pre class="payload avro"', cell(body, i, "value"))) for i in range(7)] == [True] * 5 + [False] * 2
+    assert "this page decoded 1024 KiB of records already" in cell(body, 5, "value")
+    assert "300008 bytes: larger than the 256 KiB the browser decodes" in cell(body, 6, "value")
+    assert f"{topic}-value version 1" in cell(body, 6, "value")  # "string" is the orders' keys' schema too
+    status, body = get(console, f"/topics/{topic}/messages?partition=0&offset=5&limit=1")
+    assert '<pre class="payload avro"' in cell(body, 5, "value")
+
+
 def test_a_stalled_registry_costs_one_short_wait(broker: BrokerProcess, registry: RestClient,
                                                  tmp_path_factory: pytest.TempPathFactory) -> None:
     """A registry that takes connections and never answers: the first page waits the lookup's timeout once

@@ -23,7 +23,7 @@ from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, To
 from odradek.admin_client.connect import ClientErrors, client_config
 from odradek.admin_client.errors import kafka_message
 from odradek.console.cluster import ClusterAdmin, ClusterError, cluster_error
-from odradek.console.framed import FramedDecoder, is_framed
+from odradek.console.framed import FramedDecoder, PageBudget, is_framed
 from odradek.serde.avro import DecodeError
 from odradek.serde.registry_client import RegistryError
 
@@ -31,6 +31,7 @@ MAX_SHOWN_BYTES = 16 * 1024
 MAX_MESSAGES = 500
 WEBLOGS_WINDOWS = 180
 WEBLOGS_MAX_RECORDS = 5000
+WEBLOGS_MAX_AVRO_BYTES = 64 << 10  # a window's metrics take a few hundred bytes; larger records are skipped
 
 
 @dataclass
@@ -87,14 +88,14 @@ def iso_time(ms: int | None) -> str:
 
 
 def payload(data: bytes | str | None, decoder: FramedDecoder | None = None, topic: str = "",
-            is_key: bool = False) -> Payload:
+            is_key: bool = False, budget: PageBudget | None = None) -> Payload:
     """text, JSON pretty-printed, or hex (spaced bytes) when not UTF-8; long payloads are cut. With a decoder,
     bytes in Confluent's wire format are decoded (Avro, JSON Schema) or shown as hex with the reason."""
     if data is None:
         return Payload("null", "", 0)
     raw = data.encode() if isinstance(data, str) else bytes(data)
     if decoder is not None and is_framed(raw):
-        return framed_payload(raw, decoder, topic, is_key)
+        return framed_payload(raw, decoder, topic, is_key, budget)
     shown = raw[:MAX_SHOWN_BYTES]
     more = f" … ({len(raw)} bytes)" if len(raw) > len(shown) else ""
     try:
@@ -116,8 +117,9 @@ def payload(data: bytes | str | None, decoder: FramedDecoder | None = None, topi
     return Payload("text", text + more, len(raw))
 
 
-def framed_payload(raw: bytes, decoder: FramedDecoder, topic: str, is_key: bool) -> Payload:
-    d = decoder.decode(raw, topic, is_key)
+def framed_payload(raw: bytes, decoder: FramedDecoder, topic: str, is_key: bool,
+                   budget: PageBudget | None) -> Payload:
+    d = decoder.decode(raw, topic, is_key, budget)
     assert d is not None  # is_framed
     if d.text is None:
         shown = raw[:MAX_SHOWN_BYTES]
@@ -179,6 +181,7 @@ def read(cluster: ClusterAdmin, topic: str, partition: int, offset: int | None =
             return [], start, high
         c.assign([TopicPartition(topic, partition, start)])
         out: list[Message] = []
+        budget = PageBudget()
         next_offset = start
         deadline = time.monotonic() + wait_s
         while len(out) < limit and next_offset < high and time.monotonic() < deadline:
@@ -192,7 +195,8 @@ def read(cluster: ClusterAdmin, topic: str, partition: int, offset: int | None =
                     raise ClusterError(err.str())
                 ts_type, ts = m.timestamp()
                 out.append(Message(m.partition(), m.offset(), ts if ts_type else None,
-                                   payload(m.key(), decoder, topic, True), payload(m.value(), decoder, topic),
+                                   payload(m.key(), decoder, topic, True, budget),
+                                   payload(m.value(), decoder, topic, False, budget),
                                    [(k, payload(v)) for k, v in (m.headers() or [])]))
                 next_offset = m.offset() + 1
                 if len(out) >= limit:
@@ -251,6 +255,8 @@ def metrics_record(value: bytes, decoder: FramedDecoder | None) -> dict[str, Any
     if decoder is None or not is_framed(value):
         record: dict[str, Any] = json.loads(value)
         return record
+    if len(value) > WEBLOGS_MAX_AVRO_BYTES:
+        raise DecodeError(f"{len(value)} bytes: not a window's metrics")
     datum = decoder.datum(value)
     if not isinstance(datum, dict):
         raise DecodeError("not a record")

@@ -11,8 +11,9 @@ Bounded work: schemas by id are cached (odradek.serde's client, over the console
 TLS CA and credentials; an unknown id is remembered for ten seconds); lookups wait at most LOOKUP_TIMEOUT_S,
 and a registry that did not answer is not asked again for DOWN_S, so a page of records from a stalled
 registry costs one short wait, not one per record; serde.avro's guards refuse schemas whose arrays could
-claim billions of empty items and read recursive schemas within Python's recursion limit; payloads larger
-than MAX_DECODE_BYTES are not decoded.
+claim billions of empty items and read recursive schemas within Python's recursion limit. Avro's JSON is read
+in pure Python (a few seconds a MiB on a busy machine), so a payload larger than MAX_DECODE_BYTES is not
+decoded, nor are the records of a page past its first PAGE_DECODE_BYTES (`PageBudget`).
 """
 
 from __future__ import annotations
@@ -31,11 +32,12 @@ from odradek.serde.avro import AvroDeserializer, DecodeError, subject_for
 from odradek.serde.registry_client import SCHEMA_NOT_FOUND, RegistryClient, RegistryError
 from odradek.serde.wire import HEADER, MAGIC
 
-MAX_DECODE_BYTES = 2 << 20  # a payload larger than this is shown as bytes (cut), not decoded
+MAX_DECODE_BYTES = 256 << 10  # a payload larger than this is shown as bytes (cut), not decoded
+PAGE_DECODE_BYTES = 1 << 20  # payload bytes one page (or live-tail poll) decodes at most
 LOOKUP_TIMEOUT_S = 2.0  # a registry lookup's wait (at most a quarter of the request timeout)
 DOWN_S = 10.0  # a registry that did not answer is not asked again for this long
 NO_REGISTRY_S = 10.0  # "the cluster runs no registry" is believed this long before asking again
-MAX_SUBJECTS = 1000  # ids whose subject and version are remembered
+MAX_SUBJECTS = 1000  # (id, subject) pairs whose subject and version are remembered
 
 
 @dataclass
@@ -48,6 +50,20 @@ class Decoded:
     note: str = ""  # why not decoded
     subject: str | None = None
     version: int | None = None
+
+
+class PageBudget:
+    """The payload bytes one page may still decode."""
+
+    def __init__(self, limit: int = PAGE_DECODE_BYTES) -> None:
+        self.left = limit
+
+    def take(self, n: int) -> bool:
+        if n > self.left:
+            self.left = 0  # the rest of the page stays undecoded too, not just the larger records
+            return False
+        self.left -= n
+        return True
 
 
 def is_framed(data: bytes) -> bool:
@@ -63,7 +79,7 @@ class _Registry(RegistryClient):
         self.client = client
         self.down_until = 0.0
         self.down_reason = ""
-        self.subjects: dict[int, list[tuple[str, int]]] = {}
+        self.subjects: dict[tuple[int, str], tuple[str | None, int | None]] = {}
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
         wait = self.down_until - time.monotonic()
@@ -77,9 +93,11 @@ class _Registry(RegistryClient):
             raise RegistryError(str(exc), exc.code) from None
 
     def subject_of(self, schema_id: int, preferred: str) -> tuple[str | None, int | None]:
-        """A subject and version the id is registered under (`preferred` when it is one), or (None, None)."""
-        found = self.subjects.get(schema_id)
-        if found is None:
+        """A subject and version the id is registered under (`preferred`, the record's TopicNameStrategy
+        subject, when it is one), or (None, None). Asked once per id and preferred subject, so that an id
+        registered under the topic's subject after it was first seen under another one is found."""
+        key = (schema_id, preferred)
+        if key not in self.subjects:
             try:
                 answer = self._call("GET", f"/schemas/ids/{schema_id}/versions")
             except RegistryError:
@@ -89,11 +107,8 @@ class _Registry(RegistryClient):
                 if isinstance(answer, list) else []
             if len(self.subjects) >= MAX_SUBJECTS:
                 self.subjects.clear()
-            self.subjects[schema_id] = found
-        for subject, version in found:
-            if subject == preferred:
-                return subject, version
-        return found[0] if found else (None, None)
+            self.subjects[key] = next(((s, v) for s, v in found if s == preferred), found[0] if found else (None, None))
+        return self.subjects[key]
 
 
 class FramedDecoder:
@@ -117,7 +132,7 @@ class FramedDecoder:
                     self._registry = _Registry(ConsoleRegistryClient(settings, self.timeout_s))
             return self._registry
 
-    def decode(self, data: bytes, topic: str, is_key: bool = False) -> Decoded | None:
+    def decode(self, data: bytes, topic: str, is_key: bool = False, budget: PageBudget | None = None) -> Decoded | None:
         """The decoded form of `data`, or None when it is not in the wire format."""
         if not is_framed(data):
             return None
@@ -136,7 +151,10 @@ class FramedDecoder:
         found.schema_type = schema.schema_type
         found.subject, found.version = registry.subject_of(schema_id, subject_for(topic, is_key))
         if len(data) > MAX_DECODE_BYTES:
-            found.note = f"{len(data)} bytes: larger than the {MAX_DECODE_BYTES >> 20} MiB the browser decodes"
+            found.note = f"{len(data)} bytes: larger than the {MAX_DECODE_BYTES >> 10} KiB the browser decodes"
+        elif budget is not None and not budget.take(len(data)):
+            found.note = (f"not decoded: this page decoded {PAGE_DECODE_BYTES >> 10} KiB of records already "
+                          "(show fewer records at a time)")
         elif schema.schema_type == "AVRO":
             found.text, found.note = _avro(registry, data)
         elif schema.schema_type == "JSON":
@@ -152,7 +170,7 @@ class FramedDecoder:
         if registry is None:
             raise RegistryError("no schema registry known to the console")
         if len(data) > MAX_DECODE_BYTES:
-            raise DecodeError(f"{len(data)} bytes: larger than the {MAX_DECODE_BYTES >> 20} MiB decoded here")
+            raise DecodeError(f"{len(data)} bytes: larger than the {MAX_DECODE_BYTES >> 10} KiB decoded here")
         return AvroDeserializer(registry).decode(data)
 
 
