@@ -180,12 +180,11 @@ def read(cluster: ClusterAdmin, topic: str, partition: int, offset: int | None =
         if start >= high:
             return [], start, high
         c.assign([TopicPartition(topic, partition, start)])
-        out: list[Message] = []
-        budget = PageBudget()
+        records: list[Any] = []
         next_offset = start
         deadline = time.monotonic() + wait_s
-        while len(out) < limit and next_offset < high and time.monotonic() < deadline:
-            batch: list[Any] = c.consume(min(limit - len(out), 500), timeout=0.2)
+        while len(records) < limit and next_offset < high and time.monotonic() < deadline:
+            batch: list[Any] = c.consume(min(limit - len(records), 500), timeout=0.2)
             for m in batch:
                 err = m.error()
                 if err is not None:
@@ -193,15 +192,20 @@ def read(cluster: ClusterAdmin, topic: str, partition: int, offset: int | None =
                         deadline = 0.0
                         break
                     raise ClusterError(err.str())
-                ts_type, ts = m.timestamp()
-                out.append(Message(m.partition(), m.offset(), ts if ts_type else None,
-                                   payload(m.key(), decoder, topic, True, budget),
-                                   payload(m.value(), decoder, topic, False, budget),
-                                   [(k, payload(v)) for k, v in (m.headers() or [])]))
+                records.append(m)
                 next_offset = m.offset() + 1
-                if len(out) >= limit:
+                if len(records) >= limit:
                     break
-        return out, next_offset, high
+    # decoded once read: a registry lookup's wait does not count against the fetch's
+    budget = PageBudget()
+    out = []
+    for m in records:
+        ts_type, ts = m.timestamp()
+        out.append(Message(m.partition(), m.offset(), ts if ts_type else None,
+                           payload(m.key(), decoder, topic, True, budget),
+                           payload(m.value(), decoder, topic, False, budget),
+                           [(k, payload(v)) for k, v in (m.headers() or [])]))
+    return out, next_offset, high
 
 
 def weblogs_metrics(cluster: ClusterAdmin, topic: str,
