@@ -21,11 +21,14 @@ from odradek.console.auth import (
     load_token,
     same_secret,
 )
-from odradek.console.browse import MAX_SHOWN_BYTES, parse_time, payload
+from odradek.console.browse import MAX_SHOWN_BYTES, metrics_record, parse_time, payload
 from odradek.console.cluster import ClusterError
+from odradek.console.framed import FramedDecoder
 from odradek.console.gate import safe_next
 from odradek.console.sampler import LagHistory
+from odradek.console.schemas import RegistryLink
 from odradek.console.supervisor import how_it_ended, restart_delay
+from odradek.serde.registry_client import RegistryError
 
 
 def test_payload_kinds() -> None:
@@ -37,6 +40,26 @@ def test_payload_kinds() -> None:
     h = payload(b"\xff\x00\x10")
     assert (h.kind, h.text, h.size) == ("hex", "ff 00 10", 3)
     assert payload("ünïcode".encode()).text == "ünïcode"
+
+
+def test_framed_payloads_without_a_registry() -> None:
+    """Wire-format bytes when the console knows no registry: hex saying so (the cluster asked once, then not
+    for a while); bytes too short for the header, and every payload without a decoder, as before; the weblogs
+    reader says a framed metrics record needs the registry (tests/integration/test_console_framed.py has the
+    registry)."""
+    asked: list[int] = []
+    decoder = FramedDecoder(RegistryLink(None, 10.0, lambda: asked.append(1) or None), 10.0)
+    framed = b"\x00\x00\x00\x00\x07\x02a"
+    for _ in range(3):
+        p = payload(framed, decoder, "t")
+        assert (p.kind, p.text, p.schema_id, p.schema_label) == ("hex", "00 00 00 00 07 02 61", 7, "schema id 7")
+        assert p.note.startswith("no schema registry known to the console")
+    assert asked == [1]
+    assert payload(framed).schema_id is None and payload(b"\x00\x01", decoder).kind == "text"
+    assert payload(b"\x00\x01", decoder).schema_id is None
+    assert metrics_record(b'{"window_start": "2026-01-01T00:00:00Z"}', decoder) == {"window_start": "2026-01-01T00:00:00Z"}
+    with pytest.raises(RegistryError, match="no schema registry"):
+        metrics_record(framed, decoder)
 
 
 def test_long_payloads_are_cut() -> None:

@@ -23,6 +23,7 @@ from odradek.serde.avro import (
     DecodeError,
     avro_json,
     has_zero_byte_arrays,
+    is_recursive,
     parse_schema,
     schema_text,
 )
@@ -136,6 +137,82 @@ def test_hostile_bytes_are_decode_errors_naming_the_cause() -> None:
         with pytest.raises(DecodeError):
             d.decode(frame(99, b"\x02a"))
     assert len(registry.requests) == before
+
+
+NODE = {"type": "record", "name": "Node", "fields": [{"name": "v", "type": "int"}, {"name": "next", "type": ["null", "Node"]}]}
+
+
+def test_recursive_schemas_nest_within_pythons_recursion_limit() -> None:
+    """fastavro's compiled reader recurses on the C stack once a level: a Node list nested a million deep
+    (two bytes a level) killed the process with SIGSEGV (tests/adversarial/test_framed_records.py shows it
+    through the console and console-consumer). Recursive schemas are read by the pure-Python reader: deep
+    records are a DecodeError, shallow ones decode; schemas that do not recurse keep the compiled reader."""
+    for schema, recursive in [
+        (NODE, True), (METRICS_SCHEMA, False), (LINE_SCHEMA, False), ({"type": "array", "items": "int"}, False),
+        ({"type": "record", "name": "A", "fields": [{"name": "b", "type": {
+            "type": "record", "name": "B", "fields": [{"name": "a", "type": {"type": "array", "items": "A"}}]}}]}, True),
+        ({"type": "map", "values": {"type": "record", "name": "M", "fields": [
+            {"name": "m", "type": {"type": "map", "values": "M"}}]}}, True),
+        ({"type": "record", "name": "A", "fields": [{"name": "b", "type": {"type": "record", "name": "B", "fields": []}},
+                                                   {"name": "c", "type": "B"}]}, False),
+    ]:
+        assert is_recursive(schema_text(schema)) is recursive, schema
+    registry = MemoryRegistry()
+    ser = AvroSerializer(registry, "n-value", NODE)
+    d = AvroDeserializer(registry)
+    shallow: dict[str, Any] = {"v": 0, "next": None}
+    for i in range(1, 50):
+        shallow = {"v": i, "next": shallow}
+    assert d.decode(ser.encode(shallow)) == shallow
+    assert d.to_json(ser.encode({"v": 1, "next": {"v": 0, "next": None}}))[0] == '{"v":1,"next":{"Node":{"v":0,"next":null}}}'
+    assert d.to_json(ser.encode(shallow))[0].count('{"Node":{"v":') == 49  # fastavro's JSON writer: IndexError
+    deep = frame(ser.register(), b"\x02\x02" * 1_000_000 + b"\x02\x00")
+    with pytest.raises(DecodeError, match="RecursionError"):
+        d.decode(deep)
+    with pytest.raises(DecodeError, match="RecursionError"):
+        d.to_json(deep)
+    # a named type referred to by name under a top-level array was not seen by the zero-byte guard
+    registry.schemas[7] = {"schema": json.dumps({"type": "array", "items": {"type": "record", "name": "X", "fields": [
+        {"name": "a", "type": {"type": "record", "name": "E", "fields": []}},
+        {"name": "b", "type": {"type": "array", "items": "E"}}]}})}
+    with pytest.raises(DecodeError, match="schema id 7 has arrays of items that take no bytes"):
+        d.decode(frame(7, b"\x02\x00\xfe\xff\xff\xff\xff\xff\xff\xff\x7f"))
+
+
+def test_to_json_reads_avros_json_encoding_from_the_binary() -> None:
+    """The same text as fastavro's JSON writer for every type, but each union's branch as written: fastavro's
+    writer guesses it from the decoded value (a record in a union with a map came out as the map)."""
+    schema = {"type": "record", "name": "All", "namespace": "t.x", "fields": [
+        {"name": "n", "type": "null"}, {"name": "b", "type": "boolean"}, {"name": "i", "type": "int"},
+        {"name": "l", "type": "long"}, {"name": "f", "type": "float"}, {"name": "d", "type": "double"},
+        {"name": "by", "type": "bytes"}, {"name": "s", "type": "string"},
+        {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A", "B"]}},
+        {"name": "fx", "type": {"type": "fixed", "name": "F", "size": 2}},
+        {"name": "a", "type": {"type": "array", "items": ["null", "E", "F", "string"]}},
+        {"name": "m", "type": {"type": "map", "values": {"type": "array", "items": "long"}}},
+        {"name": "t", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "u", "type": ["null", "string", {"type": "array", "items": "int"}, "double"]},
+        {"name": "r", "type": {"type": "record", "name": "In", "fields": [{"name": "z", "type": "E"}]}}]}
+    datum = {"n": None, "b": True, "i": -3, "l": 2**40, "f": 1.5, "d": -0.25, "by": b"\x00\xffa", "s": "é\"<",
+             "e": "B", "fx": b"\x01\x02", "a": [None, "A", b"\x00\x00", "x"], "m": {"k": [1, -1], "": []},
+             "t": datetime(2025, 11, 21, tzinfo=UTC), "u": [1, 2], "r": {"z": "A"}}
+    registry = MemoryRegistry()
+    ser = AvroSerializer(registry, "all-value", schema)
+    text, _ = AvroDeserializer(registry).to_json(ser.encode(datum))
+    assert text == avro_json(ser.parsed, datum)
+    assert json.loads(text)["a"] == [None, {"t.x.E": "A"}, {"t.x.F": "\u0000\u0000"}, {"string": "x"}]
+    ambiguous = {"type": "record", "name": "R", "fields": [{"name": "u", "type": [
+        {"type": "map", "values": "int"}, {"type": "record", "name": "Q", "fields": [{"name": "x", "type": "int"}]}]}]}
+    ser = AvroSerializer(registry, "ambiguous-value", ambiguous)
+    framed = frame(ser.register(), b"\x02\x04")  # branch 1, the record Q {x: 2}
+    assert AvroDeserializer(registry).to_json(framed)[0] == '{"u":{"Q":{"x":2}}}'
+    assert avro_json(ser.parsed, AvroDeserializer(registry).decode(framed)) == '{"u":{"map":{"x":2}}}'
+    value, _, left = AvroDeserializer(registry).json_value(framed + b"\x00")
+    assert value == {"u": {"Q": {"x": 2}}} and left == 1
+    for damaged, why in [(b"\x06", "union branch 3 of a union of 2"), (b"\x02", "EOFError"),
+                         (b"\x02\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", "longer than 10 bytes")]:
+        with pytest.raises(DecodeError, match=why):
+            AvroDeserializer(registry).to_json(frame(ser.register(), damaged))
 
 
 def test_a_registry_that_cannot_be_reached_is_no_decode_error() -> None:

@@ -35,7 +35,7 @@ from odradek.admin_client.schema_registry import (
     RegistryError,
     RegistrySettings,
 )
-from odradek.console import browse, connectors, gate, schemas
+from odradek.console import browse, connectors, framed, gate, schemas
 from odradek.console.cluster import ClusterAdmin, ClusterError
 from odradek.console.sampler import LagHistory
 from odradek.pipelines.weblogs import METRICS_TOPIC
@@ -65,6 +65,7 @@ class UserError(Exception):
 
 
 CLUSTER = web.AppKey("cluster", ClusterAdmin)
+DECODER = web.AppKey("decoder", framed.FramedDecoder)
 HISTORY = web.AppKey("history", LagHistory)
 SETTINGS = web.AppKey("settings", Settings)
 TEMPLATES = web.AppKey("templates", jinja2.Environment)
@@ -424,7 +425,8 @@ async def messages_page(request: web.Request) -> web.StreamResponse:
         mode = q.get("mode", "offset")
         offset = int(q["offset"]) if mode == "offset" and q.get("offset", "").strip() else None
         timestamp = browse.parse_time(q["timestamp"]) if mode == "timestamp" and q.get("timestamp") else None
-        messages, next_offset, end = await call(browse.read, cluster, name, partition, offset, timestamp, limit)
+        messages, next_offset, end = await call(browse.read, cluster, name, partition, offset, timestamp, limit,
+                                                2.0, request.app[DECODER])
     except ValueError as exc:
         error = f"Bad value: {exc}"
         partition, limit, mode = partitions[0] if partitions else 0, 20, "offset"
@@ -448,7 +450,7 @@ async def messages_api(request: web.Request) -> web.StreamResponse:
         return web.json_response({"error": "partition and offset are required integers"}, status=400)
     try:
         messages, next_offset, _end = await call(browse.read, request.app[CLUSTER], name, partition, offset,
-                                                 None, limit, 1.0)
+                                                 None, limit, 1.0, request.app[DECODER])
     except ClusterError as exc:
         return web.json_response({"error": str(exc)}, status=502)
     macro = request.app[TEMPLATES].get_template("macros.html").module.message_row  # type: ignore[attr-defined]
@@ -514,7 +516,8 @@ async def weblogs_page(request: web.Request) -> web.StreamResponse:
 
 
 async def weblogs_api(request: web.Request) -> web.StreamResponse:
-    windows = await call(browse.weblogs_metrics, request.app[CLUSTER], request.app[SETTINGS].weblogs_topic)
+    windows, problem = await call(browse.weblogs_metrics, request.app[CLUSTER], request.app[SETTINGS].weblogs_topic,
+                                  request.app[DECODER])
     keys = ("requests", "bytes", "error_rate_4xx", "error_rate_5xx", "latency_p50_ms", "latency_p95_ms",
             "latency_p99_ms", "distinct_clients")
     # the minute under way is still counting: charted with the finished ones it would look like a drop
@@ -523,7 +526,7 @@ async def weblogs_api(request: web.Request) -> web.StreamResponse:
     current = next((w for w in reversed(windows) if _window_end_s(w) > now), None)
     return web.json_response({"t": [w["t"] for w in done],
                               **{k: [w.get(k) for w in done] for k in keys},
-                              "latest": done[-1] if done else None, "current": current})
+                              "latest": done[-1] if done else None, "current": current, "problem": problem})
 
 
 def _window_end_s(window: dict[str, Any]) -> float:
@@ -581,6 +584,7 @@ def create_app(cluster: ClusterAdmin, history: LagHistory, settings: Settings, a
     r.add_get("/connectors", connectors_page)
     r.add_post("/connectors/{name}/{action}", connector_action)
     schemas.install(app, settings.schema_registry, cluster.timeout, lambda: discover_registry(cluster))
+    app[DECODER] = framed.FramedDecoder(app[schemas.REGISTRY], cluster.timeout)
     r.add_get("/schemas", schemas_page)
     r.add_get("/schemas/subject", subject_page)
     r.add_post("/schemas/config", schemas_config)

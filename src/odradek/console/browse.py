@@ -2,7 +2,10 @@
 
 A read assigns one partition at an offset (or the first offset at or after a timestamp, through
 ListOffsets by time), fetches up to N records and stops at the partition's end; nothing is committed.
-Keys, values and headers are shown as text, as pretty-printed JSON, or as hex when they are not UTF-8.
+Keys, values and headers are shown as text, as pretty-printed JSON, or as hex when they are not UTF-8; keys
+and values in Confluent's wire format are decoded through the console's schema registry (`framed`): Avro
+as its JSON encoding, JSON Schema as its JSON, labelled with the schema id and subject; what does not
+decode is hex with a note saying why.
 """
 
 from __future__ import annotations
@@ -20,20 +23,36 @@ from confluent_kafka import OFFSET_END, Consumer, KafkaError, KafkaException, To
 from odradek.admin_client.connect import ClientErrors, client_config
 from odradek.admin_client.errors import kafka_message
 from odradek.console.cluster import ClusterAdmin, ClusterError, cluster_error
+from odradek.console.framed import FramedDecoder, PageBudget, is_framed
+from odradek.serde.avro import DecodeError
+from odradek.serde.registry_client import RegistryError
 
 MAX_SHOWN_BYTES = 16 * 1024
 MAX_MESSAGES = 500
 WEBLOGS_WINDOWS = 180
 WEBLOGS_MAX_RECORDS = 5000
+WEBLOGS_MAX_AVRO_BYTES = 64 << 10  # a window's metrics take a few hundred bytes; larger records are skipped
 
 
 @dataclass
 class Payload:
     """A key, value or header value as the browser shows it."""
 
-    kind: str  # null, text, json, hex
+    kind: str  # null, text, json, hex, avro
     text: str
     size: int
+    schema_id: int | None = None  # in Confluent's wire format: its schema id
+    schema_type: str = ""  # AVRO, JSON, PROTOBUF when the registry said
+    subject: str | None = None  # a subject and version the id is registered under
+    version: int | None = None
+    note: str = ""  # why a framed payload is shown as bytes
+
+    @property
+    def schema_label(self) -> str:
+        if self.schema_id is None:
+            return ""
+        kind = f" ({self.schema_type})" if self.schema_type and self.schema_type != "AVRO" else ""
+        return f"schema id {self.schema_id}{kind}"
 
 
 @dataclass
@@ -51,7 +70,11 @@ class Message:
 
     def as_json(self) -> dict[str, Any]:
         def p(x: Payload) -> dict[str, Any]:
-            return {"kind": x.kind, "text": x.text, "size": x.size}
+            out: dict[str, Any] = {"kind": x.kind, "text": x.text, "size": x.size}
+            if x.schema_id is not None:
+                out.update(schema_id=x.schema_id, schema_type=x.schema_type, subject=x.subject, version=x.version,
+                           note=x.note)
+            return out
 
         return {"partition": self.partition, "offset": self.offset, "timestamp": self.timestamp_ms,
                 "time": self.time, "key": p(self.key), "value": p(self.value),
@@ -64,11 +87,15 @@ def iso_time(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + "Z"
 
 
-def payload(data: bytes | str | None) -> Payload:
-    """text, JSON pretty-printed, or hex (spaced bytes) when not UTF-8; long payloads are cut."""
+def payload(data: bytes | str | None, decoder: FramedDecoder | None = None, topic: str = "",
+            is_key: bool = False, budget: PageBudget | None = None) -> Payload:
+    """text, JSON pretty-printed, or hex (spaced bytes) when not UTF-8; long payloads are cut. With a decoder,
+    bytes in Confluent's wire format are decoded (Avro, JSON Schema) or shown as hex with the reason."""
     if data is None:
         return Payload("null", "", 0)
     raw = data.encode() if isinstance(data, str) else bytes(data)
+    if decoder is not None and is_framed(raw):
+        return framed_payload(raw, decoder, topic, is_key, budget)
     shown = raw[:MAX_SHOWN_BYTES]
     more = f" … ({len(raw)} bytes)" if len(raw) > len(shown) else ""
     try:
@@ -88,6 +115,20 @@ def payload(data: bytes | str | None) -> Payload:
         except ValueError:
             pass
     return Payload("text", text + more, len(raw))
+
+
+def framed_payload(raw: bytes, decoder: FramedDecoder, topic: str, is_key: bool,
+                   budget: PageBudget | None) -> Payload:
+    d = decoder.decode(raw, topic, is_key, budget)
+    assert d is not None  # is_framed
+    if d.text is None:
+        shown = raw[:MAX_SHOWN_BYTES]
+        text = shown.hex(" ") + (f" … ({len(raw)} bytes)" if len(raw) > len(shown) else "")
+        kind = "hex"
+    else:
+        text = d.text if len(d.text) <= MAX_SHOWN_BYTES else d.text[:MAX_SHOWN_BYTES] + f" … ({len(d.text)} characters)"
+        kind = "avro" if d.schema_type == "AVRO" else "json"
+    return Payload(kind, text, len(raw), d.schema_id, d.schema_type, d.subject, d.version, d.note)
 
 
 def parse_time(text: str) -> int:
@@ -114,10 +155,11 @@ def consumer(cluster: ClusterAdmin) -> Iterator[Consumer]:
 
 
 def read(cluster: ClusterAdmin, topic: str, partition: int, offset: int | None = None,
-         timestamp_ms: int | None = None, limit: int = 20, wait_s: float = 2.0) -> tuple[list[Message], int, int]:
+         timestamp_ms: int | None = None, limit: int = 20, wait_s: float = 2.0,
+         decoder: FramedDecoder | None = None) -> tuple[list[Message], int, int]:
     """Up to `limit` records of one partition from `offset` (default: the log start) or from the first
     record at or after `timestamp_ms`; returns them, the offset to read next and the partition's end offset
-    (where a live tail starts)."""
+    (where a live tail starts). Framed keys and values are decoded with `decoder`."""
     limit = max(1, min(limit, MAX_MESSAGES))
     with consumer(cluster) as c:
         try:
@@ -138,11 +180,11 @@ def read(cluster: ClusterAdmin, topic: str, partition: int, offset: int | None =
         if start >= high:
             return [], start, high
         c.assign([TopicPartition(topic, partition, start)])
-        out: list[Message] = []
+        records: list[Any] = []
         next_offset = start
         deadline = time.monotonic() + wait_s
-        while len(out) < limit and next_offset < high and time.monotonic() < deadline:
-            batch: list[Any] = c.consume(min(limit - len(out), 500), timeout=0.2)
+        while len(records) < limit and next_offset < high and time.monotonic() < deadline:
+            batch: list[Any] = c.consume(min(limit - len(records), 500), timeout=0.2)
             for m in batch:
                 err = m.error()
                 if err is not None:
@@ -150,22 +192,33 @@ def read(cluster: ClusterAdmin, topic: str, partition: int, offset: int | None =
                         deadline = 0.0
                         break
                     raise ClusterError(err.str())
-                ts_type, ts = m.timestamp()
-                out.append(Message(m.partition(), m.offset(), ts if ts_type else None, payload(m.key()),
-                                   payload(m.value()), [(k, payload(v)) for k, v in (m.headers() or [])]))
+                records.append(m)
                 next_offset = m.offset() + 1
-                if len(out) >= limit:
+                if len(records) >= limit:
                     break
-        return out, next_offset, high
+    # decoded once read: a registry lookup's wait does not count against the fetch's
+    budget = PageBudget()
+    out = []
+    for m in records:
+        ts_type, ts = m.timestamp()
+        out.append(Message(m.partition(), m.offset(), ts if ts_type else None,
+                           payload(m.key(), decoder, topic, True, budget),
+                           payload(m.value(), decoder, topic, False, budget),
+                           [(k, payload(v)) for k, v in (m.headers() or [])]))
+    return out, next_offset, high
 
 
-def weblogs_metrics(cluster: ClusterAdmin, topic: str) -> list[dict[str, Any]]:
-    """The weblogs pipeline's per-minute windows from `topic` (JSON records keyed by window start; a later
-    record of a window supersedes an earlier one), oldest first, the newest WEBLOGS_WINDOWS of them."""
+def weblogs_metrics(cluster: ClusterAdmin, topic: str,
+                    decoder: FramedDecoder | None = None) -> tuple[list[dict[str, Any]], str | None]:
+    """The weblogs pipeline's per-minute windows from `topic` (JSON records, or Avro WindowMetrics in
+    Confluent's wire format decoded with `decoder`, keyed by window start; a later record of a window
+    supersedes an earlier one), oldest first, the newest WEBLOGS_WINDOWS of them; and, when Avro records
+    could not be decoded because no registry could be asked, why."""
+    unreadable: str | None = None
     md = cluster.metadata(topic)
     t = md.topics.get(topic)
     if t is None or t.error is not None:
-        return []
+        return [], None
     windows: dict[str, dict[str, Any]] = {}
     with consumer(cluster) as c:
         for p in sorted(t.partitions):
@@ -189,9 +242,30 @@ def weblogs_metrics(cluster: ClusterAdmin, topic: str) -> list[dict[str, Any]]:
                         raise ClusterError(m.error().str())
                     done = m.offset() + 1
                     try:
-                        record = json.loads(m.value() or b"")
+                        record = metrics_record(m.value() or b"", decoder)
                         record["t"] = parse_time(str(record["window_start"])) / 1000
                         windows[str(record["window_start"])] = record
-                    except (ValueError, KeyError, TypeError, ClusterError):
+                    except RegistryError as exc:
+                        unreadable = str(exc)
+                    except (ValueError, KeyError, TypeError, AttributeError, ClusterError):
                         continue
-    return sorted(windows.values(), key=lambda r: r["t"])[-WEBLOGS_WINDOWS:]
+    problem = None if unreadable is None else f"Avro records of {topic} not decoded: {unreadable}"
+    return sorted(windows.values(), key=lambda r: r["t"])[-WEBLOGS_WINDOWS:], problem
+
+
+def metrics_record(value: bytes, decoder: FramedDecoder | None) -> dict[str, Any]:
+    """A metrics record as a dict, window bounds as the JSON records write them (ISO seconds, UTC);
+    ValueError (DecodeError) when it is neither JSON nor decodable Avro."""
+    if decoder is None or not is_framed(value):
+        record: dict[str, Any] = json.loads(value)
+        return record
+    if len(value) > WEBLOGS_MAX_AVRO_BYTES:
+        raise DecodeError(f"{len(value)} bytes: not a window's metrics")
+    datum = decoder.datum(value)
+    if not isinstance(datum, dict):
+        raise DecodeError("not a record")
+    for key in ("window_start", "window_end"):
+        bound = datum.get(key)
+        if isinstance(bound, datetime):  # timestamp-millis
+            datum[key] = bound.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datum

@@ -59,6 +59,7 @@ class RegistryLink:
                  discover: Callable[[], str | None] | None = None) -> None:
         self.timeout_s = timeout_s
         self.discover = discover
+        self._settings = settings
         self._client = RegistryClient(settings, timeout_s) if settings is not None else None
         self._lock = threading.Lock()
 
@@ -68,8 +69,14 @@ class RegistryLink:
             if self._client is None and self.discover is not None:
                 url = self.discover()
                 if url is not None:
-                    self._client = RegistryClient(RegistrySettings(url), self.timeout_s)
+                    self._settings = RegistrySettings(url)
+                    self._client = RegistryClient(self._settings, self.timeout_s)
             return self._client
+
+    def settings(self) -> RegistrySettings | None:
+        """Blocking like `client`: where the registry is and how to reach it, once known."""
+        self.client()
+        return self._settings
 
 
 def registry_url_of(value: str | None, broker_host: str) -> str | None:

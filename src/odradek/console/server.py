@@ -60,7 +60,8 @@ def build_parser() -> ArgParser:
     p.add_argument("--connect-url", metavar="URL",
                    help="a Kafka Connect worker's REST API (e.g. http://127.0.0.1:8083): adds the Connectors page")
     p.add_argument("--schema-registry-url", metavar="URL",
-                   help="a schema registry's REST API (e.g. http://127.0.0.1:8081) for the Schemas pages; without "
+                   help="a schema registry's REST API (e.g. http://127.0.0.1:8081) for the Schemas pages and to "
+                        "decode records in its wire format (Avro, JSON Schema) in the message browser; without "
                         "it, the registry a broker of the cluster runs (schema_registry_api) if any")
     p.add_argument("--schema-registry-config", metavar="FILE",
                    help="property file for the schema registry client: basic.auth.user.info=USER:PASSWORD, "

@@ -88,11 +88,12 @@ const Console = {
       const byId = (id) => document.getElementById(id);
       const c = m.current;
       const now = c ? ` This minute so far (${c.window_start}, partial): ${c.requests.toLocaleString()} requests.` : "";
-      if (!m.t.length) { byId("weblogs-latest").textContent = "No complete minute yet." + now; return; }
+      const problem = m.problem ? ` (${m.problem})` : "";
+      if (!m.t.length) { byId("weblogs-latest").textContent = "No complete minute yet." + now + problem; return; }
       const l = m.latest;
       byId("weblogs-latest").textContent = `Latest complete minute ${l.window_start}: ` +
         `${l.requests.toLocaleString()} requests, p95 ${Math.round(l.latency_p95_ms)} ms, ` +
-        `5xx ${(l.error_rate_5xx * 100).toFixed(2)}%.` + now;
+        `5xx ${(l.error_rate_5xx * 100).toFixed(2)}%.` + now + problem;
       Console.chart(byId("chart-requests"), "", ["requests"], [m.t, m.requests]);
       Console.chart(byId("chart-errors"), "", ["4xx rate", "5xx rate"], [m.t, m.error_rate_4xx, m.error_rate_5xx], { percent: true });
       Console.chart(byId("chart-latency"), "", ["p50", "p95", "p99"], [m.t, m.latency_p50_ms, m.latency_p95_ms, m.latency_p99_ms]);
