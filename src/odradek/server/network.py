@@ -1,7 +1,8 @@
 """Asyncio socket server: one Connection per socket, frames parsed from data_received callbacks,
 requests of a connection handled in order and answered in order, with backpressure both ways. Responses
 holding file regions (zero-copy Fetch) are written by server/splice.py. Produce requests may overlap: one
-that has appended and only waits for the ISR lets the next Produce start (`Connection.release`).
+that has appended and only waits for the ISR lets the next Produce start (`Connection.release`); those
+that never suspend are handled in a run on the connection's worker, their answers written together.
 
 What a client may hold before it is known is bounded: every accepted socket is counted against the
 connection limits at once, TLS listeners included (their own accept loop, server/tls_accept.py, counts a
