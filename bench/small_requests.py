@@ -8,6 +8,7 @@ alternately round after round, and the new/old ratios (median over rounds).
     python bench/small_requests.py --base HEAD~1 --rounds 5 --seconds 8
     python bench/small_requests.py --old-src src --new-src /tmp/compiled/src    # e.g. mypyc's build beside
     python bench/small_requests.py --base none --rounds 1 --seconds 10 --py-spy /tmp/prof   # this checkout under py-spy
+    python bench/small_requests.py --fetch          # and small Fetch requests (one partition's first batch each)
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from kafka.protocol.consumer import FetchRequest  # noqa: E402
 from kafka.protocol.producer import ProduceRequest  # noqa: E402
 from tests.harness import BrokerProcess  # noqa: E402
 
@@ -51,6 +53,24 @@ def produce_frames(partitions: int, records: int, size: int, acks: int) -> list[
                 ProduceRequest.TopicProduceData.PartitionProduceData(index=p, records=batch)])])
         req.with_header(correlation_id=p + 1, client_id="small-requests")
         frames.append(bytes(req.encode(version=9, header=True, framed=True)))
+    return frames
+
+
+FETCH = 0  # in place of an acks setting: the window sends small Fetch requests instead
+
+
+def fetch_frames(partitions: int, max_bytes: int) -> list[bytes]:
+    """One framed Fetch v12 request per partition, sessionless, from offset 0 (written by the Produce
+    windows before), at most `max_bytes` a partition: about one batch back, sent with sendfile."""
+    T = FetchRequest[12]
+    frames = []
+    for p in range(partitions):
+        req = T(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=max_bytes, isolation_level=0, session_id=0,
+                session_epoch=-1, topics=[T.FetchTopic(topic=TOPIC, partitions=[T.FetchTopic.FetchPartition(
+                    partition=p, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1, log_start_offset=-1,
+                    partition_max_bytes=max_bytes)])], forgotten_topics_data=[], rack_id="")
+        req.with_header(correlation_id=p + 1, client_id="small-requests")
+        frames.append(bytes(req.encode(version=12, header=True, framed=True)))
     return frames
 
 
@@ -132,7 +152,8 @@ def broker(workdir: Path, src: Path) -> Iterator[BrokerProcess]:
 def measure(b: BrokerProcess, acks: int, args: argparse.Namespace, spy_to: str | None = None) -> tuple[float, float]:
     """(broker CPU µs per request, requests/s) over one window of `args.seconds`."""
     assert b.pid is not None
-    frames = produce_frames(64, args.records, args.size, acks)
+    frames = (fetch_frames(64, args.records * args.size) if acks == FETCH
+              else produce_frames(64, args.records, args.size, acks))
     spy = None
     if spy_to:  # folded stacks of the broker while this window runs
         spy = subprocess.Popen(["py-spy", "record", "--pid", str(b.pid), "--format", "raw", "--rate", "250",
@@ -146,6 +167,10 @@ def measure(b: BrokerProcess, acks: int, args: argparse.Namespace, spy_to: str |
         spy.send_signal(signal.SIGINT)
         spy.wait(30)
     return cpu / n * 1e6, n / wall
+
+
+def _kind(acks: int) -> str:
+    return "fetch" if acks == FETCH else f"acks={acks}"
 
 
 def base_src(ref: str, tmp: Path) -> Path:
@@ -168,6 +193,8 @@ def main() -> int:
     ap.add_argument("--size", type=int, default=1024, help="bytes per record value")
     ap.add_argument("--connections", type=int, default=4)
     ap.add_argument("--depth", type=int, default=16, help="requests in flight per connection")
+    ap.add_argument("--fetch", action="store_true", help="also a window of small Fetch requests a round (each "
+                    "one partition's first batch, 64 partitions, pipelined alike)")
     ap.add_argument("--py-spy", metavar="PREFIX", help="record the brokers with py-spy (first round) into PREFIX.<variant>.acks<n>.txt")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="small-requests-") as tmp_name, ExitStack() as stack:
@@ -182,18 +209,20 @@ def main() -> int:
         brokers = {name: stack.enter_context(broker(tmp / name, src)) for name, src in variants.items()}
         for b in brokers.values():
             drive(b.port, produce_frames(64, args.records, args.size, 1), 1.0, args.connections, args.depth)
-        samples: dict[str, dict[int, list[tuple[float, float]]]] = {v: {-1: [], 1: []} for v in variants}
+        kinds = (-1, 1, FETCH) if args.fetch else (-1, 1)
+        samples: dict[str, dict[int, list[tuple[float, float]]]] = {v: {k: [] for k in kinds} for v in variants}
         for r in range(args.rounds):
-            for acks in (-1, 1):
+            for acks in kinds:
                 for name, b in brokers.items():
-                    spy_to = f"{args.py_spy}.{name}.acks{acks}.txt" if args.py_spy and r == 0 else None
+                    label = "fetch" if acks == FETCH else f"acks{acks}"
+                    spy_to = f"{args.py_spy}.{name}.{label}.txt" if args.py_spy and r == 0 else None
                     cpu, rps = measure(b, acks, args, spy_to)
                     samples[name][acks].append((cpu, rps))
-                    print(f"round {r + 1} acks={acks} {name}: {cpu:.0f} µs CPU/req, {rps:,.0f} req/s", flush=True)
+                    print(f"round {r + 1} {_kind(acks)} {name}: {cpu:.0f} µs CPU/req, {rps:,.0f} req/s", flush=True)
     # the median of the rounds, and their minimum: other load on the machine only ever adds CPU (caches,
     # frequency), so the cheapest window is the closest to the code's own cost
-    for acks in (-1, 1):
-        line = [f"acks={acks}:"]
+    for acks in kinds:
+        line = [f"{_kind(acks)}:"]
         for name in variants:
             cpus, rates = zip(*samples[name][acks], strict=True)
             line.append(f"{name} {statistics.median(cpus):.0f} (min {min(cpus):.0f}) µs CPU/req, "

@@ -225,3 +225,24 @@ def test_a_long_run_of_produce_requests_lets_other_connections_in() -> None:
                 other[0].close()
 
     asyncio.run(main())
+
+
+def test_a_throttled_produce_is_answered_before_the_mute_and_the_next_waits_for_it() -> None:
+    """KIP-219 on the eager path: the throttled request's answer leaves at once (not held with the answers
+    gathered for one write), and the Produce queued behind it does not start during the mute."""
+    async def main() -> None:
+        started: list[bytes] = []
+
+        async def handler(conn: Connection, api: int, tag: bytes) -> list[bytes]:
+            started.append(tag)
+            if tag == b"A":
+                conn.mute_s = 30.0  # far longer than the test: B may only start once it ends
+            return reply(tag)
+
+        async with serving(handler) as (reader, writer):
+            writer.write(frame(PRODUCE, b"A") + frame(PRODUCE, b"B"))
+            assert await answer(reader) == b"A"
+            await asyncio.sleep(0)
+            assert started == [b"A"]
+
+    asyncio.run(main())
