@@ -445,7 +445,8 @@ class Connection(AdmittedProtocol):
     # answers of a run of pipelined requests handled in one go leave in one write (`_flush`) before the
     # worker next awaits: one send for the run instead of a task, a future, two callbacks, three loop turns
     # and a send per request. Until its first suspension a Produce handler therefore runs on the worker's
-    # task, as every other API's handler does (asyncio.current_task() is the worker's).
+    # task (as other APIs' handlers run throughout), and on a task of its own after it: it must not enter
+    # asyncio.timeout(), bound to the task current at entry, before it first awaits.
     def release(self) -> None:
         """Called by a Produce handler whose appends are done and that now only waits (for the ISR, or a
         flush): the connection may start its next request if that is a Produce too."""
