@@ -63,17 +63,19 @@ FETCH = 0
 RDKAFKA = 2
 
 
-def fetch_frames(partitions: int, max_bytes: int) -> list[bytes]:
-    """One framed Fetch v12 request per partition, sessionless, from offset 0 (written by the Produce
-    windows before), at most `max_bytes` a partition: about one batch back, sent with sendfile."""
+def fetch_frames(partitions: int, max_bytes: int, per_request: int = 1) -> list[bytes]:
+    """Framed Fetch v12 requests, sessionless, each for `per_request` partitions (one request per group of
+    them, round-robin over `partitions`) from offset 0 (written by the Produce windows before), at most
+    `max_bytes` a partition: about one batch each, sent with sendfile."""
     T = FetchRequest[12]
     frames = []
-    for p in range(partitions):
-        req = T(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=max_bytes, isolation_level=0, session_id=0,
+    for first in range(partitions):
+        wanted = [(first + i) % partitions for i in range(per_request)]
+        req = T(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=52428800, isolation_level=0, session_id=0,
                 session_epoch=-1, topics=[T.FetchTopic(topic=TOPIC, partitions=[T.FetchTopic.FetchPartition(
                     partition=p, current_leader_epoch=-1, fetch_offset=0, last_fetched_epoch=-1, log_start_offset=-1,
-                    partition_max_bytes=max_bytes)])], forgotten_topics_data=[], rack_id="")
-        req.with_header(correlation_id=p + 1, client_id="small-requests")
+                    partition_max_bytes=max_bytes) for p in wanted])], forgotten_topics_data=[], rack_id="")
+        req.with_header(correlation_id=first + 1, client_id="small-requests")
         frames.append(bytes(req.encode(version=12, header=True, framed=True)))
     return frames
 
@@ -156,7 +158,7 @@ def broker(workdir: Path, src: Path) -> Iterator[BrokerProcess]:
 def measure(b: BrokerProcess, acks: int, args: argparse.Namespace, spy_to: str | None = None) -> tuple[float, float]:
     """(broker CPU µs per request, requests/s) over one window of `args.seconds`."""
     assert b.pid is not None
-    frames = (fetch_frames(64, args.records * args.size) if acks == FETCH
+    frames = (fetch_frames(64, args.records * args.size, args.fetch_partitions) if acks == FETCH
               else produce_frames(64, args.records, args.size, acks))
     spy = None
     if spy_to:  # folded stacks of the broker while this window runs
@@ -227,6 +229,8 @@ def main() -> int:
     ap.add_argument("--depth", type=int, default=16, help="requests in flight per connection")
     ap.add_argument("--fetch", action="store_true", help="also a window of small Fetch requests a round (each "
                     "one partition's first batch, 64 partitions, pipelined alike)")
+    ap.add_argument("--fetch-partitions", type=int, default=1, help="partitions a Fetch request of --fetch "
+                    "names (as a sessionless consumer of many partitions does)")
     ap.add_argument("--rdkafka", action="store_true", help="also a window of librdkafka's producer a round "
                     "(linger.ms=0, acks=all, --rdkafka-size byte messages): CPU and rate are per message")
     ap.add_argument("--rdkafka-size", type=int, default=100, help="bytes per message of --rdkafka")
