@@ -7,7 +7,9 @@ does so only after the answers before it went out."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import struct
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
@@ -131,5 +133,116 @@ def test_a_pipelined_request_that_closes_the_connection_lets_earlier_answers_out
             replicated.set()
             assert await answer(reader) == b"A"
             assert await asyncio.wait_for(reader.read(), LIMIT) == b""  # then closed
+
+    asyncio.run(main())
+
+
+class CountingWrites:
+    """A transport that notes how many chunks each writelines call carries."""
+
+    def __init__(self, transport: asyncio.Transport, writes: list[int]) -> None:
+        self._transport, self._writes = transport, writes
+
+    def writelines(self, chunks: list[bytes]) -> None:
+        self._writes.append(len(chunks))
+        self._transport.writelines(chunks)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._transport, name)
+
+
+def test_produce_requests_that_do_not_suspend_are_answered_in_order_in_one_write() -> None:
+    """A run of pipelined Produce requests whose handlers finish without suspending: no task each, and
+    their answers leave together (one send for the run)."""
+    async def main() -> None:
+        writes: list[int] = []
+
+        async def handler(conn: Connection, api: int, tag: bytes) -> list[bytes]:
+            if conn.transport is not None and not isinstance(conn.transport, CountingWrites):
+                conn.transport = CountingWrites(conn.transport, writes)  # type: ignore[assignment]
+            return reply(tag)
+
+        async with serving(handler) as (reader, writer):
+            tags = [b"P%d" % i for i in range(5)]
+            writer.write(b"".join(frame(PRODUCE, t) for t in tags))
+            assert [await answer(reader) for _ in tags] == tags
+            assert writes == [2 * len(tags)]  # size prefix and body of each, in one write
+
+    asyncio.run(main())
+
+
+def test_a_suspended_produce_is_cancelled_when_the_connection_closes() -> None:
+    """A handler stepped eagerly until it suspends goes on in a task of its own; the connection's end
+    cancels it there (it sees CancelledError where it waits, and cleans up)."""
+    async def main() -> None:
+        waiting = asyncio.Event()
+        cleaned_up = asyncio.Event()
+
+        async def handler(conn: Connection, api: int, tag: bytes) -> list[bytes]:
+            try:
+                waiting.set()
+                await asyncio.Event().wait()  # never set
+            except asyncio.CancelledError:
+                cleaned_up.set()
+                raise
+            return reply(tag)
+
+        async with serving(handler) as (_reader, writer):
+            writer.write(frame(PRODUCE, b"A"))
+            await asyncio.wait_for(waiting.wait(), LIMIT)
+            writer.close()
+            await asyncio.wait_for(cleaned_up.wait(), LIMIT)
+
+    asyncio.run(main())
+
+
+def test_a_long_run_of_produce_requests_lets_other_connections_in() -> None:
+    """Produce handlers that never suspend do not keep the loop: past a couple of milliseconds the worker
+    lets other connections' requests be handled, then goes on."""
+    async def main() -> None:
+        handled: list[bytes] = []
+        other: list[socket.socket] = []
+
+        async def handler(conn: Connection, api: int, tag: bytes) -> list[bytes]:
+            if tag == b"A0":  # B's request arrives while A's run is being handled
+                other[0].sendall(frame(PRODUCE, b"B"))
+            handled.append(tag)
+            end = time.perf_counter() + 0.001
+            while time.perf_counter() < end:
+                pass
+            return reply(tag)
+
+        async with serving(handler) as (reader, writer):
+            port = writer.get_extra_info("peername")[1]
+            other.append(socket.create_connection(("127.0.0.1", port)))
+            try:
+                tags = [b"A%d" % i for i in range(20)]
+                writer.write(b"".join(frame(PRODUCE, t) for t in tags))
+                assert [await answer(reader) for _ in tags] == tags
+                assert b"B" in handled
+                assert handled.index(b"B") < len(tags)  # not after all of A's
+            finally:
+                other[0].close()
+
+    asyncio.run(main())
+
+
+def test_a_throttled_produce_is_answered_before_the_mute_and_the_next_waits_for_it() -> None:
+    """KIP-219 on the eager path: the throttled request's answer leaves at once (not held with the answers
+    gathered for one write), and the Produce queued behind it does not start during the mute."""
+    async def main() -> None:
+        started: list[bytes] = []
+
+        async def handler(conn: Connection, api: int, tag: bytes) -> list[bytes]:
+            started.append(tag)
+            if tag == b"A":
+                conn.mute_s = 30.0  # far longer than the test: B may only start once it ends
+            return reply(tag)
+
+        async with serving(handler) as (reader, writer):
+            writer.write(frame(PRODUCE, b"A") + frame(PRODUCE, b"B"))
+            assert await answer(reader) == b"A"
+            await asyncio.sleep(0)
+            assert started == [b"A"]
 
     asyncio.run(main())

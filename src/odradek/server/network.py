@@ -1,7 +1,8 @@
 """Asyncio socket server: one Connection per socket, frames parsed from data_received callbacks,
 requests of a connection handled in order and answered in order, with backpressure both ways. Responses
 holding file regions (zero-copy Fetch) are written by server/splice.py. Produce requests may overlap: one
-that has appended and only waits for the ISR lets the next Produce start (`Connection.release`).
+that has appended and only waits for the ISR lets the next Produce start (`Connection.release`); those
+that never suspend are handled in a run on the connection's worker, their answers written together.
 
 What a client may hold before it is known is bounded: every accepted socket is counted against the
 connection limits at once, TLS listeners included (their own accept loop, server/tls_accept.py, counts a
@@ -17,8 +18,9 @@ import asyncio
 import logging
 import socket
 import time
+import types
 from collections import deque
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Generator, Sequence
 from functools import partial
 from typing import Any
 
@@ -48,9 +50,57 @@ MAX_QUEUED_FRAMES = 64
 MAX_QUEUED_BYTES = 16 << 20
 
 
+# A worker handles Produce requests that do not suspend for at most this long before it lets the loop
+# serve the other connections (their answers leave meanwhile, in one write).
+EAGER_BUDGET_S = 0.002
+
+
 def _settle(fut: asyncio.Future[None], _task: object = None) -> None:
     if not fut.done():
         fut.set_result(None)
+
+
+@types.coroutine
+def _resume(coro: Coroutine[Any, Any, Response], waiting_on: Any) -> Generator[Any, None, Response]:
+    """The rest of a coroutine that was stepped outside a task until it suspended on `waiting_on`, for a
+    task to run: `waiting_on` goes to the task first, then the coroutine continues as if awaited."""
+    try:
+        yield waiting_on
+    except BaseException as exc:  # e.g. the task cancelled while waiting: the coroutine sees it
+        try:
+            waiting_on = coro.throw(exc)
+        except StopIteration as stop:
+            return stop.value
+        return (yield from _resume(coro, waiting_on))
+    return (yield from coro)
+
+
+async def _continue(coro: Coroutine[Any, Any, Response], waiting_on: Any) -> Response:
+    return await _resume(coro, waiting_on)
+
+
+class _Done:
+    """The outcome of a Produce handler that finished without suspending, queued behind earlier answers."""
+
+    __slots__ = ("_response", "_exc")
+
+    def __init__(self, response: Response, exc: Exception | None) -> None:
+        self._response, self._exc = response, exc
+
+    def done(self) -> bool:
+        return True
+
+    def cancelled(self) -> bool:
+        return False
+
+    def cancel(self) -> bool:
+        return False
+
+    def exception(self) -> Exception | None:
+        return self._exc
+
+    def result(self) -> Response:
+        return self._response
 
 
 class CloseConnection(Exception):
@@ -101,8 +151,12 @@ class Connection(AdmittedProtocol):
         self._worker: asyncio.Task | None = None
         # Produce requests started and not yet answered, oldest first (more than one only while handlers
         # have released the connection, see release()), with the size of each frame.
-        self._answering: deque[tuple[asyncio.Task[Response], int]] = deque()
+        self._answering: deque[tuple[asyncio.Task[Response] | _Done, int]] = deque()
         self._released: asyncio.Future[None] | None = None
+        # a Produce handler being stepped eagerly (see release()), and whether it released the connection
+        self._stepping = False
+        self._stepped_release = False
+        self._out: list[Piece] = []  # Produce answers not yet written (see _flush)
         self._wake: asyncio.Future[None] | None = None
         self._writable = asyncio.Event()
         self._writable.set()
@@ -385,9 +439,20 @@ class Connection(AdmittedProtocol):
     # Produce spends most of that time waiting for the followers' next fetch, during which the next
     # Produce may as well append, so that one follower fetch carries both. Appends stay in request order
     # (a request starts only once the one before has appended) and so do answers.
+    #
+    # Most Produce handlers never suspend (acks=1, or acks=all on a single-replica ISR): each is stepped
+    # eagerly on the worker's task, and only one that suspends becomes a task of its own (`_resume`). The
+    # answers of a run of pipelined requests handled in one go leave in one write (`_flush`) before the
+    # worker next awaits: one send for the run instead of a task, a future, two callbacks, three loop turns
+    # and a send per request. Until its first suspension a Produce handler therefore runs on the worker's
+    # task (as other APIs' handlers run throughout), and on a task of its own after it: it must not enter
+    # asyncio.timeout(), bound to the task current at entry, before it first awaits.
     def release(self) -> None:
         """Called by a Produce handler whose appends are done and that now only waits (for the ISR, or a
         flush): the connection may start its next request if that is a Produce too."""
+        if self._stepping:  # the handler being stepped eagerly: it suspends next
+            self._stepped_release = True
+            return
         released = self._released
         if (released is not None and self._answering
                 and self._answering[-1][0] is asyncio.current_task()):
@@ -397,33 +462,88 @@ class Connection(AdmittedProtocol):
         if self._wake is not None:
             _settle(self._wake)
 
+    def _flush(self) -> None:
+        """Write the answers gathered since the last flush, in one go."""
+        out = self._out
+        if out:
+            self._out = []
+            if not self.closed and self.transport is not None:
+                self.last_active = time.monotonic()
+                self.transport.writelines(out)  # type: ignore[arg-type]  # Produce: no regions
+
+    def _settled(self) -> None:
+        """Before the worker awaits: answers out, reading and the memory charge brought up to date."""
+        self._flush()
+        self._update_reading()
+        self._charge()
+
     async def _produce_run(self) -> None:
         """Handle the Produce requests at the head of the queue, each started once the one before it has
         released the connection or finished; returns when all are answered and the next request is not
         a Produce that may start (nor one that may still arrive behind an unanswered one)."""
         loop = asyncio.get_running_loop()
+        budget_end = time.perf_counter() + EAGER_BUDGET_S
         while not self.closed:
             if (self._queue and peek_api_key(self._queue[0]) == PRODUCE_KEY and self.mute_s <= 0
                     and self._writable.is_set()):
+                if time.perf_counter() > budget_end:  # the other connections' turn
+                    self._settled()
+                    await asyncio.sleep(0)
+                    budget_end = time.perf_counter() + EAGER_BUDGET_S
+                    continue
                 frame = self._queue.popleft()
-                self._queued_bytes -= len(frame)
-                self._in_flight += len(frame)
-                self._update_reading()
-                released = self._released = loop.create_future()
-                task: asyncio.Task[Response] = loop.create_task(self._dispatch(self, frame))
-                self._answering.append((task, len(frame)))
-                del frame  # the task holds it until it is answered and released from the pool
-                task.add_done_callback(partial(_settle, released))
+                size = len(frame)
+                self._queued_bytes -= size
+                self._in_flight += size
+                coro = self._dispatch(self, frame)
+                del frame  # the handler holds it until it is answered and released from the pool
+                self._stepping, self._stepped_release = True, False
+                try:
+                    waiting_on = coro.send(None)
+                except StopIteration as stop:
+                    self._answered(stop.value, None, size)
+                    continue
+                except Exception as exc:  # noqa: BLE001 - answered (the connection closed) in request order
+                    self._answered(None, exc, size)
+                    continue
+                finally:
+                    self._stepping = False
+                task: asyncio.Task[Response] = loop.create_task(_continue(coro, waiting_on))
+                self._answering.append((task, size))
                 task.add_done_callback(self._answer_ready)
-                await released
-                self._released = None
+                if not self._stepped_release:
+                    released = self._released = loop.create_future()
+                    task.add_done_callback(partial(_settle, released))
+                    self._settled()
+                    await released
+                    self._released = None
             elif self._answering:
                 # an answer, a new frame or room to write will change what may start
+                self._settled()
                 self._wake = loop.create_future()
                 await self._wake
                 self._wake = None
             else:
-                return
+                break
+        self._settled()
+
+    def _answered(self, response: Response, exc: Exception | None, size: int) -> None:
+        """A Produce handler finished without suspending: its answer goes out after every earlier one."""
+        if self._answering:
+            self._answering.append((_Done(response, exc), size))
+            return
+        self._in_flight -= size
+        self._deliver(response, exc)
+
+    def _deliver(self, response: Response, exc: BaseException | None) -> None:
+        if exc is not None:  # the answers before it still go out (close() flushes them)
+            if isinstance(exc, CloseConnection):
+                self.close(str(exc))
+            else:  # a handler bug must not take the broker down
+                log.error("Unexpected error handling a request from %s", self.peer, exc_info=exc)
+                self.close(f"internal error: {exc}")
+        elif response is not None:
+            self._out.extend(response)
 
     def _answer_ready(self, _task: asyncio.Task[Response]) -> None:
         """A Produce finished: send every answer at the head of the line that is ready, in order."""
@@ -433,16 +553,8 @@ class Connection(AdmittedProtocol):
             if done.cancelled() or self.closed:
                 continue
             exc = done.exception()
-            if isinstance(exc, CloseConnection):
-                self.close(str(exc))
-            elif exc is not None:  # a handler bug must not take the broker down
-                log.error("Unexpected error handling a request from %s", self.peer, exc_info=exc)
-                self.close(f"internal error: {exc}")
-            else:
-                response = done.result()
-                if response is not None and self.transport is not None:
-                    self.last_active = time.monotonic()
-                    self.transport.writelines(response)  # type: ignore[arg-type]  # Produce: no regions
+            self._deliver(done.result() if exc is None else None, exc)
+        self._flush()
         if self.closed:
             self._cancel_answers()
         self._charge()
@@ -477,6 +589,8 @@ class Connection(AdmittedProtocol):
             return
         if not quiet:
             limited.warning("Closing connection from %s: %s", self.peer, reason)
+        if not abort:
+            self._flush()  # answered before the close
         self.closed = True
         if self.transport is not None:
             if abort:
