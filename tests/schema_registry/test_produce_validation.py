@@ -171,8 +171,12 @@ def test_keys_are_validated_in_compressed_batches(broker: BrokerProcess, registr
     key = avro(registry, topic, "k", field=MessageField.KEY, schema='"string"')  # subject <topic>-key
     batch = [(key, b"raw values are not validated")] * 200 + [(None, b"null key passes")]
     assert send(broker.bootstrap, topic, batch, compression) == [""] * 201
-    assert send(broker.bootstrap, topic, [*batch[:50], (b"raw key", b"v")], compression)[-1] == "INVALID_RECORD"
-    assert end_offset(broker.bootstrap, topic) == 201
+    results = send(broker.bootstrap, topic, [*batch[:50], (b"raw key", b"v")], compression)
+    assert results[-1] == "INVALID_RECORD"
+    # librdkafka may split the records into two batches on a loaded machine (the first records sent before the
+    # rest were queued): a batch before the bad one's is appended, the bad one's is refused whole
+    assert results == [""] * results.count("") + ["INVALID_RECORD"] * (len(results) - results.count(""))
+    assert end_offset(broker.bootstrap, topic) == 201 + results.count("")
 
 
 def test_validation_turned_on_and_off_at_runtime(broker: BrokerProcess, registry: SchemaRegistryClient) -> None:
