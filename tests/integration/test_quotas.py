@@ -156,39 +156,6 @@ def test_librdkafka_throttle_callbacks_fire_for_producer_and_consumer(broker: Br
         consumer.close()
 
 
-def test_share_fetches_count_against_the_consumer_quota_and_lose_nothing(broker: BrokerProcess) -> None:
-    """ShareFetch shares Fetch's consumer_byte_rate (KIP-932): a share consumer over its quota sees throttle_cb
-    with a positive time, and every record still arrives once (a throttled ShareFetch delivers what it
-    acquired and mutes the connection, rather than answering empty and leaving the records locked)."""
-    from confluent_kafka import ShareConsumer
-
-    topic = "quota-share-" + uuid.uuid4().hex[:6]
-    create_topic(broker.bootstrap, topic)
-    _configs(broker.bootstrap, "--alter", "--entity-type", "clients", "--entity-name", "share-throttled",
-             "--add-config", "consumer_byte_rate=20000")
-    _configs(broker.bootstrap, "--alter", "--entity-type", "groups", "--entity-name", topic,
-             "--add-config", "share.auto.offset.reset=earliest")
-    count = 300
-    produce(broker.bootstrap, topic, [f"{i:05d}".encode() + b"s" * 1000 for i in range(count)])
-    events: list[float] = []
-    seen: list[int] = []
-    consumer = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": topic,
-                              "client.id": "share-throttled", "throttle_cb": lambda ev: events.append(ev.throttle_time)})
-    consumer.subscribe([topic])
-    try:
-        def all_read() -> bool:
-            for m in consumer.poll(1.0):
-                if m.error() is None:
-                    seen.append(int(m.value()[:5]))
-            return len(seen) >= count
-
-        wait_until(all_read, timeout=120, message=lambda: f"{count} records through the quota ({len(seen)})")
-    finally:
-        consumer.close()
-    assert sorted(seen) == list(range(count)), "each record once"
-    assert any(t > 0 for t in events), events
-
-
 def test_client_quota_apis_over_raw_requests(broker: BrokerProcess) -> None:
     A = AlterClientQuotasRequest
     entry = A.EntryData(entity=[A.EntryData.EntityData(entity_type="user", entity_name="alice"),

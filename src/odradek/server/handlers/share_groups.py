@@ -349,14 +349,8 @@ class _Fetch(_Request):
     def __init__(self, ctx: RequestContext, request: Any, session: ShareSession) -> None:
         super().__init__(ctx, request.group_id or "", request.member_id or "")
         self.session = session
-        # capped by fetch.max.bytes as a Fetch is (a first batch is still whole, KIP-74), and by one quota
-        # window of the client's consumer_byte_rate (Kafka's getMaxValueInQuotaWindow, as for a Fetch)
+        # capped by fetch.max.bytes as a Fetch is (a first batch is still whole, KIP-74)
         self.max_bytes = min(max(request.max_bytes, 0), ctx.broker.config.get("fetch.max.bytes"))
-        quotas = ctx.broker.quotas
-        if quotas.enabled:
-            cap = quotas.fetch_window_bytes(ctx.connection.principal, ctx.header.client_id or "")
-            if cap is not None:
-                self.max_bytes = min(self.max_bytes, max(cap, 1))
         self.max_records = request.max_records if request.max_records > 0 else 500
         # batch-optimized (v1's, and v2's mode 0) acquires whole batches, record-limit never past MaxRecords
         self.whole_batches = ctx.version < 2 or request.share_acquire_mode == BATCH_OPTIMIZED
@@ -585,18 +579,7 @@ async def share_fetch(ctx: RequestContext, request: Any) -> ShareFetchResponse:
             total += await fetch.read()
     ctx.broker.metrics.error_codes("ShareFetch", [r.error for r in fetch.results.values()])
     _count(ctx, fetch.results, list(session.partitions), fetch.acked)
-    response = fetch.response(lock_ms, every_partition=epoch == OPEN_EPOCH)
-    quotas = ctx.broker.quotas
-    if quotas.enabled and fetch.bytes_acquired:
-        # ShareFetch and Fetch share the consumer_byte_rate quota (KIP-932). A throttled Fetch is answered
-        # empty; the records of a ShareFetch are acquired by now, so they go out and the connection is muted
-        # for the throttle time instead (emptied, they would stay locked to the member until their lock timed
-        # out).
-        throttle = quotas.fetch(ctx.connection.principal, ctx.header.client_id or "", fetch.bytes_acquired)
-        if throttle:
-            ctx.connection.mute_s = max(ctx.connection.mute_s, throttle / 1000)
-            response.throttle_time_ms = throttle
-    return response
+    return fetch.response(lock_ms, every_partition=epoch == OPEN_EPOCH)
 
 
 # ---- ShareAcknowledge ----
