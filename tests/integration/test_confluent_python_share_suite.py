@@ -3,19 +3,22 @@
 test_librdkafka_share_suite.py runs librdkafka's. The test command fetches that tag's tests/ directory once into
 $ODRADEK_CACHE/confluent-kafka-python-2.15.0 (scripts/env.sh, `confluent_python_tests`).
 
-The broker has the settings of the suite's trivup cluster (TestUtils.broker_conf: 1-second record locks and
-single-replica internal topics) and share heartbeats every 500 ms (Kafka's 5 s default makes each test wait 5 s
-for its new group's first records, its partitions being assigned at its second heartbeat), the registry inside it (`schema_registry_api`: SR_URL, for the Avro, JSON Schema
-and Protobuf cases of test_share_consumer_deserialization.py) and a SASL_PLAINTEXT listener with trivup's user
-`sasl_user` for share_consumer_sasl, whose `sasl_cluster` fixture always starts a trivup cluster: the plugin
-tests/integration/confluent_share_plugin/odradek_sasl_cluster.py points it at that listener.
+The broker has the settings of the suite's trivup cluster (TestUtils.broker_conf: 1-second record locks,
+single-replica internal topics), share heartbeats every 500 ms (with Kafka's 5 s every test waits 5 s for its
+new group's first records, a group's partitions being assigned at its second heartbeat), the registry inside it
+(`schema_registry_api`, as SR_URL: the Avro, JSON Schema and Protobuf cases of
+test_share_consumer_deserialization.py) and a SASL_PLAINTEXT listener with trivup's user `sasl_user` for
+share_consumer_sasl, whose `sasl_cluster` fixture always starts a trivup cluster of its own: the plugin
+tests/integration/confluent_share_plugin/odradek_sasl_cluster.py points it at that listener. The client-quota
+tests shell out to $KAFKA_HOME/bin/kafka-configs.sh, here `odradek configs`.
 
-By default one pytest runs a cheap subset across every file (QUICK, about a minute: plain consumption, implicit
-and explicit acknowledgement with the suite's own no-redelivery checks, commits, close, the registry cases, SASL);
-with --run-slow each file runs whole in a pytest of its own (about ten minutes in all here: many tests wait out
-locks, sessions and max.poll.interval.ms). Every test must pass but those the suite itself skips (SUITE_SKIPS) and
-those deselected in DESELECTED, each for the reason given there. share_consumer_oauth is not run: the broker has
-no OAUTHBEARER mechanism (its `oauth_trivup_cluster` fixture needs Kafka's unsecured JWT validator).
+By default one pytest runs a cheap subset of every file (QUICK, 27 tests, about a minute: plain consumption,
+implicit and explicit acknowledgement with the suite's own checks that no accepted record comes back, commits,
+close, the registry cases, SASL); with --run-slow each file runs whole in a pytest of its own (about ten
+minutes in all: many tests wait out locks, sessions and max.poll.interval.ms). Every test must pass but those
+the suite itself skips (SUITE_SKIPS, as against Kafka 4.2) and those in DESELECTED, for the reason given there.
+share_consumer_oauth is not run: the broker has no OAUTHBEARER mechanism (its fixture needs Kafka's unsecured
+JWT validator).
 """
 
 from __future__ import annotations
@@ -29,7 +32,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness import NO_REBALANCE_DELAY, BrokerPool, BrokerProcess, free_ports, group_timers, wait_port
+from tests.harness import (
+    NO_REBALANCE_DELAY,
+    REPO_ROOT,
+    BrokerPool,
+    BrokerProcess,
+    free_ports,
+    group_timers,
+    wait_port,
+)
 from tests.schema_registry.conftest import wait_primary
 from tests.schema_registry.helpers import RestClient
 
@@ -41,7 +52,7 @@ FILES = [f"{SHARE}/test_share_consumer.py", f"{SHARE}/test_share_consumer_ack.py
          f"{SHARE}/test_share_consumer_commit.py", f"{SHARE}/test_share_consumer_deserialization.py",
          f"{SASL}/test_share_consumer_sasl.py"]
 PLUGIN_DIR = Path(__file__).resolve().parent / "confluent_share_plugin"
-# Deselected, and why. Not the broker's doing:
+# deselected, and why (none of them is the broker's doing)
 DESELECTED = {
     # asserts that a CPU-bound Python thread counts past 100 while commit_sync blocks; commit_sync lasts one
     # ShareAcknowledge round trip, which this broker answers in about a millisecond, and a thread waiting for
@@ -49,12 +60,6 @@ DESELECTED = {
     # here, tens of thousands in every one of 5+ ms; a plain time.sleep(0.001) gives 0 counts in 13 of 50)
     f"{SHARE}/test_share_consumer_commit.py::test_sync_commit_releases_gil":
         "client-side timing: needs commit_sync to block longer than a thread wake-up",
-}
-DESELECTED_BROKER_GAPS = {
-    # ShareFetch is not counted against the fetch (consumer_byte_rate) quota: Kafka 4.2 throttles it with the
-    # same sensor as Fetch (KafkaApis; RequestQuotaTest's testShareFetchUsesSameFetchSensor)
-    f"{SHARE}/test_share_consumer_callbacks.py::test_throttle_cb_fires_under_quota": "ShareFetch quota",
-    f"{SHARE}/test_share_consumer_callbacks.py::test_throttle_cb_emits_cleared_zero_event": "ShareFetch quota",
 }
 # what the suite skips itself (its reasons), as it does against Kafka 4.2
 SUITE_SKIPS = [
@@ -129,9 +134,16 @@ def run_suite(targets: list[str], broker: ShareBroker, tmp_path: Path) -> tuple[
     """Run confluent-kafka-python's tests `targets` (files or node ids) in a pytest of their own; the counts of
     its summary line and its output's tail."""
     home = suite_home()
+    # the quota tests shell out to $KAFKA_HOME/bin/kafka-configs.sh: `odradek configs` is this project's
+    kafka_bin = tmp_path / "kafka" / "bin"
+    kafka_bin.mkdir(parents=True)
+    (kafka_bin / "kafka-configs.sh").write_text(
+        f"#!/bin/sh\nPYTHONPATH={REPO_ROOT / 'src'} exec {sys.executable} -m odradek.cli.main configs \"$@\"\n")
+    (kafka_bin / "kafka-configs.sh").chmod(0o755)
     env = {**os.environ, "BROKERS": broker.process.bootstrap, "SR_URL": broker.registry.url,
-           "SASL_BROKERS": broker.sasl_bootstrap, "PYTHONPATH": f"{home}{os.pathsep}{PLUGIN_DIR}"}
-    deselect = [arg for node in {**DESELECTED, **DESELECTED_BROKER_GAPS} for arg in ("--deselect", node)]
+           "SASL_BROKERS": broker.sasl_bootstrap, "PYTHONPATH": f"{home}{os.pathsep}{PLUGIN_DIR}",
+           "KAFKA_HOME": str(kafka_bin.parent)}
+    deselect = [arg for node in DESELECTED for arg in ("--deselect", node)]
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "odradek_sasl_cluster",
                            "-q", "-rfEs", "--timeout=300", *deselect, *targets, f"--basetemp={tmp_path / 'pytest'}"],
                           cwd=home, env=env, capture_output=True, text=True, timeout=1500)
