@@ -14,7 +14,7 @@ tests shell out to $KAFKA_HOME/bin/kafka-configs.sh, here `odradek configs`.
 
 By default one pytest runs a cheap subset of every file (QUICK, 27 tests, about a minute: plain consumption,
 implicit and explicit acknowledgement with the suite's own checks that no accepted record comes back, commits,
-close, the registry cases, SASL); with --run-slow each file runs whole in a pytest of its own (about ten
+close, the registry cases, SASL); with --run-slow each file runs whole in a pytest of its own (about eleven
 minutes in all: many tests wait out locks, sessions and max.poll.interval.ms). Every test must pass but those
 the suite itself skips (SUITE_SKIPS, as against Kafka 4.2) and those in DESELECTED, for the reason given there.
 share_consumer_oauth is not run: the broker has no OAUTHBEARER mechanism (its fixture needs Kafka's unsecured
