@@ -11,9 +11,13 @@ import urllib.request
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, ShareConsumer
 from confluent_kafka.admin import (
     AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ResourceType,
     ScramCredentialInfo,
     ScramMechanism,
     UserScramCredentialUpsertion,
@@ -152,6 +156,43 @@ def test_librdkafka_throttle_callbacks_fire_for_producer_and_consumer(broker: Br
             return any(t > 0 for t in consumed)
 
         wait_until(consumer_throttled, timeout=180, message="librdkafka's throttle_cb for the consumer")
+    finally:
+        consumer.close()
+
+
+def test_consumer_quota_throttles_a_share_consumer(broker: BrokerProcess) -> None:
+    """ShareFetch counts against consumer_byte_rate as Fetch does (Kafka's FETCH sensor): past the quota it is
+    answered empty with a throttle time and the connection muted (confluent-kafka-python's
+    test_throttle_cb_fires_under_quota), and the records it acquired are undone, so once the quota is lifted
+    every record comes, once, at its first delivery."""
+    topic, group = "quota-share-" + uuid.uuid4().hex[:6], "quota-share-" + uuid.uuid4().hex[:6]
+    create_topic(broker.bootstrap, topic)
+    with BlockingConnection("127.0.0.1", broker.port, "loader", 120) as conn:
+        for _ in range(4):
+            assert conn.request(_produce_req(topic), 7).responses[0].partition_responses[0].error_code == 0
+    quota = ("--entity-type", "clients", "--entity-name", "share-consumer")
+    _configs(broker.bootstrap, "--alter", *quota, "--add-config", f"consumer_byte_rate={RATE}")
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    reset = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
+    for future in admin.incremental_alter_configs([ConfigResource(ResourceType.GROUP, group,
+                                                                  incremental_configs=[reset])]).values():
+        future.result()
+    throttles: list[float] = []
+    got: list[tuple[int, int]] = []
+    consumer = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "client.id": "share-consumer",
+                              "throttle_cb": lambda ev: throttles.append(ev.throttle_time)})
+    consumer.subscribe([topic])
+
+    def poll() -> None:
+        got.extend((m.offset(), m.delivery_count()) for m in consumer.poll(0.5) if m.error() is None)
+
+    try:
+        wait_until(lambda: poll() or any(t > 0 for t in throttles), timeout=60,
+                   message=lambda: f"a throttled ShareFetch (records {got})")
+        assert len(got) < 4, got  # the quota held some back
+        _configs(broker.bootstrap, "--alter", *quota, "--delete-config", "consumer_byte_rate")
+        wait_until(lambda: poll() or len(got) >= 4, timeout=60, message=lambda: f"4 records (have {got})")
+        assert sorted(got) == [(0, 1), (1, 1), (2, 1), (3, 1)], got
     finally:
         consumer.close()
 

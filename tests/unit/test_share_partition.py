@@ -294,3 +294,19 @@ def test_restore_keeps_only_the_window() -> None:
 
     back = restore(0, [StateBatch(0, 1 << 60, RecordState.AVAILABLE, 1)], max_in_flight=100)
     assert (back.start_offset, back.end_offset, len(back.records)) == (0, 100, 100)
+
+
+def test_unacquire_undoes_an_acquisition_never_sent() -> None:
+    """A throttled ShareFetch's acquisitions are undone: available again with the delivery counts they had
+    (a redelivery's raised count must be written again); another member's records are left alone."""
+    sp = _sp()
+    first = sp.acquire("a", [(0, 4)], 100, now=0)
+    assert sp.unacquire("a", first) is False
+    assert sp.acquire("a", [(0, 4)], 100, now=0) == [Acquired(0, 4, 1)]  # still a first delivery
+    assert sp.acknowledge("a", [AckBatch(0, 4, (RELEASE,))]) == ErrorCode.NONE
+    again = sp.acquire("b", [(0, 4)], 100, now=0)
+    assert again == [Acquired(0, 4, 2)]
+    assert sp.unacquire("a", again) is False  # b's, not a's
+    assert sp.unacquire("b", again) is True
+    assert sp.acquired_count() == 0
+    assert sp.acquire("a", [(0, 4)], 100, now=0) == [Acquired(0, 4, 2)]

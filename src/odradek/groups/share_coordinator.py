@@ -80,12 +80,6 @@ JOIN_EPOCH, LEAVE_EPOCH = 0, -1
 # how long a partition may stay initializing before a heartbeat initializes it again: Kafka's internal
 # `group.share.initialize.retry.interval.ms` at its default (Kafka takes offsets.commit.timeout.ms if larger)
 INITIALIZE_RETRY_MS = 30_000
-# the heartbeat interval answered while share partitions of the group are being initialized. Departure: Kafka
-# answers the group's interval (5 s by default), so a member waits that long for partitions initialized
-# milliseconds later, and records produced meanwhile are skipped by share.auto.offset.reset=latest (taken at
-# the first fetch): confluent-kafka-python's test_topic_recreate_resumes_with_fresh_delivery expects the
-# records produced 2 s after a topic's re-creation delivered
-INITIALIZING_HEARTBEAT_MS = 500
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,8 +375,6 @@ class ShareGroupCoordinator:
         if uninitialized:  # after the answer's write, as Kafka's service sends it once the heartbeat is done
             self._tasks.spawn(self._initialize(group, uninitialized, group.group_epoch))
         interval = self.configs.value(group.group_id, "share.heartbeat.interval.ms")
-        if group.initializing:  # come back soon for the partitions being initialized (see INITIALIZING_HEARTBEAT_MS)
-            interval = min(interval, INITIALIZING_HEARTBEAT_MS)
         return HeartbeatResult(ErrorCode.NONE, None, member.member_id, member.member_epoch, interval,
                                dict(member.assignment) if changed else None)
 

@@ -229,6 +229,20 @@ class SharePartition:
         self._advance()
         return ErrorCode.NONE
 
+    def unacquire(self, member_id: str, acquired: list[Acquired]) -> bool:
+        """Undo acquisitions by `member_id` that were never delivered (a ShareFetch answered empty, throttled
+        by its quota): the offsets are available again with the delivery counts they had. Whether one of them
+        had been delivered before (its raised count was written, so the state must be written again)."""
+        redelivered = False
+        for a in acquired:
+            for offset in range(a.first_offset, a.last_offset + 1):
+                rec = self.records.get(offset)
+                if rec is not None and rec.state is RecordState.ACQUIRED and rec.holder == member_id:
+                    redelivered = redelivered or rec.delivery_count > 1
+                    rec.delivery_count -= 1
+                    self._settle(rec, RecordState.AVAILABLE)
+        return redelivered
+
     def release_member(self, member_id: str) -> int:
         """Give back every record `member_id` holds (it left the group or closed its share session); the
         number released."""

@@ -349,6 +349,17 @@ class SharePartitionManager:
             err = await self._persist(key)
         return err
 
+    async def give_back(self, key: ShareKey, member_id: str, acquired: list[Acquired]) -> None:
+        """Undo records just acquired for the member and never sent (a ShareFetch answered empty, throttled
+        by its quota): available again at once, with the delivery counts they had."""
+        sp = self.partitions.get(key)
+        if sp is None:
+            return
+        redelivered = sp.unacquire(member_id, acquired)
+        self._wake(key)
+        if redelivered:
+            await self._persist(key)
+
     def release(self, group_id: str, member_id: str, keys: Iterable[ShareKey] | None = None) -> int:
         """Give back what `member_id` holds, in `keys` (its share session's partitions) or everywhere in
         the group; the number of records released."""

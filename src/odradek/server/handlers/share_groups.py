@@ -349,8 +349,14 @@ class _Fetch(_Request):
     def __init__(self, ctx: RequestContext, request: Any, session: ShareSession) -> None:
         super().__init__(ctx, request.group_id or "", request.member_id or "")
         self.session = session
-        # capped by fetch.max.bytes as a Fetch is (a first batch is still whole, KIP-74)
+        # capped by fetch.max.bytes as a Fetch is (a first batch is still whole, KIP-74), and as Kafka by one
+        # quota window of the client's consumer_byte_rate, so a quota never blocks a consumer for good
         self.max_bytes = min(max(request.max_bytes, 0), ctx.broker.config.get("fetch.max.bytes"))
+        quotas = ctx.broker.quotas
+        cap = quotas.fetch_window_bytes(ctx.connection.principal, ctx.header.client_id or "") \
+            if quotas.enabled else None
+        if cap is not None:
+            self.max_bytes = min(self.max_bytes, cap)
         self.max_records = request.max_records if request.max_records > 0 else 500
         # batch-optimized (v1's, and v2's mode 0) acquires whole batches, record-limit never past MaxRecords
         self.whole_batches = ctx.version < 2 or request.share_acquire_mode == BATCH_OPTIMIZED
@@ -465,6 +471,25 @@ class _Fetch(_Request):
         res.records = (res.records or b"") + chunk
         return sum(a.last_offset - a.first_offset + 1 for a in got), len(chunk), True
 
+    async def throttled(self) -> int:
+        """Record the bytes of the records acquired against the client's fetch quota (Kafka's FETCH sensor,
+        which Fetch and ShareFetch share); past the quota the throttle time in ms, the bytes unrecorded and
+        the records undone, for an empty answer as Kafka's throttled share fetch (see `give_back`)."""
+        quotas = self.ctx.broker.quotas
+        if not quotas.enabled:
+            return 0
+        principal, client_id = self.ctx.connection.principal, self.ctx.header.client_id or ""
+        size = sum(len(r.records) for r in self.results.values() if r.acquired and r.records)
+        throttle = quotas.fetch(principal, client_id, size)
+        if throttle:
+            quotas.unrecord_fetch(principal, client_id, size)
+            for (topic_id, partition), res in self.results.items():
+                if res.acquired:
+                    await self.gc.share_partitions.give_back(ShareKey(self.group_id, topic_id, partition),
+                                                             self.member_id, res.acquired)
+            self.ctx.connection.mute_s = max(self.ctx.connection.mute_s, throttle / 1000)
+        return throttle
+
     def waiters(self) -> list[asyncio.Future[None]]:
         manager = self.gc.share_partitions
         out = []
@@ -577,6 +602,10 @@ async def share_fetch(ctx: RequestContext, request: Any) -> ShareFetchResponse:
             if not done:
                 break
             total += await fetch.read()
+    throttle = await fetch.throttled()
+    if throttle:
+        return ShareFetchResponse(throttle_time_ms=throttle, error_code=0, error_message=None,
+                                  acquisition_lock_timeout_ms=lock_ms, responses=[], node_endpoints=[])
     ctx.broker.metrics.error_codes("ShareFetch", [r.error for r in fetch.results.values()])
     _count(ctx, fetch.results, list(session.partitions), fetch.acked)
     return fetch.response(lock_ms, every_partition=epoch == OPEN_EPOCH)
