@@ -47,10 +47,11 @@ from tests.schema_registry.helpers import RestClient
 VERSION = "2.15.0"
 SHARE = "tests/integration/share_consumer"
 SASL = "tests/integration/share_consumer_sasl"
+OAUTH = "tests/integration/share_consumer_oauth"
 FILES = [f"{SHARE}/test_share_consumer.py", f"{SHARE}/test_share_consumer_ack.py",
          f"{SHARE}/test_share_consumer_callbacks.py", f"{SHARE}/test_share_consumer_close.py",
          f"{SHARE}/test_share_consumer_commit.py", f"{SHARE}/test_share_consumer_deserialization.py",
-         f"{SASL}/test_share_consumer_sasl.py"]
+         f"{SASL}/test_share_consumer_sasl.py"]  # share_consumer_oauth: its own test below
 PLUGIN_DIR = Path(__file__).resolve().parent / "confluent_share_plugin"
 # deselected, and why (none of them is the broker's doing)
 DESELECTED = {
@@ -66,6 +67,8 @@ SUITE_SKIPS = [
     "broker does not allow per-group share.partition.max.record.locks",  # a group config after Kafka 4.2
     "Calling the consumer from inside throttle_cb segfaults",
     "TODO KIP-932: flaky - rotates a live consumer to invalid SASL",
+    "TODO KIP-932: flaky - the 4s token races the broker's 5s reauth window",  # share_consumer_oauth's refresh
+    "Latent OAuth bug: failed construction raises SystemError",  # and its expired-token test
 ]
 QUICK = [
     f"{SHARE}/test_share_consumer.py::{name}" for name in (
@@ -99,6 +102,10 @@ TRIVUP_CONF = {
 }
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="sasl_user" '
         'password="sasl_user" user_sasl_user="sasl_user";')
+# trivup's unsecured OAUTHBEARER listener (KafkaBrokerApp), and its suite's connections.max.reauth.ms
+OAUTH_JAAS = ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
+              'unsecuredLoginLifetimeSeconds="3600" unsecuredLoginStringClaim_sub="admin" '
+              'unsecuredValidatorRequiredScope="requiredScope";')
 
 
 def suite_home() -> Path:
@@ -110,16 +117,21 @@ def suite_home() -> Path:
 
 
 class ShareBroker:
-    """The broker the suite runs against: its plaintext, SASL and registry addresses."""
+    """The broker the suite runs against: its plaintext, SASL (PLAIN), OAUTHBEARER and registry addresses."""
 
     def __init__(self, pool: BrokerPool) -> None:
-        plain, sasl, registry = free_ports(3)
+        plain, sasl, oauth, registry = free_ports(4)
         self.sasl_bootstrap = f"127.0.0.1:{sasl}"
+        self.oauth_bootstrap = f"127.0.0.1:{oauth}"
         self.registry = RestClient(f"http://127.0.0.1:{registry}")
         self.process: BrokerProcess = pool.start({
             **TRIVUP_CONF, **NO_REBALANCE_DELAY, **group_timers("share", heartbeat_ms=500),
-            "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl},OAUTH://127.0.0.1:{oauth}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,OAUTH:SASL_PLAINTEXT",
             "sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+            "listener.name.oauth.sasl.enabled.mechanisms": "OAUTHBEARER",
+            "listener.name.oauth.oauthbearer.sasl.jaas.config": OAUTH_JAAS,
+            "listener.name.oauth.connections.max.reauth.ms": "5000",
             "schema_registry_api": self.registry.url}, port=plain)
         wait_port(registry, 60)
         wait_primary(self.registry)
@@ -141,7 +153,7 @@ def run_suite(targets: list[str], broker: ShareBroker, tmp_path: Path) -> tuple[
         f"#!/bin/sh\nPYTHONPATH={REPO_ROOT / 'src'} exec {sys.executable} -m odradek.cli.main configs \"$@\"\n")
     (kafka_bin / "kafka-configs.sh").chmod(0o755)
     env = {**os.environ, "BROKERS": broker.process.bootstrap, "SR_URL": broker.registry.url,
-           "SASL_BROKERS": broker.sasl_bootstrap, "PYTHONPATH": f"{home}{os.pathsep}{PLUGIN_DIR}",
+           "SASL_BROKERS": broker.sasl_bootstrap, "OAUTH_BROKERS": broker.oauth_bootstrap, "PYTHONPATH": f"{home}{os.pathsep}{PLUGIN_DIR}",
            "KAFKA_HOME": str(kafka_bin.parent)}
     deselect = [arg for node in DESELECTED for arg in ("--deselect", node)]
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "odradek_sasl_cluster",
@@ -167,6 +179,14 @@ def test_confluent_kafka_python_share_consumer_quick(share_broker: ShareBroker, 
     counts, output = run_suite(QUICK, share_broker, tmp_path)
     check(counts, output)
     assert counts["passed"] == len(QUICK) + 4, output  # the two registry tests are three cases each
+
+
+@pytest.mark.timeout(300)
+def test_confluent_kafka_python_share_consumer_oauth(share_broker: ShareBroker, tmp_path: Path) -> None:
+    """share_consumer_oauth whole (a few seconds): the two tests the suite does not skip pass."""
+    counts, output = run_suite([f"{OAUTH}/test_oauth_integration.py"], share_broker, tmp_path)
+    check(counts, output)
+    assert (counts.get("passed"), counts.get("skipped")) == (2, 2), output
 
 
 @pytest.mark.slow

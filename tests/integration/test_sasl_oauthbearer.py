@@ -35,21 +35,24 @@ REAUTH_MS = 60000
 
 class OAuthBroker:
     def __init__(self, pool: BrokerPool) -> None:
-        plain, self.sasl = free_ports(2)
+        plain, self.sasl, self.reauth = free_ports(3)
         self.process: BrokerProcess = pool.start({
-            "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{self.sasl}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{self.sasl},"
+                         f"REAUTH://127.0.0.1:{self.reauth}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,REAUTH:SASL_PLAINTEXT",
             "sasl.enabled.mechanisms": "OAUTHBEARER",
-            "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": JAAS,
+            "sasl.jaas.config": JAAS,  # both SASL listeners' (the fallback of listener.name.<l>.oauthbearer.sasl.jaas.config)
             "listener.name.sasl_plaintext.connections.max.reauth.ms": str(REAUTH_MS),
+            "listener.name.reauth.connections.max.reauth.ms": "1500",
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             # the PLAINTEXT listener (the harness's and this test's admin) is the inter-broker one
             "super.users": "User:ANONYMOUS", "allow.everyone.if.no.acl.found": "false",
             "connection.failed.authentication.delay.ms": "20",
         }, name="oauth", port=plain)
 
-    def conf(self, principal: str, scope: str = "requiredScope") -> dict[str, Any]:
+    def conf(self, principal: str, scope: str = "requiredScope", port: int = 0) -> dict[str, Any]:
         """librdkafka's own unsecured token (enable.sasl.oauthbearer.unsecure.jwt)."""
-        return {"bootstrap.servers": f"127.0.0.1:{self.sasl}", "security.protocol": "SASL_PLAINTEXT",
+        return {"bootstrap.servers": f"127.0.0.1:{port or self.sasl}", "security.protocol": "SASL_PLAINTEXT",
                 "sasl.mechanism": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": True,
                 "sasl.oauthbearer.config": f"principal={principal} scope={scope}"}
 
@@ -156,3 +159,17 @@ def test_session_lifetime_is_the_token_lifetime_capped_by_max_reauth(oauth: OAut
         other = client.request(SaslAuthenticateRequest(auth_bytes=initial_response(unsecured_jwt("bob"))), 1)
         assert other.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
     wait_until(lambda: "principal User:bob, mechanism OAUTHBEARER" in oauth.process.output(), 10, "the failure log")
+
+
+def test_librdkafka_reauthenticates_before_the_session_ends(oauth: OAuthBroker) -> None:
+    """KIP-368: on a listener with connections.max.reauth.ms=1500, librdkafka re-authenticates on the same
+    connection before each session ends and keeps producing across several sessions, never refused or cut."""
+    errors: list[KafkaError] = []
+    producer = Producer({**oauth.conf("alice", port=oauth.reauth), "error_cb": errors.append})
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        producer.produce("oauth-reauth", b"r")
+        producer.poll(0.2)
+    assert producer.flush(10) == 0
+    assert not errors, errors  # librdkafka reports a refused re-authentication, and the broker's closing
+    assert "expired (connections.max.reauth.ms)" not in oauth.process.output()

@@ -248,7 +248,7 @@ class SaslSettings:
     mechanisms: tuple[str, ...]
     plain_users: Mapping[str, str] = field(default_factory=dict)
     failed_delay_ms: int = 100
-    max_reauth_ms: int = 0  # connections.max.reauth.ms (KIP-368): 0 = sessions never expire
+    max_reauth_ms: int = 0  # connections.max.reauth.ms (KIP-368): 0 = no cap (a token's exp still ends a session)
     # sasl.server.max.receive.size: the largest frame a connection may send before it has authenticated
     max_receive_size: int = 524288
     # OAUTHBEARER's validator, from the listener's OAuthBearerLoginModule options
