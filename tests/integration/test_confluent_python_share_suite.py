@@ -1,5 +1,5 @@
 """confluent-kafka-python's own share-consumer integration tests (KIP-932), those of its v2.15.0 tag in
-`tests/integration/share_consumer` and `share_consumer_sasl`, run unmodified against one Odradek broker, as
+`tests/integration/share_consumer`, `share_consumer_sasl` and `share_consumer_oauth`, run unmodified against one Odradek broker, as
 test_librdkafka_share_suite.py runs librdkafka's. The test command fetches that tag's tests/ directory once into
 $ODRADEK_CACHE/confluent-kafka-python-2.15.0 (scripts/env.sh, `confluent_python_tests`).
 
@@ -17,8 +17,10 @@ implicit and explicit acknowledgement with the suite's own checks that no accept
 close, the registry cases, SASL); with --run-slow each file runs whole in a pytest of its own (about eleven
 minutes in all: many tests wait out locks, sessions and max.poll.interval.ms). Every test must pass but those
 the suite itself skips (SUITE_SKIPS, as against Kafka 4.2) and those in DESELECTED, for the reason given there.
-share_consumer_oauth is not run: the broker has no OAUTHBEARER mechanism (its fixture needs Kafka's unsecured
-JWT validator).
+share_consumer_oauth runs whole in a test of its own (a few seconds): its `oauth_trivup_cluster` fixture, a trivup
+cluster with Kafka's unsecured OAUTHBEARER validator, is pointed by the same plugin (OAUTH_BROKERS) at the broker's
+OAUTH listener (SASL_PLAINTEXT, OAUTHBEARER with trivup's JAAS and its suite's connections.max.reauth.ms=5000);
+2 tests pass and the suite skips its other 2 itself (SUITE_SKIPS).
 """
 
 from __future__ import annotations
