@@ -74,3 +74,37 @@ def test_exchange_challenge_then_failure_and_session_lifetime() -> None:
         s = SaslServer(settings)
         s.handshake("OAUTHBEARER", 1)
         s.authenticate(initial_response(unsecured_jwt("alice", lifetime_s=lifetime_s, now=NOW), authzid="bob"))
+
+
+@pytest.mark.parametrize(("props", "message"), [
+    ({}, "OAUTHBEARER needs exactly one org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule entry in "
+         "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config"),
+    ({"sasl.jaas.config": 'org.apache.kafka.common.security.plain.PlainLoginModule required user_a="b";'},
+     "OAUTHBEARER needs exactly one"),
+    ({"listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": f"{oauthbearer.LOGIN_MODULE} required "
+      'unsecuredValidatorAllowableClockSkewMs="soon";'}, "is not a number"),
+])
+def test_listener_settings_refused_at_startup(props: dict[str, str], message: str) -> None:
+    from odradek.config import BrokerConfig
+    from odradek.server.security import ListenerSecurity
+
+    cfg = BrokerConfig.from_props({"listeners": "SASL_PLAINTEXT://127.0.0.1:9094", "log.dirs": "/tmp/x",
+                                   "sasl.enabled.mechanisms": "OAUTHBEARER", **props})
+    with pytest.raises(ConfigError, match=message):
+        ListenerSecurity.for_listener(cfg, cfg.listeners[0])
+
+
+def test_listener_validator_from_the_listener_jaas_over_the_broker_wide_one() -> None:
+    from odradek.config import BrokerConfig
+    from odradek.server.security import ListenerSecurity, unsecured_token_warnings
+
+    cfg = BrokerConfig.from_props({
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:9094", "log.dirs": "/tmp/x", "sasl.enabled.mechanisms": "OAUTHBEARER",
+        "sasl.jaas.config": f'{oauthbearer.LOGIN_MODULE} required unsecuredValidatorRequiredScope="x";',
+        "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config":
+            f'{oauthbearer.LOGIN_MODULE} required unsecuredLoginStringClaim_sub="admin" '
+            'unsecuredValidatorRequiredScope="requiredScope" unsecuredValidatorPrincipalClaimName="client_id";'})
+    security = ListenerSecurity.for_listener(cfg, cfg.listeners[0])
+    assert security.sasl is not None
+    assert security.sasl.oauthbearer == UnsecuredValidator("client_id", "scope", ("requiredScope",), 0)
+    assert len(unsecured_token_warnings([security])) == 1
