@@ -108,3 +108,16 @@ def test_listener_validator_from_the_listener_jaas_over_the_broker_wide_one() ->
     assert security.sasl is not None
     assert security.sasl.oauthbearer == UnsecuredValidator("client_id", "scope", ("requiredScope",), 0)
     assert len(unsecured_token_warnings([security])) == 1
+
+
+def test_a_principal_with_a_newline_stays_on_one_line_in_messages() -> None:
+    sasl = SaslServer(SaslSettings(("OAUTHBEARER",), oauthbearer=UnsecuredValidator()))
+    sasl.handshake("OAUTHBEARER", 1)
+    with pytest.raises(AuthenticationFailed) as exc:
+        sasl.authenticate(initial_response(unsecured_jwt("eve\nINFO forged", scope=None), authzid="alice"))
+    assert "\n" not in str(exc.value) and "\n" not in sasl.attempted_principal()
+
+
+def test_base64_outside_the_alphabet_is_refused() -> None:
+    with pytest.raises(InvalidToken, match="Base64"):
+        UnsecuredValidator().validate("eyJhbGciOiJub25lIn0~.e30.", time.time() * 1000)

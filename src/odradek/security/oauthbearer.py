@@ -109,7 +109,8 @@ def _no_constant(name: str) -> Any:
 def _section(part: str, what: str) -> dict[str, Any]:
     """A Base64URL (or, as Kafka's decoder takes, plain Base64) JSON object of the compact serialization."""
     try:
-        raw = base64.urlsafe_b64decode(part.replace("+", "-").replace("/", "_") + "=" * (-len(part) % 4))
+        raw = base64.b64decode(part.replace("+", "-").replace("/", "_") + "=" * (-len(part) % 4), altchars=b"-_",
+                               validate=True)
     except (binascii.Error, ValueError):
         raise InvalidToken(f"malformed Base64 URL encoded value in the JWS {what}") from None
     try:

@@ -222,20 +222,25 @@ class OAuthBearer(Mechanism):
             response = oauthbearer.parse_initial_response(token)
         except oauthbearer.MalformedResponse as exc:
             raise AuthenticationFailed(f"{self._GENERIC}: {exc}") from None
-        self.attempted_user = response.authzid or None
+        self.attempted_user = _printable(response.authzid) or None
         try:
             valid = self._validator.validate(response.token, self._clock() * 1000)
         except oauthbearer.InvalidToken as exc:
             challenge = exc.json_error()
             self._error = f"{challenge}: {exc}"
             return challenge.encode()
-        self.attempted_user = valid.principal
+        self.attempted_user = _printable(valid.principal)
         if response.authzid and response.authzid != valid.principal:
             raise AuthenticationFailed(
-                f"Authentication failed: Client requested an authorization id ({response.authzid[:100]}) that is "
-                f"different from the token's principal name ({valid.principal})", valid.principal)
+                f"Authentication failed: Client requested an authorization id ({_printable(response.authzid)}) that "
+                f"is different from the token's principal name ({self.attempted_user})", self.attempted_user)
         self.user, self.complete, self.credential_expires_ms = valid.principal, True, valid.expires_ms
         return b""
+
+
+def _printable(text: str, limit: int = 200) -> str:
+    """A client-chosen name as it may appear in a message or a log line: one line, bounded."""
+    return text[:limit].encode("unicode_escape").decode("ascii") if not text.isprintable() else text[:limit]
 
 
 # ---- one connection ---------------------------------------------------------------------------------
