@@ -12,15 +12,15 @@ share_consumer_sasl, whose `sasl_cluster` fixture always starts a trivup cluster
 tests/integration/confluent_share_plugin/odradek_sasl_cluster.py points it at that listener. The client-quota
 tests shell out to $KAFKA_HOME/bin/kafka-configs.sh, here `odradek configs`.
 
-By default one pytest runs a cheap subset of every file (QUICK, 27 tests, about a minute: plain consumption,
+By default one pytest runs a cheap subset of every file (QUICK, 28 tests, about a minute: plain consumption,
 implicit and explicit acknowledgement with the suite's own checks that no accepted record comes back, commits,
-close, the registry cases, SASL); with --run-slow each file runs whole in a pytest of its own (about eleven
+close, the registry cases, SASL, OAUTHBEARER); with --run-slow each file runs whole in a pytest of its own (about eleven
 minutes in all: many tests wait out locks, sessions and max.poll.interval.ms). Every test must pass but those
 the suite itself skips (SUITE_SKIPS, as against Kafka 4.2) and those in DESELECTED, for the reason given there.
-share_consumer_oauth runs whole in a test of its own (a few seconds): its `oauth_trivup_cluster` fixture, a trivup
-cluster with Kafka's unsecured OAUTHBEARER validator, is pointed by the same plugin (OAUTH_BROKERS) at the broker's
-OAUTH listener (SASL_PLAINTEXT, OAUTHBEARER with trivup's JAAS and its suite's connections.max.reauth.ms=5000);
-2 tests pass and the suite skips its other 2 itself (SUITE_SKIPS).
+share_consumer_oauth's `oauth_trivup_cluster` fixture, a trivup cluster with Kafka's unsecured OAUTHBEARER
+validator, is pointed by the same plugin (OAUTH_BROKERS) at the broker's OAUTH listener (SASL_PLAINTEXT, OAUTHBEARER
+with trivup's JAAS and its suite's connections.max.reauth.ms=5000): its handshake test is in QUICK; whole, 2 tests
+pass and the suite skips its other 2 itself (SUITE_SKIPS).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ OAUTH = "tests/integration/share_consumer_oauth"
 FILES = [f"{SHARE}/test_share_consumer.py", f"{SHARE}/test_share_consumer_ack.py",
          f"{SHARE}/test_share_consumer_callbacks.py", f"{SHARE}/test_share_consumer_close.py",
          f"{SHARE}/test_share_consumer_commit.py", f"{SHARE}/test_share_consumer_deserialization.py",
-         f"{SASL}/test_share_consumer_sasl.py"]  # share_consumer_oauth: its own test below
+         f"{SASL}/test_share_consumer_sasl.py", f"{OAUTH}/test_oauth_integration.py"]
 PLUGIN_DIR = Path(__file__).resolve().parent / "confluent_share_plugin"
 # deselected, and why (none of them is the broker's doing)
 DESELECTED = {
@@ -93,7 +93,10 @@ QUICK = [
     f"{SHARE}/test_share_consumer_deserialization.py::{name}" for name in (
         "test_roundtrip_key_and_value_deserialization", "test_schema_registry_roundtrip",
         "test_schema_registry_poison_marked")
-] + [f"{SASL}/test_share_consumer_sasl.py::test_set_sasl_credentials_before_subscribe_and_repeated"]
+] + [f"{SASL}/test_share_consumer_sasl.py::test_set_sasl_credentials_before_subscribe_and_repeated",
+      # a real OAUTHBEARER handshake with the binding's oauth_cb token (the file's other runnable test waits out the
+      # binding's own 10 s token timeout without reaching the broker: --run-slow runs it)
+      f"{OAUTH}/test_oauth_integration.py::test_share_consumer_oauth_construct_and_metadata"]
 # the single-broker settings of the suite's trivup cluster (tests/common TestUtils.broker_conf), but its
 # `offsets.topic.min.isr`, a name Kafka does not have (it logs it as unknown; Odradek refuses to start)
 TRIVUP_CONF = {
@@ -182,13 +185,6 @@ def test_confluent_kafka_python_share_consumer_quick(share_broker: ShareBroker, 
     check(counts, output)
     assert counts["passed"] == len(QUICK) + 4, output  # the two registry tests are three cases each
 
-
-@pytest.mark.timeout(300)
-def test_confluent_kafka_python_share_consumer_oauth(share_broker: ShareBroker, tmp_path: Path) -> None:
-    """share_consumer_oauth whole (a few seconds): the two tests the suite does not skip pass."""
-    counts, output = run_suite([f"{OAUTH}/test_oauth_integration.py"], share_broker, tmp_path)
-    check(counts, output)
-    assert (counts.get("passed"), counts.get("skipped")) == (2, 2), output
 
 
 @pytest.mark.slow
