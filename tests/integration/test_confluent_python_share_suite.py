@@ -1,5 +1,5 @@
 """confluent-kafka-python's own share-consumer integration tests (KIP-932), those of its v2.15.0 tag in
-`tests/integration/share_consumer` and `share_consumer_sasl`, run unmodified against one Odradek broker, as
+`tests/integration/share_consumer`, `share_consumer_sasl` and `share_consumer_oauth`, run unmodified against one Odradek broker, as
 test_librdkafka_share_suite.py runs librdkafka's. The test command fetches that tag's tests/ directory once into
 $ODRADEK_CACHE/confluent-kafka-python-2.15.0 (scripts/env.sh, `confluent_python_tests`).
 
@@ -12,13 +12,15 @@ share_consumer_sasl, whose `sasl_cluster` fixture always starts a trivup cluster
 tests/integration/confluent_share_plugin/odradek_sasl_cluster.py points it at that listener. The client-quota
 tests shell out to $KAFKA_HOME/bin/kafka-configs.sh, here `odradek configs`.
 
-By default one pytest runs a cheap subset of every file (QUICK, 27 tests, about a minute: plain consumption,
+By default one pytest runs a cheap subset of every file (QUICK, 28 tests, about a minute: plain consumption,
 implicit and explicit acknowledgement with the suite's own checks that no accepted record comes back, commits,
-close, the registry cases, SASL); with --run-slow each file runs whole in a pytest of its own (about eleven
+close, the registry cases, SASL, OAUTHBEARER); with --run-slow each file runs whole in a pytest of its own (about eleven
 minutes in all: many tests wait out locks, sessions and max.poll.interval.ms). Every test must pass but those
 the suite itself skips (SUITE_SKIPS, as against Kafka 4.2) and those in DESELECTED, for the reason given there.
-share_consumer_oauth is not run: the broker has no OAUTHBEARER mechanism (its fixture needs Kafka's unsecured
-JWT validator).
+share_consumer_oauth's `oauth_trivup_cluster` fixture, a trivup cluster with Kafka's unsecured OAUTHBEARER
+validator, is pointed by the same plugin (OAUTH_BROKERS) at the broker's OAUTH listener (SASL_PLAINTEXT, OAUTHBEARER
+with trivup's JAAS and its suite's connections.max.reauth.ms=5000): its handshake test is in QUICK; whole, 2 tests
+pass and the suite skips its other 2 itself (SUITE_SKIPS).
 """
 
 from __future__ import annotations
@@ -47,10 +49,11 @@ from tests.schema_registry.helpers import RestClient
 VERSION = "2.15.0"
 SHARE = "tests/integration/share_consumer"
 SASL = "tests/integration/share_consumer_sasl"
+OAUTH = "tests/integration/share_consumer_oauth"
 FILES = [f"{SHARE}/test_share_consumer.py", f"{SHARE}/test_share_consumer_ack.py",
          f"{SHARE}/test_share_consumer_callbacks.py", f"{SHARE}/test_share_consumer_close.py",
          f"{SHARE}/test_share_consumer_commit.py", f"{SHARE}/test_share_consumer_deserialization.py",
-         f"{SASL}/test_share_consumer_sasl.py"]
+         f"{SASL}/test_share_consumer_sasl.py", f"{OAUTH}/test_oauth_integration.py"]
 PLUGIN_DIR = Path(__file__).resolve().parent / "confluent_share_plugin"
 # deselected, and why (none of them is the broker's doing)
 DESELECTED = {
@@ -66,6 +69,8 @@ SUITE_SKIPS = [
     "broker does not allow per-group share.partition.max.record.locks",  # a group config after Kafka 4.2
     "Calling the consumer from inside throttle_cb segfaults",
     "TODO KIP-932: flaky - rotates a live consumer to invalid SASL",
+    "TODO KIP-932: flaky - the 4s token races the broker's 5s reauth window",  # share_consumer_oauth's refresh
+    "Latent OAuth bug: failed construction raises SystemError",  # and its expired-token test
 ]
 QUICK = [
     f"{SHARE}/test_share_consumer.py::{name}" for name in (
@@ -88,7 +93,10 @@ QUICK = [
     f"{SHARE}/test_share_consumer_deserialization.py::{name}" for name in (
         "test_roundtrip_key_and_value_deserialization", "test_schema_registry_roundtrip",
         "test_schema_registry_poison_marked")
-] + [f"{SASL}/test_share_consumer_sasl.py::test_set_sasl_credentials_before_subscribe_and_repeated"]
+] + [f"{SASL}/test_share_consumer_sasl.py::test_set_sasl_credentials_before_subscribe_and_repeated",
+      # a real OAUTHBEARER handshake with the binding's oauth_cb token (the file's other runnable test waits out the
+      # binding's own 10 s token timeout without reaching the broker: --run-slow runs it)
+      f"{OAUTH}/test_oauth_integration.py::test_share_consumer_oauth_construct_and_metadata"]
 # the single-broker settings of the suite's trivup cluster (tests/common TestUtils.broker_conf), but its
 # `offsets.topic.min.isr`, a name Kafka does not have (it logs it as unknown; Odradek refuses to start)
 TRIVUP_CONF = {
@@ -99,6 +107,10 @@ TRIVUP_CONF = {
 }
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="sasl_user" '
         'password="sasl_user" user_sasl_user="sasl_user";')
+# trivup's unsecured OAUTHBEARER listener (KafkaBrokerApp), and its suite's connections.max.reauth.ms
+OAUTH_JAAS = ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
+              'unsecuredLoginLifetimeSeconds="3600" unsecuredLoginStringClaim_sub="admin" '
+              'unsecuredValidatorRequiredScope="requiredScope";')
 
 
 def suite_home() -> Path:
@@ -110,16 +122,21 @@ def suite_home() -> Path:
 
 
 class ShareBroker:
-    """The broker the suite runs against: its plaintext, SASL and registry addresses."""
+    """The broker the suite runs against: its plaintext, SASL (PLAIN), OAUTHBEARER and registry addresses."""
 
     def __init__(self, pool: BrokerPool) -> None:
-        plain, sasl, registry = free_ports(3)
+        plain, sasl, oauth, registry = free_ports(4)
         self.sasl_bootstrap = f"127.0.0.1:{sasl}"
+        self.oauth_bootstrap = f"127.0.0.1:{oauth}"
         self.registry = RestClient(f"http://127.0.0.1:{registry}")
         self.process: BrokerProcess = pool.start({
             **TRIVUP_CONF, **NO_REBALANCE_DELAY, **group_timers("share", heartbeat_ms=500),
-            "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl},OAUTH://127.0.0.1:{oauth}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,OAUTH:SASL_PLAINTEXT",
             "sasl.enabled.mechanisms": "PLAIN", "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+            "listener.name.oauth.sasl.enabled.mechanisms": "OAUTHBEARER",
+            "listener.name.oauth.oauthbearer.sasl.jaas.config": OAUTH_JAAS,
+            "listener.name.oauth.connections.max.reauth.ms": "5000",
             "schema_registry_api": self.registry.url}, port=plain)
         wait_port(registry, 60)
         wait_primary(self.registry)
@@ -141,7 +158,7 @@ def run_suite(targets: list[str], broker: ShareBroker, tmp_path: Path) -> tuple[
         f"#!/bin/sh\nPYTHONPATH={REPO_ROOT / 'src'} exec {sys.executable} -m odradek.cli.main configs \"$@\"\n")
     (kafka_bin / "kafka-configs.sh").chmod(0o755)
     env = {**os.environ, "BROKERS": broker.process.bootstrap, "SR_URL": broker.registry.url,
-           "SASL_BROKERS": broker.sasl_bootstrap, "PYTHONPATH": f"{home}{os.pathsep}{PLUGIN_DIR}",
+           "SASL_BROKERS": broker.sasl_bootstrap, "OAUTH_BROKERS": broker.oauth_bootstrap, "PYTHONPATH": f"{home}{os.pathsep}{PLUGIN_DIR}",
            "KAFKA_HOME": str(kafka_bin.parent)}
     deselect = [arg for node in DESELECTED for arg in ("--deselect", node)]
     proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "odradek_sasl_cluster",
@@ -167,6 +184,7 @@ def test_confluent_kafka_python_share_consumer_quick(share_broker: ShareBroker, 
     counts, output = run_suite(QUICK, share_broker, tmp_path)
     check(counts, output)
     assert counts["passed"] == len(QUICK) + 4, output  # the two registry tests are three cases each
+
 
 
 @pytest.mark.slow

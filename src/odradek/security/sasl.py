@@ -1,13 +1,15 @@
 """SASL authentication of one connection, sans-io: the handshake and token exchanges of Kafka's
 SaslHandshake/SaslAuthenticate (or raw tokens after SaslHandshake v0), the mechanisms (PLAIN, with users
-from Kafka's JAAS syntax), and which requests a connection may send before it is authenticated. The
-network layer and the handlers feed it requests; it never touches sockets or the clock."""
+from Kafka's JAAS syntax; SCRAM; OAUTHBEARER with Kafka's unsecured validator), and which requests a
+connection may send before it is authenticated. The network layer and the handlers feed it requests; it
+never touches sockets, and reads the wall clock only through its settings' `wall_clock` (token expiry)."""
 
 from __future__ import annotations
 
 import enum
 import hmac
 import re
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,9 +18,9 @@ from kafka.protocol.metadata import ApiVersionsRequest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
 from odradek.config_keys import ConfigError
-from odradek.security import scram
+from odradek.security import oauthbearer, scram
 
-SUPPORTED_MECHANISMS = ("PLAIN", *scram.MECHANISMS)
+SUPPORTED_MECHANISMS = ("PLAIN", *scram.MECHANISMS, oauthbearer.MECHANISM)
 PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 INVALID_CREDENTIALS = "Authentication failed: Invalid username or password"
 # What a client may send before authentication completes.
@@ -125,6 +127,7 @@ class Mechanism:
     user: str | None = None
     attempted_user: str | None = None
     complete = False
+    credential_expires_ms: int | None = None  # when the credential expires (ms since the epoch), if it does
 
     def step(self, token: bytes) -> bytes | NeedCredential:
         raise NotImplementedError
@@ -198,6 +201,48 @@ class Scram(Mechanism):
         return self._server.server_first(credential)
 
 
+class OAuthBearer(Mechanism):
+    """RFC 7628 with Kafka's unsecured validator: the initial response carries the token; a refused token is
+    answered with a JSON error challenge, which the client acknowledges with a lone \\x01 before the server
+    fails the exchange (Kafka's OAuthBearerSaslServer)."""
+
+    name = oauthbearer.MECHANISM
+    _GENERIC = "Authentication failed during authentication due to invalid credentials with SASL mechanism OAUTHBEARER"
+
+    def __init__(self, validator: oauthbearer.UnsecuredValidator, wall_clock: Callable[[], float]) -> None:
+        self._validator = validator
+        self._clock = wall_clock
+        self._error: str | None = None  # the failure to report once the client acknowledges the challenge
+
+    def step(self, token: bytes) -> bytes:
+        if token == b"\x01" and self._error is not None:
+            raise AuthenticationFailed(self._error, self.attempted_user)
+        self._error = None
+        try:
+            response = oauthbearer.parse_initial_response(token)
+        except oauthbearer.MalformedResponse as exc:
+            raise AuthenticationFailed(f"{self._GENERIC}: {exc}") from None
+        self.attempted_user = _printable(response.authzid) or None
+        try:
+            valid = self._validator.validate(response.token, self._clock() * 1000)
+        except oauthbearer.InvalidToken as exc:
+            challenge = exc.json_error()
+            self._error = f"{challenge}: {exc}"
+            return challenge.encode()
+        self.attempted_user = _printable(valid.principal)
+        if response.authzid and response.authzid != valid.principal:
+            raise AuthenticationFailed(
+                f"Authentication failed: Client requested an authorization id ({_printable(response.authzid)}) that "
+                f"is different from the token's principal name ({self.attempted_user})", self.attempted_user)
+        self.user, self.complete, self.credential_expires_ms = valid.principal, True, valid.expires_ms
+        return b""
+
+
+def _printable(text: str, limit: int = 200) -> str:
+    """A client-chosen name as it may appear in a message or a log line: one line, bounded."""
+    return text[:limit].encode("unicode_escape").decode("ascii") if not text.isprintable() else text[:limit]
+
+
 # ---- one connection ---------------------------------------------------------------------------------
 
 
@@ -208,15 +253,20 @@ class SaslSettings:
     mechanisms: tuple[str, ...]
     plain_users: Mapping[str, str] = field(default_factory=dict)
     failed_delay_ms: int = 100
-    max_reauth_ms: int = 0  # connections.max.reauth.ms (KIP-368): 0 = sessions never expire
+    max_reauth_ms: int = 0  # connections.max.reauth.ms (KIP-368): 0 = no cap (a token's exp still ends a session)
     # sasl.server.max.receive.size: the largest frame a connection may send before it has authenticated
     max_receive_size: int = 524288
+    # OAUTHBEARER's validator, from the listener's OAuthBearerLoginModule options
+    oauthbearer: oauthbearer.UnsecuredValidator | None = None
+    wall_clock: Callable[[], float] = time.time
 
     def mechanism(self, name: str) -> Mechanism:
         if name == "PLAIN":
             return Plain(self.plain_users)
         if name in scram.MECHANISMS:
             return Scram(name)
+        if name == oauthbearer.MECHANISM and self.oauthbearer is not None:
+            return OAuthBearer(self.oauthbearer, self.wall_clock)
         raise ValueError(name)
 
 
@@ -243,11 +293,19 @@ class SaslServer:
 
     def start_session(self, now: float) -> int:
         """Authentication completed through SaslAuthenticate v1+: the session lifetime to tell the client
-        (ms; 0 when sessions do not expire)."""
-        if self.settings.max_reauth_ms <= 0:
+        (ms; 0 when sessions do not expire): connections.max.reauth.ms, or the credential's remaining
+        lifetime (an OAUTHBEARER token's exp) when that is sooner, as Kafka's SaslServerAuthenticator."""
+        max_reauth = self.settings.max_reauth_ms
+        expiry = self.mechanism.credential_expires_ms if self.mechanism is not None else None
+        if expiry is None and max_reauth <= 0:
             return 0
-        self.expires_at = now + self.settings.max_reauth_ms / 1000
-        return self.settings.max_reauth_ms
+        lifetime = max_reauth
+        if expiry is not None:
+            remaining = expiry - round(self.settings.wall_clock() * 1000)
+            lifetime = remaining if max_reauth <= 0 else min(remaining, max_reauth)
+        lifetime = max(0, int(lifetime))
+        self.expires_at = now + lifetime / 1000
+        return lifetime
 
     def expired(self, now: float) -> bool:
         return self.expires_at is not None and now >= self.expires_at
@@ -258,7 +316,7 @@ class SaslServer:
 
     def handshake(self, mechanism: str, version: int) -> bool:
         """SaslHandshake: whether the mechanism is enabled (if not, the connection is to be closed)."""
-        if self.state is State.COMPLETE and self.settings.max_reauth_ms > 0 and version >= 1:
+        if self.state is State.COMPLETE and self.expires_at is not None and version >= 1:
             self.reauthenticating = True  # KIP-368: the same principal authenticates again
             self.state = State.HANDSHAKE
         if self.state is not State.HANDSHAKE:

@@ -64,7 +64,12 @@ from odradek.server.quotas import QuotaManager
 from odradek.server.schema_registry_client import HttpSchemaLookup
 from odradek.server.schema_validation import SchemaValidation
 from odradek.server.secret_file import exposed_file_warning, exposed_secrets_warning
-from odradek.server.security import ListenerSecurity, inter_broker_security, trust_warnings
+from odradek.server.security import (
+    ListenerSecurity,
+    inter_broker_security,
+    trust_warnings,
+    unsecured_token_warnings,
+)
 from odradek.server.share_sessions import ShareSessionCache
 from odradek.storage.manager import (
     LOG_START_OFFSET_CHECKPOINT,
@@ -393,6 +398,8 @@ class Broker:
                 securities.append(ListenerSecurity.for_listener(self.config, listener))
             except ConfigError as exc:
                 raise StartupError(f"listener {listener.name}: {exc}") from None
+        for line in unsecured_token_warnings(securities):
+            log.warning("%s %s", self.prefix, line)
         if self.authorizer is not None:
             for line in trust_warnings(securities, self.authorizer.super_users,
                                        self.config.inter_broker_listener.name, bool(self.config.zookeeper_connect)):

@@ -14,9 +14,9 @@ from odradek.config import BrokerConfig, Listener
 from odradek.config_keys import ConfigError, Password
 from odradek.protocol.client_security import PLAINTEXT, ClientSecurity
 from odradek.protocol.sasl_client import MECHANISMS as CLIENT_MECHANISMS
-from odradek.security import tls
+from odradek.security import oauthbearer, tls
 from odradek.security.principal_mapping import Rule, parse_rules
-from odradek.security.sasl import SUPPORTED_MECHANISMS, SaslSettings, plain_users
+from odradek.security.sasl import SUPPORTED_MECHANISMS, SaslSettings, parse_jaas, plain_users
 
 
 def listener_lookup(get: Callable[[str], object], is_set: Callable[[str], bool], listener: str) -> tls.Lookup:
@@ -100,9 +100,30 @@ def _sasl_settings(lookup: tls.Lookup, listener: str, delay_ms: int, max_receive
             raise ConfigError(f"PLAIN needs the users in {key} (or sasl.jaas.config), e.g. "
                               'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="..."; ')
         users = plain_users(jaas, key)
+    validator = _oauthbearer_validator(lookup, listener) if oauthbearer.MECHANISM in mechanisms else None
     reauth_ms = int(lookup("connections.max.reauth.ms") or 0)
     max_receive = lookup("sasl.server.max.receive.size")  # a listener's own value wins
-    return SaslSettings(mechanisms, users, delay_ms, reauth_ms, int(max_receive) if max_receive else max_receive_size)
+    return SaslSettings(mechanisms, users, delay_ms, reauth_ms, int(max_receive) if max_receive else max_receive_size,
+                        validator)
+
+
+def _oauthbearer_validator(lookup: tls.Lookup, listener: str) -> oauthbearer.UnsecuredValidator:
+    """OAUTHBEARER needs the OAuthBearerLoginModule entry (its unsecuredValidator* options), found as PLAIN's
+    users are: `listener.name.<l>.oauthbearer.sasl.jaas.config`, else `sasl.jaas.config`."""
+    key = f"listener.name.{listener.lower()}.oauthbearer.sasl.jaas.config"
+    jaas = lookup("oauthbearer.sasl.jaas.config") or lookup("sasl.jaas.config")
+    modules = [m for m in parse_jaas(jaas, key) if m.name == oauthbearer.LOGIN_MODULE] if jaas else []
+    if len(modules) != 1:
+        raise ConfigError(f"OAUTHBEARER needs exactly one {oauthbearer.LOGIN_MODULE} entry in {key} (or "
+                          f'sasl.jaas.config), e.g. {oauthbearer.LOGIN_MODULE} required unsecuredLoginStringClaim_sub="admin";')
+    return oauthbearer.UnsecuredValidator.from_options(modules[0].options, key)
+
+
+def unsecured_token_warnings(listeners: list[ListenerSecurity]) -> list[str]:
+    """What start-up warns about once: OAUTHBEARER tokens on these listeners are not signed."""
+    return [f"Listener {sec.name} enables SASL/OAUTHBEARER with Kafka's unsecured validator: tokens are not signed "
+            "and any client can claim any principal; use it for development only"
+            for sec in listeners if sec.sasl is not None and sec.sasl.oauthbearer is not None]
 
 
 def inter_broker_security(config: BrokerConfig) -> ClientSecurity:
