@@ -7,6 +7,7 @@ lifetime capped by connections.max.reauth.ms (KIP-368)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -105,15 +106,18 @@ def _authenticate(port: int, token_bytes: bytes) -> tuple[RawClient, Any]:
     return client, client.request(SaslAuthenticateRequest(auth_bytes=token_bytes), 1)
 
 
-@pytest.mark.parametrize("token, reason", [
-    (unsecured_jwt(lifetime_s=-60), "Expiration Time"),
-    (unsecured_jwt(scope="otherScope"), "missing a required scope"),
-    (unsecured_jwt(scope=None), "missing a required scope"),
-    (unsecured_jwt(alg="HS256", signature="c2lnbmF0dXJl"), "must have 'none' for an algorithm"),
-    ("bm90IGpzb24.bm90IGpzb24.", "malformed JSON"),
+# tokens made when the test runs, not when it is collected: a suite's module may run minutes after collection,
+# past the tokens' lifetime
+@pytest.mark.parametrize("make_token, reason", [
+    (lambda: unsecured_jwt(lifetime_s=-60), "Expiration Time"),
+    (lambda: unsecured_jwt(scope="otherScope"), "missing a required scope"),
+    (lambda: unsecured_jwt(scope=None), "missing a required scope"),
+    (lambda: unsecured_jwt(alg="HS256", signature="c2lnbmF0dXJl"), "must have 'none' for an algorithm"),
+    (lambda: "bm90IGpzb24.bm90IGpzb24.", "malformed JSON"),
 ], ids=["expired", "wrong-scope", "no-scope", "hs256", "not-json"])
-def test_a_refused_token_gets_the_json_challenge_then_fails(oauth: OAuthBroker, token: str, reason: str) -> None:
-    client, first = _authenticate(oauth.sasl, initial_response(token))
+def test_a_refused_token_gets_the_json_challenge_then_fails(oauth: OAuthBroker, make_token: Callable[[], str],
+                                                            reason: str) -> None:
+    client, first = _authenticate(oauth.sasl, initial_response(make_token()))
     with client:
         assert first.error_code == 0 and first.auth_bytes.startswith(b'{"status":'), first  # RFC 7628's error
         final = client.request(SaslAuthenticateRequest(auth_bytes=b"\x01"), 1)

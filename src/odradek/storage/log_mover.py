@@ -41,6 +41,8 @@ log = logging.getLogger("odradek.storage")
 TopicPartition = tuple[str, int]
 CHUNK_BYTES = 1024 * 1024  # per copy step (Kafka's replica.fetch.max.bytes default)
 SWAP_READS = 8  # at most this many chunks copied during the swap; more and the mover goes on instead
+SWAP_LOCK_WAIT_S = 0.05  # how long the swap waits for a copy step to release the move's lock
+SWAP_WAIT_S = 1.0  # how long a requested swap may take to run before the mover steps on and asks again
 IDLE_POLL_S = 0.05  # how often an idle mover looks again at the moves whose current logs are growing
 
 
@@ -135,12 +137,11 @@ class LogDirMover:
             busy = False
             for move in moves:
                 ready = False
-                if move.swap_requested_at is not None:
-                    # not stepped while its swap waits to run on the appending thread (which always runs it,
-                    # or raises at once when its loop is closing, below): a copy step holds the move's lock,
-                    # and a swap that finds it held gives up. A mover that stepped on after a while (it once
-                    # did after a second) starved its own swap for good on a loaded machine, whose loop ran
-                    # the swap seconds late, while a step held the lock, every time.
+                asked = move.swap_requested_at
+                if asked is not None and time.monotonic() - asked < SWAP_WAIT_S:
+                    # not stepped while its swap waits to run on the appending thread: a copy step holds the
+                    # move's lock, and a swap that finds it held gives up, so a mover stepping on under steady
+                    # writes would starve its own swap for good
                     continue
                 with move.lock:
                     if move.cancelled:
@@ -152,7 +153,8 @@ class LogDirMover:
                                     move.future.dir.parent, exc)
                         progressed = False
                     busy = busy or progressed
-                if ready:
+                if ready and (move.swap_requested_at is None
+                              or time.monotonic() - move.swap_requested_at >= SWAP_WAIT_S):
                     move.swap_requested_at = time.monotonic()
                     try:
                         self.run_swap(lambda m=move: self._swap(m))  # type: ignore[misc]
@@ -213,7 +215,10 @@ class LogDirMover:
                 self._cond.notify_all()
 
     def _try_swap(self, move: Move) -> None:
-        if self._stopping or not move.lock.acquire(blocking=False):
+        # a copy step holding the move's lock ends within milliseconds (it holds no lock the loop thread
+        # holds; waiting here releases the GIL it needs): wait that long rather than give up, or a loop that
+        # runs the swap late under load finds a step under way every time and the move never ends
+        if self._stopping or not move.lock.acquire(timeout=SWAP_LOCK_WAIT_S):
             return
         try:
             if move.cancelled:
