@@ -465,7 +465,7 @@ class Record:
     headers: list[tuple[str, bytes | None]] = field(default_factory=list)
 
 
-def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
+def read_varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     """Zigzag varint (up to 64 bits) at pos -> (value, next position)."""
     b = buf[pos]
     pos += 1
@@ -482,7 +482,7 @@ def _read_varint(buf: bytes, pos: int) -> tuple[int, int]:
 
 
 def _read_bytes(buf: bytes, pos: int) -> tuple[bytes | None, int]:
-    length, pos = _read_varint(buf, pos)
+    length, pos = read_varint(buf, pos)
     if length < 0:
         return None, pos
     end = pos + length
@@ -492,14 +492,14 @@ def _read_bytes(buf: bytes, pos: int) -> tuple[bytes | None, int]:
 
 
 def _decode_one(buf: bytes, pos: int, header: BatchHeader) -> tuple[Record, int]:
-    length, pos = _read_varint(buf, pos)
+    length, pos = read_varint(buf, pos)
     end = pos + length
     pos += 1  # record attributes: unused
-    ts_delta, pos = _read_varint(buf, pos)
-    offset_delta, pos = _read_varint(buf, pos)
+    ts_delta, pos = read_varint(buf, pos)
+    offset_delta, pos = read_varint(buf, pos)
     key, pos = _read_bytes(buf, pos)
     value, pos = _read_bytes(buf, pos)
-    n_headers, pos = _read_varint(buf, pos)
+    n_headers, pos = read_varint(buf, pos)
     if n_headers < 0:
         raise CorruptRecordError(message=f"Record has negative header count {n_headers}")
     headers: list[tuple[str, bytes | None]] = []

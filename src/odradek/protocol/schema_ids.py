@@ -12,29 +12,13 @@ from __future__ import annotations
 import struct
 
 from odradek.protocol.errors import CorruptRecordError
-from odradek.protocol.records import BATCH_OVERHEAD, BatchHeader, decompress_bounded
+from odradek.protocol.records import BATCH_OVERHEAD, BatchHeader, decompress_bounded, read_varint
 
 # outside the int32 range of schema ids (a record may carry any id, -1 included)
 NULL = -(1 << 32)  # the key or value is null
 NOT_WIRE = NULL - 1  # present, but not in Confluent's wire format (no magic byte 0, or under 5 bytes)
 WIRE_MAGIC = 0
 _ID = struct.Struct(">i")
-
-
-def _varint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
-    """Zigzag varint at `pos` -> (value, next position)."""
-    b = buf[pos]
-    pos += 1
-    raw = b & 0x7F
-    shift = 7
-    while b & 0x80:
-        if shift > 63:
-            raise CorruptRecordError(message="Varint is longer than 10 bytes")
-        b = buf[pos]
-        pos += 1
-        raw |= (b & 0x7F) << shift
-        shift += 7
-    return (raw >> 1) ^ -(raw & 1), pos
 
 
 def scan_schema_ids(records: memoryview, batches: list[tuple[int, BatchHeader]],
@@ -73,7 +57,7 @@ def _scan(data: bytes, count: int, keys: list[int], values: list[int]) -> None:
             p += 1
             length = (length >> 1) ^ -(length & 1)
         else:
-            length, p = _varint(data, p)
+            length, p = read_varint(data, p)
         stop = p + length
         if length <= 0 or stop > end:
             raise CorruptRecordError(message=f"Record of length {length} does not fit its batch")
@@ -93,7 +77,7 @@ def _scan(data: bytes, count: int, keys: list[int], values: list[int]) -> None:
                 key_length = (b >> 1) ^ -(b & 1)
                 q += 1
             else:
-                key_length, q = _varint(data, q)
+                key_length, q = read_varint(data, q)
             if key_length < 0:
                 add_key(NULL)
             elif key_length < 5 or data[q]:  # a first byte other than WIRE_MAGIC (0)
@@ -109,7 +93,7 @@ def _scan(data: bytes, count: int, keys: list[int], values: list[int]) -> None:
             value_length = (b >> 1) ^ -(b & 1)
             q += 1
         else:
-            value_length, q = _varint(data, q)
+            value_length, q = read_varint(data, q)
         if value_length > 0 and q + value_length > stop:
             raise CorruptRecordError(message="Record value runs past the end of the record")
         if value_length < 0:
