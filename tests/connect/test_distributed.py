@@ -101,7 +101,10 @@ def cluster(request: pytest.FixtureRequest, broker: BrokerProcess, tmp_path: Pat
         for w in workers:  # started side by side: the setup costs one start-up, not three
             w.start()
         for w in workers:
-            wait_port(w.port, 60, w.proc)
+            try:
+                wait_port(w.port, 60, w.proc)
+            except RuntimeError as exc:  # exited: what it said is the diagnosis
+                raise RuntimeError(f"{exc}\n{w.output()[-4000:]}") from None
         yield workers
     finally:
         for w in workers:

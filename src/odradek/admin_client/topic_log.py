@@ -46,7 +46,7 @@ class KafkaTopicLog:
     def __init__(self, bootstrap: str, producer_props: Mapping[str, str], consumer_props: Mapping[str, str],
                  topic: str, apply: Apply, client_id: str, log: logging.Logger, *,
                  partitions: Sequence[int] | None = None, producer_defaults: Mapping[str, object] | None = None,
-                 thread_name: str | None = None) -> None:
+                 thread_name: str | None = None, metadata_timeout: float = 30.0) -> None:
         self.topic = topic
         self.apply = apply
         self.log = log
@@ -67,8 +67,7 @@ class KafkaTopicLog:
             defaults={"client.id": f"{client_id}-ends", "group.id": f"{client_id}-unused",
                       "enable.auto.commit": False}))
         if partitions is None:
-            metadata = self.consumer.list_topics(topic, timeout=30)
-            partitions = list(metadata.topics[topic].partitions)
+            partitions = self._partitions_of(topic, metadata_timeout)
         self.partitions = sorted(partitions)
         self.consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in self.partitions])
         # the end-offset client must know the partitions too, or librdkafka answers "Unknown partition" while its
@@ -76,6 +75,24 @@ class KafkaTopicLog:
         self.watermarks.assign([TopicPartition(topic, p) for p in self.partitions])
         self._thread = threading.Thread(target=self._run, name=thread_name or f"KafkaBasedLog Work Thread - {topic}",
                                         daemon=True)
+
+    def _partitions_of(self, topic: str, timeout: float) -> list[int]:
+        """The topic's partitions, asked again while the metadata lacks them (a topic another client has just
+        created can show up first with LEADER_NOT_AVAILABLE and no partitions)."""
+        deadline = time.monotonic() + timeout
+        waited = False
+        while True:
+            metadata = self.consumer.list_topics(topic, timeout=max(1.0, deadline - time.monotonic()))
+            found = metadata.topics.get(topic)
+            if found is not None and found.partitions and found.error is None:
+                return list(found.partitions)
+            if time.monotonic() >= deadline:
+                raise KafkaException(found.error if found is not None and found.error is not None
+                                     else KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART, f"no partitions of {topic}"))
+            if not waited:
+                self.log.info("Waiting for the partitions of %s", topic)
+                waited = True
+            time.sleep(0.2)
 
     def start(self, timeout: float = 60.0) -> None:
         self._thread.start()
@@ -109,10 +126,27 @@ class KafkaTopicLog:
                     self._positions[int(msg.partition() or 0)] = int(msg.offset() or 0) + 1
                     self._cond.notify_all()
 
-    def end_offsets(self) -> dict[int, int]:
-        return {p: int(self.watermarks.get_watermark_offsets(TopicPartition(self.topic, p), timeout=10,
-                                                             cached=False)[1])
-                for p in self.partitions}
+    def end_offsets(self, timeout: float = 30.0) -> dict[int, int]:
+        """The partitions' end offsets, each asked again on a retriable error or a timeout until `timeout` (Kafka's
+        KafkaBasedLog retries so; a worker starting on a busy machine beside two others once gave up here)."""
+        deadline = time.monotonic() + timeout
+        ends: dict[int, int] = {}
+        for p in self.partitions:
+            while True:
+                try:
+                    ends[p] = int(self.watermarks.get_watermark_offsets(
+                        TopicPartition(self.topic, p), timeout=max(1.0, min(10.0, deadline - time.monotonic())),
+                        cached=False)[1])
+                    break
+                except KafkaException as exc:
+                    error = exc.args[0]
+                    transient = error.retriable() or error.code() in (KafkaError._TIMED_OUT,
+                                                                     KafkaError._UNKNOWN_PARTITION)
+                    if not transient or time.monotonic() >= deadline:
+                        raise
+                    self.log.info("Reading the end offset of %s-%d again: %s", self.topic, p, error)
+                    time.sleep(0.2)
+        return ends
 
     def wait_applied(self, ends: Mapping[int, int], timeout: float) -> None:
         """Wait until every record below `ends` (partition -> offset) is applied; TimeoutError when not in time."""
