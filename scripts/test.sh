@@ -23,6 +23,10 @@ kafka_jars
 librdkafka_tests || echo "odradek: librdkafka's test program could not be built: test_librdkafka_share_suite will fail" >&2
 confluent_python_tests || echo "odradek: confluent-kafka-python's tests could not be fetched: test_confluent_python_suite will fail" >&2
 tools_hint
+# the project's own modules compiled once, here: where PYTHONDONTWRITEBYTECODE is set (as on this project's
+# development machines), every broker, tool and Spark worker process the suite starts would otherwise compile them
+# again, 0.35 s of CPU each (the installed packages are compiled by pip)
+python -m compileall -q -j 0 src/odradek tests >/dev/null
 ruff check src tests bench
 mypy src/odradek
 vulture  # dead code in src/odradek (settings: [tool.vulture] in pyproject.toml)

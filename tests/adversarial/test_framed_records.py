@@ -19,9 +19,8 @@ import pytest
 
 from tests.clients import create_topic, produce, unique_name
 from tests.console_helpers import Console, http_login, running_console, send
-from tests.harness import NO_REBALANCE_DELAY, BrokerProcess, free_port, run_cli, wait_port
-from tests.schema_registry.conftest import wait_primary
-from tests.schema_registry.helpers import RestClient
+from tests.harness import BrokerProcess, free_port, run_cli, wait_port
+from tests.schema_registry.helpers import RestClient, in_broker_config, wait_primary
 
 PORT = free_port()
 NODE = {"type": "record", "name": "Node", "fields": [{"name": "v", "type": "int"},
@@ -31,7 +30,7 @@ LEVELS = 120_000  # two bytes a level: 240 KB
 
 @pytest.fixture(scope="module")
 def broker_config() -> dict[str, str]:
-    return {**NO_REBALANCE_DELAY, "schema_registry_api": f"http://127.0.0.1:{PORT}"}
+    return in_broker_config(PORT)
 
 
 @pytest.fixture(scope="module")

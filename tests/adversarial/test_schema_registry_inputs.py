@@ -20,8 +20,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.harness import BrokerProcess
-from tests.schema_registry.conftest import wait_primary
-from tests.schema_registry.helpers import Registry, big_schema
+from tests.schema_registry.helpers import Registry, big_schema, wait_primary
 from tests.waiting import wait_until
 
 FLOODERS = 12  # the flooding client's connections

@@ -175,9 +175,15 @@ class GuideHost:
         p.write_text(text, encoding="utf-8")
         return p
 
-    def install(self, data_name: str, rel: str, values: Mapping[str, str]) -> Path:
-        """Copy a guide's config file to `rel`, with `values` for ports, hosts and directories."""
-        return self.write(rel, localize(guide_file(data_name), values))
+    def install(self, data_name: str, rel: str, values: Mapping[str, str],
+                added: Mapping[str, str] | None = None) -> Path:
+        """Copy a guide's config file to `rel`, with `values` for ports, hosts and directories, and the `added`
+        keys the guide's file lacks appended (a ZooKeeper's clientPortAddress: the guides' servers listen on every
+        interface of their own hosts; on the test's one host they listen on loopback only)."""
+        text = localize(guide_file(data_name), values)
+        if added:
+            text += ("" if text.endswith("\n") else "\n") + "".join(f"{k}={v}\n" for k, v in added.items())
+        return self.write(rel, text)
 
     def env(self, log_dir: Path | None = None) -> dict[str, str]:
         return {**os.environ, "LOG_DIR": str(log_dir or self.root / "logs")}

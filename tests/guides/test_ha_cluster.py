@@ -93,7 +93,7 @@ def test_ha_pseudo_cluster(host: GuideHost) -> None:
         home = "zookeeper" if n == 1 else f"zookeeper{n}"
         zoo.append(host.install(f"vsmq_ha_0{n}_zoo{n}.cfg", f"usr/local/{home}/conf/zoo.cfg",
                                 {"dataDir": str(data), "dataLogDir": str(logs), "clientPort": str(client[n - 1]),
-                                 **servers}))
+                                 **servers}, {"clientPortAddress": LOCAL}))
         data.mkdir(parents=True)
         logs.mkdir(parents=True)
         (data / "myid").write_text(f"{n}\n")
@@ -108,7 +108,7 @@ def test_ha_pseudo_cluster(host: GuideHost) -> None:
     for n in (1, 2, 3):
         home = "kafka" if n == 1 else f"kafka{n}"
         server.append(host.install(f"vsmq_ha_0{n + 3}_server_node{n}.properties", f"usr/local/{home}/config/"
-                                   "server.properties", {"listeners": f"PLAINTEXT://:{kafka[n - 1]}",
+                                   "server.properties", {"listeners": f"PLAINTEXT://{LOCAL}:{kafka[n - 1]}",
                                                          "log.dirs": str(host.root / "tmp" / f"kafka{n}"),
                                                          "zookeeper.connect": zk}))
         log_dirs.append(host.root / "usr" / "local" / home / "logs")

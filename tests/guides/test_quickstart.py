@@ -10,7 +10,7 @@ consumer's --zookeeper). Then Odradek's own single-node mode, which has no ZooKe
 
 from __future__ import annotations
 
-from tests.guides.replay import GuideHost, free_ports, parse_describe
+from tests.guides.replay import LOCAL, GuideHost, free_ports, parse_describe
 from tests.harness import BrokerProcess, free_port, run_cli
 from tests.zkharness import ZooKeeperChroot
 
@@ -50,13 +50,13 @@ def test_single_broker_quickstart(host: GuideHost) -> None:
     # kafka-vs-mq "1.先安装zookeeper": zoo.cfg, `zkServer.sh start`.
     zk_data = host.root / "tmp" / "zookeeper"
     zoo = host.install("vsmq_single_01_zoo.cfg", "zookeeper/conf/zoo.cfg",
-                       {"dataDir": str(zk_data), "clientPort": str(zk_port)})
+                       {"dataDir": str(zk_data), "clientPort": str(zk_port)}, {"clientPortAddress": LOCAL})
     host.zk_start_daemon(zoo, zk_data)
     assert host.zk_mode(zoo) == "standalone"
 
     # "2.安装kafka": server.properties. As printed, with the author's end-of-line notes, it is refused in
     # one line saying why (Kafka refuses it too); the real file has the notes on lines of their own.
-    values = {"listeners": f"PLAINTEXT://:{port}", "log.dirs": str(host.root / "tmp" / "kafka-logs"),
+    values = {"listeners": f"PLAINTEXT://{LOCAL}:{port}", "log.dirs": str(host.root / "tmp" / "kafka-logs"),
               "zookeeper.connect": zk}
     printed = host.install("vsmq_single_02_server_as_printed.properties", "kafka/config/server-as-printed.properties",
                            values)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from tests.guides.replay import (
     FAST_FAILOVER,
+    LOCAL,
     Described,
     GuideHost,
     Partition,
@@ -69,9 +70,9 @@ def test_three_brokers_on_one_host(host: GuideHost) -> None:
     zk = f"localhost:{zk_port}"
     zk_data = host.root / "tmp" / "zookeeper"
     zk_config = host.install("k011_01_zookeeper.properties", "config/zookeeper.properties",
-                             {"dataDir": str(zk_data), "clientPort": str(zk_port)})
+                             {"dataDir": str(zk_data), "clientPort": str(zk_port)}, {"clientPortAddress": LOCAL})
     configs = [
-        host.install(data, f"config/{name}", {"listeners": f"PLAINTEXT://:{ports[i]}",
+        host.install(data, f"config/{name}", {"listeners": f"PLAINTEXT://{LOCAL}:{ports[i]}",
                                               "log.dirs": str(host.root / "tmp" / f"kafka-logs{suffix}"),
                                               "zookeeper.connect": zk})
         for i, (data, name, suffix) in enumerate(CONFIGS)

@@ -100,7 +100,7 @@ def test_zookeeper_ensemble_and_two_brokers(host: GuideHost) -> None:
         logs = home / "data" / "zk" / "zk0" / "logs"
         zoo.append(host.install("k09_01_zoo.cfg", f"host{i}/zookeeper-3.4.6/conf/zoo.cfg",
                                 {"dataDir": str(data[i]), "dataLogDir": str(logs), "clientPort": str(client[i]),
-                                 **servers}))
+                                 **servers}, {"clientPortAddress": LOCAL}))
         data[i].mkdir(parents=True)
         logs.mkdir(parents=True)
         (data[i] / "myid").write_text(f"{i}\n")
@@ -124,7 +124,7 @@ def test_zookeeper_ensemble_and_two_brokers(host: GuideHost) -> None:
     for b in range(2):
         install = f"host{b}/kafka_2.11-0.9.0.1"
         server.append(host.install("k09_02_server.properties", f"{install}/config/server.properties", {
-            "broker.id": str(b), "listeners": f"PLAINTEXT://:{kafka[b]}", "port": str(kafka[b]), "host.name": LOCAL,
+            "broker.id": str(b), "listeners": f"PLAINTEXT://{LOCAL}:{kafka[b]}", "port": str(kafka[b]), "host.name": LOCAL,
             "advertised.host.name": LOCAL, "advertised.port": str(kafka[b]),
             "log.dirs": str(host.root / f"host{b}" / "data" / "kafka-logs"), "zookeeper.connect": zk}))
         logs_of.append(host.root / install / "logs")

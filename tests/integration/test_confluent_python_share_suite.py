@@ -43,8 +43,7 @@ from tests.harness import (
     group_timers,
     wait_port,
 )
-from tests.schema_registry.conftest import wait_primary
-from tests.schema_registry.helpers import RestClient
+from tests.schema_registry.helpers import RestClient, wait_primary
 
 VERSION = "2.15.0"
 SHARE = "tests/integration/share_consumer"

@@ -23,9 +23,8 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 from tests.clients import create_topic, unique_name
 from tests.console_helpers import Console, http_login, running_console, send
-from tests.harness import NO_REBALANCE_DELAY, BrokerProcess, free_port, wait_port
-from tests.schema_registry.conftest import wait_primary
-from tests.schema_registry.helpers import RestClient
+from tests.harness import BrokerProcess, free_port
+from tests.schema_registry.helpers import RestClient, in_broker_config, in_broker_registry
 
 PORT = free_port()
 XSS = "</pre><script>alert('avro')</script>"
@@ -36,15 +35,12 @@ ORDER = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
 
 @pytest.fixture(scope="module")
 def broker_config() -> dict[str, str]:
-    return {**NO_REBALANCE_DELAY, "schema_registry_api": f"http://0.0.0.0:{PORT}"}
+    return in_broker_config(PORT)
 
 
 @pytest.fixture(scope="module")
 def registry(broker: BrokerProcess) -> RestClient:
-    wait_port(PORT, 60)
-    node = RestClient(f"http://127.0.0.1:{PORT}")
-    wait_primary(node)
-    return node
+    return in_broker_registry(PORT)
 
 
 @pytest.fixture(scope="module")

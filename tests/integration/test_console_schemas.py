@@ -20,9 +20,13 @@ from playwright.sync_api import Page, expect
 
 from tests import console_helpers
 from tests.console_helpers import Console, http_login, row, running_console, send
-from tests.harness import NO_REBALANCE_DELAY, BrokerProcess, free_port, run_cli, wait_port
-from tests.schema_registry.conftest import wait_primary
-from tests.schema_registry.helpers import Registry, RestClient
+from tests.harness import BrokerProcess, free_port, run_cli
+from tests.schema_registry.helpers import (
+    Registry,
+    RestClient,
+    in_broker_config,
+    in_broker_registry,
+)
 
 browser, page = console_helpers.browser, console_helpers.page  # the chromium fixtures
 PORT = free_port()
@@ -38,14 +42,12 @@ EVIL = {"type": "record", "name": "Evil", "doc": "</pre><script>alert('schema')<
 
 @pytest.fixture(scope="module")
 def broker_config() -> dict[str, str]:
-    return {**NO_REBALANCE_DELAY, "schema_registry_api": f"http://0.0.0.0:{PORT}"}
+    return in_broker_config(PORT)
 
 
 @pytest.fixture(scope="module")
 def registry(broker: BrokerProcess) -> RestClient:
-    wait_port(PORT, 60)
-    node = RestClient(f"http://127.0.0.1:{PORT}")
-    wait_primary(node)
+    node = in_broker_registry(PORT)
     for subject, schema, refs in ((SUBJECT, V1, None), (SUBJECT, V2, None), (HOSTILE, EVIL, None),
                                   ("customer-value", CUSTOMER, [{"name": "Order", "subject": SUBJECT, "version": 2}])):
         status, body = node.call("POST", f"/subjects/{quote(subject, safe='')}/versions",
@@ -56,7 +58,8 @@ def registry(broker: BrokerProcess) -> RestClient:
 
 @pytest.fixture(scope="module")
 def console(broker: BrokerProcess, registry: RestClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Console]:
-    """A console given no registry: it finds the broker's (its wildcard host replaced by the broker's)."""
+    """A console given no registry: it finds the broker's (a wildcard host would be replaced by the broker's:
+    tests/unit/test_console_registry_url.py)."""
     with running_console(broker.bootstrap, tmp_path_factory.mktemp("console") / "console.out") as c:
         yield c
 

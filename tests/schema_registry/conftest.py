@@ -8,22 +8,12 @@ from collections.abc import Iterator
 import pytest
 
 from tests.harness import NO_REBALANCE_DELAY, BrokerProcess
-from tests.schema_registry.helpers import Registry, RestClient
-from tests.waiting import wait_until
+from tests.schema_registry.helpers import Registry, wait_primary
 
 
 @pytest.fixture(scope="module")
 def broker_config() -> dict[str, str]:
     return dict(NO_REBALANCE_DELAY)
-
-
-def wait_primary(registry: RestClient) -> None:
-    """Until the registry accepts writes (its group has elected a primary)."""
-    def writable() -> bool:
-        status, _ = registry.call("PUT", "/config/__probe", {"compatibility": "BACKWARD"})
-        return status == 200
-    wait_until(writable, 30, "an elected schema registry primary")
-    registry.call("DELETE", "/config/__probe")
 
 
 @pytest.fixture(scope="module")

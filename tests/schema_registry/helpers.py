@@ -1,5 +1,6 @@
-"""A registry process (`odradek schema-registry`) for the tests, and a small REST client that returns the status
-and the decoded JSON body of each call."""
+"""A registry process (`odradek schema-registry`) for the tests, a small REST client that returns the status
+and the decoded JSON body of each call, and the broker-served registry (`schema_registry_api`) a module's broker
+can run."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from tests.harness import BrokerProcess, free_port, odradek_cmd, stop_process, wait_port
+from tests.harness import NO_REBALANCE_DELAY, BrokerProcess, free_port, odradek_cmd, stop_process, wait_port
+from tests.waiting import wait_until
 
 CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
 
@@ -95,3 +97,26 @@ def big_schema(tag: str, fields: int = 600) -> str:
         {"name": f"f{i}_{tag}", "type": ["string", {"type": "record", "name": f"R{i}_{tag}",
                                                    "fields": [{"name": "a", "type": "int"}]}]}
         for i in range(fields)]})
+
+
+def wait_primary(registry: RestClient) -> None:
+    """Until the registry accepts writes (its group has elected a primary)."""
+    def writable() -> bool:
+        status, _ = registry.call("PUT", "/config/__probe", {"compatibility": "BACKWARD"})
+        return status == 200
+    wait_until(writable, 30, "an elected schema registry primary")
+    registry.call("DELETE", "/config/__probe")
+
+
+def in_broker_config(port: int, host: str = "127.0.0.1") -> dict[str, str]:
+    """A module broker's settings that make it serve the registry on `host`:`port` (a new group's first
+    rebalance at once, so its primary is elected without the broker's initial delay)."""
+    return {**NO_REBALANCE_DELAY, "schema_registry_api": f"http://{host}:{port}"}
+
+
+def in_broker_registry(port: int) -> RestClient:
+    """The broker-served registry on 127.0.0.1:`port`, once it listens and has a primary."""
+    wait_port(port, 60)
+    node = RestClient(f"http://127.0.0.1:{port}")
+    wait_primary(node)
+    return node

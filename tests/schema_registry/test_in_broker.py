@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness import NO_REBALANCE_DELAY, BrokerProcess, free_port, wait_port
-from tests.schema_registry.conftest import wait_primary
-from tests.schema_registry.helpers import RestClient
+from tests.harness import BrokerProcess, free_port
+from tests.schema_registry.helpers import RestClient, in_broker_config, in_broker_registry
 from tests.schema_registry.test_confluent_python_suite import run_suite
 
 PORT = free_port()
@@ -21,15 +20,12 @@ PORT = free_port()
 
 @pytest.fixture(scope="module")
 def broker_config() -> dict[str, str]:
-    return {**NO_REBALANCE_DELAY, "schema_registry_api": f"http://127.0.0.1:{PORT}"}
+    return in_broker_config(PORT)
 
 
 @pytest.fixture(scope="module")
 def in_broker(broker: BrokerProcess) -> RestClient:
-    wait_port(PORT, 60)
-    node = RestClient(f"http://127.0.0.1:{PORT}")
-    wait_primary(node)
-    return node
+    return in_broker_registry(PORT)
 
 
 def test_the_broker_serves_the_registry(in_broker: RestClient, broker: BrokerProcess) -> None:

@@ -33,8 +33,7 @@ from odradek.protocol.records import build_batch
 from tests.clients import alter_configs, create_topic, kafka_error_of, unique_name
 from tests.harness import NO_REBALANCE_DELAY, BrokerPool, BrokerProcess, free_port, odradek_cmd, wait_port
 from tests.rawclient import RawClient
-from tests.schema_registry.conftest import wait_primary
-from tests.schema_registry.helpers import Registry, RestClient
+from tests.schema_registry.helpers import Registry, RestClient, wait_primary
 from tests.waiting import wait_until
 
 PORT = free_port()

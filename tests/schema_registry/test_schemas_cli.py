@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from odradek.cli.schemas import main
-from tests.harness import NO_REBALANCE_DELAY, BrokerProcess, free_port, run_cli, wait_port
-from tests.schema_registry.conftest import wait_primary
-from tests.schema_registry.helpers import Registry, RestClient
+from tests.harness import BrokerProcess, free_port, run_cli
+from tests.schema_registry.helpers import Registry, RestClient, in_broker_config, in_broker_registry
 
 PORT = free_port()
 V1 = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "long"}]}
@@ -25,15 +24,12 @@ BREAKING = {"type": "record", "name": "Order", "fields": [{"name": "id", "type":
 
 @pytest.fixture(scope="module")
 def broker_config() -> dict[str, str]:
-    return {**NO_REBALANCE_DELAY, "schema_registry_api": f"http://127.0.0.1:{PORT}"}
+    return in_broker_config(PORT)
 
 
 @pytest.fixture(scope="module")
 def registry(broker: BrokerProcess) -> RestClient:
-    wait_port(PORT, 60)
-    node = RestClient(f"http://127.0.0.1:{PORT}")
-    wait_primary(node)
-    return node
+    return in_broker_registry(PORT)
 
 
 def schemas(capsys: pytest.CaptureFixture[str], *args: str, url: str | None = None) -> tuple[int, str, str]:

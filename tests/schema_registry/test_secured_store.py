@@ -11,8 +11,7 @@ from pathlib import Path
 
 from tests.adversarial.secured import PASSWORDS, SECURED, listeners
 from tests.harness import BrokerPool, free_port, odradek_cmd
-from tests.schema_registry.conftest import wait_primary
-from tests.schema_registry.helpers import Registry
+from tests.schema_registry.helpers import Registry, wait_primary
 
 
 def store_props(user: str) -> dict[str, str]:

@@ -15,14 +15,15 @@ from typing import Any
 
 import pytest
 
-from tests.harness import NO_REBALANCE_DELAY, BrokerProcess, free_port, wait_port
+from tests.harness import BrokerProcess, free_port, wait_port
+from tests.schema_registry.helpers import in_broker_config
 
 PORT = free_port()
 
 
 @pytest.fixture(scope="module")
 def broker_config() -> dict[str, str]:
-    return {**NO_REBALANCE_DELAY, "schema_registry_api": f"http://127.0.0.1:{PORT}"}
+    return in_broker_config(PORT)
 
 
 def test_avro_types_map_as_sparks_schema_converters() -> None:
