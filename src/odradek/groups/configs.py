@@ -4,8 +4,8 @@ override, else the broker's value), and fixed values for a coordinator built wit
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Protocol, overload
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol, overload
 
 from odradek.config_key_types import GroupIntKey, GroupStrKey
 
@@ -30,3 +30,17 @@ class FixedGroupConfigs:
 
     def value(self, group_id: str, name: str) -> int | str:
         return self.values[name]
+
+
+def bounded_ms(get: Callable[..., Any], kind: str, name: str) -> int:
+    """The broker's `group.{kind}.{name}` (session.timeout.ms, heartbeat.interval.ms) held within its
+    `group.{kind}.min.{name}` and `group.{kind}.max.{name}`, as the coordinators apply it."""
+    value = int(get(f"group.{kind}.{name}"))
+    return min(max(value, int(get(f"group.{kind}.min.{name}"))), int(get(f"group.{kind}.max.{name}")))
+
+
+def protocol_enabled(get: Callable[..., Any], protocol: str) -> bool:
+    """Whether `group.coordinator.rebalance.protocols` names `protocol` (consumer, streams, share)."""
+    protocols = get("group.coordinator.rebalance.protocols")
+    protocols = protocols if isinstance(protocols, list | tuple) else str(protocols).split(",")
+    return protocol in [str(p).strip().lower() for p in protocols]

@@ -40,7 +40,7 @@ from odradek.aio import TaskSet
 from odradek.cluster.metadata import MetadataCache
 from odradek.groups import consumer_schemas as cs
 from odradek.groups.assignors import configured_assignors
-from odradek.groups.configs import FixedGroupConfigs, GroupConfigLookup
+from odradek.groups.configs import FixedGroupConfigs, GroupConfigLookup, bounded_ms, protocol_enabled
 from odradek.groups.consumer_group import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
@@ -101,18 +101,10 @@ class ConsumerGroupSettings:
     @classmethod
     def from_config(cls, config: BrokerConfig) -> ConsumerGroupSettings:
         get = config.get
-        session = min(max(int(get("group.consumer.session.timeout.ms")),
-                          int(get("group.consumer.min.session.timeout.ms"))),
-                      int(get("group.consumer.max.session.timeout.ms")))
-        interval = min(max(int(get("group.consumer.heartbeat.interval.ms")),
-                           int(get("group.consumer.min.heartbeat.interval.ms"))),
-                       int(get("group.consumer.max.heartbeat.interval.ms")))
-        protocols = get("group.coordinator.rebalance.protocols")
-        protocols = protocols if isinstance(protocols, list | tuple) else str(protocols).split(",")
         return cls(
-            enabled="consumer" in [str(p).strip().lower() for p in protocols],
-            session_timeout_ms=session,
-            heartbeat_interval_ms=interval,
+            enabled=protocol_enabled(get, "consumer"),
+            session_timeout_ms=bounded_ms(get, "consumer", "session.timeout.ms"),
+            heartbeat_interval_ms=bounded_ms(get, "consumer", "heartbeat.interval.ms"),
             max_size=int(get("group.consumer.max.size")),
             assignors=tuple(configured_assignors(get("group.consumer.assignors"))),
             migration_policy=str(get("group.consumer.migration.policy")).lower(),

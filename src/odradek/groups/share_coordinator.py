@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING
 from odradek.aio import TaskSet
 from odradek.groups import consumer_schemas as cs
 from odradek.groups import share_schemas as ss
-from odradek.groups.configs import FixedGroupConfigs, GroupConfigLookup
+from odradek.groups.configs import FixedGroupConfigs, GroupConfigLookup, bounded_ms
 from odradek.groups.consumer_coordinator import (
     GroupDescription,
     Heartbeat,
@@ -91,11 +91,8 @@ class ShareGroupSettings:
     @classmethod
     def from_config(cls, config: BrokerConfig) -> ShareGroupSettings:
         get = config.get
-        session = min(max(get("group.share.session.timeout.ms"), get("group.share.min.session.timeout.ms")),
-                      get("group.share.max.session.timeout.ms"))
-        interval = min(max(get("group.share.heartbeat.interval.ms"), get("group.share.min.heartbeat.interval.ms")),
-                       get("group.share.max.heartbeat.interval.ms"))
-        return cls(session_timeout_ms=session, heartbeat_interval_ms=interval,
+        return cls(session_timeout_ms=bounded_ms(get, "share", "session.timeout.ms"),
+                   heartbeat_interval_ms=bounded_ms(get, "share", "heartbeat.interval.ms"),
                    max_size=get("group.share.max.size"))
 
 

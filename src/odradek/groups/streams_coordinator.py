@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 from odradek.aio import TaskSet
 from odradek.groups import consumer_schemas as cs
 from odradek.groups import streams_schemas as ss
-from odradek.groups.configs import FixedGroupConfigs, GroupConfigLookup
+from odradek.groups.configs import FixedGroupConfigs, GroupConfigLookup, bounded_ms, protocol_enabled
 from odradek.groups.consumer_coordinator import Topics
 from odradek.groups.coordinator import GROUP_TYPE_CLASSIC, GroupCoordinator
 from odradek.groups.group import GroupState
@@ -92,16 +92,9 @@ class StreamsGroupSettings:
     @classmethod
     def from_config(cls, config: BrokerConfig) -> StreamsGroupSettings:
         get = config.get
-        session = min(max(int(get("group.streams.session.timeout.ms")),
-                          int(get("group.streams.min.session.timeout.ms"))),
-                      int(get("group.streams.max.session.timeout.ms")))
-        interval = min(max(int(get("group.streams.heartbeat.interval.ms")),
-                           int(get("group.streams.min.heartbeat.interval.ms"))),
-                       int(get("group.streams.max.heartbeat.interval.ms")))
-        protocols = get("group.coordinator.rebalance.protocols")
-        protocols = protocols if isinstance(protocols, list | tuple) else str(protocols).split(",")
-        return cls(enabled="streams" in [str(p).strip().lower() for p in protocols],
-                   session_timeout_ms=session, heartbeat_interval_ms=interval,
+        return cls(enabled=protocol_enabled(get, "streams"),
+                   session_timeout_ms=bounded_ms(get, "streams", "session.timeout.ms"),
+                   heartbeat_interval_ms=bounded_ms(get, "streams", "heartbeat.interval.ms"),
                    num_standby_replicas=min(int(get("group.streams.num.standby.replicas")),
                                             int(get("group.streams.max.standby.replicas"))),
                    max_size=int(get("group.streams.max.size")),
