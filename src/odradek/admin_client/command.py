@@ -31,6 +31,29 @@ class ArgParser(argparse.ArgumentParser):
         raise UsageError(usage_message(message))
 
 
+class SubParser(argparse.ArgumentParser):
+    """A sub-command's parser: bad flags are one line, as for the tool itself."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(usage_message(message))
+
+
+def subcommands(parser: ArgParser, shared_flags: Callable[..., None]) -> Callable[[str, str], argparse.ArgumentParser]:
+    """The tool's sub-commands (`odradek TOOL COMMAND ...`): a function that adds one by name and help text.
+    `shared_flags(parser, default=...)` adds the flags the tool takes before any command to each command too,
+    so they are accepted after it as well (unset there, they leave the tool's values alone)."""
+    sub = parser.add_subparsers(dest="command", title="commands", metavar="COMMAND", parser_class=SubParser)
+    sub.required = True
+
+    def command(name: str, text: str) -> argparse.ArgumentParser:
+        child: argparse.ArgumentParser = sub.add_parser(name, prog=f"{parser.prog} {name}", help=text,
+                                                        description=text[0].upper() + text[1:] + ".")
+        shared_flags(child, default=argparse.SUPPRESS)
+        return child
+
+    return command
+
+
 def usage_message(message: str) -> str:
     """Rephrase an argparse complaint in the style of Kafka's tools (one line)."""
     unknown = re.match(r"unrecognized arguments: (\S+)", message)

@@ -25,9 +25,9 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
-from odradek.admin_client.command import ArgParser, parse_int, run_tool, usage_message
+from odradek.admin_client.command import ArgParser, parse_int, run_tool, subcommands
 from odradek.admin_client.connect import read_properties_file
 from odradek.admin_client.errors import CliError, UsageError
 from odradek.admin_client.schema_registry import (
@@ -44,12 +44,6 @@ DEFAULT_TIMEOUT_MS = 30_000
 MAX_SCHEMA_FILE = 16 << 20  # the registry's own bound on a request body
 REFERENCE = re.compile(r"^([^=]+)=(.+):(-?\d+|latest)$")
 
-
-class SubParser(argparse.ArgumentParser):
-    """A command's parser: bad flags are one line, as for the tool itself."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(usage_message(message))
 
 
 def _registry_flags(parser: argparse.ArgumentParser, default: Any = None) -> None:
@@ -81,14 +75,7 @@ def _schema_flags(parser: argparse.ArgumentParser) -> None:
 def build_parser() -> ArgParser:
     p = ArgParser("schemas", __doc__ or "")
     _registry_flags(p)
-    sub = p.add_subparsers(dest="command", title="commands", metavar="COMMAND", parser_class=SubParser)
-    sub.required = True
-
-    def command(name: str, text: str) -> argparse.ArgumentParser:
-        parser: argparse.ArgumentParser = sub.add_parser(name, prog=f"odradek schemas {name}", help=text,
-                                                         description=text[0].upper() + text[1:] + ".")
-        _registry_flags(parser, default=argparse.SUPPRESS)  # accepted before or after the command
-        return parser
+    command = subcommands(p, _registry_flags)
 
     ls = command("list", "list the subjects")
     ls.add_argument("--versions", action="store_true", help="print each subject's versions after a tab")

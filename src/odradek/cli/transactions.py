@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar, cast
 
 from odradek.admin_client import errors
-from odradek.admin_client.command import ArgParser, run_tool, usage_message
+from odradek.admin_client.command import ArgParser, run_tool, subcommands
 from odradek.admin_client.connect import bootstrap_of, read_properties_file
 from odradek.admin_client.errors import CliError, UsageError
 from odradek.java_text import java_to_string
@@ -638,12 +638,6 @@ COMMANDS: dict[str, Callable[[BrokerConnections, argparse.Namespace], None]] = {
 # ---- flags -------------------------------------------------------------------------------------------
 
 
-class SubParser(argparse.ArgumentParser):
-    """A sub-command's parser: bad flags are one line, as for the tool itself."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(usage_message(message))
-
 
 def _connection_flags(parser: argparse.ArgumentParser, default: Any = None) -> None:
     parser.add_argument("--bootstrap-server", metavar="host:port", default=default,
@@ -656,15 +650,7 @@ def _connection_flags(parser: argparse.ArgumentParser, default: Any = None) -> N
 def build_parser() -> ArgParser:
     p = ArgParser("transactions", __doc__ or "")
     _connection_flags(p)
-    sub = p.add_subparsers(dest="command", title="commands", metavar="COMMAND", parser_class=SubParser)
-    sub.required = True
-
-    def command(name: str, text: str) -> argparse.ArgumentParser:
-        parser: argparse.ArgumentParser = sub.add_parser(name, prog=f"odradek transactions {name}", help=text,
-                                                         description=text[0].upper() + text[1:] + ".")
-        # also accepted after the command (Kafka wants them before it)
-        _connection_flags(parser, default=argparse.SUPPRESS)
-        return parser
+    command = subcommands(p, _connection_flags)
 
     ls = command("list", "list transactions")
     ls.add_argument("--duration-filter", type=int, metavar="MS",
