@@ -118,6 +118,11 @@ class DistributedRest(ConnectRest):
             raise RestError(409, REBALANCING)
         return state
 
+    def _created_info(self, state: ConnectorState) -> dict[str, Any]:
+        """A new connector as Kafka's herder answers its creation: its config with no tasks (the answer comes from
+        the config state before the leader has written the task configs, however soon it does)."""
+        return {**self._info(state), "tasks": []}
+
     async def create(self, request: web.Request) -> web.Response:
         forwarded = await self._forwarded(request)
         if forwarded is not None:
@@ -127,7 +132,7 @@ class DistributedRest(ConnectRest):
             raise RestError(409, f"Connector {name} already exists")
         await asyncio.to_thread(self.worker.check, name, config)
         await asyncio.to_thread(self.herder.configs.put_connector, name, config, TARGET_NAMES[initial])
-        return _json(self._info(await self._settled(name)), 201)
+        return _json(self._created_info(await self._settled(name)), 201)
 
     async def put_config(self, request: web.Request) -> web.Response:
         forwarded = await self._forwarded(request)
@@ -138,7 +143,8 @@ class DistributedRest(ConnectRest):
         created = self._view(name) is None
         await asyncio.to_thread(self.worker.check, name, config)
         await asyncio.to_thread(self.herder.configs.put_connector, name, config, "STARTED" if created else None)
-        return _json(self._info(await self._settled(name)), 201 if created else 200)
+        state = await self._settled(name)
+        return _json(self._created_info(state) if created else self._info(state), 201 if created else 200)
 
     async def patch_config(self, request: web.Request) -> web.Response:
         forwarded = await self._forwarded(request)
