@@ -719,12 +719,14 @@ def test_membership_bookkeeping_of_static_members_leaders_and_pending_syncs() ->
 def test_first_join_waits_in_preparing_rebalance_for_the_initial_delay() -> None:
     async def body(gc: GroupCoordinatorService, store: InMemoryGroupStore) -> None:
         join = asyncio.create_task(gc.join(req()))
-        await asyncio.sleep(0.02)
+        while "g" not in gc.classic.groups:  # the join's first steps, not a time: a loaded machine once took
+            await asyncio.sleep(0)          # longer than the delay over a 20 ms sleep
         assert gc.classic.groups["g"].state is S.PREPARING_REBALANCE  # Empty -> PreparingRebalance
+        assert not join.done()
         res = await join
         assert res.error == E.NONE and gc.classic.groups["g"].state is S.COMPLETING_REBALANCE
 
-    run(body, initial_rebalance_delay_ms=100)
+    run(body, initial_rebalance_delay_ms=1000)
 
 
 def test_join_during_completing_rebalance_restarts_the_rebalance() -> None:
