@@ -2,12 +2,14 @@
 built-in unsecured token produces and consumes as User:alice under the ACLs, a principal without ACLs is
 refused; expired, unscoped, signed (HS256), garbage and oversized tokens are refused with
 SASL_AUTHENTICATION_FAILED while the broker keeps serving; the session lifetime is the token's remaining
-lifetime capped by connections.max.reauth.ms (KIP-368)."""
+lifetime capped by connections.max.reauth.ms (KIP-368); the tools log in with a Java client's
+`sasl.jaas.config` (OAuthBearerLoginModule) in --command-config, through librdkafka and through our own client."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +19,7 @@ from confluent_kafka.admin import (
     AclOperation,
     AclPermissionType,
     AdminClient,
+    NewTopic,
     ResourcePatternType,
     ResourceType,
 )
@@ -24,7 +27,7 @@ from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 
 from odradek.protocol.errors import ErrorCode
-from tests.harness import BrokerPool, BrokerProcess, free_ports
+from tests.harness import BrokerPool, BrokerProcess, free_ports, run_cli
 from tests.oauth_tokens import initial_response, unsecured_jwt
 from tests.rawclient import RawClient
 from tests.waiting import wait_until
@@ -177,3 +180,28 @@ def test_librdkafka_reauthenticates_before_the_session_ends(oauth: OAuthBroker) 
     assert producer.flush(10) == 0
     assert not errors, errors  # librdkafka reports a refused re-authentication, and the broker's closing
     assert "expired (connections.max.reauth.ms)" not in oauth.process.output()
+
+
+def test_tools_log_in_with_the_java_clients_unsecured_login(oauth: OAuthBroker, tmp_path: Path) -> None:
+    admin = AdminClient({"bootstrap.servers": oauth.process.bootstrap})
+    admin.create_topics([NewTopic("oauth-tools", 1, 1)])["oauth-tools"].result(30)
+    config = tmp_path / "oauth.properties"
+    config.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=OAUTHBEARER\nsasl.jaas.config="
+                      "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                      'unsecuredLoginStringClaim_sub="alice" unsecuredLoginListClaim_scope=",requiredScope";\n')
+    bootstrap = f"127.0.0.1:{oauth.sasl}"
+    # librdkafka's clients (topics): alice sees her topics and no others
+    listed = run_cli("topics", "--bootstrap-server", bootstrap, "--command-config", str(config), "--list")
+    assert listed.returncode == 0 and "oauth-tools" in listed.stdout.split(), listed.stderr
+    assert "__consumer_offsets" not in listed.stdout
+    # our own protocol client (transactions): the exchange succeeds and the request is answered
+    txns = run_cli("transactions", "--bootstrap-server", bootstrap, "--command-config", str(config), "list")
+    assert txns.returncode == 0 and txns.stdout.split()[:2] == ["TransactionalId", "Coordinator"], txns
+    # without the scope the broker requires, both are refused in one line
+    unscoped = tmp_path / "unscoped.properties"
+    unscoped.write_text(config.read_text().replace(' unsecuredLoginListClaim_scope=",requiredScope"', ""))
+    for tool in (["topics", "--list"], ["transactions", "list"]):
+        refused = run_cli(tool[0], "--bootstrap-server", bootstrap, "--command-config", str(unscoped), *tool[1:],
+                          timeout=90)
+        lines = refused.stderr.strip().splitlines()
+        assert refused.returncode != 0 and len(lines) == 1 and "Traceback" not in refused.stderr, refused

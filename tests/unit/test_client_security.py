@@ -174,3 +174,17 @@ def test_inter_broker_client_settings(pem_pki: tuple[Path, Path]) -> None:
                                                 "ssl.keystore.location": str(key), "ssl.truststore.location": str(ca)}))
     assert tls_only.protocol == "SSL" and tls_only.mechanism is None
     assert inter_broker_security(_broker(listeners="PLAINTEXT://127.0.0.1:9092")).protocol == "PLAINTEXT"
+
+
+def test_inter_broker_oauthbearer_logs_in_from_the_listeners_jaas_entry() -> None:
+    """Kafka's unsecured OAUTHBEARER inter-broker login: the listener's OAuthBearerLoginModule entry serves the
+    broker's validator and its own login (its token is made per connection, from these options)."""
+    jaas = ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
+            'unsecuredLoginStringClaim_sub="broker" unsecuredValidatorRequiredScope="";')
+    sec = inter_broker_security(_broker(**{
+        "listeners": "INTERNAL://127.0.0.1:9093", "listener.security.protocol.map": "INTERNAL:SASL_PLAINTEXT",
+        "inter.broker.listener.name": "INTERNAL", "listener.name.internal.sasl.enabled.mechanisms": "OAUTHBEARER",
+        "sasl.mechanism.inter.broker.protocol": "OAUTHBEARER",
+        "listener.name.internal.oauthbearer.sasl.jaas.config": jaas}))
+    assert (sec.protocol, sec.mechanism) == ("SASL_PLAINTEXT", "OAUTHBEARER")
+    assert dict(sec.login_options)["unsecuredLoginStringClaim_sub"] == "broker"

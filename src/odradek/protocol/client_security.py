@@ -31,6 +31,7 @@ class ClientSecurity:
     mechanism: str | None = None
     username: str = ""
     password: str = ""
+    login_options: tuple[tuple[str, str], ...] = ()  # OAUTHBEARER: the OAuthBearerLoginModule's JAAS options
 
     @property
     def uses_tls(self) -> bool:
@@ -56,7 +57,10 @@ def sasl_exchange(security: ClientSecurity) -> SaslSteps:
     if handshake.error_code:
         raise AuthenticationError(f"SASL mechanism {security.mechanism} is not enabled on the listener "
                                   f"(it offers {', '.join(handshake.mechanisms) or 'none'})")
-    client = sasl_client(security.mechanism, security.username, security.password)
+    try:
+        client = sasl_client(security.mechanism, security.username, security.password, dict(security.login_options))
+    except SaslClientError as exc:
+        raise AuthenticationError(str(exc)) from None
     token: bytes | None = client.first()
     while token is not None:
         answer = yield SaslAuthenticateRequest(auth_bytes=token), AUTHENTICATE_VERSION

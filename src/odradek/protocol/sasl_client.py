@@ -1,4 +1,5 @@
-"""The client side of SASL PLAIN (RFC 4616) and SCRAM-SHA-256/512 (RFC 5802, RFC 7677), sans-io: each
+"""The client side of SASL PLAIN (RFC 4616), SCRAM-SHA-256/512 (RFC 5802, RFC 7677) and OAUTHBEARER (RFC 7628,
+with Kafka's unsecured tokens: protocol/oauthbearer_login.py), sans-io: each
 mechanism turns the server's challenges into the tokens a client sends in SaslAuthenticate. Used by
 brokers on an SASL inter-broker listener and by the tools that speak the protocol themselves.
 
@@ -13,9 +14,12 @@ import base64
 import hashlib
 import hmac
 import secrets
+from collections.abc import Mapping
+
+from odradek.protocol.oauthbearer_login import LoginOptionError, extensions_of, unsecured_token
 
 SCRAM_DIGESTS = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
-MECHANISMS = ("PLAIN", *SCRAM_DIGESTS)
+MECHANISMS = ("PLAIN", *SCRAM_DIGESTS, "OAUTHBEARER")
 MIN_SCRAM_ITERATIONS = 4096  # RFC 7677's minimum, also Kafka's
 
 
@@ -129,10 +133,42 @@ class ScramClient(SaslClient):
         self._done = True
 
 
-def sasl_client(mechanism: str, username: str, password: str) -> SaslClient:
+class OAuthBearerClient(SaslClient):
+    """RFC 7628's client: GS2 header, `auth=Bearer <token>`, the extensions, each after the separator."""
+
+    mechanism = "OAUTHBEARER"
+
+    def __init__(self, token: str, extensions: Mapping[str, str] | None = None) -> None:
+        self.token = token
+        self.extensions = dict(extensions or {})
+        self._challenged = False
+
+    def first(self) -> bytes:
+        parts = [f"auth=Bearer {self.token}", *(f"{k}={v}" for k, v in self.extensions.items())]
+        return ("n,,\x01" + "\x01".join(parts) + "\x01\x01").encode()
+
+    def respond(self, challenge: bytes) -> bytes | None:
+        if not challenge:
+            return None  # the server took the token
+        if self._challenged:
+            return None
+        self._challenged = True  # the server's JSON error: RFC 7628 has the client answer with a lone separator
+        return b"\x01"
+
+
+def sasl_client(mechanism: str, username: str, password: str, login_options: Mapping[str, str] | None = None
+                ) -> SaslClient:
+    """The mechanism's client: PLAIN and SCRAM with the username and password, OAUTHBEARER with a fresh unsecured
+    token from the OAuthBearerLoginModule's `login_options` (SaslClientError when they cannot make one)."""
     mechanism = mechanism.upper()
     if mechanism == "PLAIN":
         return PlainClient(username, password)
     if mechanism in SCRAM_DIGESTS:
         return ScramClient(mechanism, username, password)
+    if mechanism == "OAUTHBEARER":
+        options = login_options or {}
+        try:
+            return OAuthBearerClient(unsecured_token(options), extensions_of(options))
+        except LoginOptionError as exc:
+            raise SaslClientError(f"OAUTHBEARER: {exc}") from None
     raise ValueError(f"SASL mechanism {mechanism} is not supported (use one of {', '.join(MECHANISMS)})")

@@ -35,6 +35,24 @@ def jaas_credentials(jaas: str, key: str = "sasl.jaas.config") -> tuple[str, str
                       'password="alice-secret";)')
 
 
+OAUTH_LOGIN_MODULE = "OAuthBearerLoginModule"
+
+
+def oauth_login_options(jaas: str, key: str = "sasl.jaas.config") -> dict[str, str]:
+    """The options of a client `sasl.jaas.config`'s OAuthBearerLoginModule (Kafka's unsecured login:
+    unsecuredLoginStringClaim_sub="alice", ...)."""
+    for module in parse_jaas(jaas, key):
+        if module.name.rsplit(".", 1)[-1] == OAUTH_LOGIN_MODULE:
+            return dict(module.options)
+    raise ConfigError(f"{key} names no OAuthBearerLoginModule for SASL OAUTHBEARER (e.g. "
+                      "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+                      'unsecuredLoginStringClaim_sub="alice";)')
+
+
+def _mechanism(props: Mapping[str, str], default: str = "GSSAPI") -> str:
+    return props.get("sasl.mechanism", props.get("sasl.mechanisms", default)).strip().upper()
+
+
 def _credentials(props: Mapping[str, str]) -> tuple[str, str]:
     jaas = props.get("sasl.jaas.config")
     if jaas:
@@ -65,12 +83,73 @@ def client_security(props: Mapping[str, str]) -> ClientSecurity:
             java["ssl.keystore.certificate.chain"] = _read(props["ssl.certificate.location"])
         context = tls.client_context(java.get)
     mechanism = username = password = None
+    login: tuple[tuple[str, str], ...] = ()
     if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
-        mechanism = props.get("sasl.mechanism", props.get("sasl.mechanisms", "GSSAPI")).strip().upper()
+        mechanism = _mechanism(props)
         if mechanism not in MECHANISMS:
             raise ConfigError(f"sasl.mechanism {mechanism} is not supported: use one of {', '.join(MECHANISMS)}")
-        username, password = _credentials(props)
-    return ClientSecurity(protocol, context, mechanism, username or "", password or "")
+        if mechanism == "OAUTHBEARER":
+            login = tuple(_oauth_options(props).items())
+        else:
+            username, password = _credentials(props)
+    return ClientSecurity(protocol, context, mechanism, username or "", password or "", login)
+
+
+def _oauth_options(props: Mapping[str, str]) -> dict[str, str]:
+    """The unsecured login's options: from sasl.jaas.config, else librdkafka's sasl.oauthbearer.config."""
+    jaas = props.get("sasl.jaas.config")
+    if jaas:
+        return oauth_login_options(jaas)
+    if "sasl.oauthbearer.config" in props:
+        return _options_of_rdkafka(props["sasl.oauthbearer.config"])
+    raise ConfigError("SASL OAUTHBEARER needs sasl.jaas.config with an OAuthBearerLoginModule (or "
+                      "sasl.oauthbearer.config)")
+
+
+# librdkafka's unsecured JWT settings (sasl.oauthbearer.config) <-> the JAAS options of Kafka's unsecured login
+_RDKAFKA_OAUTH = {"principalClaimName": "unsecuredLoginPrincipalClaimName",
+                  "scopeClaimName": "unsecuredLoginScopeClaimName", "lifeSeconds": "unsecuredLoginLifetimeSeconds"}
+
+
+def _options_of_rdkafka(config: str) -> dict[str, str]:
+    fields = dict(part.split("=", 1) for part in config.split() if "=" in part)
+    principal_claim = fields.get("principalClaimName", "sub")
+    scope_claim = fields.get("scopeClaimName", "scope")
+    options = {f"unsecuredLoginStringClaim_{principal_claim}": fields.get("principal", "")}
+    for name, option in _RDKAFKA_OAUTH.items():
+        if name in fields:
+            options[option] = fields[name]
+    if "scope" in fields:
+        options[f"unsecuredLoginListClaim_{scope_claim}"] = "," + fields["scope"]
+    for name, value in fields.items():
+        if name.startswith("extension_"):
+            options[f"unsecuredLoginExtension_{name[len('extension_'):]}"] = value
+    return options
+
+
+def _rdkafka_of_options(options: Mapping[str, str]) -> str:
+    """librdkafka's sasl.oauthbearer.config for the same unsecured token (it cannot take number claims)."""
+    principal_claim = options.get("unsecuredLoginPrincipalClaimName", "sub")
+    scope_claim = options.get("unsecuredLoginScopeClaimName", "scope")
+    principal = options.get(f"unsecuredLoginStringClaim_{principal_claim}")
+    if not principal:
+        raise ConfigError(f'the OAuthBearerLoginModule options name no principal: set '
+                          f'unsecuredLoginStringClaim_{principal_claim}="<name>"')
+    fields = {"principal": principal}
+    for name, option in _RDKAFKA_OAUTH.items():
+        if option in options:
+            fields[name] = options[option]
+    scope = options.get(f"unsecuredLoginListClaim_{scope_claim}")
+    if scope:
+        fields["scope"] = ",".join(item for item in scope[1:].split(scope[0]) if item)
+    for name, value in options.items():
+        if name.startswith("unsecuredLoginExtension_"):
+            fields[f"extension_{name[len('unsecuredLoginExtension_'):]}"] = value
+    for name, value in fields.items():
+        if not value or any(c.isspace() for c in value):
+            raise ConfigError(f"OAUTHBEARER login option {name}={value!r}: librdkafka's clients need a value "
+                              "without blanks")
+    return " ".join(f"{k}={v}" for k, v in fields.items())
 
 
 def _read(path: str) -> str:
@@ -90,7 +169,11 @@ def librdkafka_config(props: Mapping[str, str]) -> dict[str, str]:
         if java in props:
             out.setdefault(rdkafka, props[java])
     jaas = props.get("sasl.jaas.config")
-    if jaas:
+    if jaas and _mechanism(props, "") == "OAUTHBEARER":
+        # Kafka's unsecured login becomes librdkafka's own unsecured JWT with the same claims
+        out.setdefault("enable.sasl.oauthbearer.unsecure.jwt", "true")
+        out.setdefault("sasl.oauthbearer.config", _rdkafka_of_options(oauth_login_options(jaas)))
+    elif jaas:
         username, password = jaas_credentials(jaas)
         out.setdefault("sasl.username", username)
         out.setdefault("sasl.password", password)

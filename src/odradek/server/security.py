@@ -132,7 +132,7 @@ def inter_broker_security(config: BrokerConfig) -> ClientSecurity:
     `sasl.mechanism.inter.broker.protocol` with the username and password of the JAAS entry for that
     mechanism (`listener.name.<l>.<mechanism>.sasl.jaas.config`, else `sasl.jaas.config`).
     Raises ConfigError (one line) on what cannot work."""
-    from odradek.security.client_config import jaas_credentials
+    from odradek.security.client_config import jaas_credentials, oauth_login_options
 
     listener = config.inter_broker_listener
     protocol = listener.security_protocol
@@ -155,6 +155,8 @@ def inter_broker_security(config: BrokerConfig) -> ClientSecurity:
     if jaas is None:
         raise ConfigError(f"the inter-broker listener {listener.name} uses SASL {mechanism}: set the broker's own "
                           f'username="..." password="..." in {key} (or sasl.jaas.config)')
+    if mechanism == "OAUTHBEARER":  # the broker's own unsecured login, from the same JAAS entry as its validator
+        return ClientSecurity(protocol, context, mechanism, login_options=tuple(oauth_login_options(jaas, key).items()))
     username, password = jaas_credentials(jaas, key)
     return ClientSecurity(protocol, context, mechanism, username, password)
 
