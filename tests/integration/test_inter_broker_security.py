@@ -1,7 +1,8 @@
 """Brokers that reach each other over a SASL_SSL inter-broker listener: the SCRAM credential of the
 broker user written with `configs --zookeeper` before any broker starts (as with kafka-configs.sh),
 replication and a kill -9 fail-over drill with nothing acknowledged lost, the followers' connections
-going to the leader's secured port; and a broker with the wrong inter-broker password refused there."""
+going to the leader's secured port; and a broker with the wrong inter-broker password refused there; brokers
+that log in to each other with Kafka's unsecured OAUTHBEARER login, replicating under acks=all."""
 
 from __future__ import annotations
 
@@ -98,6 +99,37 @@ def test_sasl_ssl_inter_broker_replication_and_kill_9_fail_over(zk_standalone: Z
         wait_until(lambda: _partition(bootstrap, "secured")[1] == [0, 1, 2], 60, "the restarted broker back in the ISR")
         values = [m.value().decode() for m in consume_all(bootstrap, "secured", 600)]
         assert values == first + second
+        for b in cluster.brokers:
+            assert "Failed authentication" not in b.output()
+    finally:
+        cluster.stop()
+
+
+OAUTH_JAAS = ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
+              'unsecuredLoginStringClaim_sub="broker" unsecuredLoginListClaim_scope=",interBroker" '
+              'unsecuredValidatorRequiredScope="interBroker";')
+
+
+def test_oauthbearer_inter_broker_login_replicates(zk_standalone: ZooKeeperChroot, brokers: BrokerPool) -> None:
+    cluster = BrokerCluster(brokers.directory("ib-oauth"), zk_standalone.connect_string, size=2, overrides={
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,INTERNAL:SASL_PLAINTEXT",
+        "inter.broker.listener.name": "INTERNAL", "sasl.mechanism.inter.broker.protocol": "OAUTHBEARER",
+        "listener.name.internal.sasl.enabled.mechanisms": "OAUTHBEARER",
+        "listener.name.internal.oauthbearer.sasl.jaas.config": OAUTH_JAAS, "min.insync.replicas": "2"})
+    internal: dict[int, int] = {}
+    for b in cluster.brokers:
+        internal[b.broker_id] = free_port()
+        b.overrides["listeners"] = f"PLAINTEXT://127.0.0.1:{b.port},INTERNAL://127.0.0.1:{internal[b.broker_id]}"
+    try:
+        cluster.start()
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+        admin.create_topics([NewTopic("oauth-ib", 1, replica_assignment=[[0, 1]])])["oauth-ib"].result(30)
+        wait_until(lambda: _partition(cluster.bootstrap, "oauth-ib") == (0, [0, 1]), 60, "both replicas in the ISR")
+        wait_until(lambda: _connected_to(cluster.brokers[1], internal[0]), 30,
+                   "broker 1 to fetch from broker 0's OAUTHBEARER port")
+        values = [f"o{i}" for i in range(100)]
+        produce(cluster.bootstrap, "oauth-ib", values, acks="all")  # min.insync.replicas=2: the follower has them
+        assert [m.value().decode() for m in consume_all(cluster.bootstrap, "oauth-ib", 100)] == values
         for b in cluster.brokers:
             assert "Failed authentication" not in b.output()
     finally:
