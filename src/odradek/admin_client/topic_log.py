@@ -86,7 +86,9 @@ class KafkaTopicLog:
             found = metadata.topics.get(topic)
             if found is not None and found.partitions and found.error is None:
                 return list(found.partitions)
-            if time.monotonic() >= deadline:
+            refused = (found is not None and found.error is not None and not found.error.retriable()
+                       and found.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART)  # e.g. not authorized
+            if refused or time.monotonic() >= deadline:
                 raise KafkaException(found.error if found is not None and found.error is not None
                                      else KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART, f"no partitions of {topic}"))
             if not waited:
