@@ -118,10 +118,15 @@ class DistributedRest(ConnectRest):
             raise RestError(409, REBALANCING)
         return state
 
-    def _created_info(self, state: ConnectorState) -> dict[str, Any]:
-        """A new connector as Kafka's herder answers its creation: its config with no tasks (the answer comes from
-        the config state before the leader has written the task configs, however soon it does)."""
-        return {**self._info(state), "tasks": []}
+    @staticmethod
+    def _task_ids(state: ConnectorState | None) -> list[dict[str, Any]]:
+        return [] if state is None else [{"connector": state.name, "task": t.id} for t in state.tasks]
+
+    def _written_info(self, state: ConnectorState, tasks_before: list[dict[str, Any]]) -> dict[str, Any]:
+        """A connector whose config was just written, as Kafka's herder answers: the new config with the tasks
+        the config state held before the write (none for a new connector), however soon the leader writes new
+        task configs (DistributedHerder.putConnectorConfig answers from its snapshot)."""
+        return {**self._info(state), "tasks": tasks_before}
 
     async def create(self, request: web.Request) -> web.Response:
         forwarded = await self._forwarded(request)
@@ -132,7 +137,7 @@ class DistributedRest(ConnectRest):
             raise RestError(409, f"Connector {name} already exists")
         await asyncio.to_thread(self.worker.check, name, config)
         await asyncio.to_thread(self.herder.configs.put_connector, name, config, TARGET_NAMES[initial])
-        return _json(self._created_info(await self._settled(name)), 201)
+        return _json(self._written_info(await self._settled(name), []), 201)
 
     async def put_config(self, request: web.Request) -> web.Response:
         forwarded = await self._forwarded(request)
@@ -140,21 +145,22 @@ class DistributedRest(ConnectRest):
             return forwarded
         name = request.match_info["name"]
         config = config_body(name, await self._body(request))
-        created = self._view(name) is None
+        before = self._view(name)
+        tasks_before = self._task_ids(before)
         await asyncio.to_thread(self.worker.check, name, config)
-        await asyncio.to_thread(self.herder.configs.put_connector, name, config, "STARTED" if created else None)
-        state = await self._settled(name)
-        return _json(self._created_info(state) if created else self._info(state), 201 if created else 200)
+        await asyncio.to_thread(self.herder.configs.put_connector, name, config, "STARTED" if before is None else None)
+        return _json(self._written_info(await self._settled(name), tasks_before), 201 if before is None else 200)
 
     async def patch_config(self, request: web.Request) -> web.Response:
         forwarded = await self._forwarded(request)
         if forwarded is not None:
             return forwarded
         state = self._connector(request)
+        tasks_before = self._task_ids(state)
         config = patched(state.config, await self._body(request))
         await asyncio.to_thread(self.worker.check, state.name, config)
         await asyncio.to_thread(self.herder.configs.put_connector, state.name, config, None)
-        return _json(self._info(await self._settled(state.name)))
+        return _json(self._written_info(await self._settled(state.name), tasks_before))
 
     async def delete(self, request: web.Request) -> web.Response:
         forwarded = await self._forwarded(request)
