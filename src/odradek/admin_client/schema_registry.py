@@ -1,7 +1,7 @@
 """A client of Confluent Schema Registry's REST API (Odradek's registry, Confluent's or Karapace), shared by
 `odradek schemas` and the console's Schemas page.
 
-Blocking calls over the standard library's urllib (the console runs them on its worker threads), each bounded
+Blocking calls (the console runs them on its worker threads) over serde's `RegistryTransport`, each bounded
 by a timeout and by the size of the answer read; basic auth from Confluent's client key `basic.auth.user.info`
 (USER:PASSWORD); https verified against the system's CAs or a PEM CA file. A refusal is a `RegistryError`
 carrying the registry's one-line message and error code (40401 "Subject 'x' not found.", 42201 "Invalid
@@ -10,17 +10,14 @@ schema ..."); a registry that does not answer is one line naming its URL (`unrea
 
 from __future__ import annotations
 
-import base64
 import json
-import ssl
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+from odradek.serde.registry_http import Refused, RegistryTransport, TransportError, Unreachable
+
 DEFAULT_URL = "http://localhost:8081"
 MAX_BODY = 8 << 20  # an answer larger than this is refused, not read into memory
 SCHEMA_TYPES = ("AVRO", "JSON", "PROTOBUF")
@@ -116,53 +113,27 @@ class RegistryClient:
     def __init__(self, settings: RegistrySettings, timeout_s: float) -> None:
         self.url = check_url(settings.url)
         self.timeout_s = timeout_s
-        self._auth = None
-        if settings.user_info:
-            self._auth = "Basic " + base64.b64encode(settings.user_info.encode()).decode()
-        self._ssl: ssl.SSLContext | None = None
-        if self.url.startswith("https:"):
-            try:
-                self._ssl = ssl.create_default_context(cafile=settings.ca_file or None)
-            except (OSError, ssl.SSLError) as exc:
-                raise RegistryError(f"cannot read the CA file {settings.ca_file}: {exc}") from None
+        try:
+            self._http = RegistryTransport([self.url], user_info=settings.user_info, ca_file=settings.ca_file,
+                                           timeout_s=timeout_s, max_answer=MAX_BODY)
+        except TransportError as exc:
+            raise RegistryError(str(exc)) from None
 
     def call(self, method: str, path: str, body: Any = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        headers = {"Accept": CONTENT_TYPE + ", application/json"}
-        if data is not None:
-            headers["Content-Type"] = CONTENT_TYPE
-        if self._auth:
-            headers["Authorization"] = self._auth
-        request = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s,  # noqa: S310 (the operator's URL)
-                                        context=self._ssl) as resp:
-                raw = resp.read(MAX_BODY + 1)
-        except urllib.error.HTTPError as exc:
-            raise self._refusal(exc) from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", None) or exc
-            raise RegistryError(f"Schema registry unreachable at {self.url}: {reason}", unreachable=True) from None
-        if len(raw) > MAX_BODY:
-            raise RegistryError(f"The schema registry's answer is larger than {MAX_BODY} bytes")
-        try:
-            return json.loads(raw) if raw else None
-        except ValueError:
-            raise RegistryError(f"The schema registry at {self.url} did not answer JSON") from None
-
-    def _refusal(self, exc: urllib.error.HTTPError) -> RegistryError:
-        try:
-            doc = json.loads(exc.read(64 << 10))
-        except (ValueError, OSError):
-            doc = None
-        if isinstance(doc, dict) and doc.get("message"):
-            message = " ".join(str(doc["message"]).split())  # one line, whatever the registry sent
-            code = doc.get("error_code")
-            return RegistryError(message, code if isinstance(code, int) else exc.code)
-        if exc.code == 401:
-            return RegistryError(f"The schema registry at {self.url} refused the credentials (401 Unauthorized)",
-                                 401)
-        return RegistryError(f"The schema registry at {self.url} answered {exc.code} {exc.reason}", exc.code)
+            return self._http.call(method, path, body)
+        except Refused as exc:
+            if exc.message:  # the registry's own line (40401 "Subject 'x' not found.", ...)
+                raise RegistryError(exc.message, exc.error_code if exc.error_code is not None else exc.status) from None
+            if exc.status == 401:
+                raise RegistryError(f"The schema registry at {self.url} refused the credentials (401 Unauthorized)",
+                                    401) from None
+            raise RegistryError(f"The schema registry at {self.url} answered {exc.status} {exc.reason}",
+                                exc.status) from None
+        except Unreachable as exc:
+            raise RegistryError(f"Schema registry unreachable at {exc}", unreachable=True) from None
+        except TransportError as exc:
+            raise RegistryError(str(exc)[:1].upper() + str(exc)[1:]) from None
 
     # reads
 

@@ -1,5 +1,6 @@
 """A small client of Confluent Schema Registry's REST API: register a schema under a subject, fetch a schema
-by id, the latest version of a subject. Answers are cached (ids are immutable), so a stream of records asks
+by id, the latest version of a subject (over `registry_http.RegistryTransport`: basic auth, a PEM CA, bounded
+answers). Answers are cached (ids are immutable), so a stream of records asks
 the registry once per schema id, not once per record; an id the registry does not know is remembered for
 NOT_FOUND_TTL_S, so records carrying a bogus id cannot turn into a request each.
 
@@ -9,18 +10,15 @@ its process for the same registry, so a Python worker that runs task after task 
 
 from __future__ import annotations
 
-import base64
-import json
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+from odradek.serde.registry_http import Refused, RegistryTransport, TransportError, Unreachable
+
 CACHE_SIZE = 1000
 NOT_FOUND_TTL_S = 10.0
 MAX_ANSWER_BYTES = 16 << 20  # a schema and its references; a larger answer is refused, not read into memory
@@ -62,7 +60,8 @@ class RegistryClient:
     """Confluent's REST API at `url` (comma-separated URLs: tried in turn when one cannot be reached).
     Basic auth from `user_info` ("user:password", Confluent's basic.auth.user.info) or the URL's userinfo."""
 
-    def __init__(self, url: str, *, user_info: str | None = None, timeout_s: float = 10.0) -> None:
+    def __init__(self, url: str, *, user_info: str | None = None, timeout_s: float = 10.0,
+                 ca_file: str | None = None) -> None:
         self.urls: list[str] = []
         for raw in url.split(","):
             parts = urllib.parse.urlsplit(raw.strip())
@@ -76,6 +75,8 @@ class RegistryClient:
             self.urls.append(urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", "")))
         self.user_info = user_info
         self.timeout_s = timeout_s
+        self.ca_file = ca_file  # PEM CAs for an https registry (else the system's)
+        self._http: RegistryTransport | None = None
         self._init_caches()
 
     def _init_caches(self, caches: _Caches | None = None) -> None:
@@ -84,10 +85,11 @@ class RegistryClient:
         self._lock, self._by_id, self._missing, self._registered = c.lock, c.by_id, c.missing, c.registered
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"urls": self.urls, "user_info": self.user_info, "timeout_s": self.timeout_s}
+        return {"urls": self.urls, "user_info": self.user_info, "timeout_s": self.timeout_s, "ca_file": self.ca_file}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._http = None
         key = (tuple(self.urls), self.user_info)
         with _SHARED_LOCK:
             caches = _SHARED.setdefault(key, _Caches())
@@ -96,30 +98,18 @@ class RegistryClient:
     # --- requests ------------------------------------------------------------------------------
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        headers = {"Accept": CONTENT_TYPE}
-        if data is not None:
-            headers["Content-Type"] = CONTENT_TYPE
-        if self.user_info is not None:
-            headers["Authorization"] = "Basic " + base64.b64encode(self.user_info.encode()).decode()
-        unreachable: list[str] = []
-        for base in self.urls:
-            request = urllib.request.Request(base + path, data=data, headers=headers, method=method)
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout_s) as answer:
-                    text = answer.read(MAX_ANSWER_BYTES + 1)
-            except urllib.error.HTTPError as exc:
-                raise _http_error(exc, base + path) from None
-            except OSError as exc:  # refused, timed out
-                unreachable.append(f"{base}: {getattr(exc, 'reason', exc)}")
-                continue
-            if len(text) > MAX_ANSWER_BYTES:
-                raise RegistryError(f"schema registry at {base} answered more than {MAX_ANSWER_BYTES >> 20} MiB")
-            try:
-                return json.loads(text or b"null")
-            except ValueError:
-                raise RegistryError(f"schema registry at {base} answered something that is not JSON") from None
-        raise RegistryError("schema registry unreachable (" + "; ".join(unreachable) + ")")
+        if self._http is None:
+            self._http = RegistryTransport(self.urls, user_info=self.user_info, ca_file=self.ca_file,
+                                           timeout_s=self.timeout_s, max_answer=MAX_ANSWER_BYTES)
+        try:
+            return self._http.call(method, path, body)
+        except Refused as exc:
+            raise RegistryError(f"schema registry answered {exc.status} to {exc.url}: {exc.message or exc.reason}",
+                                exc.error_code) from None
+        except Unreachable as exc:
+            raise RegistryError(f"schema registry unreachable ({exc})") from None
+        except TransportError as exc:
+            raise RegistryError(str(exc)) from None
 
     # --- the API ---------------------------------------------------------------------------------
 
@@ -183,13 +173,3 @@ def _registered(schema_id: Any, body: Any) -> RegisteredSchema:
 def _quote(subject: str) -> str:
     return urllib.parse.quote(subject, safe="")
 
-
-def _http_error(exc: urllib.error.HTTPError, url: str) -> RegistryError:
-    try:
-        body = json.loads(exc.read(1 << 16) or b"{}")
-    except ValueError:
-        body = {}
-    code = body.get("error_code") if isinstance(body, dict) else None
-    message = body.get("message") if isinstance(body, dict) else None
-    return RegistryError(f"schema registry answered {exc.code} to {url}: {message or exc.reason}",
-                         code if isinstance(code, int) else None)
