@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import yarl
+
+if TYPE_CHECKING:
+    import aiohttp
 
 from odradek.server.schema_names import record_name
 from odradek.server.schema_validation import RegistryUnavailable, SchemaFacts
@@ -20,6 +22,14 @@ from odradek.server.schema_validation import RegistryUnavailable, SchemaFacts
 TIMEOUT_S = 5.0
 MAX_ANSWER_BYTES = 8 * 1024 * 1024  # a schema is at most 1 MiB of text, JSON-escaped in the answer
 THREAD_FROM_BYTES = 64 * 1024  # record names of larger schemas are read on a worker thread
+
+
+def _aiohttp() -> Any:
+    """aiohttp, imported when first needed: every broker builds a lookup, few ever ask a registry (the import
+    is a tenth of a broker's start-up CPU)."""
+    import aiohttp
+
+    return aiohttp
 
 
 class HttpSchemaLookup:
@@ -38,9 +48,9 @@ class HttpSchemaLookup:
             auth = None
             if credentials_source == "USER_INFO" and user_info:
                 user, _, password = user_info.partition(":")
-                auth = aiohttp.BasicAuth(user, password)
+                auth = _aiohttp().BasicAuth(user, password)
             elif credentials_source == "URL" and url.user:
-                auth = aiohttp.BasicAuth(url.user, url.password or "")
+                auth = _aiohttp().BasicAuth(url.user, url.password or "")
             self.urls.append(str(url.with_user(None)))
             self._auth.append(auth)
         self._max_connections = max_connections
@@ -62,7 +72,7 @@ class HttpSchemaLookup:
             base = self.urls[i]
             try:
                 found = await self._ask(base, self._auth[i], schema_id)
-            except (TimeoutError, aiohttp.ClientError, OSError, ValueError, KeyError, TypeError) as exc:
+            except (TimeoutError, _aiohttp().ClientError, OSError, ValueError, KeyError, TypeError) as exc:
                 failures.append(f"{base}: {type(exc).__name__} {exc}".strip())
                 continue
             self._next = i
@@ -90,6 +100,7 @@ class HttpSchemaLookup:
 
     async def _get(self, url: str, auth: aiohttp.BasicAuth | None) -> tuple[int, Any]:
         if self._session is None:
+            aiohttp = _aiohttp()
             self._session = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=TIMEOUT_S),
                 connector=aiohttp.TCPConnector(limit=self._max_connections),
