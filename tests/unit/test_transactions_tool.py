@@ -116,6 +116,6 @@ def test_command_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     config.write_text("security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI\n")
     assert tx.main(["--bootstrap-server", "127.0.0.1:1", "--command-config", str(config), "list"]) == 1
     assert capsys.readouterr().err.strip() == ("Error: sasl.mechanism GSSAPI is not supported: use one of PLAIN, "
-                                               "SCRAM-SHA-256, SCRAM-SHA-512")
+                                               "SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER")
     assert tx.main(["--bootstrap-server", "127.0.0.1:1", "--command-config", str(tmp_path / "none"), "list"]) == 1
     assert capsys.readouterr().err.startswith("Failed to load admin client properties: cannot read")
