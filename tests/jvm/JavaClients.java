@@ -323,7 +323,16 @@ public final class JavaClients {
             System.out.println("retention.ms " + admin.describeConfigs(List.of(res)).all().get().get(res)
                     .get("retention.ms").value());
             admin.deleteTopics(List.of(topic)).all().get();
-            System.out.println("deleted " + !admin.listTopics().names().get().contains(topic));
+            // Apache Kafka answers DeleteTopics before every broker's metadata has dropped the topic (a listing
+            // right after it showed the topic once): wait, up to 30 s, for the listing to lose it
+            boolean deleted = false;
+            for (int i = 0; i < 300 && !deleted; i++) {
+                deleted = !admin.listTopics().names().get().contains(topic);
+                if (!deleted) {
+                    Thread.sleep(100);
+                }
+            }
+            System.out.println("deleted " + deleted);
         }
     }
 }
