@@ -95,6 +95,11 @@ def test_kill_controller_another_takes_over(cluster: BrokerCluster) -> None:
     try:
         wait_until(lambda: cluster.controller_id() != old, 30, "another controller", ignoring=(KazooException,))
         survivor = next(b for b in cluster.brokers if b.broker_id != old)
+        # an admin client sends CreateTopics to the controller its first Metadata answer names: it must be asked
+        # once the survivor's own metadata has the new controller (its ZooKeeper watch follows the election by
+        # a moment; a client that learnt the dead one retried it alone for 30 s)
+        wait_until(lambda: admin(survivor.bootstrap).list_topics(timeout=10).controller_id not in (old, -1), 30,
+                   "the survivor to name the new controller", ignoring=(KafkaException,))
         a = admin(survivor.bootstrap)
         a.create_topics([NewTopic("after-failover", 2, 2)])["after-failover"].result(30)
         assert "PartitionCount: 2" in _describe(survivor.bootstrap, "after-failover")
