@@ -32,12 +32,16 @@ def secured_odradek(module_brokers: BrokerPool) -> BrokerProcess:
 
 
 def normalized(out: str) -> list[list[str]]:
-    """The output in blocks (one per resource), each block's ACL lines sorted."""
+    """The output in blocks (one per resource, and the lines before the first), each block's ACL lines sorted,
+    the blocks sorted: Kafka lists resources in its hash map's order. A resource's block starts at its "Current
+    ACLs for resource" line, which `--list --principal` prints right under its own header line."""
     blocks: list[list[str]] = [[]]
     for line in out.splitlines():
         if not line.strip():
             blocks.append([])
         else:
+            if line.startswith("Current ACLs for resource") and blocks[-1]:
+                blocks.append([])
             blocks[-1].append(line.strip())
     return sorted(sorted(b) for b in blocks if b)
 
