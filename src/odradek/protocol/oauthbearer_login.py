@@ -48,7 +48,7 @@ def login_claims(options: Mapping[str, str], now: float | None = None) -> dict[s
             claims[key[len(NUMBER_CLAIM):]] = int(number) if number.is_integer() else number
         elif key.startswith(LIST_CLAIM) and len(key) > len(LIST_CLAIM):
             # Kafka's form: the value's first character separates the items (",a,b" is ["a", "b"])
-            claims[key[len(LIST_CLAIM):]] = [item for item in value[1:].split(value[0])] if value else []
+            claims[key[len(LIST_CLAIM):]] = value[1:].split(value[0]) if value else []
     principal_claim = options.get(PRINCIPAL_CLAIM_NAME, "sub")
     if not isinstance(claims.get(principal_claim), str) or not claims[principal_claim]:
         raise LoginOptionError(f"the OAuthBearerLoginModule options name no principal: set "

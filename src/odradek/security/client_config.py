@@ -10,6 +10,17 @@ from collections.abc import Mapping
 
 from odradek.config_keys import ConfigError
 from odradek.protocol.client_security import PLAINTEXT, PROTOCOLS, ClientSecurity
+from odradek.protocol.oauthbearer_login import (
+    EXTENSION,
+    LIFETIME,
+    LIST_CLAIM,
+    PRINCIPAL_CLAIM_NAME,
+    SCOPE_CLAIM_NAME,
+    STRING_CLAIM,
+    LoginOptionError,
+    extensions_of,
+    login_claims,
+)
 from odradek.protocol.sasl_client import MECHANISMS
 from odradek.security import tls
 from odradek.security.sasl import parse_jaas
@@ -107,44 +118,39 @@ def _oauth_options(props: Mapping[str, str]) -> dict[str, str]:
 
 
 # librdkafka's unsecured JWT settings (sasl.oauthbearer.config) <-> the JAAS options of Kafka's unsecured login
-_RDKAFKA_OAUTH = {"principalClaimName": "unsecuredLoginPrincipalClaimName",
-                  "scopeClaimName": "unsecuredLoginScopeClaimName", "lifeSeconds": "unsecuredLoginLifetimeSeconds"}
+_RDKAFKA_OAUTH = {"principalClaimName": PRINCIPAL_CLAIM_NAME, "scopeClaimName": SCOPE_CLAIM_NAME,
+                  "lifeSeconds": LIFETIME}
 
 
 def _options_of_rdkafka(config: str) -> dict[str, str]:
     fields = dict(part.split("=", 1) for part in config.split() if "=" in part)
-    principal_claim = fields.get("principalClaimName", "sub")
-    scope_claim = fields.get("scopeClaimName", "scope")
-    options = {f"unsecuredLoginStringClaim_{principal_claim}": fields.get("principal", "")}
+    options = {f"{STRING_CLAIM}{fields.get('principalClaimName', 'sub')}": fields.get("principal", "")}
     for name, option in _RDKAFKA_OAUTH.items():
         if name in fields:
             options[option] = fields[name]
     if "scope" in fields:
-        options[f"unsecuredLoginListClaim_{scope_claim}"] = "," + fields["scope"]
+        options[f"{LIST_CLAIM}{fields.get('scopeClaimName', 'scope')}"] = "," + fields["scope"]
     for name, value in fields.items():
         if name.startswith("extension_"):
-            options[f"unsecuredLoginExtension_{name[len('extension_'):]}"] = value
+            options[f"{EXTENSION}{name[len('extension_'):]}"] = value
     return options
 
 
 def _rdkafka_of_options(options: Mapping[str, str]) -> str:
     """librdkafka's sasl.oauthbearer.config for the same unsecured token (it cannot take number claims)."""
-    principal_claim = options.get("unsecuredLoginPrincipalClaimName", "sub")
-    scope_claim = options.get("unsecuredLoginScopeClaimName", "scope")
-    principal = options.get(f"unsecuredLoginStringClaim_{principal_claim}")
-    if not principal:
-        raise ConfigError(f'the OAuthBearerLoginModule options name no principal: set '
-                          f'unsecuredLoginStringClaim_{principal_claim}="<name>"')
-    fields = {"principal": principal}
+    try:
+        claims = login_claims(options)
+    except LoginOptionError as exc:
+        raise ConfigError(str(exc)) from None
+    fields = {"principal": claims[options.get(PRINCIPAL_CLAIM_NAME, "sub")]}
     for name, option in _RDKAFKA_OAUTH.items():
         if option in options:
             fields[name] = options[option]
-    scope = options.get(f"unsecuredLoginListClaim_{scope_claim}")
-    if scope:
-        fields["scope"] = ",".join(item for item in scope[1:].split(scope[0]) if item)
-    for name, value in options.items():
-        if name.startswith("unsecuredLoginExtension_"):
-            fields[f"extension_{name[len('unsecuredLoginExtension_'):]}"] = value
+    scope = claims.get(options.get(SCOPE_CLAIM_NAME, "scope"))
+    if isinstance(scope, list) and scope:
+        fields["scope"] = ",".join(item for item in scope if item)
+    for name, value in extensions_of(options).items():
+        fields[f"extension_{name}"] = value
     for name, value in fields.items():
         if not value or any(c.isspace() for c in value):
             raise ConfigError(f"OAUTHBEARER login option {name}={value!r}: librdkafka's clients need a value "

@@ -98,10 +98,10 @@ class RegistryClient:
     # --- requests ------------------------------------------------------------------------------
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
-        if self._http is None:
-            self._http = RegistryTransport(self.urls, user_info=self.user_info, ca_file=self.ca_file,
-                                           timeout_s=self.timeout_s, max_answer=MAX_ANSWER_BYTES)
         try:
+            if self._http is None:  # made here, not at unpickling: a Spark task ships the settings only
+                self._http = RegistryTransport(self.urls, user_info=self.user_info, ca_file=self.ca_file,
+                                               timeout_s=self.timeout_s, max_answer=MAX_ANSWER_BYTES)
             return self._http.call(method, path, body)
         except Refused as exc:
             raise RegistryError(f"schema registry answered {exc.status} to {exc.url}: {exc.message or exc.reason}",
