@@ -33,7 +33,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.harness import BrokerProcess  # noqa: E402
+from tests.harness import NO_REBALANCE_DELAY, BrokerProcess  # noqa: E402
 from tests.jvm.apache_kafka import TOOLS, ApacheKafkaBroker, classpath, java, kafka_version  # noqa: E402
 
 from bench import omb  # noqa: E402
@@ -53,6 +53,7 @@ class Sample:
     cpu_s_per_m: float = 0.0
     peak_rss_mb: float = 0.0
     notes: list[str] = field(default_factory=list)
+    failed: str = ""  # why the workload could not run on this broker
 
 
 class Watch:
@@ -94,17 +95,37 @@ class Watch:
             thread.join()
 
 
+class ToolFailed(Exception):
+    """A Kafka tool exited with an error or gave no answer in time."""
+
+
 def tool(name: str, *args: str, timeout: float = 1800) -> str:
-    r = subprocess.run(java("-Xmx1g", "-cp", classpath(), TOOLS[name], *args), capture_output=True, text=True,
-                       timeout=timeout)
+    try:
+        r = subprocess.run(java("-Xmx1g", "-cp", classpath(), TOOLS[name], *args), capture_output=True, text=True,
+                           timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        raise ToolFailed(f"{name} gave no answer in {timeout:g} s") from exc
     if r.returncode:
-        raise SystemExit(f"{name} failed ({r.returncode}):\n{(r.stdout + r.stderr)[-3000:]}")
+        raise ToolFailed(f"{name} failed ({r.returncode}):\n{(r.stdout + r.stderr)[-3000:]}")
     return r.stdout
+
+
+def probe(bootstrap: str, topic: str) -> None:
+    """One record through the Java producer, within a minute: a broker whose answers the Java client cannot use
+    (Tansu 0.6 closes its connections after the producer's Metadata request) would otherwise hold the perf tool
+    for ever, each send waiting max.block.ms for metadata that never comes."""
+    out = tool("kafka-producer-perf-test", "--topic", topic, "--num-records", "1", "--record-size", "10",
+               "--throughput", "-1", "--producer-props", f"bootstrap.servers={bootstrap}", "acks=all",
+               "max.block.ms=20000", "delivery.timeout.ms=30000", "request.timeout.ms=20000", timeout=60)
+    if not re.search(r"^1 records sent", out, re.M):
+        raise ToolFailed("the Java producer could not send one record within 20 s")
 
 
 def measure(bootstrap: str, pid: int, n: int, size: int) -> Sample:
     topic = f"yardstick-{size}-{int(time.time() * 1000)}"
-    tool("kafka-topics", "--bootstrap-server", bootstrap, "--create", "--topic", topic, "--partitions", "1")
+    tool("kafka-topics", "--bootstrap-server", bootstrap, "--create", "--topic", topic, "--partitions", "1",
+         timeout=120)
+    probe(bootstrap, f"{topic}-probe")
     watch = Watch(pid)
     sample = Sample()
     cpu0 = watch.cpu()
@@ -124,7 +145,9 @@ def measure(bootstrap: str, pid: int, n: int, size: int) -> Sample:
 
 @contextmanager
 def odradek(tmp: Path) -> Iterator[tuple[str, int]]:
-    broker = BrokerProcess(tmp / "odradek").start()
+    # a consumer group forms at once, as on the Apache Kafka broker (ApacheKafkaBroker sets the same): the
+    # consumer perf tool's rate includes its group's join
+    broker = BrokerProcess(tmp / "odradek", overrides=dict(NO_REBALANCE_DELAY)).start()
     try:
         assert broker.pid is not None
         yield broker.bootstrap, broker.pid
@@ -202,6 +225,9 @@ def table(results: dict[tuple[int, int], dict[str, Sample]]) -> str:
     for (n, size), by_broker in results.items():
         base = by_broker.get("kafka")
         for name, s in by_broker.items():
+            if s.failed:
+                lines.append(f"| {n:,} x {size} B | {LABELS[name]} | failed: {s.failed} | | | | | | |")
+                continue
             ratio = (f"{s.produce_rps / base.produce_rps:.2f}x / {s.consume_rps / base.consume_rps:.2f}x"
                      if base and base.produce_rps and base.consume_rps else "-")
             lines.append(f"| {n:,} x {size} B | {LABELS[name]} | {s.produce_rps:,.0f} | {s.produce_mbps:.1f} | "
@@ -254,8 +280,14 @@ def main() -> int:
                 workdir.mkdir()
                 print(f"{LABELS[name]}: {n:,} x {size} B ...", flush=True)
                 with BROKERS[name](workdir) as (bootstrap, pid):
-                    results[(n, size)][name] = measure(bootstrap, pid, n, size)
+                    try:
+                        results[(n, size)][name] = measure(bootstrap, pid, n, size)
+                    except ToolFailed as exc:
+                        results[(n, size)][name] = Sample(failed=str(exc).splitlines()[0])
                 s = results[(n, size)][name]
+                if s.failed:
+                    print(f"  failed: {s.failed}", flush=True)
+                    continue
                 print(f"  produce {s.produce_rps:,.0f} rec/s, consume {s.consume_rps:,.0f} rec/s, "
                       f"{s.cpu_s_per_m:.1f} CPU s/M rec, peak RSS {s.peak_rss_mb:.0f} MB", flush=True)
     parts = ([table(results)] if workloads else []) + ([omb_table(omb_results)] if omb_results else [])

@@ -44,7 +44,7 @@ def _serves(broker: BrokerProcess, port: int) -> None:
     with client:
         assert answer.error_code == 0  # type: ignore[attr-defined]
         assert client.request(MetadataRequest(topics=None, allow_auto_topic_creation=False), 9).brokers
-    assert broker.alive
+    assert broker.alive()
 
 
 def test_a_valid_token_over_64_kib_is_refused_before_it_is_parsed(sasl_port: tuple[BrokerProcess, int]) -> None:

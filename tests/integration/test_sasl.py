@@ -70,7 +70,7 @@ def test_confluent_kafka_wrong_password_is_refused_and_logged_once(sasl_broker: 
     assert len(lines) == 1, lines  # one attempt (no reconnection within the test), one line
     assert "Authentication failed: Invalid username or password" in lines[0]
     assert "Closing connection from" not in "\n".join(ln for ln in broker.output().splitlines() if "failed authentication" in ln)
-    assert broker.alive
+    assert broker.alive()
 
 
 def test_sasl_ssl_with_the_fallback_jaas(sasl_broker: tuple[BrokerProcess, Ports], pem_pki: tuple[Path, Path]) -> None:
@@ -131,7 +131,7 @@ def test_metadata_before_authentication_closes_the_connection(sasl_broker: tuple
         c.send_raw(len(token).to_bytes(4, "big") + token)
         assert c.recv_frame() == b""
         assert c.request(MetadataRequest(topics=None, allow_auto_topic_creation=False), 9).brokers
-    assert broker.alive
+    assert broker.alive()
 
 
 def _metadata_frame() -> bytes:

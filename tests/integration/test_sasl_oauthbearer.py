@@ -148,7 +148,7 @@ def _still_serves(oauth: OAuthBroker) -> None:
     with client:
         assert answer.error_code == 0 and answer.auth_bytes == b""
         assert client.request(MetadataRequest(topics=None, allow_auto_topic_creation=False), 9).brokers
-    assert oauth.process.alive
+    assert oauth.process.alive()
 
 
 def test_session_lifetime_is_the_token_lifetime_capped_by_max_reauth(oauth: OAuthBroker) -> None:

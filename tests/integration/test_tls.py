@@ -105,7 +105,7 @@ def test_plaintext_client_on_the_tls_port_fails_cleanly(tls_broker: tuple[Broker
         except ConnectionResetError:
             pass
     assert not data.startswith(b"\x00\x00\x00")  # no Kafka response, at most a TLS alert
-    assert broker.alive
+    assert broker.alive()
     got = _round_trip(_ssl_conf(port, pki), "tls-after-garbage", count=3)
     assert len(got) == 3
 
