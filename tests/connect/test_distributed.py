@@ -154,6 +154,16 @@ def test_three_workers_share_connectors_and_survive_a_kill(cluster: list[Distrib
     assert w2.get("/connectors/src/config")["file"] == str(source)
     wait_until(lambda: set(_lines(sink)) >= {f"line-{i}" for i in range(20)}, 60,
                lambda: f"sink has the first lines: {_lines(sink)}")
+    # KIP-558's active topics are the status topic's: every worker answers alike, whichever runs the tasks,
+    # and a reset through one is seen by all
+    for name in ("src", "snk"):
+        wait_until(lambda name=name: all(w.get(f"/connectors/{name}/topics") == {name: {"topics": [topic]}}
+                                         for w in cluster), 30,
+                   lambda name=name: f"{name}'s active topic through every worker: "
+                                     f"{[w.get(f'/connectors/{name}/topics') for w in cluster]}")
+    assert w0.call("PUT", "/connectors/snk/topics/reset") == (202, None)
+    wait_until(lambda: all(w.get("/connectors/snk/topics") == {"snk": {"topics": []}} for w in cluster), 30,
+               lambda: f"snk's topics reset everywhere: {[w.get('/connectors/snk/topics') for w in cluster]}")
 
     # kill -9 the worker running the sink task: it moves after the session timeout
     victim_id = _status(w0, "snk")["tasks"][0]["worker_id"]
@@ -170,6 +180,9 @@ def test_three_workers_share_connectors_and_survive_a_kill(cluster: list[Distrib
                            + survivor.output()[-3000:])
     wait_until(lambda: set(_lines(sink)) >= {f"line-{i}" for i in range(40)}, 60,
                lambda: f"sink has every line: {sorted(set(_lines(sink)))}\n{survivor.output()[-3000:]}")
+    # the sink's later records record its topic again, for every worker to see
+    wait_until(lambda: survivor.get("/connectors/snk/topics") == {"snk": {"topics": [topic]}}, 30,
+               lambda: f"snk's topic recorded again: {survivor.get('/connectors/snk/topics')}")
     # the internal topics hold Kafka's records
     code, offsets = survivor.call("GET", "/connectors/src/offsets")
     assert code == 200 and offsets["offsets"][0]["partition"] == {"filename": str(source)}, offsets

@@ -38,9 +38,12 @@ class JavaWorker(DistributedWorker):
                                          cwd=self.cwd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-@pytest.fixture
-def pair(broker: BrokerProcess, tmp_path: Path) -> Iterator[tuple[DistributedWorker, JavaWorker]]:
-    group = f"interop-{tmp_path.name[-20:]}"
+@pytest.fixture(scope="module")
+def pair(broker: BrokerProcess, tmp_path_factory: pytest.TempPathFactory
+         ) -> Iterator[tuple[DistributedWorker, JavaWorker]]:
+    """One group of the two workers for the module (a Java worker's start costs seconds of CPU)."""
+    tmp_path = tmp_path_factory.mktemp("interop")
+    group = f"interop-{os.getpid()}"
     ours, theirs = DistributedWorker(tmp_path / "odradek", broker, group), JavaWorker(tmp_path / "kafka", broker, group)
     try:
         ours.start()
@@ -76,19 +79,20 @@ def _running(w: DistributedWorker, name: str) -> bool:
         all(t["state"] == "RUNNING" for t in s["tasks"])
 
 
+def create(w: DistributedWorker, name: str, config: dict[str, str]) -> None:
+    def attempt() -> bool:  # 409 while the group rebalances
+        code, body = w.call("POST", "/connectors", {"name": name, "config": config})
+        assert code in (201, 409), (code, body)
+        return code == 201
+    wait_until(attempt, 90, lambda: f"{name} created\n{w.output()[-3000:]}")
+
+
 def test_a_kafka_worker_and_an_odradek_worker_share_connectors(pair: tuple[DistributedWorker, JavaWorker],
                                                                tmp_path: Path) -> None:
     ours, theirs = pair
     source, sink = tmp_path / "in.txt", tmp_path / "out.txt"
     topic = f"interop-{tmp_path.name[-20:]}"
     source.write_text("".join(f"line-{i}\n" for i in range(10)))
-
-    def create(w: DistributedWorker, name: str, config: dict[str, str]) -> None:
-        def attempt() -> bool:  # 409 while the group rebalances
-            code, body = w.call("POST", "/connectors", {"name": name, "config": config})
-            assert code in (201, 409), (code, body)
-            return code == 201
-        wait_until(attempt, 90, lambda: f"{name} created\n{w.output()[-3000:]}")
 
     create(theirs, "src", {"connector.class": "FileStreamSource", "file": str(source), "topic": topic})
     create(ours, "snk", {"connector.class": "FileStreamSink", "file": str(sink), "topics": topic})
@@ -130,3 +134,51 @@ def test_a_kafka_worker_and_an_odradek_worker_share_connectors(pair: tuple[Distr
     assert ours.worker_id in workers, workers
     wait_until(lambda: sink2.exists() and len(sink2.read_text().splitlines()) >= 30, 60,
                lambda: f"the three sinks wrote every line: {sink2.read_text() if sink2.exists() else None}")
+
+
+def test_both_rest_apis_answer_alike(pair: tuple[DistributedWorker, JavaWorker], tmp_path: Path) -> None:
+    """The same REST calls through either worker of the group get the same status and body: a connector's
+    config, tasks, topics and offsets as both read them from the group's topics, an unchanged config PUT again,
+    and the errors (an existing name, no connector class, a name that differs from the path's, unknown
+    connectors and tasks)."""
+    ours, theirs = pair
+    source = tmp_path / "in.txt"
+    source.write_text("a\nb\n")
+    name = f"alike-{os.getpid()}"
+    config = {"connector.class": "FileStreamSource", "file": str(source), "topic": name, "tasks.max": "1"}
+    create(theirs, name, config)
+    wait_until(lambda: _running(ours, name) and _running(theirs, name), 120,
+               lambda: f"{name} running: {_status(ours, name)} {_status(theirs, name)}")
+    wait_until(lambda: ours.call("GET", f"/connectors/{name}/topics") == theirs.call("GET", f"/connectors/{name}/topics")
+               and bool(ours.get(f"/connectors/{name}/topics")[name]["topics"]), 60,
+               lambda: f"the topic it writes to, recorded: {ours.call('GET', f'/connectors/{name}/topics')} "
+                       f"{theirs.call('GET', f'/connectors/{name}/topics')}")
+    calls: list[tuple[str, str, Any]] = [
+        ("GET", f"/connectors/{name}", None),
+        ("GET", f"/connectors/{name}/config", None),
+        ("GET", f"/connectors/{name}/tasks", None),
+        ("GET", f"/connectors/{name}/topics", None),
+        ("PUT", f"/connectors/{name}/config", config),
+        ("POST", "/connectors", {"name": name, "config": config}),
+        ("POST", "/connectors", {"name": "no-class", "config": {"file": "x"}}),
+        ("PUT", f"/connectors/{name}/config", {**config, "name": "another"}),
+        ("GET", "/connectors/nope", None),
+        ("GET", "/connectors/nope/status", None),
+        ("GET", "/connectors/nope/config", None),
+        ("GET", "/connectors/nope/tasks", None),
+        ("GET", "/connectors/nope/topics", None),
+        ("GET", "/connectors/nope/offsets", None),
+        ("GET", "/connectors/nope/tasks/0/status", None),
+        ("GET", f"/connectors/{name}/tasks/7/status", None),
+        ("DELETE", "/connectors/nope", None),
+        ("PATCH", "/connectors/nope/config", {"a": "b"}),
+        ("PUT", "/connectors/nope/pause", None),
+        ("PUT", "/connectors/nope/resume", None),
+        ("POST", "/connectors/nope/restart", None),
+    ]
+    differ = []
+    for method, path, body in calls:
+        mine, kafkas = ours.call(method, path, body), theirs.call(method, path, body)
+        if mine != kafkas:
+            differ.append(f"{method} {path}\n  Odradek: {mine}\n  Kafka:   {kafkas}")
+    assert not differ, "\n".join(differ)

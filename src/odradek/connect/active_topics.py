@@ -1,12 +1,26 @@
 """KIP-558's active topics: the topics each connector's tasks produced to (a source's records, once delivered)
 or consumed from (a sink's records, before transforms), for `GET /connectors/{name}/topics` and
-`PUT /connectors/{name}/topics/reset`. Kept in memory, as Kafka's standalone worker keeps its status store, and
-forgotten with the connector; `topic.tracking.enable=false` turns the tracking and both endpoints off,
-`topic.tracking.allow.reset=false` the reset."""
+`PUT /connectors/{name}/topics/reset`, forgotten with the connector; `topic.tracking.enable=false` turns the
+tracking and both endpoints off, `topic.tracking.allow.reset=false` the reset. A standalone worker keeps them
+in memory, as Kafka's keeps its status store (`ActiveTopics`); a distributed worker in the status topic, where
+every worker of the group reads them (`connect/kafka_stores.py`, `StatusTopicActiveTopics`)."""
 
 from __future__ import annotations
 
 import threading
+from typing import Protocol
+
+
+class TopicTracker(Protocol):
+    """What the worker and its REST API use of either kind."""
+
+    enabled: bool
+
+    def record(self, connector: str, topic: str, task: int = 0) -> None: ...
+
+    def topics(self, connector: str) -> list[str]: ...
+
+    def reset(self, connector: str) -> None: ...
 
 
 class ActiveTopics:
@@ -15,8 +29,9 @@ class ActiveTopics:
         self._lock = threading.Lock()
         self._topics: dict[str, set[str]] = {}
 
-    def record(self, connector: str, topic: str) -> None:
-        """Called for every record: a set lookup when the topic is known already."""
+    def record(self, connector: str, topic: str, task: int = 0) -> None:
+        """Called for every record (by task `task` of the connector): a set lookup when the topic is known
+        already."""
         known = self._topics.get(connector)
         if not self.enabled or (known is not None and topic in known):
             return

@@ -38,6 +38,7 @@ from odradek.connect.kafka_stores import (
     ConfigStore,
     KafkaOffsetStore,
     StatusStore,
+    StatusTopicActiveTopics,
 )
 from odradek.connect.plugins import Plugins
 from odradek.connect.request_signing import needs_rotation, new_session_key, signature_headers
@@ -115,6 +116,8 @@ class DistributedHerder:
         self.statuses.log.start()
         self.configs.log.start()
         self.worker = Worker(cfg, self.plugins, self.offsets, self.worker_id)
+        # the group's active topics are the status topic's, as every worker reads them (KIP-558)
+        self.worker.active_topics = StatusTopicActiveTopics(self.statuses, self.worker.active_topics.enabled)
         self.member = WorkerMember(cfg, self._metadata, self._revoke, self._assign, self._assigned)
         self.member.start()
         threading.Thread(target=self._status_loop, name="status-writer", daemon=True).start()

@@ -13,7 +13,15 @@ from aiohttp import ClientSession, ClientTimeout, web
 from odradek.connect.distributed import DistributedHerder
 from odradek.connect.kafka_stores import STATUS_CONNECTOR_PREFIX, STATUS_TASK_PREFIX
 from odradek.connect.request_signing import ALGORITHM_HEADER, SIGNATURE_HEADER, refusal
-from odradek.connect.rest import ConnectRest, RestError, _json
+from odradek.connect.rest import (
+    NO_TASK_STATUS,
+    UNKNOWN_CONNECTOR,
+    UNKNOWN_CONNECTOR_COLON,
+    ConnectRest,
+    RestError,
+    _json,
+    not_found_message,
+)
 from odradek.connect.rest_common import config_body, create_body, patched
 from odradek.connect.worker import FAILED, PAUSED, RUNNING, STOPPED, UNASSIGNED, ConnectorState, TaskState
 
@@ -51,11 +59,11 @@ class DistributedRest(ConnectRest):
             state.tasks.append(TaskState(i, str(task.get("state", UNASSIGNED)), task.get("trace")))
         return state
 
-    def _connector(self, request: web.Request) -> ConnectorState:
+    def _connector(self, request: web.Request, missing: str = "Connector {name} not found") -> ConnectorState:
         name = request.match_info["name"]
         state = self._view(name)
         if state is None:
-            raise RestError(404, f"Connector {name} not found")
+            raise RestError(404, not_found_message(missing, request))
         return state
 
     def _status(self, state: ConnectorState) -> dict[str, Any]:
@@ -82,7 +90,7 @@ class DistributedRest(ConnectRest):
         return _json(out)
 
     async def task_status(self, request: web.Request) -> web.Response:
-        state = self._connector(request)
+        state = self._connector(request, NO_TASK_STATUS)
         task = state.tasks[self._task_id(request, state)]
         entry = self.herder.statuses.get(f"{STATUS_TASK_PREFIX}{state.name}-{task.id}") or {}
         body: dict[str, Any] = {"id": task.id, "state": task.state, "worker_id": entry.get("worker_id")}
@@ -175,7 +183,7 @@ class DistributedRest(ConnectRest):
         forwarded = await self._forwarded(request)
         if forwarded is not None:
             return forwarded
-        state = self._connector(request)
+        state = self._connector(request, UNKNOWN_CONNECTOR)
         await asyncio.to_thread(self.herder.configs.put_target, state.name, TARGET_NAMES[target])
         return web.Response(status=202)
 
@@ -184,7 +192,7 @@ class DistributedRest(ConnectRest):
         forwarded = await self._forwarded(request)
         if forwarded is not None:
             return forwarded
-        state = self._connector(request)
+        state = self._connector(request, UNKNOWN_CONNECTOR_COLON)
         include_tasks = request.query.get("includeTasks", "false").lower() == "true"
         only_failed = request.query.get("onlyFailed", "false").lower() == "true"
         await asyncio.to_thread(self.herder.configs.put_restart, state.name, include_tasks, only_failed)
@@ -200,8 +208,8 @@ class DistributedRest(ConnectRest):
 
     async def restart_task(self, request: web.Request) -> web.Response:
         """Done by the worker that runs the task (as its status names it), forwarded there otherwise."""
-        state = self._connector(request)
-        task_id = self._task_id(request, state)
+        state = self._connector(request, UNKNOWN_CONNECTOR_COLON)
+        task_id = self._task_id(request, state, "Unknown task: {name}-{task}")
         if await asyncio.to_thread(self.herder.restart_task, state.name, task_id):
             return web.Response(status=204)
         owner = (self.herder.statuses.get(f"{STATUS_TASK_PREFIX}{state.name}-{task_id}") or {}).get("worker_id")

@@ -2,7 +2,9 @@
 the config topic (`connector-NAME` {"properties": {...}}, `task-NAME-N` {"properties": {...}}, `commit-NAME`
 {"tasks": N}, `target-state-NAME` {"state": ..., "state.v2": ...}; task configs take effect only with their
 commit record, as in Kafka), the offsets topic (`["NAME",{partition}]` -> {offset}) and the status topic
-(`status-connector-NAME`, `status-task-NAME-N` -> {"state","trace","worker_id","generation"}). A restart request
+(`status-connector-NAME`, `status-task-NAME-N` -> {"state","trace","worker_id","generation"}; KIP-558's active
+topics `status-topic-TOPIC:connector-NAME` -> {"topic": {"name","connector","task","discoverTimestamp"}}, a
+tombstone when reset). A restart request
 is the config topic's `restart-connector-NAME` {"include-tasks": bool, "only-failed": bool}, done by whichever
 workers hold what it names."""
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -24,6 +27,7 @@ log = logging.getLogger("odradek.connect.distributed")
 CONNECTOR_PREFIX, TASK_PREFIX, COMMIT_PREFIX, TARGET_PREFIX = "connector-", "task-", "commit-", "target-state-"
 RESTART_PREFIX = "restart-connector-"
 STATUS_CONNECTOR_PREFIX, STATUS_TASK_PREFIX = "status-connector-", "status-task-"
+STATUS_TOPIC_PREFIX, STATUS_TOPIC_SEPARATOR = "status-topic-", ":connector-"
 
 
 def _json(raw: bytes | None) -> Any:
@@ -195,6 +199,7 @@ class StatusStore:
     def __init__(self, config: WorkerConfig, client_id: str) -> None:
         self._lock = threading.Lock()
         self.states: dict[str, dict[str, Any]] = {}
+        self.on_read: Callable[[str], None] | None = None  # told each key read, once applied
         self.log = kafka_log(config, str(config.get("status.storage.topic")), self._apply, f"{client_id}-statuses")
 
     def _apply(self, key: bytes | None, value: bytes | None, _offset: int) -> None:
@@ -203,16 +208,94 @@ class StatusStore:
         with self._lock:
             if not isinstance(doc, dict):
                 self.states.pop(k, None)
-                return
-            old = self.states.get(k)
-            # a record of an older generation does not replace a newer one (a stale worker's late write)
-            if old is None or int(doc.get("generation", 0)) >= int(old.get("generation", 0)):
-                self.states[k] = doc
+            else:
+                old = self.states.get(k)
+                # a record of an older generation does not replace a newer one (a stale worker's late write)
+                if old is None or int(doc.get("generation", 0)) >= int(old.get("generation", 0)):
+                    self.states[k] = doc
+        if self.on_read is not None:
+            self.on_read(k)
 
     def get(self, key: str) -> dict[str, Any] | None:
         with self._lock:
             return self.states.get(key)
 
+    def keys(self, prefix: str) -> list[str]:
+        with self._lock:
+            return [k for k in self.states if k.startswith(prefix)]
+
     def put(self, key: str, state: str, trace: str | None, worker_id: str, generation: int) -> None:
         self.log.send(key.encode(), _compact({"state": state, "trace": trace, "worker_id": worker_id,
                                               "generation": generation}), sync=False)
+
+
+def topic_status_key(connector: str, topic: str) -> str:
+    return f"{STATUS_TOPIC_PREFIX}{topic}{STATUS_TOPIC_SEPARATOR}{connector}"
+
+
+def parse_topic_status_key(key: str) -> tuple[str, str] | None:
+    """(connector, topic) of a `status-topic-TOPIC:connector-NAME` key, as Kafka's status store splits it (at the
+    first colon: a topic name has none); None if it is not one."""
+    if not key.startswith(STATUS_TOPIC_PREFIX):
+        return None
+    colon = key.find(":")
+    topic = key[len(STATUS_TOPIC_PREFIX):colon] if colon >= 0 else ""
+    if not topic or not key.startswith(STATUS_TOPIC_SEPARATOR, colon):
+        return None
+    connector = key[colon + len(STATUS_TOPIC_SEPARATOR):]
+    return (connector, topic) if connector else None
+
+
+class StatusTopicActiveTopics:
+    """A distributed worker's active topics (see `connect/active_topics.py`): what the status topic holds, so
+    every worker of the group, Kafka's too, answers the same. A task's first record to a topic writes its topic
+    status; this worker does not write it again while the write is on its way back through the topic (until
+    the topic's next record of that key: its own, or another worker's reset)."""
+
+    def __init__(self, statuses: StatusStore, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.statuses = statuses
+        self._lock = threading.Lock()
+        self._sent: set[str] = set()
+        statuses.on_read = self._read
+
+    def _read(self, key: str) -> None:
+        if key.startswith(STATUS_TOPIC_PREFIX):
+            with self._lock:
+                self._sent.discard(key)
+
+    def record(self, connector: str, topic: str, task: int = 0) -> None:
+        if not self.enabled:
+            return
+        key = topic_status_key(connector, topic)
+        if key in self._sent or self.statuses.get(key) is not None:
+            return
+        with self._lock:
+            if key in self._sent:
+                return
+            self._sent.add(key)
+        self.statuses.log.send(key.encode(), _compact({"topic": {
+            "name": topic, "connector": connector, "task": task, "discoverTimestamp": int(time.time() * 1000)}}),
+            sync=False)
+
+    def topics(self, connector: str) -> list[str]:
+        found = []
+        for key in self.statuses.keys(STATUS_TOPIC_PREFIX):
+            parsed = parse_topic_status_key(key)
+            if parsed is not None and parsed[0] == connector:
+                found.append(parsed[1])
+        return sorted(found)
+
+    def reset(self, connector: str) -> None:
+        """Tombstones for the connector's topic statuses (Kafka's resetConnectorActiveTopics), those on their
+        way back through the topic too."""
+        with self._lock:
+            pending = {k for k in self._sent if _connector_of(k) == connector}
+            self._sent -= pending
+        for key in sorted(pending | {topic_status_key(connector, t) for t in self.topics(connector)}):
+            self.statuses.log.send(key.encode(), None, sync=False)
+
+
+def _connector_of(key: str) -> str | None:
+    parsed = parse_topic_status_key(key)
+    return None if parsed is None else parsed[0]

@@ -22,6 +22,18 @@ log = logging.getLogger("odradek.connect.rest")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
+# Kafka 4.4's 404 messages for a connector or task that does not exist, where they differ from the usual
+# "Connector NAME not found" ({name}, {task}: the path's)
+NO_CONNECTOR_STATUS = "No status found for connector {name}"
+NO_TASK_STATUS = "No status found for task {name}-{task}"
+UNKNOWN_CONNECTOR = "Unknown connector {name}"  # pause, resume, stop
+UNKNOWN_CONNECTOR_COLON = "Unknown connector: {name}"  # restarts (a distributed worker's all of them)
+
+
+def not_found_message(template: str, request: web.Request) -> str:
+    return template.format(name=request.match_info["name"], task=request.match_info.get("task", ""))
+
+
 @web.middleware
 async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     try:
@@ -74,11 +86,12 @@ class ConnectRest:
 
     # ---- helpers -------------------------------------------------------------------------------------
 
-    def _connector(self, request: web.Request) -> ConnectorState:
+    def _connector(self, request: web.Request, missing: str = "Connector {name} not found") -> ConnectorState:
+        """The connector the path names; a 404 with `missing` (Kafka's message of the endpoint) if none."""
         name = request.match_info["name"]
         state = self.worker.connectors.get(name)
         if state is None:
-            raise RestError(404, f"Connector {name} not found")
+            raise RestError(404, not_found_message(missing, request))
         return state
 
     async def _body(self, request: web.Request) -> Any:
@@ -163,24 +176,24 @@ class ConnectRest:
         return _json(self._info(state))
 
     async def status(self, request: web.Request) -> web.Response:
-        return _json(self._status(self._connector(request)))
+        return _json(self._status(self._connector(request, NO_CONNECTOR_STATUS)))
 
     async def tasks(self, request: web.Request) -> web.Response:
         state = self._connector(request)
         return _json([{"id": {"connector": state.name, "task": i}, "config": config}
                       for i, config in enumerate(state.task_configs)])
 
-    def _task_id(self, request: web.Request, state: ConnectorState) -> int:
+    def _task_id(self, request: web.Request, state: ConnectorState, missing: str = NO_TASK_STATUS) -> int:
         try:
             task_id = int(request.match_info["task"])
         except ValueError:
             raise RestError(404, "HTTP 404 Not Found") from None
         if not 0 <= task_id < len(state.tasks):
-            raise RestError(404, f"No status found for task {state.name}-{task_id}")
+            raise RestError(404, not_found_message(missing, request))
         return task_id
 
     async def task_status(self, request: web.Request) -> web.Response:
-        state = self._connector(request)
+        state = self._connector(request, NO_TASK_STATUS)
         task = state.tasks[self._task_id(request, state)]
         body: dict[str, Any] = {"id": task.id, "state": task.state, "worker_id": self._worker_id()}
         if task.trace is not None:
@@ -189,14 +202,16 @@ class ConnectRest:
 
     async def restart_task(self, request: web.Request) -> web.Response:
         state = self._connector(request)
-        task_id = self._task_id(request, state)
+        task_id = self._task_id(request, state, "Task {name}-{task} not found")
         await asyncio.to_thread(self.worker.restart_task, state.name, task_id)
         return web.Response(status=204)
 
     async def restart(self, request: web.Request) -> web.Response:
-        state = self._connector(request)
         include_tasks = request.query.get("includeTasks", "false").lower() == "true"
         only_failed = request.query.get("onlyFailed", "false").lower() == "true"
+        # Kafka's standalone herder: its plain restart and its restart of connector and tasks word it apart
+        state = self._connector(request, UNKNOWN_CONNECTOR_COLON if include_tasks or only_failed
+                                else "Connector {name} not found")
         if not include_tasks and not only_failed:
             await asyncio.to_thread(self.worker.restart, state.name, False, False)
             return web.Response(status=204)
@@ -211,7 +226,7 @@ class ConnectRest:
         return _json(planned, 202)
 
     async def _target(self, request: web.Request, target: str) -> web.Response:
-        state = self._connector(request)
+        state = self._connector(request, UNKNOWN_CONNECTOR)
         await asyncio.to_thread(self.worker.set_target, state.name, target)
         return web.Response(status=202)
 

@@ -26,7 +26,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 
 from odradek.admin_client.connect import ClientErrors, client_config, create_client
 from odradek.connect import exactly_once, transforms
-from odradek.connect.active_topics import ActiveTopics
+from odradek.connect.active_topics import ActiveTopics, TopicTracker
 from odradek.connect.api import (
     ConfigDef,
     ConfigException,
@@ -282,7 +282,7 @@ class SourceTaskRunner(TaskRunner):
             if err is not None:
                 failures.append(err)
             else:
-                self.worker.active_topics.record(self.connector.name, record.topic)
+                self.worker.active_topics.record(self.connector.name, record.topic, self.task.id)
                 self.metrics.written()
 
         kwargs: dict[str, Any] = {"key": key, "value": value, "on_delivery": delivered}
@@ -392,7 +392,7 @@ class SinkTaskRunner(TaskRunner):
                         raise KafkaException(error)
                     topic, partition, offset = str(msg.topic()), int(msg.partition() or 0), int(msg.offset() or 0)
                     positions[(topic, partition)] = offset + 1
-                    self.worker.active_topics.record(name, topic)
+                    self.worker.active_topics.record(name, topic, self.task.id)
                     try:
                         key_schema, key = key_converter.to_connect(topic, msg.key())
                         value_schema, value = value_converter.to_connect(topic, msg.value())
@@ -479,7 +479,7 @@ class Worker:
         self.worker_id = worker_id
         self.connectors: dict[str, ConnectorState] = {}
         self._lock = threading.RLock()
-        self.active_topics = ActiveTopics(config.get("topic.tracking.enable", "true") == "true")
+        self.active_topics: TopicTracker = ActiveTopics(config.get("topic.tracking.enable", "true") == "true")
         self.metrics = WorkerMetrics(self)
 
     # ---- configuration ----------------------------------------------------------------------------------
@@ -496,8 +496,7 @@ class Worker:
     def validate(self, config: Mapping[str, str]) -> tuple[str, list[Any]]:
         """(the connector's full class name, a ConfigValue per key of the common and the connector's keys)."""
         if not config.get("connector.class"):
-            raise ConfigException("Connector config {} contains no connector type" if not config else
-                                  "Connector config " + _java_map(config) + " contains no connector type")
+            raise ConfigException("Connector config contains no connector type")  # Kafka 4.4's (no values)
         try:
             cls = self.plugins.connector_class(config["connector.class"])
         except PluginNotFound as exc:
@@ -683,8 +682,4 @@ def _error_value(name: str, value: Any, error: str) -> Any:
     from odradek.connect.api import ConfigValue
 
     return ConfigValue(name, value, errors=[error])
-
-
-def _java_map(config: Mapping[str, str]) -> str:
-    return "{" + ", ".join(f"{k}={v}" for k, v in config.items()) + "}"
 
