@@ -346,7 +346,7 @@ def test_offsets_of_a_stopped_source_change_through_any_worker(cluster: list[Dis
                lambda: f"o's offsets committed: {w1.call('GET', '/connectors/o/offsets')}")
     code, body = w1.call("PATCH", "/connectors/o/offsets", {"offsets": [position]})
     assert code == 400 and body["message"].startswith("Connectors must be in the STOPPED state"), body
-    wait_until(lambda: w2.call("PUT", "/connectors/o/stop")[0] == 202, 60, "o stopped")
+    wait_until(lambda: w2.call("PUT", "/connectors/o/stop")[0] == 204, 60, "o stopped")
     wait_until(lambda: _status(w0, "o").get("connector", {}).get("state") == "STOPPED"
                and w0.call("GET", "/connectors/o/tasks")[1] == [], 60, "o stopped, without tasks")
     back = {"partition": {"filename": str(infile)}, "offset": {"position": 2}}

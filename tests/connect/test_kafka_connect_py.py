@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from kafka_connect import kafka_connect
 
+from odradek import __version__
 from tests.clients import create_topic, unique_name
 from tests.connect_helpers import Worker
 from tests.harness import BrokerProcess
@@ -50,7 +51,8 @@ def test_kc_manages_connectors(worker: Worker, broker: BrokerProcess, tmp_path: 
     assert name in kc(worker, "list")
     client = kafka_connect.KafkaConnect(url=f"http://127.0.0.1:{worker.port}")
     wait_until(lambda: client.get_connector_status(name)["tasks"][:1] == [
-        {"id": 0, "state": "RUNNING", "worker_id": client.get_connector_status(name)["connector"]["worker_id"]}],
+        {"id": 0, "state": "RUNNING", "worker_id": client.get_connector_status(name)["connector"]["worker_id"],
+         "version": __version__}],  # Kafka 4.x's statuses carry the task's version
                30, "the task running")
     assert name in client.list_connectors(expand="status", state="RUNNING")
     assert {p["class"] for p in client.list_connector_plugins()} >= {

@@ -56,7 +56,7 @@ def test_alter_and_reset_offsets_of_a_source_and_a_sink(worker: Worker, broker: 
     assert worker.call("PATCH", "/connectors/nope/offsets", {"offsets": [position]})[0] == 404
 
     # the source: back to position 2, so "b" is read again
-    assert worker.call("PUT", f"/connectors/{source}/stop")[0] == 202
+    assert worker.call("PUT", f"/connectors/{source}/stop")[0] == 204
     assert worker.call("PATCH", f"/connectors/{source}/offsets", {"offsets": []}) == (
         400, {"error_code": 400, "message": "Partitions / offsets need to be provided for an alter offsets request"})
     status, body = worker.call("PATCH", f"/connectors/{source}/offsets", {"offsets": [
@@ -70,7 +70,7 @@ def test_alter_and_reset_offsets_of_a_source_and_a_sink(worker: Worker, broker: 
     wait_until(lambda: outfile.read_text() == "a\nb\nb\n", 60, "b read again after the alter")
 
     # the sink: its group's committed offset moved back, deleted per partition, then the group reset
-    assert worker.call("PUT", f"/connectors/{sink}/stop")[0] == 202
+    assert worker.call("PUT", f"/connectors/{sink}/stop")[0] == 204
     tp = {"kafka_topic": topic, "kafka_partition": 0}
     wait_until(lambda: worker.get(f"/connectors/{sink}/offsets") == {"offsets": [
         {"partition": tp, "offset": {"kafka_offset": 3}}]}, 30, "the sink's committed offsets")
@@ -93,7 +93,7 @@ def test_alter_and_reset_offsets_of_a_source_and_a_sink(worker: Worker, broker: 
     wait_until(lambda: outfile.read_text() == "a\nb\nb\n" * 2, 60, "the topic read again from the start")
 
     # the source reset erases its entries
-    assert worker.call("PUT", f"/connectors/{source}/stop")[0] == 202
+    assert worker.call("PUT", f"/connectors/{source}/stop")[0] == 204
     assert worker.call("DELETE", f"/connectors/{source}/offsets") == (
         200, {"message": "The offsets for this connector have been reset successfully"})
     assert worker.get(f"/connectors/{source}/offsets") == {"offsets": []}

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from odradek import __version__
 from tests.connect_helpers import Worker
 from tests.harness import BrokerProcess, run_cli
 from tests.waiting import wait_until
@@ -40,8 +41,10 @@ def test_the_quickstart_verbatim(worker: Worker, broker: BrokerProcess) -> None:
 
     assert sorted(worker.get("/connectors")) == ["local-file-sink", "local-file-source"]
     status = worker.get("/connectors/local-file-source/status")
-    assert status == {"name": "local-file-source", "connector": {"state": "RUNNING", "worker_id": f"127.0.0.1:{worker.port}"},
-                      "tasks": [{"id": 0, "state": "RUNNING", "worker_id": f"127.0.0.1:{worker.port}"}],
+    me = f"127.0.0.1:{worker.port}"
+    assert status == {"name": "local-file-source",
+                      "connector": {"state": "RUNNING", "worker_id": me, "version": __version__},
+                      "tasks": [{"id": 0, "state": "RUNNING", "worker_id": me, "version": __version__}],
                       "type": "source"}
     assert worker.get("/connectors/local-file-sink")["config"]["topics"] == "connect-test"
     wait_until(lambda: worker.get("/connectors/local-file-source/offsets") == {

@@ -122,10 +122,10 @@ def test_connector_lifecycle(worker: Worker, broker: BrokerProcess, tmp_path: Pa
                states(worker, sink) == ("RUNNING", ["RUNNING"]), 60, "both running")
     wait_until(lambda: (tmp_path / "out.txt").exists() and (tmp_path / "out.txt").read_text() == "a\nb\n", 60,
                lambda: f"the sink file: {(tmp_path / 'out.txt').read_text() if (tmp_path / 'out.txt').exists() else None!r}")
-    # as Kafka's connect_rest_test expects: the task config names the task class
+    # as Kafka's connect_rest_test expects: the task config is the connector's, naming the task class too
     assert worker.get(f"/connectors/{source}/tasks") == [{"id": {"connector": source, "task": 0}, "config": {
-        "task.class": "org.apache.kafka.connect.file.FileStreamSourceTask", "file": str(tmp_path / "in.txt"),
-        "topic": topic, "batch.size": "2000"}}]
+        **worker.get(f"/connectors/{source}/config"), "task.class": "org.apache.kafka.connect.file.FileStreamSourceTask"}}]
+    assert worker.get(f"/connectors/{source}/config")["file"] == str(tmp_path / "in.txt")
     sink_tasks: Any = worker.get(f"/connectors/{sink}/tasks")
     assert sink_tasks[0]["config"]["topics"] == topic  # a sink task's config carries the connector's topics
     listed: Any = worker.get("/connectors?expand=status&expand=info")
@@ -140,7 +140,7 @@ def test_connector_lifecycle(worker: Worker, broker: BrokerProcess, tmp_path: Pa
     wait_until(lambda: (tmp_path / "out.txt").read_text() == "a\nb\nc\n", 60, "c after the resume")
     wait_until(lambda: states(worker, sink) == ("RUNNING", ["RUNNING"]), 30, "the sink running")
 
-    assert _write(worker, "PUT", f"/connectors/{source}/stop")[0] == 202
+    assert _write(worker, "PUT", f"/connectors/{source}/stop")[0] == 204
     wait_until(lambda: states(worker, source) == ("STOPPED", []), 30, "the source stopped")
     wait_until(lambda: worker.get(f"/connectors/{source}/offsets") == {"offsets": [
         {"partition": {"filename": str(tmp_path / "in.txt")}, "offset": {"position": 6}}]}, 30, "the source's offsets")

@@ -2,6 +2,8 @@
 // appended to `file` as a line, as Kafka's FileStreamSink.
 package org.apache.kafka.connect.file;
 
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.kafka.common.config.ConfigDef;
@@ -15,7 +17,11 @@ public class FileStreamSinkConnector extends SinkConnector {
     @Override public void start(Map<String, String> props) { this.props = props; }
     @Override public Class<? extends Task> taskClass() { return FileStreamSinkTask.class; }
     @Override public List<Map<String, String>> taskConfigs(int maxTasks) {
-        return List.of(Map.of("file", props.get("file")));
+        List<Map<String, String>> configs = new ArrayList<>();
+        for (int i = 0; i < maxTasks; i++) {
+            configs.add(new HashMap<>(props));  // as Kafka's own FileStreamSinkConnector: the connector's properties
+        }
+        return configs;
     }
     @Override public void stop() { }
     @Override public ConfigDef config() {

@@ -5,6 +5,7 @@
 // {"filename": file}, offset {"position": bytes read}, as Kafka's FileStreamSource.
 package org.apache.kafka.connect.file;
 
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import org.apache.kafka.common.config.ConfigDef;
@@ -18,7 +19,7 @@ public class FileStreamSourceConnector extends SourceConnector {
     @Override public void start(Map<String, String> props) { this.props = props; }
     @Override public Class<? extends Task> taskClass() { return FileStreamSourceTask.class; }
     @Override public List<Map<String, String>> taskConfigs(int maxTasks) {
-        return List.of(Map.of("file", props.get("file"), "topic", props.get("topic")));
+        return List.of(new HashMap<>(props));  // as Kafka's own FileStreamSourceConnector: one task, the connector's properties
     }
     @Override public void stop() { }
     @Override public ConfigDef config() {

@@ -21,6 +21,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.TreeMap;
+import java.util.concurrent.ExecutionException;
 import java.util.regex.Pattern;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AlterConfigOp;
@@ -48,6 +49,7 @@ import org.apache.kafka.common.errors.AuthorizationException;
 import org.apache.kafka.common.errors.OutOfOrderSequenceException;
 import org.apache.kafka.common.errors.ProducerFencedException;
 import org.apache.kafka.common.errors.TimeoutException;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
@@ -307,7 +309,19 @@ public final class JavaClients {
         try (Admin admin = Admin.create(base(bootstrap))) {
             admin.createTopics(List.of(new NewTopic(topic, 3, (short) 1).configs(Map.of("retention.ms", "86400000"))))
                     .all().get();
-            TopicDescription d = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
+            // Apache Kafka answers CreateTopics once its controller has the topic, before the broker's metadata
+            // does (a describe right after it failed once with UNKNOWN_TOPIC_OR_PARTITION): wait, up to 30 s
+            TopicDescription d = null;
+            for (int i = 0; i < 300 && d == null; i++) {
+                try {
+                    d = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
+                } catch (ExecutionException e) {
+                    if (!(e.getCause() instanceof UnknownTopicOrPartitionException) || i == 299) {
+                        throw e;
+                    }
+                    Thread.sleep(100);
+                }
+            }
             System.out.println("partitions " + d.partitions().size() + " internal " + d.isInternal());
             System.out.println("cluster nodes " + admin.describeCluster().nodes().get().size());
             try (KafkaProducer<String, String> producer = new KafkaProducer<>(base(bootstrap))) {

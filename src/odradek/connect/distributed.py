@@ -53,6 +53,7 @@ from odradek.connect.worker import (
     Worker,
     _trace,
     connector_task_configs,
+    note_version,
 )
 from odradek.connect.worker_config import WorkerConfig
 
@@ -92,7 +93,7 @@ class DistributedHerder:
         self.memory = LeaderMemory()
         self.local: dict[str, ConnectorState] = {}  # the connectors this worker runs or runs tasks of
         self._lock = threading.RLock()
-        self._written: dict[str, tuple[str, str | None]] = {}
+        self._written: dict[str, tuple[str, str | None, str | None]] = {}
         self._stop = threading.Event()
         self._apply_thread: threading.Thread | None = None
         self._changes: queue.SimpleQueue[tuple[Callable[..., None], tuple[Any, ...]]] = queue.SimpleQueue()
@@ -334,6 +335,7 @@ class DistributedHerder:
 
     def _start_connector(self, state: ConnectorState) -> None:
         """Start the connector (not its tasks) and have its task configs written if they changed."""
+        note_version(self.plugins, state)
         if state.target == STOPPED:
             state.state = STOPPED
             if state.task_configs:
@@ -445,17 +447,18 @@ class DistributedHerder:
     def _write_statuses(self) -> None:
         for state in self.local.values():
             if state.name in self.held_connectors:
-                self._put_status(f"{STATUS_CONNECTOR_PREFIX}{state.name}", state.state, state.trace)
+                self._put_status(f"{STATUS_CONNECTOR_PREFIX}{state.name}", state.state, state.trace, state.version)
             for task in state.tasks:
                 if (state.name, task.id) in self.held_tasks:
-                    self._put_status(f"{STATUS_TASK_PREFIX}{state.name}-{task.id}", task.state, task.trace)
+                    self._put_status(f"{STATUS_TASK_PREFIX}{state.name}-{task.id}", task.state, task.trace,
+                                     task.version)
 
-    def _put_status(self, key: str, state: str, trace: str | None) -> None:
-        if self._written.get(key) == (state, trace):
+    def _put_status(self, key: str, state: str, trace: str | None, version: str | None = None) -> None:
+        if self._written.get(key) == (state, trace, version):
             return
-        self._written[key] = (state, trace)
+        self._written[key] = (state, trace, version)
         try:
-            self.statuses.put(key, state, trace, self.worker_id, self.generation)
+            self.statuses.put(key, state, trace, self.worker_id, self.generation, version)
         except Exception as exc:  # retried at the next change
             log.warning("Could not write status %s: %s", key, exc)
             self._written.pop(key, None)

@@ -6,6 +6,7 @@ rebalance leaves it without one."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from typing import Any
 
 from aiohttp import ClientSession, ClientTimeout, web
@@ -69,10 +70,9 @@ class DistributedRest(ConnectRest):
     def _status(self, state: ConnectorState) -> dict[str, Any]:
         body = super()._status(state)
         status = self.herder.statuses.get(f"{STATUS_CONNECTOR_PREFIX}{state.name}") or {}
-        body["connector"]["worker_id"] = status.get("worker_id")
+        _from_status(body["connector"], status)
         for task in body["tasks"]:
-            entry = self.herder.statuses.get(f"{STATUS_TASK_PREFIX}{state.name}-{task['id']}") or {}
-            task["worker_id"] = entry.get("worker_id")
+            _from_status(task, self.herder.statuses.get(f"{STATUS_TASK_PREFIX}{state.name}-{task['id']}") or {})
         return body
 
     async def list_connectors(self, request: web.Request) -> web.Response:
@@ -93,9 +93,10 @@ class DistributedRest(ConnectRest):
         state = self._connector(request, NO_TASK_STATUS)
         task = state.tasks[self._task_id(request, state)]
         entry = self.herder.statuses.get(f"{STATUS_TASK_PREFIX}{state.name}-{task.id}") or {}
-        body: dict[str, Any] = {"id": task.id, "state": task.state, "worker_id": entry.get("worker_id")}
+        body: dict[str, Any] = {"id": task.id, "state": task.state}
         if task.trace is not None:
             body["trace"] = task.trace
+        _from_status(body, entry)
         return _json(body)
 
     # ---- writes: on the leader --------------------------------------------------------------------------
@@ -185,7 +186,7 @@ class DistributedRest(ConnectRest):
             return forwarded
         state = self._connector(request, UNKNOWN_CONNECTOR)
         await asyncio.to_thread(self.herder.configs.put_target, state.name, TARGET_NAMES[target])
-        return web.Response(status=202)
+        return web.Response(status=204 if target == STOPPED else 202)  # Kafka answers a stop with no content
 
     async def restart(self, request: web.Request) -> web.Response:
         """Kafka writes the request to the config topic (through the leader); the holders restart."""
@@ -252,4 +253,10 @@ def _kind(herder: DistributedHerder, config: dict[str, str]) -> str:
         return "source"
 
 
-
+def _from_status(body: dict[str, Any], status: Mapping[str, Any]) -> None:
+    """The worker and version of a connector's or task's status as the status topic has them (written by the
+    worker that runs it, a Java one's too)."""
+    body["worker_id"] = status.get("worker_id")
+    body.pop("version", None)
+    if status.get("version"):
+        body["version"] = status["version"]

@@ -59,8 +59,7 @@ class FileStreamSourceConnector(ConfiguredConnector, SourceConnector):
     def configure(self, parsed: dict[str, Any], props: dict[str, str]) -> dict[str, str]:
         if not parsed[TOPIC]:
             raise ConfigException('Missing required configuration "topic" which has no default value.')
-        wanted = {FILE: parsed[FILE], TOPIC: parsed[TOPIC][0], BATCH_SIZE: str(parsed[BATCH_SIZE])}
-        return {k: v for k, v in wanted.items() if v is not None}
+        return dict(props)  # the task gets the connector's properties, as Kafka's file source gives them
 
     def task_class(self) -> type[Task]:
         return FileStreamSourceTask
@@ -170,8 +169,6 @@ def _line_end(data: bytes, start: int = 0) -> tuple[int, int] | None:
 class FileStreamSinkConnector(ConfiguredConnector, SinkConnector):
     CONFIG = SINK_CONFIG
 
-    def configure(self, parsed: dict[str, Any], props: dict[str, str]) -> dict[str, str]:
-        return {FILE: parsed[FILE]} if parsed[FILE] else {}
 
     def task_class(self) -> type[Task]:
         return FileStreamSinkTask

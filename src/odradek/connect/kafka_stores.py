@@ -2,7 +2,7 @@
 the config topic (`connector-NAME` {"properties": {...}}, `task-NAME-N` {"properties": {...}}, `commit-NAME`
 {"tasks": N}, `target-state-NAME` {"state": ..., "state.v2": ...}; task configs take effect only with their
 commit record, as in Kafka), the offsets topic (`["NAME",{partition}]` -> {offset}) and the status topic
-(`status-connector-NAME`, `status-task-NAME-N` -> {"state","trace","worker_id","generation"}; KIP-558's active
+(`status-connector-NAME`, `status-task-NAME-N` -> {"state","trace","worker_id","generation","version"}; KIP-558's active
 topics `status-topic-TOPIC:connector-NAME` -> {"topic": {"name","connector","task","discoverTimestamp"}}, a
 tombstone when reset). A restart request
 is the config topic's `restart-connector-NAME` {"include-tasks": bool, "only-failed": bool}, done by whichever
@@ -224,9 +224,12 @@ class StatusStore:
         with self._lock:
             return [k for k in self.states if k.startswith(prefix)]
 
-    def put(self, key: str, state: str, trace: str | None, worker_id: str, generation: int) -> None:
-        self.log.send(key.encode(), _compact({"state": state, "trace": trace, "worker_id": worker_id,
-                                              "generation": generation}), sync=False)
+    def put(self, key: str, state: str, trace: str | None, worker_id: str, generation: int,
+            version: str | None = None) -> None:
+        doc: dict[str, Any] = {"state": state, "trace": trace, "worker_id": worker_id, "generation": generation}
+        if version is not None:
+            doc["version"] = version
+        self.log.send(key.encode(), _compact(doc), sync=False)
 
 
 def topic_status_key(connector: str, topic: str) -> str:

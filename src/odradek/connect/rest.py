@@ -111,11 +111,15 @@ class ConnectRest:
         connector: dict[str, Any] = {"state": state.state, "worker_id": self._worker_id()}
         if state.trace is not None:
             connector["trace"] = state.trace
+        if state.version is not None:
+            connector["version"] = state.version
         tasks = []
         for task in state.tasks:
             entry: dict[str, Any] = {"id": task.id, "state": task.state, "worker_id": self._worker_id()}
             if task.trace is not None:
                 entry["trace"] = task.trace
+            if task.version is not None:
+                entry["version"] = task.version
             tasks.append(entry)
         return {"name": state.name, "connector": connector, "tasks": tasks, "type": state.kind}
 
@@ -198,6 +202,8 @@ class ConnectRest:
         body: dict[str, Any] = {"id": task.id, "state": task.state, "worker_id": self._worker_id()}
         if task.trace is not None:
             body["trace"] = task.trace
+        if task.version is not None:
+            body["version"] = task.version
         return _json(body)
 
     async def restart_task(self, request: web.Request) -> web.Response:
@@ -228,7 +234,7 @@ class ConnectRest:
     async def _target(self, request: web.Request, target: str) -> web.Response:
         state = self._connector(request, UNKNOWN_CONNECTOR)
         await asyncio.to_thread(self.worker.set_target, state.name, target)
-        return web.Response(status=202)
+        return web.Response(status=204 if target == STOPPED else 202)  # Kafka answers a stop with no content
 
     async def pause(self, request: web.Request) -> web.Response:
         return await self._target(request, PAUSED)

@@ -96,6 +96,7 @@ class TaskState:
     state: str = UNASSIGNED
     trace: str | None = None
     runner: TaskRunner | None = None
+    version: str | None = None  # the task's version(), once started (Kafka 4.x's statuses carry it)
 
 
 @dataclass
@@ -110,6 +111,7 @@ class ConnectorState:
     task_configs: list[dict[str, str]] = field(default_factory=list)
     tasks: list[TaskState] = field(default_factory=list)
     created_ms: int = field(default_factory=lambda: int(time.time() * 1000))
+    version: str | None = None  # the connector's version() (Kafka 4.x's statuses carry it)
 
 
 def _trace(exc: BaseException) -> str:
@@ -170,6 +172,7 @@ class SourceTaskRunner(TaskRunner):
         task_cls = self.worker.plugins.connector_class(self.connector.config["connector.class"])().task_class()
         task = task_cls()
         assert isinstance(task, SourceTask)
+        self.task.version = plugin_version(task)
         eos = self.worker.exactly_once
         # a task resumes from everything committed before it, by whichever instance on whichever worker (Kafka's
         # offset reader reads its store to the end too)
@@ -325,6 +328,7 @@ class SinkTaskRunner(TaskRunner):
         task_cls = self.worker.plugins.connector_class(self.connector.config["connector.class"])().task_class()
         task = task_cls()
         assert isinstance(task, SinkTask)
+        self.task.version = plugin_version(task)
         context = SinkTaskContext(dict(self.props))
         task.initialize(context)
         key_converter, value_converter = self.converter("key.converter"), self.converter("value.converter")
@@ -544,6 +548,7 @@ class Worker:
             return existing is None, state
 
     def _start_connector(self, state: ConnectorState) -> None:
+        note_version(self.plugins, state)
         if state.target == STOPPED:
             state.state, state.tasks = STOPPED, []
             return
@@ -676,6 +681,24 @@ def _header_bytes(value: Any) -> bytes | None:
     if isinstance(value, str):
         return value.encode()
     return json.dumps(value, separators=(",", ":")).encode()
+
+
+def note_version(plugins: Plugins, state: ConnectorState) -> None:
+    """The connector class's version() into its state (Kafka's statuses carry it, a stopped connector's too)."""
+    if state.version is None:
+        try:
+            state.version = plugin_version(plugins.connector_class(state.config["connector.class"])())
+        except Exception:  # an unknown class fails the start, with its own message
+            pass
+
+
+def plugin_version(plugin: Any) -> str | None:
+    """A connector's or task's version(), None if it has none or fails to say."""
+    try:
+        version = plugin.version()
+    except Exception:
+        return None
+    return version if isinstance(version, str) and version else None
 
 
 def _error_value(name: str, value: Any, error: str) -> Any:
