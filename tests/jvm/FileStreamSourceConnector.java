@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Map;
 import org.apache.kafka.common.config.ConfigDef;
 import org.apache.kafka.connect.connector.Task;
+import org.apache.kafka.connect.errors.ConnectException;
 import org.apache.kafka.connect.source.SourceConnector;
 
 public class FileStreamSourceConnector extends SourceConnector {
@@ -26,5 +27,34 @@ public class FileStreamSourceConnector extends SourceConnector {
         return new ConfigDef()
             .define("file", ConfigDef.Type.STRING, ConfigDef.Importance.HIGH, "Source filename.")
             .define("topic", ConfigDef.Type.STRING, ConfigDef.Importance.HIGH, "The topic to publish data to");
+    }
+
+    // Kafka's file source checks the offsets it is given and manages none elsewhere: the short answer of
+    // PATCH/DELETE /offsets; a negative or missing position is refused
+    @Override public boolean alterOffsets(Map<String, String> config, Map<Map<String, ?>, Map<String, ?>> offsets) {
+        String file = config.get("file");
+        if (file == null || file.isEmpty()) {
+            throw new ConnectException("Offsets cannot be modified if the 'file' configuration is unspecified. "
+                    + "This is because stdin is used for input and offsets are not tracked.");
+        }
+        for (Map.Entry<Map<String, ?>, Map<String, ?>> entry : offsets.entrySet()) {
+            Map<String, ?> offset = entry.getValue();
+            if (offset == null) {
+                continue;
+            }
+            if (!offset.containsKey("position")) {
+                throw new ConnectException("Offset objects should either be null or contain the key 'position'");
+            }
+            if (!(offset.get("position") instanceof Long)) {
+                throw new ConnectException("The value for the 'position' key in the offset is expected to be a Long value");
+            }
+            if ((Long) offset.get("position") < 0) {
+                throw new ConnectException("The value for the 'position' key in the offset should be a non-negative value");
+            }
+            if (entry.getKey() == null || !entry.getKey().containsKey("filename")) {
+                throw new ConnectException("Partition objects should contain the key 'filename'");
+            }
+        }
+        return true;
     }
 }

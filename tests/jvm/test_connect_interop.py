@@ -214,6 +214,16 @@ def test_both_rest_apis_answer_alike(solo: tuple[DistributedWorker, JavaWorker],
     settled("stopped", state_is("STOPPED"))
     alike("GET", f"/connectors/{name}/status")
     alike("GET", f"/connectors/{name}/offsets")
+    alike("PATCH", f"/connectors/{name}/offsets",
+          {"offsets": [{"partition": {"filename": str(source)}, "offset": {"position": 2}}]})
+    alike("GET", f"/connectors/{name}/offsets")
+    alike("PATCH", f"/connectors/{name}/offsets", {"offsets": [{"partition": {"filename": str(source)},
+                                                                "offset": {"position": -1}}]})
+    alike("DELETE", f"/connectors/{name}/offsets")
+    alike("GET", f"/connectors/{name}/offsets")
+    alike("PUT", f"/connectors/{name}/topics/reset")
+    # both answer from what they have read of the status topic: the tombstones, once read back
+    settled("the active topics reset", lambda w: w.get(f"/connectors/{name}/topics")[name]["topics"] == [])
     alike("DELETE", f"/connectors/{name}")
     for method, path, body in [
         ("GET", "/connectors/nope", None), ("GET", "/connectors/nope/status", None),
