@@ -23,6 +23,9 @@ from tests.waiting import wait_until
 
 CHROMIUM = "/usr/bin/chromium"
 TIMEOUT_MS = 20_000  # Playwright's default timeout in the console's pages
+# and of `expect`'s assertions, whose own default is 5 s: what a page shows of a group moves with its members'
+# heartbeats, 5 s apart for share groups, and a loaded machine's CI run overran 5 s once
+expect.set_options(timeout=TIMEOUT_MS)
 
 
 @dataclass
