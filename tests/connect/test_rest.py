@@ -163,3 +163,26 @@ def test_connector_lifecycle(worker: Worker, broker: BrokerProcess, tmp_path: Pa
     assert _write(worker, "DELETE", f"/connectors/{source}")[0] == 204
     assert worker.call("GET", f"/connectors/{sink}") == (404, {"error_code": 404, "message": f"Connector {sink} not found"})
     assert sink not in worker.get("/connectors")
+
+
+def test_unknown_connectors_and_tasks_get_kafkas_messages(worker: Worker, request: pytest.FixtureRequest) -> None:
+    """Each endpoint's 404 for a connector or task that does not exist, worded as Kafka 4.4's herders word it:
+    the standalone and the distributed one differ on restarts (tests/jvm/test_connect_interop.py compares the
+    distributed worker's with Kafka's own)."""
+    standalone = request.node.callspec.params["worker"] == "standalone"
+    expected = {
+        ("GET", "/connectors/nope"): "Connector nope not found",
+        ("GET", "/connectors/nope/status"): "No status found for connector nope",
+        ("GET", "/connectors/nope/tasks/0/status"): "No status found for task nope-0",
+        ("PUT", "/connectors/nope/pause"): "Unknown connector nope",
+        ("PUT", "/connectors/nope/resume"): "Unknown connector nope",
+        ("PUT", "/connectors/nope/stop"): "Unknown connector nope",
+        ("POST", "/connectors/nope/restart"): "Connector nope not found" if standalone else "Unknown connector: nope",
+        ("POST", "/connectors/nope/restart?includeTasks=true"): "Unknown connector: nope",
+        ("POST", "/connectors/nope/tasks/0/restart"):
+            "Connector nope not found" if standalone else "Unknown connector: nope",
+    }
+    for (method, path), message in expected.items():
+        assert _write(worker, method, path) == (404, {"error_code": 404, "message": message}), (method, path)
+    assert _write(worker, "POST", "/connectors", {"name": "no-class", "config": {"file": "x"}}) == (
+        400, {"error_code": 400, "message": "Connector config contains no connector type"})

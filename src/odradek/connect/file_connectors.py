@@ -169,7 +169,6 @@ def _line_end(data: bytes, start: int = 0) -> tuple[int, int] | None:
 class FileStreamSinkConnector(ConfiguredConnector, SinkConnector):
     CONFIG = SINK_CONFIG
 
-
     def task_class(self) -> type[Task]:
         return FileStreamSinkTask
 
