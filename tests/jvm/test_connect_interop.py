@@ -198,6 +198,12 @@ def test_both_rest_apis_answer_alike(solo: tuple[DistributedWorker, JavaWorker],
     alike("PATCH", f"/connectors/{name}/config", {"tasks.max": "1"})
     alike("POST", "/connectors", {"name": name, "config": config})
     alike("POST", "/connectors", {"name": "no-class", "config": {"file": "x"}})
+    alike("POST", "/connectors", {"name": "no-topic", "config": {"connector.class": "FileStreamSource", "file": "x"}})
+    alike("POST", "/connectors", {"name": f"{name}-stopped", "initial_state": "STOPPED", "config": config})
+    alike("PUT", f"/connectors/{name}-put/config", {**config, "name": f"{name}-put"})
+    wait_until(lambda: all(_status(w, f"{name}-stopped").get("connector", {}).get("state") == "STOPPED"
+                           for w in workers.values()), 90, "the connector created stopped, stopped")
+    alike("GET", f"/connectors/{name}-stopped/status")
     alike("PUT", f"/connectors/{name}/config", {**config, "name": "another"})
     alike("GET", f"/connectors/{name}/tasks/7/status")
     alike("PUT", f"/connectors/{name}/pause")

@@ -14,8 +14,8 @@ from typing import IO, Any
 
 from odradek import __version__
 from odradek.connect.api import (
+    NO_DEFAULT,
     ConfigDef,
-    ConfigException,
     ConfiguredConnector,
     ConnectException,
     SinkConnector,
@@ -26,6 +26,7 @@ from odradek.connect.api import (
     SourceTask,
     Task,
     at_least,
+    non_empty_string,
 )
 from odradek.connect.data import STRING_SCHEMA
 
@@ -36,16 +37,10 @@ POLL_WAIT_S = 1.0
 READ_SIZE = 65536
 
 
-def _single_topic(name: str, value: Any) -> None:
-    if value is not None and len(value) != 1:
-        raise ConfigException(f"Invalid value {','.join(value)} for configuration {name}: "
-                              "'topic' in FileStreamSourceConnector configuration requires definition of a single topic.")
-
-
 SOURCE_CONFIG = (ConfigDef()
                  .define(FILE, "STRING", None, "HIGH", "Source filename. If not specified, the standard input will be used")
-                 .define(TOPIC, "LIST", None, "HIGH", "The topic to publish data to",
-                         validator=_single_topic)
+                 .define(TOPIC, "STRING", NO_DEFAULT, "HIGH", "The topic to publish data to",
+                         validator=non_empty_string)
                  .define(BATCH_SIZE, "INT", "2000", "LOW", "The maximum number of records the source task can read "
                          "from the file each time it is polled", validator=at_least(1)))
 SINK_CONFIG = ConfigDef().define(FILE, "STRING", None, "HIGH",
@@ -55,11 +50,6 @@ SINK_CONFIG = ConfigDef().define(FILE, "STRING", None, "HIGH",
 class FileStreamSourceConnector(ConfiguredConnector, SourceConnector):
     CONFIG = SOURCE_CONFIG
     SINGLE_TASK = True  # one file, one task
-
-    def configure(self, parsed: dict[str, Any], props: dict[str, str]) -> dict[str, str]:
-        if not parsed[TOPIC]:
-            raise ConfigException('Missing required configuration "topic" which has no default value.')
-        return dict(props)  # the task gets the connector's properties, as Kafka's file source gives them
 
     def task_class(self) -> type[Task]:
         return FileStreamSourceTask
