@@ -24,9 +24,14 @@ public class FileStreamSourceConnector extends SourceConnector {
     }
     @Override public void stop() { }
     @Override public ConfigDef config() {
+        // the keys, types, defaults and checks of Kafka's file source (REST validate answers compare them)
         return new ConfigDef()
-            .define("file", ConfigDef.Type.STRING, ConfigDef.Importance.HIGH, "Source filename.")
-            .define("topic", ConfigDef.Type.STRING, ConfigDef.Importance.HIGH, "The topic to publish data to");
+            .define("file", ConfigDef.Type.STRING, null, ConfigDef.Importance.HIGH,
+                    "Source filename. If not specified, the standard input will be used")
+            .define("topic", ConfigDef.Type.STRING, ConfigDef.NO_DEFAULT_VALUE, new ConfigDef.NonEmptyString(),
+                    ConfigDef.Importance.HIGH, "The topic to publish data to")
+            .define("batch.size", ConfigDef.Type.INT, 2000, ConfigDef.Importance.LOW,
+                    "The maximum number of records the source task can read from the file each time it is polled");
     }
 
     // Kafka's file source checks the offsets it is given and manages none elsewhere: the short answer of
