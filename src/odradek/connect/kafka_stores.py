@@ -220,10 +220,6 @@ class StatusStore:
         with self._lock:
             return self.states.get(key)
 
-    def keys(self, prefix: str) -> list[str]:
-        with self._lock:
-            return [k for k in self.states if k.startswith(prefix)]
-
     def put(self, key: str, state: str, trace: str | None, worker_id: str, generation: int,
             version: str | None = None) -> None:
         doc: dict[str, Any] = {"state": state, "trace": trace, "worker_id": worker_id, "generation": generation}
@@ -253,26 +249,36 @@ class StatusTopicActiveTopics:
     """A distributed worker's active topics (see `connect/active_topics.py`): what the status topic holds, so
     every worker of the group, Kafka's too, answers the same. A task's first record to a topic writes its topic
     status; this worker does not write it again while the write is on its way back through the topic (until
-    the topic's next record of that key: its own, or another worker's reset)."""
+    the topic's next record of that key: its own, or another worker's reset). `record` runs for every record a
+    task moves: a known topic costs a dict and a set lookup, as in the standalone tracker."""
 
     def __init__(self, statuses: StatusStore, enabled: bool = True) -> None:
         self.enabled = enabled
         self.statuses = statuses
         self._lock = threading.Lock()
+        self._known: dict[str, set[str]] = {}  # connector -> its topics, as the status topic has them
         self._sent: set[str] = set()
         statuses.on_read = self._read
 
     def _read(self, key: str) -> None:
-        if key.startswith(STATUS_TOPIC_PREFIX):
-            with self._lock:
-                self._sent.discard(key)
+        parsed = parse_topic_status_key(key)
+        if parsed is None:
+            return
+        connector, topic = parsed
+        present = self.statuses.get(key) is not None
+        with self._lock:
+            self._sent.discard(key)
+            topics = self._known.setdefault(connector, set())
+            if present:
+                topics.add(topic)
+            else:
+                topics.discard(topic)
 
     def record(self, connector: str, topic: str, task: int = 0) -> None:
-        if not self.enabled:
+        known = self._known.get(connector)
+        if not self.enabled or (known is not None and topic in known):
             return
         key = topic_status_key(connector, topic)
-        if key in self._sent or self.statuses.get(key) is not None:
-            return
         with self._lock:
             if key in self._sent:
                 return
@@ -282,12 +288,8 @@ class StatusTopicActiveTopics:
             sync=False)
 
     def topics(self, connector: str) -> list[str]:
-        found = []
-        for key in self.statuses.keys(STATUS_TOPIC_PREFIX):
-            parsed = parse_topic_status_key(key)
-            if parsed is not None and parsed[0] == connector:
-                found.append(parsed[1])
-        return sorted(found)
+        with self._lock:
+            return sorted(self._known.get(connector, ()))
 
     def reset(self, connector: str) -> None:
         """Tombstones for the connector's topic statuses (Kafka's resetConnectorActiveTopics), those on their
